@@ -1,0 +1,239 @@
+//! Batches of interned nodes and edges: the engine's ingest input.
+//!
+//! Producers (the plugin host's decoders, the mock estate, tests) intern the
+//! low-cardinality strings and write each node's id, tags and properties
+//! into one byte buffer per batch, so a batch of thousands of nodes is two
+//! allocations. The graph copies rows from batches into its shards.
+
+use std::hash::Hasher;
+
+use rustc_hash::FxHasher;
+
+use crate::ids::Sym;
+use crate::props::{PropWriter, write_tag};
+use crate::relation::Relation;
+
+/// A byte range in a batch buffer or a shard arena.
+#[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub off: u32,
+    pub len: u32,
+}
+
+impl Span {
+    pub fn get(self, buf: &[u8]) -> &[u8] {
+        let start = self.off as usize;
+        buf.get(start..start + self.len as usize).unwrap_or(&[])
+    }
+    pub fn get_str(self, buf: &[u8]) -> &str {
+        std::str::from_utf8(self.get(buf)).unwrap_or("")
+    }
+}
+
+/// Appends `bytes` to `buf` and returns where they are.
+pub(crate) fn push_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Span {
+    let off = buf.len() as u32;
+    buf.extend_from_slice(bytes);
+    Span { off, len: bytes.len() as u32 }
+}
+
+/// The identity of a node: the interned CRN segments and the physical id.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct NodeKeyRef<'a> {
+    pub provider: Sym,
+    pub region: Sym,
+    pub service: Sym,
+    pub kind: Sym,
+    pub account: Sym,
+    pub id: &'a str,
+}
+
+impl NodeKeyRef<'_> {
+    pub fn syms(&self) -> [Sym; 5] {
+        [self.provider, self.region, self.service, self.kind, self.account]
+    }
+
+    /// The key's hash; its low byte picks the node shard.
+    pub fn hash(&self) -> u64 {
+        key_hash(self.syms(), self.id.as_bytes())
+    }
+}
+
+pub(crate) fn key_hash(syms: [Sym; 5], id: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    for s in syms {
+        h.write_u32(s.to_raw());
+    }
+    h.write(id);
+    fmix64(h.finish())
+}
+
+/// MurmurHash3's finaliser: spreads every input bit over the low byte used for sharding.
+pub(crate) fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
+
+/// The discovered fields of one node.
+#[derive(Copy, Clone, Debug)]
+pub struct NodeInput<'a> {
+    pub key: NodeKeyRef<'a>,
+    /// `<service>:<kind>`.
+    pub ty: Sym,
+    pub state: Sym,
+    pub cost_usd_mo: f32,
+    /// Unix seconds.
+    pub creation_ts: u64,
+}
+
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct BatchNode {
+    pub hash: u64,
+    pub syms: [Sym; 5],
+    pub ty: Sym,
+    pub state: Sym,
+    pub cost: f32,
+    pub creation_ts: u64,
+    pub id: Span,
+    pub tags: Span,
+    pub props: Span,
+}
+
+/// A batch of nodes, usually a few thousand.
+#[derive(Default)]
+pub struct NodeBatch {
+    pub(crate) rows: Vec<BatchNode>,
+    pub(crate) buf: Vec<u8>,
+}
+
+impl NodeBatch {
+    pub fn with_capacity(nodes: usize) -> NodeBatch {
+        NodeBatch { rows: Vec::with_capacity(nodes), buf: Vec::with_capacity(nodes * 160) }
+    }
+
+    /// Adds a node; `props` writes its properties.
+    pub fn push(&mut self, node: NodeInput<'_>, tags: &[(Sym, Sym)], props: impl FnOnce(&mut PropWriter<'_>)) {
+        let id = push_bytes(&mut self.buf, node.key.id.as_bytes());
+        let tags_off = self.buf.len() as u32;
+        for (k, v) in tags {
+            write_tag(&mut self.buf, *k, *v);
+        }
+        let tags = Span { off: tags_off, len: self.buf.len() as u32 - tags_off };
+        let props_off = self.buf.len() as u32;
+        props(&mut PropWriter::new(&mut self.buf));
+        let props = Span { off: props_off, len: self.buf.len() as u32 - props_off };
+        self.rows.push(BatchNode {
+            hash: node.key.hash(),
+            syms: node.key.syms(),
+            ty: node.ty,
+            state: node.state,
+            cost: if node.cost_usd_mo.is_finite() { node.cost_usd_mo.max(0.0) } else { 0.0 },
+            creation_ts: node.creation_ts,
+            id,
+            tags,
+            props,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Bytes held by the batch buffer.
+    pub fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct BatchKey {
+    pub hash: u64,
+    pub syms: [Sym; 5],
+    pub id: Span,
+}
+
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct BatchEdge {
+    pub src: BatchKey,
+    pub dst: BatchKey,
+    pub rel: Relation,
+    pub inferred: bool,
+    pub props: Span,
+}
+
+/// A batch of edges between nodes named by key. Endpoints are resolved when
+/// the batch is ingested, after every node of the scan has arrived, so an
+/// edge may name a node from a later batch or another provider.
+#[derive(Default)]
+pub struct EdgeBatch {
+    pub(crate) rows: Vec<BatchEdge>,
+    pub(crate) buf: Vec<u8>,
+}
+
+impl EdgeBatch {
+    pub fn with_capacity(edges: usize) -> EdgeBatch {
+        EdgeBatch { rows: Vec::with_capacity(edges), buf: Vec::with_capacity(edges * 48) }
+    }
+
+    fn key(&mut self, k: NodeKeyRef<'_>) -> BatchKey {
+        BatchKey { hash: k.hash(), syms: k.syms(), id: push_bytes(&mut self.buf, k.id.as_bytes()) }
+    }
+
+    /// Adds an edge from `src` to `dst`; `props` writes its properties (for
+    /// example the plugin's original relation string under `relation`).
+    pub fn push(
+        &mut self,
+        src: NodeKeyRef<'_>,
+        dst: NodeKeyRef<'_>,
+        rel: Relation,
+        props: impl FnOnce(&mut PropWriter<'_>),
+    ) {
+        self.push_edge(src, dst, rel, false, props);
+    }
+
+    /// Adds an edge that no provider reported but the engine inferred.
+    pub fn push_edge(
+        &mut self,
+        src: NodeKeyRef<'_>,
+        dst: NodeKeyRef<'_>,
+        rel: Relation,
+        inferred: bool,
+        props: impl FnOnce(&mut PropWriter<'_>),
+    ) {
+        let src = self.key(src);
+        let dst = self.key(dst);
+        let props_off = self.buf.len() as u32;
+        props(&mut PropWriter::new(&mut self.buf));
+        let props = Span { off: props_off, len: self.buf.len() as u32 - props_off };
+        self.rows.push(BatchEdge { src, dst, rel, inferred, props });
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+impl<'a> NodeKeyRef<'a> {
+    /// Interns the segments of a parsed CRN.
+    pub fn intern(interner: &crate::intern::Interner, crn: &'a crate::crn::Crn) -> NodeKeyRef<'a> {
+        NodeKeyRef {
+            provider: interner.intern(&crn.provider),
+            region: interner.intern(&crn.region),
+            service: interner.intern(&crn.service),
+            kind: interner.intern(&crn.kind),
+            account: interner.intern(&crn.account),
+            id: &crn.id,
+        }
+    }
+}

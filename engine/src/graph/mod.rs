@@ -1,0 +1,574 @@
+//! The columnar graph: 256 node shards and 128 edge shards.
+//!
+//! A node lives in shard `hash(key) % 256`; an edge lives in the edge shard
+//! of its source node (`node shard % 128`). Rows are never moved or removed:
+//! deletion sets `valid_to` and the visibility rule of SPEC 3.3 hides it.
+
+pub mod adjacency;
+pub mod batch;
+pub mod shard;
+mod view;
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::crn::Crn;
+use crate::ids::{EDGE_SHARDS, EdgeId, NODE_SHARDS, NodeId, Sym};
+use crate::intern::Interner;
+use crate::relation::Relation;
+pub use adjacency::Adjacency;
+pub use batch::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
+use batch::key_hash;
+pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, visible};
+pub use view::{EdgeRef, NodeRef};
+
+/// Node counts of one ingest.
+#[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
+pub struct IngestStats {
+    pub inserted: usize,
+    pub changed: usize,
+    pub unchanged: usize,
+    pub revived: usize,
+    /// Edges whose source or target is not in the graph.
+    pub dangling: usize,
+}
+
+impl IngestStats {
+    fn add(&mut self, u: Upsert) {
+        match u {
+            Upsert::Inserted => self.inserted += 1,
+            Upsert::Changed => self.changed += 1,
+            Upsert::Unchanged => self.unchanged += 1,
+            Upsert::Revived => self.revived += 1,
+        }
+    }
+    fn merge(a: IngestStats, b: IngestStats) -> IngestStats {
+        IngestStats {
+            inserted: a.inserted + b.inserted,
+            changed: a.changed + b.changed,
+            unchanged: a.unchanged + b.unchanged,
+            revived: a.revived + b.revived,
+            dangling: a.dangling + b.dangling,
+        }
+    }
+    /// Rows seen, changed or not.
+    pub fn total(&self) -> usize {
+        self.inserted + self.changed + self.unchanged + self.revived
+    }
+}
+
+/// Aggregates over the visible graph (SPEC 4.2 `graph/stats`).
+#[derive(Clone, Default, Debug, PartialEq)]
+pub struct GraphStats {
+    pub total_nodes: u64,
+    pub active_nodes: u64,
+    pub logically_deleted: u64,
+    pub total_edges: u64,
+    pub waste_nodes: u64,
+    pub total_cost_usd_mo: f64,
+    pub projected_savings_usd_mo: f64,
+    /// Active nodes per provider, sorted by provider symbol.
+    pub providers: Vec<(Sym, u64)>,
+}
+
+/// One changed node, as written to the temporal store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeVersion {
+    pub crn: String,
+    pub row: NodeRow,
+}
+
+/// One changed edge, as written to the temporal store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EdgeVersion {
+    pub src: String,
+    pub dst: String,
+    pub relation: Relation,
+    pub inferred: bool,
+    pub valid_from: u64,
+    pub valid_to: u64,
+    pub props: Vec<u8>,
+}
+
+/// What changed since the last commit.
+#[derive(Default, Debug)]
+pub struct Changes {
+    pub nodes: Vec<NodeVersion>,
+    pub edges: Vec<EdgeVersion>,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty() && self.edges.is_empty()
+    }
+}
+
+pub struct Graph {
+    interner: Arc<Interner>,
+    pub(crate) nodes: Vec<NodeShard>,
+    pub(crate) edges: Vec<EdgeShard>,
+    adj: Adjacency,
+    generation: u64,
+}
+
+#[inline]
+fn node_shard_of(hash: u64) -> usize {
+    (hash % NODE_SHARDS as u64) as usize
+}
+
+#[inline]
+fn edge_shard_of(src: NodeId) -> usize {
+    src.shard() % EDGE_SHARDS
+}
+
+/// Counting sort of row indices by shard: `(offsets[shards + 1], permutation)`.
+fn partition(shards: usize, keys: impl Iterator<Item = usize> + Clone) -> (Vec<u32>, Vec<u32>) {
+    let mut off = vec![0u32; shards + 1];
+    for k in keys.clone() {
+        off[k + 1] += 1;
+    }
+    for i in 0..shards {
+        off[i + 1] += off[i];
+    }
+    let mut fill = off.clone();
+    let mut perm = vec![0u32; off[shards] as usize];
+    for (i, k) in keys.enumerate() {
+        perm[fill[k] as usize] = i as u32;
+        fill[k] += 1;
+    }
+    (off, perm)
+}
+
+impl Graph {
+    pub fn new(interner: Arc<Interner>) -> Graph {
+        Graph {
+            interner,
+            nodes: (0..NODE_SHARDS).map(|_| NodeShard::default()).collect(),
+            edges: (0..EDGE_SHARDS).map(|_| EdgeShard::default()).collect(),
+            adj: Adjacency::default(),
+            generation: 0,
+        }
+    }
+
+    pub fn interner(&self) -> &Arc<Interner> {
+        &self.interner
+    }
+
+    /// The graph generation: bumped by every committed change.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn set_generation(&mut self, generation: u64) {
+        self.generation = generation;
+    }
+
+    pub fn node_shards(&self) -> &[NodeShard] {
+        &self.nodes
+    }
+
+    pub fn edge_shards(&self) -> &[EdgeShard] {
+        &self.edges
+    }
+
+    pub fn adjacency(&self) -> &Adjacency {
+        &self.adj
+    }
+
+    /// Rows in the graph, visible or not.
+    pub fn node_rows(&self) -> usize {
+        self.nodes.iter().map(NodeShard::len).sum()
+    }
+
+    pub fn edge_rows(&self) -> usize {
+        self.edges.iter().map(EdgeShard::len).sum()
+    }
+
+    /// Upserts every node of `batches`, shard by shard in parallel.
+    pub fn ingest_nodes(&mut self, batches: &[NodeBatch], now_us: u64, scan: u32) -> IngestStats {
+        let parts: Vec<(Vec<u32>, Vec<u32>)> = batches
+            .par_iter()
+            .map(|b| partition(NODE_SHARDS, b.rows.iter().map(|r| node_shard_of(r.hash))))
+            .collect();
+        self.nodes
+            .par_iter_mut()
+            .enumerate()
+            .map(|(s, shard)| {
+                let mut st = IngestStats::default();
+                for (b, (off, perm)) in batches.iter().zip(&parts) {
+                    for &i in &perm[off[s] as usize..off[s + 1] as usize] {
+                        let (_, outcome) = shard.upsert(&b.rows[i as usize], &b.buf, now_us, scan);
+                        st.add(outcome);
+                    }
+                }
+                st
+            })
+            .reduce(IngestStats::default, IngestStats::merge)
+    }
+
+    /// Resolves both endpoints of every edge and upserts it into the edge
+    /// shard of its source. Edges with an unknown endpoint are counted as
+    /// dangling and dropped.
+    pub fn ingest_edges(&mut self, batches: &[EdgeBatch], now_us: u64, scan: u32) -> IngestStats {
+        let nodes = &self.nodes;
+        let resolve = |k: &batch::BatchKey, buf: &[u8]| -> Option<NodeId> {
+            let s = node_shard_of(k.hash);
+            let shard = &nodes[s];
+            shard.find(k.hash, &k.syms, k.id.get(buf)).map(|row| NodeId::new(s, row, shard.generation))
+        };
+        let resolved: Vec<(Vec<(u32, NodeId, NodeId)>, usize)> = batches
+            .par_iter()
+            .map(|b| {
+                let mut out = Vec::with_capacity(b.rows.len());
+                let mut dangling = 0;
+                for (i, e) in b.rows.iter().enumerate() {
+                    match (resolve(&e.src, &b.buf), resolve(&e.dst, &b.buf)) {
+                        (Some(s), Some(d)) => out.push((i as u32, s, d)),
+                        _ => dangling += 1,
+                    }
+                }
+                (out, dangling)
+            })
+            .collect();
+        let parts: Vec<(Vec<u32>, Vec<u32>)> = resolved
+            .par_iter()
+            .map(|(v, _)| partition(EDGE_SHARDS, v.iter().map(|(_, s, _)| edge_shard_of(*s))))
+            .collect();
+        let dangling: usize = resolved.iter().map(|(_, d)| d).sum();
+        let mut stats = self
+            .edges
+            .par_iter_mut()
+            .enumerate()
+            .map(|(s, shard)| {
+                let mut st = IngestStats::default();
+                for ((b, (res, _)), (off, perm)) in batches.iter().zip(&resolved).zip(&parts) {
+                    for &i in &perm[off[s] as usize..off[s + 1] as usize] {
+                        let (row, src, dst) = res[i as usize];
+                        let e = &b.rows[row as usize];
+                        let u = shard.upsert(src, dst, e.rel, e.inferred, e.props.get(&b.buf), now_us, scan, None);
+                        st.add(u);
+                    }
+                }
+                st
+            })
+            .reduce(IngestStats::default, IngestStats::merge);
+        stats.dangling = dangling;
+        stats
+    }
+
+    /// Logically deletes, at `now_us`, the nodes and edges of `providers` that
+    /// scan `scan` did not report, and the edges whose endpoint is gone.
+    /// Providers whose scan failed must not be listed. Returns `(nodes, edges)` retired.
+    pub fn retire_unseen(&mut self, providers: &[Sym], now_us: u64, scan: u32) -> (usize, usize) {
+        let nodes_retired: usize = self
+            .nodes
+            .par_iter_mut()
+            .map(|shard| {
+                let mut n = 0;
+                for r in 0..shard.len() {
+                    if shard.valid_to[r] == 0 && shard.seen[r] != scan && providers.contains(&shard.key[r][0]) {
+                        n += usize::from(shard.retire(r as u32, now_us));
+                    }
+                }
+                n
+            })
+            .sum();
+        let nodes = &self.nodes;
+        let edges_retired: usize = self
+            .edges
+            .par_iter_mut()
+            .map(|shard| {
+                let mut n = 0;
+                for r in 0..shard.len() {
+                    if shard.valid_to[r] != 0 {
+                        continue;
+                    }
+                    let (src, dst) = (shard.src[r], shard.dst[r]);
+                    let src_row = &nodes[src.shard()];
+                    let gone = src_row.valid_to[src.row() as usize] != 0
+                        || nodes[dst.shard()].valid_to[dst.row() as usize] != 0;
+                    let unseen = shard.seen[r] != scan && providers.contains(&src_row.key[src.row() as usize][0]);
+                    if gone || unseen {
+                        n += usize::from(shard.retire(r as u32, now_us));
+                    }
+                }
+                n
+            })
+            .sum();
+        (nodes_retired, edges_retired)
+    }
+
+    /// Rebuilds the adjacency index over the edges visible at `now_us`.
+    pub fn rebuild_adjacency(&mut self, now_us: u64) {
+        let mut base = Vec::with_capacity(NODE_SHARDS + 1);
+        let mut total = 0u32;
+        for s in &self.nodes {
+            base.push(total);
+            total += s.len() as u32;
+        }
+        base.push(total);
+        let nodes = &self.nodes;
+        let dense = |id: NodeId| base[id.shard()] + id.row();
+        let per_shard: Vec<Vec<(EdgeId, u32, u32)>> = self
+            .edges
+            .par_iter()
+            .enumerate()
+            .map(|(s, shard)| {
+                (0..shard.len())
+                    .filter(|&r| {
+                        let (a, b) = (shard.src[r], shard.dst[r]);
+                        visible(shard.valid_to[r], now_us)
+                            && visible(nodes[a.shard()].valid_to[a.row() as usize], now_us)
+                            && visible(nodes[b.shard()].valid_to[b.row() as usize], now_us)
+                    })
+                    .map(|r| (EdgeId::new(s, r as u32), dense(shard.src[r]), dense(shard.dst[r])))
+                    .collect()
+            })
+            .collect();
+        let all: Vec<(EdgeId, u32, u32)> = per_shard.into_iter().flatten().collect();
+        self.adj = adjacency::build(base, &all);
+    }
+
+    /// Frees the spare capacity of every column (after a large ingest).
+    pub fn shrink_to_fit(&mut self) {
+        self.nodes.par_iter_mut().for_each(NodeShard::shrink);
+        self.edges.par_iter_mut().for_each(EdgeShard::shrink);
+    }
+
+    /// Heap bytes held by shards and the adjacency index (not the interner).
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.iter().map(NodeShard::heap_bytes).sum::<usize>()
+            + self.edges.iter().map(EdgeShard::heap_bytes).sum::<usize>()
+            + self.adj.heap_bytes()
+    }
+
+    /// Takes the rows changed since the last call, as versions to commit.
+    /// Bumps the generation when anything changed.
+    pub fn take_changes(&mut self) -> Changes {
+        let dirty_nodes: Vec<(usize, Vec<u32>)> =
+            self.nodes.iter_mut().enumerate().map(|(s, sh)| (s, sh.take_dirty())).collect();
+        let dirty_edges: Vec<(usize, Vec<u32>)> =
+            self.edges.iter_mut().enumerate().map(|(s, sh)| (s, sh.take_dirty())).collect();
+        let reader = self.interner.reader();
+        let mut changes = Changes::default();
+        for (s, rows) in dirty_nodes {
+            for row in rows {
+                let id = NodeId::new(s, row, self.nodes[s].generation);
+                changes.nodes.push(NodeVersion { crn: self.crn_with(&reader, id), row: self.nodes[s].row(row) });
+            }
+        }
+        for (s, rows) in dirty_edges {
+            let shard = &self.edges[s];
+            for row in rows {
+                let r = row as usize;
+                changes.edges.push(EdgeVersion {
+                    src: self.crn_with(&reader, shard.src[r]),
+                    dst: self.crn_with(&reader, shard.dst[r]),
+                    relation: shard.rel[r],
+                    inferred: shard.inferred.get(r),
+                    valid_from: shard.valid_from[r],
+                    valid_to: shard.valid_to[r],
+                    props: shard.props[r].get(&shard.arena).to_vec(),
+                });
+            }
+        }
+        drop(reader);
+        if !changes.is_empty() {
+            self.generation += 1;
+        }
+        changes
+    }
+
+    /// Loads a stored node row (hydration at start). Not marked as changed.
+    pub fn load_node(&mut self, row: &NodeRow) -> NodeId {
+        let hash = key_hash(row.key, row.id.as_bytes());
+        let s = node_shard_of(hash);
+        let r = self.nodes[s].load(hash, row);
+        NodeId::new(s, r, self.nodes[s].generation)
+    }
+
+    /// Loads a stored edge (hydration at start); `false` when an endpoint is unknown.
+    pub fn load_edge(&mut self, e: &EdgeVersion) -> bool {
+        let (Some(src), Some(dst)) = (self.find_str(&e.src), self.find_str(&e.dst)) else {
+            return false;
+        };
+        let shard = &mut self.edges[edge_shard_of(src)];
+        shard.upsert(src, dst, e.relation, e.inferred, &e.props, 0, 0, Some((e.valid_from, e.valid_to)));
+        true
+    }
+
+    fn find_str(&self, crn: &str) -> Option<NodeId> {
+        Crn::parse(crn).ok().and_then(|c| self.find(&c))
+    }
+
+    /// The node with this CRN, visible or not.
+    pub fn find(&self, crn: &Crn) -> Option<NodeId> {
+        let reader = self.interner.reader();
+        let key = NodeKeyRef {
+            provider: reader.get(&crn.provider)?,
+            region: reader.get(&crn.region)?,
+            service: reader.get(&crn.service)?,
+            kind: reader.get(&crn.kind)?,
+            account: reader.get(&crn.account)?,
+            id: &crn.id,
+        };
+        drop(reader);
+        self.find_key(key)
+    }
+
+    pub fn find_key(&self, key: NodeKeyRef<'_>) -> Option<NodeId> {
+        let hash = key.hash();
+        let s = node_shard_of(hash);
+        let shard = &self.nodes[s];
+        shard.find(hash, &key.syms(), key.id.as_bytes()).map(|row| NodeId::new(s, row, shard.generation))
+    }
+
+    /// A view of a node; `None` for an id from another graph or generation.
+    pub fn node(&self, id: NodeId) -> Option<NodeRef<'_>> {
+        let shard = self.nodes.get(id.shard())?;
+        ((id.row() as usize) < shard.len() && shard.generation == id.generation()).then(|| NodeRef::new(self, id))
+    }
+
+    pub fn edge(&self, id: EdgeId) -> Option<EdgeRef<'_>> {
+        let shard = self.edges.get(id.shard())?;
+        ((id.row() as usize) < shard.len()).then(|| EdgeRef::new(self, id))
+    }
+
+    /// Every node row (visible or not) in id order, starting after `after`.
+    pub fn nodes_after(&self, after: Option<NodeId>) -> impl Iterator<Item = NodeRef<'_>> + '_ {
+        let (start_shard, start_row) = match after {
+            Some(id) => (id.shard(), id.row() as usize + 1),
+            None => (0, 0),
+        };
+        self.nodes.iter().enumerate().skip(start_shard).flat_map(move |(s, shard)| {
+            let from = if s == start_shard { start_row } else { 0 };
+            (from..shard.len()).map(move |r| NodeRef::new(self, NodeId::new(s, r as u32, shard.generation)))
+        })
+    }
+
+    /// Every node row, visible or not.
+    pub fn nodes(&self) -> impl Iterator<Item = NodeRef<'_>> + '_ {
+        self.nodes_after(None)
+    }
+
+    /// Every edge row, visible or not.
+    pub fn edges(&self) -> impl Iterator<Item = EdgeRef<'_>> + '_ {
+        self.edges
+            .iter()
+            .enumerate()
+            .flat_map(move |(s, shard)| (0..shard.len()).map(move |r| EdgeRef::new(self, EdgeId::new(s, r as u32))))
+    }
+
+    pub fn is_node_visible(&self, id: NodeId, now_us: u64) -> bool {
+        self.nodes
+            .get(id.shard())
+            .and_then(|s| s.valid_to.get(id.row() as usize))
+            .is_some_and(|&vt| visible(vt, now_us))
+    }
+
+    /// An edge is visible when it and both its endpoints are.
+    pub fn is_edge_visible(&self, id: EdgeId, now_us: u64) -> bool {
+        let Some(shard) = self.edges.get(id.shard()) else { return false };
+        let r = id.row() as usize;
+        r < shard.len()
+            && visible(shard.valid_to[r], now_us)
+            && self.is_node_visible(shard.src[r], now_us)
+            && self.is_node_visible(shard.dst[r], now_us)
+    }
+
+    /// Marks a node as waste (or not) with a reason; a change is versioned.
+    pub fn set_verdict(&mut self, id: NodeId, is_waste: bool, reason: &str, now_us: u64) {
+        if let Some(shard) = self.nodes.get_mut(id.shard())
+            && (id.row() as usize) < shard.len()
+        {
+            shard.set_verdict(id.row(), is_waste, reason, now_us);
+        }
+    }
+
+    /// The CRN of a node, in graph form.
+    pub fn crn(&self, id: NodeId) -> String {
+        let reader = self.interner.reader();
+        self.crn_with(&reader, id)
+    }
+
+    pub(crate) fn crn_with(&self, reader: &crate::intern::InternerReader<'_>, id: NodeId) -> String {
+        let shard = &self.nodes[id.shard()];
+        let r = id.row() as usize;
+        let k = shard.key[r];
+        let mut out = String::with_capacity(64);
+        crate::crn::write_crn(
+            &mut out,
+            [
+                reader.resolve(k[0]),
+                reader.resolve(k[1]),
+                reader.resolve(k[2]),
+                reader.resolve(k[3]),
+                reader.resolve(k[4]),
+                shard.id[r].get_str(&shard.arena),
+            ],
+        );
+        out
+    }
+
+    /// Aggregates over the graph as visible at `now_us`.
+    pub fn stats(&self, now_us: u64) -> GraphStats {
+        let nodes = &self.nodes;
+        let partial: Vec<(GraphStats, hashbrown::HashMap<Sym, u64>)> = nodes
+            .par_iter()
+            .map(|shard| {
+                let mut st = GraphStats::default();
+                let mut providers = hashbrown::HashMap::new();
+                for r in 0..shard.len() {
+                    st.total_nodes += 1;
+                    if !visible(shard.valid_to[r], now_us) {
+                        st.logically_deleted += 1;
+                        continue;
+                    }
+                    st.active_nodes += 1;
+                    let cost = f64::from(shard.cost[r]);
+                    st.total_cost_usd_mo += cost;
+                    if shard.waste.get(r) {
+                        st.waste_nodes += 1;
+                        st.projected_savings_usd_mo += cost;
+                    }
+                    *providers.entry(shard.key[r][0]).or_insert(0) += 1;
+                }
+                (st, providers)
+            })
+            .collect();
+        let mut total = GraphStats::default();
+        let mut providers: hashbrown::HashMap<Sym, u64> = hashbrown::HashMap::new();
+        for (st, p) in partial {
+            total.total_nodes += st.total_nodes;
+            total.active_nodes += st.active_nodes;
+            total.logically_deleted += st.logically_deleted;
+            total.waste_nodes += st.waste_nodes;
+            total.total_cost_usd_mo += st.total_cost_usd_mo;
+            total.projected_savings_usd_mo += st.projected_savings_usd_mo;
+            for (k, v) in p {
+                *providers.entry(k).or_insert(0) += v;
+            }
+        }
+        total.total_edges = self
+            .edges
+            .par_iter()
+            .map(|shard| {
+                (0..shard.len())
+                    .filter(|&r| {
+                        let (a, b) = (shard.src[r], shard.dst[r]);
+                        visible(shard.valid_to[r], now_us)
+                            && visible(nodes[a.shard()].valid_to[a.row() as usize], now_us)
+                            && visible(nodes[b.shard()].valid_to[b.row() as usize], now_us)
+                    })
+                    .count() as u64
+            })
+            .sum();
+        total.providers = providers.into_iter().collect();
+        total.providers.sort();
+        total
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,588 @@
+//! Node and edge shards: structs of arrays with aligned rows.
+
+use std::hash::Hasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
+
+use super::batch::{BatchNode, Span, fmix64, push_bytes};
+use crate::ids::{NodeId, Sym};
+use crate::relation::Relation;
+
+/// Reachability from the estate's entry points (formal verification).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+#[repr(u8)]
+pub enum Reachability {
+    #[default]
+    Unknown = 0,
+    Reachable = 1,
+    Unreachable = 2,
+}
+
+impl Reachability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reachability::Unknown => "unknown",
+            Reachability::Reachable => "reachable",
+            Reachability::Unreachable => "unreachable",
+        }
+    }
+    pub fn from_u8(v: u8) -> Reachability {
+        match v {
+            1 => Reachability::Reachable,
+            2 => Reachability::Unreachable,
+            _ => Reachability::Unknown,
+        }
+    }
+}
+
+/// Remediation pipeline stage (SPEC 3.1); `None` before a node is flagged.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+#[repr(u8)]
+pub enum Phase {
+    #[default]
+    None = 0,
+    Flagged = 1,
+    Analyzed = 2,
+    Codegen = 3,
+    SauGate = 4,
+    Pending = 5,
+    Applied = 6,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::None => "",
+            Phase::Flagged => "flagged",
+            Phase::Analyzed => "analyzed",
+            Phase::Codegen => "codegen",
+            Phase::SauGate => "sau_gate",
+            Phase::Pending => "pending",
+            Phase::Applied => "applied",
+        }
+    }
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            1 => Phase::Flagged,
+            2 => Phase::Analyzed,
+            3 => Phase::Codegen,
+            4 => Phase::SauGate,
+            5 => Phase::Pending,
+            6 => Phase::Applied,
+            _ => Phase::None,
+        }
+    }
+}
+
+/// A node or edge is visible when `valid_to` is 0 or later than `now_us` (SPEC 3.3).
+#[inline]
+pub fn visible(valid_to: u64, now_us: u64) -> bool {
+    valid_to == 0 || valid_to > now_us
+}
+
+/// A growable bitset.
+#[derive(Default, Clone)]
+pub struct BitSet {
+    words: Vec<u64>,
+}
+
+impl BitSet {
+    pub fn with_len(len: usize) -> BitSet {
+        BitSet { words: vec![0; len.div_ceil(64)] }
+    }
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    #[inline]
+    pub fn set(&mut self, i: usize, v: bool) {
+        let w = i / 64;
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        if v {
+            self.words[w] |= 1 << (i % 64);
+        } else {
+            self.words[w] &= !(1 << (i % 64));
+        }
+    }
+    /// Sets bit `i`; returns whether it was clear before.
+    #[inline]
+    pub fn insert(&mut self, i: usize) -> bool {
+        let was = self.get(i);
+        self.set(i, true);
+        !was
+    }
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+    pub fn count_ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    fn heap_bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+}
+
+/// How an upsert changed a row.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Upsert {
+    Inserted,
+    Changed,
+    Unchanged,
+    Revived,
+}
+
+/// One node shard. Rows never move; deletion is logical (`valid_to`).
+#[derive(Default)]
+pub struct NodeShard {
+    pub(crate) generation: u32,
+    pub(crate) hash: Vec<u64>,
+    /// provider, region, service, kind, account.
+    pub(crate) key: Vec<[Sym; 5]>,
+    pub(crate) id: Vec<Span>,
+    pub(crate) ty: Vec<Sym>,
+    pub(crate) state: Vec<Sym>,
+    pub(crate) cost: Vec<f32>,
+    pub(crate) creation_ts: Vec<u64>,
+    pub(crate) valid_from: Vec<u64>,
+    pub(crate) valid_to: Vec<u64>,
+    pub(crate) waste: BitSet,
+    pub(crate) waste_reason: Vec<Span>,
+    pub(crate) risk: Vec<f32>,
+    pub(crate) reach: Vec<Reachability>,
+    pub(crate) phase: Vec<Phase>,
+    pub(crate) verdict: Vec<Option<Sym>>,
+    pub(crate) tags: Vec<Span>,
+    pub(crate) props: Vec<Span>,
+    /// Hash of the discovered fields, to tell a changed node from an unchanged one.
+    pub(crate) content: Vec<u64>,
+    /// The scan that last reported the row.
+    pub(crate) seen: Vec<u32>,
+    pub(crate) arena: Vec<u8>,
+    pub(crate) index: HashTable<u32>,
+    /// Rows changed since the last commit, each once.
+    pub(crate) dirty: Vec<u32>,
+    pub(crate) dirty_set: BitSet,
+}
+
+/// Everything a node row holds, owned; used to load rows from the store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeRow {
+    pub key: [Sym; 5],
+    pub id: String,
+    pub ty: Sym,
+    pub state: Sym,
+    pub cost_usd_mo: f32,
+    pub creation_ts: u64,
+    pub valid_from: u64,
+    pub valid_to: u64,
+    pub is_waste: bool,
+    pub waste_reason: String,
+    pub risk_score: f32,
+    pub reachability: Reachability,
+    pub phase: Phase,
+    pub verdict: Option<Sym>,
+    pub tags: Vec<u8>,
+    pub props: Vec<u8>,
+}
+
+pub(crate) fn content_hash(ty: Sym, state: Sym, cost: f32, creation_ts: u64, tags: &[u8], props: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u32(ty.to_raw());
+    h.write_u32(state.to_raw());
+    h.write_u32(cost.to_bits());
+    h.write_u64(creation_ts);
+    h.write_usize(tags.len());
+    h.write(tags);
+    h.write(props);
+    fmix64(h.finish())
+}
+
+impl NodeShard {
+    pub fn len(&self) -> usize {
+        self.hash.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hash.is_empty()
+    }
+
+    pub(crate) fn find(&self, hash: u64, key: &[Sym; 5], id: &[u8]) -> Option<u32> {
+        self.index
+            .find(hash, |&row| {
+                let r = row as usize;
+                self.key[r] == *key && self.id[r].get(&self.arena) == id
+            })
+            .copied()
+    }
+
+    fn mark_dirty(&mut self, row: u32) {
+        if self.dirty_set.insert(row as usize) {
+            self.dirty.push(row);
+        }
+    }
+
+    pub(crate) fn take_dirty(&mut self) -> Vec<u32> {
+        self.dirty_set.clear();
+        std::mem::take(&mut self.dirty)
+    }
+
+    fn push_row(&mut self, hash: u64, key: [Sym; 5], id: &[u8]) -> u32 {
+        let row = self.hash.len() as u32;
+        let id = push_bytes(&mut self.arena, id);
+        self.hash.push(hash);
+        self.key.push(key);
+        self.id.push(id);
+        self.ty.push(crate::intern::well_known::EMPTY);
+        self.state.push(crate::intern::well_known::EMPTY);
+        self.cost.push(0.0);
+        self.creation_ts.push(0);
+        self.valid_from.push(0);
+        self.valid_to.push(0);
+        self.waste.set(row as usize, false);
+        self.waste_reason.push(Span::default());
+        self.risk.push(0.0);
+        self.reach.push(Reachability::Unknown);
+        self.phase.push(Phase::None);
+        self.verdict.push(None);
+        self.tags.push(Span::default());
+        self.props.push(Span::default());
+        self.content.push(0);
+        self.seen.push(0);
+        let hashes = &self.hash;
+        self.index.insert_unique(hash, row, |&r| hashes[r as usize]);
+        row
+    }
+
+    /// Inserts or updates a node from a batch row at scan time `now_us`.
+    pub(crate) fn upsert(&mut self, n: &BatchNode, buf: &[u8], now_us: u64, scan: u32) -> (u32, Upsert) {
+        let tags = n.tags.get(buf);
+        let props = n.props.get(buf);
+        let content = content_hash(n.ty, n.state, n.cost, n.creation_ts, tags, props);
+        let id = n.id.get(buf);
+        let (row, outcome) = match self.find(n.hash, &n.syms, id) {
+            Some(row) => {
+                let r = row as usize;
+                self.seen[r] = scan;
+                let revived = self.valid_to[r] != 0;
+                if !revived && self.content[r] == content {
+                    return (row, Upsert::Unchanged);
+                }
+                (row, if revived { Upsert::Revived } else { Upsert::Changed })
+            }
+            None => (self.push_row(n.hash, n.syms, id), Upsert::Inserted),
+        };
+        let r = row as usize;
+        self.ty[r] = n.ty;
+        self.state[r] = n.state;
+        self.cost[r] = n.cost;
+        self.creation_ts[r] = n.creation_ts;
+        self.valid_from[r] = now_us;
+        self.valid_to[r] = 0;
+        self.tags[r] = push_bytes(&mut self.arena, tags);
+        self.props[r] = push_bytes(&mut self.arena, props);
+        self.content[r] = content;
+        self.seen[r] = scan;
+        self.mark_dirty(row);
+        (row, outcome)
+    }
+
+    /// Loads a stored row as it is; used when hydrating from the store.
+    pub(crate) fn load(&mut self, hash: u64, n: &NodeRow) -> u32 {
+        let row = match self.find(hash, &n.key, n.id.as_bytes()) {
+            Some(row) => row,
+            None => self.push_row(hash, n.key, n.id.as_bytes()),
+        };
+        let r = row as usize;
+        self.ty[r] = n.ty;
+        self.state[r] = n.state;
+        self.cost[r] = n.cost_usd_mo;
+        self.creation_ts[r] = n.creation_ts;
+        self.valid_from[r] = n.valid_from;
+        self.valid_to[r] = n.valid_to;
+        self.waste.set(r, n.is_waste);
+        self.waste_reason[r] = push_bytes(&mut self.arena, n.waste_reason.as_bytes());
+        self.risk[r] = n.risk_score;
+        self.reach[r] = n.reachability;
+        self.phase[r] = n.phase;
+        self.verdict[r] = n.verdict;
+        self.tags[r] = push_bytes(&mut self.arena, &n.tags);
+        self.props[r] = push_bytes(&mut self.arena, &n.props);
+        self.content[r] = content_hash(n.ty, n.state, n.cost_usd_mo, n.creation_ts, &n.tags, &n.props);
+        row
+    }
+
+    /// Logically deletes a row at `now_us`; returns whether it was active.
+    pub(crate) fn retire(&mut self, row: u32, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.valid_to[r] != 0 {
+            return false;
+        }
+        self.valid_to[r] = now_us;
+        self.mark_dirty(row);
+        true
+    }
+
+    /// Sets the analysis fields of a row; marks it changed when they differ.
+    pub(crate) fn set_verdict(&mut self, row: u32, is_waste: bool, reason: &str, now_us: u64) {
+        let r = row as usize;
+        if self.waste.get(r) == is_waste && self.waste_reason[r].get_str(&self.arena) == reason {
+            return;
+        }
+        self.waste.set(r, is_waste);
+        self.waste_reason[r] = push_bytes(&mut self.arena, reason.as_bytes());
+        self.valid_from[r] = now_us;
+        self.mark_dirty(row);
+    }
+
+    /// Owned copy of a row.
+    pub(crate) fn row(&self, row: u32) -> NodeRow {
+        let r = row as usize;
+        NodeRow {
+            key: self.key[r],
+            id: self.id[r].get_str(&self.arena).to_owned(),
+            ty: self.ty[r],
+            state: self.state[r],
+            cost_usd_mo: self.cost[r],
+            creation_ts: self.creation_ts[r],
+            valid_from: self.valid_from[r],
+            valid_to: self.valid_to[r],
+            is_waste: self.waste.get(r),
+            waste_reason: self.waste_reason[r].get_str(&self.arena).to_owned(),
+            risk_score: self.risk[r],
+            reachability: self.reach[r],
+            phase: self.phase[r],
+            verdict: self.verdict[r],
+            tags: self.tags[r].get(&self.arena).to_vec(),
+            props: self.props[r].get(&self.arena).to_vec(),
+        }
+    }
+
+    pub(crate) fn shrink(&mut self) {
+        self.hash.shrink_to_fit();
+        self.key.shrink_to_fit();
+        self.id.shrink_to_fit();
+        self.ty.shrink_to_fit();
+        self.state.shrink_to_fit();
+        self.cost.shrink_to_fit();
+        self.creation_ts.shrink_to_fit();
+        self.valid_from.shrink_to_fit();
+        self.valid_to.shrink_to_fit();
+        self.waste_reason.shrink_to_fit();
+        self.risk.shrink_to_fit();
+        self.reach.shrink_to_fit();
+        self.phase.shrink_to_fit();
+        self.verdict.shrink_to_fit();
+        self.tags.shrink_to_fit();
+        self.props.shrink_to_fit();
+        self.content.shrink_to_fit();
+        self.seen.shrink_to_fit();
+        self.arena.shrink_to_fit();
+        self.dirty.shrink_to_fit();
+        let hashes = &self.hash;
+        self.index.shrink_to_fit(|&r| hashes[r as usize]);
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        fn v<T>(x: &Vec<T>) -> usize {
+            x.capacity() * std::mem::size_of::<T>()
+        }
+        v(&self.hash)
+            + v(&self.key)
+            + v(&self.id)
+            + v(&self.ty)
+            + v(&self.state)
+            + v(&self.cost)
+            + v(&self.creation_ts)
+            + v(&self.valid_from)
+            + v(&self.valid_to)
+            + self.waste.heap_bytes()
+            + v(&self.waste_reason)
+            + v(&self.risk)
+            + v(&self.reach)
+            + v(&self.phase)
+            + v(&self.verdict)
+            + v(&self.tags)
+            + v(&self.props)
+            + v(&self.content)
+            + v(&self.seen)
+            + v(&self.arena)
+            + v(&self.dirty)
+            + self.dirty_set.heap_bytes()
+            + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
+    }
+}
+
+/// One edge shard, holding the edges whose source lives in node shards
+/// `i`, `i + 128`.
+#[derive(Default)]
+pub struct EdgeShard {
+    pub(crate) src: Vec<NodeId>,
+    pub(crate) dst: Vec<NodeId>,
+    pub(crate) rel: Vec<Relation>,
+    pub(crate) inferred: BitSet,
+    pub(crate) valid_from: Vec<u64>,
+    pub(crate) valid_to: Vec<u64>,
+    pub(crate) props: Vec<Span>,
+    pub(crate) content: Vec<u64>,
+    pub(crate) seen: Vec<u32>,
+    pub(crate) arena: Vec<u8>,
+    pub(crate) index: HashTable<u32>,
+    pub(crate) dirty: Vec<u32>,
+    pub(crate) dirty_set: BitSet,
+}
+
+pub(crate) fn edge_hash(src: NodeId, dst: NodeId, rel: Relation) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u64(src.to_raw());
+    h.write_u64(dst.to_raw());
+    h.write_u8(rel as u8);
+    fmix64(h.finish())
+}
+
+fn bytes_hash(b: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(b);
+    h.finish()
+}
+
+impl EdgeShard {
+    pub fn len(&self) -> usize {
+        self.src.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
+    }
+
+    pub(crate) fn find(&self, src: NodeId, dst: NodeId, rel: Relation) -> Option<u32> {
+        let h = edge_hash(src, dst, rel);
+        self.index
+            .find(h, |&r| {
+                let r = r as usize;
+                self.src[r] == src && self.dst[r] == dst && self.rel[r] == rel
+            })
+            .copied()
+    }
+
+    fn mark_dirty(&mut self, row: u32) {
+        if self.dirty_set.insert(row as usize) {
+            self.dirty.push(row);
+        }
+    }
+
+    pub(crate) fn take_dirty(&mut self) -> Vec<u32> {
+        self.dirty_set.clear();
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Inserts or refreshes an edge; `loaded` carries stored validity when hydrating.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn upsert(
+        &mut self,
+        src: NodeId,
+        dst: NodeId,
+        rel: Relation,
+        inferred: bool,
+        props: &[u8],
+        now_us: u64,
+        scan: u32,
+        loaded: Option<(u64, u64)>,
+    ) -> Upsert {
+        let content = bytes_hash(props) ^ u64::from(inferred);
+        let (row, outcome) = match self.find(src, dst, rel) {
+            Some(row) => {
+                let r = row as usize;
+                self.seen[r] = scan;
+                let revived = self.valid_to[r] != 0;
+                if loaded.is_none() && !revived && self.content[r] == content {
+                    return Upsert::Unchanged;
+                }
+                (row, if revived { Upsert::Revived } else { Upsert::Changed })
+            }
+            None => {
+                let row = self.src.len() as u32;
+                let h = edge_hash(src, dst, rel);
+                self.src.push(src);
+                self.dst.push(dst);
+                self.rel.push(rel);
+                self.valid_from.push(0);
+                self.valid_to.push(0);
+                self.props.push(Span::default());
+                self.content.push(0);
+                self.seen.push(0);
+                let (s, d, rl) = (&self.src, &self.dst, &self.rel);
+                self.index.insert_unique(h, row, |&r| {
+                    let r = r as usize;
+                    edge_hash(s[r], d[r], rl[r])
+                });
+                (row, Upsert::Inserted)
+            }
+        };
+        let r = row as usize;
+        self.inferred.set(r, inferred);
+        self.props[r] = push_bytes(&mut self.arena, props);
+        self.content[r] = content;
+        self.seen[r] = scan;
+        match loaded {
+            Some((from, to)) => {
+                self.valid_from[r] = from;
+                self.valid_to[r] = to;
+            }
+            None => {
+                self.valid_from[r] = now_us;
+                self.valid_to[r] = 0;
+                self.mark_dirty(row);
+            }
+        }
+        outcome
+    }
+
+    pub(crate) fn retire(&mut self, row: u32, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.valid_to[r] != 0 {
+            return false;
+        }
+        self.valid_to[r] = now_us;
+        self.mark_dirty(row);
+        true
+    }
+
+    pub(crate) fn shrink(&mut self) {
+        self.src.shrink_to_fit();
+        self.dst.shrink_to_fit();
+        self.rel.shrink_to_fit();
+        self.valid_from.shrink_to_fit();
+        self.valid_to.shrink_to_fit();
+        self.props.shrink_to_fit();
+        self.content.shrink_to_fit();
+        self.seen.shrink_to_fit();
+        self.arena.shrink_to_fit();
+        let (s, d, rl) = (&self.src, &self.dst, &self.rel);
+        self.index.shrink_to_fit(|&r| {
+            let r = r as usize;
+            edge_hash(s[r], d[r], rl[r])
+        });
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        fn v<T>(x: &Vec<T>) -> usize {
+            x.capacity() * std::mem::size_of::<T>()
+        }
+        v(&self.src)
+            + v(&self.dst)
+            + v(&self.rel)
+            + self.inferred.heap_bytes()
+            + v(&self.valid_from)
+            + v(&self.valid_to)
+            + v(&self.props)
+            + v(&self.content)
+            + v(&self.seen)
+            + v(&self.arena)
+            + v(&self.dirty)
+            + self.dirty_set.heap_bytes()
+            + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
+    }
+}

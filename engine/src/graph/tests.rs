@@ -1,0 +1,294 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::blast::blast_radius;
+use crate::crn::Crn;
+use crate::intern::Interner;
+use crate::props::ValueRef;
+
+/// A hand-built estate: nodes by CRN text, edges by CRN pairs.
+pub(crate) struct Estate {
+    pub interner: Arc<Interner>,
+    pub nodes: NodeBatch,
+    pub edges: EdgeBatch,
+}
+
+impl Estate {
+    pub fn new(interner: Arc<Interner>) -> Estate {
+        Estate { interner, nodes: NodeBatch::default(), edges: EdgeBatch::default() }
+    }
+
+    pub fn node(&mut self, crn: &str, state: &str, cost: f32) -> &mut Self {
+        let c = Crn::parse(crn).unwrap();
+        let i = &self.interner;
+        let key = NodeKeyRef::intern(i, &c);
+        let ty = i.intern(&c.node_type());
+        let st = i.intern(state);
+        let size = i.intern("size_gib");
+        let env = (i.intern("env"), i.intern("prod"));
+        self.nodes.push(NodeInput { key, ty, state: st, cost_usd_mo: cost, creation_ts: 1_700_000_000 }, &[env], |w| {
+            w.int(size, 100);
+        });
+        self
+    }
+
+    pub fn edge(&mut self, a: &str, b: &str, rel: Relation) -> &mut Self {
+        let (a, b) = (Crn::parse(a).unwrap(), Crn::parse(b).unwrap());
+        let i = &self.interner;
+        let relation = i.intern("relation");
+        self.edges.push(NodeKeyRef::intern(i, &a), NodeKeyRef::intern(i, &b), rel, |w| w.str(relation, rel.name()));
+        self
+    }
+
+    pub fn scan_into(&mut self, g: &mut Graph, now: u64, scan: u32) -> (IngestStats, IngestStats) {
+        let n = g.ingest_nodes(&[std::mem::take(&mut self.nodes)], now, scan);
+        let e = g.ingest_edges(&[std::mem::take(&mut self.edges)], now, scan);
+        (n, e)
+    }
+}
+
+fn crn(kind: &str, id: &str) -> String {
+    let service = crate::crn::service_for("aws", kind);
+    format!("crn:svc:aws:us-east-1:{service}:{kind}:123456789012:{id}")
+}
+
+fn find(g: &Graph, s: &str) -> NodeId {
+    g.find(&Crn::parse(s).unwrap()).unwrap()
+}
+
+#[test]
+fn ingest_inserts_then_recognises_unchanged_and_changed_nodes() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    e.node(&crn("volume", "vol-1"), "available", 40.0).node(&crn("instance", "i-1"), "running", 70.0);
+    let (n, _) = e.scan_into(&mut g, 1_000, 1);
+    assert_eq!((n.inserted, n.changed, n.unchanged), (2, 0, 0));
+    assert_eq!(g.take_changes().nodes.len(), 2);
+    e.node(&crn("volume", "vol-1"), "available", 40.0).node(&crn("instance", "i-1"), "stopped", 70.0);
+    let (n, _) = e.scan_into(&mut g, 2_000, 2);
+    assert_eq!((n.inserted, n.changed, n.unchanged), (0, 1, 1));
+    let changes = g.take_changes();
+    assert_eq!(changes.nodes.len(), 1);
+    assert_eq!(changes.nodes[0].crn, crn("instance", "i-1"));
+    assert_eq!(changes.nodes[0].row.valid_from, 2_000);
+    let node = g.node(find(&g, &crn("instance", "i-1"))).unwrap();
+    assert_eq!(&*i.resolve(node.state()), "stopped");
+    assert_eq!(&*i.resolve(node.ty()), "ec2:instance");
+    assert_eq!(node.props().get(i.intern("size_gib")), Some(ValueRef::Int(100)));
+    assert_eq!(node.crn(), crn("instance", "i-1"));
+}
+
+#[test]
+fn nodes_land_in_the_shard_of_their_key_hash() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    for n in 0..2000 {
+        e.node(&crn("volume", &format!("vol-{n}")), "available", 1.0);
+    }
+    e.scan_into(&mut g, 1, 1);
+    let mut used = 0;
+    for (s, shard) in g.node_shards().iter().enumerate() {
+        used += usize::from(!shard.is_empty());
+        for r in 0..shard.len() {
+            assert_eq!(shard.hash[r] % 256, s as u64);
+            let c = Crn::parse(&g.crn(NodeId::new(s, r as u32, 0))).unwrap();
+            assert_eq!(NodeKeyRef::intern(&i, &c).hash(), shard.hash[r]);
+        }
+    }
+    // 2000 keys over 256 shards: all but a handful of shards get some.
+    assert!(used > 240, "only {used} shards used");
+    assert_eq!(g.node_rows(), 2000);
+}
+
+#[test]
+fn visibility_rule_hides_retired_rows_but_keeps_them() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    let (a, b) = (crn("volume", "vol-a"), crn("instance", "i-b"));
+    e.node(&a, "in-use", 10.0).node(&b, "running", 20.0).edge(&a, &b, Relation::AttachedTo);
+    e.scan_into(&mut g, 100, 1);
+    g.rebuild_adjacency(100);
+    assert_eq!(g.stats(100).total_edges, 1);
+    // Scan 2 reports only the volume: the instance and the edge are retired.
+    e.node(&a, "in-use", 10.0);
+    e.scan_into(&mut g, 200, 2);
+    let (nodes, edges) = g.retire_unseen(&[i.intern("aws")], 200, 2);
+    assert_eq!((nodes, edges), (1, 1));
+    let bid = find(&g, &b);
+    assert_eq!(g.node(bid).unwrap().valid_to(), 200);
+    assert!(!g.is_node_visible(bid, 200));
+    assert!(g.is_node_visible(bid, 199), "visible when valid_to is later than now");
+    let st = g.stats(200);
+    assert_eq!((st.total_nodes, st.active_nodes, st.logically_deleted, st.total_edges), (2, 1, 1, 0));
+    // A provider not listed (its scan failed) keeps its nodes.
+    let mut e2 = Estate::new(i.clone());
+    e2.node("crn:svc:gcp:us-central1:compute:disk:proj:d1", "READY", 5.0);
+    e2.scan_into(&mut g, 300, 3);
+    assert_eq!(g.retire_unseen(&[i.intern("aws")], 400, 4).0, 1, "only aws is retired");
+    assert!(g.is_node_visible(find(&g, "crn:svc:gcp:us-central1:compute:disk:proj:d1"), 400));
+    // Reappearing revives it with a new version.
+    e.node(&b, "running", 20.0);
+    let (n, _) = e.scan_into(&mut g, 500, 5);
+    assert_eq!(n.revived, 1);
+    assert!(g.is_node_visible(bid, 500));
+    assert_eq!(g.node(bid).unwrap().valid_from(), 500);
+}
+
+#[test]
+fn edges_resolve_across_batches_and_count_dangling() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e1 = Estate::new(i.clone());
+    let mut e2 = Estate::new(i.clone());
+    let (a, b) = (crn("volume", "v"), crn("instance", "i"));
+    e1.node(&a, "in-use", 1.0).edge(&a, &b, Relation::AttachedTo).edge(&a, &crn("instance", "missing"), Relation::Uses);
+    e2.node(&b, "running", 1.0);
+    let nodes = [std::mem::take(&mut e1.nodes), std::mem::take(&mut e2.nodes)];
+    g.ingest_nodes(&nodes, 10, 1);
+    let st = g.ingest_edges(&[std::mem::take(&mut e1.edges)], 10, 1);
+    assert_eq!((st.inserted, st.dangling), (1, 1));
+    g.rebuild_adjacency(10);
+    let out: Vec<_> = g.node(find(&g, &a)).unwrap().out_edges().map(|e| (e.target(), e.relation())).collect();
+    assert_eq!(out, vec![(find(&g, &b), Relation::AttachedTo)]);
+    let inc: Vec<_> = g.node(find(&g, &b)).unwrap().in_edges().map(|e| e.source()).collect();
+    assert_eq!(inc, vec![find(&g, &a)]);
+}
+
+/// vpc contains subnet contains instance; a volume is attached to the
+/// instance; a pod runs on the instance; a function uses a database; the
+/// instance is secured by a security group.
+fn sample(g: &mut Graph, i: &Arc<Interner>) -> Vec<String> {
+    let names: Vec<String> = [
+        ("vpc", "vpc-1", 0.0),
+        ("subnet", "subnet-1", 0.0),
+        ("instance", "i-1", 70.0),
+        ("volume", "vol-1", 40.0),
+        ("security-group", "sg-1", 0.0),
+        ("db", "db-1", 300.0),
+        ("function", "fn-1", 3.0),
+    ]
+    .iter()
+    .map(|(k, id, _)| crn(k, id))
+    .collect();
+    let pod = "crn:svc:kubernetes:us-east-1:core:pod:prod-cluster:default/web-1".to_string();
+    let mut e = Estate::new(i.clone());
+    for (n, cost) in names.iter().zip([0.0, 0.0, 70.0, 40.0, 0.0, 300.0, 3.0]) {
+        e.node(n, "running", cost);
+    }
+    e.node(&pod, "Running", 0.5);
+    e.edge(&names[0], &names[1], Relation::Contains)
+        .edge(&names[1], &names[2], Relation::Contains)
+        .edge(&names[3], &names[2], Relation::AttachedTo)
+        .edge(&names[2], &names[4], Relation::SecuredBy)
+        .edge(&pod, &names[2], Relation::Runs)
+        .edge(&names[6], &names[5], Relation::Uses);
+    e.scan_into(g, 1, 1);
+    g.rebuild_adjacency(1);
+    let mut all = names;
+    all.push(pod);
+    all
+}
+
+#[test]
+fn blast_radius_follows_dependence() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let n = sample(&mut g, &i);
+    let crns = |b: &crate::blast::BlastRadius| {
+        let mut v: Vec<String> = b.affected.iter().map(|a| g.crn(a.id)).collect();
+        v.sort();
+        v
+    };
+    // Removing the vpc takes the subnet, then the instance, then the pod.
+    let b = blast_radius(&g, find(&g, &n[0]), 100).unwrap();
+    let mut want = vec![n[1].clone(), n[2].clone(), n[7].clone()];
+    want.sort();
+    assert_eq!(crns(&b), want);
+    assert_eq!(b.count, 3);
+    assert_eq!(b.max_depth, 3);
+    assert!((b.total_cost_usd_mo - 70.5).abs() < 1e-6);
+    // Removing the volume affects the instance it is attached to, and its pod.
+    let b = blast_radius(&g, find(&g, &n[3]), 100).unwrap();
+    assert_eq!(b.count, 2);
+    // Removing the security group affects the instance (and its pod).
+    let b = blast_radius(&g, find(&g, &n[4]), 100).unwrap();
+    assert_eq!(b.count, 2);
+    // Removing the database affects the function; removing the function nothing.
+    assert_eq!(crns(&blast_radius(&g, find(&g, &n[5]), 100).unwrap()), vec![n[6].clone()]);
+    assert_eq!(blast_radius(&g, find(&g, &n[6]), 100).unwrap().count, 0);
+    // The listing limit cuts the list but not the count or cost.
+    let b = blast_radius(&g, find(&g, &n[0]), 1).unwrap();
+    assert_eq!((b.affected.len(), b.count, b.truncated), (1, 3, true));
+    assert_eq!(b.affected[0].depth, 1);
+    assert_eq!(g.crn(b.affected[0].id), n[1]);
+}
+
+#[test]
+fn blast_radius_terminates_on_cycles() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    let ids: Vec<String> = (0..5).map(|k| crn("function", &format!("f{k}"))).collect();
+    for c in &ids {
+        e.node(c, "active", 1.0);
+    }
+    for k in 0..5 {
+        e.edge(&ids[k], &ids[(k + 1) % 5], Relation::Uses);
+    }
+    e.scan_into(&mut g, 1, 1);
+    g.rebuild_adjacency(1);
+    let b = blast_radius(&g, find(&g, &ids[0]), 100).unwrap();
+    assert_eq!(b.count, 4);
+    assert_eq!(b.max_depth, 4);
+}
+
+#[test]
+fn changes_round_trip_through_load() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let n = sample(&mut g, &i);
+    g.set_verdict(find(&g, &n[3]), true, "unattached for 43 days", 1);
+    let changes = g.take_changes();
+    assert_eq!(g.generation(), 1);
+    let mut h = Graph::new(i.clone());
+    for v in &changes.nodes {
+        h.load_node(&v.row);
+    }
+    for e in &changes.edges {
+        assert!(h.load_edge(e));
+    }
+    h.rebuild_adjacency(1);
+    assert_eq!(h.stats(1), g.stats(1));
+    let vol = h.node(find(&h, &n[3])).unwrap();
+    assert!(vol.is_waste());
+    assert_eq!(vol.waste_reason(), "unattached for 43 days");
+    assert_eq!(blast_radius(&h, find(&h, &n[0]), 10).unwrap().count, 3);
+    assert!(h.take_changes().is_empty(), "loading is not a change");
+}
+
+#[test]
+fn paging_visits_every_row_once() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    for n in 0..1000 {
+        e.node(&crn("volume", &format!("v{n}")), "available", 1.0);
+    }
+    e.scan_into(&mut g, 1, 1);
+    let mut seen = std::collections::HashSet::new();
+    let mut cursor = None;
+    loop {
+        let page: Vec<NodeId> = g.nodes_after(cursor).take(97).map(|n| n.id()).collect();
+        if page.is_empty() {
+            break;
+        }
+        for id in &page {
+            assert!(seen.insert(*id));
+        }
+        cursor = page.last().copied();
+    }
+    assert_eq!(seen.len(), 1000);
+}

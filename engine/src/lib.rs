@@ -1,0 +1,25 @@
+//! svc-engine: the core of svc.
+//!
+//! Owns the identifiers ([`ids`]), the string interner ([`intern`]), CRN parsing
+//! ([`crn`]), the columnar graph ([`graph`]) with its node and edge shards, the
+//! temporal graph store and the audit ledger ([`store`]), and the scan pipeline
+//! ([`scan`]). It does no network I/O and knows nothing of tokio, tonic, axum
+//! or JSON wire shapes: boundary crates convert.
+
+pub mod blast;
+pub mod clock;
+pub mod crn;
+pub mod fbs;
+pub mod graph;
+pub mod ids;
+pub mod intern;
+pub mod props;
+pub mod relation;
+pub mod scan;
+pub mod store;
+
+pub use crn::{Crn, CrnError};
+pub use graph::Graph;
+pub use ids::{EdgeId, NodeId, Sym};
+pub use intern::Interner;
+pub use relation::Relation;

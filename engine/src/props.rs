@@ -1,0 +1,255 @@
+//! Compact encodings of a node's properties and tags.
+//!
+//! Properties are `key -> value` with JSON types kept. They are stored as one
+//! byte blob per node in the shard arena: for each entry the key symbol
+//! (u32 LE), a tag byte and the payload. Arrays and objects keep their JSON
+//! text. Tags are `key -> value` string pairs, both interned: eight bytes an entry.
+
+use crate::ids::Sym;
+
+const NULL: u8 = 0;
+const FALSE: u8 = 1;
+const TRUE: u8 = 2;
+const INT: u8 = 3;
+const FLOAT: u8 = 4;
+const STR: u8 = 5;
+const JSON: u8 = 6;
+
+/// A borrowed property value.
+#[derive(Copy, Clone, PartialEq, Debug)]
+pub enum ValueRef<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(&'a str),
+    /// An array or object, as JSON text.
+    Json(&'a str),
+}
+
+impl ValueRef<'_> {
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            ValueRef::Int(i) => Some(i as f64),
+            ValueRef::Float(f) => Some(f),
+            _ => None,
+        }
+    }
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            ValueRef::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Appends property entries to a blob.
+pub struct PropWriter<'a> {
+    buf: &'a mut Vec<u8>,
+}
+
+impl<'a> PropWriter<'a> {
+    pub fn new(buf: &'a mut Vec<u8>) -> PropWriter<'a> {
+        PropWriter { buf }
+    }
+    fn key(&mut self, key: Sym, tag: u8) {
+        self.buf.extend_from_slice(&key.to_raw().to_le_bytes());
+        self.buf.push(tag);
+    }
+    fn bytes(&mut self, s: &str) {
+        let len = u32::try_from(s.len()).unwrap_or(u32::MAX);
+        self.buf.extend_from_slice(&len.to_le_bytes());
+        self.buf.extend_from_slice(&s.as_bytes()[..len as usize]);
+    }
+    pub fn null(&mut self, key: Sym) {
+        self.key(key, NULL);
+    }
+    pub fn bool(&mut self, key: Sym, v: bool) {
+        self.key(key, if v { TRUE } else { FALSE });
+    }
+    pub fn int(&mut self, key: Sym, v: i64) {
+        self.key(key, INT);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn float(&mut self, key: Sym, v: f64) {
+        self.key(key, FLOAT);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn str(&mut self, key: Sym, v: &str) {
+        self.key(key, STR);
+        self.bytes(v);
+    }
+    /// An array or object given as JSON text (the caller has validated it).
+    pub fn json(&mut self, key: Sym, v: &str) {
+        self.key(key, JSON);
+        self.bytes(v);
+    }
+    pub fn value(&mut self, key: Sym, v: ValueRef<'_>) {
+        match v {
+            ValueRef::Null => self.null(key),
+            ValueRef::Bool(b) => self.bool(key, b),
+            ValueRef::Int(i) => self.int(key, i),
+            ValueRef::Float(f) => self.float(key, f),
+            ValueRef::Str(s) => self.str(key, s),
+            ValueRef::Json(s) => self.json(key, s),
+        }
+    }
+}
+
+/// Iterates the entries of a property blob. A malformed blob (never written
+/// by [`PropWriter`]) ends the iteration instead of panicking.
+#[derive(Clone)]
+pub struct Props<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Props<'a> {
+    pub fn new(buf: &'a [u8]) -> Props<'a> {
+        Props { buf }
+    }
+    /// The value of `key`, if present (last entry wins).
+    pub fn get(&self, key: Sym) -> Option<ValueRef<'a>> {
+        self.clone().filter(|(k, _)| *k == key).last().map(|(_, v)| v)
+    }
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+}
+
+fn take<'a>(buf: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if buf.len() < n {
+        return None;
+    }
+    let (head, tail) = buf.split_at(n);
+    *buf = tail;
+    Some(head)
+}
+
+fn take_u32(buf: &mut &[u8]) -> Option<u32> {
+    take(buf, 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
+}
+
+fn take_u64(buf: &mut &[u8]) -> Option<u64> {
+    take(buf, 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)
+}
+
+fn take_str<'a>(buf: &mut &'a [u8]) -> Option<&'a str> {
+    let len = take_u32(buf)? as usize;
+    std::str::from_utf8(take(buf, len)?).ok()
+}
+
+impl<'a> Iterator for Props<'a> {
+    type Item = (Sym, ValueRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut b = self.buf;
+        let item = (|| {
+            let key = Sym::from_raw(take_u32(&mut b)?)?;
+            let tag = *take(&mut b, 1)?.first()?;
+            let v = match tag {
+                NULL => ValueRef::Null,
+                FALSE => ValueRef::Bool(false),
+                TRUE => ValueRef::Bool(true),
+                INT => ValueRef::Int(take_u64(&mut b)? as i64),
+                FLOAT => ValueRef::Float(f64::from_bits(take_u64(&mut b)?)),
+                STR => ValueRef::Str(take_str(&mut b)?),
+                JSON => ValueRef::Json(take_str(&mut b)?),
+                _ => return None,
+            };
+            Some((key, v))
+        })();
+        self.buf = if item.is_some() { b } else { &[] };
+        item
+    }
+}
+
+/// Appends a tag entry to a tag blob.
+pub fn write_tag(buf: &mut Vec<u8>, key: Sym, value: Sym) {
+    buf.extend_from_slice(&key.to_raw().to_le_bytes());
+    buf.extend_from_slice(&value.to_raw().to_le_bytes());
+}
+
+/// Iterates the `(key, value)` entries of a tag blob.
+#[derive(Clone)]
+pub struct Tags<'a> {
+    buf: &'a [u8],
+}
+
+impl<'a> Tags<'a> {
+    pub fn new(buf: &'a [u8]) -> Tags<'a> {
+        Tags { buf }
+    }
+    pub fn get(&self, key: Sym) -> Option<Sym> {
+        self.clone().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+}
+
+impl Iterator for Tags<'_> {
+    type Item = (Sym, Sym);
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut b = self.buf;
+        let item = (|| Some((Sym::from_raw(take_u32(&mut b)?)?, Sym::from_raw(take_u32(&mut b)?)?)))();
+        self.buf = if item.is_some() { b } else { &[] };
+        item
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intern::Interner;
+
+    #[test]
+    fn properties_round_trip_with_types() {
+        let i = Interner::new();
+        let (a, b, c, d, e, f) =
+            (i.intern("a"), i.intern("b"), i.intern("c"), i.intern("d"), i.intern("e"), i.intern("f"));
+        let mut buf = Vec::new();
+        let mut w = PropWriter::new(&mut buf);
+        w.null(a);
+        w.bool(b, true);
+        w.int(c, -42);
+        w.float(d, 1.5);
+        w.str(e, "gp2 ünïcode");
+        w.json(f, "[1,2,{\"x\":null}]");
+        let got: Vec<_> = Props::new(&buf).collect();
+        assert_eq!(
+            got,
+            vec![
+                (a, ValueRef::Null),
+                (b, ValueRef::Bool(true)),
+                (c, ValueRef::Int(-42)),
+                (d, ValueRef::Float(1.5)),
+                (e, ValueRef::Str("gp2 ünïcode")),
+                (f, ValueRef::Json("[1,2,{\"x\":null}]")),
+            ]
+        );
+        assert_eq!(Props::new(&buf).get(c), Some(ValueRef::Int(-42)));
+    }
+
+    #[test]
+    fn malformed_blobs_stop_without_panicking() {
+        let i = Interner::new();
+        let k = i.intern("k");
+        let mut buf = Vec::new();
+        PropWriter::new(&mut buf).str(k, "hello");
+        for cut in 0..buf.len() {
+            let n = Props::new(&buf[..cut]).count();
+            assert_eq!(n, 0, "cut at {cut}");
+        }
+        assert_eq!(Props::new(&[0, 0, 0, 0, 2]).count(), 0);
+        assert_eq!(Props::new(&[1, 0, 0, 0, 99]).count(), 0);
+    }
+
+    #[test]
+    fn tags_round_trip() {
+        let i = Interner::new();
+        let (k1, v1, k2, v2) = (i.intern("env"), i.intern("prod"), i.intern("team"), i.intern("core"));
+        let mut buf = Vec::new();
+        write_tag(&mut buf, k1, v1);
+        write_tag(&mut buf, k2, v2);
+        assert_eq!(Tags::new(&buf).collect::<Vec<_>>(), vec![(k1, v1), (k2, v2)]);
+        assert_eq!(Tags::new(&buf).get(k2), Some(v2));
+        assert_eq!(Tags::new(&buf[..5]).count(), 0);
+    }
+}
