@@ -1,1 +1,23 @@
-fn main() {}
+//! `svc`: the one binary. `svc daemon` runs the daemon; every other verb is
+//! a client of its REST API.
+
+mod cli;
+mod config;
+mod daemon;
+mod paths;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

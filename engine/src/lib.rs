@@ -9,6 +9,7 @@
 pub mod blast;
 pub mod clock;
 pub mod crn;
+pub mod engine;
 pub mod fbs;
 pub mod graph;
 pub mod ids;
@@ -19,6 +20,7 @@ pub mod scan;
 pub mod store;
 
 pub use crn::{Crn, CrnError};
+pub use engine::{Engine, EngineError, ScanPermit};
 pub use graph::Graph;
 pub use ids::{EdgeId, NodeId, Sym};
 pub use intern::Interner;

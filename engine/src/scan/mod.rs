@@ -1,1 +1,8 @@
-//! Scan pipeline.
+//! The scan pipeline: the ten phases of SPEC section 1, in order.
+
+mod pipeline;
+mod source;
+
+pub use pipeline::{ScanReport, SourceOutcome, spans};
+pub(crate) use pipeline::run;
+pub use source::{ScanContext, ScanSink, Source, SourceError};

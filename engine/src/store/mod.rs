@@ -1,1 +1,9 @@
-//! Stores.
+//! Persistent stores under the data directory: `graph.redb` (every node and
+//! edge version) and `events.redb` (the audit ledger).
+
+mod codec;
+pub mod graph_store;
+pub mod ledger;
+
+pub use codec::DecodeError;
+pub use graph_store::{CommitMeta, GraphAt, GraphDiff, GraphStore, Loaded, StoreError};

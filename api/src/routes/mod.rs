@@ -1,0 +1,80 @@
+//! Route handlers, one module per area, and the extractors they share.
+
+pub mod graph;
+pub mod history;
+pub mod scan;
+pub mod time_travel;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use svc_engine::{Crn, Graph, NodeId};
+
+use crate::error::ApiError;
+
+/// `Json<T>` whose rejections are API errors (400, or 413 for an oversized body).
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(v)) => Ok(ApiJson(v)),
+            Err(e) => Err(json_rejection(e)),
+        }
+    }
+}
+
+fn json_rejection(e: JsonRejection) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::payload_too_large(format!("request body is larger than {} bytes", crate::MAX_BODY_BYTES));
+    }
+    ApiError::bad_request(format!("malformed request body: {}", e.body_text()))
+}
+
+/// `Query<T>` whose rejections are 400 API errors.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(ApiQuery(v)),
+            Err(e) => Err(query_rejection(e)),
+        }
+    }
+}
+
+fn query_rejection(e: QueryRejection) -> ApiError {
+    ApiError::bad_request(format!("invalid query: {}", e.body_text()))
+}
+
+/// Parses a CRN from a path or query (with or without the `svc` segment):
+/// 422 when it does not parse.
+pub fn parse_crn(raw: &str) -> Result<Crn, ApiError> {
+    Crn::parse(raw).map_err(|e| ApiError::invalid(e.to_string()))
+}
+
+/// Finds a node by CRN text: 422 when the CRN is malformed, 404 when unknown.
+pub fn find_node(graph: &Graph, raw: &str) -> Result<(Crn, NodeId), ApiError> {
+    let crn = parse_crn(raw)?;
+    let id = graph.find(&crn).ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
+    Ok((crn, id))
+}
+
+/// Formats microseconds since the epoch as RFC 3339 (UTC, microsecond precision when needed).
+pub fn rfc3339(us: u64) -> String {
+    let secs = (us / 1_000_000) as i64;
+    let nanos = ((us % 1_000_000) * 1000) as u32;
+    chrono::DateTime::from_timestamp(secs, nanos)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+        .unwrap_or_default()
+}
+
+/// Parses RFC 3339 into microseconds since the epoch.
+pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    let t = chrono::DateTime::parse_from_rfc3339(s).ok()?;
+    u64::try_from(t.timestamp_micros()).ok()
+}

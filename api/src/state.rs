@@ -1,0 +1,72 @@
+//! Shared state of the HTTP server.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use svc_engine::Engine;
+use tokio::sync::broadcast;
+
+use crate::error::ApiError;
+use crate::metrics::Metrics;
+
+/// Capacity of the in-memory fan-out of ledger events to WebSocket clients.
+/// A client that falls further behind is told so and replays from the store.
+pub const EVENT_FANOUT: usize = 4096;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub inner: Arc<Inner>,
+}
+
+pub struct Inner {
+    /// Set once the graph is hydrated; until then `/readyz` and `/api` answer 503.
+    engine: OnceLock<Arc<Engine>>,
+    /// The operator token (`$SVC_DATA_DIR/token`).
+    pub token: String,
+    /// Committed ledger events, in order, as `(seq, envelope JSON text)`.
+    pub events: broadcast::Sender<Arc<(u64, String)>>,
+    pub metrics: Metrics,
+    pub started: Instant,
+    pub version: &'static str,
+}
+
+impl AppState {
+    pub fn new(token: String) -> AppState {
+        let (events, _) = broadcast::channel(EVENT_FANOUT);
+        AppState {
+            inner: Arc::new(Inner {
+                engine: OnceLock::new(),
+                token,
+                events,
+                metrics: Metrics::new(),
+                started: Instant::now(),
+                version: env!("CARGO_PKG_VERSION"),
+            }),
+        }
+    }
+
+    /// Marks the daemon ready: wires ledger events to WebSocket clients and
+    /// scan reports to metrics.
+    pub fn set_engine(&self, engine: Arc<Engine>) {
+        let events = self.inner.events.clone();
+        engine.ledger().add_listener(Box::new(move |e| {
+            let envelope = crate::routes::history::envelope(e).to_string();
+            // No receivers is fine: nobody is listening.
+            let _ = events.send(Arc::new((e.seq, envelope)));
+        }));
+        let state = self.clone();
+        engine.add_scan_listener(Box::new(move |report| state.inner.metrics.observe_scan(report)));
+        if let Some(report) = engine.last_report() {
+            self.inner.metrics.observe_scan(&report);
+        }
+        let _ = self.inner.engine.set(engine);
+    }
+
+    pub fn engine(&self) -> Result<&Arc<Engine>, ApiError> {
+        self.inner.engine.get().ok_or_else(|| ApiError::not_ready("the graph is still loading"))
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.inner.engine.get().is_some()
+    }
+}

@@ -1,0 +1,225 @@
+//! The engine: the graph, its stores and the scan pipeline, behind one handle.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use thiserror::Error;
+use tracing::info;
+
+use crate::clock::Clock;
+use crate::graph::{Changes, Graph};
+use crate::intern::Interner;
+use crate::scan::{ScanReport, Source};
+use crate::store::ledger::{Ledger, LedgerError};
+use crate::store::{CommitMeta, GraphStore, StoreError};
+
+/// File names under the data directory.
+pub const GRAPH_FILE: &str = "graph.redb";
+pub const EVENTS_FILE: &str = "events.redb";
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error("graph store {path}: symbol table: {message}")]
+    Symbols { path: PathBuf, message: String },
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+}
+
+type ScanListener = Box<dyn Fn(&ScanReport) + Send + Sync>;
+
+pub struct Engine {
+    data_dir: PathBuf,
+    interner: Arc<Interner>,
+    graph: RwLock<Graph>,
+    store: GraphStore,
+    ledger: Arc<Ledger>,
+    clock: Arc<dyn Clock>,
+    session_id: String,
+    scanning: AtomicBool,
+    scan_seq: AtomicU64,
+    last_commit_us: AtomicU64,
+    /// Interner entries already written to the store.
+    persisted_symbols: Mutex<usize>,
+    sources: Mutex<Vec<Box<dyn Source>>>,
+    source_config: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
+    last_report: RwLock<Option<ScanReport>>,
+    listeners: RwLock<Vec<ScanListener>>,
+}
+
+/// Held while a scan runs; dropping it lets the next scan start.
+pub struct ScanPermit {
+    engine: Arc<Engine>,
+}
+
+impl Drop for ScanPermit {
+    fn drop(&mut self) {
+        self.engine.scanning.store(false, Ordering::Release);
+    }
+}
+
+impl ScanPermit {
+    /// Runs the whole pipeline over the engine's sources.
+    pub fn run(self) -> Result<ScanReport, EngineError> {
+        let engine = self.engine.clone();
+        let configs = engine.source_config.read().clone();
+        let mut sources = engine.sources.lock();
+        let report = crate::scan::run(&engine, &mut sources, &configs)?;
+        drop(sources);
+        *engine.last_report.write() = Some(report.clone());
+        for l in engine.listeners.read().iter() {
+            l(&report);
+        }
+        Ok(report)
+    }
+}
+
+impl Engine {
+    /// Opens (or creates) the stores under `data_dir` and loads the graph.
+    /// A corrupt store is an error naming its file, never replaced.
+    pub fn open(data_dir: &Path, session_id: &str, clock: Arc<dyn Clock>) -> Result<Engine, EngineError> {
+        std::fs::create_dir_all(data_dir)
+            .map_err(|source| EngineError::DataDir { path: data_dir.to_owned(), source })?;
+        let graph_path = data_dir.join(GRAPH_FILE);
+        let store = GraphStore::open(&graph_path)?;
+        let loaded = store.load()?;
+        let interner = if loaded.symbols.is_empty() {
+            Interner::new()
+        } else {
+            Interner::from_strings(&loaded.symbols)
+                .map_err(|message| EngineError::Symbols { path: graph_path.clone(), message })?
+        };
+        let persisted = loaded.symbols.len();
+        let interner = Arc::new(interner);
+        let mut graph = Graph::new(interner.clone());
+        for row in &loaded.nodes {
+            graph.load_node(row);
+        }
+        let mut dangling = 0usize;
+        for e in &loaded.edges {
+            dangling += usize::from(!graph.load_edge(e));
+        }
+        let now = clock.now_us();
+        graph.rebuild_adjacency(now);
+        graph.set_generation(loaded.meta.generation);
+        graph.shrink_to_fit();
+        info!(
+            nodes = loaded.nodes.len(),
+            edges = loaded.edges.len(),
+            dangling,
+            generation = loaded.meta.generation,
+            path = %graph_path.display(),
+            "graph loaded"
+        );
+        let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
+        Ok(Engine {
+            data_dir: data_dir.to_owned(),
+            interner,
+            graph: RwLock::new(graph),
+            store,
+            ledger: Arc::new(ledger),
+            clock,
+            session_id: session_id.to_owned(),
+            scanning: AtomicBool::new(false),
+            scan_seq: AtomicU64::new(loaded.meta.scan_seq),
+            last_commit_us: AtomicU64::new(loaded.meta.commit_us),
+            persisted_symbols: Mutex::new(persisted),
+            sources: Mutex::new(Vec::new()),
+            source_config: RwLock::new(BTreeMap::new()),
+            last_report: RwLock::new(None),
+            listeners: RwLock::new(Vec::new()),
+        })
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+    pub fn interner(&self) -> &Arc<Interner> {
+        &self.interner
+    }
+    /// Shared read access to the live graph. Do not hold it across an await.
+    pub fn graph(&self) -> RwLockReadGuard<'_, Graph> {
+        self.graph.read()
+    }
+    pub(crate) fn graph_mut(&self) -> RwLockWriteGuard<'_, Graph> {
+        self.graph.write()
+    }
+    pub fn store(&self) -> &GraphStore {
+        &self.store
+    }
+    pub fn ledger(&self) -> &Arc<Ledger> {
+        &self.ledger
+    }
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+    pub fn now_us(&self) -> u64 {
+        self.clock.now_us()
+    }
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+    pub fn is_scanning(&self) -> bool {
+        self.scanning.load(Ordering::Acquire)
+    }
+    /// Scans finished in this data directory.
+    pub fn scans_completed(&self) -> u64 {
+        self.scan_seq.load(Ordering::Acquire)
+    }
+    pub fn last_commit_us(&self) -> u64 {
+        self.last_commit_us.load(Ordering::Acquire)
+    }
+    pub fn last_report(&self) -> Option<ScanReport> {
+        self.last_report.read().clone()
+    }
+
+    /// Replaces the sources scanned from the next scan on.
+    pub fn set_sources(&self, sources: Vec<Box<dyn Source>>) {
+        *self.sources.lock() = sources;
+    }
+
+    /// Sets the scan configuration of one source (by its name).
+    pub fn set_source_config(&self, source: &str, config: BTreeMap<String, String>) {
+        self.source_config.write().insert(source.to_owned(), config);
+    }
+
+    /// Names of the configured sources.
+    pub fn source_names(&self) -> Vec<String> {
+        self.sources.lock().iter().map(|s| s.name().to_owned()).collect()
+    }
+
+    /// Called after every finished scan, on the scanning thread.
+    pub fn add_scan_listener(&self, f: ScanListener) {
+        self.listeners.write().push(f);
+    }
+
+    /// Starts a scan unless one is running.
+    pub fn try_start_scan(self: &Arc<Self>) -> Option<ScanPermit> {
+        self.scanning
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| ScanPermit { engine: self.clone() })
+    }
+
+    pub(crate) fn next_scan_seq(&self) -> u64 {
+        self.scan_seq.load(Ordering::Acquire) + 1
+    }
+
+    /// Writes new symbols and changed versions durably, then advances the
+    /// scan sequence.
+    pub(crate) fn commit(&self, changes: &Changes, meta: CommitMeta) -> Result<(), EngineError> {
+        let mut persisted = self.persisted_symbols.lock();
+        let fresh = self.interner.strings_from(*persisted);
+        self.store.commit(*persisted, &fresh, changes, meta)?;
+        *persisted += fresh.len();
+        self.scan_seq.store(meta.scan_seq, Ordering::Release);
+        self.last_commit_us.store(meta.commit_us, Ordering::Release);
+        Ok(())
+    }
+}

@@ -1,0 +1,309 @@
+//! One scan, phase by phase (DESIGN.md section 4). Each phase is a tracing
+//! span named as in SPEC 4.9 under the root `engine.run`.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use tracing::{debug, info, info_span, warn};
+
+use super::source::{ScanContext, ScanSink, Source};
+use crate::engine::{Engine, EngineError};
+use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
+use crate::ids::Sym;
+use crate::store::CommitMeta;
+use crate::store::ledger::NewEvent;
+
+/// Span names of the pipeline, declared once.
+pub mod spans {
+    pub const RUN: &str = "engine.run";
+    pub const INIT: &str = "engine.init";
+    pub const TIME_TRAVEL: &str = "engine.time_travel";
+    pub const PLUGIN_SCAN: &str = "engine.plugin_scan";
+    pub const HEURISTICS: &str = "engine.heuristics";
+    pub const PATTERN: &str = "engine.pattern";
+    pub const GHOST_LINKER: &str = "engine.ghost_linker";
+    pub const FORMAL_VERIFY: &str = "engine.formal_verify";
+    pub const SAU: &str = "engine.sau";
+    pub const POLICY: &str = "engine.policy";
+    pub const SIGNAL_ANALYSIS: &str = "engine.signal_analysis";
+    /// The ten phases, in order.
+    pub const PHASES: [&str; 10] = [
+        INIT,
+        TIME_TRAVEL,
+        PLUGIN_SCAN,
+        HEURISTICS,
+        PATTERN,
+        GHOST_LINKER,
+        FORMAL_VERIFY,
+        SAU,
+        POLICY,
+        SIGNAL_ANALYSIS,
+    ];
+}
+
+/// How one source's scan went.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceOutcome {
+    pub name: String,
+    pub providers: Vec<String>,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub nodes: u64,
+    pub edges: u64,
+    pub duration_ms: u64,
+}
+
+/// The result of a finished scan (also the payload of SCAN_COMPLETED).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ScanReport {
+    pub scan_seq: u64,
+    pub started_us: u64,
+    pub duration_ms: u64,
+    /// Graph generation after the commit.
+    pub generation: u64,
+    /// Commit time of the previous scan (the pinned time-travel point), 0 for the first.
+    pub previous_scan_us: u64,
+    pub nodes: u64,
+    pub edges: u64,
+    pub logically_deleted: u64,
+    pub waste: u64,
+    pub cost_usd_mo: f64,
+    pub waste_usd_mo: f64,
+    pub projected_savings_usd_mo: f64,
+    pub nodes_ingest: IngestStats,
+    pub edges_ingest: IngestStats,
+    pub retired_nodes: u64,
+    pub retired_edges: u64,
+    pub versions_written: u64,
+    pub sources: Vec<SourceOutcome>,
+    /// Active nodes per provider.
+    pub providers: Vec<(String, u64)>,
+    /// Nodes reported in this scan per provider.
+    pub discovered: Vec<(String, u64)>,
+    /// Ledger sequence of the SCAN_COMPLETED event.
+    pub event_seq: u64,
+}
+
+impl ScanReport {
+    /// The SCAN_COMPLETED payload.
+    pub fn payload(&self) -> serde_json::Value {
+        let sources: Vec<serde_json::Value> = self
+            .sources
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "name": s.name, "providers": s.providers, "ok": s.ok, "error": s.error,
+                    "nodes": s.nodes, "edges": s.edges, "duration_ms": s.duration_ms,
+                })
+            })
+            .collect();
+        let providers: serde_json::Map<String, serde_json::Value> =
+            self.providers.iter().map(|(p, n)| (p.clone(), (*n).into())).collect();
+        serde_json::json!({
+            "scan_seq": self.scan_seq,
+            "generation": self.generation,
+            "duration_ms": self.duration_ms,
+            "node_count": self.nodes,
+            "edge_count": self.edges,
+            "waste_count": self.waste,
+            "logically_deleted": self.logically_deleted,
+            "cost_usd_mo": round2(self.cost_usd_mo),
+            "waste_usd_mo": round2(self.waste_usd_mo),
+            "projected_savings_usd_mo": round2(self.projected_savings_usd_mo),
+            "savings_usd": round2(self.projected_savings_usd_mo),
+            "nodes_added": self.nodes_ingest.inserted + self.nodes_ingest.revived,
+            "nodes_changed": self.nodes_ingest.changed,
+            "nodes_unchanged": self.nodes_ingest.unchanged,
+            "nodes_deleted": self.retired_nodes,
+            "edges_added": self.edges_ingest.inserted + self.edges_ingest.revived,
+            "edges_deleted": self.retired_edges,
+            "edges_dangling": self.edges_ingest.dangling,
+            "versions_written": self.versions_written,
+            "providers": providers,
+            "sources": sources,
+        })
+    }
+}
+
+fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+#[derive(Default)]
+struct CollectSink {
+    nodes: Vec<NodeBatch>,
+    edges: Vec<EdgeBatch>,
+    node_count: u64,
+    edge_count: u64,
+}
+
+impl ScanSink for CollectSink {
+    fn nodes(&mut self, batch: NodeBatch) {
+        self.node_count += batch.len() as u64;
+        self.nodes.push(batch);
+    }
+    fn edges(&mut self, batch: EdgeBatch) {
+        self.edge_count += batch.len() as u64;
+        self.edges.push(batch);
+    }
+}
+
+/// Runs every phase once. The caller holds the scan permit.
+pub(crate) fn run(
+    engine: &Engine,
+    sources: &mut [Box<dyn Source>],
+    configs: &BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<ScanReport, EngineError> {
+    let started = Instant::now();
+    let root = info_span!("engine.run", scan_seq = tracing::field::Empty);
+    let _root = root.enter();
+    let mut report = ScanReport::default();
+
+    let now_us = {
+        let _s = info_span!("engine.init").entered();
+        let now_us = engine.clock().now_us();
+        report.scan_seq = engine.next_scan_seq();
+        report.started_us = now_us;
+        root.record("scan_seq", report.scan_seq);
+        now_us
+    };
+
+    {
+        let _s = info_span!("engine.time_travel").entered();
+        // The previous scan's commit is the pinned point this scan diffs
+        // against: its versions are closed, never overwritten, by this commit.
+        report.previous_scan_us = engine.last_commit_us();
+        debug!(previous_scan_us = report.previous_scan_us, generation = engine.graph().generation(), "pinned");
+    }
+
+    {
+        let _s = info_span!("engine.plugin_scan").entered();
+        let empty = BTreeMap::new();
+        let mut all = CollectSink::default();
+        let mut ok_providers: Vec<Sym> = Vec::new();
+        for source in sources.iter_mut() {
+            let name = source.name().to_owned();
+            let providers = source.providers();
+            let config = configs.get(&name).unwrap_or(&empty);
+            let ctx = ScanContext { interner: engine.interner(), scan_seq: report.scan_seq, now_us, config };
+            let mut sink = CollectSink::default();
+            let t = Instant::now();
+            let result = source.scan(&ctx, &mut sink);
+            let outcome = SourceOutcome {
+                name: name.clone(),
+                providers: providers.clone(),
+                ok: result.is_ok(),
+                error: result.as_ref().err().map(ToString::to_string),
+                nodes: sink.node_count,
+                edges: sink.edge_count,
+                duration_ms: t.elapsed().as_millis() as u64,
+            };
+            match result {
+                Ok(()) => {
+                    info!(source = %name, nodes = sink.node_count, edges = sink.edge_count, "source scanned");
+                    ok_providers.extend(providers.iter().map(|p| engine.interner().intern(p)));
+                    all.node_count += sink.node_count;
+                    all.edge_count += sink.edge_count;
+                    all.nodes.append(&mut sink.nodes);
+                    all.edges.append(&mut sink.edges);
+                }
+                Err(e) => {
+                    // A failed source keeps its resources as they were.
+                    warn!(source = %name, error = %e, "source scan failed; its resources are kept as they were");
+                }
+            }
+            report.sources.push(outcome);
+        }
+        let discovered = count_by_provider(engine, &all.nodes);
+        let mut graph = engine.graph_mut();
+        report.nodes_ingest = graph.ingest_nodes(&all.nodes, now_us, report.scan_seq as u32);
+        drop(all.nodes);
+        report.edges_ingest = graph.ingest_edges(&all.edges, now_us, report.scan_seq as u32);
+        drop(all.edges);
+        let (retired_nodes, retired_edges) = graph.retire_unseen(&ok_providers, now_us, report.scan_seq as u32);
+        report.retired_nodes = retired_nodes as u64;
+        report.retired_edges = retired_edges as u64;
+        graph.rebuild_adjacency(now_us);
+        report.discovered = discovered;
+    }
+
+    for phase in [
+        spans::HEURISTICS,
+        spans::PATTERN,
+        spans::GHOST_LINKER,
+        spans::FORMAL_VERIFY,
+        spans::SAU,
+        spans::POLICY,
+    ] {
+        empty_phase(phase);
+    }
+
+    {
+        let _s = info_span!("engine.signal_analysis").entered();
+        let graph = engine.graph();
+        let stats = graph.stats(now_us);
+        let reader = engine.interner().reader();
+        report.nodes = stats.active_nodes;
+        report.edges = stats.total_edges;
+        report.logically_deleted = stats.logically_deleted;
+        report.waste = stats.waste_nodes;
+        report.cost_usd_mo = stats.total_cost_usd_mo;
+        report.waste_usd_mo = stats.projected_savings_usd_mo;
+        report.projected_savings_usd_mo = stats.projected_savings_usd_mo;
+        report.providers = stats.providers.iter().map(|(p, n)| (reader.resolve(*p).to_owned(), *n)).collect();
+    }
+
+    // Commit: versions to graph.redb in one transaction, then SCAN_COMPLETED.
+    let changes = engine.graph_mut().take_changes();
+    report.versions_written = (changes.nodes.len() + changes.edges.len()) as u64;
+    report.generation = engine.graph().generation();
+    engine.commit(&changes, CommitMeta { generation: report.generation, scan_seq: report.scan_seq, commit_us: now_us })?;
+    drop(changes);
+    report.duration_ms = started.elapsed().as_millis() as u64;
+    let message = format!(
+        "scan {} completed: {} nodes, {} edges, {} waste (${:.2}/mo)",
+        report.scan_seq, report.nodes, report.edges, report.waste, report.waste_usd_mo
+    );
+    let event = engine.ledger().append_one(NewEvent {
+        event_type: "SCAN_COMPLETED".into(),
+        crn: None,
+        actor: "engine".into(),
+        message,
+        payload: report.payload(),
+    })?;
+    report.event_seq = event.seq;
+    info!(
+        scan_seq = report.scan_seq,
+        nodes = report.nodes,
+        edges = report.edges,
+        versions = report.versions_written,
+        duration_ms = report.duration_ms,
+        "scan completed"
+    );
+    Ok(report)
+}
+
+/// A phase that later capabilities fill; it still shows in traces.
+fn empty_phase(name: &'static str) {
+    let span = match name {
+        spans::HEURISTICS => info_span!("engine.heuristics"),
+        spans::PATTERN => info_span!("engine.pattern"),
+        spans::GHOST_LINKER => info_span!("engine.ghost_linker"),
+        spans::FORMAL_VERIFY => info_span!("engine.formal_verify"),
+        spans::SAU => info_span!("engine.sau"),
+        _ => info_span!("engine.policy"),
+    };
+    let _s = span.entered();
+    debug!(phase = name, "no passes registered");
+}
+
+fn count_by_provider(engine: &Engine, batches: &[NodeBatch]) -> Vec<(String, u64)> {
+    let mut counts: BTreeMap<Sym, u64> = BTreeMap::new();
+    for b in batches {
+        for r in &b.rows {
+            *counts.entry(r.syms[0]).or_default() += 1;
+        }
+    }
+    let reader = engine.interner().reader();
+    counts.into_iter().map(|(p, n)| (reader.resolve(p).to_owned(), n)).collect()
+}

@@ -1,0 +1,48 @@
+//! The engine's view of the outside world during a scan: sources of node
+//! and edge batches. The plugin host implements [`Source`] over provider
+//! plugins; the mock estate and tests implement it in memory.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use crate::graph::{EdgeBatch, NodeBatch};
+use crate::intern::Interner;
+
+/// What a source gets to know about the scan it serves.
+pub struct ScanContext<'a> {
+    /// Intern CRN segments, types, states, tag and property keys here.
+    pub interner: &'a Interner,
+    /// Sequence number of this scan (1 for the first scan of a data directory).
+    pub scan_seq: u64,
+    /// Scan time, microseconds since the Unix epoch.
+    pub now_us: u64,
+    /// Scan configuration for this source (region, project, subscription, ...).
+    pub config: &'a BTreeMap<String, String>,
+}
+
+/// Receives what a source discovers. Nodes and edges may arrive in any order
+/// and any number of batches; edges are resolved after all nodes are in.
+pub trait ScanSink {
+    fn nodes(&mut self, batch: NodeBatch);
+    fn edges(&mut self, batch: EdgeBatch);
+}
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SourceError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("scan timed out after {0}")]
+    Timeout(String),
+}
+
+/// A source of resources: one plugin, or the mock estate.
+pub trait Source: Send {
+    /// Name shown in logs and scan reports (`mock`, `aws`, ...).
+    fn name(&self) -> &str;
+    /// Providers (CRN provider segments) this source reports. When its scan
+    /// fails, resources of these providers are kept as they are.
+    fn providers(&self) -> Vec<String>;
+    /// Scans, sending batches to `sink`. An error fails only this source.
+    fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError>;
+}

@@ -1,0 +1,158 @@
+//! Binary encodings of stored node and edge versions.
+//!
+//! Little-endian, length-prefixed, versioned by a leading byte. Decoding
+//! never panics: a truncated or foreign value is an error naming what broke.
+
+use crate::graph::{EdgeVersion, NodeRow, Phase, Reachability};
+use crate::ids::Sym;
+use crate::relation::Relation;
+
+const NODE_V1: u8 = 1;
+const EDGE_V1: u8 = 1;
+
+pub(crate) struct Writer(pub Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u32(b.len() as u32);
+        self.0.extend_from_slice(b);
+    }
+}
+
+pub(crate) struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("malformed stored value: {0}")]
+pub struct DecodeError(pub &'static str);
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf }
+    }
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        if self.buf.len() < n {
+            return Err(DecodeError(what));
+        }
+        let (a, b) = self.buf.split_at(n);
+        self.buf = b;
+        Ok(a)
+    }
+    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        let b = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn sym(&mut self, what: &'static str) -> Result<Sym, DecodeError> {
+        Sym::from_raw(self.u32(what)?).ok_or(DecodeError(what))
+    }
+    fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        let n = self.u32(what)? as usize;
+        self.take(n, what)
+    }
+    fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
+        String::from_utf8(self.bytes(what)?.to_vec()).map_err(|_| DecodeError(what))
+    }
+}
+
+pub(crate) fn encode_node(n: &NodeRow) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(96 + n.id.len() + n.tags.len() + n.props.len()));
+    w.u8(NODE_V1);
+    for s in n.key {
+        w.u32(s.to_raw());
+    }
+    w.bytes(n.id.as_bytes());
+    w.u32(n.ty.to_raw());
+    w.u32(n.state.to_raw());
+    w.u32(n.cost_usd_mo.to_bits());
+    w.u64(n.creation_ts);
+    w.u64(n.valid_from);
+    w.u64(n.valid_to);
+    w.u8(u8::from(n.is_waste));
+    w.bytes(n.waste_reason.as_bytes());
+    w.u32(n.risk_score.to_bits());
+    w.u8(n.reachability as u8);
+    w.u8(n.phase as u8);
+    w.u32(n.verdict.map_or(0, Sym::to_raw));
+    w.bytes(&n.tags);
+    w.bytes(&n.props);
+    w.0
+}
+
+pub(crate) fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
+    let mut r = Reader::new(buf);
+    if r.u8("version")? != NODE_V1 {
+        return Err(DecodeError("unknown node encoding version"));
+    }
+    let key = [r.sym("provider")?, r.sym("region")?, r.sym("service")?, r.sym("kind")?, r.sym("account")?];
+    Ok(NodeRow {
+        key,
+        id: r.string("id")?,
+        ty: r.sym("type")?,
+        state: r.sym("state")?,
+        cost_usd_mo: f32::from_bits(r.u32("cost")?),
+        creation_ts: r.u64("creation_ts")?,
+        valid_from: r.u64("valid_from")?,
+        valid_to: r.u64("valid_to")?,
+        is_waste: r.u8("is_waste")? != 0,
+        waste_reason: r.string("waste_reason")?,
+        risk_score: f32::from_bits(r.u32("risk_score")?),
+        reachability: Reachability::from_u8(r.u8("reachability")?),
+        phase: Phase::from_u8(r.u8("phase")?),
+        verdict: Sym::from_raw(r.u32("verdict")?),
+        tags: r.bytes("tags")?.to_vec(),
+        props: r.bytes("props")?.to_vec(),
+    })
+}
+
+pub(crate) fn encode_edge(e: &EdgeVersion) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(40 + e.src.len() + e.dst.len() + e.props.len()));
+    w.u8(EDGE_V1);
+    w.bytes(e.src.as_bytes());
+    w.bytes(e.dst.as_bytes());
+    w.u8(e.relation as u8);
+    w.u8(u8::from(e.inferred));
+    w.u64(e.valid_from);
+    w.u64(e.valid_to);
+    w.bytes(&e.props);
+    w.0
+}
+
+pub(crate) fn decode_edge(buf: &[u8]) -> Result<EdgeVersion, DecodeError> {
+    let mut r = Reader::new(buf);
+    if r.u8("version")? != EDGE_V1 {
+        return Err(DecodeError("unknown edge encoding version"));
+    }
+    Ok(EdgeVersion {
+        src: r.string("source")?,
+        dst: r.string("target")?,
+        relation: Relation::from_u8(r.u8("relation")?).ok_or(DecodeError("relation"))?,
+        inferred: r.u8("inferred")? != 0,
+        valid_from: r.u64("valid_from")?,
+        valid_to: r.u64("valid_to")?,
+        props: r.bytes("props")?.to_vec(),
+    })
+}
+
+/// The key of an edge in the edge tables: source, relation and target.
+pub(crate) fn edge_key(e: &EdgeVersion) -> String {
+    format!("{}\u{1}{}\u{1}{}", e.src, e.relation as u8, e.dst)
+}

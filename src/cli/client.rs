@@ -1,0 +1,110 @@
+//! A small REST client for the CLI verbs.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use reqwest::{Method, StatusCode};
+use serde_json::Value;
+
+use super::Remote;
+use crate::paths;
+
+/// Exit code when the daemon cannot be reached.
+pub const EXIT_UNREACHABLE: u8 = 2;
+/// Exit code when the daemon answered with an error.
+pub const EXIT_API_ERROR: u8 = 3;
+
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    token: Option<String>,
+}
+
+/// Why a request failed, already phrased for a person.
+pub enum Failure {
+    Unreachable(String),
+    Api { status: StatusCode, message: String },
+}
+
+impl Failure {
+    pub fn report(&self) -> ExitCode {
+        match self {
+            Failure::Unreachable(m) => {
+                eprintln!("error: {m}");
+                ExitCode::from(EXIT_UNREACHABLE)
+            }
+            Failure::Api { status, message } => {
+                eprintln!("error: {message} (HTTP {})", status.as_u16());
+                ExitCode::from(EXIT_API_ERROR)
+            }
+        }
+    }
+}
+
+impl Client {
+    pub fn new(remote: &Remote) -> anyhow::Result<Client> {
+        let token = match &remote.token {
+            Some(t) => Some(t.clone()),
+            None => std::fs::read_to_string(paths::data_dir().join(paths::TOKEN_FILE)).ok().map(|t| t.trim().to_owned()),
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(5))
+            .build()
+            .context("cannot build the HTTP client")?;
+        Ok(Client { http, base: remote.url.trim_end_matches('/').to_owned(), token })
+    }
+
+    pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
+        self.send(Method::GET, path, query, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Result<Value, Failure> {
+        self.send(Method::POST, path, &[], Some(body)).await
+    }
+
+    async fn send(&self, method: Method, path: &str, query: &[(&str, String)], body: Option<Value>) -> Result<Value, Failure> {
+        let url = format!("{}{path}", self.base);
+        let mut req = self.http.request(method, &url).query(query);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.map_err(|e| {
+            let why = if e.is_connect() { "connection refused or host unreachable".to_owned() } else { e.to_string() };
+            Failure::Unreachable(format!(
+                "svc daemon is not running at {} ({why}); start it with `svc daemon --mock`",
+                self.base
+            ))
+        })?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| Failure::Unreachable(format!("reading the answer failed: {e}")))?;
+        let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        if status.is_success() {
+            return Ok(value);
+        }
+        let mut message = value
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| value.to_string());
+        if status == StatusCode::UNAUTHORIZED && self.token.is_none() {
+            message.push_str("; no token found: set SVC_TOKEN or SVC_DATA_DIR to the daemon's data directory");
+        }
+        Err(Failure::Api { status, message })
+    }
+}
+
+/// Percent-encodes a CRN for a path segment (ids may contain `/`).
+pub fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

@@ -1,0 +1,132 @@
+//! Command-line verbs. Every verb but `daemon` talks to a running daemon
+//! over its REST API.
+
+mod client;
+mod output;
+mod verbs;
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::daemon::{self, DaemonOptions};
+
+#[derive(Parser, Debug)]
+#[command(name = "svc", version, about = "Finds the cloud resources you pay for and do not use")]
+pub struct Cli {
+    /// Log format of the daemon: `text` or `json`.
+    #[arg(long, global = true, default_value = "text", env = "SVC_LOG_FORMAT")]
+    log_format: String,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where the daemon is and how to authenticate.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Remote {
+    /// Address of the daemon.
+    #[arg(long, env = "SVC_URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// Operator token; defaults to the contents of `$SVC_DATA_DIR/token`.
+    #[arg(long, env = "SVC_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Print the raw JSON answer.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the daemon.
+    Daemon {
+        /// Scan a simulated estate instead of real clouds.
+        #[arg(long)]
+        mock: bool,
+        /// Approximate number of resources in the simulated estate.
+        #[arg(long, default_value_t = 300)]
+        mock_scale: usize,
+        /// Seed of the simulated estate.
+        #[arg(long, default_value_t = 42)]
+        mock_seed: u64,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+    },
+    /// Run a scan now and wait for it.
+    Scan {
+        #[command(flatten)]
+        remote: Remote,
+        /// Return as soon as the scan has started.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Graph totals.
+    Stats {
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// List resources.
+    Nodes {
+        #[command(flatten)]
+        remote: Remote,
+        /// Only this provider (aws, gcp, azure, kubernetes, ...).
+        #[arg(long)]
+        provider: Option<String>,
+        /// How many to list.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Show one resource.
+    Node {
+        #[command(flatten)]
+        remote: Remote,
+        /// Its CRN, with or without the `svc` segment.
+        crn: String,
+    },
+    /// Ledger history, newest first.
+    History {
+        #[command(flatten)]
+        remote: Remote,
+        /// Only this event type (SCAN_COMPLETED, s.a.u_ACTION, ...).
+        #[arg(long = "type")]
+        event_type: Option<String>,
+        /// Only events after this: a duration (3d, 12h) or RFC 3339.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only this resource.
+        #[arg(long)]
+        crn: Option<String>,
+        /// How many events.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Daemon { mock, mock_scale, mock_seed, listen } => {
+            init_logging(&cli.log_format)?;
+            daemon::run(DaemonOptions { listen, mock, mock_scale, mock_seed }).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Scan { remote, no_wait } => verbs::scan(&remote, !no_wait).await,
+        Command::Stats { remote } => verbs::stats(&remote).await,
+        Command::Nodes { remote, provider, limit } => verbs::nodes(&remote, provider.as_deref(), limit).await,
+        Command::Node { remote, crn } => verbs::node(&remote, &crn).await,
+        Command::History { remote, event_type, since, crn, limit } => {
+            verbs::history(&remote, event_type.as_deref(), since.as_deref(), crn.as_deref(), limit).await
+        }
+    }
+}
+
+fn init_logging(format: &str) -> anyhow::Result<()> {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    match format {
+        "json" => tracing_subscriber::fmt().json().with_env_filter(filter).with_current_span(false).init(),
+        "text" => tracing_subscriber::fmt().with_env_filter(filter).init(),
+        other => anyhow::bail!("unknown log format {other:?}: use text or json"),
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! The client verbs: scan, stats, nodes, node, history.
+
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use super::Remote;
+use super::client::{Client, encode_segment};
+use super::output::{self, money, s, table};
+
+macro_rules! call {
+    ($e:expr) => {
+        match $e.await {
+            Ok(v) => v,
+            Err(f) => return Ok(f.report()),
+        }
+    };
+}
+
+pub async fn scan(remote: &Remote, wait: bool) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let v = call!(client.post("/api/v1/engine/scan", json!({ "wait": wait })));
+    if remote.json {
+        output::json(&v);
+    } else if wait {
+        println!(
+            "scan {} completed in {} ms: {} nodes, {} edges, {} waste ({}/mo of {}/mo)",
+            s(&v, "scan_seq"),
+            s(&v, "duration_ms"),
+            s(&v, "node_count"),
+            s(&v, "edge_count"),
+            s(&v, "waste_count"),
+            money(&v, "waste_usd_mo"),
+            money(&v, "cost_usd_mo"),
+        );
+        println!(
+            "changes: {} added, {} changed, {} deleted",
+            s(&v, "nodes_added"),
+            s(&v, "nodes_changed"),
+            s(&v, "nodes_deleted")
+        );
+        for src in v.get("sources").and_then(Value::as_array).into_iter().flatten() {
+            if src.get("ok").and_then(Value::as_bool) == Some(false) {
+                println!("source {} failed: {}", s(src, "name"), s(src, "error"));
+            }
+        }
+    } else {
+        println!("scan {} started", s(&v, "scan_seq"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn stats(remote: &Remote) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let v = call!(client.get("/api/v1/graph/stats", &[]));
+    if remote.json {
+        output::json(&v);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("nodes          {} active, {} logically deleted", s(&v, "active_nodes"), s(&v, "logically_deleted"));
+    println!("edges          {}", s(&v, "total_edges"));
+    println!("waste          {} nodes", s(&v, "waste_nodes"));
+    println!("monthly cost   {}", money(&v, "total_cost_usd_mo"));
+    println!("savings        {}/mo projected", money(&v, "projected_savings_usd_mo"));
+    if let Some(p) = v.get("providers").and_then(Value::as_object) {
+        let list: Vec<String> = p.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!("providers      {}", list.join(", "));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn nodes(remote: &Remote, provider: Option<&str>, limit: usize) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let mut query = vec![("limit", limit.to_string())];
+    if let Some(p) = provider {
+        query.push(("provider", p.to_owned()));
+    }
+    let v = call!(client.get("/api/v1/graph/nodes", &query));
+    if remote.json {
+        output::json(&v);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = v
+        .get("nodes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|n| {
+            let waste = if n.get("is_waste").and_then(Value::as_bool) == Some(true) { "waste" } else { "" };
+            vec![s(n, "type"), s(n, "state"), money(n, "cost_usd_mo"), waste.to_owned(), s(n, "crn")]
+        })
+        .collect();
+    table(&["TYPE", "STATE", "COST/MO", "", "CRN"], &rows);
+    println!("{} of {} nodes", rows.len(), s(&v, "total"));
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn node(remote: &Remote, crn: &str) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let v = call!(client.get(&format!("/api/v1/graph/nodes/{}", encode_segment(crn)), &[]));
+    if remote.json {
+        output::json(&v);
+        return Ok(ExitCode::SUCCESS);
+    }
+    for key in ["crn", "type", "provider", "region", "account", "state"] {
+        println!("{key:<14} {}", s(&v, key));
+    }
+    println!("{:<14} {}", "cost", money(&v, "cost_usd_mo"));
+    println!("{:<14} {} {}", "waste", s(&v, "is_waste"), s(&v, "waste_reason"));
+    for key in ["reachability", "risk_score", "phase", "valid_from", "valid_to"] {
+        println!("{key:<14} {}", s(&v, key));
+    }
+    for (title, key) in [("tags", "tags"), ("properties", "properties")] {
+        if let Some(map) = v.get(key).and_then(Value::as_object).filter(|m| !m.is_empty()) {
+            println!("{title}:");
+            for (k, val) in map {
+                println!("  {k} = {}", val.as_str().map(str::to_owned).unwrap_or_else(|| val.to_string()));
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn history(
+    remote: &Remote,
+    event_type: Option<&str>,
+    since: Option<&str>,
+    crn: Option<&str>,
+    limit: usize,
+) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let mut query = vec![("limit", limit.to_string())];
+    if let Some(t) = event_type {
+        query.push(("type", t.to_owned()));
+    }
+    if let Some(t) = since {
+        query.push(("since", t.to_owned()));
+    }
+    if let Some(c) = crn {
+        query.push(("crn", c.to_owned()));
+    }
+    let v = call!(client.get("/api/v1/history", &query));
+    if remote.json {
+        output::json(&v);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = v
+        .get("events")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| vec![s(e, "id"), s(e, "ts"), s(e, "type"), s(e, "status"), s(e, "actor"), s(e, "message")])
+        .collect();
+    table(&["SEQ", "TIME", "TYPE", "STATUS", "ACTOR", "MESSAGE"], &rows);
+    println!("{} of {} events", rows.len(), s(&v, "total"));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,89 @@
+//! `config.toml`: the SPEC configuration keys nested by their dots.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub daemon: DaemonConfig,
+    #[serde(default)]
+    pub plugins: PluginsConfig,
+    #[serde(default)]
+    pub oracle: toml::Table,
+    #[serde(default)]
+    pub sau: toml::Table,
+    #[serde(default)]
+    pub ai: toml::Table,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// Interval between scans, a duration string (`5m`, `1h`).
+    #[serde(default = "default_scan_interval")]
+    pub scan_interval: String,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig { scan_interval: default_scan_interval() }
+    }
+}
+
+fn default_scan_interval() -> String {
+    "5m".into()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginsConfig {
+    /// Plugins that are activated.
+    #[serde(default)]
+    pub active: Vec<String>,
+}
+
+impl Config {
+    /// Reads the file; a missing file is the default configuration, a
+    /// malformed one an error naming the file.
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let config: Config = toml::from_str(&text).with_context(|| format!("invalid configuration {}", path.display()))?;
+        config.scan_interval().with_context(|| format!("invalid configuration {}", path.display()))?;
+        Ok(config)
+    }
+
+    pub fn scan_interval(&self) -> anyhow::Result<Duration> {
+        let d = humantime::parse_duration(&self.daemon.scan_interval)
+            .with_context(|| format!("daemon.scan_interval {:?} is not a duration", self.daemon.scan_interval))?;
+        if d < Duration::from_secs(1) {
+            bail!("daemon.scan_interval must be at least 1s, got {:?}", self.daemon.scan_interval);
+        }
+        Ok(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_parsing() {
+        let c: Config = toml::from_str("").unwrap();
+        assert_eq!(c.scan_interval().unwrap(), Duration::from_secs(300));
+        let c: Config = toml::from_str("[daemon]\nscan_interval = \"30s\"\n[plugins]\nactive = [\"aws\"]").unwrap();
+        assert_eq!(c.scan_interval().unwrap(), Duration::from_secs(30));
+        assert_eq!(c.plugins.active, vec!["aws"]);
+        assert!(toml::from_str::<Config>("[daemon]\nbogus = 1").is_err());
+        let c: Config = toml::from_str("[daemon]\nscan_interval = \"soon\"").unwrap();
+        assert!(c.scan_interval().is_err());
+    }
+}

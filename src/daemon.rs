@@ -1,0 +1,202 @@
+//! `svc daemon`: wires the engine, the sources and the HTTP server together.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use svc_api::AppState;
+use svc_engine::Engine;
+use svc_engine::clock::SystemClock;
+use svc_engine::scan::Source;
+use svc_ingest::mock::MockEstate;
+use tracing::{error, info, warn};
+
+use crate::config::Config;
+use crate::paths;
+
+pub struct DaemonOptions {
+    pub listen: SocketAddr,
+    pub mock: bool,
+    pub mock_scale: usize,
+    pub mock_seed: u64,
+}
+
+pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
+    let data_dir = paths::data_dir();
+    std::fs::create_dir_all(&data_dir).with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    let config = Config::load(&data_dir.join(paths::CONFIG_FILE))?;
+    let interval = config.scan_interval()?;
+    let token = ensure_token(&data_dir.join(paths::TOKEN_FILE))?;
+    let session_id = new_session_id();
+
+    let listener = tokio::net::TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", opts.listen))?;
+    let local = listener.local_addr()?;
+    let state = AppState::new(token);
+    let server = tokio::spawn(svc_api::serve(listener, state.clone(), shutdown_signal()));
+    info!(
+        addr = %local,
+        data_dir = %data_dir.display(),
+        token_file = %data_dir.join(paths::TOKEN_FILE).display(),
+        session_id = %session_id,
+        "svc listening on http://{local}"
+    );
+
+    let dir = data_dir.clone();
+    let sid = session_id.clone();
+    let engine = tokio::task::spawn_blocking(move || Engine::open(&dir, &sid, Arc::new(SystemClock::default())))
+        .await
+        .context("engine start was cancelled")?
+        .context("cannot open the stores")?;
+    let engine = Arc::new(engine);
+    engine.set_sources(sources(&opts, &config, &data_dir));
+    state.set_engine(engine.clone());
+    info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
+
+    let scheduler = tokio::spawn(schedule_scans(engine.clone(), interval));
+    let result = server.await.context("server task failed")?;
+    scheduler.abort();
+    result.context("server failed")?;
+    info!("svc stopped");
+    Ok(())
+}
+
+/// Chooses the sources: the mock estate when asked for, or when neither
+/// cloud credentials nor active plugins are found.
+fn sources(opts: &DaemonOptions, config: &Config, data_dir: &Path) -> Vec<Box<dyn Source>> {
+    let mock = || -> Vec<Box<dyn Source>> {
+        vec![Box::new(MockEstate::new(opts.mock_seed, opts.mock_scale))]
+    };
+    if opts.mock {
+        info!(scale = opts.mock_scale, seed = opts.mock_seed, "mock mode: scanning a simulated estate (--mock)");
+        return mock();
+    }
+    let credentials = found_credentials();
+    let plugins = installed_plugins(&data_dir.join(paths::PLUGINS_DIR));
+    let active: Vec<&String> = plugins.iter().filter(|p| config.plugins.active.contains(p)).collect();
+    if credentials.is_empty() && active.is_empty() {
+        warn!(
+            scale = opts.mock_scale,
+            "mock mode: no cloud credentials and no active plugins found; scanning a simulated estate"
+        );
+        return mock();
+    }
+    if active.is_empty() {
+        warn!(
+            credentials = ?credentials,
+            installed = ?plugins,
+            "cloud credentials found but no provider plugin is active: scans will find nothing; \
+             install a plugin into the plugins directory and list it in plugins.active"
+        );
+    }
+    Vec::new()
+}
+
+/// Standard credential sources that are present.
+fn found_credentials() -> Vec<&'static str> {
+    let env = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let file = |rel: &str| home.as_ref().is_some_and(|h| h.join(rel).is_file());
+    let mut found = Vec::new();
+    if env("AWS_ACCESS_KEY_ID") || env("AWS_PROFILE") || env("AWS_WEB_IDENTITY_TOKEN_FILE") || file(".aws/credentials")
+    {
+        found.push("aws");
+    }
+    if env("GOOGLE_APPLICATION_CREDENTIALS") || file(".config/gcloud/application_default_credentials.json") {
+        found.push("gcp");
+    }
+    if env("AZURE_CLIENT_ID") || env("AZURE_CLIENT_SECRET") || file(".azure/azureProfile.json") {
+        found.push("azure");
+    }
+    if env("KUBECONFIG") || file(".kube/config") {
+        found.push("kubernetes");
+    }
+    found
+}
+
+/// Provider names of `svc-plugin-<name>` binaries in the plugin directory.
+fn installed_plugins(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| !n.ends_with(".yaml"))
+        .filter_map(|n| n.strip_prefix("svc-plugin-").map(str::to_owned))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A scan at start, then one every `interval`; a tick that finds a scan
+/// running (one triggered through the API) is skipped.
+async fn schedule_scans(engine: Arc<Engine>, interval: Duration) {
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let Some(permit) = engine.try_start_scan() else {
+            info!("scheduled scan skipped: a scan is already running");
+            continue;
+        };
+        match tokio::task::spawn_blocking(move || permit.run()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => error!(error = %e, "scheduled scan failed"),
+            Err(e) => error!(error = %e, "scheduled scan panicked"),
+        }
+    }
+}
+
+/// Reads the operator token, writing a new one (mode 0600, one line) on first start.
+pub fn ensure_token(path: &Path) -> anyhow::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
+        Ok(_) => bail!("token file {} is empty; delete it to have a new token written", path.display()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot read token file {}", path.display())),
+    }
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| anyhow::anyhow!("cannot draw random bytes: {e}"))?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("cannot create token file {}", path.display()))?;
+    writeln!(f, "{token}").with_context(|| format!("cannot write token file {}", path.display()))?;
+    f.sync_all()?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    Ok(token)
+}
+
+fn new_session_id() -> String {
+    let mut bytes = [0u8; 6];
+    let _ = getrandom::fill(&mut bytes);
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("s-{secs}-{hex}")
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    info!("shutting down");
+}
