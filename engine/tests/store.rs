@@ -22,7 +22,8 @@ const C: &str = "crn:svc:aws:us-east-1:ec2:instance:1:i-c";
 /// Three scans: {A, B} at 100; B changes and C appears at 200; A disappears at 300.
 fn three_scans(store: &GraphStore, g: &mut Graph, i: &Arc<Interner>) {
     let mut persisted = 0;
-    let scans: [(u64, Vec<(&str, &str, f32)>); 3] = [
+    type Scan<'a> = (u64, Vec<(&'a str, &'a str, f32)>);
+    let scans: [Scan; 3] = [
         (100, vec![(A, "available", 10.0), (B, "running", 70.0)]),
         (200, vec![(A, "available", 10.0), (B, "stopped", 70.0), (C, "running", 30.0)]),
         (300, vec![(B, "stopped", 70.0), (C, "running", 30.0)]),

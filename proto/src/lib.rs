@@ -12,7 +12,7 @@
 /// Provider plugin protocol.
 pub mod provider {
     /// Package `svc.provider.v1`.
-    #[allow(clippy::all, clippy::pedantic, missing_docs)]
+    #[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::bare_urls)]
     pub mod v1 {
         tonic::include_proto!("svc.provider.v1");
     }
@@ -21,14 +21,14 @@ pub mod provider {
 /// Heuristic plugin protocol.
 pub mod heuristic {
     /// Package `svc.heuristic.v1`.
-    #[allow(clippy::all, clippy::pedantic, missing_docs)]
+    #[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::bare_urls)]
     pub mod v1 {
         tonic::include_proto!("svc.heuristic.v1");
     }
 }
 
 /// Package `plugin`: the plugin framework's controller and stdio services.
-#[allow(clippy::all, clippy::pedantic, missing_docs)]
+#[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::bare_urls)]
 pub mod plugin {
     tonic::include_proto!("plugin");
 }
@@ -36,7 +36,7 @@ pub mod plugin {
 /// Standard gRPC health checking.
 pub mod health {
     /// Package `grpc.health.v1`.
-    #[allow(clippy::all, clippy::pedantic, missing_docs)]
+    #[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::bare_urls)]
     pub mod v1 {
         tonic::include_proto!("grpc.health.v1");
     }
@@ -125,7 +125,7 @@ mod tests {
             nodes: vec![
                 provider::v1::Node {
                     crn: "crn:svc:aws:us-east-1:123456789012:volume:vol-1".into(),
-                    properties: br#"{"size_gb":100,"name":"données"}"#.to_vec(),
+                    properties: r#"{"size_gb":100,"name":"données"}"#.as_bytes().to_vec(),
                     cost: 8.5,
                 },
                 provider::v1::Node::default(),
@@ -289,10 +289,9 @@ mod tests {
             }
         );
 
-        let m = QuarantineResponse::decode(
-            Wire::default().varint(1, 1).string(2, "done").0.as_slice(),
-        )
-        .unwrap();
+        let m =
+            QuarantineResponse::decode(Wire::default().varint(1, 1).string(2, "done").0.as_slice())
+                .unwrap();
         assert_eq!(
             m,
             QuarantineResponse {
@@ -333,13 +332,9 @@ mod tests {
             }
         );
 
-        let m = PreflightRequest::decode(
-            Wire::default()
-                .entry(1, "region", "us-east-1")
-                .0
-                .as_slice(),
-        )
-        .unwrap();
+        let m =
+            PreflightRequest::decode(Wire::default().entry(1, "region", "us-east-1").0.as_slice())
+                .unwrap();
         assert_eq!(m.config, map(&[("region", "us-east-1")]));
 
         let m = PreflightResponse::decode(
@@ -398,14 +393,8 @@ mod tests {
             .string(2, "ec2:volume")
             .double(3, 4.0)
             .entry(4, "attachments", "[]");
-        let m = NodeBatch::decode(
-            Wire::default()
-                .message(1, node)
-                .varint(2, 1)
-                .0
-                .as_slice(),
-        )
-        .unwrap();
+        let m =
+            NodeBatch::decode(Wire::default().message(1, node).varint(2, 1).0.as_slice()).unwrap();
         assert_eq!(
             m,
             NodeBatch {
@@ -422,14 +411,22 @@ mod tests {
 
     #[test]
     fn plugin_framework_messages_field_numbers() {
-        let m = plugin::StdioData::decode(Wire::default().varint(1, 2).bytes(2, b"log line\n").0.as_slice())
-            .unwrap();
+        let m = plugin::StdioData::decode(
+            Wire::default()
+                .varint(1, 2)
+                .bytes(2, b"log line\n")
+                .0
+                .as_slice(),
+        )
+        .unwrap();
         assert_eq!(m.channel(), plugin::stdio_data::Channel::Stderr);
         assert_eq!(m.data, b"log line\n");
         assert!(plugin::Empty {}.encode_to_vec().is_empty());
 
-        let m = health::v1::HealthCheckRequest::decode(Wire::default().string(1, "plugin").0.as_slice())
-            .unwrap();
+        let m = health::v1::HealthCheckRequest::decode(
+            Wire::default().string(1, "plugin").0.as_slice(),
+        )
+        .unwrap();
         assert_eq!(m.service, "plugin");
         let m = health::v1::HealthCheckResponse::decode(Wire::default().varint(1, 1).0.as_slice())
             .unwrap();
@@ -441,10 +438,10 @@ mod tests {
 
     #[test]
     fn service_names() {
-        use tonic::server::NamedService;
-
-        type P = provider::v1::provider_server::ProviderServer<()>;
-        assert_eq!(provider::v1::provider_server::SERVICE_NAME, "svc.provider.v1.Provider");
+        assert_eq!(
+            provider::v1::provider_server::SERVICE_NAME,
+            "svc.provider.v1.Provider"
+        );
         assert_eq!(
             provider::v1::remediator_server::SERVICE_NAME,
             "svc.provider.v1.Remediator"
@@ -458,7 +455,9 @@ mod tests {
             "plugin.GRPCController"
         );
         assert_eq!(plugin::grpc_stdio_server::SERVICE_NAME, "plugin.GRPCStdio");
-        assert_eq!(health::v1::health_server::SERVICE_NAME, "grpc.health.v1.Health");
-        let _ = <P as NamedService>::NAME;
+        assert_eq!(
+            health::v1::health_server::SERVICE_NAME,
+            "grpc.health.v1.Health"
+        );
     }
 }

@@ -81,6 +81,10 @@ type PropertyList<'a> = WIPOffset<Vector<'a, ForwardsUOffset<Property<'a>>>>;
 /// are deduplicated in the buffer. Empty optional strings (`state`, property
 /// keys and values) are left out and read back as empty strings; a cost of
 /// `-0.0` reads back as `0.0`.
+///
+/// # Panics
+///
+/// When the buffer would exceed the FlatBuffers limit of 2 GiB.
 #[must_use]
 pub fn encode_graph(
     nodes: &[FbNode],

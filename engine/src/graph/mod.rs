@@ -112,6 +112,9 @@ pub struct Graph {
     generation: u64,
 }
 
+/// An edge of a batch (its row) with both endpoints resolved.
+type Resolved = (u32, NodeId, NodeId);
+
 #[inline]
 fn node_shard_of(hash: u64) -> usize {
     (hash % NODE_SHARDS as u64) as usize
@@ -217,7 +220,7 @@ impl Graph {
             let shard = &nodes[s];
             shard.find(k.hash, &k.syms, k.id.get(buf)).map(|row| NodeId::new(s, row, shard.generation))
         };
-        let resolved: Vec<(Vec<(u32, NodeId, NodeId)>, usize)> = batches
+        let resolved: Vec<(Vec<Resolved>, usize)> = batches
             .par_iter()
             .map(|b| {
                 let mut out = Vec::with_capacity(b.rows.len());
