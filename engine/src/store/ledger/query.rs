@@ -1,0 +1,386 @@
+//! Reads: single events, replay, history pages, resource timelines,
+//! summary and sessions. Everything runs in one read transaction.
+//!
+//! A history query first turns its time bounds into a seq window (time
+//! order is seq order), then walks the most selective index in reverse:
+//! `by_crn` when a CRN is given, else `by_type` (merging several types by
+//! seq), else `events` itself. `total` comes from index ordinals where the
+//! filters allow it, so it does not cost a scan.
+
+use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata};
+
+use super::codec;
+use super::tables::{self, SessionRow};
+use super::{
+    Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SAU_ACTION_TYPES,
+    SessionInfo, Summary, status_of,
+};
+
+type Events = ReadOnlyTable<u64, &'static [u8]>;
+type Keyed = ReadOnlyTable<(&'static str, u64), u64>;
+
+/// Types whose status is not OK.
+const NOT_OK_TYPES: &[&str] = &["APPROVAL", "REJECTION", "QUARANTINE"];
+
+fn decode_event(seq: u64, bytes: &[u8]) -> Result<Event, LedgerError> {
+    codec::decode(bytes)
+        .and_then(|s| s.to_event(seq))
+        .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))
+}
+
+fn load(events: &Events, seq: u64) -> Result<Event, LedgerError> {
+    match events.get(seq)? {
+        Some(v) => decode_event(seq, v.value()),
+        None => Err(LedgerError::Corrupt(format!(
+            "an index names event {seq}, which is not stored"
+        ))),
+    }
+}
+
+pub(super) fn get(txn: &ReadTransaction, seq: u64) -> Result<Option<Event>, LedgerError> {
+    let events = txn.open_table(tables::EVENTS)?;
+    match events.get(seq)? {
+        Some(v) => Ok(Some(decode_event(seq, v.value())?)),
+        None => Ok(None),
+    }
+}
+
+pub(super) fn events_after(
+    txn: &ReadTransaction,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<Event>, LedgerError> {
+    let Some(from) = after.checked_add(1) else {
+        return Ok(Vec::new());
+    };
+    let events = txn.open_table(tables::EVENTS)?;
+    let mut out = Vec::with_capacity(limit.min(HISTORY_MAX_LIMIT));
+    for item in events.range(from..)?.take(limit) {
+        let (k, v) = item?;
+        out.push(decode_event(k.value(), v.value())?);
+    }
+    Ok(out)
+}
+
+/// Which event types a query's type and status filters admit.
+#[derive(Debug, PartialEq)]
+enum TypeSet {
+    All,
+    Only(Vec<String>),
+    AllExcept(&'static [&'static str]),
+}
+
+impl TypeSet {
+    fn resolve(event_type: Option<&str>, status: Option<&str>) -> TypeSet {
+        let status_matches = |t: &str| status.is_none_or(|s| status_of(t).eq_ignore_ascii_case(s));
+        match event_type {
+            Some(SAU_ACTION) => TypeSet::Only(
+                SAU_ACTION_TYPES
+                    .iter()
+                    .filter(|t| status_matches(t))
+                    .map(|t| (*t).to_owned())
+                    .collect(),
+            ),
+            Some(t) if status_matches(t) => TypeSet::Only(vec![t.to_owned()]),
+            Some(_) => TypeSet::Only(Vec::new()),
+            None => match status {
+                None => TypeSet::All,
+                Some(s) if s.eq_ignore_ascii_case("OK") => TypeSet::AllExcept(NOT_OK_TYPES),
+                Some(_) => TypeSet::Only(
+                    NOT_OK_TYPES
+                        .iter()
+                        .filter(|t| status_matches(t))
+                        .map(|t| (*t).to_owned())
+                        .collect(),
+                ),
+            },
+        }
+    }
+
+    fn admits(&self, t: &str) -> bool {
+        match self {
+            TypeSet::All => true,
+            TypeSet::Only(types) => types.iter().any(|x| x == t),
+            TypeSet::AllExcept(types) => !types.contains(&t),
+        }
+    }
+}
+
+/// Takes up to `limit` seqs from a newest-first stream and says whether
+/// more follow.
+fn take_page(
+    seqs: impl Iterator<Item = Result<u64, LedgerError>>,
+    events: &Events,
+    limit: usize,
+) -> Result<(Vec<Event>, bool), LedgerError> {
+    let mut out = Vec::with_capacity(limit);
+    for seq in seqs {
+        let seq = seq?;
+        if out.len() == limit {
+            return Ok((out, true));
+        }
+        out.push(load(events, seq)?);
+    }
+    Ok((out, false))
+}
+
+pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<HistoryPage, LedgerError> {
+    let limit = q.limit.clamp(1, HISTORY_MAX_LIMIT);
+    let events = txn.open_table(tables::EVENTS)?;
+    let empty = HistoryPage {
+        events: Vec::new(),
+        next_cursor: None,
+        total: 0,
+    };
+    let Some((first, last)) = tables::seq_bounds(&events)? else {
+        return Ok(empty);
+    };
+    // The seq window `lo..hi` of the time bounds.
+    let by_time = txn.open_table(tables::BY_TIME)?;
+    let mut lo = first;
+    let mut hi = last + 1;
+    if let Some(since) = q.since_us {
+        lo = lo.max(tables::seq_at_or_after(&by_time, since)?.unwrap_or(hi));
+    }
+    if let Some(until) = q.until_us {
+        hi = hi.min(tables::seq_at_or_after(&by_time, until)?.unwrap_or(hi));
+    }
+    if lo >= hi {
+        return Ok(empty);
+    }
+    let page_hi = q.before_seq.map_or(hi, |b| b.min(hi));
+    let types = TypeSet::resolve(q.event_type.as_deref(), q.status.as_deref());
+
+    let (page, more, total) = if let Some(crn) = q.crn.as_deref() {
+        by_crn(txn, &events, crn, &types, lo, hi, page_hi, limit)?
+    } else {
+        match &types {
+            TypeSet::Only(list) => by_types(txn, &events, list, lo, hi, page_hi, limit)?,
+            TypeSet::All | TypeSet::AllExcept(_) => {
+                let by_type = txn.open_table(tables::BY_TYPE)?;
+                let mut total = hi - lo;
+                if let TypeSet::AllExcept(excluded) = &types {
+                    for t in excluded.iter() {
+                        total -= tables::count_keyed(&by_type, t, lo, hi)?.min(total);
+                    }
+                }
+                let seqs = events.range(lo..page_hi.max(lo))?.rev().filter_map(|item| {
+                    let res = item.map_err(LedgerError::from).and_then(|(k, v)| {
+                        let t = codec::peek_type(v.value()).map_err(|e| {
+                            LedgerError::Corrupt(format!("event {}: {e}", k.value()))
+                        })?;
+                        Ok(types.admits(t).then(|| k.value()))
+                    });
+                    res.transpose()
+                });
+                let (page, more) = take_page(seqs, &events, limit)?;
+                (page, more, total)
+            }
+        }
+    };
+    let next_cursor = if more {
+        page.last().map(|e| e.seq)
+    } else {
+        None
+    };
+    Ok(HistoryPage {
+        events: page,
+        next_cursor,
+        total,
+    })
+}
+
+/// Page and total of a query with a CRN filter, from `by_crn`.
+#[allow(clippy::too_many_arguments)]
+fn by_crn(
+    txn: &ReadTransaction,
+    events: &Events,
+    crn: &str,
+    types: &TypeSet,
+    lo: u64,
+    hi: u64,
+    page_hi: u64,
+    limit: usize,
+) -> Result<(Vec<Event>, bool, u64), LedgerError> {
+    let index = txn.open_table(tables::BY_CRN)?;
+    if *types == TypeSet::All {
+        let total = tables::count_keyed(&index, crn, lo, hi)?;
+        let seqs = index
+            .range((crn, lo)..(crn, page_hi.max(lo)))?
+            .rev()
+            .map(|item| -> Result<u64, LedgerError> { Ok(item?.0.value().1) });
+        let (page, more) = take_page(seqs, events, limit)?;
+        return Ok((page, more, total));
+    }
+    // The type is only in the event itself: walk this resource's events.
+    let mut page = Vec::with_capacity(limit);
+    let mut more = false;
+    let mut total = 0u64;
+    for item in index.range((crn, lo)..(crn, hi))?.rev() {
+        let seq = item?.0.value().1;
+        let bytes = events.get(seq)?.ok_or_else(|| {
+            LedgerError::Corrupt(format!("an index names event {seq}, which is not stored"))
+        })?;
+        let t = codec::peek_type(bytes.value())
+            .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+        if !types.admits(t) {
+            continue;
+        }
+        total += 1;
+        if seq < page_hi {
+            if page.len() < limit {
+                page.push(decode_event(seq, bytes.value())?);
+            } else {
+                more = true;
+            }
+        }
+    }
+    Ok((page, more, total))
+}
+
+/// Page and total of a query over a list of types, from `by_type`, merging
+/// the types' ranges by seq, newest first.
+fn by_types(
+    txn: &ReadTransaction,
+    events: &Events,
+    types: &[String],
+    lo: u64,
+    hi: u64,
+    page_hi: u64,
+    limit: usize,
+) -> Result<(Vec<Event>, bool, u64), LedgerError> {
+    let index: Keyed = txn.open_table(tables::BY_TYPE)?;
+    let mut total = 0u64;
+    let mut streams = Vec::with_capacity(types.len());
+    for t in types {
+        total += tables::count_keyed(&index, t, lo, hi)?;
+        let range = index.range((t.as_str(), lo)..(t.as_str(), page_hi.max(lo)))?;
+        streams.push(
+            range
+                .rev()
+                .map(|item| -> Result<u64, LedgerError> { Ok(item?.0.value().1) })
+                .peekable(),
+        );
+    }
+    let merged = std::iter::from_fn(|| {
+        let mut best: Option<(usize, u64)> = None;
+        for (i, s) in streams.iter_mut().enumerate() {
+            match s.peek() {
+                Some(Ok(seq)) if best.is_none_or(|(_, b)| *seq > b) => best = Some((i, *seq)),
+                Some(Ok(_)) | None => {}
+                Some(Err(_)) => return s.next(),
+            }
+        }
+        let (i, _) = best?;
+        streams[i].next()
+    });
+    let (page, more) = take_page(merged, events, limit)?;
+    Ok((page, more, total))
+}
+
+pub(super) fn resource(
+    txn: &ReadTransaction,
+    crn: &str,
+    limit: usize,
+) -> Result<(Vec<Event>, u64), LedgerError> {
+    let events = txn.open_table(tables::EVENTS)?;
+    let index = txn.open_table(tables::BY_CRN)?;
+    let total = tables::count_keyed(&index, crn, 0, u64::MAX)?;
+    let mut out = Vec::with_capacity(limit.min(HISTORY_MAX_LIMIT));
+    for item in index
+        .range((crn, 0u64)..=(crn, u64::MAX))?
+        .rev()
+        .take(limit)
+    {
+        out.push(load(&events, item?.0.value().1)?);
+    }
+    Ok((out, total))
+}
+
+pub(super) fn summary(txn: &ReadTransaction) -> Result<Summary, LedgerError> {
+    let events = txn.open_table(tables::EVENTS)?;
+    let by_type = txn.open_table(tables::BY_TYPE)?;
+    let sessions = txn.open_table(tables::SESSIONS)?;
+    let meta = txn.open_table(tables::META)?;
+    let count = |t: &str| tables::count_keyed(&by_type, t, 0, u64::MAX);
+    let ts_of = |entry: Option<(redb::AccessGuard<'_, u64>, redb::AccessGuard<'_, &[u8]>)>| {
+        entry
+            .map(|(k, v)| {
+                codec::decode(v.value())
+                    .map(|s| s.ts_us)
+                    .map_err(|e| LedgerError::Corrupt(format!("event {}: {e}", k.value())))
+            })
+            .transpose()
+    };
+    Ok(Summary {
+        total_events: events.len()?,
+        quarantined: count("QUARANTINE")?,
+        approved: count("APPROVAL")?,
+        rejected: count("REJECTION")?,
+        session_count: sessions.len()?,
+        total_savings_usd: tables::read_savings(&meta)?,
+        first_event_us: ts_of(events.first()?)?,
+        last_event_us: ts_of(events.last()?)?,
+    })
+}
+
+pub(super) fn sessions(txn: &ReadTransaction) -> Result<Vec<SessionInfo>, LedgerError> {
+    let table = txn.open_table(tables::SESSIONS)?;
+    let mut rows = Vec::new();
+    for item in table.iter()? {
+        let (k, v) = item?;
+        rows.push((k.value().to_owned(), SessionRow::from_tuple(v.value())));
+    }
+    rows.sort_by_key(|(_, r)| r.first_seq);
+    Ok(rows
+        .into_iter()
+        .map(|(session_id, r)| SessionInfo {
+            session_id,
+            first_event_us: r.first_us,
+            last_event_us: r.last_us,
+            event_count: r.count,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TypeSet;
+
+    #[test]
+    fn type_and_status_filters_resolve_to_type_sets() {
+        let only = |v: &[&str]| TypeSet::Only(v.iter().map(|s| (*s).to_owned()).collect());
+        assert_eq!(TypeSet::resolve(None, None), TypeSet::All);
+        assert_eq!(
+            TypeSet::resolve(Some("SCAN_COMPLETED"), None),
+            only(&["SCAN_COMPLETED"])
+        );
+        assert_eq!(
+            TypeSet::resolve(Some("SCAN_COMPLETED"), Some("OK")),
+            only(&["SCAN_COMPLETED"])
+        );
+        assert_eq!(
+            TypeSet::resolve(Some("SCAN_COMPLETED"), Some("APPROVED")),
+            only(&[])
+        );
+        assert_eq!(
+            TypeSet::resolve(None, Some("approved")),
+            only(&["APPROVAL"])
+        );
+        assert_eq!(TypeSet::resolve(None, Some("BOGUS")), only(&[]));
+        assert!(matches!(
+            TypeSet::resolve(None, Some("OK")),
+            TypeSet::AllExcept(_)
+        ));
+        assert_eq!(
+            TypeSet::resolve(Some("s.a.u_ACTION"), Some("OK")),
+            only(&[
+                "QUARANTINE_REVERTED",
+                "EXECUTION_COMMIT",
+                "EXECUTION_ROLLBACK",
+                "s.a.u_OVERRIDE"
+            ])
+        );
+        assert!(TypeSet::resolve(Some("s.a.u_ACTION"), None).admits("APPROVAL"));
+    }
+}

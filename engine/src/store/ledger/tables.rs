@@ -1,0 +1,244 @@
+//! Tables of `events.redb` and the small records kept in `meta`.
+//!
+//! - `events`: seq -> encoded event ([`super::codec`]).
+//! - `by_time`: (ts_us, seq) -> (). Timestamps never decrease with seq, so a
+//!   time bound maps to a seq bound with one lookup.
+//! - `by_type`, `by_crn`: (key, seq) -> ordinal, the 1-based position of the
+//!   event among all events ever appended with that key. Counting the events
+//!   of one key between two seqs takes two lookups (last ordinal minus first
+//!   plus one) instead of a scan; pruning a prefix keeps the difference right.
+//! - `sessions`: session id -> (first_us, last_us, count, first_seq, last_seq).
+//! - `meta`: `format`, `head` (last seq, last ts, last hash), `anchor` (first
+//!   seq the chain is verified from and the hash that event must link to),
+//!   `savings` (sum of `payload.savings_usd` over the stored events, f64).
+
+use redb::{ReadableTable, TableDefinition};
+
+use super::LedgerError;
+
+pub(crate) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
+pub(crate) const BY_TIME: TableDefinition<(u64, u64), ()> = TableDefinition::new("by_time");
+pub(crate) const BY_TYPE: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_type");
+pub(crate) const BY_CRN: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_crn");
+pub(crate) const SESSIONS: TableDefinition<&str, (u64, u64, u64, u64, u64)> =
+    TableDefinition::new("sessions");
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+
+pub(crate) const FORMAT_KEY: &str = "format";
+pub(crate) const FORMAT_VERSION: u64 = 1;
+const HEAD_KEY: &str = "head";
+const ANCHOR_KEY: &str = "anchor";
+const SAVINGS_KEY: &str = "savings";
+
+/// The newest event: what the next append links to.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Head {
+    pub seq: u64,
+    pub ts_us: u64,
+    pub hash: [u8; 32],
+}
+
+/// Where verification starts: the first stored seq and the hash its
+/// `prev_hash` must equal (all zeros until something is pruned).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Anchor {
+    pub seq: u64,
+    pub prev_hash: [u8; 32],
+}
+
+impl Default for Anchor {
+    fn default() -> Self {
+        Anchor {
+            seq: 1,
+            prev_hash: [0; 32],
+        }
+    }
+}
+
+/// One row of the `sessions` table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SessionRow {
+    pub first_us: u64,
+    pub last_us: u64,
+    pub count: u64,
+    pub first_seq: u64,
+    pub last_seq: u64,
+}
+
+impl SessionRow {
+    pub(crate) fn from_tuple(t: (u64, u64, u64, u64, u64)) -> Self {
+        SessionRow {
+            first_us: t.0,
+            last_us: t.1,
+            count: t.2,
+            first_seq: t.3,
+            last_seq: t.4,
+        }
+    }
+    pub(crate) fn to_tuple(self) -> (u64, u64, u64, u64, u64) {
+        (
+            self.first_us,
+            self.last_us,
+            self.count,
+            self.first_seq,
+            self.last_seq,
+        )
+    }
+}
+
+fn corrupt(what: &str) -> LedgerError {
+    LedgerError::Corrupt(format!("meta record {what} is malformed"))
+}
+
+fn fixed<const N: usize>(raw: &[u8], at: usize, what: &str) -> Result<[u8; N], LedgerError> {
+    raw.get(at..at + N)
+        .and_then(|s| <[u8; N]>::try_from(s).ok())
+        .ok_or_else(|| corrupt(what))
+}
+
+fn read_raw<T: ReadableTable<&'static str, &'static [u8]>>(
+    meta: &T,
+    key: &str,
+) -> Result<Option<Vec<u8>>, LedgerError> {
+    Ok(meta.get(key)?.map(|g| g.value().to_vec()))
+}
+
+pub(crate) fn read_format<T: ReadableTable<&'static str, &'static [u8]>>(
+    meta: &T,
+) -> Result<Option<u64>, LedgerError> {
+    match read_raw(meta, FORMAT_KEY)? {
+        None => Ok(None),
+        Some(raw) => Ok(Some(u64::from_le_bytes(fixed(&raw, 0, FORMAT_KEY)?))),
+    }
+}
+
+pub(crate) fn read_head<T: ReadableTable<&'static str, &'static [u8]>>(
+    meta: &T,
+) -> Result<Head, LedgerError> {
+    match read_raw(meta, HEAD_KEY)? {
+        None => Ok(Head::default()),
+        Some(raw) if raw.len() == 48 => Ok(Head {
+            seq: u64::from_le_bytes(fixed(&raw, 0, HEAD_KEY)?),
+            ts_us: u64::from_le_bytes(fixed(&raw, 8, HEAD_KEY)?),
+            hash: fixed(&raw, 16, HEAD_KEY)?,
+        }),
+        Some(_) => Err(corrupt(HEAD_KEY)),
+    }
+}
+
+pub(crate) fn read_anchor<T: ReadableTable<&'static str, &'static [u8]>>(
+    meta: &T,
+) -> Result<Anchor, LedgerError> {
+    match read_raw(meta, ANCHOR_KEY)? {
+        None => Ok(Anchor::default()),
+        Some(raw) if raw.len() == 40 => Ok(Anchor {
+            seq: u64::from_le_bytes(fixed(&raw, 0, ANCHOR_KEY)?),
+            prev_hash: fixed(&raw, 8, ANCHOR_KEY)?,
+        }),
+        Some(_) => Err(corrupt(ANCHOR_KEY)),
+    }
+}
+
+pub(crate) fn read_savings<T: ReadableTable<&'static str, &'static [u8]>>(
+    meta: &T,
+) -> Result<f64, LedgerError> {
+    match read_raw(meta, SAVINGS_KEY)? {
+        None => Ok(0.0),
+        Some(raw) => Ok(f64::from_le_bytes(fixed(&raw, 0, SAVINGS_KEY)?)),
+    }
+}
+
+pub(crate) fn write_format(meta: &mut redb::Table<&str, &[u8]>) -> Result<(), LedgerError> {
+    meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
+    Ok(())
+}
+
+pub(crate) fn write_head(meta: &mut redb::Table<&str, &[u8]>, h: &Head) -> Result<(), LedgerError> {
+    let mut raw = [0u8; 48];
+    raw[..8].copy_from_slice(&h.seq.to_le_bytes());
+    raw[8..16].copy_from_slice(&h.ts_us.to_le_bytes());
+    raw[16..].copy_from_slice(&h.hash);
+    meta.insert(HEAD_KEY, raw.as_slice())?;
+    Ok(())
+}
+
+pub(crate) fn write_anchor(
+    meta: &mut redb::Table<&str, &[u8]>,
+    a: &Anchor,
+) -> Result<(), LedgerError> {
+    let mut raw = [0u8; 40];
+    raw[..8].copy_from_slice(&a.seq.to_le_bytes());
+    raw[8..].copy_from_slice(&a.prev_hash);
+    meta.insert(ANCHOR_KEY, raw.as_slice())?;
+    Ok(())
+}
+
+pub(crate) fn write_savings(
+    meta: &mut redb::Table<&str, &[u8]>,
+    v: f64,
+) -> Result<(), LedgerError> {
+    meta.insert(SAVINGS_KEY, v.to_le_bytes().as_slice())?;
+    Ok(())
+}
+
+/// The highest ordinal stored for `key` in a keyed index, 0 when none.
+pub(crate) fn last_ordinal<T: ReadableTable<(&'static str, u64), u64>>(
+    index: &T,
+    key: &str,
+) -> Result<u64, LedgerError> {
+    let mut r = index.range((key, 0u64)..=(key, u64::MAX))?;
+    match r.next_back() {
+        Some(item) => Ok(item?.1.value()),
+        None => Ok(0),
+    }
+}
+
+/// How many events with `key` have a seq in `lo..hi`.
+pub(crate) fn count_keyed<T: ReadableTable<(&'static str, u64), u64>>(
+    index: &T,
+    key: &str,
+    lo: u64,
+    hi: u64,
+) -> Result<u64, LedgerError> {
+    if lo >= hi {
+        return Ok(0);
+    }
+    let mut r = index.range((key, lo)..(key, hi))?;
+    let first = match r.next() {
+        Some(item) => item?.1.value(),
+        None => return Ok(0),
+    };
+    let last = match r.next_back() {
+        Some(item) => item?.1.value(),
+        None => first,
+    };
+    last.checked_sub(first)
+        .map(|d| d + 1)
+        .ok_or_else(|| LedgerError::Corrupt(format!("index ordinals for {key:?} decrease")))
+}
+
+/// The first seq whose timestamp is at or after `ts_us`.
+pub(crate) fn seq_at_or_after<T: ReadableTable<(u64, u64), ()>>(
+    by_time: &T,
+    ts_us: u64,
+) -> Result<Option<u64>, LedgerError> {
+    match by_time.range((ts_us, 0u64)..)?.next() {
+        Some(item) => Ok(Some(item?.0.value().1)),
+        None => Ok(None),
+    }
+}
+
+/// First and last stored seq, `None` when the ledger is empty.
+pub(crate) fn seq_bounds<T: ReadableTable<u64, &'static [u8]>>(
+    events: &T,
+) -> Result<Option<(u64, u64)>, LedgerError> {
+    let first = match events.first()? {
+        Some((k, _)) => k.value(),
+        None => return Ok(None),
+    };
+    let last = match events.last()? {
+        Some((k, _)) => k.value(),
+        None => first,
+    };
+    Ok(Some((first, last)))
+}

@@ -1,0 +1,438 @@
+//! The writer thread: group commit of appends, and prune.
+//!
+//! One thread owns every write transaction. It takes the first queued
+//! request, drains whatever else is queued (up to [`MAX_BATCH_EVENTS`]),
+//! applies all of it in one transaction committed with
+//! `Durability::Immediate`, calls the listeners in seq order, then answers
+//! each caller. When the transaction fails nothing of the batch is stored and
+//! every caller in it gets the error.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
+
+use crossbeam_channel::{Receiver, Sender};
+use redb::{Durability, ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
+use serde_json::Value;
+
+use super::codec::{self, Stored};
+use super::tables::{self, Anchor, Head, SessionRow};
+use super::{Event, HISTORY_PRUNED, LedgerError, Listener, NewEvent, Shared};
+use crate::clock::Clock;
+
+/// Upper bound on events per transaction, to bound commit latency.
+const MAX_BATCH_EVENTS: usize = 65_536;
+/// Events read per step while pruning.
+const PRUNE_CHUNK: usize = 4096;
+
+/// An event prepared by the appending thread: the payload is already JSON
+/// text, so the writer only hashes and stores.
+pub(crate) struct Pending {
+    event_type: String,
+    crn: String,
+    actor: String,
+    message: String,
+    payload: Value,
+    payload_text: String,
+    savings: f64,
+}
+
+impl Pending {
+    pub(crate) fn new(e: NewEvent) -> Result<Pending, LedgerError> {
+        Ok(Pending {
+            payload_text: serde_json::to_string(&e.payload)?,
+            savings: savings_of(&e.payload),
+            event_type: e.event_type,
+            crn: e.crn.unwrap_or_default(),
+            actor: e.actor,
+            message: e.message,
+            payload: e.payload,
+        })
+    }
+}
+
+/// The `savings_usd` number of a payload, 0 when absent or not finite.
+fn savings_of(payload: &Value) -> f64 {
+    payload
+        .get("savings_usd")
+        .and_then(Value::as_f64)
+        .filter(|v| v.is_finite())
+        .unwrap_or(0.0)
+}
+
+pub(crate) enum Work {
+    Append(Vec<Pending>),
+    Prune { cutoff_us: u64, actor: String },
+}
+
+/// What one request produced: the events it appended and, for a prune, how
+/// many events it removed.
+pub(crate) struct Done {
+    pub events: Vec<Event>,
+    pub pruned: u64,
+}
+
+pub(crate) struct Request {
+    pub work: Work,
+    pub reply: Sender<Result<Done, LedgerError>>,
+}
+
+impl Request {
+    fn weight(&self) -> usize {
+        match &self.work {
+            Work::Append(p) => p.len(),
+            Work::Prune { .. } => PRUNE_CHUNK,
+        }
+    }
+}
+
+pub(super) fn run(shared: &Shared, rx: &Receiver<Request>, clock: &dyn Clock) {
+    while let Ok(first) = rx.recv() {
+        let mut weight = first.weight();
+        let mut batch = vec![first];
+        while weight < MAX_BATCH_EVENTS {
+            match rx.try_recv() {
+                Ok(r) => {
+                    weight += r.weight();
+                    batch.push(r);
+                }
+                Err(_) => break,
+            }
+        }
+        commit_batch(shared, clock, batch);
+    }
+}
+
+fn commit_batch(shared: &Shared, clock: &dyn Clock, mut batch: Vec<Request>) {
+    match write(shared, clock, &mut batch) {
+        Ok(done) => {
+            if let Some(last) = done.iter().flat_map(|d| d.events.last()).last() {
+                shared.last_seq.store(last.seq, Ordering::Release);
+            }
+            notify(shared, &done);
+            for (d, req) in done.into_iter().zip(batch) {
+                // A caller that went away no longer needs its answer.
+                let _ = req.reply.send(Ok(d));
+            }
+        }
+        Err(e) => {
+            tracing::error!(path = %shared.path.display(), error = %e, "ledger commit failed");
+            let msg = e.to_string();
+            for req in batch {
+                let _ = req.reply.send(Err(LedgerError::Write(msg.clone())));
+            }
+        }
+    }
+}
+
+fn notify(shared: &Shared, done: &[Done]) {
+    let listeners: Vec<Listener> = shared.listeners.read().clone();
+    if listeners.is_empty() {
+        return;
+    }
+    for ev in done.iter().flat_map(|d| &d.events) {
+        for l in &listeners {
+            if catch_unwind(AssertUnwindSafe(|| l(ev))).is_err() {
+                tracing::error!(seq = ev.seq, "ledger listener panicked");
+            }
+        }
+    }
+}
+
+fn write(
+    shared: &Shared,
+    clock: &dyn Clock,
+    batch: &mut [Request],
+) -> Result<Vec<Done>, LedgerError> {
+    let mut txn = shared.db.begin_write()?;
+    txn.set_durability(Durability::Immediate)?;
+    let done = {
+        let mut ctx = Ctx::open(&txn, &shared.session_id)?;
+        let mut done = Vec::with_capacity(batch.len());
+        for req in batch.iter_mut() {
+            let now = clock.now_us();
+            let d = match &mut req.work {
+                Work::Append(pending) => Done {
+                    events: pending
+                        .drain(..)
+                        .map(|p| ctx.append(p, now))
+                        .collect::<Result<_, _>>()?,
+                    pruned: 0,
+                },
+                Work::Prune { cutoff_us, actor } => {
+                    let (pruned, through_seq) = ctx.prune(*cutoff_us)?;
+                    let audit = Pending::new(NewEvent {
+                        event_type: HISTORY_PRUNED.to_owned(),
+                        crn: None,
+                        actor: std::mem::take(actor),
+                        message: format!("pruned {pruned} events older than {cutoff_us} us"),
+                        payload: serde_json::json!({
+                            "pruned": pruned,
+                            "cutoff_us": *cutoff_us,
+                            "through_seq": through_seq,
+                        }),
+                    })?;
+                    Done {
+                        events: vec![ctx.append(audit, now)?],
+                        pruned,
+                    }
+                }
+            };
+            done.push(d);
+        }
+        ctx.finish()?;
+        done
+    };
+    txn.commit()?;
+    Ok(done)
+}
+
+/// The open tables and running state of one write transaction.
+struct Ctx<'t> {
+    events: Table<'t, u64, &'static [u8]>,
+    by_time: Table<'t, (u64, u64), ()>,
+    by_type: Table<'t, (&'static str, u64), u64>,
+    by_crn: Table<'t, (&'static str, u64), u64>,
+    sessions: Table<'t, &'static str, (u64, u64, u64, u64, u64)>,
+    meta: Table<'t, &'static str, &'static [u8]>,
+    session_id: &'t str,
+    head: Head,
+    savings: f64,
+    savings_dirty: bool,
+    /// Last ordinal handed out per type and per CRN in this transaction.
+    type_ord: HashMap<String, u64>,
+    crn_ord: HashMap<String, u64>,
+    /// This run's row in `sessions`, written back by `finish`.
+    session: Option<SessionRow>,
+    session_dirty: bool,
+}
+
+impl<'t> Ctx<'t> {
+    fn open(txn: &'t WriteTransaction, session_id: &'t str) -> Result<Ctx<'t>, LedgerError> {
+        let meta = txn.open_table(tables::META)?;
+        let sessions = txn.open_table(tables::SESSIONS)?;
+        let session = load_session(&sessions, session_id)?;
+        Ok(Ctx {
+            events: txn.open_table(tables::EVENTS)?,
+            by_time: txn.open_table(tables::BY_TIME)?,
+            by_type: txn.open_table(tables::BY_TYPE)?,
+            by_crn: txn.open_table(tables::BY_CRN)?,
+            head: tables::read_head(&meta)?,
+            savings: tables::read_savings(&meta)?,
+            savings_dirty: false,
+            sessions,
+            meta,
+            session_id,
+            type_ord: HashMap::new(),
+            crn_ord: HashMap::new(),
+            session,
+            session_dirty: false,
+        })
+    }
+
+    fn append(&mut self, p: Pending, now_us: u64) -> Result<Event, LedgerError> {
+        let seq = self.head.seq + 1;
+        let ts_us = now_us.max(self.head.ts_us);
+        let mut stored = Stored {
+            ts_us,
+            event_type: &p.event_type,
+            crn: &p.crn,
+            actor: &p.actor,
+            message: &p.message,
+            session_id: self.session_id,
+            payload: &p.payload_text,
+            prev_hash: self.head.hash,
+            hash: [0; 32],
+        };
+        stored.hash = stored.compute_hash(seq);
+        let hash = stored.hash;
+        self.events.insert(seq, stored.encode().as_slice())?;
+        self.by_time.insert((ts_us, seq), ())?;
+        let ord = next_ordinal(&mut self.type_ord, &self.by_type, &p.event_type)?;
+        self.by_type.insert((p.event_type.as_str(), seq), ord)?;
+        if !p.crn.is_empty() {
+            let ord = next_ordinal(&mut self.crn_ord, &self.by_crn, &p.crn)?;
+            self.by_crn.insert((p.crn.as_str(), seq), ord)?;
+        }
+        if p.savings != 0.0 {
+            self.savings += p.savings;
+            self.savings_dirty = true;
+        }
+        self.session = Some(match self.session {
+            None => SessionRow {
+                first_us: ts_us,
+                last_us: ts_us,
+                count: 1,
+                first_seq: seq,
+                last_seq: seq,
+            },
+            Some(r) => SessionRow {
+                last_us: ts_us,
+                count: r.count + 1,
+                last_seq: seq,
+                ..r
+            },
+        });
+        self.session_dirty = true;
+        let prev_hash = self.head.hash;
+        self.head = Head { seq, ts_us, hash };
+        Ok(Event {
+            seq,
+            ts_us,
+            event_type: p.event_type,
+            crn: p.crn,
+            actor: p.actor,
+            message: p.message,
+            session_id: self.session_id.to_owned(),
+            payload: p.payload,
+            prev_hash,
+            hash,
+        })
+    }
+
+    /// Removes every event with `ts_us < cutoff_us` with its index entries,
+    /// moves the anchor past them and corrects sessions and savings.
+    /// Returns how many were removed and the seq of the last removed event
+    /// (of an earlier prune when this one removes nothing).
+    fn prune(&mut self, cutoff_us: u64) -> Result<(u64, u64), LedgerError> {
+        self.flush_session()?;
+        let anchor = tables::read_anchor(&self.meta)?;
+        let through = match self.by_time.range(..(cutoff_us, 0u64))?.next_back() {
+            Some(item) => item?.0.value().1,
+            None => return Ok((0, anchor.seq.saturating_sub(1))),
+        };
+        let mut pruned = 0u64;
+        let mut removed_savings = 0.0;
+        let mut per_session: HashMap<String, u64> = HashMap::new();
+        let mut last_hash = anchor.prev_hash;
+        loop {
+            let chunk = self
+                .events
+                .range(..=through)?
+                .take(PRUNE_CHUNK)
+                .map(|item| item.map(|(k, v)| (k.value(), v.value().to_vec())))
+                .collect::<Result<Vec<_>, _>>()?;
+            if chunk.is_empty() {
+                break;
+            }
+            for (seq, bytes) in &chunk {
+                let s = codec::decode(bytes)
+                    .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+                self.by_time.remove((s.ts_us, *seq))?;
+                self.by_type.remove((s.event_type, *seq))?;
+                if !s.crn.is_empty() {
+                    self.by_crn.remove((s.crn, *seq))?;
+                }
+                removed_savings += serde_json::from_str::<Value>(s.payload)
+                    .map(|v| savings_of(&v))
+                    .unwrap_or(0.0);
+                *per_session.entry(s.session_id.to_owned()).or_default() += 1;
+                last_hash = s.hash;
+                self.events.remove(*seq)?;
+                pruned += 1;
+            }
+        }
+        self.prune_sessions(per_session, through)?;
+        tables::write_anchor(
+            &mut self.meta,
+            &Anchor {
+                seq: through + 1,
+                prev_hash: last_hash,
+            },
+        )?;
+        self.savings = if self.events.is_empty()? {
+            0.0
+        } else {
+            self.savings - removed_savings
+        };
+        self.savings_dirty = true;
+        self.session = load_session(&self.sessions, self.session_id)?;
+        Ok((pruned, through))
+    }
+
+    /// Lowers the counts of sessions that lost events; drops the ones left
+    /// empty and moves the start of the others to their first remaining event.
+    fn prune_sessions(
+        &mut self,
+        removed: HashMap<String, u64>,
+        through: u64,
+    ) -> Result<(), LedgerError> {
+        let mut restart: HashMap<String, SessionRow> = HashMap::new();
+        for (sid, n) in removed {
+            let Some(mut row) = load_session(&self.sessions, &sid)? else {
+                continue;
+            };
+            row.count = row.count.saturating_sub(n);
+            if row.count == 0 {
+                self.sessions.remove(sid.as_str())?;
+            } else {
+                restart.insert(sid, row);
+            }
+        }
+        if restart.is_empty() {
+            return Ok(());
+        }
+        for item in self.events.range(through + 1..)? {
+            let (k, v) = item?;
+            let seq = k.value();
+            let s = codec::decode(v.value())
+                .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+            if let Some(mut row) = restart.remove(s.session_id) {
+                row.first_us = s.ts_us;
+                row.first_seq = seq;
+                self.sessions.insert(s.session_id, row.to_tuple())?;
+                if restart.is_empty() {
+                    break;
+                }
+            }
+        }
+        // A count that promised events the table does not hold.
+        for sid in restart.keys() {
+            self.sessions.remove(sid.as_str())?;
+        }
+        Ok(())
+    }
+
+    fn flush_session(&mut self) -> Result<(), LedgerError> {
+        if self.session_dirty
+            && let Some(row) = self.session
+        {
+            self.sessions.insert(self.session_id, row.to_tuple())?;
+        }
+        self.session_dirty = false;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), LedgerError> {
+        self.flush_session()?;
+        tables::write_head(&mut self.meta, &self.head)?;
+        if self.savings_dirty {
+            tables::write_savings(&mut self.meta, self.savings)?;
+        }
+        Ok(())
+    }
+}
+
+fn load_session<T: ReadableTable<&'static str, (u64, u64, u64, u64, u64)>>(
+    sessions: &T,
+    session_id: &str,
+) -> Result<Option<SessionRow>, LedgerError> {
+    Ok(sessions
+        .get(session_id)?
+        .map(|g| SessionRow::from_tuple(g.value())))
+}
+
+/// The ordinal for the next event with `key` in a keyed index.
+fn next_ordinal(
+    cache: &mut HashMap<String, u64>,
+    index: &Table<'_, (&'static str, u64), u64>,
+    key: &str,
+) -> Result<u64, LedgerError> {
+    if let Some(v) = cache.get_mut(key) {
+        *v += 1;
+        return Ok(*v);
+    }
+    let v = tables::last_ordinal(index, key)? + 1;
+    cache.insert(key.to_owned(), v);
+    Ok(v)
+}
