@@ -54,8 +54,13 @@ impl AppState {
             // No receivers is fine: nobody is listening.
             let _ = events.send(Arc::new((e.seq, envelope)));
         }));
-        let state = self.clone();
-        engine.add_scan_listener(Box::new(move |report| state.inner.metrics.observe_scan(report)));
+        // Weak: the engine must not keep the server state (and so itself) alive.
+        let inner = Arc::downgrade(&self.inner);
+        engine.add_scan_listener(Box::new(move |report| {
+            if let Some(inner) = inner.upgrade() {
+                inner.metrics.observe_scan(report);
+            }
+        }));
         if let Some(report) = engine.last_report() {
             self.inner.metrics.observe_scan(&report);
         }

@@ -1,0 +1,250 @@
+//! `GET /events`: the WebSocket ledger stream (SPEC 4.5, 6.1).
+//!
+//! The server pushes one text frame per committed ledger event, the
+//! envelope of [`crate::routes::history::envelope`], in seq order. A client
+//! may send `{"since": <seq>}` to have every stored event after that seq
+//! replayed first; live events then follow with no gap and no duplicate.
+//!
+//! How that holds: the connection subscribes to the fan-out before the
+//! handshake completes, so every event committed afterwards is either in
+//! the subscription or, when the subscription overflowed, in the ledger.
+//! The connection remembers the last seq it sent; a live event at or below
+//! it is dropped, and one further ahead than the next seq means something
+//! was missed, which is then read back from the ledger. Live events are
+//! only ever durable ones: the ledger calls its listeners after commit.
+//!
+//! Right after connecting, live events are held back for [`SINCE_WINDOW`]
+//! so a `since` sent straight away is answered before any of them. A
+//! `since` sent later replays from that seq again, as asked; a seq beyond
+//! the head resumes at the head as it was on connect. Any other client message is answered with
+//! an error frame shaped like the REST error body, and the stream goes on.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::response::Response;
+use futures::SinkExt;
+use serde::Deserialize;
+use serde_json::json;
+use svc_engine::Engine;
+use tokio::sync::broadcast::Receiver;
+use tokio::sync::broadcast::error::RecvError;
+use tracing::debug;
+
+use crate::error::ApiError;
+use crate::routes::history::{blocking, envelope};
+use crate::state::AppState;
+
+/// How long live events wait for a first `{"since": N}` after connecting.
+pub const SINCE_WINDOW: Duration = Duration::from_millis(300);
+/// Events read from the ledger per replay step.
+pub const REPLAY_PAGE: usize = 1000;
+
+type Live = Receiver<Arc<(u64, String)>>;
+
+/// The one message a client may send.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClientMessage {
+    since: u64,
+}
+
+/// Upgrades to the event stream. 503 until the engine is ready.
+pub async fn events(
+    State(state): State<AppState>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Result<Response, ApiError> {
+    let engine = state.engine()?.clone();
+    let upgrade = upgrade.map_err(upgrade_rejection)?;
+    // Subscribe before answering the handshake, then read the head: every
+    // event above it reaches this connection through `live` or the ledger.
+    let live = state.inner.events.subscribe();
+    let sent = engine.ledger().last_seq();
+    Ok(upgrade.on_upgrade(move |socket| async move {
+        let stream = Stream {
+            engine,
+            socket,
+            live,
+            sent,
+            connected_at: sent,
+            holding: true,
+        };
+        match stream.run().await {
+            Ok(()) => debug!("event stream closed"),
+            Err(e) => debug!(error = %e, "event stream ended"),
+        }
+    }))
+}
+
+fn upgrade_rejection(r: WebSocketUpgradeRejection) -> ApiError {
+    let mut e = ApiError::bad_request(format!(
+        "/events needs a websocket upgrade: {}",
+        r.body_text()
+    ));
+    e.status = r.status();
+    e
+}
+
+/// Why a connection ended other than by a close from either side.
+#[derive(Debug, thiserror::Error)]
+enum StreamError {
+    #[error("socket: {0}")]
+    Socket(#[from] axum::Error),
+    #[error("ledger read failed: {0}")]
+    Ledger(String),
+}
+
+struct Stream {
+    engine: Arc<Engine>,
+    socket: WebSocket,
+    live: Live,
+    /// Seq of the last event sent, or the head of the ledger at connect.
+    sent: u64,
+    /// Head of the ledger when the client connected.
+    connected_at: u64,
+    /// True while live events wait for a first `since`.
+    holding: bool,
+}
+
+impl Stream {
+    async fn run(mut self) -> Result<(), StreamError> {
+        let window = tokio::time::sleep(SINCE_WINDOW);
+        tokio::pin!(window);
+        loop {
+            tokio::select! {
+                msg = self.socket.recv() => match msg {
+                    None => return Ok(()),
+                    Some(Err(e)) => return Err(e.into()),
+                    Some(Ok(Message::Close(_))) => {
+                        // Sends the close reply queued by the socket.
+                        let _ = self.socket.flush().await;
+                        return Ok(());
+                    }
+                    Some(Ok(m)) => self.on_client(m).await?,
+                },
+                () = &mut window, if self.holding => self.holding = false,
+                ev = self.live.recv(), if !self.holding => match ev {
+                    Ok(ev) => self.on_live(&ev).await?,
+                    Err(RecvError::Lagged(missed)) => {
+                        debug!(missed, after = self.sent, "event stream client fell behind; replaying");
+                        self.catch_up().await?;
+                    }
+                    Err(RecvError::Closed) => {
+                        return self.close(close_code::AWAY, "server shutting down").await;
+                    }
+                },
+            }
+        }
+    }
+
+    async fn on_client(&mut self, msg: Message) -> Result<(), StreamError> {
+        let text = match msg {
+            Message::Text(t) => t,
+            Message::Binary(_) => {
+                return self
+                    .reject("binary messages are not accepted: send text {\"since\": <seq>}")
+                    .await;
+            }
+            // The socket answers pings itself.
+            Message::Ping(_) | Message::Pong(_) | Message::Close(_) => return Ok(()),
+        };
+        match serde_json::from_str::<ClientMessage>(text.as_str()) {
+            Ok(ClientMessage { since }) => {
+                // A seq beyond the head (a client that remembers another
+                // ledger) resumes from the head at connect rather than
+                // waiting for the ledger to reach it.
+                self.sent = if since > self.engine.ledger().last_seq() {
+                    self.connected_at
+                } else {
+                    since
+                };
+                self.holding = false;
+                self.catch_up().await
+            }
+            Err(e) => {
+                self.reject(&format!(
+                    "invalid message: expected {{\"since\": <seq>}}: {e}"
+                ))
+                .await
+            }
+        }
+    }
+
+    async fn on_live(&mut self, ev: &(u64, String)) -> Result<(), StreamError> {
+        let (seq, text) = ev;
+        if *seq <= self.sent {
+            return Ok(());
+        }
+        if *seq > self.sent + 1 {
+            // Something between was missed; the ledger has it, and this one too.
+            self.catch_up().await?;
+            if *seq <= self.sent {
+                return Ok(());
+            }
+        }
+        self.socket.send(Message::Text(text.clone().into())).await?;
+        self.sent = *seq;
+        Ok(())
+    }
+
+    /// Sends every stored event after `self.sent`, page by page, until the
+    /// ledger has no more.
+    async fn catch_up(&mut self) -> Result<(), StreamError> {
+        loop {
+            let after = self.sent;
+            let page = blocking(&self.engine, move |e| {
+                let events = e.ledger().events_after(after, REPLAY_PAGE)?;
+                Ok(events
+                    .iter()
+                    .map(|ev| (ev.seq, envelope(ev).to_string()))
+                    .collect::<Vec<_>>())
+            })
+            .await;
+            let page = match page {
+                Ok(page) => page,
+                Err(e) => {
+                    let _ = self
+                        .close(
+                            close_code::ERROR,
+                            "cannot read the ledger; reconnect with since",
+                        )
+                        .await;
+                    return Err(StreamError::Ledger(e.message));
+                }
+            };
+            let full = page.len() == REPLAY_PAGE;
+            if page.is_empty() {
+                return Ok(());
+            }
+            for (seq, text) in page {
+                self.socket.feed(Message::Text(text.into())).await?;
+                self.sent = seq;
+            }
+            self.socket.flush().await?;
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Answers a bad client message with an error frame; the stream goes on.
+    async fn reject(&mut self, message: &str) -> Result<(), StreamError> {
+        let body = json!({"error": {"code": "bad_request", "message": message, "details": {}}});
+        self.socket
+            .send(Message::Text(body.to_string().into()))
+            .await?;
+        Ok(())
+    }
+
+    async fn close(&mut self, code: u16, reason: &str) -> Result<(), StreamError> {
+        let frame = CloseFrame {
+            code,
+            reason: reason.into(),
+        };
+        self.socket.send(Message::Close(Some(frame))).await?;
+        Ok(())
+    }
+}
