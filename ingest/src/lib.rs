@@ -1,1 +1,7 @@
+//! svc-ingest: the boundary between the engine and the resources it scans.
+//!
+//! Owns the sources of node and edge batches that the engine's scan pipeline
+//! reads through [`svc_engine::scan::Source`]. [`mock`] is the deterministic
+//! simulated estate used in mock mode, in tests and in benches.
 
+pub mod mock;
