@@ -123,9 +123,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 fn init_logging(format: &str) -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     match format {
         "json" => tracing_subscriber::fmt().json().with_env_filter(filter).with_current_span(false).init(),
-        "text" => tracing_subscriber::fmt().with_env_filter(filter).init(),
+        "text" => tracing_subscriber::fmt().with_ansi(ansi).with_env_filter(filter).init(),
         other => anyhow::bail!("unknown log format {other:?}: use text or json"),
     }
     Ok(())
