@@ -58,7 +58,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     state.set_engine(engine.clone());
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
 
-    let scheduler = tokio::spawn(schedule_scans(engine.clone(), interval));
+    let scheduler = tokio::spawn(schedule_scans(engine.clone(), state.clone(), interval));
     let result = server.await.context("server task failed")?;
     scheduler.abort();
     result.context("server failed")?;
@@ -134,7 +134,7 @@ fn installed_plugins(dir: &Path) -> Vec<String> {
 
 /// A scan at start, then one every `interval`; a tick that finds a scan
 /// running (one triggered through the API) is skipped.
-async fn schedule_scans(engine: Arc<Engine>, interval: Duration) {
+async fn schedule_scans(engine: Arc<Engine>, state: AppState, interval: Duration) {
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -145,8 +145,14 @@ async fn schedule_scans(engine: Arc<Engine>, interval: Duration) {
         };
         match tokio::task::spawn_blocking(move || permit.run()).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => error!(error = %e, "scheduled scan failed"),
-            Err(e) => error!(error = %e, "scheduled scan panicked"),
+            Ok(Err(e)) => {
+                state.inner.metrics.observe_scan_failure();
+                error!(error = %e, "scheduled scan failed");
+            }
+            Err(e) => {
+                state.inner.metrics.observe_scan_failure();
+                error!(error = %e, "scheduled scan panicked");
+            }
         }
     }
 }

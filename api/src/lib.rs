@@ -7,6 +7,7 @@ pub mod error;
 pub mod metrics;
 pub mod routes;
 pub mod state;
+pub mod wire;
 pub mod ws;
 
 use axum::Router;

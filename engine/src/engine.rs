@@ -70,8 +70,12 @@ impl ScanPermit {
         let engine = self.engine.clone();
         let configs = engine.source_config.read().clone();
         let mut sources = engine.sources.lock();
-        let report = crate::scan::run(&engine, &mut sources, &configs)?;
+        let report = crate::scan::run(&engine, &mut sources, &configs);
         drop(sources);
+        // Release the permit before telling anyone, so a client that hears
+        // the scan finished can start the next one.
+        drop(self);
+        let report = report?;
         *engine.last_report.write() = Some(report.clone());
         for l in engine.listeners.read().iter() {
             l(&report);

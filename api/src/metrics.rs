@@ -1,0 +1,351 @@
+//! `/metrics`: Prometheus text format (0.0.4) from the daemon's own registry.
+//!
+//! Every metric name is declared once, below. Scan metrics are fed by the
+//! engine's scan listener ([`Metrics::observe_scan`]); HTTP metrics by the
+//! [`track_http`] middleware; uptime and the ledger's event count are read
+//! when `/metrics` is scraped.
+//!
+//! `svc_waste_usd_total` is named by SPEC and holds a value that goes up and
+//! down. Typed as a gauge, a name ending in `_total` fails `promtool check
+//! metrics` ("non-counter metrics should not have _total suffix"), so it is
+//! exposed untyped: queries treat it exactly like a gauge.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{Method, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus::proto::{Counter, Gauge, Metric, MetricFamily, MetricType};
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
+    exponential_buckets,
+};
+use svc_engine::scan::ScanReport;
+
+use crate::state::AppState;
+
+/// Metric names, declared once.
+pub mod names {
+    pub const SCAN_DURATION: &str = "svc_scan_duration_seconds";
+    pub const NODES_DISCOVERED: &str = "svc_nodes_discovered_total";
+    pub const WASTE_USD: &str = "svc_waste_usd_total";
+    pub const GRAPH_NODES: &str = "svc_graph_nodes";
+    pub const GRAPH_EDGES: &str = "svc_graph_edges";
+    pub const SCANS: &str = "svc_scans_total";
+    pub const SOURCE_FAILURES: &str = "svc_source_failures_total";
+    pub const POLICY_VIOLATIONS: &str = "svc_policy_violations_total";
+    pub const HTTP_REQUESTS: &str = "svc_http_requests_total";
+    pub const HTTP_DURATION: &str = "svc_http_request_duration_seconds";
+    pub const UPTIME: &str = "svc_process_uptime_seconds";
+    pub const LEDGER_EVENTS: &str = "svc_ledger_events_total";
+}
+
+/// `route` label of a request that matched no route.
+pub const UNMATCHED_ROUTE: &str = "unmatched";
+
+/// Content type of the text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4";
+
+pub struct Metrics {
+    registry: Registry,
+    scan_duration: Histogram,
+    nodes_discovered: IntCounterVec,
+    scans: IntCounterVec,
+    source_failures: IntCounterVec,
+    graph_nodes: IntGauge,
+    graph_edges: IntGauge,
+    /// Labelled rule_id, resource_type, enforcement_mode; fed by policy evaluation.
+    pub policy_violations: IntCounterVec,
+    http_requests: IntCounterVec,
+    http_duration: HistogramVec,
+    /// Current projected waste in USD per month, as `f64` bits.
+    waste_usd: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+fn register<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, c: C) -> C {
+    // Names are constants declared above and each is registered once, so
+    // registration cannot fail; a failure would show as a missing metric.
+    if let Err(e) = registry.register(Box::new(c.clone())) {
+        tracing::error!(error = %e, "metric not registered");
+    }
+    c
+}
+
+impl Metrics {
+    /// Declares every metric in a fresh registry.
+    ///
+    /// # Panics
+    /// Only if a declaration below is malformed (a programming error).
+    pub fn new() -> Metrics {
+        use names::*;
+        let registry = Registry::new();
+        let counter_vec = |name: &str, help: &str, labels: &[&str]| {
+            IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter declaration")
+        };
+        let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("valid gauge declaration");
+        let scan_duration = Histogram::with_opts(
+            HistogramOpts::new(SCAN_DURATION, "Duration of the full scan pipeline in seconds.")
+                .buckets(exponential_buckets(0.05, 2.0, 15).expect("valid buckets")),
+        )
+        .expect("valid histogram declaration");
+        let http_duration = HistogramVec::new(
+            HistogramOpts::new(
+                HTTP_DURATION,
+                "HTTP request duration in seconds, by method and route template.",
+            ),
+            &["method", "route"],
+        )
+        .expect("valid histogram declaration");
+        Metrics {
+            scan_duration: register(&registry, scan_duration),
+            nodes_discovered: register(
+                &registry,
+                counter_vec(
+                    NODES_DISCOVERED,
+                    "Nodes reported by sources, per provider, summed over scans.",
+                    &["provider"],
+                ),
+            ),
+            scans: register(
+                &registry,
+                counter_vec(SCANS, "Finished scans by outcome (success or failure).", &["outcome"]),
+            ),
+            source_failures: register(
+                &registry,
+                counter_vec(
+                    SOURCE_FAILURES,
+                    "Source (plugin) scans that failed, per source.",
+                    &["source"],
+                ),
+            ),
+            graph_nodes: register(
+                &registry,
+                gauge(GRAPH_NODES, "Active (visible) nodes after the last scan."),
+            ),
+            graph_edges: register(&registry, gauge(GRAPH_EDGES, "Visible edges after the last scan.")),
+            policy_violations: register(
+                &registry,
+                counter_vec(
+                    POLICY_VIOLATIONS,
+                    "Policy rule violations, by rule, resource type and enforcement mode.",
+                    &["rule_id", "resource_type", "enforcement_mode"],
+                ),
+            ),
+            http_requests: register(
+                &registry,
+                counter_vec(
+                    HTTP_REQUESTS,
+                    "HTTP requests by method, route template and status code.",
+                    &["method", "route", "status"],
+                ),
+            ),
+            http_duration: register(&registry, http_duration),
+            registry,
+            waste_usd: AtomicU64::new(0f64.to_bits()),
+        }
+    }
+
+    /// Records a finished scan.
+    pub fn observe_scan(&self, report: &ScanReport) {
+        self.scan_duration.observe(report.duration_ms as f64 / 1000.0);
+        for (provider, n) in &report.discovered {
+            self.nodes_discovered.with_label_values(&[provider.as_str()]).inc_by(*n);
+        }
+        for s in report.sources.iter().filter(|s| !s.ok) {
+            self.source_failures.with_label_values(&[s.name.as_str()]).inc();
+        }
+        self.scans.with_label_values(&["success"]).inc();
+        self.graph_nodes.set(i64::try_from(report.nodes).unwrap_or(i64::MAX));
+        self.graph_edges.set(i64::try_from(report.edges).unwrap_or(i64::MAX));
+        let waste = if report.waste_usd_mo.is_finite() {
+            report.waste_usd_mo
+        } else {
+            0.0
+        };
+        self.waste_usd.store(waste.to_bits(), Ordering::Relaxed);
+    }
+
+    /// Records a scan that failed (whoever started it).
+    pub fn observe_scan_failure(&self) {
+        self.scans.with_label_values(&["failure"]).inc();
+    }
+
+    /// Records one answered HTTP request.
+    pub fn observe_http(&self, method: &Method, route: &str, status: u16, seconds: f64) {
+        let method = method_label(method);
+        let status = status.to_string();
+        self.http_requests
+            .with_label_values(&[method, route, status.as_str()])
+            .inc();
+        self.http_duration.with_label_values(&[method, route]).observe(seconds);
+    }
+
+    /// The exposition text. `uptime_s` and `ledger_events` are read by the caller.
+    pub fn encode(&self, uptime_s: f64, ledger_events: Option<u64>) -> Result<String, prometheus::Error> {
+        let mut families = self.registry.gather();
+        families.push(family(
+            names::UPTIME,
+            "Seconds since the daemon started.",
+            MetricType::GAUGE,
+            uptime_s,
+        ));
+        if let Some(n) = ledger_events {
+            families.push(family(
+                names::LEDGER_EVENTS,
+                "Events appended to the audit ledger (its last sequence number).",
+                MetricType::COUNTER,
+                n as f64,
+            ));
+        }
+        families.sort_by(|a, b| a.name().cmp(b.name()));
+        let mut out = Vec::new();
+        TextEncoder::new().encode(&families, &mut out)?;
+        let mut text = String::from_utf8_lossy(&out).into_owned();
+        // Untyped: see the module documentation.
+        let waste = f64::from_bits(self.waste_usd.load(Ordering::Relaxed));
+        text.push_str(&format!(
+            "# HELP {name} Current projected waste in USD per month.\n# TYPE {name} untyped\n{name} {waste}\n",
+            name = names::WASTE_USD
+        ));
+        Ok(text)
+    }
+}
+
+/// A family of one unlabelled counter or gauge sample whose value is read
+/// at scrape time.
+fn family(name: &str, help: &str, kind: MetricType, value: f64) -> MetricFamily {
+    let mut m = Metric::default();
+    match kind {
+        MetricType::COUNTER => {
+            let mut c = Counter::default();
+            c.set_value(value);
+            m.set_counter(c);
+        }
+        _ => {
+            let mut g = Gauge::default();
+            g.set_value(value);
+            m.set_gauge(g);
+        }
+    }
+    let mut f = MetricFamily::default();
+    f.set_name(name.to_owned());
+    f.set_help(help.to_owned());
+    f.set_field_type(kind);
+    f.mut_metric().push(m);
+    f
+}
+
+/// Known methods keep their name; anything else is `other`, so clients
+/// cannot grow the label set.
+fn method_label(m: &Method) -> &'static str {
+    match *m {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "other",
+    }
+}
+
+/// The route template a path belongs to, from [`crate::ROUTES`]; a `{param}`
+/// segment matches any one segment.
+fn route_template(path: &str) -> Option<&'static str> {
+    let segs: Vec<&str> = path.split('/').collect();
+    crate::ROUTES.iter().map(|(_, t)| *t).find(|t| {
+        let tsegs = t.split('/');
+        tsegs.clone().count() == segs.len()
+            && tsegs
+                .zip(&segs)
+                .all(|(t, s)| (t.starts_with('{') && t.ends_with('}') && !s.is_empty()) || t == *s)
+    })
+}
+
+/// `GET /metrics`.
+pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
+    let uptime = state.inner.started.elapsed().as_secs_f64();
+    let ledger = state.engine().ok().map(|e| e.ledger().last_seq());
+    match state.inner.metrics.encode(uptime, ledger) {
+        Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+        Err(e) => crate::error::ApiError::internal(e).into_response(),
+    }
+}
+
+/// Middleware: counts and times every request by method, route template
+/// and status. The route is the matched path when routing has run (route
+/// layers), else the template of [`crate::ROUTES`] the path fits, else
+/// `unmatched`.
+pub async fn track_http(
+    State(state): State<AppState>,
+    matched: Option<MatchedPath>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let method = req.method().clone();
+    let route = match &matched {
+        Some(m) => route_template(m.as_str()).unwrap_or(UNMATCHED_ROUTE),
+        None => route_template(req.uri().path()).unwrap_or(UNMATCHED_ROUTE),
+    };
+    let response = next.run(req).await;
+    state.inner.metrics.observe_http(
+        &method,
+        route,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_map_to_their_templates() {
+        assert_eq!(route_template("/api/v1/graph/nodes"), Some("/api/v1/graph/nodes"));
+        assert_eq!(
+            route_template("/api/v1/graph/nodes/crn:svc:aws:r:s:k:a:default%2Fweb-1/edges"),
+            Some("/api/v1/graph/nodes/{crn}/edges")
+        );
+        assert_eq!(route_template("/metrics"), Some("/metrics"));
+        assert_eq!(route_template("/api/v1/graph/nodes//edges"), None);
+        assert_eq!(route_template("/nope"), None);
+    }
+
+    #[test]
+    fn output_has_help_and_type_for_every_family() {
+        let m = Metrics::new();
+        m.observe_http(&Method::GET, "/metrics", 200, 0.01);
+        m.observe_http(
+            &Method::from_bytes(b"BREW").unwrap_or(Method::GET),
+            "/metrics",
+            405,
+            0.01,
+        );
+        let text = m.encode(1.5, Some(3)).unwrap_or_default();
+        for name in [
+            names::WASTE_USD,
+            names::UPTIME,
+            names::LEDGER_EVENTS,
+            names::HTTP_REQUESTS,
+            names::GRAPH_NODES,
+        ] {
+            assert!(text.contains(&format!("# HELP {name} ")), "{name} in\n{text}");
+            assert!(text.contains(&format!("# TYPE {name} ")), "{name} in\n{text}");
+        }
+        assert!(text.contains("# TYPE svc_waste_usd_total untyped"));
+        assert!(text.contains("svc_ledger_events_total 3"));
+        assert!(text.contains(r#"method="other""#));
+    }
+}

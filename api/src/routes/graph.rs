@@ -1,0 +1,397 @@
+//! The live graph: statistics, node listing and lookup, a node's edges,
+//! blast radius, the terminal UI's rows; the topology snapshot and the
+//! laid-out views live in the submodules.
+//!
+//! Every handler reads the graph inside `spawn_blocking` ([`blocking`]): the
+//! read lock is taken and released there, never held across an `.await`,
+//! and the JSON body is serialized there too.
+
+mod layout;
+mod topology;
+
+use axum::body::Bytes;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use svc_engine::graph::NodeRef;
+use svc_engine::intern::InternerReader;
+use svc_engine::{Graph, NodeId};
+
+pub use layout::{flow_graph, graph_topology};
+pub use topology::topology;
+
+use super::{ApiQuery, find_node};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::wire::{self, NodeView};
+
+/// Runs `f` on the blocking pool and answers with its value as JSON.
+pub(crate) async fn blocking<F>(f: F) -> ApiResult<Response>
+where
+    F: FnOnce() -> ApiResult<Value> + Send + 'static,
+{
+    let body = tokio::task::spawn_blocking(move || {
+        let v = f()?;
+        serde_json::to_vec(&v).map_err(ApiError::internal)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    Ok(([(header::CONTENT_TYPE, "application/json")], Bytes::from(body)).into_response())
+}
+
+/// Parses a page size: absent gives `default`; anything but an integer in
+/// `1..=max` is a 400.
+pub(crate) fn limit_param(raw: Option<&str>, default: usize, max: usize) -> ApiResult<usize> {
+    let Some(raw) = raw else { return Ok(default) };
+    match raw.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(ApiError::bad_request(format!(
+            "invalid limit {raw:?}: expected an integer from 1 to {max}"
+        ))),
+    }
+}
+
+/// Parses a boolean query flag: `true`/`1`/`yes` or `false`/`0`/`no`; a
+/// flag given without a value (`?wait`) is true.
+pub(crate) fn bool_param(name: &str, raw: Option<&str>) -> ApiResult<bool> {
+    match raw.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
+        None => Ok(false),
+        Some("" | "true" | "1" | "yes") => Ok(true),
+        Some("false" | "0" | "no") => Ok(false),
+        Some(_) => Err(ApiError::bad_request(format!(
+            "invalid {name} {:?}: expected true or false",
+            raw.unwrap_or_default()
+        ))),
+    }
+}
+
+/// An opaque cursor: base64url of the bytes it stands for.
+pub(crate) fn encode_cursor(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+pub(crate) fn decode_cursor(raw: &str) -> ApiResult<Vec<u8>> {
+    URL_SAFE_NO_PAD.decode(raw.trim()).map_err(|_| {
+        ApiError::bad_request(format!(
+            "invalid cursor {raw:?}: take next_cursor from a previous response"
+        ))
+    })
+}
+
+/// A node cursor carries the last node's id (8 bytes, big-endian).
+fn node_cursor(id: NodeId) -> String {
+    encode_cursor(&id.to_raw().to_be_bytes())
+}
+
+fn parse_node_cursor(raw: Option<&str>) -> ApiResult<Option<NodeId>> {
+    let Some(raw) = raw else { return Ok(None) };
+    let bytes: [u8; 8] = decode_cursor(raw)?.try_into().map_err(|_| {
+        ApiError::bad_request(format!(
+            "invalid cursor {raw:?}: take next_cursor from a previous response"
+        ))
+    })?;
+    Ok(Some(NodeId::from_raw(u64::from_be_bytes(bytes))))
+}
+
+/// The text of a `{crn}` path segment (percent-decoded by the router).
+pub(crate) fn path_text(path: Result<Path<String>, PathRejection>) -> ApiResult<String> {
+    path.map(|Path(s)| s)
+        .map_err(|e| ApiError::invalid(format!("invalid crn in path: {}", e.body_text())))
+}
+
+/// The graph-form CRN of a node id, resolved under a held reader.
+pub(crate) fn crn_with(g: &Graph, r: &InternerReader<'_>, id: NodeId) -> String {
+    g.node(id)
+        .map(|n| wire::crn_of(r, n.key(), n.physical_id()))
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------- stats
+
+/// `GET /api/v1/graph/stats` (SPEC 4.2).
+pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let now = engine.now_us();
+        let g = engine.graph();
+        let st = g.stats(now);
+        let r = g.interner().reader();
+        let providers: Map<String, Value> = st
+            .providers
+            .iter()
+            .map(|(p, n)| (r.resolve(*p).to_owned(), Value::from(*n)))
+            .collect();
+        Ok(json!({
+            "total_nodes": st.total_nodes,
+            "active_nodes": st.active_nodes,
+            "logically_deleted": st.logically_deleted,
+            "total_edges": st.total_edges,
+            "waste_nodes": st.waste_nodes,
+            "total_cost_usd_mo": round2(st.total_cost_usd_mo),
+            "projected_savings_usd_mo": round2(st.projected_savings_usd_mo),
+            "providers": providers,
+        }))
+    })
+    .await
+}
+
+/// Money sums are reported to the cent.
+pub(crate) fn round2(v: f64) -> f64 {
+    (v * 100.0).round() / 100.0
+}
+
+// ---------------------------------------------------------------- node pages
+
+#[derive(Deserialize, Default)]
+pub struct NodesQuery {
+    limit: Option<String>,
+    provider: Option<String>,
+    cursor: Option<String>,
+    include_deleted: Option<String>,
+}
+
+/// One page request over the nodes, in id order.
+struct PageSpec {
+    limit: usize,
+    provider: Option<String>,
+    after: Option<NodeId>,
+    include_deleted: bool,
+}
+
+impl PageSpec {
+    fn parse(q: &NodesQuery, default: usize, max: usize) -> ApiResult<PageSpec> {
+        Ok(PageSpec {
+            limit: limit_param(q.limit.as_deref(), default, max)?,
+            provider: q
+                .provider
+                .as_deref()
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned),
+            after: parse_node_cursor(q.cursor.as_deref())?,
+            include_deleted: bool_param("include_deleted", q.include_deleted.as_deref())?,
+        })
+    }
+
+    /// The page, the cursor of the next one, and how many nodes match in all.
+    fn run<'g>(&self, g: &'g Graph, now: u64) -> (Vec<NodeRef<'g>>, Option<String>, u64) {
+        let provider = match &self.provider {
+            // A provider the graph never saw matches nothing.
+            Some(name) => match g.interner().get(name) {
+                Some(sym) => Some(sym),
+                None => return (Vec::new(), None, 0),
+            },
+            None => None,
+        };
+        let matches =
+            |n: &NodeRef<'_>| (self.include_deleted || n.is_visible(now)) && provider.is_none_or(|p| n.provider() == p);
+        let total = g.nodes().filter(|n| matches(n)).count() as u64;
+        let mut page: Vec<NodeRef<'g>> = g
+            .nodes_after(self.after)
+            .filter(|n| matches(n))
+            .take(self.limit + 1)
+            .collect();
+        let next = if page.len() > self.limit {
+            page.truncate(self.limit);
+            page.last().map(|n| node_cursor(n.id()))
+        } else {
+            None
+        };
+        (page, next, total)
+    }
+}
+
+/// `GET /api/v1/graph/nodes?limit=&provider=&cursor=&include_deleted=`:
+/// `{nodes, next_cursor, total}`; visible nodes unless `include_deleted`.
+pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
+    let spec = PageSpec::parse(&q, 100, 1000)?;
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let now = engine.now_us();
+        let g = engine.graph();
+        let (page, next, total) = spec.run(&g, now);
+        let r = g.interner().reader();
+        let nodes: Vec<Value> = page.iter().map(|n| wire::node(&NodeView::of(n), &r)).collect();
+        Ok(json!({ "nodes": nodes, "next_cursor": next, "total": total }))
+    })
+    .await
+}
+
+/// `GET /api/v1/nodes`: the terminal UI's rows, `{rows, next_cursor, total}`;
+/// paging as for `graph/nodes` with limit default 1000, max 10000.
+pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
+    let spec = PageSpec::parse(&q, 1000, 10_000)?;
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let now = engine.now_us();
+        let g = engine.graph();
+        let (page, next, total) = spec.run(&g, now);
+        let r = g.interner().reader();
+        let rows: Vec<Value> = page.iter().map(|n| wire::tui_row(&NodeView::of(n), &r)).collect();
+        Ok(json!({ "rows": rows, "next_cursor": next, "total": total }))
+    })
+    .await
+}
+
+// ---------------------------------------------------------------- one node
+
+/// `GET /api/v1/graph/nodes/{crn}`: the node object plus `edges_out` and
+/// `edges_in` (visible edges). A logically deleted node is still returned,
+/// with `valid_to` set and no visible edges: it stays in the temporal store.
+pub async fn get_node(State(state): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
+    let raw = path_text(path)?;
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let now = engine.now_us();
+        let g = engine.graph();
+        let (crn, id) = find_node(&g, &raw)?;
+        let n = g
+            .node(id)
+            .ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
+        let edges_out = n.out_edges().filter(|e| g.is_edge_visible(e.id(), now)).count();
+        let edges_in = n.in_edges().filter(|e| g.is_edge_visible(e.id(), now)).count();
+        let r = g.interner().reader();
+        let mut v = wire::node(&NodeView::of(&n), &r);
+        if let Value::Object(m) = &mut v {
+            m.insert("edges_out".into(), edges_out.into());
+            m.insert("edges_in".into(), edges_in.into());
+        }
+        Ok(v)
+    })
+    .await
+}
+
+#[derive(Deserialize, Default)]
+pub struct LimitQuery {
+    limit: Option<String>,
+}
+
+/// `GET /api/v1/graph/nodes/{crn}/edges?limit=`: `{crn, outgoing, incoming,
+/// outgoing_total, incoming_total, truncated}`, visible edges only; each list
+/// holds at most `limit` (default 1000, max 10000) edges.
+pub async fn node_edges(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    ApiQuery(q): ApiQuery<LimitQuery>,
+) -> ApiResult<Response> {
+    let raw = path_text(path)?;
+    let limit = limit_param(q.limit.as_deref(), 1000, 10_000)?;
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let now = engine.now_us();
+        let g = engine.graph();
+        let (_, id) = find_node(&g, &raw)?;
+        let n = g
+            .node(id)
+            .ok_or_else(|| ApiError::not_found(format!("no node with crn {raw}")))?;
+        let out: Vec<_> = n.out_edges().filter(|e| g.is_edge_visible(e.id(), now)).collect();
+        let inc: Vec<_> = n.in_edges().filter(|e| g.is_edge_visible(e.id(), now)).collect();
+        let r = g.interner().reader();
+        let me = wire::crn_of(&r, n.key(), n.physical_id());
+        let render = |e: &svc_engine::graph::EdgeRef<'_>| {
+            wire::edge(
+                crn_with(&g, &r, e.source()),
+                crn_with(&g, &r, e.target()),
+                e.relation(),
+                e.inferred(),
+                e.props(),
+                &r,
+            )
+        };
+        let outgoing: Vec<Value> = out.iter().take(limit).map(render).collect();
+        let incoming: Vec<Value> = inc.iter().take(limit).map(render).collect();
+        Ok(json!({
+            "crn": me,
+            "outgoing": outgoing,
+            "incoming": incoming,
+            "outgoing_total": out.len(),
+            "incoming_total": inc.len(),
+            "truncated": out.len() > limit || inc.len() > limit,
+        }))
+    })
+    .await
+}
+
+/// `GET /api/v1/graph/blast-radius/{crn}?limit=`: `{crn, affected_count,
+/// total_cost_usd_mo, max_depth, truncated, affected: [{crn, type, depth,
+/// via_crn, relation, cost_usd_mo}]}`; `limit` (default 100, max 10000) caps
+/// the listing, never the count or the cost.
+pub async fn blast_radius(
+    State(state): State<AppState>,
+    path: Result<Path<String>, PathRejection>,
+    ApiQuery(q): ApiQuery<LimitQuery>,
+) -> ApiResult<Response> {
+    let raw = path_text(path)?;
+    let limit = limit_param(q.limit.as_deref(), 100, 10_000)?;
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let g = engine.graph();
+        let (crn, id) = find_node(&g, &raw)?;
+        let b = svc_engine::blast::blast_radius(&g, id, limit)
+            .ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
+        let r = g.interner().reader();
+        let affected: Vec<Value> = b
+            .affected
+            .iter()
+            .filter_map(|a| {
+                let n = g.node(a.id)?;
+                Some(json!({
+                    "crn": wire::crn_of(&r, n.key(), n.physical_id()),
+                    "type": r.resolve(n.ty()),
+                    "depth": a.depth,
+                    "via_crn": crn_with(&g, &r, a.via),
+                    "relation": a.relation.name(),
+                    "cost_usd_mo": wire::f32_value(n.cost_usd_mo()),
+                }))
+            })
+            .collect();
+        Ok(json!({
+            "crn": crn_with(&g, &r, id),
+            "affected_count": b.count,
+            "total_cost_usd_mo": round2(b.total_cost_usd_mo),
+            "max_depth": b.max_depth,
+            "truncated": b.truncated,
+            "affected": affected,
+        }))
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_parse_or_say_why_not() {
+        assert_eq!(limit_param(None, 100, 1000).ok(), Some(100));
+        assert_eq!(limit_param(Some("1000"), 100, 1000).ok(), Some(1000));
+        for bad in ["0", "1001", "-1", "abc", "", "1.5"] {
+            let e = limit_param(Some(bad), 100, 1000).err().map(|e| e.status.as_u16());
+            assert_eq!(e, Some(400), "{bad}");
+        }
+    }
+
+    #[test]
+    fn node_cursors_round_trip_and_reject_garbage() {
+        let id = NodeId::new(17, 4242, 3);
+        let c = node_cursor(id);
+        assert_eq!(parse_node_cursor(Some(&c)).ok().flatten(), Some(id));
+        for bad in ["!!", "AAAA", "not a cursor"] {
+            assert!(parse_node_cursor(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn flags_parse() {
+        assert_eq!(bool_param("x", None).ok(), Some(false));
+        assert_eq!(bool_param("x", Some("")).ok(), Some(true));
+        assert_eq!(bool_param("x", Some("TRUE")).ok(), Some(true));
+        assert_eq!(bool_param("x", Some("0")).ok(), Some(false));
+        assert!(bool_param("x", Some("maybe")).is_err());
+    }
+}

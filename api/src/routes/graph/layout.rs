@@ -1,0 +1,230 @@
+//! Bounded, drawable views of the graph for the web UI: `GET /api/v1/graph`
+//! (flow visualisation) and `GET /api/v1/graph/topology` (positions and
+//! clusters).
+//!
+//! Both show at most `limit` visible nodes (default 2000, max 20000). The
+//! nodes are chosen so that edges survive the cut: visible nodes are taken
+//! in id order, and each one pulls in its neighbourhood breadth-first
+//! before the next is started. Edges are those among the chosen nodes.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+use axum::extract::State;
+use axum::response::Response;
+use serde_json::{Value, json};
+use svc_engine::graph::NodeRef;
+use svc_engine::intern::InternerReader;
+use svc_engine::{Graph, NodeId};
+
+use super::{LimitQuery, blocking, limit_param};
+use crate::error::ApiResult;
+use crate::routes::ApiQuery;
+use crate::state::AppState;
+use crate::wire;
+
+const DEFAULT_LIMIT: usize = 2000;
+const MAX_LIMIT: usize = 20_000;
+
+/// Distance between neighbouring nodes in a cluster, in layout units.
+const NODE_SPACING: f64 = 60.0;
+/// Empty space around and between clusters.
+const CLUSTER_GAP: f64 = 120.0;
+
+/// The chosen nodes (in selection order) and how many nodes are visible.
+struct Selection {
+    nodes: Vec<NodeId>,
+    members: HashSet<NodeId>,
+    visible: u64,
+}
+
+impl Selection {
+    fn truncated(&self) -> bool {
+        self.visible > self.nodes.len() as u64
+    }
+}
+
+fn select(g: &Graph, now: u64, limit: usize) -> Selection {
+    let mut sel = Selection {
+        nodes: Vec::new(),
+        members: HashSet::new(),
+        visible: 0,
+    };
+    let mut queue = VecDeque::new();
+    for n in g.nodes().filter(|n| n.is_visible(now)) {
+        sel.visible += 1;
+        if sel.nodes.len() >= limit || sel.members.contains(&n.id()) {
+            continue;
+        }
+        queue.push_back(n.id());
+        sel.members.insert(n.id());
+        sel.nodes.push(n.id());
+        while let Some(id) = queue.pop_front() {
+            let Some(u) = g.node(id) else { continue };
+            let out = u
+                .out_edges()
+                .filter(|e| g.is_edge_visible(e.id(), now))
+                .map(|e| e.target());
+            let inc = u
+                .in_edges()
+                .filter(|e| g.is_edge_visible(e.id(), now))
+                .map(|e| e.source());
+            for v in out.chain(inc) {
+                if sel.nodes.len() >= limit {
+                    queue.clear();
+                    break;
+                }
+                if sel.members.insert(v) {
+                    sel.nodes.push(v);
+                    queue.push_back(v);
+                }
+            }
+        }
+    }
+    sel
+}
+
+/// Visible edges among the chosen nodes.
+fn edges_among<'g>(g: &'g Graph, sel: &Selection, now: u64) -> Vec<svc_engine::graph::EdgeRef<'g>> {
+    let mut out = Vec::new();
+    for n in sel.nodes.iter().filter_map(|id| g.node(*id)) {
+        out.extend(
+            n.out_edges()
+                .filter(|e| sel.members.contains(&e.target()) && g.is_edge_visible(e.id(), now)),
+        );
+    }
+    out
+}
+
+fn crn(r: &InternerReader<'_>, n: &NodeRef<'_>) -> String {
+    wire::crn_of(r, n.key(), n.physical_id())
+}
+
+/// `GET /api/v1/graph?limit=`: `{nodes: [{id, label, type, provider, data:
+/// {cost_usd_mo, state, is_waste}}], edges: [{id, source, target, type}],
+/// truncated, total_nodes}`. A node's `id` is its CRN and its label the
+/// physical id; an edge's `id` is unique within the response.
+pub async fn flow_graph(State(state): State<AppState>, ApiQuery(q): ApiQuery<LimitQuery>) -> ApiResult<Response> {
+    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let now = engine.now_us();
+        let g = engine.graph();
+        let sel = select(&g, now, limit);
+        let edges = edges_among(&g, &sel, now);
+        let r = g.interner().reader();
+        let nodes: Vec<Value> = sel
+            .nodes
+            .iter()
+            .filter_map(|id| g.node(*id))
+            .map(|n| {
+                json!({
+                    "id": crn(&r, &n),
+                    "label": n.physical_id(),
+                    "type": r.resolve(n.ty()),
+                    "provider": r.resolve(n.provider()),
+                    "data": {
+                        "cost_usd_mo": wire::f32_value(n.cost_usd_mo()),
+                        "state": r.resolve(n.state()),
+                        "is_waste": n.is_waste(),
+                    },
+                })
+            })
+            .collect();
+        let edges: Vec<Value> = edges
+            .iter()
+            .map(|e| {
+                json!({
+                    "id": format!("e{}-{}", e.id().shard(), e.id().row()),
+                    "source": super::crn_with(&g, &r, e.source()),
+                    "target": super::crn_with(&g, &r, e.target()),
+                    "type": e.relation().name(),
+                })
+            })
+            .collect();
+        Ok(json!({ "nodes": nodes, "edges": edges, "truncated": sel.truncated(), "total_nodes": sel.visible }))
+    })
+    .await
+}
+
+/// One placed node.
+struct Placed {
+    crn: String,
+    id: NodeId,
+}
+
+/// `GET /api/v1/graph/topology?limit=`: `{nodes: [{crn, type, provider,
+/// cluster, x, y}], edges: [{source, target, type}], clusters: [{id,
+/// provider, account, region, node_count, x, y, width, height}], truncated,
+/// total_nodes}`.
+///
+/// A cluster groups the chosen nodes of one provider, account and region
+/// (id `provider/account/region`). The layout is deterministic: clusters,
+/// sorted by id, sit on a square grid of equal cells; inside its cell a
+/// cluster's nodes, sorted by CRN, fill a square grid row by row.
+pub async fn graph_topology(State(state): State<AppState>, ApiQuery(q): ApiQuery<LimitQuery>) -> ApiResult<Response> {
+    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+    let engine = state.engine()?.clone();
+    blocking(move || {
+        let now = engine.now_us();
+        let g = engine.graph();
+        let sel = select(&g, now, limit);
+        let edges = edges_among(&g, &sel, now);
+        let r = g.interner().reader();
+        let mut clusters: BTreeMap<String, (String, String, String, Vec<Placed>)> = BTreeMap::new();
+        for n in sel.nodes.iter().filter_map(|id| g.node(*id)) {
+            let (p, a, reg) = (r.resolve(n.provider()), r.resolve(n.account()), r.resolve(n.region()));
+            let entry = clusters
+                .entry(format!("{p}/{a}/{reg}"))
+                .or_insert_with(|| (p.to_owned(), a.to_owned(), reg.to_owned(), Vec::new()));
+            entry.3.push(Placed {
+                crn: crn(&r, &n),
+                id: n.id(),
+            });
+        }
+        let side = |count: usize| (count as f64).sqrt().ceil().max(1.0);
+        let largest = clusters.values().map(|c| c.3.len()).max().unwrap_or(0);
+        let cell = side(largest) * NODE_SPACING + CLUSTER_GAP;
+        let columns = side(clusters.len()) as usize;
+        let mut nodes = Vec::with_capacity(sel.nodes.len());
+        let mut cluster_list = Vec::with_capacity(clusters.len());
+        for (i, (id, (provider, account, region, mut members))) in clusters.into_iter().enumerate() {
+            members.sort_by(|a, b| a.crn.cmp(&b.crn));
+            let (cx, cy) = ((i % columns) as f64 * cell, (i / columns) as f64 * cell);
+            let k = side(members.len()) as usize;
+            let extent = k as f64 * NODE_SPACING;
+            cluster_list.push(json!({
+                "id": id, "provider": provider, "account": account, "region": region,
+                "node_count": members.len(), "x": cx, "y": cy, "width": extent, "height": extent,
+            }));
+            for (j, m) in members.into_iter().enumerate() {
+                let Some(n) = g.node(m.id) else { continue };
+                nodes.push(json!({
+                    "crn": m.crn,
+                    "type": r.resolve(n.ty()),
+                    "provider": provider,
+                    "cluster": id,
+                    "x": cx + (j % k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
+                    "y": cy + (j / k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
+                }));
+            }
+        }
+        let edges: Vec<Value> = edges
+            .iter()
+            .map(|e| {
+                json!({
+                    "source": super::crn_with(&g, &r, e.source()),
+                    "target": super::crn_with(&g, &r, e.target()),
+                    "type": e.relation().name(),
+                })
+            })
+            .collect();
+        Ok(json!({
+            "nodes": nodes,
+            "edges": edges,
+            "clusters": cluster_list,
+            "truncated": sel.truncated(),
+            "total_nodes": sel.visible,
+        }))
+    })
+    .await
+}

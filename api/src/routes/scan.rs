@@ -1,0 +1,161 @@
+//! Scan triggers: `POST /api/v1/engine/scan` (manual re-scan) and
+//! `POST /api/v1/sync` (the reconciliation cycle). Both run the engine's
+//! one pipeline; only one scan runs at a time.
+//!
+//! The body is optional: empty, or a JSON object `{"wait": bool}`; the query
+//! flag `?wait=true` does the same. Without `wait` the answer is 202
+//! `{"status":"started","scan_seq":N,"cycle":..}` and the scan runs on the
+//! blocking pool; with it the answer is 200 with the scan report (the
+//! SCAN_COMPLETED payload) plus `"status":"completed"`, `"cycle"` and
+//! `"event_seq"`. A scan already running is 409; a failed scan is 500 (and
+//! logged, and counted in the metrics).
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Json, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tracing::{error, info};
+
+use super::ApiQuery;
+use super::graph::bool_param;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+#[derive(Deserialize, Default)]
+pub struct ScanQuery {
+    wait: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct ScanBody {
+    #[serde(default)]
+    wait: bool,
+}
+
+/// Which trigger started a scan; shown as `cycle` in the answer and the log.
+#[derive(Copy, Clone)]
+enum Cycle {
+    Scan,
+    Sync,
+}
+
+impl Cycle {
+    fn name(self) -> &'static str {
+        match self {
+            Cycle::Scan => "scan",
+            Cycle::Sync => "sync",
+        }
+    }
+}
+
+/// `wait` from the query or the body; a body that is present must be a JSON object.
+fn wants_wait(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<bool> {
+    let body = body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::payload_too_large(format!("request body is larger than {} bytes", crate::MAX_BODY_BYTES))
+        } else {
+            ApiError::bad_request(format!("cannot read request body: {}", e.body_text()))
+        }
+    })?;
+    let from_query = bool_param("wait", q.wait.as_deref())?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(from_query);
+    }
+    let bad = |e: &dyn std::fmt::Display| {
+        ApiError::bad_request(format!(
+            "malformed request body: {e}: expected {{\"wait\": true|false}}"
+        ))
+    };
+    let value: Value = serde_json::from_slice(&body).map_err(|e| bad(&e))?;
+    if !value.is_object() {
+        return Err(bad(&"not a JSON object"));
+    }
+    let parsed: ScanBody = serde_json::from_value(value).map_err(|e| bad(&e))?;
+    Ok(from_query || parsed.wait)
+}
+
+async fn trigger(
+    state: AppState,
+    cycle: Cycle,
+    q: ScanQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let wait = wants_wait(&q, body)?;
+    let engine = state.engine()?.clone();
+    let permit = engine
+        .try_start_scan()
+        .ok_or_else(|| ApiError::conflict("a scan is already running"))?;
+    // No other scan can commit while the permit is held.
+    let scan_seq = engine.scans_completed() + 1;
+    info!(scan_seq, cycle = cycle.name(), wait, "scan requested");
+    let metrics_state = state.clone();
+    let run = tokio::task::spawn_blocking(move || {
+        let result = permit.run();
+        if let Err(e) = &result {
+            error!(scan_seq, cycle = cycle.name(), error = %e, "scan failed");
+            metrics_state.inner.metrics.observe_scan_failure();
+        }
+        result
+    });
+    if !wait {
+        return Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({ "status": "started", "scan_seq": scan_seq, "cycle": cycle.name() })),
+        )
+            .into_response());
+    }
+    let report = run.await.map_err(ApiError::internal)?.map_err(ApiError::internal)?;
+    let mut body = report.payload();
+    if let Value::Object(m) = &mut body {
+        m.insert("status".into(), "completed".into());
+        m.insert("cycle".into(), cycle.name().into());
+        m.insert("event_seq".into(), report.event_seq.into());
+    }
+    Ok((StatusCode::OK, Json(body)).into_response())
+}
+
+/// `POST /api/v1/engine/scan`: a manual re-scan of every configured source.
+pub async fn trigger_scan(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ScanQuery>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    trigger(state, Cycle::Scan, q, body).await
+}
+
+/// `POST /api/v1/sync`: an immediate reconciliation cycle (the same pipeline).
+pub async fn trigger_sync(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<ScanQuery>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    trigger(state, Cycle::Sync, q, body).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wait(q: Option<&str>, body: &str) -> Option<bool> {
+        let q = ScanQuery {
+            wait: q.map(str::to_owned),
+        };
+        wants_wait(&q, Ok(Bytes::copy_from_slice(body.as_bytes()))).ok()
+    }
+
+    #[test]
+    fn wait_comes_from_query_or_body() {
+        assert_eq!(wait(None, ""), Some(false));
+        assert_eq!(wait(None, "  \n"), Some(false));
+        assert_eq!(wait(Some("true"), ""), Some(true));
+        assert_eq!(wait(None, r#"{"wait": true}"#), Some(true));
+        assert_eq!(wait(None, r#"{"wait": false}"#), Some(false));
+        assert_eq!(wait(None, "{}"), Some(false));
+        assert_eq!(wait(None, r#"{"wait": "soon"}"#), None);
+        assert_eq!(wait(None, "[1]"), None);
+        assert_eq!(wait(Some("perhaps"), ""), None);
+    }
+}

@@ -1,0 +1,386 @@
+//! JSON wire shapes of nodes and edges, shared by every route that returns
+//! them (live graph, time travel, history details).
+//!
+//! A node is read through [`NodeView`], which borrows either a live row
+//! ([`NodeRef`]) or a stored version ([`NodeRow`]), so both render the same
+//! object. Symbols are resolved through an [`InternerReader`] the caller
+//! holds; nothing here takes a lock of its own, so callers must not call
+//! anything that locks the interner (`Graph::find`, `NodeRef::crn`) while
+//! they hold the reader.
+
+use serde_json::{Map, Number, Value, json};
+use svc_engine::Sym;
+use svc_engine::graph::{NodeRef, NodeRow, Phase, Reachability};
+use svc_engine::intern::InternerReader;
+use svc_engine::props::{Props, Tags, ValueRef};
+use svc_engine::relation::Relation;
+
+use crate::routes::rfc3339;
+
+/// The fields of one node, borrowed from the live graph or a stored version.
+#[derive(Clone)]
+pub struct NodeView<'a> {
+    /// provider, region, service, kind, account.
+    pub key: [Sym; 5],
+    pub physical_id: &'a str,
+    pub ty: Sym,
+    pub state: Sym,
+    pub cost_usd_mo: f32,
+    /// Unix seconds.
+    pub creation_ts: u64,
+    /// Microseconds since the epoch.
+    pub valid_from: u64,
+    /// Microseconds since the epoch; 0 while active.
+    pub valid_to: u64,
+    pub is_waste: bool,
+    pub waste_reason: &'a str,
+    pub risk_score: f32,
+    pub reachability: Reachability,
+    pub phase: Phase,
+    pub verdict: Option<Sym>,
+    pub tags: Tags<'a>,
+    pub props: Props<'a>,
+}
+
+impl<'a> NodeView<'a> {
+    pub fn of(n: &NodeRef<'a>) -> NodeView<'a> {
+        NodeView {
+            key: n.key(),
+            physical_id: n.physical_id(),
+            ty: n.ty(),
+            state: n.state(),
+            cost_usd_mo: n.cost_usd_mo(),
+            creation_ts: n.creation_ts(),
+            valid_from: n.valid_from(),
+            valid_to: n.valid_to(),
+            is_waste: n.is_waste(),
+            waste_reason: n.waste_reason(),
+            risk_score: n.risk_score(),
+            reachability: n.reachability(),
+            phase: n.phase(),
+            verdict: n.verdict(),
+            tags: n.tags(),
+            props: n.props(),
+        }
+    }
+
+    pub fn of_row(row: &'a NodeRow) -> NodeView<'a> {
+        NodeView {
+            key: row.key,
+            physical_id: &row.id,
+            ty: row.ty,
+            state: row.state,
+            cost_usd_mo: row.cost_usd_mo,
+            creation_ts: row.creation_ts,
+            valid_from: row.valid_from,
+            valid_to: row.valid_to,
+            is_waste: row.is_waste,
+            waste_reason: &row.waste_reason,
+            risk_score: row.risk_score,
+            reachability: row.reachability,
+            phase: row.phase,
+            verdict: row.verdict,
+            tags: Tags::new(&row.tags),
+            props: Props::new(&row.props),
+        }
+    }
+
+    /// The graph-form CRN.
+    pub fn crn(&self, r: &InternerReader<'_>) -> String {
+        crn_of(r, self.key, self.physical_id)
+    }
+
+    /// The heuristic findings of SPEC 4.2 `heuristics_flagged`: one entry for
+    /// a waste node with a reason, named by its verdict (or `waste`).
+    pub fn heuristics_flagged(&self, r: &InternerReader<'_>) -> Value {
+        match flag_rule(self.is_waste, self.waste_reason, self.verdict) {
+            Some(rule) => {
+                let name = rule.map_or(WASTE_RULE, |v| r.resolve(v));
+                json!([{ "rule_name": name, "severity": severity(self.risk_score) }])
+            }
+            None => json!([]),
+        }
+    }
+}
+
+/// Rule name of a finding without a verdict symbol.
+pub const WASTE_RULE: &str = "waste";
+
+/// Whether a node carries a finding, and the verdict that names it:
+/// `None` for no finding, `Some(None)` for a finding named [`WASTE_RULE`].
+pub fn flag_rule(is_waste: bool, waste_reason: &str, verdict: Option<Sym>) -> Option<Option<Sym>> {
+    (is_waste && !waste_reason.is_empty()).then_some(verdict)
+}
+
+/// Severity 1..5 of a finding from its risk score (<20, <40, <60, <80, >=80).
+pub fn severity(risk_score: f32) -> u8 {
+    match risk_score {
+        r if r >= 80.0 => 5,
+        r if r >= 60.0 => 4,
+        r if r >= 40.0 => 3,
+        r if r >= 20.0 => 2,
+        _ => 1,
+    }
+}
+
+/// The graph-form CRN of a key and physical id.
+pub fn crn_of(r: &InternerReader<'_>, key: [Sym; 5], physical_id: &str) -> String {
+    let mut out = String::new();
+    svc_engine::crn::write_crn(
+        &mut out,
+        [
+            r.resolve(key[0]),
+            r.resolve(key[1]),
+            r.resolve(key[2]),
+            r.resolve(key[3]),
+            r.resolve(key[4]),
+            physical_id,
+        ],
+    );
+    out
+}
+
+/// An `f32` as the JSON number with the same shortest decimal form
+/// (`40.1f32` is `40.1`, not `40.099998474121094`); non-finite values are 0.
+pub fn f32_value(v: f32) -> Value {
+    if !v.is_finite() {
+        return json!(0.0);
+    }
+    let shortest: f64 = v.to_string().parse().unwrap_or(f64::from(v));
+    Number::from_f64(shortest).map_or(json!(0.0), Value::Number)
+}
+
+/// A property value with its JSON type; arrays and objects are parsed back
+/// from their stored text (text that does not parse stays a string).
+pub fn value_json(v: ValueRef<'_>) -> Value {
+    match v {
+        ValueRef::Null => Value::Null,
+        ValueRef::Bool(b) => Value::Bool(b),
+        ValueRef::Int(i) => Value::from(i),
+        ValueRef::Float(f) => Number::from_f64(f).map_or(Value::Null, Value::Number),
+        ValueRef::Str(s) => Value::from(s),
+        ValueRef::Json(s) => serde_json::from_str(s).unwrap_or_else(|_| Value::from(s)),
+    }
+}
+
+/// Properties as a JSON object (a repeated key keeps its last value).
+pub fn props_json(props: Props<'_>, r: &InternerReader<'_>) -> Value {
+    let mut m = Map::new();
+    for (k, v) in props {
+        m.insert(r.resolve(k).to_owned(), value_json(v));
+    }
+    Value::Object(m)
+}
+
+/// Tags as a JSON object of strings.
+pub fn tags_json(tags: Tags<'_>, r: &InternerReader<'_>) -> Value {
+    let mut m = Map::new();
+    for (k, v) in tags {
+        m.insert(r.resolve(k).to_owned(), Value::from(r.resolve(v)));
+    }
+    Value::Object(m)
+}
+
+/// The node object shared by every endpoint that returns whole nodes.
+pub fn node(v: &NodeView<'_>, r: &InternerReader<'_>) -> Value {
+    node_with_crn(v, v.crn(r), r)
+}
+
+/// [`node`] with the CRN already at hand.
+pub fn node_with_crn(v: &NodeView<'_>, crn: String, r: &InternerReader<'_>) -> Value {
+    json!({
+        "crn": crn,
+        "type": r.resolve(v.ty),
+        "provider": r.resolve(v.key[0]),
+        "region": r.resolve(v.key[1]),
+        "service": r.resolve(v.key[2]),
+        "kind": r.resolve(v.key[3]),
+        "account": r.resolve(v.key[4]),
+        "physical_id": v.physical_id,
+        "state": r.resolve(v.state),
+        "cost_usd_mo": f32_value(v.cost_usd_mo),
+        "tags": tags_json(v.tags.clone(), r),
+        "properties": props_json(v.props.clone(), r),
+        "creation_timestamp": v.creation_ts,
+        "valid_from": rfc3339(v.valid_from),
+        "valid_to": v.valid_to,
+        "is_waste": v.is_waste,
+        "waste_reason": v.waste_reason,
+        "risk_score": f32_value(v.risk_score),
+        "reachability": v.reachability.name(),
+        "phase": v.phase.name(),
+        "verdict": v.verdict.map_or("", |s| r.resolve(s)),
+    })
+}
+
+/// The terminal UI's row: the columns of its node table.
+pub fn tui_row(v: &NodeView<'_>, r: &InternerReader<'_>) -> Value {
+    json!({
+        "crn": v.crn(r),
+        "type": r.resolve(v.ty),
+        "provider": r.resolve(v.key[0]),
+        "region": r.resolve(v.key[1]),
+        "state": r.resolve(v.state),
+        "cost_usd_mo": f32_value(v.cost_usd_mo),
+        "is_waste": v.is_waste,
+        "waste_reason": v.waste_reason,
+        "phase": v.phase.name(),
+        "reachability": v.reachability.name(),
+    })
+}
+
+/// The edge object: endpoints, relationship name, whether the engine
+/// inferred it, and its properties.
+pub fn edge(
+    source_crn: String,
+    target_crn: String,
+    rel: Relation,
+    inferred: bool,
+    props: Props<'_>,
+    r: &InternerReader<'_>,
+) -> Value {
+    json!({
+        "source_crn": source_crn,
+        "target_crn": target_crn,
+        "type": rel.name(),
+        "inferred": inferred,
+        "properties": props_json(props, r),
+    })
+}
+
+/// A stored edge version: [`edge`] plus its validity interval
+/// (`valid_from` RFC 3339, `valid_to` microseconds, 0 while active).
+pub fn edge_version(e: &svc_engine::graph::EdgeVersion, r: &InternerReader<'_>) -> Value {
+    let mut v = edge(
+        e.src.clone(),
+        e.dst.clone(),
+        e.relation,
+        e.inferred,
+        Props::new(&e.props),
+        r,
+    );
+    if let Value::Object(m) = &mut v {
+        m.insert("valid_from".into(), Value::from(rfc3339(e.valid_from)));
+        m.insert("valid_to".into(), Value::from(e.valid_to));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use svc_engine::Interner;
+    use svc_engine::props::{PropWriter, write_tag};
+
+    fn row(i: &Interner) -> NodeRow {
+        let mut props = Vec::new();
+        let mut w = PropWriter::new(&mut props);
+        w.int(i.intern("size_gib"), 100);
+        w.float(i.intern("iops"), 3000.5);
+        w.bool(i.intern("encrypted"), true);
+        w.null(i.intern("kms_key"));
+        w.str(i.intern("volume_type"), "gp2");
+        w.json(i.intern("attachments"), r#"[{"instance":"i-1"}]"#);
+        let mut tags = Vec::new();
+        write_tag(&mut tags, i.intern("env"), i.intern("prod"));
+        NodeRow {
+            key: [
+                i.intern("aws"),
+                i.intern("us-east-1"),
+                i.intern("ec2"),
+                i.intern("volume"),
+                i.intern("123456789012"),
+            ],
+            id: "vol-1".into(),
+            ty: i.intern("ec2:volume"),
+            state: i.intern("available"),
+            cost_usd_mo: 40.1,
+            creation_ts: 1_700_000_000,
+            valid_from: 1_700_000_000_000_000,
+            valid_to: 0,
+            is_waste: true,
+            waste_reason: "unattached for 43 days".into(),
+            risk_score: 42.0,
+            reachability: Reachability::Unreachable,
+            phase: Phase::Flagged,
+            verdict: Some(i.intern("unattached-volume")),
+            tags,
+            props,
+        }
+    }
+
+    #[test]
+    fn node_object_keeps_json_types_and_names_every_field() {
+        let i = Interner::new();
+        let row = row(&i);
+        let r = i.reader();
+        let v = NodeView::of_row(&row);
+        let got = node(&v, &r);
+        assert_eq!(
+            got,
+            json!({
+                "crn": "crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-1",
+                "type": "ec2:volume", "provider": "aws", "region": "us-east-1", "service": "ec2",
+                "kind": "volume", "account": "123456789012", "physical_id": "vol-1",
+                "state": "available", "cost_usd_mo": 40.1,
+                "tags": {"env": "prod"},
+                "properties": {"size_gib": 100, "iops": 3000.5, "encrypted": true, "kms_key": null,
+                    "volume_type": "gp2", "attachments": [{"instance": "i-1"}]},
+                "creation_timestamp": 1_700_000_000u64,
+                "valid_from": "2023-11-14T22:13:20Z", "valid_to": 0,
+                "is_waste": true, "waste_reason": "unattached for 43 days", "risk_score": 42.0,
+                "reachability": "unreachable", "phase": "flagged", "verdict": "unattached-volume",
+            })
+        );
+        assert_eq!(
+            v.heuristics_flagged(&r),
+            json!([{"rule_name": "unattached-volume", "severity": 3}])
+        );
+    }
+
+    #[test]
+    fn findings_need_waste_and_a_reason() {
+        let i = Interner::new();
+        let mut row = row(&i);
+        row.verdict = None;
+        let r = i.reader();
+        assert_eq!(
+            NodeView::of_row(&row).heuristics_flagged(&r),
+            json!([{"rule_name": "waste", "severity": 3}])
+        );
+        row.waste_reason.clear();
+        assert_eq!(NodeView::of_row(&row).heuristics_flagged(&r), json!([]));
+        row.waste_reason = "x".into();
+        row.is_waste = false;
+        assert_eq!(NodeView::of_row(&row).heuristics_flagged(&r), json!([]));
+    }
+
+    #[test]
+    fn severity_bands() {
+        let cases = [
+            (0.0, 1),
+            (19.9, 1),
+            (20.0, 2),
+            (39.9, 2),
+            (40.0, 3),
+            (59.9, 3),
+            (60.0, 4),
+            (79.9, 4),
+            (80.0, 5),
+            (100.0, 5),
+        ];
+        for (risk, want) in cases {
+            assert_eq!(severity(risk), want, "{risk}");
+        }
+        assert_eq!(severity(f32::NAN), 1);
+    }
+
+    #[test]
+    fn floats_use_their_shortest_form() {
+        assert_eq!(f32_value(40.1).to_string(), "40.1");
+        assert_eq!(f32_value(0.0).to_string(), "0.0");
+        assert_eq!(f32_value(f32::NAN).to_string(), "0.0");
+        assert_eq!(value_json(ValueRef::Float(f64::INFINITY)), Value::Null);
+        assert_eq!(value_json(ValueRef::Json("{broken")), json!("{broken"));
+    }
+}

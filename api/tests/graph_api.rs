@@ -1,0 +1,543 @@
+//! The live-graph endpoints through the real router: shapes, paging, CRN
+//! forms in paths, errors, and the streamed topology with its checksum.
+
+mod graph_fixture;
+
+use std::collections::HashSet;
+
+use axum::http::StatusCode;
+use graph_fixture::*;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+#[tokio::test]
+async fn api_routes_need_a_token() {
+    let f = Fixture::new(Estate::sample());
+    for uri in [
+        "/api/v1/graph/stats",
+        "/api/v1/topology",
+        "/api/v1/graph/nodes",
+        "/api/v1/graph",
+    ] {
+        let (status, bytes) = f.call("GET", uri, None, None).await;
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_error(status, &body, StatusCode::UNAUTHORIZED, "unauthorized");
+        let (status, _) = f.call("GET", uri, Some("wrong"), None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let (status, _) = f.call("POST", "/api/v1/engine/scan", None, None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn stats_count_the_visible_graph() {
+    let f = Fixture::new(Estate::sample());
+    let s = f.get_ok("/api/v1/graph/stats").await;
+    assert_eq!(
+        s,
+        json!({
+            "total_nodes": 9, "active_nodes": 9, "logically_deleted": 0, "total_edges": 6,
+            "waste_nodes": 0, "total_cost_usd_mo": 413.6, "projected_savings_usd_mo": 0.0,
+            "providers": {"aws": 8, "kubernetes": 1},
+        })
+    );
+}
+
+#[tokio::test]
+async fn node_pages_visit_every_node_once() {
+    let f = Fixture::new(Estate::sample());
+    let mut seen = HashSet::new();
+    let mut uri = "/api/v1/graph/nodes?limit=2".to_owned();
+    let mut pages = 0;
+    loop {
+        let page = f.get_ok(&uri).await;
+        assert_eq!(page["total"], 9);
+        for crn in strs(&page["nodes"], "crn") {
+            assert!(seen.insert(crn.clone()), "{crn} listed twice");
+        }
+        pages += 1;
+        match page["next_cursor"].as_str() {
+            Some(c) => uri = format!("/api/v1/graph/nodes?limit=2&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!((seen.len(), pages), (9, 5));
+    // Defaults, and the provider filter.
+    let all = f.get_ok("/api/v1/graph/nodes").await;
+    assert_eq!(
+        (all["nodes"].as_array().unwrap().len(), &all["next_cursor"]),
+        (9, &Value::Null)
+    );
+    let k8s = f.get_ok("/api/v1/graph/nodes?provider=kubernetes").await;
+    assert_eq!(strs(&k8s["nodes"], "crn"), vec![POD.to_owned()]);
+    assert_eq!(k8s["total"], 1);
+    let none = f.get_ok("/api/v1/graph/nodes?provider=oracle").await;
+    assert_eq!(
+        (&none["total"], none["nodes"].as_array().unwrap().len()),
+        (&json!(0), 0)
+    );
+    // Bad parameters are 400 with the error body.
+    for q in [
+        "limit=0",
+        "limit=1001",
+        "limit=abc",
+        "limit=-3",
+        "cursor=%21%21",
+        "cursor=AAAA",
+        "include_deleted=maybe",
+    ] {
+        let (status, body) = f.get(&format!("/api/v1/graph/nodes?{q}")).await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+    }
+}
+
+#[tokio::test]
+async fn node_objects_carry_every_field_with_json_types() {
+    let f = Fixture::new(Estate::sample());
+    let page = f.get_ok("/api/v1/graph/nodes?limit=1000").await;
+    let vol = page["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["crn"] == volume())
+        .unwrap()
+        .clone();
+    let valid_from = vol["valid_from"].as_str().unwrap().to_owned();
+    assert!(
+        chrono::DateTime::parse_from_rfc3339(&valid_from).is_ok(),
+        "{valid_from}"
+    );
+    assert_eq!(
+        vol,
+        json!({
+            "crn": volume(), "type": "ec2:volume", "provider": "aws", "region": "us-east-1",
+            "service": "ec2", "kind": "volume", "account": "123456789012", "physical_id": "vol-1",
+            "state": "in-use", "cost_usd_mo": 40.1, "tags": {"env": "prod"},
+            "properties": {"size_gib": 100, "encrypted": true, "iops": 3000.5,
+                "attachments": [{"device": "/dev/xvda"}], "name": "vol-1"},
+            "creation_timestamp": 1_700_000_000u64, "valid_from": valid_from, "valid_to": 0,
+            "is_waste": false, "waste_reason": "", "risk_score": 0.0, "reachability": "unknown",
+            "phase": "", "verdict": "",
+        })
+    );
+}
+
+#[tokio::test]
+async fn one_node_by_any_crn_form() {
+    let f = Fixture::new(Estate::sample());
+    let vol = volume();
+    let forms = [
+        vol.clone(),
+        vol.replacen("crn:svc:", "crn:", 1),
+        "crn:svc:aws:us-east-1:123456789012:volume:vol-1".to_owned(),
+        "crn:aws:us-east-1:123456789012:volume:vol-1".to_owned(),
+    ];
+    for form in forms {
+        for path in [form.clone(), enc(&form)] {
+            let n = f.get_ok(&format!("/api/v1/graph/nodes/{path}")).await;
+            assert_eq!(n["crn"], vol, "{path}");
+            assert_eq!((&n["edges_out"], &n["edges_in"]), (&json!(1), &json!(0)), "{path}");
+        }
+    }
+    // A slash in the id must be percent-encoded; colons in an ARN id survive.
+    let pod = f.get_ok(&format!("/api/v1/graph/nodes/{}", enc(POD))).await;
+    assert_eq!(
+        (pod["crn"].as_str(), pod["physical_id"].as_str()),
+        (Some(POD), Some("default/web-1"))
+    );
+    let role = f.get_ok(&format!("/api/v1/graph/nodes/{}", enc(ROLE))).await;
+    assert_eq!(role["physical_id"], "arn:aws:iam::123456789012:role/app");
+    let inst = f.get_ok(&format!("/api/v1/graph/nodes/{}", instance())).await;
+    assert_eq!((&inst["edges_out"], &inst["edges_in"]), (&json!(1), &json!(3)));
+    // Malformed is 422, unknown is 404, both with the error body.
+    for bad in [
+        "not-a-crn",
+        "crn:svc:aws",
+        "crn:svc:aws:us-east-1:ec2:volume:123456789012:has%20space",
+    ] {
+        let (status, body) = f.get(&format!("/api/v1/graph/nodes/{bad}")).await;
+        let msg = assert_error(status, &body, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(msg.contains("invalid crn"), "{msg}");
+    }
+    let unknown = aws("volume", "vol-nope");
+    let (status, body) = f.get(&format!("/api/v1/graph/nodes/{unknown}")).await;
+    let msg = assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    assert_eq!(msg, format!("no node with crn {unknown}"));
+    let (status, body) = f.get(&format!("/api/v1/graph/nodes/{unknown}/edges")).await;
+    assert_error(status, &body, StatusCode::NOT_FOUND, "not_found");
+    let (status, body) = f.get("/api/v1/graph/blast-radius/garbage").await;
+    assert_error(status, &body, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+}
+
+#[tokio::test]
+async fn a_nodes_edges_both_ways() {
+    let f = Fixture::new(Estate::sample());
+    let e = f.get_ok(&format!("/api/v1/graph/nodes/{}/edges", instance())).await;
+    assert_eq!(e["crn"], instance());
+    assert_eq!(
+        e["outgoing"],
+        json!([{"source_crn": instance(), "target_crn": sg(), "type": "SecuredBy", "inferred": false,
+            "properties": {"relation": "SecuredBy"}}])
+    );
+    let mut incoming: Vec<(String, String)> = e["incoming"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["source_crn"].as_str().unwrap().to_owned(),
+                x["type"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    incoming.sort();
+    let mut want = vec![
+        (subnet(), "Contains".to_owned()),
+        (volume(), "AttachedTo".to_owned()),
+        (POD.to_owned(), "Runs".to_owned()),
+    ];
+    want.sort();
+    assert_eq!(incoming, want);
+    assert_eq!((&e["incoming_total"], &e["truncated"]), (&json!(3), &json!(false)));
+    let cut = f
+        .get_ok(&format!("/api/v1/graph/nodes/{}/edges?limit=1", instance()))
+        .await;
+    assert_eq!(
+        (cut["incoming"].as_array().unwrap().len(), &cut["truncated"]),
+        (1, &json!(true))
+    );
+    let pod = f.get_ok(&format!("/api/v1/graph/nodes/{}/edges", enc(POD))).await;
+    assert_eq!(strs(&pod["outgoing"], "target_crn"), vec![instance()]);
+}
+
+#[tokio::test]
+async fn blast_radius_lists_dependents() {
+    let f = Fixture::new(Estate::sample());
+    let b = f.get_ok(&format!("/api/v1/graph/blast-radius/{}", vpc())).await;
+    assert_eq!(
+        (&b["crn"], &b["affected_count"], &b["max_depth"], &b["truncated"]),
+        (&json!(vpc()), &json!(3), &json!(3), &json!(false))
+    );
+    assert_eq!(b["total_cost_usd_mo"], 70.5);
+    let first = &b["affected"][0];
+    assert_eq!(
+        first,
+        &json!({"crn": subnet(), "type": "ec2:subnet", "depth": 1, "via_crn": vpc(), "relation": "Contains", "cost_usd_mo": 0.0})
+    );
+    let mut crns = strs(&b["affected"], "crn");
+    crns.sort();
+    let mut want = vec![subnet(), instance(), POD.to_owned()];
+    want.sort();
+    assert_eq!(crns, want);
+    let cut = f.get_ok(&format!("/api/v1/graph/blast-radius/{}?limit=1", vpc())).await;
+    assert_eq!(
+        (
+            cut["affected"].as_array().unwrap().len(),
+            &cut["affected_count"],
+            &cut["truncated"]
+        ),
+        (1, &json!(3), &json!(true))
+    );
+    for q in ["limit=0", "limit=10001", "limit=x"] {
+        let (status, body) = f.get(&format!("/api/v1/graph/blast-radius/{}?{q}", vpc())).await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+    }
+}
+
+#[tokio::test]
+async fn terminal_rows_page_like_nodes() {
+    let f = Fixture::new(Estate::sample());
+    let p1 = f.get_ok("/api/v1/nodes?limit=5").await;
+    assert_eq!((p1["rows"].as_array().unwrap().len(), &p1["total"]), (5, &json!(9)));
+    let c = p1["next_cursor"].as_str().unwrap();
+    let p2 = f.get_ok(&format!("/api/v1/nodes?limit=5&cursor={c}")).await;
+    assert_eq!(
+        (p2["rows"].as_array().unwrap().len(), &p2["next_cursor"]),
+        (4, &Value::Null)
+    );
+    let row = p1["rows"][0].as_object().unwrap();
+    let mut keys: Vec<&str> = row.keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "cost_usd_mo",
+            "crn",
+            "is_waste",
+            "phase",
+            "provider",
+            "reachability",
+            "region",
+            "state",
+            "type",
+            "waste_reason"
+        ]
+    );
+    let (status, body) = f.get("/api/v1/nodes?limit=10001").await;
+    assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+#[tokio::test]
+async fn flow_graph_keeps_edges_among_the_chosen_nodes() {
+    let f = Fixture::new(Estate::sample());
+    let g = f.get_ok("/api/v1/graph").await;
+    assert_eq!(
+        (
+            g["nodes"].as_array().unwrap().len(),
+            g["edges"].as_array().unwrap().len()
+        ),
+        (9, 6)
+    );
+    assert_eq!((&g["truncated"], &g["total_nodes"]), (&json!(false), &json!(9)));
+    let vol = g["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["id"] == volume())
+        .unwrap();
+    assert_eq!(
+        vol,
+        &json!({"id": volume(), "label": "vol-1", "type": "ec2:volume", "provider": "aws",
+            "data": {"cost_usd_mo": 40.1, "state": "in-use", "is_waste": false}})
+    );
+    let ids: HashSet<&str> = g["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 6, "edge ids are unique");
+    // Cut at 3 nodes: every listed edge joins two listed nodes, and the
+    // neighbourhood walk keeps some.
+    let cut = f.get_ok("/api/v1/graph?limit=3").await;
+    let chosen: HashSet<String> = strs(&cut["nodes"], "id").into_iter().collect();
+    assert_eq!((chosen.len(), &cut["truncated"]), (3, &json!(true)));
+    for e in cut["edges"].as_array().unwrap() {
+        assert!(chosen.contains(e["source"].as_str().unwrap()) && chosen.contains(e["target"].as_str().unwrap()));
+    }
+    let (status, body) = f.get("/api/v1/graph?limit=20001").await;
+    assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+#[tokio::test]
+async fn graph_topology_places_nodes_in_clusters() {
+    let f = Fixture::new(Estate::sample());
+    let t = f.get_ok("/api/v1/graph/topology").await;
+    let clusters: Vec<(String, u64)> = t["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap().to_owned(), c["node_count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        clusters,
+        vec![
+            ("aws/123456789012/global".to_owned(), 1),
+            ("aws/123456789012/us-east-1".to_owned(), 7),
+            ("kubernetes/prod-cluster/us-east-1".to_owned(), 1),
+        ]
+    );
+    let nodes = t["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 9);
+    let positions: HashSet<(i64, i64)> = nodes
+        .iter()
+        .map(|n| (n["x"].as_f64().unwrap() as i64, n["y"].as_f64().unwrap() as i64))
+        .collect();
+    assert_eq!(positions.len(), 9, "no two nodes share a position");
+    let pod = nodes.iter().find(|n| n["crn"] == POD).unwrap();
+    assert_eq!(
+        (&pod["cluster"], &pod["provider"], &pod["type"]),
+        (
+            &json!("kubernetes/prod-cluster/us-east-1"),
+            &json!("kubernetes"),
+            &json!("core:pod")
+        )
+    );
+    assert_eq!(t["edges"].as_array().unwrap().len(), 6);
+    assert!(
+        t["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["source"].is_string() && e["target"].is_string() && e["type"].is_string())
+    );
+    // Deterministic.
+    assert_eq!(f.get_ok("/api/v1/graph/topology").await, t);
+}
+
+/// The canonical text of a node object, field by field, as documented.
+fn canonical_node(n: &Value) -> String {
+    let flagged: Vec<String> = n["heuristics_flagged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| format!("{{\"rule_name\":{},\"severity\":{}}}", h["rule_name"], h["severity"]))
+        .collect();
+    let p = &n["provenance"];
+    format!(
+        "{{\"crn\":{},\"type\":{},\"state\":{},\"cost_usd_mo\":{},\"heuristics_flagged\":[{}],\"provenance\":{{\"commit\":{},\"author\":{},\"file\":{},\"line\":{}}}}}",
+        n["crn"],
+        n["type"],
+        n["state"],
+        n["cost_usd_mo"],
+        flagged.join(","),
+        p["commit"],
+        p["author"],
+        p["file"],
+        p["line"]
+    )
+}
+
+fn canonical_edge(e: &Value) -> String {
+    format!(
+        "{{\"source_crn\":{},\"target_crn\":{},\"type\":{}}}",
+        e["source_crn"], e["target_crn"], e["type"]
+    )
+}
+
+async fn topology(f: &Fixture) -> (Value, Vec<u8>) {
+    let (status, bytes) = f.call("GET", "/api/v1/topology", Some(TOKEN), None).await;
+    assert_eq!(status, StatusCode::OK);
+    (serde_json::from_slice(&bytes).unwrap(), bytes)
+}
+
+#[tokio::test]
+async fn topology_has_the_spec_shape_and_a_verifiable_checksum() {
+    let f = Fixture::new(Estate::sample());
+    let (t, raw) = topology(&f).await;
+    let mut keys: Vec<&String> = t.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["checksum_sha256", "edges", "meta", "nodes", "topology_version"]);
+    let version = t["topology_version"].as_str().unwrap();
+    assert!(
+        version.starts_with('v') && version[1..].parse::<u64>().is_ok(),
+        "{version}"
+    );
+    assert_eq!(
+        t["meta"],
+        json!({"total_nodes": 9, "total_edges": 6, "waste_identified_usd_mo": 0.0})
+    );
+    let nodes = t["nodes"].as_array().unwrap();
+    let edges = t["edges"].as_array().unwrap();
+    assert_eq!((nodes.len(), edges.len()), (9, 6));
+    let vol = nodes.iter().find(|n| n["crn"] == volume()).unwrap();
+    assert_eq!(
+        vol,
+        &json!({"crn": volume(), "type": "ec2:volume", "state": "in-use", "cost_usd_mo": 40.1, "heuristics_flagged": [],
+            "provenance": {"commit": "", "author": "", "file": "", "line": 0}})
+    );
+    // Sorted by CRN, edges by (source, target, type).
+    let crns = strs(&t["nodes"], "crn");
+    let mut sorted = crns.clone();
+    sorted.sort();
+    assert_eq!(crns, sorted);
+    let keys: Vec<(String, String, String)> = edges
+        .iter()
+        .map(|e| {
+            (
+                e["source_crn"].as_str().unwrap().into(),
+                e["target_crn"].as_str().unwrap().into(),
+                e["type"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    // The checksum covers the arrays' elements, comma-separated as in the
+    // body, with a newline between the arrays.
+    let node_text: Vec<String> = nodes.iter().map(canonical_node).collect();
+    let edge_text: Vec<String> = edges.iter().map(canonical_edge).collect();
+    let (node_text, edge_text) = (node_text.join(","), edge_text.join(","));
+    let raw_text = String::from_utf8(raw.clone()).unwrap();
+    assert!(
+        raw_text.contains(&format!("\"nodes\":[{node_text}],\"edges\":[{edge_text}],")),
+        "{raw_text}"
+    );
+    let mut h = Sha256::new();
+    h.update(node_text.as_bytes());
+    h.update(b"\n");
+    h.update(edge_text.as_bytes());
+    assert_eq!(t["checksum_sha256"], hex::encode(h.finalize()));
+    assert!(raw.ends_with(format!("\"checksum_sha256\":\"{}\"}}", t["checksum_sha256"].as_str().unwrap()).as_bytes()));
+}
+
+#[tokio::test]
+async fn topology_checksum_is_stable_and_equal_for_identical_graphs() {
+    let a = Fixture::new(Estate::sample());
+    let b = Fixture::new(Estate::sample());
+    let (ta, raw_a) = topology(&a).await;
+    let (ta2, raw_a2) = topology(&a).await;
+    let (tb, _) = topology(&b).await;
+    assert_eq!(raw_a, raw_a2, "two calls give the same body");
+    assert_eq!(ta["checksum_sha256"], ta2["checksum_sha256"]);
+    assert_eq!(
+        ta["checksum_sha256"], tb["checksum_sha256"],
+        "identical graphs, identical checksum"
+    );
+    assert_eq!(ta["checksum_sha256"].as_str().unwrap().len(), 64);
+    // A change moves the checksum and the version.
+    a.rescan(|e| {
+        e.node(&instance(), "stopped", 70.0);
+    });
+    let (tc, _) = topology(&a).await;
+    assert_ne!(tc["checksum_sha256"], ta["checksum_sha256"]);
+    assert_ne!(tc["topology_version"], ta["topology_version"]);
+    // Removing a node drops it and its edges.
+    a.rescan(|e| {
+        e.remove(&function());
+    });
+    let (td, _) = topology(&a).await;
+    assert_eq!(td["meta"]["total_nodes"], 8);
+    assert_eq!(td["meta"]["total_edges"], 5);
+}
+
+#[tokio::test]
+async fn a_large_topology_streams_in_many_chunks() {
+    let mut estate = Estate::default();
+    for i in 0..3000 {
+        estate.node(&aws("volume", &format!("vol-{i:05}")), "available", 1.0);
+        if i > 0 {
+            estate.edge(
+                &aws("volume", &format!("vol-{i:05}")),
+                &aws("volume", &format!("vol-{:05}", i - 1)),
+                svc_engine::Relation::Uses,
+            );
+        }
+    }
+    let f = Fixture::new(estate);
+    let (t, raw) = topology(&f).await;
+    assert!(
+        raw.len() > 512 * 1024,
+        "body of {} bytes spans several chunks",
+        raw.len()
+    );
+    assert_eq!(
+        (
+            t["nodes"].as_array().unwrap().len(),
+            t["edges"].as_array().unwrap().len()
+        ),
+        (3000, 2999)
+    );
+    assert_eq!(t["nodes"][0]["crn"], aws("volume", "vol-00000"));
+    assert_eq!(t["edges"][0]["source_crn"], aws("volume", "vol-00001"));
+}
+
+#[tokio::test]
+async fn an_empty_graph_has_an_empty_topology() {
+    let f = Fixture::new(Estate::default());
+    let (t, _) = topology(&f).await;
+    assert_eq!((&t["nodes"], &t["edges"]), (&json!([]), &json!([])));
+    assert_eq!(
+        t["meta"],
+        json!({"total_nodes": 0, "total_edges": 0, "waste_identified_usd_mo": 0.0})
+    );
+    assert_eq!(t["checksum_sha256"], hex::encode(Sha256::digest(b"\n")));
+    let s = f.get_ok("/api/v1/graph/stats").await;
+    assert_eq!((&s["total_nodes"], &s["providers"]), (&json!(0), &json!({})));
+    let g = f.get_ok("/api/v1/graph/topology").await;
+    assert_eq!(
+        (&g["nodes"], &g["clusters"], &g["truncated"]),
+        (&json!([]), &json!([]), &json!(false))
+    );
+}

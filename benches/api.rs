@@ -1,0 +1,70 @@
+//! The read API and restart at 1M nodes: `graph/stats` and `topology`
+//! through the real router (budget for topology: 1.5 s, streamed), and
+//! restart to ready (budget: 1 s), i.e. opening the stores and loading the
+//! graph. `SVC_BENCH_NODES` changes the size.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::http::Request;
+use criterion::{Criterion, criterion_group, criterion_main};
+use http_body_util::BodyExt;
+use svc_api::AppState;
+use svc_engine::Engine;
+use svc_engine::clock::SystemClock;
+use svc_ingest::mock::MockEstate;
+use tower::ServiceExt;
+
+fn get(rt: &tokio::runtime::Runtime, app: &axum::Router, path: &str) -> usize {
+    rt.block_on(async {
+        let req = Request::get(path).header("authorization", "Bearer bench").body(Body::empty()).unwrap();
+        let resp = app.clone().oneshot(req).await.unwrap();
+        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+        resp.into_body().collect().await.unwrap().to_bytes().len()
+    })
+}
+
+fn api(c: &mut Criterion) {
+    let n: usize = std::env::var("SVC_BENCH_NODES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    {
+        let engine = Arc::new(Engine::open(dir.path(), "bench", Arc::new(SystemClock::default())).unwrap());
+        engine.set_sources(vec![Box::new(MockEstate::new(7, n))]);
+        let t = Instant::now();
+        let report = engine.try_start_scan().unwrap().run().unwrap();
+        println!(
+            "first scan of {} nodes / {} edges (ingest + commit of every version): {:.2} s",
+            report.nodes,
+            report.edges,
+            t.elapsed().as_secs_f64()
+        );
+        let state = AppState::new("bench".into());
+        state.set_engine(engine.clone());
+        let app = svc_api::router(state);
+        let bytes = get(&rt, &app, "/api/v1/topology");
+        println!("topology body: {:.1} MB", bytes as f64 / 1e6);
+        let mut group = c.benchmark_group("api");
+        group.sample_size(10);
+        group.bench_function(format!("graph_stats/{n}"), |b| b.iter(|| get(&rt, &app, "/api/v1/graph/stats")));
+        group.bench_function(format!("topology/{n}"), |b| b.iter(|| get(&rt, &app, "/api/v1/topology")));
+        group.finish();
+    }
+    let mut group = c.benchmark_group("restart");
+    group.sample_size(10);
+    group.bench_function(format!("open_to_ready/{n}"), |b| {
+        b.iter(|| {
+            let engine = Engine::open(dir.path(), "bench", Arc::new(SystemClock::default())).unwrap();
+            let state = AppState::new("bench".into());
+            let engine = Arc::new(engine);
+            state.set_engine(engine.clone());
+            assert!(state.is_ready());
+            engine.graph().node_rows()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, api);
+criterion_main!(benches);
