@@ -220,7 +220,10 @@ impl Engine {
     pub(crate) fn commit(&self, changes: &Changes, meta: CommitMeta) -> Result<(), EngineError> {
         let mut persisted = self.persisted_symbols.lock();
         let fresh = self.interner.strings_from(*persisted);
-        self.store.commit(*persisted, &fresh, changes, meta)?;
+        let graph = self.graph();
+        let meta = CommitMeta { rows: (graph.node_rows() + graph.edge_rows()) as u64, ..meta };
+        self.store.commit(*persisted, &fresh, changes, || graph.all_versions(), meta)?;
+        drop(graph);
         *persisted += fresh.len();
         self.scan_seq.store(meta.scan_seq, Ordering::Release);
         self.last_commit_us.store(meta.commit_us, Ordering::Release);

@@ -37,9 +37,13 @@ fn three_scans(store: &GraphStore, g: &mut Graph, i: &Arc<Interner>) {
         g.retire_unseen(&[i.intern("aws")], now, seq as u32 + 1);
         let changes = g.take_changes();
         let fresh = i.strings_from(persisted);
-        store
-            .commit(persisted, &fresh, &changes, CommitMeta { generation: g.generation(), scan_seq: seq as u64 + 1, commit_us: now })
-            .unwrap();
+        let meta = CommitMeta {
+            generation: g.generation(),
+            scan_seq: seq as u64 + 1,
+            commit_us: now,
+            rows: (g.node_rows() + g.edge_rows()) as u64,
+        };
+        store.commit(persisted, &fresh, &changes, || g.all_versions(), meta).unwrap();
         persisted += fresh.len();
     }
 }
@@ -72,8 +76,9 @@ fn graph_at_answers_past_states() {
         vec![(B.into(), "stopped".into()), (C.into(), "running".into()), (A.into(), "available".into())]
     );
     assert_eq!(crns_at(&store, 300), vec![(B.into(), "stopped".into()), (C.into(), "running".into())]);
-    let (node_versions, _) = store.version_counts().unwrap();
-    assert_eq!(node_versions, 4, "A, B, B', C");
+    let st = store.stats().unwrap();
+    assert_eq!((st.commits, st.checkpoints), (3, 1), "a checkpoint, then two deltas");
+    assert_eq!(st.delta_rows, 3, "B' and C, then A deleted");
 }
 
 #[test]
@@ -84,6 +89,7 @@ fn diff_lists_added_removed_changed() {
     let mut g = Graph::new(i.clone());
     three_scans(&store, &mut g, &i);
     let d = store.diff(150, 350).unwrap();
+    // B changed at 200 and A was deleted at 300: A is removed, C added, B changed.
     let names = |v: &[svc_engine::graph::NodeVersion]| v.iter().map(|n| n.crn.clone()).collect::<Vec<_>>();
     assert_eq!(names(&d.added), vec![C.to_string()]);
     assert_eq!(names(&d.removed), vec![A.to_string()]);
@@ -149,5 +155,40 @@ fn corrupt_or_truncated_files_are_reported_with_their_path() {
         Ok(store) => {
             let _ = store.load();
         }
+    }
+}
+
+#[test]
+fn checkpoints_bound_replay_and_keep_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = GraphStore::open(&dir.path().join("graph.redb")).unwrap();
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut persisted = 0;
+    // Flip one node's state every commit: deltas pile up until a checkpoint is due.
+    let commits = 2 + 2 * svc_engine::store::CHECKPOINT_FACTOR * 3;
+    for k in 0..commits {
+        let mut b = NodeBatch::default();
+        push(&mut b, &i, A, if k % 2 == 0 { "available" } else { "in-use" }, 1.0);
+        push(&mut b, &i, B, "running", 1.0);
+        g.ingest_nodes(&[b], 1000 * (k + 1), k as u32 + 1);
+        let changes = g.take_changes();
+        let fresh = i.strings_from(persisted);
+        let meta = CommitMeta {
+            generation: g.generation(),
+            scan_seq: k + 1,
+            commit_us: 1000 * (k + 1),
+            rows: (g.node_rows() + g.edge_rows()) as u64,
+        };
+        store.commit(persisted, &fresh, &changes, || g.all_versions(), meta).unwrap();
+        persisted += fresh.len();
+    }
+    let st = store.stats().unwrap();
+    assert!(st.checkpoints >= 2, "{st:?}");
+    assert!(st.delta_rows <= svc_engine::store::CHECKPOINT_FACTOR * 2, "{st:?}");
+    for k in 0..commits {
+        let want = if k % 2 == 0 { "available" } else { "in-use" };
+        let at = crns_at(&store, 1000 * (k + 1) + 500);
+        assert_eq!(at.iter().find(|(c, _)| c == A).map(|(_, s)| s.as_str()), Some(want), "at commit {k}");
     }
 }

@@ -199,6 +199,18 @@ impl Graph {
             .enumerate()
             .map(|(s, shard)| {
                 let mut st = IngestStats::default();
+                if shard.is_empty() {
+                    // A first ingest: size every column once.
+                    let (mut rows, mut bytes) = (0usize, 0usize);
+                    for (b, (off, perm)) in batches.iter().zip(&parts) {
+                        for &i in &perm[off[s] as usize..off[s + 1] as usize] {
+                            let r = &b.rows[i as usize];
+                            rows += 1;
+                            bytes += (r.id.len + r.tags.len + r.props.len) as usize;
+                        }
+                    }
+                    shard.reserve(rows, bytes);
+                }
                 for (b, (off, perm)) in batches.iter().zip(&parts) {
                     for &i in &perm[off[s] as usize..off[s + 1] as usize] {
                         let (_, outcome) = shard.upsert(&b.rows[i as usize], &b.buf, now_us, scan);
@@ -349,38 +361,55 @@ impl Graph {
     /// Takes the rows changed since the last call, as versions to commit.
     /// Bumps the generation when anything changed.
     pub fn take_changes(&mut self) -> Changes {
-        let dirty_nodes: Vec<(usize, Vec<u32>)> =
-            self.nodes.iter_mut().enumerate().map(|(s, sh)| (s, sh.take_dirty())).collect();
-        let dirty_edges: Vec<(usize, Vec<u32>)> =
-            self.edges.iter_mut().enumerate().map(|(s, sh)| (s, sh.take_dirty())).collect();
-        let reader = self.interner.reader();
-        let mut changes = Changes::default();
-        for (s, rows) in dirty_nodes {
-            for row in rows {
-                let id = NodeId::new(s, row, self.nodes[s].generation);
-                changes.nodes.push(NodeVersion { crn: self.crn_with(&reader, id), row: self.nodes[s].row(row) });
-            }
-        }
-        for (s, rows) in dirty_edges {
-            let shard = &self.edges[s];
-            for row in rows {
-                let r = row as usize;
-                changes.edges.push(EdgeVersion {
-                    src: self.crn_with(&reader, shard.src[r]),
-                    dst: self.crn_with(&reader, shard.dst[r]),
-                    relation: shard.rel[r],
-                    inferred: shard.inferred.get(r),
-                    valid_from: shard.valid_from[r],
-                    valid_to: shard.valid_to[r],
-                    props: shard.props[r].get(&shard.arena).to_vec(),
-                });
-            }
-        }
-        drop(reader);
+        let dirty_nodes: Vec<Vec<u32>> = self.nodes.iter_mut().map(NodeShard::take_dirty).collect();
+        let dirty_edges: Vec<Vec<u32>> = self.edges.iter_mut().map(EdgeShard::take_dirty).collect();
+        let changes = self.versions(&dirty_nodes, &dirty_edges);
         if !changes.is_empty() {
             self.generation += 1;
         }
         changes
+    }
+
+    /// Every row, visible or not, as versions (a checkpoint of the graph).
+    pub fn all_versions(&self) -> Changes {
+        let nodes: Vec<Vec<u32>> = self.nodes.iter().map(|s| (0..s.len() as u32).collect()).collect();
+        let edges: Vec<Vec<u32>> = self.edges.iter().map(|s| (0..s.len() as u32).collect()).collect();
+        self.versions(&nodes, &edges)
+    }
+
+    fn versions(&self, node_rows: &[Vec<u32>], edge_rows: &[Vec<u32>]) -> Changes {
+        let reader = self.interner.reader();
+        let reader = &reader;
+        let nodes: Vec<NodeVersion> = node_rows
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(s, rows)| {
+                rows.iter().map(move |&row| {
+                    let id = NodeId::new(s, row, self.nodes[s].generation);
+                    NodeVersion { crn: self.crn_with(reader, id), row: self.nodes[s].row(row) }
+                })
+            })
+            .collect();
+        let edges: Vec<EdgeVersion> = edge_rows
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(s, rows)| {
+                let shard = &self.edges[s];
+                rows.iter().map(move |&row| {
+                    let r = row as usize;
+                    EdgeVersion {
+                        src: self.crn_with(reader, shard.src[r]),
+                        dst: self.crn_with(reader, shard.dst[r]),
+                        relation: shard.rel[r],
+                        inferred: shard.inferred.get(r),
+                        valid_from: shard.valid_from[r],
+                        valid_to: shard.valid_to[r],
+                        props: shard.props[r].get(&shard.arena).to_vec(),
+                    }
+                })
+            })
+            .collect();
+        Changes { nodes, edges }
     }
 
     /// Loads a stored node row (hydration at start). Not marked as changed.

@@ -209,6 +209,33 @@ impl NodeShard {
         self.hash.is_empty()
     }
 
+    /// Makes room for `rows` more rows and `bytes` more arena bytes, so a
+    /// large ingest grows each column once instead of doubling repeatedly.
+    pub(crate) fn reserve(&mut self, rows: usize, bytes: usize) {
+        self.hash.reserve(rows);
+        self.key.reserve(rows);
+        self.id.reserve(rows);
+        self.ty.reserve(rows);
+        self.state.reserve(rows);
+        self.cost.reserve(rows);
+        self.creation_ts.reserve(rows);
+        self.valid_from.reserve(rows);
+        self.valid_to.reserve(rows);
+        self.waste_reason.reserve(rows);
+        self.risk.reserve(rows);
+        self.reach.reserve(rows);
+        self.phase.reserve(rows);
+        self.verdict.reserve(rows);
+        self.tags.reserve(rows);
+        self.props.reserve(rows);
+        self.content.reserve(rows);
+        self.seen.reserve(rows);
+        self.dirty.reserve(rows);
+        self.arena.reserve(bytes);
+        let hashes = &self.hash;
+        self.index.reserve(rows, |&r| hashes[r as usize]);
+    }
+
     pub(crate) fn find(&self, hash: u64, key: &[Sym; 5], id: &[u8]) -> Option<u32> {
         self.index
             .find(hash, |&row| {

@@ -257,7 +257,7 @@ pub(crate) fn run(
     let changes = engine.graph_mut().take_changes();
     report.versions_written = (changes.nodes.len() + changes.edges.len()) as u64;
     report.generation = engine.graph().generation();
-    engine.commit(&changes, CommitMeta { generation: report.generation, scan_seq: report.scan_seq, commit_us: now_us })?;
+    engine.commit(&changes, CommitMeta { generation: report.generation, scan_seq: report.scan_seq, commit_us: now_us, rows: 0 })?;
     drop(changes);
     report.duration_ms = started.elapsed().as_millis() as u64;
     let message = format!(

@@ -1,34 +1,54 @@
-//! `graph.redb`: every version of every node and edge.
+//! `graph.redb`: every version of every node and edge, as a log of segments.
 //!
-//! A change of a node writes the version `(crn, valid_from) -> fields` and
-//! closes the previous version (its `valid_to` becomes the new `valid_from`);
-//! a logical deletion rewrites the current version with its `valid_to`. So
-//! `graph at T` is the set of versions with `valid_from <= T` and
-//! (`valid_to` 0 or later than T), read from the store, not from scans. The
-//! `*_current` tables hold the latest version of each node and edge and are
-//! what a restart loads. The interner's table is stored alongside so
-//! symbols in stored rows keep their meaning.
+//! Each commit (one per scan) writes the changed node and edge versions,
+//! grouped by shard into one value per shard: `(commit_us, part, shard) ->
+//! records`. Now and then a commit writes a checkpoint instead: every current
+//! row. The state as of any time T is the latest checkpoint at or before T
+//! with the later deltas up to T replayed over it, shard by shard in
+//! parallel; `graph at T` keeps the rows live at T (`valid_from <= T` and
+//! `valid_to` 0 or later than T), and `diff` compares two such states.
+//! A restart replays from the last checkpoint. Writing a shard's changes as
+//! one value keeps a commit of a million new rows to a few hundred inserts.
+//!
+//! A checkpoint is written when there is none yet, or when the rows written
+//! as deltas since the last one exceed [`CHECKPOINT_FACTOR`] times the rows
+//! of the graph, so replay never reads more than that many times a full
+//! state. The interner's table is stored alongside, so symbols in stored
+//! rows keep their meaning.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{Database, Durability, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use rayon::prelude::*;
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use thiserror::Error;
 
 use super::codec::{DecodeError, decode_edge, decode_node, edge_key, encode_edge, encode_node};
 use crate::graph::{Changes, EdgeVersion, NodeRow, NodeVersion};
 
 const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
-const NODE_CURRENT: TableDefinition<&str, &[u8]> = TableDefinition::new("node_current");
-const NODE_VERSIONS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("node_versions");
-const EDGE_CURRENT: TableDefinition<&str, &[u8]> = TableDefinition::new("edge_current");
-const EDGE_VERSIONS: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("edge_versions");
+/// `commit_us -> kind` (delta or checkpoint).
+const COMMITS: TableDefinition<u64, u8> = TableDefinition::new("commits");
+/// `(commit_us, part, shard) -> records`.
+const SEGMENTS: TableDefinition<(u64, u8, u16), &[u8]> = TableDefinition::new("segments");
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 const META_GENERATION: &str = "generation";
 const META_SCAN_SEQ: &str = "scan_seq";
 const META_LAST_COMMIT: &str = "last_commit_us";
+const META_CHECKPOINT: &str = "checkpoint_us";
+const META_DELTA_ROWS: &str = "delta_rows";
+
+const KIND_DELTA: u8 = 0;
+const KIND_CHECKPOINT: u8 = 1;
+const PART_NODES: u8 = 0;
+const PART_EDGES: u8 = 1;
+/// Segments per part. Fixed forever: a row must land in the same segment shard in every commit.
+const SEGMENT_SHARDS: u16 = 256;
+
+/// A checkpoint is due when delta rows since the last one exceed this many times the graph's rows.
+pub const CHECKPOINT_FACTOR: u64 = 4;
 
 #[derive(Debug, Error)]
 pub enum StoreError {
@@ -46,6 +66,8 @@ pub struct CommitMeta {
     pub generation: u64,
     pub scan_seq: u64,
     pub commit_us: u64,
+    /// Node and edge rows in the graph after this commit (for the checkpoint policy).
+    pub rows: u64,
 }
 
 /// Everything a restart needs.
@@ -57,7 +79,7 @@ pub struct Loaded {
     pub meta: CommitMeta,
 }
 
-/// The graph as it was at one time.
+/// The graph as it was at one time, nodes sorted by CRN.
 #[derive(Debug, Default)]
 pub struct GraphAt {
     pub nodes: Vec<NodeVersion>,
@@ -77,6 +99,16 @@ pub struct GraphDiff {
     pub edges_changed: Vec<(EdgeVersion, EdgeVersion)>,
 }
 
+/// Size of the store's history.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    pub commits: u64,
+    pub checkpoints: u64,
+    pub segments: u64,
+    /// Rows written as deltas since the last checkpoint.
+    pub delta_rows: u64,
+}
+
 pub struct GraphStore {
     db: Database,
     path: PathBuf,
@@ -84,6 +116,54 @@ pub struct GraphStore {
 
 fn live_at(valid_from: u64, valid_to: u64, ts: u64) -> bool {
     valid_from <= ts && (valid_to == 0 || valid_to > ts)
+}
+
+/// FNV-1a: stable across versions, so a key's segment shard never moves.
+fn segment_shard(key: &[u8]) -> u16 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in key {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % u64::from(SEGMENT_SHARDS)) as u16
+}
+
+fn put_record(buf: &mut Vec<u8>, key: &[u8], value: &[u8]) {
+    buf.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    buf.extend_from_slice(key);
+    buf.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    buf.extend_from_slice(value);
+}
+
+/// Iterates `(key, value)` records; `Err` at the first malformed one.
+fn records(mut buf: &[u8]) -> impl Iterator<Item = Result<(&[u8], &[u8]), DecodeError>> {
+    std::iter::from_fn(move || {
+        if buf.is_empty() {
+            return None;
+        }
+        let mut take = |what: &'static str| -> Result<&[u8], DecodeError> {
+            let len_bytes = buf.get(..4).ok_or(DecodeError(what))?;
+            let len = u32::from_le_bytes([len_bytes[0], len_bytes[1], len_bytes[2], len_bytes[3]]) as usize;
+            let body = buf.get(4..4 + len).ok_or(DecodeError(what))?;
+            buf = &buf[4 + len..];
+            Ok(body)
+        };
+        let item = take("record key").and_then(|k| Ok((k, take("record value")?)));
+        if item.is_err() {
+            buf = &[];
+        }
+        Some(item)
+    })
+}
+
+/// Groups versions into per-shard record buffers.
+fn segments<'a, T: 'a>(items: impl Iterator<Item = &'a T>, key_value: impl Fn(&T) -> (Vec<u8>, Vec<u8>)) -> Vec<Vec<u8>> {
+    let mut out = vec![Vec::new(); SEGMENT_SHARDS as usize];
+    for item in items {
+        let (k, v) = key_value(item);
+        put_record(&mut out[segment_shard(&k) as usize], &k, &v);
+    }
+    out
 }
 
 impl GraphStore {
@@ -96,10 +176,8 @@ impl GraphStore {
         let txn = store.db.begin_write().map_err(|e| open_err(e.into()))?;
         {
             txn.open_table(SYMBOLS).map_err(|e| open_err(e.into()))?;
-            txn.open_table(NODE_CURRENT).map_err(|e| open_err(e.into()))?;
-            txn.open_table(NODE_VERSIONS).map_err(|e| open_err(e.into()))?;
-            txn.open_table(EDGE_CURRENT).map_err(|e| open_err(e.into()))?;
-            txn.open_table(EDGE_VERSIONS).map_err(|e| open_err(e.into()))?;
+            txn.open_table(COMMITS).map_err(|e| open_err(e.into()))?;
+            txn.open_table(SEGMENTS).map_err(|e| open_err(e.into()))?;
             txn.open_table(META).map_err(|e| open_err(e.into()))?;
         }
         txn.commit().map_err(|e| open_err(e.into()))?;
@@ -114,8 +192,8 @@ impl GraphStore {
         |e| StoreError::Db { path: self.path.clone(), source: Box::new(e) }
     }
 
-    fn corrupt(&self, what: String) -> impl FnOnce(DecodeError) -> StoreError + '_ {
-        move |source| StoreError::Corrupt { path: self.path.clone(), what, source }
+    fn corrupt(&self, what: String, source: DecodeError) -> StoreError {
+        StoreError::Corrupt { path: self.path.clone(), what, source }
     }
 
     /// Loads the symbol table and the latest version of every node and edge.
@@ -127,20 +205,9 @@ impl GraphStore {
         for (i, item) in symbols.iter().map_err(|e| err(e.into()))?.enumerate() {
             let (k, v) = item.map_err(|e| err(e.into()))?;
             if k.value() as usize != i {
-                return Err(self.corrupt("symbol table".into())(DecodeError("symbol table has a gap")));
+                return Err(self.corrupt("symbol table".into(), DecodeError("symbol table has a gap")));
             }
             out.symbols.push(v.value().to_owned());
-        }
-        let nodes = txn.open_table(NODE_CURRENT).map_err(|e| err(e.into()))?;
-        out.nodes.reserve(nodes.len().map_err(|e| err(e.into()))? as usize);
-        for item in nodes.iter().map_err(|e| err(e.into()))? {
-            let (k, v) = item.map_err(|e| err(e.into()))?;
-            out.nodes.push(decode_node(v.value()).map_err(self.corrupt(format!("node {}", k.value())))?);
-        }
-        let edges = txn.open_table(EDGE_CURRENT).map_err(|e| err(e.into()))?;
-        for item in edges.iter().map_err(|e| err(e.into()))? {
-            let (_, v) = item.map_err(|e| err(e.into()))?;
-            out.edges.push(decode_edge(v.value()).map_err(self.corrupt("edge".into()))?);
         }
         let meta = txn.open_table(META).map_err(|e| err(e.into()))?;
         let get = |k: &str| -> Result<u64, StoreError> {
@@ -150,17 +217,25 @@ impl GraphStore {
             generation: get(META_GENERATION)?,
             scan_seq: get(META_SCAN_SEQ)?,
             commit_us: get(META_LAST_COMMIT)?,
+            rows: 0,
         };
+        drop(txn);
+        let state = self.state_as_of(u64::MAX)?;
+        out.nodes = state.nodes.into_iter().map(|n| n.row).collect();
+        out.edges = state.edges;
+        out.meta.rows = (out.nodes.len() + out.edges.len()) as u64;
         Ok(out)
     }
 
-    /// Writes new symbols (table positions from `symbols_start`), the changed
-    /// versions and the bookkeeping in one durable transaction.
+    /// Writes new symbols (table positions from `symbols_start`), the
+    /// changed versions (or, when due, a checkpoint of every row, which
+    /// `full` produces) and the bookkeeping in one durable transaction.
     pub fn commit(
         &self,
         symbols_start: usize,
         symbols: &[Arc<str>],
         changes: &Changes,
+        full: impl FnOnce() -> Changes,
         meta: CommitMeta,
     ) -> Result<(), StoreError> {
         let err = self.db_err();
@@ -171,100 +246,139 @@ impl GraphStore {
             for (i, s) in symbols.iter().enumerate() {
                 sym.insert((symbols_start + i) as u32, &**s).map_err(|e| err(e.into()))?;
             }
-            let mut current = txn.open_table(NODE_CURRENT).map_err(|e| err(e.into()))?;
-            let mut versions = txn.open_table(NODE_VERSIONS).map_err(|e| err(e.into()))?;
-            for v in &changes.nodes {
-                let prev = current.get(v.crn.as_str()).map_err(|e| err(e.into()))?.map(|g| g.value().to_vec());
-                if let Some(prev) = prev {
-                    let mut prev = decode_node(&prev).map_err(self.corrupt(format!("node {}", v.crn)))?;
-                    if prev.valid_from < v.row.valid_from && (prev.valid_to == 0 || prev.valid_to > v.row.valid_from) {
-                        prev.valid_to = v.row.valid_from;
-                        versions
-                            .insert((v.crn.as_str(), prev.valid_from), encode_node(&prev).as_slice())
-                            .map_err(|e| err(e.into()))?;
-                    }
-                }
-                let bytes = encode_node(&v.row);
-                versions.insert((v.crn.as_str(), v.row.valid_from), bytes.as_slice()).map_err(|e| err(e.into()))?;
-                current.insert(v.crn.as_str(), bytes.as_slice()).map_err(|e| err(e.into()))?;
-            }
-            let mut current = txn.open_table(EDGE_CURRENT).map_err(|e| err(e.into()))?;
-            let mut versions = txn.open_table(EDGE_VERSIONS).map_err(|e| err(e.into()))?;
-            for e in &changes.edges {
-                let key = edge_key(e);
-                let prev = current.get(key.as_str()).map_err(|x| err(x.into()))?.map(|g| g.value().to_vec());
-                if let Some(prev) = prev {
-                    let mut prev = decode_edge(&prev).map_err(self.corrupt(format!("edge {key}")))?;
-                    if prev.valid_from < e.valid_from && (prev.valid_to == 0 || prev.valid_to > e.valid_from) {
-                        prev.valid_to = e.valid_from;
-                        versions
-                            .insert((key.as_str(), prev.valid_from), encode_edge(&prev).as_slice())
-                            .map_err(|x| err(x.into()))?;
-                    }
-                }
-                let bytes = encode_edge(e);
-                versions.insert((key.as_str(), e.valid_from), bytes.as_slice()).map_err(|x| err(x.into()))?;
-                current.insert(key.as_str(), bytes.as_slice()).map_err(|x| err(x.into()))?;
-            }
             let mut m = txn.open_table(META).map_err(|e| err(e.into()))?;
+            let get = |m: &redb::Table<&str, u64>, k: &str| -> Result<u64, StoreError> {
+                Ok(m.get(k).map_err(|e| err(e.into()))?.map(|v| v.value()).unwrap_or(0))
+            };
+            let last = get(&m, META_LAST_COMMIT)?;
+            let checkpoint = get(&m, META_CHECKPOINT)?;
+            let delta_rows = get(&m, META_DELTA_ROWS)? + (changes.nodes.len() + changes.edges.len()) as u64;
+            // Commit keys must increase even if the clock did not.
+            let commit_us = meta.commit_us.max(last + 1);
+            let due = checkpoint == 0 || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1);
+            let full_state;
+            let (kind, written) = if due {
+                full_state = full();
+                (KIND_CHECKPOINT, &full_state)
+            } else {
+                (KIND_DELTA, changes)
+            };
+            if due || !changes.is_empty() {
+                let (nodes, edges) = rayon::join(
+                    || segments(written.nodes.iter(), |n| (n.crn.as_bytes().to_vec(), encode_node(&n.row))),
+                    || segments(written.edges.iter(), |e| (edge_key(e).into_bytes(), encode_edge(e))),
+                );
+                let mut seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
+                for (part, shards) in [(PART_NODES, nodes), (PART_EDGES, edges)] {
+                    for (shard, bytes) in shards.iter().enumerate() {
+                        if !bytes.is_empty() {
+                            seg.insert((commit_us, part, shard as u16), bytes.as_slice()).map_err(|e| err(e.into()))?;
+                        }
+                    }
+                }
+                txn.open_table(COMMITS).map_err(|e| err(e.into()))?.insert(commit_us, kind).map_err(|e| err(e.into()))?;
+            }
+            if due {
+                m.insert(META_CHECKPOINT, commit_us).map_err(|e| err(e.into()))?;
+                m.insert(META_DELTA_ROWS, 0).map_err(|e| err(e.into()))?;
+            } else {
+                m.insert(META_DELTA_ROWS, delta_rows).map_err(|e| err(e.into()))?;
+            }
             m.insert(META_GENERATION, meta.generation).map_err(|e| err(e.into()))?;
             m.insert(META_SCAN_SEQ, meta.scan_seq).map_err(|e| err(e.into()))?;
-            m.insert(META_LAST_COMMIT, meta.commit_us).map_err(|e| err(e.into()))?;
+            m.insert(META_LAST_COMMIT, commit_us).map_err(|e| err(e.into()))?;
         }
         txn.commit().map_err(|e| err(e.into()))?;
         Ok(())
     }
 
-    /// The graph as it was at `ts_us`: the versions live then.
-    pub fn graph_at(&self, ts_us: u64) -> Result<GraphAt, StoreError> {
+    /// Every row as of `ts_us` (the latest version of each written at or
+    /// before it, live or not), nodes sorted by CRN.
+    fn state_as_of(&self, ts_us: u64) -> Result<GraphAt, StoreError> {
         let err = self.db_err();
         let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
-        let mut out = GraphAt::default();
-        let nodes = txn.open_table(NODE_VERSIONS).map_err(|e| err(e.into()))?;
-        for item in nodes.iter().map_err(|e| err(e.into()))? {
+        let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
+        let mut start = None;
+        for item in commits.range(..=ts_us).map_err(|e| err(e.into()))?.rev() {
             let (k, v) = item.map_err(|e| err(e.into()))?;
-            let (crn, valid_from) = k.value();
-            if valid_from > ts_us {
-                continue;
-            }
-            let row = decode_node(v.value()).map_err(self.corrupt(format!("node {crn}")))?;
-            if live_at(row.valid_from, row.valid_to, ts_us) {
-                out.nodes.push(NodeVersion { crn: crn.to_owned(), row });
+            if v.value() == KIND_CHECKPOINT {
+                start = Some(k.value());
+                break;
             }
         }
-        let edges = txn.open_table(EDGE_VERSIONS).map_err(|e| err(e.into()))?;
-        for item in edges.iter().map_err(|e| err(e.into()))? {
+        let Some(start) = start else { return Ok(GraphAt::default()) };
+        // Segment values per (part, shard), in commit order.
+        let mut parts: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 2 * SEGMENT_SHARDS as usize];
+        let seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
+        for item in seg.range((start, 0u8, 0u16)..=(ts_us, u8::MAX, u16::MAX)).map_err(|e| err(e.into()))? {
             let (k, v) = item.map_err(|e| err(e.into()))?;
-            if k.value().1 > ts_us {
-                continue;
+            let (_, part, shard) = k.value();
+            if part > PART_EDGES || shard >= SEGMENT_SHARDS {
+                return Err(self.corrupt("segment key".into(), DecodeError("segment key out of range")));
             }
-            let e = decode_edge(v.value()).map_err(self.corrupt("edge".into()))?;
-            if live_at(e.valid_from, e.valid_to, ts_us) {
-                out.edges.push(e);
-            }
+            parts[usize::from(part) * SEGMENT_SHARDS as usize + usize::from(shard)].push(v.value().to_vec());
         }
-        Ok(out)
+        drop(seg);
+        drop(txn);
+        let node_parts = &parts[..SEGMENT_SHARDS as usize];
+        let edge_parts = &parts[SEGMENT_SHARDS as usize..];
+        let (nodes, edges) = rayon::join(
+            || {
+                node_parts
+                    .par_iter()
+                    .map(|segs| {
+                        replay(segs)?
+                            .into_iter()
+                            .map(|(k, v)| {
+                                let crn = String::from_utf8(k.to_vec()).map_err(|_| DecodeError("node key"))?;
+                                Ok(NodeVersion { crn, row: decode_node(v)? })
+                            })
+                            .collect::<Result<Vec<_>, DecodeError>>()
+                    })
+                    .collect::<Result<Vec<_>, DecodeError>>()
+            },
+            || {
+                edge_parts
+                    .par_iter()
+                    .map(|segs| replay(segs)?.into_values().map(decode_edge).collect::<Result<Vec<_>, DecodeError>>())
+                    .collect::<Result<Vec<_>, DecodeError>>()
+            },
+        );
+        let mut nodes: Vec<NodeVersion> =
+            nodes.map_err(|e| self.corrupt("node segment".into(), e))?.into_iter().flatten().collect();
+        nodes.par_sort_unstable_by(|a, b| a.crn.cmp(&b.crn));
+        let edges = edges.map_err(|e| self.corrupt("edge segment".into(), e))?.into_iter().flatten().collect();
+        Ok(GraphAt { nodes, edges })
+    }
+
+    /// The graph as it was at `ts_us`: the versions live then.
+    pub fn graph_at(&self, ts_us: u64) -> Result<GraphAt, StoreError> {
+        let mut state = self.state_as_of(ts_us)?;
+        state.nodes.retain(|n| live_at(n.row.valid_from, n.row.valid_to, ts_us));
+        state.edges.retain(|e| live_at(e.valid_from, e.valid_to, ts_us));
+        Ok(state)
     }
 
     /// Added, removed and changed nodes and edges between `from_us` and `to_us`.
     pub fn diff(&self, from_us: u64, to_us: u64) -> Result<GraphDiff, StoreError> {
         let before = self.graph_at(from_us)?;
         let after = self.graph_at(to_us)?;
-        let mut old: BTreeMap<String, NodeVersion> = before.nodes.into_iter().map(|n| (n.crn.clone(), n)).collect();
+        let mut old: HashMap<String, NodeVersion> = before.nodes.into_iter().map(|n| (n.crn.clone(), n)).collect();
         let mut out = GraphDiff::default();
         for n in after.nodes {
             match old.remove(&n.crn) {
                 None => out.added.push(n),
-                Some(o) if o.row.valid_from != n.row.valid_from => out.changed.push((o, n)),
+                Some(o) if o.row != n.row => out.changed.push((o, n)),
                 Some(_) => {}
             }
         }
         out.removed = old.into_values().collect();
-        let mut old: BTreeMap<String, EdgeVersion> = before.edges.into_iter().map(|e| (edge_key(&e), e)).collect();
+        out.removed.sort_by(|a, b| a.crn.cmp(&b.crn));
+        let mut old: HashMap<String, EdgeVersion> = before.edges.into_iter().map(|e| (edge_key(&e), e)).collect();
         for e in after.edges {
             match old.remove(&edge_key(&e)) {
                 None => out.edges_added.push(e),
-                Some(o) if o.valid_from != e.valid_from => out.edges_changed.push((o, e)),
+                Some(o) if o != e => out.edges_changed.push((o, e)),
                 Some(_) => {}
             }
         }
@@ -272,12 +386,37 @@ impl GraphStore {
         Ok(out)
     }
 
-    /// Number of stored node and edge versions.
-    pub fn version_counts(&self) -> Result<(u64, u64), StoreError> {
+    /// Commits, checkpoints and segments stored.
+    pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let err = self.db_err();
         let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
-        let n = txn.open_table(NODE_VERSIONS).map_err(|e| err(e.into()))?.len().map_err(|e| err(e.into()))?;
-        let e = txn.open_table(EDGE_VERSIONS).map_err(|e| err(e.into()))?.len().map_err(|e| err(e.into()))?;
-        Ok((n, e))
+        let mut st = StoreStats::default();
+        for item in txn.open_table(COMMITS).map_err(|e| err(e.into()))?.iter().map_err(|e| err(e.into()))? {
+            let (_, v) = item.map_err(|e| err(e.into()))?;
+            st.commits += 1;
+            st.checkpoints += u64::from(v.value() == KIND_CHECKPOINT);
+        }
+        use redb::ReadableTableMetadata;
+        st.segments = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?.len().map_err(|e| err(e.into()))?;
+        st.delta_rows = txn
+            .open_table(META)
+            .map_err(|e| err(e.into()))?
+            .get(META_DELTA_ROWS)
+            .map_err(|e| err(e.into()))?
+            .map(|v| v.value())
+            .unwrap_or(0);
+        Ok(st)
     }
+}
+
+/// Replays segments in order: the last record of each key wins.
+fn replay(segs: &[Vec<u8>]) -> Result<HashMap<&[u8], &[u8]>, DecodeError> {
+    let mut map: HashMap<&[u8], &[u8]> = HashMap::new();
+    for seg in segs {
+        for rec in records(seg) {
+            let (k, v) = rec?;
+            map.insert(k, v);
+        }
+    }
+    Ok(map)
 }

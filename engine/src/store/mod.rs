@@ -6,4 +6,4 @@ pub mod graph_store;
 pub mod ledger;
 
 pub use codec::DecodeError;
-pub use graph_store::{CommitMeta, GraphAt, GraphDiff, GraphStore, Loaded, StoreError};
+pub use graph_store::{CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, Loaded, StoreError, StoreStats};
