@@ -18,7 +18,10 @@ use tower::ServiceExt;
 
 fn get(rt: &tokio::runtime::Runtime, app: &axum::Router, path: &str) -> usize {
     rt.block_on(async {
-        let req = Request::get(path).header("authorization", "Bearer bench").body(Body::empty()).unwrap();
+        let req = Request::get(path)
+            .header("authorization", "Bearer bench")
+            .body(Body::empty())
+            .unwrap();
         let resp = app.clone().oneshot(req).await.unwrap();
         assert!(resp.status().is_success(), "{path}: {}", resp.status());
         resp.into_body().collect().await.unwrap().to_bytes().len()
@@ -26,9 +29,15 @@ fn get(rt: &tokio::runtime::Runtime, app: &axum::Router, path: &str) -> usize {
 }
 
 fn api(c: &mut Criterion) {
-    let n: usize = std::env::var("SVC_BENCH_NODES").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let n: usize = std::env::var("SVC_BENCH_NODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     let dir = tempfile::tempdir().unwrap();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     {
         let engine = Arc::new(Engine::open(dir.path(), "bench", Arc::new(SystemClock::default())).unwrap());
         engine.set_sources(vec![Box::new(MockEstate::new(7, n))]);
@@ -47,8 +56,12 @@ fn api(c: &mut Criterion) {
         println!("topology body: {:.1} MB", bytes as f64 / 1e6);
         let mut group = c.benchmark_group("api");
         group.sample_size(10);
-        group.bench_function(format!("graph_stats/{n}"), |b| b.iter(|| get(&rt, &app, "/api/v1/graph/stats")));
-        group.bench_function(format!("topology/{n}"), |b| b.iter(|| get(&rt, &app, "/api/v1/topology")));
+        group.bench_function(format!("graph_stats/{n}"), |b| {
+            b.iter(|| get(&rt, &app, "/api/v1/graph/stats"))
+        });
+        group.bench_function(format!("topology/{n}"), |b| {
+            b.iter(|| get(&rt, &app, "/api/v1/topology"))
+        });
         group.finish();
     }
     let mut group = c.benchmark_group("restart");

@@ -44,7 +44,12 @@ fn blast(c: &mut Criterion) {
         .collect();
     times.sort_unstable();
     let pct = |p: f64| times[((times.len() as f64 * p) as usize).min(times.len() - 1)] as f64 / 1000.0;
-    println!("blast radius over 10000 roots at 1M nodes: p50 {:.1} us, p99 {:.1} us, max {:.1} us", pct(0.5), pct(0.99), pct(1.0));
+    println!(
+        "blast radius over 10000 roots at 1M nodes: p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+        pct(0.5),
+        pct(0.99),
+        pct(1.0)
+    );
     let mut i = 0;
     c.bench_function("blast_radius/1M", |b| {
         b.iter(|| {

@@ -17,10 +17,7 @@ const PROTOS: &[&str] = &[
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     for file in PROTOS {
-        println!(
-            "cargo:rerun-if-changed={}",
-            Path::new(PROTO_ROOT).join(file).display()
-        );
+        println!("cargo:rerun-if-changed={}", Path::new(PROTO_ROOT).join(file).display());
     }
     println!("cargo:rerun-if-changed=build.rs");
 

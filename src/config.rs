@@ -36,7 +36,9 @@ pub struct DaemonConfig {
 
 impl Default for DaemonConfig {
     fn default() -> Self {
-        DaemonConfig { scan_interval: default_scan_interval() }
+        DaemonConfig {
+            scan_interval: default_scan_interval(),
+        }
     }
 }
 
@@ -61,8 +63,11 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
-        let config: Config = toml::from_str(&text).with_context(|| format!("invalid configuration {}", path.display()))?;
-        config.scan_interval().with_context(|| format!("invalid configuration {}", path.display()))?;
+        let config: Config =
+            toml::from_str(&text).with_context(|| format!("invalid configuration {}", path.display()))?;
+        config
+            .scan_interval()
+            .with_context(|| format!("invalid configuration {}", path.display()))?;
         Ok(config)
     }
 
@@ -70,7 +75,10 @@ impl Config {
         let d = humantime::parse_duration(&self.daemon.scan_interval)
             .with_context(|| format!("daemon.scan_interval {:?} is not a duration", self.daemon.scan_interval))?;
         if d < Duration::from_secs(1) {
-            bail!("daemon.scan_interval must be at least 1s, got {:?}", self.daemon.scan_interval);
+            bail!(
+                "daemon.scan_interval must be at least 1s, got {:?}",
+                self.daemon.scan_interval
+            );
         }
         Ok(d)
     }

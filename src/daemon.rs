@@ -27,7 +27,8 @@ pub struct DaemonOptions {
 
 pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let data_dir = paths::data_dir();
-    std::fs::create_dir_all(&data_dir).with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
     let config = Config::load(&data_dir.join(paths::CONFIG_FILE))?;
     let interval = config.scan_interval()?;
     let token = ensure_token(&data_dir.join(paths::TOKEN_FILE))?;
@@ -69,11 +70,13 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
 /// Chooses the sources: the mock estate when asked for, or when neither
 /// cloud credentials nor active plugins are found.
 fn sources(opts: &DaemonOptions, config: &Config, data_dir: &Path) -> Vec<Box<dyn Source>> {
-    let mock = || -> Vec<Box<dyn Source>> {
-        vec![Box::new(MockEstate::new(opts.mock_seed, opts.mock_scale))]
-    };
+    let mock = || -> Vec<Box<dyn Source>> { vec![Box::new(MockEstate::new(opts.mock_seed, opts.mock_scale))] };
     if opts.mock {
-        info!(scale = opts.mock_scale, seed = opts.mock_seed, "mock mode: scanning a simulated estate (--mock)");
+        info!(
+            scale = opts.mock_scale,
+            seed = opts.mock_seed,
+            "mock mode: scanning a simulated estate (--mock)"
+        );
         return mock();
     }
     let credentials = found_credentials();
@@ -121,7 +124,9 @@ fn found_credentials() -> Vec<&'static str> {
 
 /// Provider names of `svc-plugin-<name>` binaries in the plugin directory.
 fn installed_plugins(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut names: Vec<String> = entries
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().into_string().ok())
@@ -161,7 +166,10 @@ async fn schedule_scans(engine: Arc<Engine>, state: AppState, interval: Duration
 pub fn ensure_token(path: &Path) -> anyhow::Result<String> {
     match std::fs::read_to_string(path) {
         Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
-        Ok(_) => bail!("token file {} is empty; delete it to have a new token written", path.display()),
+        Ok(_) => bail!(
+            "token file {} is empty; delete it to have a new token written",
+            path.display()
+        ),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).with_context(|| format!("cannot read token file {}", path.display())),
     }
@@ -183,7 +191,10 @@ pub fn ensure_token(path: &Path) -> anyhow::Result<String> {
 fn new_session_id() -> String {
     let mut bytes = [0u8; 6];
     let _ = getrandom::fill(&mut bytes);
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("s-{secs}-{hex}")
 }

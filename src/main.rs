@@ -4,6 +4,7 @@
 mod cli;
 mod config;
 mod daemon;
+mod logging;
 mod paths;
 
 use std::process::ExitCode;

@@ -19,13 +19,20 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim);
-    let cookie = headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|c| {
-        c.split(';').find_map(|kv| kv.trim().strip_prefix(TOKEN_COOKIE).and_then(|r| r.strip_prefix('=')))
-    });
+    let cookie = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| {
+            c.split(';')
+                .find_map(|kv| kv.trim().strip_prefix(TOKEN_COOKIE).and_then(|r| r.strip_prefix('=')))
+        });
     let presented = match (bearer, cookie) {
         (Some(t), _) | (None, Some(t)) => t,
         (None, None) => {
-            return Err(ApiError::unauthorized("missing credentials: send Authorization: Bearer <token>"));
+            return Err(ApiError::unauthorized(
+                "missing credentials: send Authorization: Bearer <token>",
+            ));
         }
     };
     if !constant_time_eq(presented.as_bytes(), state.inner.token.as_bytes()) {

@@ -20,7 +20,13 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError { status, code, message: message.into(), details: json!({}), retry_after: None }
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            details: json!({}),
+            retry_after: None,
+        }
     }
     /// 400: a malformed body or parameter.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
@@ -57,7 +63,11 @@ impl ApiError {
     /// 500: logs `detail` and returns a generic message.
     pub fn internal(detail: impl std::fmt::Display) -> ApiError {
         tracing::error!(error = %detail, "internal error");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the daemon log")
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "internal error; see the daemon log",
+        )
     }
     pub fn with_details(mut self, details: Value) -> ApiError {
         self.details = details;

@@ -68,7 +68,10 @@ impl AppState {
     }
 
     pub fn engine(&self) -> Result<&Arc<Engine>, ApiError> {
-        self.inner.engine.get().ok_or_else(|| ApiError::not_ready("the graph is still loading"))
+        self.inner
+            .engine
+            .get()
+            .ok_or_else(|| ApiError::not_ready("the graph is still loading"))
     }
 
     pub fn is_ready(&self) -> bool {

@@ -80,10 +80,7 @@ pub async fn events(
 }
 
 fn upgrade_rejection(r: WebSocketUpgradeRejection) -> ApiError {
-    let mut e = ApiError::bad_request(format!(
-        "/events needs a websocket upgrade: {}",
-        r.body_text()
-    ));
+    let mut e = ApiError::bad_request(format!("/events needs a websocket upgrade: {}", r.body_text()));
     e.status = r.status();
     e
 }
@@ -165,10 +162,8 @@ impl Stream {
                 self.catch_up().await
             }
             Err(e) => {
-                self.reject(&format!(
-                    "invalid message: expected {{\"since\": <seq>}}: {e}"
-                ))
-                .await
+                self.reject(&format!("invalid message: expected {{\"since\": <seq>}}: {e}"))
+                    .await
             }
         }
     }
@@ -207,10 +202,7 @@ impl Stream {
                 Ok(page) => page,
                 Err(e) => {
                     let _ = self
-                        .close(
-                            close_code::ERROR,
-                            "cannot read the ledger; reconnect with since",
-                        )
+                        .close(close_code::ERROR, "cannot read the ledger; reconnect with since")
                         .await;
                     return Err(StreamError::Ledger(e.message));
                 }
@@ -233,9 +225,7 @@ impl Stream {
     /// Answers a bad client message with an error frame; the stream goes on.
     async fn reject(&mut self, message: &str) -> Result<(), StreamError> {
         let body = json!({"error": {"code": "bad_request", "message": message, "details": {}}});
-        self.socket
-            .send(Message::Text(body.to_string().into()))
-            .await?;
+        self.socket.send(Message::Text(body.to_string().into())).await?;
         Ok(())
     }
 

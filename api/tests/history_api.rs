@@ -43,13 +43,7 @@ fn open(dir: &Path, session: &str, clock: Arc<ManualClock>) -> Arc<Engine> {
     Arc::new(Engine::open(dir, session, clock).unwrap())
 }
 
-async fn call(
-    app: &Router,
-    method: &str,
-    uri: &str,
-    token: Option<&str>,
-    body: Option<&str>,
-) -> (StatusCode, Value) {
+async fn call(app: &Router, method: &str, uri: &str, token: Option<&str>, body: Option<&str>) -> (StatusCode, Value) {
     let mut req = Request::builder().method(method).uri(uri);
     if let Some(t) = token {
         req = req.header("authorization", format!("Bearer {t}"));
@@ -58,18 +52,12 @@ async fn call(
         req = req.header("content-type", "application/json");
     }
     let req = req
-        .body(
-            body.map(|b| Body::from(b.to_owned()))
-                .unwrap_or_else(Body::empty),
-        )
+        .body(body.map(|b| Body::from(b.to_owned())).unwrap_or_else(Body::empty))
         .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
     let status = resp.status();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
 async fn get(app: &Router, uri: &str) -> (StatusCode, Value) {
@@ -112,14 +100,8 @@ async fn fixture() -> Fixture {
     let clock = Arc::new(ManualClock::new(t0));
     let engine = open(dir.path(), "s1", clock.clone());
     let rows = [
-        (
-            5 * 86_400,
-            event("SCAN_COMPLETED", None, json!({"nodes": 10})),
-        ),
-        (
-            2 * 86_400,
-            event("APPROVAL", Some(VOL_A), json!({"savings_usd": 12.5})),
-        ),
+        (5 * 86_400, event("SCAN_COMPLETED", None, json!({"nodes": 10}))),
+        (2 * 86_400, event("APPROVAL", Some(VOL_A), json!({"savings_usd": 12.5}))),
         (86_400, event("REJECTION", Some(DB_B), json!({}))),
         (
             6 * 3_600,
@@ -169,10 +151,7 @@ async fn event_objects_have_the_history_shape() {
     assert_eq!(ec["id"], "5");
     assert_eq!(ec["seq"], 5);
     assert_eq!(ec["ts"], "2026-01-09T23:40:00Z");
-    assert_eq!(
-        parse_rfc3339(ec["ts"].as_str().unwrap()),
-        Some(f.t0 - 20 * 60 * S)
-    );
+    assert_eq!(parse_rfc3339(ec["ts"].as_str().unwrap()), Some(f.t0 - 20 * 60 * S));
     assert_eq!(ec["type"], "EXECUTION_COMMIT");
     assert_eq!(ec["crn"], VOL_A);
     assert_eq!(ec["status"], "OK");
@@ -193,10 +172,7 @@ async fn event_objects_have_the_history_shape() {
         .iter()
         .map(|e| e["status"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        statuses,
-        ["OK", "OK", "QUARANTINED", "REJECTED", "APPROVED", "OK"]
-    );
+    assert_eq!(statuses, ["OK", "OK", "QUARANTINED", "REJECTED", "APPROVED", "OK"]);
 }
 
 #[tokio::test]
@@ -232,14 +208,8 @@ async fn filters_by_type_status_and_crn() {
         (format!("crn={VOL_A_PLUGIN}"), &vol_a),
         (format!("crn={VOL_A}&status=QUARANTINED"), &["QUARANTINE"]),
         (format!("crn={DB_B}&type=s.a.u_ACTION"), &["REJECTION"]),
-        (
-            "crn=crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-none".into(),
-            &[],
-        ),
-        (
-            "type=&crn=&status=&since=&until=&limit=&cursor=".into(),
-            &all,
-        ),
+        ("crn=crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-none".into(), &[]),
+        ("type=&crn=&status=&since=&until=&limit=&cursor=".into(), &all),
         ("unknown=1".into(), &all),
     ];
     for (query, want) in cases {
@@ -263,34 +233,18 @@ async fn filters_by_time() {
                 "APPROVAL",
             ],
         ),
-        (
-            "since=12h",
-            &["POLICY_CHANGE", "EXECUTION_COMMIT", "QUARANTINE"],
-        ),
+        ("since=12h", &["POLICY_CHANGE", "EXECUTION_COMMIT", "QUARANTINE"]),
         ("since=30m", &["POLICY_CHANGE", "EXECUTION_COMMIT"]),
         ("since=45s", &["POLICY_CHANGE"]),
         (
             "since=2026-01-09T00:00:00Z",
-            &[
-                "POLICY_CHANGE",
-                "EXECUTION_COMMIT",
-                "QUARANTINE",
-                "REJECTION",
-            ],
+            &["POLICY_CHANGE", "EXECUTION_COMMIT", "QUARANTINE", "REJECTION"],
         ),
         (
             "since=2026-01-09T01:00:00%2B01:00",
-            &[
-                "POLICY_CHANGE",
-                "EXECUTION_COMMIT",
-                "QUARANTINE",
-                "REJECTION",
-            ],
+            &["POLICY_CHANGE", "EXECUTION_COMMIT", "QUARANTINE", "REJECTION"],
         ),
-        (
-            "until=2026-01-09T00:00:00Z",
-            &["APPROVAL", "SCAN_COMPLETED"],
-        ),
+        ("until=2026-01-09T00:00:00Z", &["APPROVAL", "SCAN_COMPLETED"]),
         (
             "since=3d&until=2026-01-09T18:00:01Z",
             &["QUARANTINE", "REJECTION", "APPROVAL"],
@@ -381,15 +335,10 @@ async fn not_ready_before_the_engine() {
 #[tokio::test]
 async fn cursor_pages_visit_every_event_once() {
     let dir = tempfile::tempdir().unwrap();
-    let engine =
-        Arc::new(Engine::open(dir.path(), "s1", Arc::new(SystemClock::default())).unwrap());
+    let engine = Arc::new(Engine::open(dir.path(), "s1", Arc::new(SystemClock::default())).unwrap());
     let batch: Vec<NewEvent> = (0..250)
         .map(|i| {
-            let t = if i % 2 == 0 {
-                "APPROVAL"
-            } else {
-                "SCAN_COMPLETED"
-            };
+            let t = if i % 2 == 0 { "APPROVAL" } else { "SCAN_COMPLETED" };
             event(t, None, json!({"i": i}))
         })
         .collect();
@@ -466,19 +415,9 @@ async fn resource_timeline() {
         assert_eq!(body["crn"], VOL_A, "{crn}");
         assert_eq!(body["total"], 3);
         assert_eq!(types(&body), ["EXECUTION_COMMIT", "QUARANTINE", "APPROVAL"]);
-        assert!(
-            body["events"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|e| e["crn"] == VOL_A)
-        );
+        assert!(body["events"].as_array().unwrap().iter().all(|e| e["crn"] == VOL_A));
     }
-    let body = get_ok(
-        &f.app,
-        &format!("/api/v1/history/resource?crn={VOL_A}&limit=2"),
-    )
-    .await;
+    let body = get_ok(&f.app, &format!("/api/v1/history/resource?crn={VOL_A}&limit=2")).await;
     assert_eq!(types(&body), ["EXECUTION_COMMIT", "QUARANTINE"]);
     assert_eq!(body["total"], 3);
 
@@ -555,14 +494,7 @@ async fn prune_removes_old_events_and_keeps_the_chain() {
         r#"{"max_age_days":null}"#,
         "not json",
     ] {
-        let (status, resp) = call(
-            &f.app,
-            "POST",
-            "/api/v1/history/prune",
-            Some("tok"),
-            Some(body),
-        )
-        .await;
+        let (status, resp) = call(&f.app, "POST", "/api/v1/history/prune", Some("tok"), Some(body)).await;
         error_message(status, &resp, StatusCode::BAD_REQUEST, "bad_request");
     }
     let (status, resp) = call(

@@ -31,8 +31,7 @@ struct Server {
 
 async fn server() -> Server {
     let dir = tempfile::tempdir().unwrap();
-    let engine =
-        Arc::new(Engine::open(dir.path(), "s1", Arc::new(SystemClock::default())).unwrap());
+    let engine = Arc::new(Engine::open(dir.path(), "s1", Arc::new(SystemClock::default())).unwrap());
     let state = AppState::new("tok".into());
     state.set_engine(engine.clone());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -52,9 +51,7 @@ async fn connect(addr: SocketAddr, token: Option<&str>) -> Result<Ws, WsError> {
         req.headers_mut()
             .insert("authorization", format!("Bearer {t}").parse().unwrap());
     }
-    tokio_tungstenite::connect_async(req)
-        .await
-        .map(|(ws, _)| ws)
+    tokio_tungstenite::connect_async(req).await.map(|(ws, _)| ws)
 }
 
 fn event(i: usize) -> NewEvent {
@@ -79,10 +76,7 @@ async fn append(engine: &Arc<Engine>, from: usize, to: usize, batch: usize) {
         let mut i = from;
         while i < to {
             let end = (i + batch).min(to);
-            engine
-                .ledger()
-                .append((i..end).map(event).collect())
-                .unwrap();
+            engine.ledger().append((i..end).map(event).collect()).unwrap();
             i = end;
         }
     })
@@ -110,17 +104,11 @@ async fn read_seqs(ws: &mut Ws, n: usize) -> Vec<u64> {
     let mut prev_hash: Option<String> = None;
     for _ in 0..n {
         let v = next_json(ws).await;
-        let seq = v["seq"]
-            .as_u64()
-            .unwrap_or_else(|| panic!("not an envelope: {v}"));
+        let seq = v["seq"].as_u64().unwrap_or_else(|| panic!("not an envelope: {v}"));
         if let (Some(prev), Some(&last)) = (&prev_hash, seqs.last())
             && seq == last + 1
         {
-            assert_eq!(
-                v["prev_hash"].as_str(),
-                Some(prev.as_str()),
-                "chain link at {seq}"
-            );
+            assert_eq!(v["prev_hash"].as_str(), Some(prev.as_str()), "chain link at {seq}");
         }
         prev_hash = v["hash"].as_str().map(str::to_owned);
         seqs.push(seq);
@@ -177,14 +165,10 @@ async fn a_plain_request_is_an_api_error() {
     ));
     let resp = app.oneshot(plain()).await.unwrap();
     assert!(resp.status().is_client_error(), "{}", resp.status());
-    let body: Value =
-        serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    let body: Value = serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
     assert_eq!(body["error"]["code"], "bad_request", "{body}");
     assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("websocket"),
+        body["error"]["message"].as_str().unwrap().contains("websocket"),
         "{body}"
     );
 }
@@ -211,10 +195,7 @@ async fn live_events_arrive_in_order_as_envelopes() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs();
-    assert!(
-        ts <= now && now - ts < 600,
-        "timestamp {ts} is Unix seconds"
-    );
+    assert!(ts <= now && now - ts < 600, "timestamp {ts} is Unix seconds");
     assert_eq!(first["hash"].as_str().unwrap().len(), 64);
     let stored = s.engine.ledger().get(3).unwrap().unwrap();
     assert_eq!(first["hash"], stored.hash_hex());
@@ -308,14 +289,9 @@ async fn bad_messages_get_an_error_frame_and_the_stream_goes_on() {
         send_text(&mut ws, bad).await;
         let v = next_json(&mut ws).await;
         assert_eq!(v["error"]["code"], "bad_request", "{bad}: {v}");
-        assert!(
-            v["error"]["message"].as_str().unwrap().contains("since"),
-            "{bad}: {v}"
-        );
+        assert!(v["error"]["message"].as_str().unwrap().contains("since"), "{bad}: {v}");
     }
-    ws.send(Message::Binary(vec![1u8, 2, 3].into()))
-        .await
-        .unwrap();
+    ws.send(Message::Binary(vec![1u8, 2, 3].into())).await.unwrap();
     let v = next_json(&mut ws).await;
     assert_eq!(v["error"]["code"], "bad_request", "{v}");
 

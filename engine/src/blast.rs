@@ -59,8 +59,12 @@ pub fn blast_radius(graph: &Graph, root: NodeId, list_limit: usize) -> Option<Bl
     let mut queue = VecDeque::from([(start, 0u32)]);
     while let Some((u, depth)) = queue.pop_front() {
         let via = adj.node_id(u, generation_of);
-        let downstream = adj.out(u).filter(|(e, _)| edge_rel(graph, *e).is_some_and(|r| !r.source_depends_on_target()));
-        let upstream = adj.inc(u).filter(|(e, _)| edge_rel(graph, *e).is_some_and(Relation::source_depends_on_target));
+        let downstream = adj
+            .out(u)
+            .filter(|(e, _)| edge_rel(graph, *e).is_some_and(|r| !r.source_depends_on_target()));
+        let upstream = adj
+            .inc(u)
+            .filter(|(e, _)| edge_rel(graph, *e).is_some_and(Relation::source_depends_on_target));
         for (e, v) in downstream.chain(upstream) {
             if !seen.insert(v as usize) {
                 continue;
@@ -73,7 +77,12 @@ pub fn blast_radius(graph: &Graph, root: NodeId, list_limit: usize) -> Option<Bl
             }
             if out.affected.len() < list_limit {
                 let relation = edge_rel(graph, e).unwrap_or(Relation::Uses);
-                out.affected.push(Affected { id, depth: depth + 1, via, relation });
+                out.affected.push(Affected {
+                    id,
+                    depth: depth + 1,
+                    via,
+                    relation,
+                });
             } else {
                 out.truncated = true;
             }

@@ -25,7 +25,10 @@ impl Clock for SystemClock {
         let mut prev = self.last.load(Ordering::Relaxed);
         loop {
             let next = if wall > prev { wall } else { prev + 1 };
-            match self.last.compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed) {
+            match self
+                .last
+                .compare_exchange_weak(prev, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
                 Ok(_) => return next,
                 Err(p) => prev = p,
             }

@@ -41,7 +41,11 @@ pub enum CrnError {
     #[error("invalid crn {input:?}: segment {segment} is empty")]
     Empty { input: String, segment: &'static str },
     #[error("invalid crn {input:?}: segment {segment} has a character outside [A-Za-z0-9._/-]: {ch:?}")]
-    Character { input: String, segment: &'static str, ch: char },
+    Character {
+        input: String,
+        segment: &'static str,
+        ch: char,
+    },
     #[error("invalid crn {input:?}: the physical id contains whitespace or a control character")]
     Id { input: String },
     #[error("invalid crn {input:?}: longer than {max} bytes")]
@@ -65,25 +69,39 @@ impl Crn {
     pub fn parse_with_form(input: &str) -> Result<(Crn, CrnForm), CrnError> {
         let err_input = || truncate(input);
         if input.len() > MAX_CRN_LEN {
-            return Err(CrnError::TooLong { input: err_input(), max: MAX_CRN_LEN });
+            return Err(CrnError::TooLong {
+                input: err_input(),
+                max: MAX_CRN_LEN,
+            });
         }
-        let rest = input.strip_prefix("crn:").ok_or_else(|| CrnError::Prefix { input: err_input() })?;
+        let rest = input
+            .strip_prefix("crn:")
+            .ok_or_else(|| CrnError::Prefix { input: err_input() })?;
         let rest = rest.strip_prefix("svc:").unwrap_or(rest);
         let colons = rest.bytes().filter(|b| *b == b':').count();
         let (crn, form) = if colons >= 5 {
             let mut it = rest.splitn(6, ':');
             let mut seg = || it.next().unwrap_or("");
             let (provider, region, service, kind, account, id) = (seg(), seg(), seg(), seg(), seg(), seg());
-            (Crn::from_parts(provider, region, service, kind, account, id), CrnForm::Graph)
+            (
+                Crn::from_parts(provider, region, service, kind, account, id),
+                CrnForm::Graph,
+            )
         } else if colons == 4 {
             let mut it = rest.splitn(5, ':');
             let mut seg = || it.next().unwrap_or("");
             let (provider, region, account, kind, id) = (seg(), seg(), seg(), seg(), seg());
             let service = service_for(provider, kind);
-            (Crn::from_parts(provider, region, service, kind, account, id), CrnForm::Plugin)
+            (
+                Crn::from_parts(provider, region, service, kind, account, id),
+                CrnForm::Plugin,
+            )
         } else {
             let found = input.split(':').count();
-            return Err(CrnError::Segments { input: err_input(), found });
+            return Err(CrnError::Segments {
+                input: err_input(),
+                found,
+            });
         };
         crn.validate(input)?;
         Ok((crn, form))
@@ -93,13 +111,21 @@ impl Crn {
     /// where the id may contain colons. Input in graph form is not accepted here.
     pub fn parse_plugin_form(input: &str) -> Result<Crn, CrnError> {
         if input.len() > MAX_CRN_LEN {
-            return Err(CrnError::TooLong { input: truncate(input), max: MAX_CRN_LEN });
+            return Err(CrnError::TooLong {
+                input: truncate(input),
+                max: MAX_CRN_LEN,
+            });
         }
-        let rest = input.strip_prefix("crn:").ok_or_else(|| CrnError::Prefix { input: truncate(input) })?;
+        let rest = input
+            .strip_prefix("crn:")
+            .ok_or_else(|| CrnError::Prefix { input: truncate(input) })?;
         let rest = rest.strip_prefix("svc:").unwrap_or(rest);
         let parts: Vec<&str> = rest.splitn(5, ':').collect();
         if parts.len() != 5 {
-            return Err(CrnError::Segments { input: truncate(input), found: input.split(':').count() });
+            return Err(CrnError::Segments {
+                input: truncate(input),
+                found: input.split(':').count(),
+            });
         }
         let service = service_for(parts[0], parts[3]);
         let crn = Crn::from_parts(parts[0], parts[1], service, parts[3], parts[2], parts[4]);
@@ -127,14 +153,24 @@ impl Crn {
         let fixed = [&self.provider, &self.region, &self.service, &self.kind, &self.account];
         for (value, name) in fixed.iter().zip(FIXED) {
             if value.is_empty() {
-                return Err(CrnError::Empty { input: truncate(input), segment: name });
+                return Err(CrnError::Empty {
+                    input: truncate(input),
+                    segment: name,
+                });
             }
             if let Some(ch) = value.chars().find(|c| !segment_char(*c)) {
-                return Err(CrnError::Character { input: truncate(input), segment: name, ch });
+                return Err(CrnError::Character {
+                    input: truncate(input),
+                    segment: name,
+                    ch,
+                });
             }
         }
         if self.id.is_empty() {
-            return Err(CrnError::Empty { input: truncate(input), segment: "physical_id" });
+            return Err(CrnError::Empty {
+                input: truncate(input),
+                segment: "physical_id",
+            });
         }
         if self.id.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(CrnError::Id { input: truncate(input) });
@@ -230,8 +266,17 @@ pub fn service_for<'a>(provider: &str, kind: &'a str) -> &'a str {
             _ => None,
         },
         "kubernetes" | "k8s" => match kind {
-            "pod" | "service" | "pvc" | "pv" | "node" | "namespace" | "configmap" | "secret"
-            | "persistentvolumeclaim" | "persistentvolume" | "serviceaccount" => Some("core"),
+            "pod"
+            | "service"
+            | "pvc"
+            | "pv"
+            | "node"
+            | "namespace"
+            | "configmap"
+            | "secret"
+            | "persistentvolumeclaim"
+            | "persistentvolume"
+            | "serviceaccount" => Some("core"),
             "deployment" | "statefulset" | "daemonset" | "replicaset" => Some("apps"),
             "ingress" => Some("networking"),
             "job" | "cronjob" => Some("batch"),
@@ -292,12 +337,27 @@ mod tests {
     #[test]
     fn rejects_bad_input_with_clear_errors() {
         let e = Crn::parse("crn:svc:aws").unwrap_err();
-        assert_eq!(e.to_string(), "invalid crn \"crn:svc:aws\": expected 8 segments (or 7 in plugin form), found 3");
+        assert_eq!(
+            e.to_string(),
+            "invalid crn \"crn:svc:aws\": expected 8 segments (or 7 in plugin form), found 3"
+        );
         assert!(matches!(Crn::parse("urn:x"), Err(CrnError::Prefix { .. })));
-        assert!(matches!(Crn::parse("crn:svc:aws::ec2:volume:1:v"), Err(CrnError::Empty { segment: "region", .. })));
-        assert!(matches!(Crn::parse("crn:svc:aws:us east:ec2:volume:1:v"), Err(CrnError::Character { .. })));
-        assert!(matches!(Crn::parse("crn:svc:aws:r:ec2:volume:1:"), Err(CrnError::Empty { .. })));
-        assert!(matches!(Crn::parse("crn:svc:aws:r:ec2:volume:1:a b"), Err(CrnError::Id { .. })));
+        assert!(matches!(
+            Crn::parse("crn:svc:aws::ec2:volume:1:v"),
+            Err(CrnError::Empty { segment: "region", .. })
+        ));
+        assert!(matches!(
+            Crn::parse("crn:svc:aws:us east:ec2:volume:1:v"),
+            Err(CrnError::Character { .. })
+        ));
+        assert!(matches!(
+            Crn::parse("crn:svc:aws:r:ec2:volume:1:"),
+            Err(CrnError::Empty { .. })
+        ));
+        assert!(matches!(
+            Crn::parse("crn:svc:aws:r:ec2:volume:1:a b"),
+            Err(CrnError::Id { .. })
+        ));
         assert!(matches!(Crn::parse(&"x".repeat(5000)), Err(CrnError::TooLong { .. })));
         assert!(Crn::parse("").is_err());
     }

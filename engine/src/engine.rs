@@ -75,7 +75,8 @@ impl ScanPermit {
         // Release the permit before telling anyone, so a client that hears
         // the scan finished can start the next one.
         drop(self);
-        let report = report?;
+        let mut report = report?;
+        crate::scan::announce(&engine, &mut report)?;
         *engine.last_report.write() = Some(report.clone());
         for l in engine.listeners.read().iter() {
             l(&report);
@@ -88,27 +89,26 @@ impl Engine {
     /// Opens (or creates) the stores under `data_dir` and loads the graph.
     /// A corrupt store is an error naming its file, never replaced.
     pub fn open(data_dir: &Path, session_id: &str, clock: Arc<dyn Clock>) -> Result<Engine, EngineError> {
-        std::fs::create_dir_all(data_dir)
-            .map_err(|source| EngineError::DataDir { path: data_dir.to_owned(), source })?;
+        std::fs::create_dir_all(data_dir).map_err(|source| EngineError::DataDir {
+            path: data_dir.to_owned(),
+            source,
+        })?;
         let graph_path = data_dir.join(GRAPH_FILE);
         let store = GraphStore::open(&graph_path)?;
         let loaded = store.load()?;
         let interner = if loaded.symbols.is_empty() {
             Interner::new()
         } else {
-            Interner::from_strings(&loaded.symbols)
-                .map_err(|message| EngineError::Symbols { path: graph_path.clone(), message })?
+            Interner::from_strings(&loaded.symbols).map_err(|message| EngineError::Symbols {
+                path: graph_path.clone(),
+                message,
+            })?
         };
         let persisted = loaded.symbols.len();
         let interner = Arc::new(interner);
         let mut graph = Graph::new(interner.clone());
-        for row in &loaded.nodes {
-            graph.load_node(row);
-        }
-        let mut dangling = 0usize;
-        for e in &loaded.edges {
-            dangling += usize::from(!graph.load_edge(e));
-        }
+        graph.load_nodes(&loaded.nodes);
+        let dangling = graph.load_edges(&loaded.edges);
         let now = clock.now_us();
         graph.rebuild_adjacency(now);
         graph.set_generation(loaded.meta.generation);
@@ -221,8 +221,12 @@ impl Engine {
         let mut persisted = self.persisted_symbols.lock();
         let fresh = self.interner.strings_from(*persisted);
         let graph = self.graph();
-        let meta = CommitMeta { rows: (graph.node_rows() + graph.edge_rows()) as u64, ..meta };
-        self.store.commit(*persisted, &fresh, changes, || graph.all_versions(), meta)?;
+        let meta = CommitMeta {
+            rows: (graph.node_rows() + graph.edge_rows()) as u64,
+            ..meta
+        };
+        self.store
+            .commit(*persisted, &fresh, changes, || graph.all_versions(), meta)?;
         drop(graph);
         *persisted += fresh.len();
         self.scan_seq.store(meta.scan_seq, Ordering::Release);

@@ -15,8 +15,18 @@ use crate::ids::Sym;
 
 /// Symbols every interner holds at fixed positions, in this order.
 const WELL_KNOWN: &[&str] = &[
-    "", "aws", "gcp", "azure", "kubernetes", "global", "unknown", "running", "stopped", "available",
-    "in-use", "deleted",
+    "",
+    "aws",
+    "gcp",
+    "azure",
+    "kubernetes",
+    "global",
+    "unknown",
+    "running",
+    "stopped",
+    "available",
+    "in-use",
+    "deleted",
 ];
 
 /// Predeclared symbols (see [`WELL_KNOWN`]).
@@ -27,8 +37,20 @@ pub mod well_known {
             $(pub const $name: Sym = match Sym::from_raw_const($idx + 1) { Some(s) => s, None => unreachable!() };)*
         };
     }
-    syms!(EMPTY = 0, AWS = 1, GCP = 2, AZURE = 3, KUBERNETES = 4, GLOBAL = 5, UNKNOWN = 6, RUNNING = 7,
-        STOPPED = 8, AVAILABLE = 9, IN_USE = 10, DELETED = 11);
+    syms!(
+        EMPTY = 0,
+        AWS = 1,
+        GCP = 2,
+        AZURE = 3,
+        KUBERNETES = 4,
+        GLOBAL = 5,
+        UNKNOWN = 6,
+        RUNNING = 7,
+        STOPPED = 8,
+        AVAILABLE = 9,
+        IN_USE = 10,
+        DELETED = 11
+    );
 }
 
 impl Sym {
@@ -59,7 +81,10 @@ impl Default for Interner {
 impl Interner {
     pub fn new() -> Interner {
         let interner = Interner {
-            table: RwLock::new(Table { map: HashMap::default(), strings: Vec::new() }),
+            table: RwLock::new(Table {
+                map: HashMap::default(),
+                strings: Vec::new(),
+            }),
         };
         for s in WELL_KNOWN {
             interner.intern(s);
@@ -74,7 +99,12 @@ impl Interner {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        let interner = Interner { table: RwLock::new(Table { map: HashMap::default(), strings: Vec::new() }) };
+        let interner = Interner {
+            table: RwLock::new(Table {
+                map: HashMap::default(),
+                strings: Vec::new(),
+            }),
+        };
         for (i, s) in strings.into_iter().enumerate() {
             let sym = interner.intern(s.as_ref());
             if sym.index() != i {
@@ -84,7 +114,9 @@ impl Interner {
         for (i, s) in WELL_KNOWN.iter().enumerate() {
             let sym = interner.intern(s);
             if sym.index() != i {
-                return Err(format!("symbol table does not start with the well-known symbols (entry {i})"));
+                return Err(format!(
+                    "symbol table does not start with the well-known symbols (entry {i})"
+                ));
             }
         }
         Ok(interner)
@@ -113,12 +145,19 @@ impl Interner {
 
     /// The string of `sym`; empty for a symbol this interner never issued.
     pub fn resolve(&self, sym: Sym) -> Arc<str> {
-        self.table.read().strings.get(sym.index()).cloned().unwrap_or_else(|| Arc::from(""))
+        self.table
+            .read()
+            .strings
+            .get(sym.index())
+            .cloned()
+            .unwrap_or_else(|| Arc::from(""))
     }
 
     /// A read view that resolves many symbols under one lock acquisition.
     pub fn reader(&self) -> InternerReader<'_> {
-        InternerReader { table: self.table.read() }
+        InternerReader {
+            table: self.table.read(),
+        }
     }
 
     pub fn len(&self) -> usize {

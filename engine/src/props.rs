@@ -202,8 +202,14 @@ mod tests {
     #[test]
     fn properties_round_trip_with_types() {
         let i = Interner::new();
-        let (a, b, c, d, e, f) =
-            (i.intern("a"), i.intern("b"), i.intern("c"), i.intern("d"), i.intern("e"), i.intern("f"));
+        let (a, b, c, d, e, f) = (
+            i.intern("a"),
+            i.intern("b"),
+            i.intern("c"),
+            i.intern("d"),
+            i.intern("e"),
+            i.intern("f"),
+        );
         let mut buf = Vec::new();
         let mut w = PropWriter::new(&mut buf);
         w.null(a);

@@ -123,11 +123,19 @@ pub fn map_relation(raw: &str) -> MappedRelation {
         b"USES" | b"DEPENDSON" | b"INVOKES" | b"READS" | b"WRITES" => (Relation::Uses, false),
         _ => return unknown(),
     };
-    MappedRelation { relation, reversed, known: true }
+    MappedRelation {
+        relation,
+        reversed,
+        known: true,
+    }
 }
 
 fn unknown() -> MappedRelation {
-    MappedRelation { relation: Relation::Uses, reversed: false, known: false }
+    MappedRelation {
+        relation: Relation::Uses,
+        reversed: false,
+        known: false,
+    }
 }
 
 #[cfg(test)]
@@ -168,7 +176,11 @@ mod tests {
     fn unknown_strings_fall_back_to_uses() {
         for raw in ["PEERS_WITH", "", "x".repeat(100).as_str(), "ÄTTACHED"] {
             let m = map_relation(raw);
-            assert_eq!((m.relation, m.reversed, m.known), (Relation::Uses, false, false), "{raw}");
+            assert_eq!(
+                (m.relation, m.reversed, m.known),
+                (Relation::Uses, false, false),
+                "{raw}"
+            );
         }
     }
 

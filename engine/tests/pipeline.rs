@@ -48,7 +48,12 @@ impl Source for ListSource {
             nodes.push(input, &[], |_| {});
         }
         for w in crns.windows(2) {
-            edges.push(NodeKeyRef::intern(i, &w[0]), NodeKeyRef::intern(i, &w[1]), Relation::Uses, |_| {});
+            edges.push(
+                NodeKeyRef::intern(i, &w[0]),
+                NodeKeyRef::intern(i, &w[1]),
+                Relation::Uses,
+                |_| {},
+            );
         }
         sink.nodes(nodes);
         sink.edges(edges);
@@ -65,7 +70,9 @@ fn source(provider: &'static str, fail_on: Option<u64>) -> ListSource {
         provider,
         scans: vec![
             (0..5).map(|n| (crn(provider, n), "running")).collect(),
-            (1..6).map(|n| (crn(provider, n), if n == 2 { "stopped" } else { "running" })).collect(),
+            (1..6)
+                .map(|n| (crn(provider, n), if n == 2 { "stopped" } else { "running" }))
+                .collect(),
         ],
         fail_on,
         calls: Arc::new(AtomicU64::new(0)),
@@ -97,9 +104,16 @@ fn scans_version_retire_and_survive_restart() {
     assert!(!gcp.ok);
     assert_eq!(gcp.error.as_deref(), Some("credentials expired"));
 
-    let q = svc_engine::store::ledger::HistoryQuery { limit: 100, ..Default::default() };
+    let q = svc_engine::store::ledger::HistoryQuery {
+        limit: 100,
+        ..Default::default()
+    };
     let events = engine.ledger().query(&q).unwrap();
-    let scans: Vec<_> = events.events.iter().filter(|e| e.event_type == "SCAN_COMPLETED").collect();
+    let scans: Vec<_> = events
+        .events
+        .iter()
+        .filter(|e| e.event_type == "SCAN_COMPLETED")
+        .collect();
     assert_eq!(scans.len(), 2);
     assert_eq!(scans[0].payload["node_count"], 10);
     assert_eq!(scans[0].payload["nodes_deleted"], 1);

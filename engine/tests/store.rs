@@ -12,7 +12,17 @@ fn push(batch: &mut NodeBatch, i: &Interner, crn: &str, state: &str, cost: f32) 
     let ty = i.intern(&c.node_type());
     let st = i.intern(state);
     let k = i.intern("size_gib");
-    batch.push(NodeInput { key, ty, state: st, cost_usd_mo: cost, creation_ts: 1 }, &[], |w| w.int(k, 10));
+    batch.push(
+        NodeInput {
+            key,
+            ty,
+            state: st,
+            cost_usd_mo: cost,
+            creation_ts: 1,
+        },
+        &[],
+        |w| w.int(k, 10),
+    );
 }
 
 const A: &str = "crn:svc:aws:us-east-1:ec2:volume:1:vol-a";
@@ -25,7 +35,10 @@ fn three_scans(store: &GraphStore, g: &mut Graph, i: &Arc<Interner>) {
     type Scan<'a> = (u64, Vec<(&'a str, &'a str, f32)>);
     let scans: [Scan; 3] = [
         (100, vec![(A, "available", 10.0), (B, "running", 70.0)]),
-        (200, vec![(A, "available", 10.0), (B, "stopped", 70.0), (C, "running", 30.0)]),
+        (
+            200,
+            vec![(A, "available", 10.0), (B, "stopped", 70.0), (C, "running", 30.0)],
+        ),
         (300, vec![(B, "stopped", 70.0), (C, "running", 30.0)]),
     ];
     for (seq, (now, nodes)) in scans.into_iter().enumerate() {
@@ -43,7 +56,9 @@ fn three_scans(store: &GraphStore, g: &mut Graph, i: &Arc<Interner>) {
             commit_us: now,
             rows: (g.node_rows() + g.edge_rows()) as u64,
         };
-        store.commit(persisted, &fresh, &changes, || g.all_versions(), meta).unwrap();
+        store
+            .commit(persisted, &fresh, &changes, || g.all_versions(), meta)
+            .unwrap();
         persisted += fresh.len();
     }
 }
@@ -69,13 +84,23 @@ fn graph_at_answers_past_states() {
     let mut g = Graph::new(i.clone());
     three_scans(&store, &mut g, &i);
     assert_eq!(crns_at(&store, 50), vec![]);
-    assert_eq!(crns_at(&store, 100), vec![(B.into(), "running".into()), (A.into(), "available".into())]);
+    assert_eq!(
+        crns_at(&store, 100),
+        vec![(B.into(), "running".into()), (A.into(), "available".into())]
+    );
     assert_eq!(crns_at(&store, 199), crns_at(&store, 100));
     assert_eq!(
         crns_at(&store, 250),
-        vec![(B.into(), "stopped".into()), (C.into(), "running".into()), (A.into(), "available".into())]
+        vec![
+            (B.into(), "stopped".into()),
+            (C.into(), "running".into()),
+            (A.into(), "available".into())
+        ]
     );
-    assert_eq!(crns_at(&store, 300), vec![(B.into(), "stopped".into()), (C.into(), "running".into())]);
+    assert_eq!(
+        crns_at(&store, 300),
+        vec![(B.into(), "stopped".into()), (C.into(), "running".into())]
+    );
     let st = store.stats().unwrap();
     assert_eq!((st.commits, st.checkpoints), (3, 1), "a checkpoint, then two deltas");
     assert_eq!(st.delta_rows, 3, "B' and C, then A deleted");
@@ -134,9 +159,16 @@ fn corrupt_or_truncated_files_are_reported_with_their_path() {
     let dir = tempfile::tempdir().unwrap();
     let garbage = dir.path().join("garbage.redb");
     std::fs::write(&garbage, vec![0x5au8; 64 * 1024]).unwrap();
-    let err = GraphStore::open(&garbage).err().expect("garbage must not open").to_string();
+    let err = GraphStore::open(&garbage)
+        .err()
+        .expect("garbage must not open")
+        .to_string();
     assert!(err.contains(&garbage.display().to_string()), "{err}");
-    assert_eq!(std::fs::read(&garbage).unwrap(), vec![0x5au8; 64 * 1024], "never replaced");
+    assert_eq!(
+        std::fs::read(&garbage).unwrap(),
+        vec![0x5au8; 64 * 1024],
+        "never replaced"
+    );
 
     let real = dir.path().join("graph.redb");
     {
@@ -180,7 +212,9 @@ fn checkpoints_bound_replay_and_keep_answers() {
             commit_us: 1000 * (k + 1),
             rows: (g.node_rows() + g.edge_rows()) as u64,
         };
-        store.commit(persisted, &fresh, &changes, || g.all_versions(), meta).unwrap();
+        store
+            .commit(persisted, &fresh, &changes, || g.all_versions(), meta)
+            .unwrap();
         persisted += fresh.len();
     }
     let st = store.stats().unwrap();
@@ -189,6 +223,10 @@ fn checkpoints_bound_replay_and_keep_answers() {
     for k in 0..commits {
         let want = if k % 2 == 0 { "available" } else { "in-use" };
         let at = crns_at(&store, 1000 * (k + 1) + 500);
-        assert_eq!(at.iter().find(|(c, _)| c == A).map(|(_, s)| s.as_str()), Some(want), "at commit {k}");
+        assert_eq!(
+            at.iter().find(|(c, _)| c == A).map(|(_, s)| s.as_str()),
+            Some(want),
+            "at commit {k}"
+        );
     }
 }

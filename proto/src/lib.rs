@@ -101,10 +101,7 @@ mod tests {
     }
 
     fn map(pairs: &[(&str, &str)]) -> HashMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     fn strings(v: &[&str]) -> Vec<String> {
@@ -226,10 +223,7 @@ mod tests {
                 .as_slice(),
         )
         .unwrap();
-        assert_eq!(
-            m.config,
-            map(&[("region", "us-east-1"), ("project", "p-1")])
-        );
+        assert_eq!(m.config, map(&[("region", "us-east-1"), ("project", "p-1")]));
 
         let m = RemediateRequest::decode(
             Wire::default()
@@ -289,9 +283,7 @@ mod tests {
             }
         );
 
-        let m =
-            QuarantineResponse::decode(Wire::default().varint(1, 1).string(2, "done").0.as_slice())
-                .unwrap();
+        let m = QuarantineResponse::decode(Wire::default().varint(1, 1).string(2, "done").0.as_slice()).unwrap();
         assert_eq!(
             m,
             QuarantineResponse {
@@ -332,9 +324,7 @@ mod tests {
             }
         );
 
-        let m =
-            PreflightRequest::decode(Wire::default().entry(1, "region", "us-east-1").0.as_slice())
-                .unwrap();
+        let m = PreflightRequest::decode(Wire::default().entry(1, "region", "us-east-1").0.as_slice()).unwrap();
         assert_eq!(m.config, map(&[("region", "us-east-1")]));
 
         let m = PreflightResponse::decode(
@@ -393,8 +383,7 @@ mod tests {
             .string(2, "ec2:volume")
             .double(3, 4.0)
             .entry(4, "attachments", "[]");
-        let m =
-            NodeBatch::decode(Wire::default().message(1, node).varint(2, 1).0.as_slice()).unwrap();
+        let m = NodeBatch::decode(Wire::default().message(1, node).varint(2, 1).0.as_slice()).unwrap();
         assert_eq!(
             m,
             NodeBatch {
@@ -411,37 +400,20 @@ mod tests {
 
     #[test]
     fn plugin_framework_messages_field_numbers() {
-        let m = plugin::StdioData::decode(
-            Wire::default()
-                .varint(1, 2)
-                .bytes(2, b"log line\n")
-                .0
-                .as_slice(),
-        )
-        .unwrap();
+        let m = plugin::StdioData::decode(Wire::default().varint(1, 2).bytes(2, b"log line\n").0.as_slice()).unwrap();
         assert_eq!(m.channel(), plugin::stdio_data::Channel::Stderr);
         assert_eq!(m.data, b"log line\n");
         assert!(plugin::Empty {}.encode_to_vec().is_empty());
 
-        let m = health::v1::HealthCheckRequest::decode(
-            Wire::default().string(1, "plugin").0.as_slice(),
-        )
-        .unwrap();
+        let m = health::v1::HealthCheckRequest::decode(Wire::default().string(1, "plugin").0.as_slice()).unwrap();
         assert_eq!(m.service, "plugin");
-        let m = health::v1::HealthCheckResponse::decode(Wire::default().varint(1, 1).0.as_slice())
-            .unwrap();
-        assert_eq!(
-            m.status(),
-            health::v1::health_check_response::ServingStatus::Serving
-        );
+        let m = health::v1::HealthCheckResponse::decode(Wire::default().varint(1, 1).0.as_slice()).unwrap();
+        assert_eq!(m.status(), health::v1::health_check_response::ServingStatus::Serving);
     }
 
     #[test]
     fn service_names() {
-        assert_eq!(
-            provider::v1::provider_server::SERVICE_NAME,
-            "svc.provider.v1.Provider"
-        );
+        assert_eq!(provider::v1::provider_server::SERVICE_NAME, "svc.provider.v1.Provider");
         assert_eq!(
             provider::v1::remediator_server::SERVICE_NAME,
             "svc.provider.v1.Remediator"
@@ -450,14 +422,8 @@ mod tests {
             heuristic::v1::heuristic_plugin_server::SERVICE_NAME,
             "svc.heuristic.v1.HeuristicPlugin"
         );
-        assert_eq!(
-            plugin::grpc_controller_server::SERVICE_NAME,
-            "plugin.GRPCController"
-        );
+        assert_eq!(plugin::grpc_controller_server::SERVICE_NAME, "plugin.GRPCController");
         assert_eq!(plugin::grpc_stdio_server::SERVICE_NAME, "plugin.GRPCStdio");
-        assert_eq!(
-            health::v1::health_server::SERVICE_NAME,
-            "grpc.health.v1.Health"
-        );
+        assert_eq!(health::v1::health_server::SERVICE_NAME, "grpc.health.v1.Health");
     }
 }

@@ -45,13 +45,19 @@ impl Client {
     pub fn new(remote: &Remote) -> anyhow::Result<Client> {
         let token = match &remote.token {
             Some(t) => Some(t.clone()),
-            None => std::fs::read_to_string(paths::data_dir().join(paths::TOKEN_FILE)).ok().map(|t| t.trim().to_owned()),
+            None => std::fs::read_to_string(paths::data_dir().join(paths::TOKEN_FILE))
+                .ok()
+                .map(|t| t.trim().to_owned()),
         };
         let http = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(5))
             .build()
             .context("cannot build the HTTP client")?;
-        Ok(Client { http, base: remote.url.trim_end_matches('/').to_owned(), token })
+        Ok(Client {
+            http,
+            base: remote.url.trim_end_matches('/').to_owned(),
+            token,
+        })
     }
 
     pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
@@ -62,7 +68,13 @@ impl Client {
         self.send(Method::POST, path, &[], Some(body)).await
     }
 
-    async fn send(&self, method: Method, path: &str, query: &[(&str, String)], body: Option<Value>) -> Result<Value, Failure> {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<Value>,
+    ) -> Result<Value, Failure> {
         let url = format!("{}{path}", self.base);
         let mut req = self.http.request(method, &url).query(query);
         if let Some(t) = &self.token {
@@ -72,14 +84,21 @@ impl Client {
             req = req.json(&b);
         }
         let resp = req.send().await.map_err(|e| {
-            let why = if e.is_connect() { "connection refused or host unreachable".to_owned() } else { e.to_string() };
+            let why = if e.is_connect() {
+                "connection refused or host unreachable".to_owned()
+            } else {
+                e.to_string()
+            };
             Failure::Unreachable(format!(
                 "svc daemon is not running at {} ({why}); start it with `svc daemon --mock`",
                 self.base
             ))
         })?;
         let status = resp.status();
-        let text = resp.text().await.map_err(|e| Failure::Unreachable(format!("reading the answer failed: {e}")))?;
+        let text = resp
+            .text()
+            .await
+            .map_err(|e| Failure::Unreachable(format!("reading the answer failed: {e}")))?;
         let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if status.is_success() {
             return Ok(value);

@@ -13,7 +13,11 @@ use clap::{Parser, Subcommand};
 use crate::daemon::{self, DaemonOptions};
 
 #[derive(Parser, Debug)]
-#[command(name = "svc", version, about = "Finds the cloud resources you pay for and do not use")]
+#[command(
+    name = "svc",
+    version,
+    about = "Finds the cloud resources you pay for and do not use"
+)]
 pub struct Cli {
     /// Log format of the daemon: `text` or `json`.
     #[arg(long, global = true, default_value = "text", env = "SVC_LOG_FORMAT")]
@@ -105,29 +109,36 @@ enum Command {
 
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Daemon { mock, mock_scale, mock_seed, listen } => {
-            init_logging(&cli.log_format)?;
-            daemon::run(DaemonOptions { listen, mock, mock_scale, mock_seed }).await?;
+        Command::Daemon {
+            mock,
+            mock_scale,
+            mock_seed,
+            listen,
+        } => {
+            crate::logging::init(&cli.log_format)?;
+            daemon::run(DaemonOptions {
+                listen,
+                mock,
+                mock_scale,
+                mock_seed,
+            })
+            .await?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Scan { remote, no_wait } => verbs::scan(&remote, !no_wait).await,
         Command::Stats { remote } => verbs::stats(&remote).await,
-        Command::Nodes { remote, provider, limit } => verbs::nodes(&remote, provider.as_deref(), limit).await,
+        Command::Nodes {
+            remote,
+            provider,
+            limit,
+        } => verbs::nodes(&remote, provider.as_deref(), limit).await,
         Command::Node { remote, crn } => verbs::node(&remote, &crn).await,
-        Command::History { remote, event_type, since, crn, limit } => {
-            verbs::history(&remote, event_type.as_deref(), since.as_deref(), crn.as_deref(), limit).await
-        }
+        Command::History {
+            remote,
+            event_type,
+            since,
+            crn,
+            limit,
+        } => verbs::history(&remote, event_type.as_deref(), since.as_deref(), crn.as_deref(), limit).await,
     }
-}
-
-fn init_logging(format: &str) -> anyhow::Result<()> {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    match format {
-        "json" => tracing_subscriber::fmt().json().with_env_filter(filter).with_current_span(false).init(),
-        "text" => tracing_subscriber::fmt().with_ansi(ansi).with_env_filter(filter).init(),
-        other => anyhow::bail!("unknown log format {other:?}: use text or json"),
-    }
-    Ok(())
 }

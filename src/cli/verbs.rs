@@ -57,7 +57,11 @@ pub async fn stats(remote: &Remote) -> anyhow::Result<ExitCode> {
         output::json(&v);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("nodes          {} active, {} logically deleted", s(&v, "active_nodes"), s(&v, "logically_deleted"));
+    println!(
+        "nodes          {} active, {} logically deleted",
+        s(&v, "active_nodes"),
+        s(&v, "logically_deleted")
+    );
     println!("edges          {}", s(&v, "total_edges"));
     println!("waste          {} nodes", s(&v, "waste_nodes"));
     println!("monthly cost   {}", money(&v, "total_cost_usd_mo"));
@@ -86,8 +90,18 @@ pub async fn nodes(remote: &Remote, provider: Option<&str>, limit: usize) -> any
         .into_iter()
         .flatten()
         .map(|n| {
-            let waste = if n.get("is_waste").and_then(Value::as_bool) == Some(true) { "waste" } else { "" };
-            vec![s(n, "type"), s(n, "state"), money(n, "cost_usd_mo"), waste.to_owned(), s(n, "crn")]
+            let waste = if n.get("is_waste").and_then(Value::as_bool) == Some(true) {
+                "waste"
+            } else {
+                ""
+            };
+            vec![
+                s(n, "type"),
+                s(n, "state"),
+                money(n, "cost_usd_mo"),
+                waste.to_owned(),
+                s(n, "crn"),
+            ]
         })
         .collect();
     table(&["TYPE", "STATE", "COST/MO", "", "CRN"], &rows);
@@ -114,7 +128,10 @@ pub async fn node(remote: &Remote, crn: &str) -> anyhow::Result<ExitCode> {
         if let Some(map) = v.get(key).and_then(Value::as_object).filter(|m| !m.is_empty()) {
             println!("{title}:");
             for (k, val) in map {
-                println!("  {k} = {}", val.as_str().map(str::to_owned).unwrap_or_else(|| val.to_string()));
+                println!(
+                    "  {k} = {}",
+                    val.as_str().map(str::to_owned).unwrap_or_else(|| val.to_string())
+                );
             }
         }
     }
@@ -149,7 +166,16 @@ pub async fn history(
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|e| vec![s(e, "id"), s(e, "ts"), s(e, "type"), s(e, "status"), s(e, "actor"), s(e, "message")])
+        .map(|e| {
+            vec![
+                s(e, "id"),
+                s(e, "ts"),
+                s(e, "type"),
+                s(e, "status"),
+                s(e, "actor"),
+                s(e, "message"),
+            ]
+        })
         .collect();
     table(&["SEQ", "TIME", "TYPE", "STATUS", "ACTOR", "MESSAGE"], &rows);
     println!("{} of {} events", rows.len(), s(&v, "total"));

@@ -14,9 +14,7 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use svc_engine::Engine;
-use svc_engine::store::ledger::{
-    Event, HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryQuery, LedgerError,
-};
+use svc_engine::store::ledger::{Event, HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryQuery, LedgerError};
 
 use super::{ApiJson, ApiQuery, parse_crn, parse_rfc3339, rfc3339};
 use crate::error::{ApiError, ApiResult};
@@ -98,10 +96,7 @@ pub struct HistoryParams {
 }
 
 /// `GET /api/v1/history`: one page of matching events, newest first.
-pub async fn list(
-    State(state): State<AppState>,
-    ApiQuery(params): ApiQuery<HistoryParams>,
-) -> ApiResult<Json<Value>> {
+pub async fn list(State(state): State<AppState>, ApiQuery(params): ApiQuery<HistoryParams>) -> ApiResult<Json<Value>> {
     let engine = state.engine()?.clone();
     let query = history_query(&params, engine.now_us())?;
     let page = blocking(&engine, move |e| e.ledger().query(&query)).await?;
@@ -121,9 +116,7 @@ fn history_query(p: &HistoryParams, now_us: u64) -> ApiResult<HistoryQuery> {
             .map(|raw| parse_crn(raw).map(|c| c.to_string()))
             .transpose()?,
         status: present(&p.status).map(parse_status).transpose()?,
-        since_us: present(&p.since)
-            .map(|s| parse_since(s, now_us))
-            .transpose()?,
+        since_us: present(&p.since).map(|s| parse_since(s, now_us)).transpose()?,
         until_us: present(&p.until).map(parse_until).transpose()?,
         limit: parse_limit(present(&p.limit))?,
         before_seq: present(&p.cursor).map(decode_cursor).transpose()?,
@@ -233,8 +226,7 @@ pub async fn resource(
     ApiQuery(params): ApiQuery<ResourceParams>,
 ) -> ApiResult<Json<Value>> {
     let engine = state.engine()?.clone();
-    let raw =
-        present(&params.crn).ok_or_else(|| ApiError::bad_request("missing query parameter crn"))?;
+    let raw = present(&params.crn).ok_or_else(|| ApiError::bad_request("missing query parameter crn"))?;
     let crn = parse_crn(raw)?.to_string();
     let limit = parse_limit(present(&params.limit))?;
     let key = crn.clone();
@@ -261,9 +253,7 @@ pub async fn sessions(State(state): State<AppState>) -> ApiResult<Json<Value>> {
             })
         })
         .collect();
-    Ok(Json(
-        json!({ "sessions": sessions, "current": engine.session_id() }),
-    ))
+    Ok(Json(json!({ "sessions": sessions, "current": engine.session_id() })))
 }
 
 #[derive(Debug, Deserialize)]
@@ -273,24 +263,13 @@ pub struct PruneRequest {
 
 /// `POST /api/v1/history/prune`: removes events older than `max_age_days`
 /// days and records the prune in the ledger.
-pub async fn prune(
-    State(state): State<AppState>,
-    ApiJson(req): ApiJson<PruneRequest>,
-) -> ApiResult<Json<Value>> {
+pub async fn prune(State(state): State<AppState>, ApiJson(req): ApiJson<PruneRequest>) -> ApiResult<Json<Value>> {
     let engine = state.engine()?.clone();
-    let days = u64::try_from(req.max_age_days).map_err(|_| {
-        ApiError::bad_request(format!(
-            "invalid max_age_days {}: must be 0 or more",
-            req.max_age_days
-        ))
-    })?;
-    let cutoff_us = engine
-        .now_us()
-        .saturating_sub(days.saturating_mul(US_PER_DAY));
+    let days = u64::try_from(req.max_age_days)
+        .map_err(|_| ApiError::bad_request(format!("invalid max_age_days {}: must be 0 or more", req.max_age_days)))?;
+    let cutoff_us = engine.now_us().saturating_sub(days.saturating_mul(US_PER_DAY));
     let pruned = blocking(&engine, move |e| e.ledger().prune(cutoff_us, PRUNE_ACTOR)).await?;
-    Ok(Json(
-        json!({ "pruned": pruned, "max_age_days": req.max_age_days }),
-    ))
+    Ok(Json(json!({ "pruned": pruned, "max_age_days": req.max_age_days })))
 }
 
 /// `GET /api/v1/ledger/verify`: walks the hash chain.
@@ -344,10 +323,7 @@ mod tests {
         assert_eq!(parse_since("30m", now).ok(), Some(now - 30 * 60_000_000));
         assert_eq!(parse_since("45s", now).ok(), Some(now - 45_000_000));
         assert_eq!(parse_since("1000d", now).ok(), Some(0));
-        assert_eq!(
-            parse_since("1970-01-02T00:00:00Z", now).ok(),
-            Some(US_PER_DAY)
-        );
+        assert_eq!(parse_since("1970-01-02T00:00:00Z", now).ok(), Some(US_PER_DAY));
         for bad in ["yesterday", "3", "-3d", "2026-13-01T00:00:00Z"] {
             assert!(parse_since(bad, now).is_err(), "{bad}");
         }

@@ -20,10 +20,18 @@ pub struct ApiJson<T>(pub T);
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        match axum::Json::<T>::from_request(req, state).await {
-            Ok(axum::Json(v)) => Ok(ApiJson(v)),
-            Err(e) => Err(json_rejection(e)),
+        // Every request body is a JSON object: an array or scalar is
+        // refused even where it would fill the fields positionally.
+        let value = match axum::Json::<serde_json::Value>::from_request(req, state).await {
+            Ok(axum::Json(v)) => v,
+            Err(e) => return Err(json_rejection(e)),
+        };
+        if !value.is_object() {
+            return Err(ApiError::bad_request("malformed request body: expected a JSON object"));
         }
+        serde_json::from_value(value)
+            .map(ApiJson)
+            .map_err(|e| ApiError::bad_request(format!("malformed request body: {e}")))
     }
 }
 
@@ -60,7 +68,9 @@ pub fn parse_crn(raw: &str) -> Result<Crn, ApiError> {
 /// Finds a node by CRN text: 422 when the CRN is malformed, 404 when unknown.
 pub fn find_node(graph: &Graph, raw: &str) -> Result<(Crn, NodeId), ApiError> {
     let crn = parse_crn(raw)?;
-    let id = graph.find(&crn).ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
+    let id = graph
+        .find(&crn)
+        .ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
     Ok((crn, id))
 }
 

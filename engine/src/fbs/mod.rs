@@ -29,9 +29,7 @@ mod graph_generated;
 
 pub use graph_generated::graph::*;
 
-use flatbuffers::{
-    FlatBufferBuilder, ForwardsUOffset, InvalidFlatbuffer, Vector, VerifierOptions, WIPOffset,
-};
+use flatbuffers::{FlatBufferBuilder, ForwardsUOffset, InvalidFlatbuffer, Vector, VerifierOptions, WIPOffset};
 
 /// A node in owned form, the fields of the `Node` table.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -86,12 +84,7 @@ type PropertyList<'a> = WIPOffset<Vector<'a, ForwardsUOffset<Property<'a>>>>;
 ///
 /// When the buffer would exceed the FlatBuffers limit of 2 GiB.
 #[must_use]
-pub fn encode_graph(
-    nodes: &[FbNode],
-    edges: &[FbEdge],
-    version: u32,
-    last_updated: u64,
-) -> Vec<u8> {
+pub fn encode_graph(nodes: &[FbNode], edges: &[FbEdge], version: u32, last_updated: u64) -> Vec<u8> {
     let estimate = 64
         + nodes
             .iter()
@@ -255,9 +248,7 @@ fn write_properties<'a>(
     Some(fbb.create_vector(scratch))
 }
 
-fn read_properties(
-    props: Option<Vector<'_, ForwardsUOffset<Property<'_>>>>,
-) -> Vec<(String, String)> {
+fn read_properties(props: Option<Vector<'_, ForwardsUOffset<Property<'_>>>>) -> Vec<(String, String)> {
     props
         .map(|v| {
             v.iter()
@@ -279,10 +270,7 @@ mod tests {
     use sha2::{Digest, Sha256};
 
     fn props(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     fn sample() -> (Vec<FbNode>, Vec<FbEdge>) {
@@ -512,10 +500,7 @@ mod tests {
         );
         finish_graph_buffer(&mut fbb, root);
         let err = decode_graph(fbb.finished_data()).expect_err("node without type");
-        assert!(
-            matches!(err, InvalidFlatbuffer::MissingRequiredField { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, InvalidFlatbuffer::MissingRequiredField { .. }), "{err}");
     }
 
     /// Fails when schemas/graph.fbs or the generated code changed without
@@ -524,8 +509,7 @@ mod tests {
     fn generated_code_is_fresh() {
         let recorded = include_str!("graph.fbs.sha256");
         let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/graph.fbs");
-        let schema =
-            std::fs::read(schema_path).unwrap_or_else(|e| panic!("reading {schema_path}: {e}"));
+        let schema = std::fs::read(schema_path).unwrap_or_else(|e| panic!("reading {schema_path}: {e}"));
         let generated: &[u8] = include_bytes!("graph_generated.rs");
         let files = [
             ("schemas/graph.fbs", schema.as_slice()),
@@ -538,9 +522,7 @@ mod tests {
                     let (sum, file) = line.split_once(char::is_whitespace)?;
                     (file.trim_start().trim_start_matches('*') == name).then_some(sum)
                 })
-                .unwrap_or_else(|| {
-                    panic!("graph.fbs.sha256 has no entry for {name}: run schemas/regen.sh")
-                });
+                .unwrap_or_else(|| panic!("graph.fbs.sha256 has no entry for {name}: run schemas/regen.sh"));
             let got = hex::encode(Sha256::digest(bytes));
             assert_eq!(got, want, "{name} changed: run schemas/regen.sh");
         }
@@ -578,22 +560,15 @@ mod tests {
     }
 
     fn arb_edge() -> impl Strategy<Value = FbEdge> {
-        (
-            arb_string(),
-            arb_string(),
-            any::<u8>(),
-            arb_props(),
-            any::<u64>(),
+        (arb_string(), arb_string(), any::<u8>(), arb_props(), any::<u64>()).prop_map(
+            |(source_crn, target_crn, relationship, properties, valid_to)| FbEdge {
+                source_crn,
+                target_crn,
+                relationship,
+                properties,
+                valid_to,
+            },
         )
-            .prop_map(
-                |(source_crn, target_crn, relationship, properties, valid_to)| FbEdge {
-                    source_crn,
-                    target_crn,
-                    relationship,
-                    properties,
-                    valid_to,
-                },
-            )
     }
 
     proptest! {

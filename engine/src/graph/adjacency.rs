@@ -38,13 +38,19 @@ impl Adjacency {
     /// Outgoing `(edge, dense target)` of a dense node.
     pub fn out(&self, dense: u32) -> impl Iterator<Item = (EdgeId, u32)> + '_ {
         let (a, b) = range(&self.out_off, dense);
-        self.out_edge[a..b].iter().copied().zip(self.out_node[a..b].iter().copied())
+        self.out_edge[a..b]
+            .iter()
+            .copied()
+            .zip(self.out_node[a..b].iter().copied())
     }
 
     /// Incoming `(edge, dense source)` of a dense node.
     pub fn inc(&self, dense: u32) -> impl Iterator<Item = (EdgeId, u32)> + '_ {
         let (a, b) = range(&self.in_off, dense);
-        self.in_edge[a..b].iter().copied().zip(self.in_node[a..b].iter().copied())
+        self.in_edge[a..b]
+            .iter()
+            .copied()
+            .zip(self.in_node[a..b].iter().copied())
     }
 
     pub fn heap_bytes(&self) -> usize {
@@ -93,5 +99,13 @@ pub(crate) fn build(base: Vec<u32>, edges: &[(EdgeId, u32, u32)]) -> Adjacency {
         in_node[*i as usize] = s;
         *i += 1;
     }
-    Adjacency { base, out_off, out_edge, out_node, in_off, in_edge, in_node }
+    Adjacency {
+        base,
+        out_off,
+        out_edge,
+        out_node,
+        in_off,
+        in_edge,
+        in_node,
+    }
 }

@@ -34,7 +34,10 @@ impl Span {
 pub(crate) fn push_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Span {
     let off = buf.len() as u32;
     buf.extend_from_slice(bytes);
-    Span { off, len: bytes.len() as u32 }
+    Span {
+        off,
+        len: bytes.len() as u32,
+    }
 }
 
 /// The identity of a node: the interned CRN segments and the physical id.
@@ -111,7 +114,10 @@ pub struct NodeBatch {
 
 impl NodeBatch {
     pub fn with_capacity(nodes: usize) -> NodeBatch {
-        NodeBatch { rows: Vec::with_capacity(nodes), buf: Vec::with_capacity(nodes * 160) }
+        NodeBatch {
+            rows: Vec::with_capacity(nodes),
+            buf: Vec::with_capacity(nodes * 160),
+        }
     }
 
     /// Adds a node; `props` writes its properties.
@@ -121,16 +127,26 @@ impl NodeBatch {
         for (k, v) in tags {
             write_tag(&mut self.buf, *k, *v);
         }
-        let tags = Span { off: tags_off, len: self.buf.len() as u32 - tags_off };
+        let tags = Span {
+            off: tags_off,
+            len: self.buf.len() as u32 - tags_off,
+        };
         let props_off = self.buf.len() as u32;
         props(&mut PropWriter::new(&mut self.buf));
-        let props = Span { off: props_off, len: self.buf.len() as u32 - props_off };
+        let props = Span {
+            off: props_off,
+            len: self.buf.len() as u32 - props_off,
+        };
         self.rows.push(BatchNode {
             hash: node.key.hash(),
             syms: node.key.syms(),
             ty: node.ty,
             state: node.state,
-            cost: if node.cost_usd_mo.is_finite() { node.cost_usd_mo.max(0.0) } else { 0.0 },
+            cost: if node.cost_usd_mo.is_finite() {
+                node.cost_usd_mo.max(0.0)
+            } else {
+                0.0
+            },
             creation_ts: node.creation_ts,
             id,
             tags,
@@ -179,11 +195,18 @@ pub struct EdgeBatch {
 
 impl EdgeBatch {
     pub fn with_capacity(edges: usize) -> EdgeBatch {
-        EdgeBatch { rows: Vec::with_capacity(edges), buf: Vec::with_capacity(edges * 48) }
+        EdgeBatch {
+            rows: Vec::with_capacity(edges),
+            buf: Vec::with_capacity(edges * 48),
+        }
     }
 
     fn key(&mut self, k: NodeKeyRef<'_>) -> BatchKey {
-        BatchKey { hash: k.hash(), syms: k.syms(), id: push_bytes(&mut self.buf, k.id.as_bytes()) }
+        BatchKey {
+            hash: k.hash(),
+            syms: k.syms(),
+            id: push_bytes(&mut self.buf, k.id.as_bytes()),
+        }
     }
 
     /// Adds an edge from `src` to `dst`; `props` writes its properties (for
@@ -211,8 +234,17 @@ impl EdgeBatch {
         let dst = self.key(dst);
         let props_off = self.buf.len() as u32;
         props(&mut PropWriter::new(&mut self.buf));
-        let props = Span { off: props_off, len: self.buf.len() as u32 - props_off };
-        self.rows.push(BatchEdge { src, dst, rel, inferred, props });
+        let props = Span {
+            off: props_off,
+            len: self.buf.len() as u32 - props_off,
+        };
+        self.rows.push(BatchEdge {
+            src,
+            dst,
+            rel,
+            inferred,
+            props,
+        });
     }
 
     pub fn len(&self) -> usize {

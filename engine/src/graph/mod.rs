@@ -18,8 +18,8 @@ use crate::ids::{EDGE_SHARDS, EdgeId, NODE_SHARDS, NodeId, Sym};
 use crate::intern::Interner;
 use crate::relation::Relation;
 pub use adjacency::Adjacency;
-pub use batch::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
 use batch::key_hash;
+pub use batch::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
 pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, visible};
 pub use view::{EdgeRef, NodeRef};
 
@@ -230,7 +230,9 @@ impl Graph {
         let resolve = |k: &batch::BatchKey, buf: &[u8]| -> Option<NodeId> {
             let s = node_shard_of(k.hash);
             let shard = &nodes[s];
-            shard.find(k.hash, &k.syms, k.id.get(buf)).map(|row| NodeId::new(s, row, shard.generation))
+            shard
+                .find(k.hash, &k.syms, k.id.get(buf))
+                .map(|row| NodeId::new(s, row, shard.generation))
         };
         let resolved: Vec<(Vec<Resolved>, usize)> = batches
             .par_iter()
@@ -358,6 +360,14 @@ impl Graph {
             + self.adj.heap_bytes()
     }
 
+    /// Heap bytes by part: `(node columns, node arenas, edge shards, adjacency)`.
+    pub fn heap_breakdown(&self) -> (usize, usize, usize, usize) {
+        let arenas: usize = self.nodes.iter().map(|s| s.arena.capacity()).sum();
+        let nodes: usize = self.nodes.iter().map(NodeShard::heap_bytes).sum();
+        let edges: usize = self.edges.iter().map(EdgeShard::heap_bytes).sum();
+        (nodes - arenas, arenas, edges, self.adj.heap_bytes())
+    }
+
     /// Takes the rows changed since the last call, as versions to commit.
     /// Bumps the generation when anything changed.
     pub fn take_changes(&mut self) -> Changes {
@@ -386,7 +396,10 @@ impl Graph {
             .flat_map_iter(|(s, rows)| {
                 rows.iter().map(move |&row| {
                     let id = NodeId::new(s, row, self.nodes[s].generation);
-                    NodeVersion { crn: self.crn_with(reader, id), row: self.nodes[s].row(row) }
+                    NodeVersion {
+                        crn: self.crn_with(reader, id),
+                        row: self.nodes[s].row(row),
+                    }
                 })
             })
             .collect();
@@ -422,16 +435,104 @@ impl Graph {
 
     /// Loads a stored edge (hydration at start); `false` when an endpoint is unknown.
     pub fn load_edge(&mut self, e: &EdgeVersion) -> bool {
-        let (Some(src), Some(dst)) = (self.find_str(&e.src), self.find_str(&e.dst)) else {
+        let reader = self.interner.reader();
+        let ends = (
+            self.find_graph_form(&reader, &e.src),
+            self.find_graph_form(&reader, &e.dst),
+        );
+        drop(reader);
+        let (Some(src), Some(dst)) = ends else {
             return false;
         };
         let shard = &mut self.edges[edge_shard_of(src)];
-        shard.upsert(src, dst, e.relation, e.inferred, &e.props, 0, 0, Some((e.valid_from, e.valid_to)));
+        shard.upsert(
+            src,
+            dst,
+            e.relation,
+            e.inferred,
+            &e.props,
+            0,
+            0,
+            Some((e.valid_from, e.valid_to)),
+        );
         true
     }
 
-    fn find_str(&self, crn: &str) -> Option<NodeId> {
-        Crn::parse(crn).ok().and_then(|c| self.find(&c))
+    /// Loads stored node rows in parallel, shard by shard (hydration at start).
+    pub fn load_nodes(&mut self, rows: &[NodeRow]) {
+        let hashes: Vec<u64> = rows.par_iter().map(|r| key_hash(r.key, r.id.as_bytes())).collect();
+        let (off, perm) = partition(NODE_SHARDS, hashes.iter().map(|h| node_shard_of(*h)));
+        self.nodes.par_iter_mut().enumerate().for_each(|(s, shard)| {
+            let mine = &perm[off[s] as usize..off[s + 1] as usize];
+            shard.reserve(
+                mine.len(),
+                mine.iter().map(|&i| rows[i as usize].props.len() + 32).sum(),
+            );
+            for &i in mine {
+                shard.load(hashes[i as usize], &rows[i as usize]);
+            }
+        });
+    }
+
+    /// Loads stored edges in parallel (hydration at start); returns how
+    /// many named an unknown endpoint and were skipped.
+    pub fn load_edges(&mut self, edges: &[EdgeVersion]) -> usize {
+        let reader = self.interner.reader();
+        let this = &*self;
+        let resolved: Vec<Option<(NodeId, NodeId)>> = edges
+            .par_iter()
+            .map(|e| {
+                Some((
+                    this.find_graph_form(&reader, &e.src)?,
+                    this.find_graph_form(&reader, &e.dst)?,
+                ))
+            })
+            .collect();
+        drop(reader);
+        let dangling = resolved.iter().filter(|r| r.is_none()).count();
+        let keep: Vec<u32> = (0..edges.len() as u32)
+            .filter(|&i| resolved[i as usize].is_some())
+            .collect();
+        let (off, perm) = partition(
+            EDGE_SHARDS,
+            keep.iter()
+                .map(|&i| resolved[i as usize].map_or(0, |(src, _)| edge_shard_of(src))),
+        );
+        self.edges.par_iter_mut().enumerate().for_each(|(s, shard)| {
+            for &k in &perm[off[s] as usize..off[s + 1] as usize] {
+                let i = keep[k as usize] as usize;
+                if let Some((src, dst)) = resolved[i] {
+                    let e = &edges[i];
+                    shard.upsert(
+                        src,
+                        dst,
+                        e.relation,
+                        e.inferred,
+                        &e.props,
+                        0,
+                        0,
+                        Some((e.valid_from, e.valid_to)),
+                    );
+                }
+            }
+        });
+        dangling
+    }
+
+    /// Finds a node by a graph-form CRN without allocating.
+    fn find_graph_form(&self, reader: &crate::intern::InternerReader<'_>, crn: &str) -> Option<NodeId> {
+        let rest = crn.strip_prefix("crn:")?;
+        let rest = rest.strip_prefix("svc:").unwrap_or(rest);
+        let mut it = rest.splitn(6, ':');
+        let key = NodeKeyRef {
+            provider: reader.get(it.next()?)?,
+            region: reader.get(it.next()?)?,
+            service: reader.get(it.next()?)?,
+            kind: reader.get(it.next()?)?,
+            account: reader.get(it.next()?)?,
+            id: it.next()?,
+        };
+        self.find_key(key)
     }
 
     /// The node with this CRN, visible or not.
@@ -453,7 +554,9 @@ impl Graph {
         let hash = key.hash();
         let s = node_shard_of(hash);
         let shard = &self.nodes[s];
-        shard.find(hash, &key.syms(), key.id.as_bytes()).map(|row| NodeId::new(s, row, shard.generation))
+        shard
+            .find(hash, &key.syms(), key.id.as_bytes())
+            .map(|row| NodeId::new(s, row, shard.generation))
     }
 
     /// A view of a node; `None` for an id from another graph or generation.
@@ -473,10 +576,14 @@ impl Graph {
             Some(id) => (id.shard(), id.row() as usize + 1),
             None => (0, 0),
         };
-        self.nodes.iter().enumerate().skip(start_shard).flat_map(move |(s, shard)| {
-            let from = if s == start_shard { start_row } else { 0 };
-            (from..shard.len()).map(move |r| NodeRef::new(self, NodeId::new(s, r as u32, shard.generation)))
-        })
+        self.nodes
+            .iter()
+            .enumerate()
+            .skip(start_shard)
+            .flat_map(move |(s, shard)| {
+                let from = if s == start_shard { start_row } else { 0 };
+                (from..shard.len()).map(move |r| NodeRef::new(self, NodeId::new(s, r as u32, shard.generation)))
+            })
     }
 
     /// Every node row, visible or not.
@@ -501,7 +608,9 @@ impl Graph {
 
     /// An edge is visible when it and both its endpoints are.
     pub fn is_edge_visible(&self, id: EdgeId, now_us: u64) -> bool {
-        let Some(shard) = self.edges.get(id.shard()) else { return false };
+        let Some(shard) = self.edges.get(id.shard()) else {
+            return false;
+        };
         let r = id.row() as usize;
         r < shard.len()
             && visible(shard.valid_to[r], now_us)

@@ -89,7 +89,9 @@ pub struct BitSet {
 
 impl BitSet {
     pub fn with_len(len: usize) -> BitSet {
-        BitSet { words: vec![0; len.div_ceil(64)] }
+        BitSet {
+            words: vec![0; len.div_ceil(64)],
+        }
     }
     #[inline]
     pub fn get(&self, i: usize) -> bool {

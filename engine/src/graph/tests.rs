@@ -15,7 +15,11 @@ pub(crate) struct Estate {
 
 impl Estate {
     pub fn new(interner: Arc<Interner>) -> Estate {
-        Estate { interner, nodes: NodeBatch::default(), edges: EdgeBatch::default() }
+        Estate {
+            interner,
+            nodes: NodeBatch::default(),
+            edges: EdgeBatch::default(),
+        }
     }
 
     pub fn node(&mut self, crn: &str, state: &str, cost: f32) -> &mut Self {
@@ -26,9 +30,19 @@ impl Estate {
         let st = i.intern(state);
         let size = i.intern("size_gib");
         let env = (i.intern("env"), i.intern("prod"));
-        self.nodes.push(NodeInput { key, ty, state: st, cost_usd_mo: cost, creation_ts: 1_700_000_000 }, &[env], |w| {
-            w.int(size, 100);
-        });
+        self.nodes.push(
+            NodeInput {
+                key,
+                ty,
+                state: st,
+                cost_usd_mo: cost,
+                creation_ts: 1_700_000_000,
+            },
+            &[env],
+            |w| {
+                w.int(size, 100);
+            },
+        );
         self
     }
 
@@ -36,7 +50,10 @@ impl Estate {
         let (a, b) = (Crn::parse(a).unwrap(), Crn::parse(b).unwrap());
         let i = &self.interner;
         let relation = i.intern("relation");
-        self.edges.push(NodeKeyRef::intern(i, &a), NodeKeyRef::intern(i, &b), rel, |w| w.str(relation, rel.name()));
+        self.edges
+            .push(NodeKeyRef::intern(i, &a), NodeKeyRef::intern(i, &b), rel, |w| {
+                w.str(relation, rel.name())
+            });
         self
     }
 
@@ -61,11 +78,13 @@ fn ingest_inserts_then_recognises_unchanged_and_changed_nodes() {
     let i = Arc::new(Interner::new());
     let mut g = Graph::new(i.clone());
     let mut e = Estate::new(i.clone());
-    e.node(&crn("volume", "vol-1"), "available", 40.0).node(&crn("instance", "i-1"), "running", 70.0);
+    e.node(&crn("volume", "vol-1"), "available", 40.0)
+        .node(&crn("instance", "i-1"), "running", 70.0);
     let (n, _) = e.scan_into(&mut g, 1_000, 1);
     assert_eq!((n.inserted, n.changed, n.unchanged), (2, 0, 0));
     assert_eq!(g.take_changes().nodes.len(), 2);
-    e.node(&crn("volume", "vol-1"), "available", 40.0).node(&crn("instance", "i-1"), "stopped", 70.0);
+    e.node(&crn("volume", "vol-1"), "available", 40.0)
+        .node(&crn("instance", "i-1"), "stopped", 70.0);
     let (n, _) = e.scan_into(&mut g, 2_000, 2);
     assert_eq!((n.inserted, n.changed, n.unchanged), (0, 1, 1));
     let changes = g.take_changes();
@@ -108,7 +127,9 @@ fn visibility_rule_hides_retired_rows_but_keeps_them() {
     let mut g = Graph::new(i.clone());
     let mut e = Estate::new(i.clone());
     let (a, b) = (crn("volume", "vol-a"), crn("instance", "i-b"));
-    e.node(&a, "in-use", 10.0).node(&b, "running", 20.0).edge(&a, &b, Relation::AttachedTo);
+    e.node(&a, "in-use", 10.0)
+        .node(&b, "running", 20.0)
+        .edge(&a, &b, Relation::AttachedTo);
     e.scan_into(&mut g, 100, 1);
     g.rebuild_adjacency(100);
     assert_eq!(g.stats(100).total_edges, 1);
@@ -122,7 +143,10 @@ fn visibility_rule_hides_retired_rows_but_keeps_them() {
     assert!(!g.is_node_visible(bid, 200));
     assert!(g.is_node_visible(bid, 199), "visible when valid_to is later than now");
     let st = g.stats(200);
-    assert_eq!((st.total_nodes, st.active_nodes, st.logically_deleted, st.total_edges), (2, 1, 1, 0));
+    assert_eq!(
+        (st.total_nodes, st.active_nodes, st.logically_deleted, st.total_edges),
+        (2, 1, 1, 0)
+    );
     // A provider not listed (its scan failed) keeps its nodes.
     let mut e2 = Estate::new(i.clone());
     e2.node("crn:svc:gcp:us-central1:compute:disk:proj:d1", "READY", 5.0);
@@ -144,14 +168,21 @@ fn edges_resolve_across_batches_and_count_dangling() {
     let mut e1 = Estate::new(i.clone());
     let mut e2 = Estate::new(i.clone());
     let (a, b) = (crn("volume", "v"), crn("instance", "i"));
-    e1.node(&a, "in-use", 1.0).edge(&a, &b, Relation::AttachedTo).edge(&a, &crn("instance", "missing"), Relation::Uses);
+    e1.node(&a, "in-use", 1.0)
+        .edge(&a, &b, Relation::AttachedTo)
+        .edge(&a, &crn("instance", "missing"), Relation::Uses);
     e2.node(&b, "running", 1.0);
     let nodes = [std::mem::take(&mut e1.nodes), std::mem::take(&mut e2.nodes)];
     g.ingest_nodes(&nodes, 10, 1);
     let st = g.ingest_edges(&[std::mem::take(&mut e1.edges)], 10, 1);
     assert_eq!((st.inserted, st.dangling), (1, 1));
     g.rebuild_adjacency(10);
-    let out: Vec<_> = g.node(find(&g, &a)).unwrap().out_edges().map(|e| (e.target(), e.relation())).collect();
+    let out: Vec<_> = g
+        .node(find(&g, &a))
+        .unwrap()
+        .out_edges()
+        .map(|e| (e.target(), e.relation()))
+        .collect();
     assert_eq!(out, vec![(find(&g, &b), Relation::AttachedTo)]);
     let inc: Vec<_> = g.node(find(&g, &b)).unwrap().in_edges().map(|e| e.source()).collect();
     assert_eq!(inc, vec![find(&g, &a)]);
@@ -217,7 +248,10 @@ fn blast_radius_follows_dependence() {
     let b = blast_radius(&g, find(&g, &n[4]), 100).unwrap();
     assert_eq!(b.count, 2);
     // Removing the database affects the function; removing the function nothing.
-    assert_eq!(crns(&blast_radius(&g, find(&g, &n[5]), 100).unwrap()), vec![n[6].clone()]);
+    assert_eq!(
+        crns(&blast_radius(&g, find(&g, &n[5]), 100).unwrap()),
+        vec![n[6].clone()]
+    );
     assert_eq!(blast_radius(&g, find(&g, &n[6]), 100).unwrap().count, 0);
     // The listing limit cuts the list but not the count or cost.
     let b = blast_radius(&g, find(&g, &n[0]), 1).unwrap();

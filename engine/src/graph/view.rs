@@ -17,7 +17,12 @@ pub struct NodeRef<'a> {
 
 impl<'a> NodeRef<'a> {
     pub(crate) fn new(graph: &'a Graph, id: NodeId) -> NodeRef<'a> {
-        NodeRef { graph, id, shard: &graph.nodes[id.shard()], r: id.row() as usize }
+        NodeRef {
+            graph,
+            id,
+            shard: &graph.nodes[id.shard()],
+            r: id.row() as usize,
+        }
     }
     pub fn id(&self) -> NodeId {
         self.id
@@ -98,14 +103,18 @@ impl<'a> NodeRef<'a> {
     pub fn out_edges(&self) -> impl Iterator<Item = EdgeRef<'a>> + 'a {
         let g = self.graph;
         let dense = g.adjacency().dense(self.id);
-        dense.into_iter().flat_map(move |d| g.adjacency().out(d).map(move |(e, _)| EdgeRef::new(g, e)))
+        dense
+            .into_iter()
+            .flat_map(move |d| g.adjacency().out(d).map(move |(e, _)| EdgeRef::new(g, e)))
     }
 
     /// Visible incoming edges, from the adjacency index.
     pub fn in_edges(&self) -> impl Iterator<Item = EdgeRef<'a>> + 'a {
         let g = self.graph;
         let dense = g.adjacency().dense(self.id);
-        dense.into_iter().flat_map(move |d| g.adjacency().inc(d).map(move |(e, _)| EdgeRef::new(g, e)))
+        dense
+            .into_iter()
+            .flat_map(move |d| g.adjacency().inc(d).map(move |(e, _)| EdgeRef::new(g, e)))
     }
 }
 
@@ -119,7 +128,11 @@ pub struct EdgeRef<'a> {
 
 impl<'a> EdgeRef<'a> {
     pub(crate) fn new(graph: &'a Graph, id: EdgeId) -> EdgeRef<'a> {
-        EdgeRef { id, shard: &graph.edges[id.shard()], r: id.row() as usize }
+        EdgeRef {
+            id,
+            shard: &graph.edges[id.shard()],
+            r: id.row() as usize,
+        }
     }
     pub fn id(&self) -> EdgeId {
         self.id

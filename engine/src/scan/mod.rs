@@ -4,5 +4,5 @@ mod pipeline;
 mod source;
 
 pub use pipeline::{ScanReport, SourceOutcome, spans};
-pub(crate) use pipeline::run;
+pub(crate) use pipeline::{announce, run};
 pub use source::{ScanContext, ScanSink, Source, SourceError};

@@ -173,7 +173,11 @@ pub(crate) fn run(
         // The previous scan's commit is the pinned point this scan diffs
         // against: its versions are closed, never overwritten, by this commit.
         report.previous_scan_us = engine.last_commit_us();
-        debug!(previous_scan_us = report.previous_scan_us, generation = engine.graph().generation(), "pinned");
+        debug!(
+            previous_scan_us = report.previous_scan_us,
+            generation = engine.graph().generation(),
+            "pinned"
+        );
     }
 
     {
@@ -185,7 +189,12 @@ pub(crate) fn run(
             let name = source.name().to_owned();
             let providers = source.providers();
             let config = configs.get(&name).unwrap_or(&empty);
-            let ctx = ScanContext { interner: engine.interner(), scan_seq: report.scan_seq, now_us, config };
+            let ctx = ScanContext {
+                interner: engine.interner(),
+                scan_seq: report.scan_seq,
+                now_us,
+                config,
+            };
             let mut sink = CollectSink::default();
             let t = Instant::now();
             let result = source.scan(&ctx, &mut sink);
@@ -250,16 +259,42 @@ pub(crate) fn run(
         report.cost_usd_mo = stats.total_cost_usd_mo;
         report.waste_usd_mo = stats.projected_savings_usd_mo;
         report.projected_savings_usd_mo = stats.projected_savings_usd_mo;
-        report.providers = stats.providers.iter().map(|(p, n)| (reader.resolve(*p).to_owned(), *n)).collect();
+        report.providers = stats
+            .providers
+            .iter()
+            .map(|(p, n)| (reader.resolve(*p).to_owned(), *n))
+            .collect();
     }
 
     // Commit: versions to graph.redb in one transaction, then SCAN_COMPLETED.
     let changes = engine.graph_mut().take_changes();
     report.versions_written = (changes.nodes.len() + changes.edges.len()) as u64;
     report.generation = engine.graph().generation();
-    engine.commit(&changes, CommitMeta { generation: report.generation, scan_seq: report.scan_seq, commit_us: now_us, rows: 0 })?;
+    engine.commit(
+        &changes,
+        CommitMeta {
+            generation: report.generation,
+            scan_seq: report.scan_seq,
+            commit_us: now_us,
+            rows: 0,
+        },
+    )?;
     drop(changes);
     report.duration_ms = started.elapsed().as_millis() as u64;
+    info!(
+        scan_seq = report.scan_seq,
+        nodes = report.nodes,
+        edges = report.edges,
+        versions = report.versions_written,
+        duration_ms = report.duration_ms,
+        "scan committed"
+    );
+    Ok(report)
+}
+
+/// Appends SCAN_COMPLETED for a committed scan. Runs after the scan permit
+/// is released, so whoever hears the event can start the next scan.
+pub(crate) fn announce(engine: &Engine, report: &mut ScanReport) -> Result<(), EngineError> {
     let message = format!(
         "scan {} completed: {} nodes, {} edges, {} waste (${:.2}/mo)",
         report.scan_seq, report.nodes, report.edges, report.waste, report.waste_usd_mo
@@ -272,15 +307,7 @@ pub(crate) fn run(
         payload: report.payload(),
     })?;
     report.event_seq = event.seq;
-    info!(
-        scan_seq = report.scan_seq,
-        nodes = report.nodes,
-        edges = report.edges,
-        versions = report.versions_written,
-        duration_ms = report.duration_ms,
-        "scan completed"
-    );
-    Ok(report)
+    Ok(())
 }
 
 /// A phase that later capabilities fill; it still shows in traces.
@@ -305,5 +332,8 @@ fn count_by_provider(engine: &Engine, batches: &[NodeBatch]) -> Vec<(String, u64
         }
     }
     let reader = engine.interner().reader();
-    counts.into_iter().map(|(p, n)| (reader.resolve(p).to_owned(), n)).collect()
+    counts
+        .into_iter()
+        .map(|(p, n)| (reader.resolve(p).to_owned(), n))
+        .collect()
 }

@@ -8,7 +8,6 @@ use crate::ids::Sym;
 use crate::relation::Relation;
 
 const NODE_V1: u8 = 1;
-const EDGE_V1: u8 = 1;
 
 pub(crate) struct Writer(pub Vec<u8>);
 
@@ -102,7 +101,13 @@ pub(crate) fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
     if r.u8("version")? != NODE_V1 {
         return Err(DecodeError("unknown node encoding version"));
     }
-    let key = [r.sym("provider")?, r.sym("region")?, r.sym("service")?, r.sym("kind")?, r.sym("account")?];
+    let key = [
+        r.sym("provider")?,
+        r.sym("region")?,
+        r.sym("service")?,
+        r.sym("kind")?,
+        r.sym("account")?,
+    ];
     Ok(NodeRow {
         key,
         id: r.string("id")?,
@@ -123,11 +128,17 @@ pub(crate) fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
     })
 }
 
-pub(crate) fn encode_edge(e: &EdgeVersion) -> Vec<u8> {
-    let mut w = Writer(Vec::with_capacity(40 + e.src.len() + e.dst.len() + e.props.len()));
-    w.u8(EDGE_V1);
-    w.bytes(e.src.as_bytes());
-    w.bytes(e.dst.as_bytes());
+/// The key of an edge in the edge tables: source, relation and target.
+pub(crate) fn edge_key(e: &EdgeVersion) -> String {
+    format!("{}\u{1}{}\u{1}{}", e.src, e.relation as u8, e.dst)
+}
+
+const EDGE_KEYED_V1: u8 = 2;
+
+/// An edge's fields without its endpoints, which its key ([`edge_key`]) carries.
+pub(crate) fn encode_edge_value(e: &EdgeVersion) -> Vec<u8> {
+    let mut w = Writer(Vec::with_capacity(24 + e.props.len()));
+    w.u8(EDGE_KEYED_V1);
     w.u8(e.relation as u8);
     w.u8(u8::from(e.inferred));
     w.u64(e.valid_from);
@@ -136,23 +147,24 @@ pub(crate) fn encode_edge(e: &EdgeVersion) -> Vec<u8> {
     w.0
 }
 
-pub(crate) fn decode_edge(buf: &[u8]) -> Result<EdgeVersion, DecodeError> {
-    let mut r = Reader::new(buf);
-    if r.u8("version")? != EDGE_V1 {
+/// Rebuilds an edge from its key and [`encode_edge_value`] bytes.
+pub(crate) fn decode_edge_keyed(key: &[u8], value: &[u8]) -> Result<EdgeVersion, DecodeError> {
+    let key = std::str::from_utf8(key).map_err(|_| DecodeError("edge key"))?;
+    let mut parts = key.splitn(3, '\u{1}');
+    let (Some(src), Some(_), Some(dst)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(DecodeError("edge key"));
+    };
+    let mut r = Reader::new(value);
+    if r.u8("version")? != EDGE_KEYED_V1 {
         return Err(DecodeError("unknown edge encoding version"));
     }
     Ok(EdgeVersion {
-        src: r.string("source")?,
-        dst: r.string("target")?,
+        src: src.to_owned(),
+        dst: dst.to_owned(),
         relation: Relation::from_u8(r.u8("relation")?).ok_or(DecodeError("relation"))?,
         inferred: r.u8("inferred")? != 0,
         valid_from: r.u64("valid_from")?,
         valid_to: r.u64("valid_to")?,
         props: r.bytes("props")?.to_vec(),
     })
-}
-
-/// The key of an edge in the edge tables: source, relation and target.
-pub(crate) fn edge_key(e: &EdgeVersion) -> String {
-    format!("{}\u{1}{}\u{1}{}", e.src, e.relation as u8, e.dst)
 }

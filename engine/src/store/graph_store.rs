@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use thiserror::Error;
 
-use super::codec::{DecodeError, decode_edge, decode_node, edge_key, encode_edge, encode_node};
+use super::codec::{DecodeError, decode_edge_keyed, decode_node, edge_key, encode_edge_value, encode_node};
 use crate::graph::{Changes, EdgeVersion, NodeRow, NodeVersion};
 
 const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
@@ -52,12 +52,16 @@ pub const CHECKPOINT_FACTOR: u64 = 4;
 
 #[derive(Debug, Error)]
 pub enum StoreError {
-    #[error("cannot open graph store {path}: {source}")]
-    Open { path: PathBuf, source: Box<redb::Error> },
-    #[error("graph store {path}: {source}")]
-    Db { path: PathBuf, source: Box<redb::Error> },
-    #[error("graph store {path}: {what}: {source}")]
-    Corrupt { path: PathBuf, what: String, source: DecodeError },
+    #[error("cannot open graph store {path}: {cause}")]
+    Open { path: PathBuf, cause: Box<redb::Error> },
+    #[error("graph store {path}: {cause}")]
+    Db { path: PathBuf, cause: Box<redb::Error> },
+    #[error("graph store {path}: {what}: {cause}")]
+    Corrupt {
+        path: PathBuf,
+        what: String,
+        cause: DecodeError,
+    },
 }
 
 /// Bookkeeping written with every commit.
@@ -157,7 +161,10 @@ fn records(mut buf: &[u8]) -> impl Iterator<Item = Result<(&[u8], &[u8]), Decode
 }
 
 /// Groups versions into per-shard record buffers.
-fn segments<'a, T: 'a>(items: impl Iterator<Item = &'a T>, key_value: impl Fn(&T) -> (Vec<u8>, Vec<u8>)) -> Vec<Vec<u8>> {
+fn segments<'a, T: 'a>(
+    items: impl Iterator<Item = &'a T>,
+    key_value: impl Fn(&T) -> (Vec<u8>, Vec<u8>),
+) -> Vec<Vec<u8>> {
     let mut out = vec![Vec::new(); SEGMENT_SHARDS as usize];
     for item in items {
         let (k, v) = key_value(item);
@@ -170,9 +177,15 @@ impl GraphStore {
     /// Opens or creates the store. A file that is not a readable redb
     /// database is an error naming the path, never replaced.
     pub fn open(path: &Path) -> Result<GraphStore, StoreError> {
-        let open_err = |e: redb::Error| StoreError::Open { path: path.to_owned(), source: Box::new(e) };
+        let open_err = |e: redb::Error| StoreError::Open {
+            path: path.to_owned(),
+            cause: Box::new(e),
+        };
         let db = Database::create(path).map_err(|e| open_err(e.into()))?;
-        let store = GraphStore { db, path: path.to_owned() };
+        let store = GraphStore {
+            db,
+            path: path.to_owned(),
+        };
         let txn = store.db.begin_write().map_err(|e| open_err(e.into()))?;
         {
             txn.open_table(SYMBOLS).map_err(|e| open_err(e.into()))?;
@@ -189,11 +202,18 @@ impl GraphStore {
     }
 
     fn db_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
-        |e| StoreError::Db { path: self.path.clone(), source: Box::new(e) }
+        |e| StoreError::Db {
+            path: self.path.clone(),
+            cause: Box::new(e),
+        }
     }
 
     fn corrupt(&self, what: String, source: DecodeError) -> StoreError {
-        StoreError::Corrupt { path: self.path.clone(), what, source }
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            what,
+            cause: source,
+        }
     }
 
     /// Loads the symbol table and the latest version of every node and edge.
@@ -240,11 +260,13 @@ impl GraphStore {
     ) -> Result<(), StoreError> {
         let err = self.db_err();
         let mut txn = self.db.begin_write().map_err(|e| err(e.into()))?;
-        txn.set_durability(Durability::Immediate).map_err(|e| err(redb::Error::from(e)))?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| err(redb::Error::from(e)))?;
         {
             let mut sym = txn.open_table(SYMBOLS).map_err(|e| err(e.into()))?;
             for (i, s) in symbols.iter().enumerate() {
-                sym.insert((symbols_start + i) as u32, &**s).map_err(|e| err(e.into()))?;
+                sym.insert((symbols_start + i) as u32, &**s)
+                    .map_err(|e| err(e.into()))?;
             }
             let mut m = txn.open_table(META).map_err(|e| err(e.into()))?;
             let get = |m: &redb::Table<&str, u64>, k: &str| -> Result<u64, StoreError> {
@@ -265,18 +287,30 @@ impl GraphStore {
             };
             if due || !changes.is_empty() {
                 let (nodes, edges) = rayon::join(
-                    || segments(written.nodes.iter(), |n| (n.crn.as_bytes().to_vec(), encode_node(&n.row))),
-                    || segments(written.edges.iter(), |e| (edge_key(e).into_bytes(), encode_edge(e))),
+                    || {
+                        segments(written.nodes.iter(), |n| {
+                            (n.crn.as_bytes().to_vec(), encode_node(&n.row))
+                        })
+                    },
+                    || {
+                        segments(written.edges.iter(), |e| {
+                            (edge_key(e).into_bytes(), encode_edge_value(e))
+                        })
+                    },
                 );
                 let mut seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
                 for (part, shards) in [(PART_NODES, nodes), (PART_EDGES, edges)] {
                     for (shard, bytes) in shards.iter().enumerate() {
                         if !bytes.is_empty() {
-                            seg.insert((commit_us, part, shard as u16), bytes.as_slice()).map_err(|e| err(e.into()))?;
+                            seg.insert((commit_us, part, shard as u16), bytes.as_slice())
+                                .map_err(|e| err(e.into()))?;
                         }
                     }
                 }
-                txn.open_table(COMMITS).map_err(|e| err(e.into()))?.insert(commit_us, kind).map_err(|e| err(e.into()))?;
+                txn.open_table(COMMITS)
+                    .map_err(|e| err(e.into()))?
+                    .insert(commit_us, kind)
+                    .map_err(|e| err(e.into()))?;
             }
             if due {
                 m.insert(META_CHECKPOINT, commit_us).map_err(|e| err(e.into()))?;
@@ -306,11 +340,16 @@ impl GraphStore {
                 break;
             }
         }
-        let Some(start) = start else { return Ok(GraphAt::default()) };
+        let Some(start) = start else {
+            return Ok(GraphAt::default());
+        };
         // Segment values per (part, shard), in commit order.
         let mut parts: Vec<Vec<Vec<u8>>> = vec![Vec::new(); 2 * SEGMENT_SHARDS as usize];
         let seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
-        for item in seg.range((start, 0u8, 0u16)..=(ts_us, u8::MAX, u16::MAX)).map_err(|e| err(e.into()))? {
+        for item in seg
+            .range((start, 0u8, 0u16)..=(ts_us, u8::MAX, u16::MAX))
+            .map_err(|e| err(e.into()))?
+        {
             let (k, v) = item.map_err(|e| err(e.into()))?;
             let (_, part, shard) = k.value();
             if part > PART_EDGES || shard >= SEGMENT_SHARDS {
@@ -331,7 +370,10 @@ impl GraphStore {
                             .into_iter()
                             .map(|(k, v)| {
                                 let crn = String::from_utf8(k.to_vec()).map_err(|_| DecodeError("node key"))?;
-                                Ok(NodeVersion { crn, row: decode_node(v)? })
+                                Ok(NodeVersion {
+                                    crn,
+                                    row: decode_node(v)?,
+                                })
                             })
                             .collect::<Result<Vec<_>, DecodeError>>()
                     })
@@ -340,14 +382,26 @@ impl GraphStore {
             || {
                 edge_parts
                     .par_iter()
-                    .map(|segs| replay(segs)?.into_values().map(decode_edge).collect::<Result<Vec<_>, DecodeError>>())
+                    .map(|segs| {
+                        replay(segs)?
+                            .into_iter()
+                            .map(|(k, v)| decode_edge_keyed(k, v))
+                            .collect::<Result<Vec<_>, DecodeError>>()
+                    })
                     .collect::<Result<Vec<_>, DecodeError>>()
             },
         );
-        let mut nodes: Vec<NodeVersion> =
-            nodes.map_err(|e| self.corrupt("node segment".into(), e))?.into_iter().flatten().collect();
+        let mut nodes: Vec<NodeVersion> = nodes
+            .map_err(|e| self.corrupt("node segment".into(), e))?
+            .into_iter()
+            .flatten()
+            .collect();
         nodes.par_sort_unstable_by(|a, b| a.crn.cmp(&b.crn));
-        let edges = edges.map_err(|e| self.corrupt("edge segment".into(), e))?.into_iter().flatten().collect();
+        let edges = edges
+            .map_err(|e| self.corrupt("edge segment".into(), e))?
+            .into_iter()
+            .flatten()
+            .collect();
         Ok(GraphAt { nodes, edges })
     }
 
@@ -391,13 +445,22 @@ impl GraphStore {
         let err = self.db_err();
         let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
         let mut st = StoreStats::default();
-        for item in txn.open_table(COMMITS).map_err(|e| err(e.into()))?.iter().map_err(|e| err(e.into()))? {
+        for item in txn
+            .open_table(COMMITS)
+            .map_err(|e| err(e.into()))?
+            .iter()
+            .map_err(|e| err(e.into()))?
+        {
             let (_, v) = item.map_err(|e| err(e.into()))?;
             st.commits += 1;
             st.checkpoints += u64::from(v.value() == KIND_CHECKPOINT);
         }
         use redb::ReadableTableMetadata;
-        st.segments = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?.len().map_err(|e| err(e.into()))?;
+        st.segments = txn
+            .open_table(SEGMENTS)
+            .map_err(|e| err(e.into()))?
+            .len()
+            .map_err(|e| err(e.into()))?;
         st.delta_rows = txn
             .open_table(META)
             .map_err(|e| err(e.into()))?

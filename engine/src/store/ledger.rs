@@ -225,11 +225,7 @@ impl Ledger {
     /// Opens `path`, creating an empty ledger when the file does not exist.
     /// An existing file that is not a readable ledger is an error; it is
     /// never replaced.
-    pub fn open(
-        path: &Path,
-        session_id: &str,
-        clock: Arc<dyn Clock>,
-    ) -> Result<Ledger, LedgerError> {
+    pub fn open(path: &Path, session_id: &str, clock: Arc<dyn Clock>) -> Result<Ledger, LedgerError> {
         let open_err = |reason: String| LedgerError::Open {
             path: path.to_path_buf(),
             reason,
@@ -356,10 +352,9 @@ impl Ledger {
             reason,
         };
         let db = redb::ReadOnlyDatabase::open(path).map_err(|e| match e {
-            redb::DatabaseError::RepairAborted => open_err(
-                "the file was not closed cleanly; open it with the daemon once to recover it"
-                    .to_owned(),
-            ),
+            redb::DatabaseError::RepairAborted => {
+                open_err("the file was not closed cleanly; open it with the daemon once to recover it".to_owned())
+            }
             other => open_err(other.to_string()),
         })?;
         let txn = db.begin_read().map_err(|e| open_err(e.to_string()))?;
@@ -438,8 +433,7 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
         )));
     }
     if let Some(bytes) = events.get(head.seq)? {
-        let stored = codec::decode(bytes.value())
-            .map_err(|e| not_ledger(&format!("event {}: {e}", head.seq)))?;
+        let stored = codec::decode(bytes.value()).map_err(|e| not_ledger(&format!("event {}: {e}", head.seq)))?;
         if stored.hash != head.hash || stored.compute_hash(head.seq) != head.hash {
             return Err(not_ledger(&format!(
                 "event {}: hash does not match the head record",

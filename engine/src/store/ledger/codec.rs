@@ -79,8 +79,7 @@ impl<'a> Stored<'a> {
 
     /// The public form, with the payload parsed.
     pub(crate) fn to_event(&self, seq: u64) -> Result<Event, String> {
-        let payload =
-            serde_json::from_str(self.payload).map_err(|e| format!("payload is not json: {e}"))?;
+        let payload = serde_json::from_str(self.payload).map_err(|e| format!("payload is not json: {e}"))?;
         Ok(Event {
             seq,
             ts_us: self.ts_us,
@@ -131,10 +130,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored<'_>, String> {
 /// Reads only the event type of a stored value, for filters that need
 /// nothing else.
 pub(crate) fn peek_type(bytes: &[u8]) -> Result<&str, String> {
-    let mut r = Reader {
-        bytes,
-        pos: FIXED_LEN,
-    };
+    let mut r = Reader { bytes, pos: FIXED_LEN };
     if bytes.first() != Some(&FORMAT_V1) {
         return Err("unknown event format".to_owned());
     }
@@ -281,13 +277,6 @@ mod tests {
             }
             .compute_hash(1)
         );
-        assert_ne!(
-            h,
-            Stored {
-                payload: "{ }",
-                ..base
-            }
-            .compute_hash(1)
-        );
+        assert_ne!(h, Stored { payload: "{ }", ..base }.compute_hash(1));
     }
 }

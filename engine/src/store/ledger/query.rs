@@ -12,8 +12,8 @@ use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata}
 use super::codec;
 use super::tables::{self, SessionRow};
 use super::{
-    Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SAU_ACTION_TYPES,
-    SessionInfo, Summary, status_of,
+    Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SAU_ACTION_TYPES, SessionInfo,
+    Summary, status_of,
 };
 
 type Events = ReadOnlyTable<u64, &'static [u8]>;
@@ -45,11 +45,7 @@ pub(super) fn get(txn: &ReadTransaction, seq: u64) -> Result<Option<Event>, Ledg
     }
 }
 
-pub(super) fn events_after(
-    txn: &ReadTransaction,
-    after: u64,
-    limit: usize,
-) -> Result<Vec<Event>, LedgerError> {
+pub(super) fn events_after(txn: &ReadTransaction, after: u64, limit: usize) -> Result<Vec<Event>, LedgerError> {
     let Some(from) = after.checked_add(1) else {
         return Ok(Vec::new());
     };
@@ -166,9 +162,8 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
                 }
                 let seqs = events.range(lo..page_hi.max(lo))?.rev().filter_map(|item| {
                     let res = item.map_err(LedgerError::from).and_then(|(k, v)| {
-                        let t = codec::peek_type(v.value()).map_err(|e| {
-                            LedgerError::Corrupt(format!("event {}: {e}", k.value()))
-                        })?;
+                        let t = codec::peek_type(v.value())
+                            .map_err(|e| LedgerError::Corrupt(format!("event {}: {e}", k.value())))?;
                         Ok(types.admits(t).then(|| k.value()))
                     });
                     res.transpose()
@@ -178,11 +173,7 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
             }
         }
     };
-    let next_cursor = if more {
-        page.last().map(|e| e.seq)
-    } else {
-        None
-    };
+    let next_cursor = if more { page.last().map(|e| e.seq) } else { None };
     Ok(HistoryPage {
         events: page,
         next_cursor,
@@ -218,11 +209,10 @@ fn by_crn(
     let mut total = 0u64;
     for item in index.range((crn, lo)..(crn, hi))?.rev() {
         let seq = item?.0.value().1;
-        let bytes = events.get(seq)?.ok_or_else(|| {
-            LedgerError::Corrupt(format!("an index names event {seq}, which is not stored"))
-        })?;
-        let t = codec::peek_type(bytes.value())
-            .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+        let bytes = events
+            .get(seq)?
+            .ok_or_else(|| LedgerError::Corrupt(format!("an index names event {seq}, which is not stored")))?;
+        let t = codec::peek_type(bytes.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
         if !types.admits(t) {
             continue;
         }
@@ -278,20 +268,12 @@ fn by_types(
     Ok((page, more, total))
 }
 
-pub(super) fn resource(
-    txn: &ReadTransaction,
-    crn: &str,
-    limit: usize,
-) -> Result<(Vec<Event>, u64), LedgerError> {
+pub(super) fn resource(txn: &ReadTransaction, crn: &str, limit: usize) -> Result<(Vec<Event>, u64), LedgerError> {
     let events = txn.open_table(tables::EVENTS)?;
     let index = txn.open_table(tables::BY_CRN)?;
     let total = tables::count_keyed(&index, crn, 0, u64::MAX)?;
     let mut out = Vec::with_capacity(limit.min(HISTORY_MAX_LIMIT));
-    for item in index
-        .range((crn, 0u64)..=(crn, u64::MAX))?
-        .rev()
-        .take(limit)
-    {
+    for item in index.range((crn, 0u64)..=(crn, u64::MAX))?.rev().take(limit) {
         out.push(load(&events, item?.0.value().1)?);
     }
     Ok((out, total))
@@ -359,19 +341,10 @@ mod tests {
             TypeSet::resolve(Some("SCAN_COMPLETED"), Some("OK")),
             only(&["SCAN_COMPLETED"])
         );
-        assert_eq!(
-            TypeSet::resolve(Some("SCAN_COMPLETED"), Some("APPROVED")),
-            only(&[])
-        );
-        assert_eq!(
-            TypeSet::resolve(None, Some("approved")),
-            only(&["APPROVAL"])
-        );
+        assert_eq!(TypeSet::resolve(Some("SCAN_COMPLETED"), Some("APPROVED")), only(&[]));
+        assert_eq!(TypeSet::resolve(None, Some("approved")), only(&["APPROVAL"]));
         assert_eq!(TypeSet::resolve(None, Some("BOGUS")), only(&[]));
-        assert!(matches!(
-            TypeSet::resolve(None, Some("OK")),
-            TypeSet::AllExcept(_)
-        ));
+        assert!(matches!(TypeSet::resolve(None, Some("OK")), TypeSet::AllExcept(_)));
         assert_eq!(
             TypeSet::resolve(Some("s.a.u_ACTION"), Some("OK")),
             only(&[

@@ -20,8 +20,7 @@ pub(crate) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("eve
 pub(crate) const BY_TIME: TableDefinition<(u64, u64), ()> = TableDefinition::new("by_time");
 pub(crate) const BY_TYPE: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_type");
 pub(crate) const BY_CRN: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_crn");
-pub(crate) const SESSIONS: TableDefinition<&str, (u64, u64, u64, u64, u64)> =
-    TableDefinition::new("sessions");
+pub(crate) const SESSIONS: TableDefinition<&str, (u64, u64, u64, u64, u64)> = TableDefinition::new("sessions");
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 
 pub(crate) const FORMAT_KEY: &str = "format";
@@ -76,13 +75,7 @@ impl SessionRow {
         }
     }
     pub(crate) fn to_tuple(self) -> (u64, u64, u64, u64, u64) {
-        (
-            self.first_us,
-            self.last_us,
-            self.count,
-            self.first_seq,
-            self.last_seq,
-        )
+        (self.first_us, self.last_us, self.count, self.first_seq, self.last_seq)
     }
 }
 
@@ -103,18 +96,14 @@ fn read_raw<T: ReadableTable<&'static str, &'static [u8]>>(
     Ok(meta.get(key)?.map(|g| g.value().to_vec()))
 }
 
-pub(crate) fn read_format<T: ReadableTable<&'static str, &'static [u8]>>(
-    meta: &T,
-) -> Result<Option<u64>, LedgerError> {
+pub(crate) fn read_format<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<Option<u64>, LedgerError> {
     match read_raw(meta, FORMAT_KEY)? {
         None => Ok(None),
         Some(raw) => Ok(Some(u64::from_le_bytes(fixed(&raw, 0, FORMAT_KEY)?))),
     }
 }
 
-pub(crate) fn read_head<T: ReadableTable<&'static str, &'static [u8]>>(
-    meta: &T,
-) -> Result<Head, LedgerError> {
+pub(crate) fn read_head<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<Head, LedgerError> {
     match read_raw(meta, HEAD_KEY)? {
         None => Ok(Head::default()),
         Some(raw) if raw.len() == 48 => Ok(Head {
@@ -126,9 +115,7 @@ pub(crate) fn read_head<T: ReadableTable<&'static str, &'static [u8]>>(
     }
 }
 
-pub(crate) fn read_anchor<T: ReadableTable<&'static str, &'static [u8]>>(
-    meta: &T,
-) -> Result<Anchor, LedgerError> {
+pub(crate) fn read_anchor<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<Anchor, LedgerError> {
     match read_raw(meta, ANCHOR_KEY)? {
         None => Ok(Anchor::default()),
         Some(raw) if raw.len() == 40 => Ok(Anchor {
@@ -139,9 +126,7 @@ pub(crate) fn read_anchor<T: ReadableTable<&'static str, &'static [u8]>>(
     }
 }
 
-pub(crate) fn read_savings<T: ReadableTable<&'static str, &'static [u8]>>(
-    meta: &T,
-) -> Result<f64, LedgerError> {
+pub(crate) fn read_savings<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<f64, LedgerError> {
     match read_raw(meta, SAVINGS_KEY)? {
         None => Ok(0.0),
         Some(raw) => Ok(f64::from_le_bytes(fixed(&raw, 0, SAVINGS_KEY)?)),
@@ -162,10 +147,7 @@ pub(crate) fn write_head(meta: &mut redb::Table<&str, &[u8]>, h: &Head) -> Resul
     Ok(())
 }
 
-pub(crate) fn write_anchor(
-    meta: &mut redb::Table<&str, &[u8]>,
-    a: &Anchor,
-) -> Result<(), LedgerError> {
+pub(crate) fn write_anchor(meta: &mut redb::Table<&str, &[u8]>, a: &Anchor) -> Result<(), LedgerError> {
     let mut raw = [0u8; 40];
     raw[..8].copy_from_slice(&a.seq.to_le_bytes());
     raw[8..].copy_from_slice(&a.prev_hash);
@@ -173,10 +155,7 @@ pub(crate) fn write_anchor(
     Ok(())
 }
 
-pub(crate) fn write_savings(
-    meta: &mut redb::Table<&str, &[u8]>,
-    v: f64,
-) -> Result<(), LedgerError> {
+pub(crate) fn write_savings(meta: &mut redb::Table<&str, &[u8]>, v: f64) -> Result<(), LedgerError> {
     meta.insert(SAVINGS_KEY, v.to_le_bytes().as_slice())?;
     Ok(())
 }
@@ -229,9 +208,7 @@ pub(crate) fn seq_at_or_after<T: ReadableTable<(u64, u64), ()>>(
 }
 
 /// First and last stored seq, `None` when the ledger is empty.
-pub(crate) fn seq_bounds<T: ReadableTable<u64, &'static [u8]>>(
-    events: &T,
-) -> Result<Option<(u64, u64)>, LedgerError> {
+pub(crate) fn seq_bounds<T: ReadableTable<u64, &'static [u8]>>(events: &T) -> Result<Option<(u64, u64)>, LedgerError> {
     let first = match events.first()? {
         Some((k, _)) => k.value(),
         None => return Ok(None),

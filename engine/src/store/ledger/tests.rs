@@ -61,10 +61,7 @@ fn append_then_get_round_trips() {
     assert_eq!(l.last_seq(), 0);
     assert_eq!(l.path(), f.path.as_path());
     assert_eq!(l.session_id(), "s1");
-    let mut e = ev(
-        "QUARANTINE",
-        Some("crn:svc:aws:us-east-1:ec2:volume:1:vol-1"),
-    );
+    let mut e = ev("QUARANTINE", Some("crn:svc:aws:us-east-1:ec2:volume:1:vol-1"));
     e.payload = json!({"savings_usd": 12.5, "nested": {"list": [1, "two", null]}, "ünï": "çødé"});
     e.message = "line one\nline two".to_owned();
     let stored = l.append_one(e.clone()).unwrap();
@@ -253,15 +250,10 @@ fn prune_keeps_the_chain_verifiable_and_audits_itself() {
     l.append_one(with_savings(ev("QUARANTINE", Some("crn:b")), 2.5))
         .unwrap();
     f.clock.advance(1_000);
-    let kept = l
-        .append_one(with_savings(ev("REJECTION", Some("crn:b")), 4.0))
-        .unwrap();
+    let kept = l.append_one(with_savings(ev("REJECTION", Some("crn:b")), 4.0)).unwrap();
     l.append_one(ev("SCAN_COMPLETED", None)).unwrap();
     let before = l.summary().unwrap();
-    assert_eq!(
-        (before.total_events, before.quarantined, before.approved),
-        (5, 2, 1)
-    );
+    assert_eq!((before.total_events, before.quarantined, before.approved), (5, 2, 1));
     assert_eq!(before.total_savings_usd, 16.5);
 
     // Removes seqs 1..=3: both "old" events and the first "mid" one.
@@ -277,27 +269,17 @@ fn prune_keeps_the_chain_verifiable_and_audits_itself() {
         json!({"pruned": 3, "cutoff_us": T0 + 2_000, "through_seq": 3})
     );
     let r = l.verify().unwrap();
-    assert_eq!(
-        (r.ok, r.first_seq, r.last_seq, r.checked),
-        (true, 4, 6, 3),
-        "{r:?}"
-    );
+    assert_eq!((r.ok, r.first_seq, r.last_seq, r.checked), (true, 4, 6, 3), "{r:?}");
 
     let s = l.summary().unwrap();
-    assert_eq!(
-        (s.total_events, s.quarantined, s.approved, s.rejected),
-        (3, 0, 0, 1)
-    );
+    assert_eq!((s.total_events, s.quarantined, s.approved, s.rejected), (3, 0, 0, 1));
     assert_eq!(s.total_savings_usd, 4.0);
     assert_eq!(s.first_event_us, Some(kept.ts_us));
     assert_eq!(s.session_count, 1);
     let sessions = l.sessions().unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0].session_id, "mid");
-    assert_eq!(
-        (sessions[0].first_event_us, sessions[0].event_count),
-        (kept.ts_us, 3)
-    );
+    assert_eq!((sessions[0].first_event_us, sessions[0].event_count), (kept.ts_us, 3));
     let (timeline, total) = l.resource("crn:b", 10).unwrap();
     assert_eq!((timeline.len(), total), (1, 1));
     let page = l
@@ -322,15 +304,9 @@ fn prune_keeps_the_chain_verifiable_and_audits_itself() {
     let r = l.verify().unwrap();
     assert_eq!((r.ok, r.first_seq, r.last_seq), (true, 8, 8), "{r:?}");
     let s = l.summary().unwrap();
-    assert_eq!(
-        (s.total_events, s.total_savings_usd, s.session_count),
-        (1, 0.0, 1)
-    );
+    assert_eq!((s.total_events, s.total_savings_usd, s.session_count), (1, 0.0, 1));
     l.append_one(ev("SCAN_COMPLETED", None)).unwrap();
-    assert!(
-        Ledger::verify_file(&f.path).is_err(),
-        "the daemon holds the file"
-    );
+    assert!(Ledger::verify_file(&f.path).is_err(), "the daemon holds the file");
     drop(l);
     let r = Ledger::verify_file(&f.path).unwrap();
     assert_eq!((r.ok, r.first_seq, r.last_seq, r.checked), (true, 8, 9, 2));

@@ -38,10 +38,7 @@ fn tampered_message_is_reported_with_its_seq() {
     rewrite(&f.path, 3, |_, m| m.push_str(" (edited)"));
     let expect = Some("event 3: hash mismatch".to_owned());
     let r = Ledger::verify_file(&f.path).unwrap();
-    assert_eq!(
-        (r.ok, r.checked, r.problem.clone()),
-        (false, 2, expect.clone())
-    );
+    assert_eq!((r.ok, r.checked, r.problem.clone()), (false, 2, expect.clone()));
     let l = f.open("s2");
     assert_eq!(l.verify().unwrap().problem, expect);
 }
@@ -58,10 +55,7 @@ fn tampered_hash_breaks_the_next_link() {
         s.hash = copy.compute_hash(3);
     });
     let r = Ledger::verify_file(&f.path).unwrap();
-    assert_eq!(
-        r.problem.as_deref(),
-        Some("event 4: prev_hash does not match event 3")
-    );
+    assert_eq!(r.problem.as_deref(), Some("event 4: prev_hash does not match event 3"));
 }
 
 #[test]
@@ -83,25 +77,17 @@ fn removed_last_event_fails_open_and_verify() {
         Some("head records event 4 but the chain ends at event 3")
     );
     let err = Ledger::open(&f.path, "s2", f.clock.clone()).err().unwrap();
-    assert!(
-        err.to_string().contains(&f.path.display().to_string()),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&f.path.display().to_string()), "{err}");
 }
 
 fn assert_open_fails_naming(path: &Path) {
     let clock = Arc::new(ManualClock::new(T0));
-    let err = Ledger::open(path, "s", clock)
-        .err()
-        .expect("open must fail");
+    let err = Ledger::open(path, "s", clock).err().expect("open must fail");
     let msg = err.to_string();
     assert!(msg.starts_with("cannot open ledger "), "{msg}");
     assert!(msg.contains(&path.display().to_string()), "{msg}");
     let err = Ledger::verify_file(path).expect_err("verify_file must fail");
-    assert!(
-        err.to_string().contains(&path.display().to_string()),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
 }
 
 #[test]
@@ -138,10 +124,7 @@ fn truncated_ledger_is_an_error() {
         }
     }
     let len = std::fs::metadata(&f.path).unwrap().len();
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&f.path)
-        .unwrap();
+    let file = std::fs::OpenOptions::new().write(true).open(&f.path).unwrap();
     file.set_len(len / 2).unwrap();
     drop(file);
     assert_open_fails_naming(&f.path);
@@ -159,9 +142,7 @@ fn other_redb_file_is_not_a_ledger() {
         txn.commit().unwrap();
     }
     assert_open_fails_naming(&path);
-    let err = Ledger::open(&path, "s", Arc::new(ManualClock::new(0)))
-        .err()
-        .unwrap();
+    let err = Ledger::open(&path, "s", Arc::new(ManualClock::new(0))).err().unwrap();
     assert!(err.to_string().ends_with("not a ledger file"), "{err}");
 }
 
@@ -169,11 +150,6 @@ fn other_redb_file_is_not_a_ledger() {
 fn missing_directory_is_an_error_naming_the_path() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("absent").join("events.redb");
-    let err = Ledger::open(&path, "s", Arc::new(ManualClock::new(0)))
-        .err()
-        .unwrap();
-    assert!(
-        err.to_string().contains(&path.display().to_string()),
-        "{err}"
-    );
+    let err = Ledger::open(&path, "s", Arc::new(ManualClock::new(0))).err().unwrap();
+    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
 }

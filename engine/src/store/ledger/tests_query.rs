@@ -45,9 +45,7 @@ pub(super) fn matches(e: &Event, q: &HistoryQuery) -> bool {
     };
     type_ok
         && q.crn.as_ref().is_none_or(|c| *c == e.crn)
-        && q.status
-            .as_ref()
-            .is_none_or(|s| s.eq_ignore_ascii_case(e.status()))
+        && q.status.as_ref().is_none_or(|s| s.eq_ignore_ascii_case(e.status()))
         && q.since_us.is_none_or(|t| e.ts_us >= t)
         && q.until_us.is_none_or(|t| e.ts_us < t)
 }
@@ -106,13 +104,7 @@ fn every_filter_combination_matches_a_naive_filter() {
         Some("NOPE"),
     ];
     let crns = [None, Some("crn:3"), Some("crn:none")];
-    let statuses = [
-        None,
-        Some("OK"),
-        Some("APPROVED"),
-        Some("quarantined"),
-        Some("BOGUS"),
-    ];
+    let statuses = [None, Some("OK"), Some("APPROVED"), Some("quarantined"), Some("BOGUS")];
     let times = [
         (None, None),
         (Some(T0 + 3_000), None),
@@ -216,8 +208,7 @@ fn time_bounds_are_since_inclusive_until_exclusive() {
 fn last_full_page_has_no_cursor_and_limits_are_clamped() {
     let f = Fixture::new();
     let l = f.open("s1");
-    l.append((0..10).map(|_| ev("SCAN_COMPLETED", None)).collect())
-        .unwrap();
+    l.append((0..10).map(|_| ev("SCAN_COMPLETED", None)).collect()).unwrap();
     let q = HistoryQuery {
         limit: 5,
         ..Default::default()
@@ -230,10 +221,7 @@ fn last_full_page_has_no_cursor_and_limits_are_clamped() {
             ..q
         })
         .unwrap();
-    assert_eq!(
-        p2.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
-        vec![5, 4, 3, 2, 1]
-    );
+    assert_eq!(p2.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![5, 4, 3, 2, 1]);
     assert_eq!((p2.next_cursor, p2.total), (None, 10));
     let p0 = l.query(&HistoryQuery::default()).unwrap();
     assert_eq!((p0.events.len(), p0.next_cursor), (1, Some(10)));
@@ -259,16 +247,10 @@ fn empty_ledger_answers_every_query() {
             ..Default::default()
         })
         .unwrap();
-    assert_eq!(
-        (page.events.len(), page.next_cursor, page.total),
-        (0, None, 0)
-    );
+    assert_eq!((page.events.len(), page.next_cursor, page.total), (0, None, 0));
     assert_eq!(l.resource("crn:a", 10).unwrap(), (Vec::new(), 0));
     let s = l.summary().unwrap();
-    assert_eq!(
-        (s.total_events, s.session_count, s.first_event_us),
-        (0, 0, None)
-    );
+    assert_eq!((s.total_events, s.session_count, s.first_event_us), (0, 0, None));
     assert!(l.sessions().unwrap().is_empty());
 }
 
@@ -276,12 +258,7 @@ fn empty_ledger_answers_every_query() {
 fn resource_returns_its_lifecycle_newest_first() {
     let f = Fixture::new();
     let (l, all) = mixed_ledger(&f);
-    let expected: Vec<Event> = all
-        .iter()
-        .rev()
-        .filter(|e| e.crn == "crn:4")
-        .cloned()
-        .collect();
+    let expected: Vec<Event> = all.iter().rev().filter(|e| e.crn == "crn:4").cloned().collect();
     let (events, total) = l.resource("crn:4", usize::MAX).unwrap();
     assert_eq!(events, expected);
     assert_eq!(total, expected.len() as u64);

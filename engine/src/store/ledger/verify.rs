@@ -41,10 +41,7 @@ pub(super) fn verify(txn: &ReadTransaction) -> Result<VerifyReport, LedgerError>
     if first != anchor.seq {
         return fail(
             report,
-            format!(
-                "chain starts at event {first} but its anchor is event {}",
-                anchor.seq
-            ),
+            format!("chain starts at event {first} but its anchor is event {}", anchor.seq),
         );
     }
     let mut prev_seq = first - 1;
@@ -65,10 +62,7 @@ pub(super) fn verify(txn: &ReadTransaction) -> Result<VerifyReport, LedgerError>
             } else {
                 format!("event {prev_seq}")
             };
-            return fail(
-                report,
-                format!("event {seq}: prev_hash does not match {what}"),
-            );
+            return fail(report, format!("event {seq}: prev_hash does not match {what}"));
         }
         if stored.compute_hash(seq) != stored.hash {
             return fail(report, format!("event {seq}: hash mismatch"));
@@ -80,10 +74,7 @@ pub(super) fn verify(txn: &ReadTransaction) -> Result<VerifyReport, LedgerError>
     if head.seq != last {
         return fail(
             report,
-            format!(
-                "head records event {} but the chain ends at event {last}",
-                head.seq
-            ),
+            format!("head records event {} but the chain ends at event {last}", head.seq),
         );
     }
     if head.hash != prev_hash {

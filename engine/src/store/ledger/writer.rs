@@ -139,11 +139,7 @@ fn notify(shared: &Shared, done: &[Done]) {
     }
 }
 
-fn write(
-    shared: &Shared,
-    clock: &dyn Clock,
-    batch: &mut [Request],
-) -> Result<Vec<Done>, LedgerError> {
+fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Vec<Done>, LedgerError> {
     let mut txn = shared.db.begin_write()?;
     txn.set_durability(Durability::Immediate)?;
     let done = {
@@ -316,8 +312,7 @@ impl<'t> Ctx<'t> {
                 break;
             }
             for (seq, bytes) in &chunk {
-                let s = codec::decode(bytes)
-                    .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+                let s = codec::decode(bytes).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
                 self.by_time.remove((s.ts_us, *seq))?;
                 self.by_type.remove((s.event_type, *seq))?;
                 if !s.crn.is_empty() {
@@ -352,11 +347,7 @@ impl<'t> Ctx<'t> {
 
     /// Lowers the counts of sessions that lost events; drops the ones left
     /// empty and moves the start of the others to their first remaining event.
-    fn prune_sessions(
-        &mut self,
-        removed: HashMap<String, u64>,
-        through: u64,
-    ) -> Result<(), LedgerError> {
+    fn prune_sessions(&mut self, removed: HashMap<String, u64>, through: u64) -> Result<(), LedgerError> {
         let mut restart: HashMap<String, SessionRow> = HashMap::new();
         for (sid, n) in removed {
             let Some(mut row) = load_session(&self.sessions, &sid)? else {
@@ -375,8 +366,7 @@ impl<'t> Ctx<'t> {
         for item in self.events.range(through + 1..)? {
             let (k, v) = item?;
             let seq = k.value();
-            let s = codec::decode(v.value())
-                .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+            let s = codec::decode(v.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
             if let Some(mut row) = restart.remove(s.session_id) {
                 row.first_us = s.ts_us;
                 row.first_seq = seq;
@@ -417,9 +407,7 @@ fn load_session<T: ReadableTable<&'static str, (u64, u64, u64, u64, u64)>>(
     sessions: &T,
     session_id: &str,
 ) -> Result<Option<SessionRow>, LedgerError> {
-    Ok(sessions
-        .get(session_id)?
-        .map(|g| SessionRow::from_tuple(g.value())))
+    Ok(sessions.get(session_id)?.map(|g| SessionRow::from_tuple(g.value())))
 }
 
 /// The ordinal for the next event with `key` in a keyed index.
