@@ -94,8 +94,10 @@ impl Engine {
             source,
         })?;
         let graph_path = data_dir.join(GRAPH_FILE);
+        let started = std::time::Instant::now();
         let store = GraphStore::open(&graph_path)?;
         let loaded = store.load()?;
+        let read_ms = started.elapsed().as_millis() as u64;
         let interner = if loaded.symbols.is_empty() {
             Interner::new()
         } else {
@@ -114,6 +116,8 @@ impl Engine {
         graph.set_generation(loaded.meta.generation);
         graph.shrink_to_fit();
         info!(
+            read_ms,
+            load_ms = started.elapsed().as_millis() as u64 - read_ms,
             nodes = loaded.nodes.len(),
             edges = loaded.edges.len(),
             dangling,

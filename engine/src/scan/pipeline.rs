@@ -267,6 +267,7 @@ pub(crate) fn run(
     }
 
     // Commit: versions to graph.redb in one transaction, then SCAN_COMPLETED.
+    let commit_started = Instant::now();
     let changes = engine.graph_mut().take_changes();
     report.versions_written = (changes.nodes.len() + changes.edges.len()) as u64;
     report.generation = engine.graph().generation();
@@ -286,6 +287,7 @@ pub(crate) fn run(
         nodes = report.nodes,
         edges = report.edges,
         versions = report.versions_written,
+        commit_ms = commit_started.elapsed().as_millis() as u64,
         duration_ms = report.duration_ms,
         "scan committed"
     );

@@ -280,8 +280,10 @@ impl GraphStore {
             let due = checkpoint == 0 || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1);
             let full_state;
             let (kind, written) = if due {
-                full_state = full();
-                (KIND_CHECKPOINT, &full_state)
+                // When every row changed (a first scan), the changes are the checkpoint.
+                let every_row = (changes.nodes.len() + changes.edges.len()) as u64 == meta.rows;
+                full_state = if every_row { None } else { Some(full()) };
+                (KIND_CHECKPOINT, full_state.as_ref().unwrap_or(changes))
             } else {
                 (KIND_DELTA, changes)
             };
@@ -329,6 +331,7 @@ impl GraphStore {
     /// Every row as of `ts_us` (the latest version of each written at or
     /// before it, live or not), nodes sorted by CRN.
     fn state_as_of(&self, ts_us: u64) -> Result<GraphAt, StoreError> {
+        let started = std::time::Instant::now();
         let err = self.db_err();
         let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
         let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
@@ -359,6 +362,7 @@ impl GraphStore {
         }
         drop(seg);
         drop(txn);
+        let read_ms = started.elapsed().as_millis() as u64;
         let node_parts = &parts[..SEGMENT_SHARDS as usize];
         let edge_parts = &parts[SEGMENT_SHARDS as usize..];
         let (nodes, edges) = rayon::join(
@@ -397,11 +401,18 @@ impl GraphStore {
             .flatten()
             .collect();
         nodes.par_sort_unstable_by(|a, b| a.crn.cmp(&b.crn));
-        let edges = edges
+        let edges: Vec<EdgeVersion> = edges
             .map_err(|e| self.corrupt("edge segment".into(), e))?
             .into_iter()
             .flatten()
             .collect();
+        tracing::debug!(
+            read_ms,
+            decode_ms = started.elapsed().as_millis() as u64 - read_ms,
+            nodes = nodes.len(),
+            edges = edges.len(),
+            "graph state replayed"
+        );
         Ok(GraphAt { nodes, edges })
     }
 
