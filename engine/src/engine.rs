@@ -7,18 +7,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use thiserror::Error;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::graph::{Changes, Graph};
 use crate::intern::Interner;
 use crate::scan::{ScanReport, Source};
 use crate::store::ledger::{Ledger, LedgerError};
+use crate::store::snapshot::{self, SnapshotKey};
 use crate::store::{CommitMeta, GraphStore, StoreError};
 
 /// File names under the data directory.
 pub const GRAPH_FILE: &str = "graph.redb";
 pub const EVENTS_FILE: &str = "events.redb";
+pub const SNAPSHOT_FILE: &str = "graph.snap";
 
 #[derive(Debug, Error)]
 pub enum EngineError {
@@ -51,6 +53,8 @@ pub struct Engine {
     source_config: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
     last_report: RwLock<Option<ScanReport>>,
     listeners: RwLock<Vec<ScanListener>>,
+    /// Where the graph came from at start: `snapshot` or `graph store`.
+    loaded_from: &'static str,
 }
 
 /// Held while a scan runs; dropping it lets the next scan start.
@@ -94,37 +98,58 @@ impl Engine {
             source,
         })?;
         let graph_path = data_dir.join(GRAPH_FILE);
+        let snap_path = data_dir.join(SNAPSHOT_FILE);
         let started = std::time::Instant::now();
         let store = GraphStore::open(&graph_path)?;
-        let loaded = store.load()?;
-        let read_ms = started.elapsed().as_millis() as u64;
-        let interner = if loaded.symbols.is_empty() {
+        let (symbols, meta) = store.load_meta()?;
+        let interner = if symbols.is_empty() {
             Interner::new()
         } else {
-            Interner::from_strings(&loaded.symbols).map_err(|message| EngineError::Symbols {
+            Interner::from_strings(&symbols).map_err(|message| EngineError::Symbols {
                 path: graph_path.clone(),
                 message,
             })?
         };
-        let persisted = loaded.symbols.len();
+        let persisted = symbols.len();
         let interner = Arc::new(interner);
-        let mut graph = Graph::new(interner.clone());
-        graph.load_nodes(&loaded.nodes);
-        let dangling = graph.load_edges(&loaded.edges);
-        let now = clock.now_us();
-        graph.rebuild_adjacency(now);
-        graph.set_generation(loaded.meta.generation);
-        graph.shrink_to_fit();
+        let key = SnapshotKey::new(&meta, persisted);
+        let (mut graph, from) = match snapshot::read(&snap_path, key) {
+            Ok(shards) => (
+                Graph::from_shards(interner.clone(), shards.nodes, shards.edges, meta.generation),
+                "snapshot",
+            ),
+            Err(e) => {
+                if meta.scan_seq > 0 {
+                    warn!(error = %e, "snapshot not used; replaying the graph store");
+                }
+                let loaded = store.load()?;
+                let mut graph = Graph::new(interner.clone());
+                graph.load_nodes(&loaded.nodes);
+                let dangling = graph.load_edges(&loaded.edges);
+                if dangling > 0 {
+                    warn!(dangling, "stored edges name nodes that are not stored; skipped");
+                }
+                graph.set_generation(meta.generation);
+                graph.shrink_to_fit();
+                if meta.scan_seq > 0
+                    && let Err(e) = snapshot::write(&snap_path, &graph, key)
+                {
+                    warn!(error = %e, "cannot write the snapshot; the next start replays the store again");
+                }
+                (graph, "graph store")
+            }
+        };
+        graph.rebuild_adjacency(clock.now_us());
         info!(
-            read_ms,
-            load_ms = started.elapsed().as_millis() as u64 - read_ms,
-            nodes = loaded.nodes.len(),
-            edges = loaded.edges.len(),
-            dangling,
-            generation = loaded.meta.generation,
+            from,
+            ms = started.elapsed().as_millis() as u64,
+            nodes = graph.node_rows(),
+            edges = graph.edge_rows(),
+            generation = meta.generation,
             path = %graph_path.display(),
             "graph loaded"
         );
+        let loaded_meta = meta;
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         Ok(Engine {
             data_dir: data_dir.to_owned(),
@@ -135,14 +160,20 @@ impl Engine {
             clock,
             session_id: session_id.to_owned(),
             scanning: AtomicBool::new(false),
-            scan_seq: AtomicU64::new(loaded.meta.scan_seq),
-            last_commit_us: AtomicU64::new(loaded.meta.commit_us),
+            scan_seq: AtomicU64::new(loaded_meta.scan_seq),
+            last_commit_us: AtomicU64::new(loaded_meta.commit_us),
             persisted_symbols: Mutex::new(persisted),
             sources: Mutex::new(Vec::new()),
             source_config: RwLock::new(BTreeMap::new()),
             last_report: RwLock::new(None),
             listeners: RwLock::new(Vec::new()),
+            loaded_from: from,
         })
+    }
+
+    /// Where the graph came from at start: `snapshot` or `graph store`.
+    pub fn loaded_from(&self) -> &'static str {
+        self.loaded_from
     }
 
     pub fn data_dir(&self) -> &Path {
@@ -229,10 +260,19 @@ impl Engine {
             rows: (graph.node_rows() + graph.edge_rows()) as u64,
             ..meta
         };
-        self.store
+        let commit_us = self
+            .store
             .commit(*persisted, &fresh, changes, || graph.all_versions(), meta)?;
-        drop(graph);
+        let meta = CommitMeta { commit_us, ..meta };
         *persisted += fresh.len();
+        if !changes.is_empty() {
+            // The store is the truth; a snapshot that fails to write only slows the next start.
+            let key = SnapshotKey::new(&meta, *persisted);
+            if let Err(e) = snapshot::write(&self.data_dir.join(SNAPSHOT_FILE), &graph, key) {
+                warn!(error = %e, "cannot write the snapshot; the next start replays the graph store");
+            }
+        }
+        drop(graph);
         self.scan_seq.store(meta.scan_seq, Ordering::Release);
         self.last_commit_us.store(meta.commit_us, Ordering::Release);
         Ok(())

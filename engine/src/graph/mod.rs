@@ -154,6 +154,24 @@ impl Graph {
         }
     }
 
+    /// A graph from shards loaded elsewhere (a snapshot); the adjacency
+    /// index still has to be rebuilt.
+    pub(crate) fn from_shards(
+        interner: Arc<Interner>,
+        nodes: Vec<NodeShard>,
+        edges: Vec<EdgeShard>,
+        generation: u64,
+    ) -> Graph {
+        debug_assert_eq!((nodes.len(), edges.len()), (NODE_SHARDS, EDGE_SHARDS));
+        Graph {
+            interner,
+            nodes,
+            edges,
+            adj: Adjacency::default(),
+            generation,
+        }
+    }
+
     pub fn interner(&self) -> &Arc<Interner> {
         &self.interner
     }

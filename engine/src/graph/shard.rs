@@ -211,6 +211,16 @@ impl NodeShard {
         self.hash.is_empty()
     }
 
+    /// Rebuilds the key index from the `hash` column (after loading columns).
+    pub(crate) fn rebuild_index(&mut self) {
+        let mut index = HashTable::with_capacity(self.hash.len());
+        let hashes = &self.hash;
+        for (r, h) in hashes.iter().enumerate() {
+            index.insert_unique(*h, r as u32, |&x| hashes[x as usize]);
+        }
+        self.index = index;
+    }
+
     /// Makes room for `rows` more rows and `bytes` more arena bytes, so a
     /// large ingest grows each column once instead of doubling repeatedly.
     pub(crate) fn reserve(&mut self, rows: usize, bytes: usize) {
@@ -484,6 +494,19 @@ impl EdgeShard {
 
     pub fn is_empty(&self) -> bool {
         self.src.is_empty()
+    }
+
+    /// Rebuilds the endpoint index (after loading columns).
+    pub(crate) fn rebuild_index(&mut self) {
+        let mut index = HashTable::with_capacity(self.src.len());
+        let (s, d, rl) = (&self.src, &self.dst, &self.rel);
+        for r in 0..s.len() {
+            index.insert_unique(edge_hash(s[r], d[r], rl[r]), r as u32, |&x| {
+                let x = x as usize;
+                edge_hash(s[x], d[x], rl[x])
+            });
+        }
+        self.index = index;
     }
 
     pub(crate) fn find(&self, src: NodeId, dst: NodeId, rel: Relation) -> Option<u32> {

@@ -216,40 +216,51 @@ impl GraphStore {
         }
     }
 
-    /// Loads the symbol table and the latest version of every node and edge.
-    pub fn load(&self) -> Result<Loaded, StoreError> {
+    /// Loads the symbol table and the bookkeeping of the last commit.
+    pub fn load_meta(&self) -> Result<(Vec<String>, CommitMeta), StoreError> {
         let err = self.db_err();
         let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
-        let mut out = Loaded::default();
+        let mut symbols_out = Vec::new();
         let symbols = txn.open_table(SYMBOLS).map_err(|e| err(e.into()))?;
         for (i, item) in symbols.iter().map_err(|e| err(e.into()))?.enumerate() {
             let (k, v) = item.map_err(|e| err(e.into()))?;
             if k.value() as usize != i {
                 return Err(self.corrupt("symbol table".into(), DecodeError("symbol table has a gap")));
             }
-            out.symbols.push(v.value().to_owned());
+            symbols_out.push(v.value().to_owned());
         }
         let meta = txn.open_table(META).map_err(|e| err(e.into()))?;
         let get = |k: &str| -> Result<u64, StoreError> {
             Ok(meta.get(k).map_err(|e| err(e.into()))?.map(|v| v.value()).unwrap_or(0))
         };
-        out.meta = CommitMeta {
+        let meta = CommitMeta {
             generation: get(META_GENERATION)?,
             scan_seq: get(META_SCAN_SEQ)?,
             commit_us: get(META_LAST_COMMIT)?,
             rows: 0,
         };
-        drop(txn);
+        Ok((symbols_out, meta))
+    }
+
+    /// Loads the symbol table and the latest version of every node and edge.
+    pub fn load(&self) -> Result<Loaded, StoreError> {
+        let (symbols, meta) = self.load_meta()?;
         let state = self.state_as_of(u64::MAX)?;
-        out.nodes = state.nodes.into_iter().map(|n| n.row).collect();
-        out.edges = state.edges;
-        out.meta.rows = (out.nodes.len() + out.edges.len()) as u64;
-        Ok(out)
+        let nodes: Vec<NodeRow> = state.nodes.into_iter().map(|n| n.row).collect();
+        let rows = (nodes.len() + state.edges.len()) as u64;
+        Ok(Loaded {
+            symbols,
+            nodes,
+            edges: state.edges,
+            meta: CommitMeta { rows, ..meta },
+        })
     }
 
     /// Writes new symbols (table positions from `symbols_start`), the
     /// changed versions (or, when due, a checkpoint of every row, which
     /// `full` produces) and the bookkeeping in one durable transaction.
+    /// Returns the commit's time key (`meta.commit_us`, moved past the
+    /// previous commit if the clock did not advance).
     pub fn commit(
         &self,
         symbols_start: usize,
@@ -257,11 +268,12 @@ impl GraphStore {
         changes: &Changes,
         full: impl FnOnce() -> Changes,
         meta: CommitMeta,
-    ) -> Result<(), StoreError> {
+    ) -> Result<u64, StoreError> {
         let err = self.db_err();
         let mut txn = self.db.begin_write().map_err(|e| err(e.into()))?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| err(redb::Error::from(e)))?;
+        let commit_us;
         {
             let mut sym = txn.open_table(SYMBOLS).map_err(|e| err(e.into()))?;
             for (i, s) in symbols.iter().enumerate() {
@@ -276,7 +288,7 @@ impl GraphStore {
             let checkpoint = get(&m, META_CHECKPOINT)?;
             let delta_rows = get(&m, META_DELTA_ROWS)? + (changes.nodes.len() + changes.edges.len()) as u64;
             // Commit keys must increase even if the clock did not.
-            let commit_us = meta.commit_us.max(last + 1);
+            commit_us = meta.commit_us.max(last + 1);
             let due = checkpoint == 0 || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1);
             let full_state;
             let (kind, written) = if due {
@@ -325,7 +337,7 @@ impl GraphStore {
             m.insert(META_LAST_COMMIT, commit_us).map_err(|e| err(e.into()))?;
         }
         txn.commit().map_err(|e| err(e.into()))?;
-        Ok(())
+        Ok(commit_us)
     }
 
     /// Every row as of `ts_us` (the latest version of each written at or

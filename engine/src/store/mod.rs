@@ -4,6 +4,7 @@
 mod codec;
 pub mod graph_store;
 pub mod ledger;
+pub mod snapshot;
 
 pub use codec::DecodeError;
 pub use graph_store::{CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, Loaded, StoreError, StoreStats};
