@@ -125,6 +125,14 @@ fn edge_shard_of(src: NodeId) -> usize {
     src.shard() % EDGE_SHARDS
 }
 
+/// An edge row is visible when it and both its endpoints are (SPEC 3.3).
+fn edge_row_visible(nodes: &[NodeShard], shard: &EdgeShard, r: usize, now_us: u64) -> bool {
+    let (a, b) = (shard.src[r], shard.dst[r]);
+    visible(shard.valid_to[r], now_us)
+        && visible(nodes[a.shard()].valid_to[a.row() as usize], now_us)
+        && visible(nodes[b.shard()].valid_to[b.row() as usize], now_us)
+}
+
 /// Counting sort of row indices by shard: `(offsets[shards + 1], permutation)`.
 fn partition(shards: usize, keys: impl Iterator<Item = usize> + Clone) -> (Vec<u32>, Vec<u32>) {
     let mut off = vec![0u32; shards + 1];
@@ -351,12 +359,7 @@ impl Graph {
             .enumerate()
             .map(|(s, shard)| {
                 (0..shard.len())
-                    .filter(|&r| {
-                        let (a, b) = (shard.src[r], shard.dst[r]);
-                        visible(shard.valid_to[r], now_us)
-                            && visible(nodes[a.shard()].valid_to[a.row() as usize], now_us)
-                            && visible(nodes[b.shard()].valid_to[b.row() as usize], now_us)
-                    })
+                    .filter(|&r| edge_row_visible(nodes, shard, r, now_us))
                     .map(|r| (EdgeId::new(s, r as u32), dense(shard.src[r]), dense(shard.dst[r])))
                     .collect()
             })
@@ -453,27 +456,7 @@ impl Graph {
 
     /// Loads a stored edge (hydration at start); `false` when an endpoint is unknown.
     pub fn load_edge(&mut self, e: &EdgeVersion) -> bool {
-        let reader = self.interner.reader();
-        let ends = (
-            self.find_graph_form(&reader, &e.src),
-            self.find_graph_form(&reader, &e.dst),
-        );
-        drop(reader);
-        let (Some(src), Some(dst)) = ends else {
-            return false;
-        };
-        let shard = &mut self.edges[edge_shard_of(src)];
-        shard.upsert(
-            src,
-            dst,
-            e.relation,
-            e.inferred,
-            &e.props,
-            0,
-            0,
-            Some((e.valid_from, e.valid_to)),
-        );
-        true
+        self.load_edges(std::slice::from_ref(e)) == 0
     }
 
     /// Loads stored node rows in parallel, shard by shard (hydration at start).
@@ -714,12 +697,7 @@ impl Graph {
             .par_iter()
             .map(|shard| {
                 (0..shard.len())
-                    .filter(|&r| {
-                        let (a, b) = (shard.src[r], shard.dst[r]);
-                        visible(shard.valid_to[r], now_us)
-                            && visible(nodes[a.shard()].valid_to[a.row() as usize], now_us)
-                            && visible(nodes[b.shard()].valid_to[b.row() as usize], now_us)
-                    })
+                    .filter(|&r| edge_row_visible(nodes, shard, r, now_us))
                     .count() as u64
             })
             .sum();
