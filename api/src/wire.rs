@@ -15,8 +15,6 @@ use svc_engine::intern::InternerReader;
 use svc_engine::props::{Props, Tags, ValueRef};
 use svc_engine::relation::Relation;
 
-use crate::routes::rfc3339;
-
 /// The fields of one node, borrowed from the live graph or a stored version.
 #[derive(Clone)]
 pub struct NodeView<'a> {
@@ -202,7 +200,7 @@ pub fn node_with_crn(v: &NodeView<'_>, crn: String, r: &InternerReader<'_>) -> V
         "tags": tags_json(v.tags.clone(), r),
         "properties": props_json(v.props.clone(), r),
         "creation_timestamp": v.creation_ts,
-        "valid_from": rfc3339(v.valid_from),
+        "valid_from": v.valid_from,
         "valid_to": v.valid_to,
         "is_waste": v.is_waste,
         "waste_reason": v.waste_reason,
@@ -249,7 +247,7 @@ pub fn edge(
 }
 
 /// A stored edge version: [`edge`] plus its validity interval
-/// (`valid_from` RFC 3339, `valid_to` microseconds, 0 while active).
+/// (`valid_from` and `valid_to` in microseconds since the epoch, `valid_to` 0 while active).
 pub fn edge_version(e: &svc_engine::graph::EdgeVersion, r: &InternerReader<'_>) -> Value {
     let mut v = edge(
         e.src.clone(),
@@ -260,7 +258,7 @@ pub fn edge_version(e: &svc_engine::graph::EdgeVersion, r: &InternerReader<'_>) 
         r,
     );
     if let Value::Object(m) = &mut v {
-        m.insert("valid_from".into(), Value::from(rfc3339(e.valid_from)));
+        m.insert("valid_from".into(), Value::from(e.valid_from));
         m.insert("valid_to".into(), Value::from(e.valid_to));
     }
     v
@@ -327,7 +325,7 @@ mod tests {
                 "properties": {"size_gib": 100, "iops": 3000.5, "encrypted": true, "kms_key": null,
                     "volume_type": "gp2", "attachments": [{"instance": "i-1"}]},
                 "creation_timestamp": 1_700_000_000u64,
-                "valid_from": "2023-11-14T22:13:20Z", "valid_to": 0,
+                "valid_from": 1_700_000_000_000_000u64, "valid_to": 0,
                 "is_waste": true, "waste_reason": "unattached for 43 days", "risk_score": 42.0,
                 "reachability": "unreachable", "phase": "flagged", "verdict": "unattached-volume",
             })

@@ -56,7 +56,7 @@ async fn node_pages_visit_every_node_once() {
             assert!(seen.insert(crn.clone()), "{crn} listed twice");
         }
         pages += 1;
-        match page["next_cursor"].as_str() {
+        match page["next_cursor"].as_str().filter(|c| !c.is_empty()) {
             Some(c) => uri = format!("/api/v1/graph/nodes?limit=2&cursor={c}"),
             None => break,
         }
@@ -66,7 +66,7 @@ async fn node_pages_visit_every_node_once() {
     let all = f.get_ok("/api/v1/graph/nodes").await;
     assert_eq!(
         (all["nodes"].as_array().unwrap().len(), &all["next_cursor"]),
-        (9, &Value::Null)
+        (9, &json!(""))
     );
     let k8s = f.get_ok("/api/v1/graph/nodes?provider=kubernetes").await;
     assert_eq!(strs(&k8s["nodes"], "crn"), vec![POD.to_owned()]);
@@ -102,11 +102,8 @@ async fn node_objects_carry_every_field_with_json_types() {
         .find(|n| n["crn"] == volume())
         .unwrap()
         .clone();
-    let valid_from = vol["valid_from"].as_str().unwrap().to_owned();
-    assert!(
-        chrono::DateTime::parse_from_rfc3339(&valid_from).is_ok(),
-        "{valid_from}"
-    );
+    let valid_from = vol["valid_from"].as_u64().unwrap();
+    assert!(valid_from > 1_600_000_000_000_000, "microseconds: {valid_from}");
     assert_eq!(
         vol,
         json!({
@@ -253,7 +250,7 @@ async fn terminal_rows_page_like_nodes() {
     let p2 = f.get_ok(&format!("/api/v1/nodes?limit=5&cursor={c}")).await;
     assert_eq!(
         (p2["rows"].as_array().unwrap().len(), &p2["next_cursor"]),
-        (4, &Value::Null)
+        (4, &json!(""))
     );
     let row = p1["rows"][0].as_object().unwrap();
     let mut keys: Vec<&str> = row.keys().map(String::as_str).collect();

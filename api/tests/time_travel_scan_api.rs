@@ -92,7 +92,7 @@ async fn graph_at_pages_cover_every_node_and_edge_once() {
                 e["type"].to_string()
             )));
         }
-        match page["next_cursor"].as_str() {
+        match page["next_cursor"].as_str().filter(|c| !c.is_empty()) {
             Some(c) => uri = format!("/api/v1/graph/at?ts={ts}&limit=2&cursor={c}"),
             None => break,
         }

@@ -217,7 +217,7 @@ pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<Nod
         let (page, next, total) = spec.run(&g, now);
         let r = g.interner().reader();
         let nodes: Vec<Value> = page.iter().map(|n| wire::node(&NodeView::of(n), &r)).collect();
-        Ok(json!({ "nodes": nodes, "next_cursor": next, "total": total }))
+        Ok(json!({ "nodes": nodes, "next_cursor": next.unwrap_or_default(), "total": total }))
     })
     .await
 }
@@ -233,7 +233,7 @@ pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<Nodes
         let (page, next, total) = spec.run(&g, now);
         let r = g.interner().reader();
         let rows: Vec<Value> = page.iter().map(|n| wire::tui_row(&NodeView::of(n), &r)).collect();
-        Ok(json!({ "rows": rows, "next_cursor": next, "total": total }))
+        Ok(json!({ "rows": rows, "next_cursor": next.unwrap_or_default(), "total": total }))
     })
     .await
 }

@@ -92,7 +92,7 @@ pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQue
             "edges": edges_json,
             "total_nodes": nodes.len(),
             "total_edges": at.edges.len(),
-            "next_cursor": upper.map(|u| encode_cursor(u.as_bytes())),
+            "next_cursor": upper.map(|u| encode_cursor(u.as_bytes())).unwrap_or_default(),
         }))
     })
     .await
