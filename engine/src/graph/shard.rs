@@ -296,13 +296,21 @@ impl NodeShard {
     }
 
     /// Inserts or updates a node from a batch row at scan time `now_us`.
+    /// One probe of the index either finds the row or reserves its slot.
     pub(crate) fn upsert(&mut self, n: &BatchNode, buf: &[u8], now_us: u64, scan: u32) -> (u32, Upsert) {
         let tags = n.tags.get(buf);
         let props = n.props.get(buf);
         let content = content_hash(n.ty, n.state, n.cost, n.creation_ts, tags, props);
         let id = n.id.get(buf);
-        let (row, outcome) = match self.find(n.hash, &n.syms, id) {
-            Some(row) => {
+        let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
+        let entry = self.index.entry(
+            n.hash,
+            |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
+            |&r| hashes[r as usize],
+        );
+        let (row, outcome) = match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => {
+                let row = *e.get();
                 let r = row as usize;
                 self.seen[r] = scan;
                 let revived = self.valid_to[r] != 0;
@@ -311,7 +319,34 @@ impl NodeShard {
                 }
                 (row, if revived { Upsert::Revived } else { Upsert::Changed })
             }
-            None => (self.push_row(n.hash, n.syms, id), Upsert::Inserted),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let row = self.hash.len() as u32;
+                v.insert(row);
+                let id = push_bytes(&mut self.arena, id);
+                let tags = push_bytes(&mut self.arena, tags);
+                let props = push_bytes(&mut self.arena, props);
+                self.hash.push(n.hash);
+                self.key.push(n.syms);
+                self.id.push(id);
+                self.ty.push(n.ty);
+                self.state.push(n.state);
+                self.cost.push(n.cost);
+                self.creation_ts.push(n.creation_ts);
+                self.valid_from.push(now_us);
+                self.valid_to.push(0);
+                self.waste.set(row as usize, false);
+                self.waste_reason.push(Span::default());
+                self.risk.push(0.0);
+                self.reach.push(Reachability::Unknown);
+                self.phase.push(Phase::None);
+                self.verdict.push(None);
+                self.tags.push(tags);
+                self.props.push(props);
+                self.content.push(content);
+                self.seen.push(scan);
+                self.mark_dirty(row);
+                return (row, Upsert::Inserted);
+            }
         };
         let r = row as usize;
         self.ty[r] = n.ty;
