@@ -10,11 +10,14 @@ use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError, spans};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
+/// A span's name and its parent's name.
+type Created = (&'static str, Option<&'static str>);
+
 /// Records `(span name, parent name)` for every span, in creation order.
 #[derive(Clone, Default)]
 struct Recorder {
     names: Arc<Mutex<Vec<(u64, &'static str)>>>,
-    created: Arc<Mutex<Vec<(&'static str, Option<&'static str>)>>>,
+    created: Arc<Mutex<Vec<Created>>>,
     stack: Arc<Mutex<Vec<u64>>>,
     next: Arc<AtomicU64>,
 }
