@@ -211,3 +211,32 @@ async fn bad_client_messages_get_an_error_frame_and_the_stream_goes_on() {
     ws.close().await;
     d.api().get_ok("/api/v1/graph/stats").await;
 }
+
+/// `daemon.scan_interval` from `config.toml`: with no trigger at all, scans
+/// keep arriving, numbered one after the other.
+#[tokio::test]
+async fn scheduled_scans_follow_the_configured_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[daemon]\nscan_interval = \"1s\"\n").unwrap();
+    let d = Daemon::start(dir.path(), SCALE).await;
+    let mut ws = d.ws().await;
+    ws.send_since(0).await;
+    let mut scans = Vec::new();
+    while scans.len() < 3 {
+        let e = ws
+            .next_matching(SCAN_DEADLINE, |e| e["event_type"] == "SCAN_COMPLETED")
+            .await;
+        scans.push(u(&e["payload"]["scan_seq"]));
+    }
+    ws.close().await;
+    assert_eq!(
+        scans,
+        vec![1, 2, 3],
+        "the scan at start, then one a second, none triggered"
+    );
+    let history = d
+        .api()
+        .get_query_ok("/api/v1/history", &[("type", "SCAN_COMPLETED")])
+        .await;
+    assert!(u(&history["total"]) >= 3);
+}

@@ -76,6 +76,9 @@ pub enum Sources {
     /// active, so scans find nothing and change nothing. Used to look at a
     /// restored graph while no scan can touch it.
     None,
+    /// No `--mock`, no cloud credentials anywhere and no plugins: the daemon
+    /// falls back to the mock estate by itself.
+    Fallback,
 }
 
 /// The `svc daemon` command for `data_dir`, with output piped.
@@ -93,6 +96,21 @@ pub fn daemon_command_with(data_dir: &Path, scale: usize, sources: Sources) -> C
         }
         Sources::None => {
             cmd.env("AWS_ACCESS_KEY_ID", "AKIAE2ETESTONLY");
+        }
+        Sources::Fallback => {
+            cmd.args(["--mock-scale", &scale.to_string()]).env("HOME", data_dir);
+            for k in [
+                "AWS_ACCESS_KEY_ID",
+                "AWS_PROFILE",
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                "AZURE_CLIENT_ID",
+                "AZURE_CLIENT_SECRET",
+                "KUBECONFIG",
+                "XDG_DATA_HOME",
+            ] {
+                cmd.env_remove(k);
+            }
         }
     }
     cmd.args(["--listen", "127.0.0.1:0"])
