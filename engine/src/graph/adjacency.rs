@@ -8,10 +8,11 @@ pub struct Adjacency {
     /// `base[s]` is the dense index of row 0 of node shard `s`; `base[256]` is the total.
     pub(crate) base: Vec<u32>,
     pub(crate) out_off: Vec<u32>,
-    pub(crate) out_edge: Vec<EdgeId>,
+    /// Edges packed as `shard << 25 | row` (see [`pack`]).
+    pub(crate) out_edge: Vec<u32>,
     pub(crate) out_node: Vec<u32>,
     pub(crate) in_off: Vec<u32>,
-    pub(crate) in_edge: Vec<EdgeId>,
+    pub(crate) in_edge: Vec<u32>,
     pub(crate) in_node: Vec<u32>,
 }
 
@@ -40,7 +41,7 @@ impl Adjacency {
         let (a, b) = range(&self.out_off, dense);
         self.out_edge[a..b]
             .iter()
-            .copied()
+            .map(|&e| unpack(e))
             .zip(self.out_node[a..b].iter().copied())
     }
 
@@ -49,16 +50,31 @@ impl Adjacency {
         let (a, b) = range(&self.in_off, dense);
         self.in_edge[a..b]
             .iter()
-            .copied()
+            .map(|&e| unpack(e))
             .zip(self.in_node[a..b].iter().copied())
     }
 
     pub fn heap_bytes(&self) -> usize {
         self.base.capacity() * 4
             + (self.out_off.capacity() + self.in_off.capacity()) * 4
-            + (self.out_edge.capacity() + self.in_edge.capacity()) * 8
+            + (self.out_edge.capacity() + self.in_edge.capacity()) * 4
             + (self.out_node.capacity() + self.in_node.capacity()) * 4
     }
+}
+
+/// Rows per edge shard the packed form can name (2^25, 4 billion edges in all).
+pub(crate) const MAX_EDGE_ROWS: usize = 1 << 25;
+
+/// An edge id in four bytes: 7 bits of edge shard, 25 bits of row.
+#[inline]
+fn pack(e: EdgeId) -> u32 {
+    debug_assert!((e.row() as usize) < MAX_EDGE_ROWS);
+    ((e.shard() as u32) << 25) | e.row()
+}
+
+#[inline]
+fn unpack(p: u32) -> EdgeId {
+    EdgeId::new((p >> 25) as usize, p & (MAX_EDGE_ROWS as u32 - 1))
 }
 
 fn range(off: &[u32], dense: u32) -> (usize, usize) {
@@ -83,19 +99,19 @@ pub(crate) fn build(base: Vec<u32>, edges: &[(EdgeId, u32, u32)]) -> Adjacency {
         in_off[i + 1] += in_off[i];
     }
     let m = edges.len();
-    let mut out_edge = vec![EdgeId::new(0, 0); m];
+    let mut out_edge = vec![0u32; m];
     let mut out_node = vec![0u32; m];
-    let mut in_edge = vec![EdgeId::new(0, 0); m];
+    let mut in_edge = vec![0u32; m];
     let mut in_node = vec![0u32; m];
     let mut out_fill = out_off.clone();
     let mut in_fill = in_off.clone();
     for &(e, s, d) in edges {
         let o = &mut out_fill[s as usize];
-        out_edge[*o as usize] = e;
+        out_edge[*o as usize] = pack(e);
         out_node[*o as usize] = d;
         *o += 1;
         let i = &mut in_fill[d as usize];
-        in_edge[*i as usize] = e;
+        in_edge[*i as usize] = pack(e);
         in_node[*i as usize] = s;
         *i += 1;
     }

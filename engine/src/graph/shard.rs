@@ -500,7 +500,6 @@ pub struct EdgeShard {
     pub(crate) valid_from: Vec<u64>,
     pub(crate) valid_to: Vec<u64>,
     pub(crate) props: Vec<Span>,
-    pub(crate) content: Vec<u64>,
     pub(crate) seen: Vec<u32>,
     pub(crate) arena: Vec<u8>,
     pub(crate) index: HashTable<u32>,
@@ -514,12 +513,6 @@ pub(crate) fn edge_hash(src: NodeId, dst: NodeId, rel: Relation) -> u64 {
     h.write_u64(dst.to_raw());
     h.write_u8(rel as u8);
     fmix64(h.finish())
-}
-
-fn bytes_hash(b: &[u8]) -> u64 {
-    let mut h = FxHasher::default();
-    h.write(b);
-    h.finish()
 }
 
 impl EdgeShard {
@@ -578,13 +571,13 @@ impl EdgeShard {
         scan: u32,
         loaded: Option<(u64, u64)>,
     ) -> Upsert {
-        let content = bytes_hash(props) ^ u64::from(inferred);
         let (row, outcome) = match self.find(src, dst, rel) {
             Some(row) => {
                 let r = row as usize;
                 self.seen[r] = scan;
                 let revived = self.valid_to[r] != 0;
-                if loaded.is_none() && !revived && self.content[r] == content {
+                let same = self.inferred.get(r) == inferred && self.props[r].get(&self.arena) == props;
+                if loaded.is_none() && !revived && same {
                     return Upsert::Unchanged;
                 }
                 (row, if revived { Upsert::Revived } else { Upsert::Changed })
@@ -598,7 +591,6 @@ impl EdgeShard {
                 self.valid_from.push(0);
                 self.valid_to.push(0);
                 self.props.push(Span::default());
-                self.content.push(0);
                 self.seen.push(0);
                 let (s, d, rl) = (&self.src, &self.dst, &self.rel);
                 self.index.insert_unique(h, row, |&r| {
@@ -611,7 +603,6 @@ impl EdgeShard {
         let r = row as usize;
         self.inferred.set(r, inferred);
         self.props[r] = push_bytes(&mut self.arena, props);
-        self.content[r] = content;
         self.seen[r] = scan;
         match loaded {
             Some((from, to)) => {
@@ -644,7 +635,6 @@ impl EdgeShard {
         self.valid_from.shrink_to_fit();
         self.valid_to.shrink_to_fit();
         self.props.shrink_to_fit();
-        self.content.shrink_to_fit();
         self.seen.shrink_to_fit();
         self.arena.shrink_to_fit();
         let (s, d, rl) = (&self.src, &self.dst, &self.rel);
@@ -665,7 +655,6 @@ impl EdgeShard {
             + v(&self.valid_from)
             + v(&self.valid_to)
             + v(&self.props)
-            + v(&self.content)
             + v(&self.seen)
             + v(&self.arena)
             + v(&self.dirty)

@@ -326,3 +326,31 @@ fn paging_visits_every_row_once() {
     }
     assert_eq!(seen.len(), 1000);
 }
+
+#[test]
+fn edges_are_unchanged_until_their_properties_change() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let (a, b) = (crn("volume", "v"), crn("instance", "i"));
+    let key = i.intern("device");
+    let scan = |g: &mut Graph, device: &str, seq: u32| {
+        let mut e = Estate::new(i.clone());
+        e.node(&a, "in-use", 1.0).node(&b, "running", 1.0);
+        let (ca, cb) = (Crn::parse(&a).unwrap(), Crn::parse(&b).unwrap());
+        e.edges.push(
+            NodeKeyRef::intern(&i, &ca),
+            NodeKeyRef::intern(&i, &cb),
+            Relation::AttachedTo,
+            |w| w.str(key, device),
+        );
+        e.scan_into(g, u64::from(seq) * 100, seq).1
+    };
+    assert_eq!(scan(&mut g, "/dev/xvda", 1).inserted, 1);
+    g.take_changes();
+    assert_eq!(scan(&mut g, "/dev/xvda", 2).unchanged, 1);
+    assert!(g.take_changes().edges.is_empty());
+    assert_eq!(scan(&mut g, "/dev/xvdb", 3).changed, 1);
+    let changes = g.take_changes();
+    assert_eq!(changes.edges.len(), 1);
+    assert_eq!(changes.edges[0].valid_from, 300);
+}

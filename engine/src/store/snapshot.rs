@@ -23,7 +23,7 @@ use crate::graph::{BitSet, EdgeShard, Graph, NodeShard, Phase, Reachability, Spa
 use crate::ids::{EDGE_SHARDS, NODE_SHARDS, NodeId, Sym};
 use crate::relation::Relation;
 
-const MAGIC: &[u8; 8] = b"SVCSNAP\x01";
+const MAGIC: &[u8; 8] = b"SVCSNAP\x02";
 const END: &[u8; 8] = b"SVCSNAPE";
 
 /// What a snapshot must match to be used.
@@ -227,7 +227,6 @@ fn encode_edges(s: &EdgeShard) -> Vec<u8> {
     w.u64s(s.valid_from.iter().copied());
     w.u64s(s.valid_to.iter().copied());
     w.u32s(s.props.iter().flat_map(|x| [x.off, x.len]));
-    w.u64s(s.content.iter().copied());
     w.u32s(s.seen.iter().copied());
     w.0
 }
@@ -267,7 +266,6 @@ fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError>
     s.valid_from = r.u64s(n, "valid_from")?.collect();
     s.valid_to = r.u64s(n, "valid_to")?.collect();
     s.props = r.spans(n, arena.len(), "props")?;
-    s.content = r.u64s(n, "content")?.collect();
     s.seen = r.u32s(n, "seen")?.collect();
     if !r.0.is_empty() {
         return Err(DecodeError("trailing bytes in edge shard"));
