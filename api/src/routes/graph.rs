@@ -209,31 +209,36 @@ impl PageSpec {
 /// `GET /api/v1/graph/nodes?limit=&provider=&cursor=&include_deleted=`:
 /// `{nodes, next_cursor, total}`; visible nodes unless `include_deleted`.
 pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
-    let spec = PageSpec::parse(&q, 100, 1000)?;
-    let engine = state.engine()?.clone();
-    blocking(move || {
-        let now = engine.now_us();
-        let g = engine.graph();
-        let (page, next, total) = spec.run(&g, now);
-        let r = g.interner().reader();
-        let nodes: Vec<Value> = page.iter().map(|n| wire::node(&NodeView::of(n), &r)).collect();
-        Ok(json!({ "nodes": nodes, "next_cursor": next.unwrap_or_default(), "total": total }))
-    })
-    .await
+    page_of(&state, &q, (100, 1000), "nodes", |n, r| wire::node(&NodeView::of(n), r)).await
 }
 
 /// `GET /api/v1/nodes`: the terminal UI's rows, `{rows, next_cursor, total}`;
 /// paging as for `graph/nodes` with limit default 1000, max 10000.
 pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
-    let spec = PageSpec::parse(&q, 1000, 10_000)?;
+    page_of(&state, &q, (1000, 10_000), "rows", |n, r| {
+        wire::tui_row(&NodeView::of(n), r)
+    })
+    .await
+}
+
+/// One page of nodes as `{<field>: [...], next_cursor, total}`, each node
+/// rendered by `render`; `limits` is the default and maximum page size.
+async fn page_of(
+    state: &AppState,
+    q: &NodesQuery,
+    limits: (usize, usize),
+    field: &'static str,
+    render: fn(&NodeRef<'_>, &InternerReader<'_>) -> Value,
+) -> ApiResult<Response> {
+    let spec = PageSpec::parse(q, limits.0, limits.1)?;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
         let g = engine.graph();
         let (page, next, total) = spec.run(&g, now);
         let r = g.interner().reader();
-        let rows: Vec<Value> = page.iter().map(|n| wire::tui_row(&NodeView::of(n), &r)).collect();
-        Ok(json!({ "rows": rows, "next_cursor": next.unwrap_or_default(), "total": total }))
+        let items: Vec<Value> = page.iter().map(|n| render(n, &r)).collect();
+        Ok(json!({ field: items, "next_cursor": next.unwrap_or_default(), "total": total }))
     })
     .await
 }
