@@ -2,6 +2,8 @@
 //!
 //! Owns the sources of node and edge batches that the engine's scan pipeline
 //! reads through [`svc_engine::scan::Source`]. [`mock`] is the deterministic
-//! simulated estate used in mock mode, in tests and in benches.
+//! simulated estate used in mock mode, in tests and in benches; [`decode`]
+//! turns provider plugin messages into the engine's batches.
 
+pub mod decode;
 pub mod mock;
