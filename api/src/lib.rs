@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod error;
 pub mod metrics;
+pub mod plugins;
 pub mod routes;
 pub mod state;
 pub mod wire;
@@ -49,11 +50,13 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/history/sessions"),
     ("POST", "/api/v1/history/prune"),
     ("GET", "/api/v1/ledger/verify"),
+    ("GET", "/api/v1/plugins"),
+    ("POST", "/api/v1/plugins/toggle"),
 ];
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{graph, history, scan, time_travel};
+    use routes::{graph, history, plugins, scan, time_travel};
     let api = Router::new()
         .route("/topology", get(graph::topology))
         .route("/graph/stats", get(graph::stats))
@@ -74,6 +77,8 @@ pub fn router(state: AppState) -> Router {
         .route("/history/sessions", get(history::sessions))
         .route("/history/prune", post(history::prune))
         .route("/ledger/verify", get(history::verify))
+        .route("/plugins", get(plugins::list))
+        .route("/plugins/toggle", post(plugins::toggle))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed);
     let protected = Router::new()

@@ -8,6 +8,7 @@ use tokio::sync::broadcast;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
+use crate::plugins::PluginCatalog;
 
 /// Capacity of the in-memory fan-out of ledger events to WebSocket clients.
 /// A client that falls further behind is told so and replays from the store.
@@ -28,6 +29,8 @@ pub struct Inner {
     pub metrics: Metrics,
     pub started: Instant,
     pub version: &'static str,
+    /// The installed plugins, once the daemon has discovered them.
+    plugins: OnceLock<Arc<dyn PluginCatalog>>,
 }
 
 impl AppState {
@@ -40,6 +43,7 @@ impl AppState {
                 events,
                 metrics: Metrics::new(),
                 started: Instant::now(),
+                plugins: OnceLock::new(),
                 version: env!("CARGO_PKG_VERSION"),
             }),
         }
@@ -72,6 +76,15 @@ impl AppState {
             .engine
             .get()
             .ok_or_else(|| ApiError::not_ready("the graph is still loading"))
+    }
+
+    /// Supplies the plugin catalog (set once, at start).
+    pub fn set_plugins(&self, catalog: Arc<dyn PluginCatalog>) {
+        let _ = self.inner.plugins.set(catalog);
+    }
+
+    pub fn plugins(&self) -> Option<Arc<dyn PluginCatalog>> {
+        self.inner.plugins.get().cloned()
     }
 
     pub fn is_ready(&self) -> bool {

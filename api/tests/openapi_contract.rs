@@ -491,8 +491,42 @@ async fn wait_for_idle(f: &Fixture) {
 /// to it, removes the role and the pod's edge and the function's edge; scan 3
 /// brings the function's edge back (a new version of it). One APPROVAL
 /// event names the volume. Returns the fixture and a time after scan 1.
+/// One installed plugin, `mock`, that toggles in memory.
+struct OnePlugin(std::sync::Mutex<bool>);
+
+impl OnePlugin {
+    fn info(active: bool) -> svc_api::plugins::PluginInfo {
+        svc_api::plugins::PluginInfo {
+            name: "mock".into(),
+            display_name: "Mock estate".into(),
+            category: "cloud".into(),
+            color: "#6b7280".into(),
+            path: "/var/lib/svc/plugins/svc-plugin-mock".into(),
+            active,
+            role: "provider".into(),
+            status: "verified".into(),
+        }
+    }
+}
+
+impl svc_api::plugins::PluginCatalog for OnePlugin {
+    fn list(&self) -> Vec<svc_api::plugins::PluginInfo> {
+        vec![OnePlugin::info(*self.0.lock().unwrap())]
+    }
+    fn toggle(&self, name: &str) -> Result<svc_api::plugins::PluginInfo, svc_api::plugins::ToggleError> {
+        if name != "mock" {
+            return Err(svc_api::plugins::ToggleError::NotFound(name.into()));
+        }
+        let mut active = self.0.lock().unwrap();
+        *active = !*active;
+        Ok(OnePlugin::info(*active))
+    }
+}
+
 fn three_scans() -> (Fixture, u64) {
     let f = Fixture::new(Estate::sample());
+    f.state
+        .set_plugins(std::sync::Arc::new(OnePlugin(std::sync::Mutex::new(true))));
     let after_first = f.engine.now_us();
     f.rescan(|e| {
         e.node(&instance(), "stopped", 70.0);
@@ -864,6 +898,13 @@ async fn live_responses_match_their_schemas() {
         ),
         get("/api/v1/history/sessions", "/api/v1/history/sessions", &["/sessions"]),
         get("/api/v1/ledger/verify", "/api/v1/ledger/verify", &[]),
+        get("/api/v1/plugins", "/api/v1/plugins", &[""]),
+        post(
+            "/api/v1/plugins/toggle",
+            "/api/v1/plugins/toggle",
+            Some(r#"{"name": "mock"}"#),
+            200,
+        ),
         post("/api/v1/sync", "/api/v1/sync", Some(r#"{"wait": true}"#), 200),
         post("/api/v1/engine/scan", "/api/v1/engine/scan?wait=true", None, 200),
         post("/api/v1/engine/scan", "/api/v1/engine/scan", None, 202),
@@ -1064,7 +1105,11 @@ async fn routes_answer_503_until_the_engine_is_ready() {
     let mut errors = Vec::new();
     for (method, route) in svc_api::ROUTES {
         let uri = example_uri(&spec, method, route, POD, 1_700_000_000_000_000);
-        let body = (*route == "/api/v1/history/prune").then_some(r#"{"max_age_days": 30}"#);
+        let body = match *route {
+            "/api/v1/history/prune" => Some(r#"{"max_age_days": 30}"#),
+            "/api/v1/plugins/toggle" => Some(r#"{"name": "mock"}"#),
+            _ => None,
+        };
         let reply = send(&app, method, &uri, Some(TOKEN), body).await;
         let want = if matches!(*route, "/healthz" | "/metrics") {
             200

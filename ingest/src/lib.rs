@@ -3,7 +3,9 @@
 //! Owns the sources of node and edge batches that the engine's scan pipeline
 //! reads through [`svc_engine::scan::Source`]. [`mock`] is the deterministic
 //! simulated estate used in mock mode, in tests and in benches; [`decode`]
-//! turns provider plugin messages into the engine's batches.
+//! turns provider plugin messages into the engine's batches; [`host`] finds,
+//! verifies, launches and talks to plugin processes.
 
 pub mod decode;
+pub mod host;
 pub mod mock;

@@ -2,6 +2,7 @@
 
 pub mod graph;
 pub mod history;
+pub mod plugins;
 pub mod scan;
 pub mod time_travel;
 

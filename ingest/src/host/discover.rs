@@ -1,0 +1,85 @@
+//! Plugin discovery in the plugin directory and the integrity check that
+//! runs before every launch.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use super::HostError;
+use super::manifest::{Manifest, manifest_path, sha256_file};
+
+/// File name prefix of plugin binaries: `svc-plugin-<name>`.
+pub const PLUGIN_PREFIX: &str = "svc-plugin-";
+
+/// A plugin binary found in the plugin directory.
+#[derive(Clone, Debug)]
+pub struct Discovered {
+    /// The part of the file name after `svc-plugin-`: the provider it serves.
+    pub name: String,
+    pub path: PathBuf,
+    /// The parsed `<binary>.yaml`, or why it could not be read.
+    pub manifest: Result<Manifest, String>,
+}
+
+/// Every `svc-plugin-<name>` file in `dir`, sorted by name. Manifests
+/// (`*.yaml`) and other files are skipped; a missing directory holds none.
+pub fn discover(dir: &Path) -> Vec<Discovered> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<Discovered> = entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let file_name = entry.file_name();
+            let file_name = file_name.to_str()?;
+            let name = file_name.strip_prefix(PLUGIN_PREFIX)?;
+            if name.is_empty() || file_name.ends_with(".yaml") || file_name.ends_with(".yml") {
+                return None;
+            }
+            let path = entry.path();
+            if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+                return None;
+            }
+            let manifest = read_manifest(&path);
+            Some(Discovered {
+                name: name.to_owned(),
+                path,
+                manifest,
+            })
+        })
+        .collect();
+    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found
+}
+
+fn read_manifest(binary: &Path) -> Result<Manifest, String> {
+    let path = manifest_path(binary);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Manifest::from_yaml(&text).map_err(|e| format!("invalid {}: {e}", path.display()))
+}
+
+/// The launch integrity check: the binary is executable and its SHA-256
+/// equals the one in its manifest.
+pub fn verify(plugin: &Discovered) -> Result<(), HostError> {
+    let path = &plugin.path;
+    let meta = std::fs::metadata(path).map_err(|source| HostError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    if meta.permissions().mode() & 0o111 == 0 {
+        return Err(HostError::NotExecutable { path: path.clone() });
+    }
+    let manifest = plugin.manifest.as_ref().map_err(|reason| HostError::Manifest {
+        path: path.clone(),
+        reason: reason.clone(),
+    })?;
+    let actual = sha256_file(path)?;
+    let expected = manifest.sha256.trim();
+    if !actual.eq_ignore_ascii_case(expected) {
+        return Err(HostError::Verification {
+            path: path.clone(),
+            actual,
+            expected: expected.to_owned(),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,383 @@
+//! Launching one plugin process with the go-plugin compatible protocol:
+//! magic cookie and protocol versions in the environment, the handshake line
+//! on stdout, a gRPC channel over a Unix socket or TCP, the health check,
+//! the provider Handshake, and shutdown through `plugin.GRPCController`.
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use svc_proto::health::v1::health_check_response::ServingStatus;
+use svc_proto::health::v1::{HealthCheckRequest, health_client::HealthClient};
+use svc_proto::plugin::{Empty, grpc_controller_client::GrpcControllerClient};
+use svc_proto::provider::v1 as pb;
+use svc_proto::provider::v1::{provider_client::ProviderClient, remediator_client::RemediatorClient};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::time::timeout;
+use tonic::transport::{Channel, Endpoint, Uri};
+use tracing::Instrument;
+
+use super::discover::PLUGIN_PREFIX;
+use super::handshake::{Handshake, Net, parse_handshake};
+use super::logs::forward_lines;
+use super::manifest::Role;
+use super::{HostError, status_text};
+
+/// Longest handshake line read from a plugin.
+const MAX_HANDSHAKE_LINE: u64 = 64 * 1024;
+/// Largest message accepted from a plugin.
+const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+
+/// How plugins are launched and stopped.
+#[derive(Clone, Debug)]
+pub struct LaunchOptions {
+    /// Time for the handshake line, the health check and Handshake, each.
+    pub handshake_timeout: Duration,
+    /// Time a plugin gets to exit after Shutdown before it is killed.
+    pub shutdown_grace: Duration,
+    /// Sent in `HandshakeRequest.daemon_version`.
+    pub daemon_version: String,
+    /// Extra environment for the plugin process.
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> LaunchOptions {
+        LaunchOptions {
+            handshake_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(2),
+            daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
+            env: Vec::new(),
+        }
+    }
+}
+
+/// A running plugin process and its gRPC channel.
+#[derive(Debug)]
+pub struct PluginProcess {
+    name: String,
+    path: PathBuf,
+    role: Role,
+    child: Child,
+    channel: Channel,
+    handshake: Handshake,
+    plugin_version: String,
+    shutdown_grace: Duration,
+}
+
+/// The plugin name of a binary: its file name without `svc-plugin-`.
+pub fn plugin_name(path: &Path) -> String {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match file.strip_prefix(PLUGIN_PREFIX) {
+        Some(name) if !name.is_empty() => name.to_owned(),
+        _ => file,
+    }
+}
+
+impl PluginProcess {
+    /// Starts the plugin at `path` and connects to it. The process is killed
+    /// when any step fails and when the returned value is dropped.
+    pub async fn launch(path: &Path, role: Role, opts: &LaunchOptions) -> Result<PluginProcess, HostError> {
+        let name = plugin_name(path);
+        let mut cmd = Command::new(path);
+        match role {
+            Role::Provider => cmd.env("SVC_PLUGIN", "svc"),
+            Role::Heuristic => cmd.env("SVC_HEURISTIC_PLUGIN", "svc-heuristic"),
+        };
+        cmd.env("PLUGIN_PROTOCOL_VERSIONS", "1")
+            .env("PLUGIN_MIN_PORT", "10000")
+            .env("PLUGIN_MAX_PORT", "25000")
+            .envs(opts.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|source| match source.kind() {
+            std::io::ErrorKind::PermissionDenied => HostError::NotExecutable { path: path.to_owned() },
+            _ => HostError::Spawn {
+                name: name.clone(),
+                source,
+            },
+        })?;
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(forward_lines(name.clone(), stderr, "stderr"));
+        }
+        match connect(&name, role, opts, &mut child).await {
+            Ok((channel, handshake, plugin_version)) => {
+                tracing::info!(plugin = %name, pid = child.id(), net = %handshake.net, addr = %handshake.addr,
+                    version = %plugin_version, "plugin started");
+                Ok(PluginProcess {
+                    name,
+                    path: path.to_owned(),
+                    role,
+                    child,
+                    channel,
+                    handshake,
+                    plugin_version,
+                    shutdown_grace: opts.shutdown_grace,
+                })
+            }
+            Err(e) => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                Err(e)
+            }
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn handshake(&self) -> &Handshake {
+        &self.handshake
+    }
+
+    /// `HandshakeResponse.plugin_version` (empty for heuristic plugins).
+    pub fn plugin_version(&self) -> &str {
+        &self.plugin_version
+    }
+
+    /// The operating system's process id, while the process has not been reaped.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    pub fn channel(&self) -> Channel {
+        self.channel.clone()
+    }
+
+    /// The exit status if the process has exited.
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// Waits up to `within` for the process to exit.
+    pub async fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        timeout(within, self.child.wait()).await.ok().and_then(Result::ok)
+    }
+
+    /// Kills the process and reaps it.
+    pub async fn kill(&mut self) {
+        let _ = self.child.kill().await;
+    }
+
+    /// Asks the plugin to stop (`GRPCController.Shutdown`; the reply is
+    /// usually a transport error as the process exits), waits for the grace
+    /// period, then kills it.
+    pub async fn shutdown(mut self) {
+        let grace = self.shutdown_grace;
+        let deadline = tokio::time::Instant::now() + grace;
+        let mut controller = GrpcControllerClient::new(self.channel.clone());
+        let call = controller.shutdown(Empty {});
+        if let Ok(Err(status)) = tokio::time::timeout_at(deadline, call).await {
+            tracing::debug!(plugin = %self.name, reply = %status_text(&status), "plugin shutdown reply");
+        }
+        match tokio::time::timeout_at(deadline, self.child.wait()).await {
+            Ok(Ok(status)) => tracing::info!(plugin = %self.name, %status, "plugin stopped"),
+            _ => {
+                tracing::warn!(plugin = %self.name, grace = ?grace, "plugin did not exit after shutdown; killing it");
+                self.kill().await;
+            }
+        }
+    }
+
+    pub(crate) fn provider(&self) -> ProviderClient<Channel> {
+        ProviderClient::new(self.channel.clone()).max_decoding_message_size(MAX_MESSAGE_BYTES)
+    }
+
+    /// `Provider.CheckReversibility`: whether removing a resource can be undone.
+    pub async fn check_reversibility(
+        &self,
+        req: pb::ReversibilityRequest,
+    ) -> Result<pb::ReversibilityProof, HostError> {
+        self.provider()
+            .check_reversibility(req)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| HostError::rpc(&self.name, "CheckReversibility", &s))
+    }
+
+    /// `Provider.ApplyQuarantine`, in span `plugin.quarantine`.
+    pub async fn apply_quarantine(&self, req: pb::QuarantineRequest) -> Result<pb::QuarantineResponse, HostError> {
+        let span = tracing::info_span!("plugin.quarantine", plugin = %self.name, crn = %req.crn, action = %req.action);
+        self.provider()
+            .apply_quarantine(req)
+            .instrument(span)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| HostError::rpc(&self.name, "ApplyQuarantine", &s))
+    }
+
+    /// `Remediator.Remediate`, in span `plugin.remediate`. A plugin without
+    /// `Remediator` answers `Unimplemented`: it is scan-only.
+    pub async fn remediate(&self, req: pb::RemediateRequest) -> Result<pb::RemediateResponse, HostError> {
+        let span = tracing::info_span!("plugin.remediate", plugin = %self.name, crn = %req.crn, action = %req.action,
+            dry_run = req.dry_run);
+        RemediatorClient::new(self.channel.clone())
+            .remediate(req)
+            .instrument(span)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| HostError::rpc(&self.name, "Remediate", &s))
+    }
+}
+
+/// Everything after spawning: handshake line, dial, health, Handshake.
+async fn connect(
+    name: &str,
+    role: Role,
+    opts: &LaunchOptions,
+    child: &mut Child,
+) -> Result<(Channel, Handshake, String), HostError> {
+    let no_handshake = |reason: String| HostError::NoHandshake {
+        name: name.to_owned(),
+        reason,
+    };
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| no_handshake("its stdout is not readable".to_owned()))?;
+    let (line, rest) = read_handshake_line(stdout, opts.handshake_timeout, child)
+        .await
+        .map_err(no_handshake)?;
+    tokio::spawn(forward_lines(name.to_owned(), rest, "stdout"));
+    let handshake = parse_handshake(&line).map_err(|error| HostError::InvalidHandshake {
+        name: name.to_owned(),
+        error,
+    })?;
+    let unreachable = |reason: String| HostError::Connect {
+        name: name.to_owned(),
+        addr: format!("{}:{}", handshake.net, handshake.addr),
+        reason,
+    };
+    if handshake.cert.is_some() {
+        return Err(unreachable(
+            "the plugin serves TLS (AutoMTLS), which the host does not request".to_owned(),
+        ));
+    }
+    let channel = dial(&handshake, opts.handshake_timeout).await.map_err(unreachable)?;
+
+    let t = opts.handshake_timeout;
+    let mut health_client = HealthClient::new(channel.clone());
+    let health = health_client.check(HealthCheckRequest {
+        service: "plugin".to_owned(),
+    });
+    let status = match timeout(t, health).await {
+        Err(_) => {
+            return Err(no_handshake(format!(
+                "health check not answered within {}",
+                fmt_duration(t)
+            )));
+        }
+        Ok(Err(status)) => return Err(HostError::rpc(name, "health check", &status)),
+        Ok(Ok(resp)) => resp.into_inner().status(),
+    };
+    if status != ServingStatus::Serving {
+        return Err(HostError::Unhealthy {
+            name: name.to_owned(),
+            status: status.as_str_name().to_owned(),
+        });
+    }
+    if role == Role::Heuristic {
+        return Ok((channel, handshake, String::new()));
+    }
+
+    let span = tracing::info_span!("plugin.handshake", plugin = %name, daemon_version = %opts.daemon_version);
+    let mut provider = ProviderClient::new(channel.clone());
+    let call = provider.handshake(pb::HandshakeRequest {
+        daemon_version: opts.daemon_version.clone(),
+    });
+    let reply = match timeout(t, call).instrument(span).await {
+        Err(_) => {
+            return Err(no_handshake(format!(
+                "Handshake not answered within {}",
+                fmt_duration(t)
+            )));
+        }
+        Ok(Err(status)) => return Err(HostError::rpc(name, "Handshake", &status)),
+        Ok(Ok(resp)) => resp.into_inner(),
+    };
+    if !reply.compatible {
+        return Err(HostError::Incompatible {
+            name: name.to_owned(),
+            message: reply.message,
+        });
+    }
+    Ok((channel, handshake, reply.plugin_version))
+}
+
+/// The first stdout line, and the reader for the rest of stdout.
+async fn read_handshake_line(
+    stdout: ChildStdout,
+    within: Duration,
+    child: &mut Child,
+) -> Result<(String, BufReader<ChildStdout>), String> {
+    let mut reader = BufReader::new(stdout);
+    let mut buf = Vec::new();
+    let read = timeout(
+        within,
+        (&mut reader).take(MAX_HANDSHAKE_LINE).read_until(b'\n', &mut buf),
+    )
+    .await;
+    match read {
+        Err(_) => Err(format!("it printed no handshake line within {}", fmt_duration(within))),
+        Ok(Err(e)) => Err(format!("its stdout could not be read: {e}")),
+        Ok(Ok(0)) => match timeout(Duration::from_secs(1), child.wait()).await {
+            Ok(Ok(status)) => Err(format!("it exited ({status}) before printing a handshake line")),
+            _ => Err("it closed its stdout without printing a handshake line".to_owned()),
+        },
+        Ok(Ok(_)) => Ok((String::from_utf8_lossy(&buf).into_owned(), reader)),
+    }
+}
+
+async fn dial(handshake: &Handshake, connect_timeout: Duration) -> Result<Channel, String> {
+    let result = match handshake.net {
+        Net::Tcp => {
+            let endpoint = Endpoint::from_shared(format!("http://{}", handshake.addr)).map_err(|e| error_chain(&e))?;
+            endpoint.connect_timeout(connect_timeout).connect().await
+        }
+        Net::Unix => {
+            let path = PathBuf::from(&handshake.addr);
+            let connector = tower::service_fn(move |_: Uri| {
+                let path = path.clone();
+                async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
+            });
+            Endpoint::from_static("http://plugin.invalid")
+                .connect_timeout(connect_timeout)
+                .connect_with_connector(connector)
+                .await
+        }
+    };
+    result.map_err(|e| error_chain(&e))
+}
+
+/// An error and its sources, joined with `: `.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// A duration as the log and error texts show it: `10s`, `10m`.
+pub(crate) fn fmt_duration(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}

@@ -1,0 +1,221 @@
+//! Launching plugins that misbehave: shell scripts standing in for plugin
+//! binaries, each refused with the documented error and left not running.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use svc_engine::Interner;
+use svc_engine::graph::{EdgeBatch, NodeBatch};
+use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_ingest::host::{HostError, LaunchOptions, PluginProcess, PluginSource, Role, SourceOptions};
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(format!("svc-plugin-{name}"));
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).expect("write script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+fn opts(handshake_timeout: Duration) -> LaunchOptions {
+    LaunchOptions {
+        handshake_timeout,
+        ..LaunchOptions::default()
+    }
+}
+
+/// Launches, retrying while another test thread's fork still holds the
+/// freshly written script open for writing (ETXTBSY).
+async fn launch(path: &Path, opts: &LaunchOptions) -> HostError {
+    launch_as(path, Role::Provider, opts).await
+}
+
+async fn launch_as(path: &Path, role: Role, opts: &LaunchOptions) -> HostError {
+    for _ in 0..20 {
+        match PluginProcess::launch(path, role, opts).await {
+            Ok(p) => panic!("{} should not start, started {:?}", path.display(), p.handshake()),
+            Err(HostError::Spawn { source, .. }) if source.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => return e,
+        }
+    }
+    panic!("{} stayed busy", path.display());
+}
+
+/// The script's process id, which it writes to `pid` before anything else.
+fn assert_gone(pid_file: &Path) {
+    let pid = std::fs::read_to_string(pid_file).expect("pid file");
+    let proc = PathBuf::from(format!("/proc/{}", pid.trim()));
+    assert!(!proc.exists(), "plugin process {} is still running", pid.trim());
+}
+
+#[tokio::test]
+async fn host_garbage_handshake_line_is_refused_quoting_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid = dir.path().join("pid");
+    let path = script(
+        dir.path(),
+        "garbage",
+        &format!("echo $$ > {}\necho 'hello world'\nexec sleep 30", pid.display()),
+    );
+    let e = launch(&path, &opts(Duration::from_secs(10))).await;
+    assert!(matches!(e, HostError::InvalidHandshake { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with("plugin garbage printed an invalid handshake line \"hello world\": "),
+        "{text}"
+    );
+    assert_gone(&pid);
+}
+
+#[tokio::test]
+async fn host_plugin_gets_the_magic_cookie_and_protocol_environment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = script(
+        dir.path(),
+        "env",
+        "echo \"$SVC_PLUGIN/$SVC_HEURISTIC_PLUGIN/$PLUGIN_PROTOCOL_VERSIONS/$PLUGIN_MIN_PORT/$PLUGIN_MAX_PORT\"",
+    );
+    let e = launch(&path, &opts(Duration::from_secs(10))).await.to_string();
+    assert!(e.contains("\"svc//1/10000/25000\""), "{e}");
+
+    let e = launch_as(&path, Role::Heuristic, &opts(Duration::from_secs(10)))
+        .await
+        .to_string();
+    assert!(e.contains("\"/svc-heuristic/1/10000/25000\""), "{e}");
+}
+
+#[tokio::test]
+async fn host_silent_plugin_times_out_and_is_killed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid = dir.path().join("pid");
+    let path = script(
+        dir.path(),
+        "silent",
+        &format!("echo $$ > {}\nexec sleep 30", pid.display()),
+    );
+    let started = Instant::now();
+    let e = launch(&path, &opts(Duration::from_secs(1))).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(matches!(e, HostError::NoHandshake { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "plugin silent did not complete its handshake: it printed no handshake line within 1s"
+    );
+    assert_gone(&pid);
+}
+
+#[tokio::test]
+async fn host_plugin_that_exits_at_once_is_reported_with_its_status() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = script(dir.path(), "exits", "echo 'bad credentials' >&2\nexit 3");
+    let e = launch(&path, &opts(Duration::from_secs(10))).await.to_string();
+    assert_eq!(
+        e,
+        "plugin exits did not complete its handshake: it exited (exit status: 3) before printing a handshake line"
+    );
+}
+
+#[tokio::test]
+async fn host_plugin_without_execute_permission_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = script(dir.path(), "noexec", "exit 0");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let e = launch(&path, &opts(Duration::from_secs(10))).await;
+    assert_eq!(
+        e.to_string(),
+        format!("plugin {} is not executable (permission denied)", path.display())
+    );
+}
+
+#[tokio::test]
+async fn host_unsupported_protocol_version_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = script(dir.path(), "old", "echo '1|2|unix|/tmp/none.sock|grpc|'\nexec sleep 30");
+    let e = launch(&path, &opts(Duration::from_secs(10))).await.to_string();
+    assert!(
+        e.starts_with("plugin old printed an invalid handshake line \"1|2|unix|/tmp/none.sock|grpc|\": "),
+        "{e}"
+    );
+    assert!(
+        e.contains("app protocol version 2 is not supported (expected 1)"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn host_unreachable_address_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let sock = dir.path().join("none.sock");
+    let path = script(
+        dir.path(),
+        "nowhere",
+        &format!("echo '1|1|unix|{}|grpc|'\nexec sleep 30", sock.display()),
+    );
+    let e = launch(&path, &opts(Duration::from_secs(5))).await;
+    assert!(matches!(e, HostError::Connect { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "plugin nowhere could not be reached at unix:{}: ",
+            sock.display()
+        )),
+        "{text}"
+    );
+}
+
+#[derive(Default)]
+struct Collect {
+    nodes: Vec<NodeBatch>,
+    edges: Vec<EdgeBatch>,
+}
+
+impl ScanSink for Collect {
+    fn nodes(&mut self, batch: NodeBatch) {
+        self.nodes.push(batch);
+    }
+    fn edges(&mut self, batch: EdgeBatch) {
+        self.edges.push(batch);
+    }
+}
+
+#[test]
+fn host_source_whose_plugin_cannot_start_fails_only_its_scan() {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = script(dir.path(), "broken", "echo 'hello world'");
+    let mut source = PluginSource::new(&path, SourceOptions::default(), rt.handle().clone());
+    assert_eq!(source.name(), "broken");
+    assert_eq!(source.providers(), ["broken"]);
+
+    let interner = Interner::new();
+    let config = BTreeMap::new();
+    let ctx = ScanContext {
+        interner: &interner,
+        scan_seq: 1,
+        now_us: 0,
+        config: &config,
+    };
+    let mut sink = Collect::default();
+    let err = loop {
+        match source.scan(&ctx, &mut sink) {
+            Err(SourceError::Failed(e)) if e.contains("Text file busy") => continue,
+            other => break other,
+        }
+    };
+    let Err(SourceError::Failed(e)) = err else {
+        panic!("expected a failed scan, got {err:?}");
+    };
+    assert!(
+        e.starts_with("plugin broken printed an invalid handshake line \"hello world\""),
+        "{e}"
+    );
+    assert!(sink.nodes.is_empty() && sink.edges.is_empty());
+    assert!(source.process().is_none());
+}

@@ -1,0 +1,238 @@
+//! The plugin host against the real `svc-plugin-mock` binary: a full scan
+//! into the graph over both transports, and each injected failure
+//! (`SVC_MOCK_FAIL`) giving the documented outcome.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use svc_engine::graph::{EdgeBatch, NodeBatch};
+use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_engine::{Graph, Interner};
+use svc_ingest::host::{HostError, LaunchOptions, Net, PluginProcess, PluginSource, Role, SourceOptions};
+use svc_proto::provider::v1 as pb;
+use tokio::runtime::Runtime;
+
+fn mock_binary() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/svc-plugin-mock");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build -p svc-plugin-mock` first",
+        path.display()
+    );
+    path
+}
+
+fn options(fail: &str, extra: &[(&str, &str)]) -> SourceOptions {
+    let mut env = vec![("SVC_MOCK_FAIL".to_owned(), fail.to_owned())];
+    env.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    SourceOptions {
+        launch: LaunchOptions {
+            env,
+            ..LaunchOptions::default()
+        },
+        ..SourceOptions::default()
+    }
+}
+
+#[derive(Default)]
+struct Collect {
+    nodes: Vec<NodeBatch>,
+    edges: Vec<EdgeBatch>,
+}
+
+impl ScanSink for Collect {
+    fn nodes(&mut self, batch: NodeBatch) {
+        self.nodes.push(batch);
+    }
+    fn edges(&mut self, batch: EdgeBatch) {
+        self.edges.push(batch);
+    }
+}
+
+fn scan(source: &mut PluginSource, interner: &Interner, scan_seq: u64) -> (Result<(), SourceError>, Collect) {
+    let config = BTreeMap::from([
+        ("seed".to_owned(), "7".to_owned()),
+        ("scale".to_owned(), "300".to_owned()),
+        ("batch_size".to_owned(), "100".to_owned()),
+    ]);
+    let ctx = ScanContext {
+        interner,
+        scan_seq,
+        now_us: 1_700_000_000_000_000,
+        config: &config,
+    };
+    let mut sink = Collect::default();
+    let result = source.scan(&ctx, &mut sink);
+    (result, sink)
+}
+
+fn is_running(pid: u32) -> bool {
+    PathBuf::from(format!("/proc/{pid}")).exists()
+}
+
+fn scans_into_the_graph(transport: &[(&str, &str)], net: Net) {
+    let rt = Runtime::new().expect("runtime");
+    let mut source = PluginSource::new(mock_binary(), options("", transport), rt.handle().clone());
+    assert_eq!(source.name(), "mock");
+    let mut graph = Graph::new(Arc::new(Interner::new()));
+    let interner = graph.interner().clone();
+
+    let (result, sink) = scan(&mut source, &interner, 1);
+    result.expect("scan succeeds");
+    let process = source.process().expect("plugin is running");
+    assert_eq!(process.handshake().net, net);
+    assert!(!process.plugin_version().is_empty());
+    let pid = process.id().expect("pid");
+
+    let stats = source.last_stats().clone();
+    assert_eq!(
+        (stats.rejected_nodes, stats.rejected_edges),
+        (0, 0),
+        "{:?}",
+        stats.reasons
+    );
+    assert!((200..=450).contains(&stats.nodes), "{} nodes", stats.nodes);
+    assert!(stats.edges > 0);
+    let node_count: usize = sink.nodes.iter().map(NodeBatch::len).sum();
+    assert_eq!(node_count as u64, stats.nodes);
+    let n = graph.ingest_nodes(&sink.nodes, 1_700_000_000_000_000, 1);
+    let e = graph.ingest_edges(&sink.edges, 1_700_000_000_000_000, 1);
+    assert_eq!(n.inserted as u64, stats.nodes);
+    assert_eq!(e.dangling, 0);
+
+    let (again, _) = scan(&mut source, &interner, 2);
+    again.expect("second scan succeeds");
+    assert_eq!(
+        source.process().and_then(PluginProcess::id),
+        Some(pid),
+        "the plugin is reused"
+    );
+
+    rt.block_on(source.shutdown());
+    assert!(source.process().is_none());
+    assert!(!is_running(pid), "plugin {pid} still running after shutdown");
+}
+
+#[test]
+fn host_scans_the_mock_estate_over_a_unix_socket() {
+    scans_into_the_graph(&[], Net::Unix);
+}
+
+#[test]
+fn host_scans_the_mock_estate_over_tcp() {
+    scans_into_the_graph(&[("SVC_PLUGIN_TRANSPORT", "tcp")], Net::Tcp);
+}
+
+#[test]
+fn host_malformed_nodes_are_counted_not_fatal() {
+    let rt = Runtime::new().expect("runtime");
+    let mut source = PluginSource::new(mock_binary(), options("malformed_nodes", &[]), rt.handle().clone());
+    let interner = Interner::new();
+    let (result, sink) = scan(&mut source, &interner, 1);
+    result.expect("scan succeeds despite malformed nodes");
+    let stats = source.last_stats();
+    assert_eq!(stats.rejected_nodes, 3, "{:?}", stats.reasons);
+    assert!(stats.nodes > 200);
+    assert!(!sink.nodes.is_empty());
+}
+
+#[test]
+fn host_crash_mid_scan_fails_the_scan_and_the_next_scan_relaunches() {
+    let rt = Runtime::new().expect("runtime");
+    let mut source = PluginSource::new(mock_binary(), options("crash_mid_scan", &[]), rt.handle().clone());
+    let interner = Interner::new();
+    for _ in 0..2 {
+        let (result, _) = scan(&mut source, &interner, 1);
+        let Err(SourceError::Failed(e)) = result else {
+            panic!("expected a failed scan, got {result:?}");
+        };
+        assert!(e.starts_with("plugin mock crashed mid-scan: "), "{e}");
+        assert!(e.contains("exit status: 3"), "{e}");
+        assert!(source.process().is_none());
+    }
+}
+
+#[test]
+fn host_hanging_scan_times_out_and_the_plugin_is_killed() {
+    let rt = Runtime::new().expect("runtime");
+    let mut opts = options("hang", &[]);
+    opts.scan_timeout = Duration::from_secs(2);
+    let mut source = PluginSource::new(mock_binary(), opts, rt.handle().clone());
+    let interner = Interner::new();
+    rt.block_on(source.running()).expect("plugin starts");
+    let pid = source.process().and_then(PluginProcess::id).expect("pid");
+    let (result, _) = scan(&mut source, &interner, 1);
+    assert_eq!(result, Err(SourceError::Timeout("2s".to_owned())));
+    assert_eq!(
+        result.err().map(|e| e.to_string()).as_deref(),
+        Some("scan timed out after 2s")
+    );
+    assert!(source.process().is_none());
+    assert!(!is_running(pid), "plugin {pid} still running after the timeout");
+}
+
+#[tokio::test]
+async fn host_incompatible_plugin_is_refused_with_its_message() {
+    let opts = options("incompatible", &[]).launch;
+    let e = PluginProcess::launch(&mock_binary(), Role::Provider, &opts)
+        .await
+        .expect_err("incompatible");
+    assert!(matches!(e, HostError::Incompatible { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "plugin mock is incompatible: mock plugin speaks protocol 0 only"
+    );
+}
+
+#[tokio::test]
+async fn host_garbage_handshake_from_the_mock_is_refused() {
+    let opts = options("garbage_handshake", &[]).launch;
+    let e = PluginProcess::launch(&mock_binary(), Role::Provider, &opts)
+        .await
+        .expect_err("garbage");
+    assert!(
+        e.to_string()
+            .starts_with("plugin mock printed an invalid handshake line \"hello world\": "),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn host_remediation_rpcs_reach_the_running_plugin() {
+    let plugin = PluginProcess::launch(&mock_binary(), Role::Provider, &options("", &[]).launch)
+        .await
+        .expect("plugin starts");
+    let crn = "crn:svc:aws:us-east-1:123456789012:volume:vol-absent".to_owned();
+    let proof = plugin
+        .check_reversibility(pb::ReversibilityRequest {
+            crn: crn.clone(),
+            properties: Default::default(),
+        })
+        .await
+        .expect("CheckReversibility answers");
+    assert!(!proof.safe && !proof.reason.is_empty(), "{proof:?}");
+    let q = plugin
+        .apply_quarantine(pb::QuarantineRequest {
+            crn: crn.clone(),
+            action: "STOP".into(),
+            reason: "idle".into(),
+        })
+        .await
+        .expect("ApplyQuarantine answers");
+    assert!(!q.success && !q.message.is_empty(), "{q:?}");
+    let r = plugin
+        .remediate(pb::RemediateRequest {
+            crn,
+            action: "stop".into(),
+            properties: Default::default(),
+            dry_run: true,
+        })
+        .await
+        .expect("Remediate answers");
+    assert!(!r.success && !r.error.is_empty(), "{r:?}");
+    let pid = plugin.id().expect("pid");
+    plugin.shutdown().await;
+    assert!(!is_running(pid), "plugin {pid} still running after shutdown");
+}

@@ -1,0 +1,63 @@
+//! Failure injection for the daemon's plugin-host tests, chosen by
+//! `SVC_MOCK_FAIL` when the process starts.
+
+/// How the plugin misbehaves.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FailMode {
+    /// Behaves.
+    None,
+    /// Exits with code 3 after sending the first ScanResponse.
+    CrashMidScan,
+    /// Scan never sends anything and never completes.
+    Hang,
+    /// Prints `hello world` instead of the handshake line, then keeps running.
+    GarbageHandshake,
+    /// Prints nothing and sleeps forever.
+    NoHandshake,
+    /// The first ScanResponse also carries a node with a bad CRN, one with
+    /// properties that are not JSON and one with a NaN cost.
+    MalformedNodes,
+    /// Handshake answers `compatible: false`.
+    Incompatible,
+}
+
+/// Exit code of the `crash_mid_scan` mode.
+pub const CRASH_EXIT_CODE: i32 = 3;
+
+impl FailMode {
+    pub fn parse(value: &str) -> Result<FailMode, String> {
+        Ok(match value.trim() {
+            "" => FailMode::None,
+            "crash_mid_scan" => FailMode::CrashMidScan,
+            "hang" => FailMode::Hang,
+            "garbage_handshake" => FailMode::GarbageHandshake,
+            "no_handshake" => FailMode::NoHandshake,
+            "malformed_nodes" => FailMode::MalformedNodes,
+            "incompatible" => FailMode::Incompatible,
+            other => {
+                return Err(format!(
+                    "invalid SVC_MOCK_FAIL {other:?}: expected one of crash_mid_scan, hang, garbage_handshake, \
+                     no_handshake, malformed_nodes, incompatible"
+                ));
+            }
+        })
+    }
+
+    pub fn from_env() -> Result<FailMode, String> {
+        FailMode::parse(&std::env::var("SVC_MOCK_FAIL").unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_mode_and_rejects_others() {
+        assert_eq!(FailMode::parse(""), Ok(FailMode::None));
+        assert_eq!(FailMode::parse("hang"), Ok(FailMode::Hang));
+        assert_eq!(FailMode::parse("crash_mid_scan"), Ok(FailMode::CrashMidScan));
+        assert_eq!(FailMode::parse("incompatible"), Ok(FailMode::Incompatible));
+        assert!(FailMode::parse("explode").is_err());
+    }
+}

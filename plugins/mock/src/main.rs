@@ -1,0 +1,46 @@
+//! `svc-plugin-mock`: a provider plugin serving the deterministic mock
+//! estate over the real plugin path (DESIGN 7), started by the daemon.
+//!
+//! Scan config keys: `seed` (default 42), `scale` (300), `scan_seq` (1; the
+//! estate is shown at epoch `scan_seq - 1`), `batch_size` (nodes per
+//! response, 1000). `SVC_MOCK_FAIL` injects failures for tests (see
+//! [`fail::FailMode`]).
+
+mod actions;
+mod estate;
+mod fail;
+mod provider;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use fail::FailMode;
+use provider::MockProvider;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let fail = match FailMode::from_env() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if matches!(fail, FailMode::GarbageHandshake | FailMode::NoHandshake) {
+        if svc_plugin_sdk::check_startup(&svc_plugin_sdk::PROVIDER_COOKIE).is_err() {
+            return ExitCode::FAILURE;
+        }
+        if fail == FailMode::GarbageHandshake {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "hello world");
+            let _ = out.flush();
+        }
+        std::future::pending::<()>().await;
+    }
+    let plugin = MockProvider {
+        shared: Arc::new(provider::Shared::default()),
+        fail,
+    };
+    svc_plugin_sdk::exit_code(svc_plugin_sdk::serve_provider_with_remediator(plugin.clone(), plugin).await)
+}

@@ -1,0 +1,348 @@
+//! The `Provider` and `Remediator` services over the mock estate.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use svc_engine::{Crn, Graph};
+use svc_plugin_sdk::{ScanStream, response_channel};
+use svc_proto::provider::v1::provider_server::Provider;
+use svc_proto::provider::v1::remediator_server::Remediator;
+use svc_proto::provider::v1::{
+    HandshakeRequest, HandshakeResponse, Node, PreflightRequest, PreflightResponse, QuarantineRequest,
+    QuarantineResponse, RemediateRequest, RemediateResponse, ReversibilityProof, ReversibilityRequest, ScanRequest,
+    ScanResponse,
+};
+use tokio::sync::mpsc::Sender;
+use tonic::{Request, Response, Status};
+
+use crate::actions::{Effects, quarantine_status, remediate_status};
+use crate::estate::{self, ScanConfig};
+use crate::fail::{CRASH_EXIT_CODE, FailMode};
+
+/// The plugin's major version; a daemon with another major is refused.
+const PLUGIN_MAJOR: &str = "0";
+/// ScanResponses buffered ahead of the daemon.
+const SCAN_CHANNEL: usize = 4;
+
+/// State shared by both services: the last scanned estate and the
+/// simulated effects of actions on it.
+#[derive(Default)]
+pub struct Shared {
+    graph: RwLock<Option<Arc<Graph>>>,
+    effects: Mutex<Effects>,
+}
+
+impl Shared {
+    /// Whether `crn` is in the last scanned estate, and whether it has
+    /// deletion protection; `Err` with the reason otherwise.
+    fn lookup(&self, crn: &str) -> Result<bool, String> {
+        let parsed = Crn::parse(crn).map_err(|e| e.to_string())?;
+        let graph = self
+            .graph
+            .read()
+            .map_err(|_| "estate lock poisoned".to_owned())?
+            .clone();
+        let graph = graph.ok_or_else(|| "unknown resource".to_owned())?;
+        let node = graph.find(&parsed).and_then(|id| graph.node(id));
+        node.map(|n| estate::deletion_protected(&graph, &n))
+            .ok_or_else(|| "unknown resource".to_owned())
+    }
+
+    fn effects(&self) -> Result<std::sync::MutexGuard<'_, Effects>, Status> {
+        self.effects
+            .lock()
+            .map_err(|_| Status::internal("effects lock poisoned"))
+    }
+}
+
+#[derive(Clone)]
+pub struct MockProvider {
+    pub shared: Arc<Shared>,
+    pub fail: FailMode,
+}
+
+/// The leading number of a version such as `v1.2.3`.
+fn major(version: &str) -> Option<&str> {
+    let v = version.trim().trim_start_matches('v');
+    let m = v.split('.').next()?;
+    (!m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())).then_some(m)
+}
+
+fn handshake(daemon_version: &str, fail: FailMode) -> HandshakeResponse {
+    let plugin_version = env!("CARGO_PKG_VERSION").to_owned();
+    let (compatible, message) = if fail == FailMode::Incompatible {
+        (false, "mock plugin speaks protocol 0 only".to_owned())
+    } else {
+        match major(daemon_version) {
+            Some(m) if m != PLUGIN_MAJOR => (
+                false,
+                format!("daemon version {daemon_version} has major {m}; this plugin supports major {PLUGIN_MAJOR}"),
+            ),
+            Some(_) => (true, "ready".to_owned()),
+            None => (
+                true,
+                format!("daemon version {daemon_version:?} not understood; assuming compatible"),
+            ),
+        }
+    };
+    HandshakeResponse {
+        compatible,
+        plugin_version,
+        message,
+    }
+}
+
+/// Three nodes a host must reject: a CRN with too few segments, properties
+/// that are not JSON, and a NaN cost.
+fn malformed(template: &str) -> Vec<Node> {
+    vec![
+        Node {
+            crn: "crn:svc:aws".into(),
+            properties: b"{}".to_vec(),
+            cost: 1.0,
+        },
+        Node {
+            crn: format!("{template}-badprops"),
+            properties: b"{not json".to_vec(),
+            cost: 1.0,
+        },
+        Node {
+            crn: format!("{template}-nancost"),
+            properties: b"{}".to_vec(),
+            cost: f64::NAN,
+        },
+    ]
+}
+
+/// Walks the estate on a blocking thread, one ScanResponse per chunk; the
+/// bounded channel makes it wait for the daemon. Stops when the daemon goes.
+/// Earlier actions show: a deleted resource (and its edges) is gone, any
+/// other action sets the resource's `state`.
+fn produce(
+    graph: &Graph,
+    config: &ScanConfig,
+    fail: FailMode,
+    effects: &HashMap<String, String>,
+    tx: &Sender<Result<ScanResponse, Status>>,
+) {
+    let deleted = |crn: &str| effects.get(crn).is_some_and(|s| s == "deleted");
+    let mut sent = 0usize;
+    let mut send = |resp: ScanResponse| -> bool {
+        if tx.blocking_send(Ok(resp)).is_err() {
+            tracing::info!("scan cancelled by the daemon");
+            return false;
+        }
+        sent += 1;
+        if sent == 1 && fail == FailMode::CrashMidScan {
+            // Let the first response reach the socket, then die.
+            std::thread::sleep(Duration::from_millis(300));
+            tracing::error!("crashing mid-scan as asked by SVC_MOCK_FAIL");
+            svc_plugin_sdk::exit_now(CRASH_EXIT_CODE);
+        }
+        true
+    };
+    let mut inject = fail == FailMode::MalformedNodes;
+    let mut nodes = Vec::with_capacity(config.batch_size.min(65_536));
+    for node in graph.nodes() {
+        let mut wire = estate::wire_node(graph, &node);
+        match effects.get(&wire.crn) {
+            Some(state) if state == "deleted" => continue,
+            Some(state) => estate::set_state(&mut wire, state),
+            None => {}
+        }
+        nodes.push(wire);
+        if nodes.len() == config.batch_size {
+            if std::mem::take(&mut inject) {
+                let template = nodes[0].crn.clone();
+                nodes.extend(malformed(&template));
+            }
+            if !send(ScanResponse {
+                nodes: std::mem::take(&mut nodes),
+                edges: Vec::new(),
+            }) {
+                return;
+            }
+        }
+    }
+    if inject {
+        let template = nodes.first().map_or_else(String::new, |n| n.crn.clone());
+        nodes.extend(malformed(&template));
+    }
+    let mut edges = Vec::with_capacity(config.batch_size.min(65_536));
+    for edge in graph.edges() {
+        let wire = estate::wire_edge(graph, &edge);
+        if deleted(&wire.source_crn) || deleted(&wire.target_crn) {
+            continue;
+        }
+        edges.push(wire);
+        if edges.len() + nodes.len() >= config.batch_size
+            && !send(ScanResponse {
+                nodes: std::mem::take(&mut nodes),
+                edges: std::mem::take(&mut edges),
+            })
+        {
+            return;
+        }
+    }
+    if (!nodes.is_empty() || !edges.is_empty()) && !send(ScanResponse { nodes, edges }) {
+        return;
+    }
+    tracing::info!("scan finished");
+}
+
+#[tonic::async_trait]
+impl Provider for MockProvider {
+    async fn handshake(&self, request: Request<HandshakeRequest>) -> Result<Response<HandshakeResponse>, Status> {
+        Ok(Response::new(handshake(&request.get_ref().daemon_version, self.fail)))
+    }
+
+    type ScanStream = ScanStream;
+
+    async fn scan(&self, request: Request<ScanRequest>) -> Result<Response<ScanStream>, Status> {
+        let config = ScanConfig::from_config(&request.get_ref().config).map_err(Status::invalid_argument)?;
+        if self.fail == FailMode::Hang {
+            tracing::warn!("scan hangs as asked by SVC_MOCK_FAIL");
+            return Ok(Response::new(Box::pin(tokio_stream::pending())));
+        }
+        tracing::info!(
+            seed = config.seed,
+            scale = config.scale,
+            epoch = config.epoch(),
+            "scan started"
+        );
+        let (tx, stream) = response_channel(SCAN_CHANNEL);
+        let shared = self.shared.clone();
+        let fail = self.fail;
+        tokio::task::spawn_blocking(move || {
+            let graph = Arc::new(estate::build(&config));
+            match shared.graph.write() {
+                Ok(mut g) => *g = Some(graph.clone()),
+                Err(_) => {
+                    let _ = tx.blocking_send(Err(Status::internal("estate lock poisoned")));
+                    return;
+                }
+            }
+            let effects = shared.effects.lock().map(|fx| fx.states().clone()).unwrap_or_default();
+            produce(&graph, &config, fail, &effects, &tx);
+        });
+        Ok(Response::new(stream))
+    }
+
+    async fn apply_quarantine(
+        &self,
+        request: Request<QuarantineRequest>,
+    ) -> Result<Response<QuarantineResponse>, Status> {
+        let req = request.into_inner();
+        let outcome = quarantine_status(&req.action)
+            .and_then(|status| self.shared.lookup(&req.crn).map(|_| status))
+            .and_then(|status| {
+                let mut fx = self.shared.effects().map_err(|s| s.message().to_owned())?;
+                fx.validate(&req.crn, &req.action)?;
+                fx.apply(&req.crn, &req.action, status);
+                Ok(status)
+            });
+        let resp = match outcome {
+            Ok(status) => {
+                tracing::info!(crn = %req.crn, action = %req.action, reason = %req.reason, "quarantine applied");
+                QuarantineResponse {
+                    success: true,
+                    message: format!("resource {status}"),
+                }
+            }
+            Err(e) => QuarantineResponse {
+                success: false,
+                message: e,
+            },
+        };
+        Ok(Response::new(resp))
+    }
+
+    async fn check_reversibility(
+        &self,
+        request: Request<ReversibilityRequest>,
+    ) -> Result<Response<ReversibilityProof>, Status> {
+        let req = request.get_ref();
+        let flagged = req.properties.get("deletion_protection").is_some_and(|v| v == "true");
+        let proof = match self.shared.lookup(&req.crn) {
+            Err(reason) => ReversibilityProof { safe: false, reason },
+            Ok(protected) if protected || flagged => ReversibilityProof {
+                safe: false,
+                reason: "deletion protection is enabled".into(),
+            },
+            Ok(_) => ReversibilityProof {
+                safe: true,
+                reason: "no protection flag is set; a snapshot is taken before any action".into(),
+            },
+        };
+        Ok(Response::new(proof))
+    }
+
+    async fn preflight_check(
+        &self,
+        _request: Request<PreflightRequest>,
+    ) -> Result<Response<PreflightResponse>, Status> {
+        Ok(Response::new(PreflightResponse {
+            ok: true,
+            message: "the mock estate needs no credentials".into(),
+            missing: Vec::new(),
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl Remediator for MockProvider {
+    async fn remediate(&self, request: Request<RemediateRequest>) -> Result<Response<RemediateResponse>, Status> {
+        let req = request.into_inner();
+        let checked = remediate_status(&req.action).and_then(|status| {
+            self.shared.lookup(&req.crn)?;
+            self.shared
+                .effects()
+                .map_err(|s| s.message().to_owned())?
+                .validate(&req.crn, &req.action)?;
+            Ok(status)
+        });
+        let resp = match checked {
+            Err(error) => RemediateResponse {
+                success: false,
+                status: "failed".into(),
+                error,
+                snapshot: Default::default(),
+            },
+            Ok(_) if req.dry_run => RemediateResponse {
+                success: true,
+                status: "validated".into(),
+                error: String::new(),
+                snapshot: Default::default(),
+            },
+            Ok(status) => {
+                let snapshot = self.shared.effects()?.apply(&req.crn, &req.action, status);
+                tracing::info!(crn = %req.crn, action = %req.action, "remediation applied");
+                RemediateResponse {
+                    success: true,
+                    status: status.into(),
+                    error: String::new(),
+                    snapshot,
+                }
+            }
+        };
+        Ok(Response::new(resp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handshake_compatibility() {
+        assert!(handshake("0.1.0", FailMode::None).compatible);
+        assert!(handshake("v0.9", FailMode::None).compatible);
+        let r = handshake("1.0.0", FailMode::None);
+        assert!(!r.compatible && r.message.contains("major 1"));
+        assert_eq!(r.plugin_version, env!("CARGO_PKG_VERSION"));
+        let r = handshake("0.1.0", FailMode::Incompatible);
+        assert!(!r.compatible);
+        assert_eq!(r.message, "mock plugin speaks protocol 0 only");
+    }
+}
