@@ -52,6 +52,28 @@ pub struct PluginsConfig {
     /// Plugins that are activated.
     #[serde(default)]
     pub active: Vec<String>,
+    /// Scan configuration per plugin (`[plugins.config.aws] region = "us-east-1"`),
+    /// handed to the plugin's Scan as strings.
+    #[serde(default)]
+    pub config: std::collections::BTreeMap<String, toml::Table>,
+}
+
+impl PluginsConfig {
+    /// The scan configuration of one plugin, values as strings.
+    pub fn scan_config(&self, plugin: &str) -> std::collections::BTreeMap<String, String> {
+        self.config
+            .get(plugin)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| {
+                let v = match v {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                (k.clone(), v)
+            })
+            .collect()
+    }
 }
 
 impl Config {
@@ -63,11 +85,13 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
         };
-        let config: Config =
-            toml::from_str(&text).with_context(|| format!("invalid configuration {}", path.display()))?;
-        config
-            .scan_interval()
-            .with_context(|| format!("invalid configuration {}", path.display()))?;
+        Config::validate_text(&text).with_context(|| format!("invalid configuration {}", path.display()))
+    }
+
+    /// Parses and checks configuration text.
+    pub fn validate_text(text: &str) -> anyhow::Result<Config> {
+        let config: Config = toml::from_str(text)?;
+        config.scan_interval()?;
         Ok(config)
     }
 
@@ -95,6 +119,11 @@ mod tests {
         let c: Config = toml::from_str("[daemon]\nscan_interval = \"30s\"\n[plugins]\nactive = [\"aws\"]").unwrap();
         assert_eq!(c.scan_interval().unwrap(), Duration::from_secs(30));
         assert_eq!(c.plugins.active, vec!["aws"]);
+        let c: Config = toml::from_str("[plugins.config.aws]\nregion = \"eu-west-1\"\nmax = 3").unwrap();
+        let cfg = c.plugins.scan_config("aws");
+        assert_eq!(cfg.get("region").map(String::as_str), Some("eu-west-1"));
+        assert_eq!(cfg.get("max").map(String::as_str), Some("3"));
+        assert!(c.plugins.scan_config("gcp").is_empty());
         assert!(toml::from_str::<Config>("[daemon]\nbogus = 1").is_err());
         let c: Config = toml::from_str("[daemon]\nscan_interval = \"soon\"").unwrap();
         assert!(c.scan_interval().is_err());

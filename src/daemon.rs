@@ -17,6 +17,10 @@ use tracing::{error, info, warn};
 
 use crate::config::Config;
 use crate::paths;
+use crate::plugins::Plugins;
+
+/// How long one source's scan may stream before it is cancelled.
+const SCAN_TIMEOUT: Duration = Duration::from_secs(600);
 
 pub struct DaemonOptions {
     pub listen: SocketAddr,
@@ -55,7 +59,16 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         .context("engine start was cancelled")?
         .context("cannot open the stores")?;
     let engine = Arc::new(engine);
-    engine.set_sources(sources(&opts, &config, &data_dir));
+    let plugins = Arc::new(Plugins::discover(
+        &data_dir.join(paths::PLUGINS_DIR),
+        data_dir.join(paths::CONFIG_FILE),
+        &config.plugins.active,
+        engine.clone(),
+        tokio::runtime::Handle::current(),
+        SCAN_TIMEOUT,
+    ));
+    setup_sources(&opts, &config, &plugins);
+    state.set_plugins(plugins.clone());
     state.set_engine(engine.clone());
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
 
@@ -67,37 +80,41 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Chooses the sources: the mock estate when asked for, or when neither
-/// cloud credentials nor active plugins are found.
-fn sources(opts: &DaemonOptions, config: &Config, data_dir: &Path) -> Vec<Box<dyn Source>> {
-    let mock = || -> Vec<Box<dyn Source>> { vec![Box::new(MockEstate::new(opts.mock_seed, opts.mock_scale))] };
+/// Sets up the sources: active, verified provider plugins, plus the mock
+/// estate when asked for, or when neither cloud credentials nor active
+/// plugins are found.
+fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins) {
+    let (seed, scale) = (opts.mock_seed, opts.mock_scale);
+    let mock = move || -> Box<dyn Source> { Box::new(MockEstate::new(seed, scale)) };
+    let active = plugins.active_providers();
+    for name in &active {
+        engine_config(plugins, config, name);
+    }
     if opts.mock {
-        info!(
-            scale = opts.mock_scale,
-            seed = opts.mock_seed,
-            "mock mode: scanning a simulated estate (--mock)"
-        );
-        return mock();
+        info!(scale, seed, "mock mode: scanning a simulated estate (--mock)");
+        plugins.keep_source(Box::new(mock));
+    } else {
+        let credentials = found_credentials();
+        if credentials.is_empty() && active.is_empty() {
+            warn!(
+                scale,
+                "mock mode: no cloud credentials and no active plugins found; scanning a simulated estate"
+            );
+            plugins.keep_source(Box::new(mock));
+        } else if active.is_empty() {
+            warn!(
+                credentials = ?credentials,
+                "cloud credentials found but no provider plugin is active: scans will find nothing; \
+                 install one with `svc plugins install-local PATH` and list it in plugins.active"
+            );
+        }
     }
-    let credentials = found_credentials();
-    let plugins = installed_plugins(&data_dir.join(paths::PLUGINS_DIR));
-    let active: Vec<&String> = plugins.iter().filter(|p| config.plugins.active.contains(p)).collect();
-    if credentials.is_empty() && active.is_empty() {
-        warn!(
-            scale = opts.mock_scale,
-            "mock mode: no cloud credentials and no active plugins found; scanning a simulated estate"
-        );
-        return mock();
-    }
-    if active.is_empty() {
-        warn!(
-            credentials = ?credentials,
-            installed = ?plugins,
-            "cloud credentials found but no provider plugin is active: scans will find nothing; \
-             install a plugin into the plugins directory and list it in plugins.active"
-        );
-    }
-    Vec::new()
+    plugins.apply();
+}
+
+/// Hands a plugin its scan configuration (`[plugins.config.<name>]`).
+fn engine_config(plugins: &Plugins, config: &Config, name: &str) {
+    plugins.set_scan_config(name, config.plugins.scan_config(name));
 }
 
 /// Standard credential sources that are present.
@@ -120,21 +137,6 @@ fn found_credentials() -> Vec<&'static str> {
         found.push("kubernetes");
     }
     found
-}
-
-/// Provider names of `svc-plugin-<name>` binaries in the plugin directory.
-fn installed_plugins(dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| !n.ends_with(".yaml"))
-        .filter_map(|n| n.strip_prefix("svc-plugin-").map(str::to_owned))
-        .collect();
-    names.sort();
-    names
 }
 
 /// A scan at start, then one every `interval`; a tick that finds a scan

@@ -6,6 +6,7 @@ mod config;
 mod daemon;
 mod logging;
 mod paths;
+mod plugins;
 
 use std::process::ExitCode;
 

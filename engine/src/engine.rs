@@ -71,10 +71,16 @@ impl Drop for ScanPermit {
 impl ScanPermit {
     /// Runs the whole pipeline over the engine's sources.
     pub fn run(self) -> Result<ScanReport, EngineError> {
+        self.run_only(None)
+    }
+
+    /// Runs the pipeline over the sources that serve one of `providers`
+    /// (all sources when `None`); resources of other providers are untouched.
+    pub fn run_only(self, providers: Option<Vec<String>>) -> Result<ScanReport, EngineError> {
         let engine = self.engine.clone();
         let configs = engine.source_config.read().clone();
         let mut sources = engine.sources.lock();
-        let report = crate::scan::run(&engine, &mut sources, &configs);
+        let report = crate::scan::run(&engine, &mut sources, &configs, providers.as_deref());
         drop(sources);
         // Release the permit before telling anyone, so a client that hears
         // the scan finished can start the next one.
@@ -226,6 +232,14 @@ impl Engine {
     /// Sets the scan configuration of one source (by its name).
     pub fn set_source_config(&self, source: &str, config: BTreeMap<String, String>) {
         self.source_config.write().insert(source.to_owned(), config);
+    }
+
+    /// Providers the configured sources serve, sorted.
+    pub fn source_providers(&self) -> Vec<String> {
+        let mut p: Vec<String> = self.sources.lock().iter().flat_map(|s| s.providers()).collect();
+        p.sort();
+        p.dedup();
+        p
     }
 
     /// Names of the configured sources.

@@ -88,6 +88,11 @@ enum Command {
         /// Its CRN, with or without the `svc` segment.
         crn: String,
     },
+    /// Installed plugins.
+    Plugins {
+        #[command(subcommand)]
+        command: PluginsCommand,
+    },
     /// Ledger history, newest first.
     History {
         #[command(flatten)]
@@ -104,6 +109,37 @@ enum Command {
         /// How many events.
         #[arg(long, default_value_t = 50)]
         limit: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PluginsCommand {
+    /// List the installed plugins (asks the running daemon).
+    List {
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Switch a plugin between active and inactive (asks the running daemon).
+    Toggle {
+        #[command(flatten)]
+        remote: Remote,
+        /// The plugin's name (`svc-plugin-<name>`).
+        name: String,
+    },
+    /// Copy a plugin binary into `$SVC_DATA_DIR/plugins` and write its
+    /// manifest; the daemon discovers it at its next start.
+    InstallLocal {
+        /// The plugin binary.
+        path: std::path::PathBuf,
+        /// Its name; defaults to the file name without `svc-plugin-`.
+        #[arg(long)]
+        name: Option<String>,
+        /// cloud, database, infrastructure, saas, iot, devops or security.
+        #[arg(long, default_value = "cloud")]
+        category: String,
+        /// provider or heuristic.
+        #[arg(long, default_value = "provider")]
+        role: String,
     },
 }
 
@@ -127,6 +163,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Scan { remote, no_wait } => verbs::scan(&remote, !no_wait).await,
         Command::Stats { remote } => verbs::stats(&remote).await,
+        Command::Plugins { command } => match command {
+            PluginsCommand::List { remote } => verbs::plugins_list(&remote).await,
+            PluginsCommand::Toggle { remote, name } => verbs::plugins_toggle(&remote, &name).await,
+            PluginsCommand::InstallLocal {
+                path,
+                name,
+                category,
+                role,
+            } => {
+                crate::plugins::install_local(&path, name.as_deref(), &category, &role)?;
+                Ok(ExitCode::SUCCESS)
+            }
+        },
         Command::Nodes {
             remote,
             provider,

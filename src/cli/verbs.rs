@@ -181,3 +181,50 @@ pub async fn history(
     println!("{} of {} events", rows.len(), s(&v, "total"));
     Ok(ExitCode::SUCCESS)
 }
+
+pub async fn plugins_list(remote: &Remote) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let v = call!(client.get("/api/v1/plugins", &[]));
+    if remote.json {
+        output::json(&v);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let active = if p.get("active").and_then(Value::as_bool) == Some(true) {
+                "active"
+            } else {
+                "inactive"
+            };
+            vec![
+                s(p, "name"),
+                s(p, "role"),
+                s(p, "category"),
+                active.to_owned(),
+                s(p, "status"),
+                s(p, "path"),
+            ]
+        })
+        .collect();
+    table(&["NAME", "ROLE", "CATEGORY", "", "STATUS", "PATH"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn plugins_toggle(remote: &Remote, name: &str) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let v = call!(client.post("/api/v1/plugins/toggle", json!({ "name": name })));
+    if remote.json {
+        output::json(&v);
+    } else {
+        let active = v.get("active").and_then(Value::as_bool) == Some(true);
+        println!(
+            "{} is now {} (from the next scan)",
+            s(&v, "name"),
+            if active { "active" } else { "inactive" }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -147,6 +147,8 @@ pub struct Daemon {
     pub sources: Sources,
     /// Whether the next start logs JSON (`--log-format json`).
     pub json_logs: bool,
+    /// Extra environment of the next start (plugins inherit it).
+    pub env: Vec<(String, String)>,
     pub log: Log,
     child: Option<Child>,
     watchdog: Option<(Child, ChildStdin)>,
@@ -172,6 +174,7 @@ impl Daemon {
             scale,
             sources: Sources::Mock,
             json_logs: false,
+            env: Vec::new(),
             log: Log::default(),
             child: None,
             watchdog: None,
@@ -192,6 +195,7 @@ impl Daemon {
         if self.json_logs {
             cmd.args(["--log-format", "json"]);
         }
+        cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         let mut child = cmd.spawn().expect("spawn svc daemon");
         let pid = child.id();
         self.watchdog = Some(spawn_watchdog(pid));

@@ -33,6 +33,15 @@ pub struct ScanQuery {
 struct ScanBody {
     #[serde(default)]
     wait: bool,
+    /// Scan only the source serving this provider.
+    #[serde(default)]
+    provider: Option<String>,
+}
+
+/// What a trigger asks for.
+struct Request {
+    wait: bool,
+    provider: Option<String>,
 }
 
 /// Which trigger started a scan; shown as `cycle` in the answer and the log.
@@ -51,8 +60,9 @@ impl Cycle {
     }
 }
 
-/// `wait` from the query or the body; a body that is present must be a JSON object.
-fn wants_wait(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<bool> {
+/// `wait` from the query or the body, and the optional `provider`; a body
+/// that is present must be a JSON object.
+fn request(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<Request> {
     let body = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::payload_too_large(format!("request body is larger than {} bytes", crate::MAX_BODY_BYTES))
@@ -62,11 +72,14 @@ fn wants_wait(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<b
     })?;
     let from_query = bool_param("wait", q.wait.as_deref())?;
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(from_query);
+        return Ok(Request {
+            wait: from_query,
+            provider: None,
+        });
     }
     let bad = |e: &dyn std::fmt::Display| {
         ApiError::bad_request(format!(
-            "malformed request body: {e}: expected {{\"wait\": true|false}}"
+            "malformed request body: {e}: expected {{\"wait\": true|false, \"provider\": \"...\"}}"
         ))
     };
     let value: Value = serde_json::from_slice(&body).map_err(|e| bad(&e))?;
@@ -74,7 +87,10 @@ fn wants_wait(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<b
         return Err(bad(&"not a JSON object"));
     }
     let parsed: ScanBody = serde_json::from_value(value).map_err(|e| bad(&e))?;
-    Ok(from_query || parsed.wait)
+    Ok(Request {
+        wait: from_query || parsed.wait,
+        provider: parsed.provider,
+    })
 }
 
 async fn trigger(
@@ -83,17 +99,23 @@ async fn trigger(
     q: ScanQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
-    let wait = wants_wait(&q, body)?;
+    let Request { wait, provider } = request(&q, body)?;
     let engine = state.engine()?.clone();
     let permit = engine
         .try_start_scan()
         .ok_or_else(|| ApiError::conflict("a scan is already running"))?;
+    // Checked under the permit: no scan holds the sources now.
+    if let Some(p) = &provider
+        && !engine.source_providers().contains(p)
+    {
+        return Err(ApiError::invalid(format!("no plugin registered for provider: {p}")));
+    }
     // No other scan can commit while the permit is held.
     let scan_seq = engine.scans_completed() + 1;
     info!(scan_seq, cycle = cycle.name(), wait, "scan requested");
     let metrics_state = state.clone();
     let run = tokio::task::spawn_blocking(move || {
-        let result = permit.run();
+        let result = permit.run_only(provider.map(|p| vec![p]));
         if let Err(e) = &result {
             error!(scan_seq, cycle = cycle.name(), error = %e, "scan failed");
             metrics_state.inner.metrics.observe_scan_failure();
@@ -143,7 +165,9 @@ mod tests {
         let q = ScanQuery {
             wait: q.map(str::to_owned),
         };
-        wants_wait(&q, Ok(Bytes::copy_from_slice(body.as_bytes()))).ok()
+        request(&q, Ok(Bytes::copy_from_slice(body.as_bytes())))
+            .ok()
+            .map(|r| r.wait)
     }
 
     #[test]
@@ -157,5 +181,10 @@ mod tests {
         assert_eq!(wait(None, r#"{"wait": "soon"}"#), None);
         assert_eq!(wait(None, "[1]"), None);
         assert_eq!(wait(Some("perhaps"), ""), None);
+        let q = ScanQuery { wait: None };
+        let r = request(&q, Ok(Bytes::from_static(br#"{"provider": "aws", "wait": true}"#)))
+            .ok()
+            .unwrap();
+        assert_eq!((r.wait, r.provider.as_deref()), (true, Some("aws")));
     }
 }

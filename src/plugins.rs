@@ -1,0 +1,259 @@
+//! The daemon's plugins: discovered at start in `$SVC_DATA_DIR/plugins`,
+//! verified, and turned into scan sources when they are in `plugins.active`.
+//! Toggling a plugin rewrites `plugins.active` in `config.toml` and takes
+//! effect from the next scan.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use parking_lot::Mutex;
+use svc_api::plugins::{PluginCatalog, PluginInfo, ToggleError};
+use svc_engine::Engine;
+use svc_engine::scan::Source;
+use svc_ingest::host::{
+    Category, Discovered, Manifest, PLUGIN_PREFIX, PluginSource, Role, SourceOptions, discover, verify,
+    write_manifest_for,
+};
+use tokio::runtime::Handle;
+use tracing::{info, warn};
+
+use crate::config::Config;
+
+/// Makes a fresh non-plugin source (the mock estate) whenever sources are rebuilt.
+pub type MakeSource = Box<dyn Fn() -> Box<dyn Source> + Send + Sync>;
+
+/// One discovered plugin and whether it can be used.
+struct Entry {
+    found: Discovered,
+    /// `None` when verified, else why it cannot be used.
+    problem: Option<String>,
+    active: bool,
+}
+
+/// The plugin catalog the API lists and toggles.
+pub struct Plugins {
+    entries: Mutex<Vec<Entry>>,
+    config_path: PathBuf,
+    engine: Arc<Engine>,
+    handle: Handle,
+    /// The mock estate stays a source when the daemon runs with it.
+    extra: Mutex<Vec<MakeSource>>,
+    scan_timeout: std::time::Duration,
+}
+
+fn role_name(m: &Result<Manifest, String>) -> &'static str {
+    match m.as_ref().map(|m| m.role) {
+        Ok(Role::Heuristic) => "heuristic",
+        _ => "provider",
+    }
+}
+
+fn lower(v: impl serde::Serialize, default: &str) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| default.to_owned())
+}
+
+/// A colour per category when the manifest names none.
+fn default_color(category: &str) -> &'static str {
+    match category {
+        "cloud" => "#2563eb",
+        "database" => "#16a34a",
+        "infrastructure" => "#9333ea",
+        "saas" => "#db2777",
+        "iot" => "#ea580c",
+        "devops" => "#0891b2",
+        _ => "#6b7280",
+    }
+}
+
+impl Plugins {
+    /// Discovers and verifies the plugins in `dir`; `active` is `plugins.active`.
+    pub fn discover(
+        dir: &Path,
+        config_path: PathBuf,
+        active: &[String],
+        engine: Arc<Engine>,
+        handle: Handle,
+        scan_timeout: std::time::Duration,
+    ) -> Plugins {
+        let entries: Vec<Entry> = discover(dir)
+            .into_iter()
+            .map(|found| {
+                let problem = verify(&found).err().map(|e| e.to_string());
+                match &problem {
+                    None => info!(plugin = %found.name, path = %found.path.display(), "plugin discovered and verified"),
+                    Some(p) => warn!(plugin = %found.name, problem = %p, "plugin discovered but not usable"),
+                }
+                let active = active.contains(&found.name);
+                Entry { found, problem, active }
+            })
+            .collect();
+        Plugins {
+            entries: Mutex::new(entries),
+            config_path,
+            engine,
+            handle,
+            extra: Mutex::new(Vec::new()),
+            scan_timeout,
+        }
+    }
+
+    /// The scan configuration of a plugin source.
+    pub fn set_scan_config(&self, name: &str, config: std::collections::BTreeMap<String, String>) {
+        self.engine.set_source_config(name, config);
+    }
+
+    /// Keeps a non-plugin source (the mock estate) among the sources.
+    pub fn keep_source(&self, make: MakeSource) {
+        self.extra.lock().push(make);
+    }
+
+    /// Active, verified provider plugins.
+    pub fn active_providers(&self) -> Vec<String> {
+        self.entries
+            .lock()
+            .iter()
+            .filter(|e| e.active && e.problem.is_none() && role_name(&e.found.manifest) == "provider")
+            .map(|e| e.found.name.clone())
+            .collect()
+    }
+
+    /// Gives the engine one source per active, verified provider plugin,
+    /// plus the kept sources.
+    pub fn apply(&self) {
+        let mut sources: Vec<Box<dyn Source>> = self.extra.lock().iter().map(|make| make()).collect();
+        let opts = SourceOptions {
+            scan_timeout: self.scan_timeout,
+            ..SourceOptions::default()
+        };
+        for e in self.entries.lock().iter() {
+            if e.active && e.problem.is_none() && role_name(&e.found.manifest) == "provider" {
+                sources.push(Box::new(PluginSource::new(
+                    e.found.path.clone(),
+                    opts.clone(),
+                    self.handle.clone(),
+                )));
+            }
+        }
+        let names: Vec<String> = sources.iter().map(|s| s.name().to_owned()).collect();
+        info!(sources = ?names, "scan sources");
+        self.engine.set_sources(sources);
+    }
+
+    fn info(e: &Entry) -> PluginInfo {
+        let m = e.found.manifest.as_ref().ok();
+        let category = m.map(|m| lower(m.category, "cloud")).unwrap_or_else(|| "cloud".into());
+        PluginInfo {
+            name: e.found.name.clone(),
+            display_name: m
+                .and_then(|m| m.display_name.clone())
+                .unwrap_or_else(|| e.found.name.clone()),
+            color: m
+                .and_then(|m| m.color.clone())
+                .unwrap_or_else(|| default_color(&category).into()),
+            category,
+            path: e.found.path.display().to_string(),
+            active: e.active,
+            role: role_name(&e.found.manifest).into(),
+            status: e.problem.clone().unwrap_or_else(|| "verified".into()),
+        }
+    }
+
+    /// Rewrites `plugins.active` in the configuration file, keeping the rest.
+    fn persist(&self, active: &[String]) -> anyhow::Result<()> {
+        let text = match std::fs::read_to_string(&self.config_path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e).with_context(|| format!("cannot read {}", self.config_path.display())),
+        };
+        let mut doc: toml::Table =
+            toml::from_str(&text).with_context(|| format!("invalid configuration {}", self.config_path.display()))?;
+        let plugins = doc
+            .entry("plugins")
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let Some(plugins) = plugins.as_table_mut() else {
+            anyhow::bail!("{}: [plugins] is not a table", self.config_path.display());
+        };
+        plugins.insert(
+            "active".into(),
+            toml::Value::Array(active.iter().cloned().map(toml::Value::String).collect()),
+        );
+        let out = toml::to_string(&doc).context("cannot serialize the configuration")?;
+        Config::validate_text(&out)?;
+        let tmp = self.config_path.with_extension("toml.tmp");
+        std::fs::write(&tmp, out).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, &self.config_path)
+            .with_context(|| format!("cannot replace {}", self.config_path.display()))?;
+        Ok(())
+    }
+}
+
+impl PluginCatalog for Plugins {
+    fn list(&self) -> Vec<PluginInfo> {
+        self.entries.lock().iter().map(Plugins::info).collect()
+    }
+
+    fn toggle(&self, name: &str) -> Result<PluginInfo, ToggleError> {
+        let (info, active) = {
+            let mut entries = self.entries.lock();
+            let Some(e) = entries.iter_mut().find(|e| e.found.name == name) else {
+                return Err(ToggleError::NotFound(name.to_owned()));
+            };
+            e.active = !e.active;
+            let info = Plugins::info(e);
+            let active: Vec<String> = entries
+                .iter()
+                .filter(|e| e.active)
+                .map(|e| e.found.name.clone())
+                .collect();
+            (info, active)
+        };
+        if let Err(e) = self.persist(&active) {
+            // Undo in memory so the list matches the file.
+            if let Some(entry) = self.entries.lock().iter_mut().find(|e| e.found.name == name) {
+                entry.active = !entry.active;
+            }
+            return Err(ToggleError::Failed(format!("{e:#}")));
+        }
+        info!(plugin = name, active = info.active, "plugin toggled");
+        self.apply();
+        Ok(info)
+    }
+}
+
+/// `svc plugins install-local PATH`: copies the binary to
+/// `$SVC_DATA_DIR/plugins/svc-plugin-<name>` (mode 0755) and writes its
+/// manifest with the binary's SHA-256.
+pub fn install_local(path: &Path, name: Option<&str>, category: &str, role: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let file = path.file_name().and_then(|f| f.to_str()).unwrap_or_default();
+    let name = match name {
+        Some(n) => n.to_owned(),
+        None => file.strip_prefix(PLUGIN_PREFIX).unwrap_or(file).to_owned(),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        anyhow::bail!("invalid plugin name {name:?}: use letters, digits, '-' and '_' (or pass --name)");
+    }
+    let category: Category = serde_json::from_value(serde_json::Value::String(category.to_owned())).map_err(|_| {
+        anyhow::anyhow!("unknown category {category:?}: cloud, database, infrastructure, saas, iot, devops or security")
+    })?;
+    let role: Role = serde_json::from_value(serde_json::Value::String(role.to_owned()))
+        .map_err(|_| anyhow::anyhow!("unknown role {role:?}: provider or heuristic"))?;
+    let dir = crate::paths::data_dir().join(crate::paths::PLUGINS_DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let target = dir.join(format!("{PLUGIN_PREFIX}{name}"));
+    let tmp = dir.join(format!(".{PLUGIN_PREFIX}{name}.tmp"));
+    std::fs::copy(path, &tmp).with_context(|| format!("cannot copy {} to {}", path.display(), tmp.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
+    std::fs::rename(&tmp, &target).with_context(|| format!("cannot install {}", target.display()))?;
+    let manifest = write_manifest_for(&target, &name, role, category)?;
+    println!(
+        "installed {} (sha256 {}); list it in plugins.active or run `svc plugins toggle {name}`, then restart the daemon",
+        target.display(),
+        manifest.sha256
+    );
+    Ok(())
+}

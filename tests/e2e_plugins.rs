@@ -1,0 +1,147 @@
+//! Scanning through a real plugin process: `svc plugins install-local`
+//! puts `svc-plugin-mock` into the data directory, `plugins.active` turns it
+//! on, and the daemon (without `--mock` and without credentials) scans it
+//! over the go-plugin protocol. A plugin that crashes fails only its own
+//! scan and deletes nothing; a tampered binary is listed and not used.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Daemon, SVC, Sources};
+use serde_json::{Value, json};
+
+/// `svc-plugin-mock`, built beside `svc` by `cargo test --workspace`.
+fn mock_plugin() -> PathBuf {
+    let path = PathBuf::from(SVC).with_file_name("svc-plugin-mock");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build -p svc-plugin-mock` first",
+        path.display()
+    );
+    path
+}
+
+fn install(dir: &std::path::Path) {
+    let out = Command::new(SVC)
+        .args(["plugins", "install-local"])
+        .arg(mock_plugin())
+        .env("SVC_DATA_DIR", dir)
+        .output()
+        .expect("run svc plugins install-local");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.join("plugins/svc-plugin-mock").exists());
+    assert!(dir.join("plugins/svc-plugin-mock.yaml").exists());
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+#[tokio::test]
+async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 400);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    let p = &first["payload"];
+    assert!(u(&p["node_count"]) > 350, "the plugin's estate (scale 400): {first}");
+    assert_eq!(p["sources"][0]["name"], "mock");
+    assert_eq!(p["sources"][0]["ok"], true);
+    assert_eq!(
+        p["sources"].as_array().unwrap().len(),
+        1,
+        "no mock fallback beside an active plugin"
+    );
+    assert!(!d.log.text().contains("no cloud credentials and no active plugins"));
+
+    let api = d.api();
+    let plugins = api.get_ok("/api/v1/plugins").await;
+    assert_eq!(plugins[0]["name"], "mock");
+    assert_eq!(plugins[0]["active"], true);
+    assert_eq!(plugins[0]["status"], "verified");
+    assert_eq!(plugins[0]["category"], "cloud");
+    assert!(plugins[0]["color"].as_str().unwrap().starts_with('#'));
+
+    // A scan of just this provider works; an unknown provider is refused.
+    let r = api
+        .post_json("/api/v1/engine/scan", &json!({"provider": "mock", "wait": true}))
+        .await
+        .expect(200);
+    assert_eq!(r["sources"][0]["ok"], true);
+    api.post_json("/api/v1/engine/scan", &json!({"provider": "gcp"}))
+        .await
+        .expect_error(422, "invalid");
+    let stats = api.get_ok("/api/v1/graph/stats").await;
+
+    // Toggled off: persisted, and scanning its provider is refused with the SPEC's words.
+    let t = api
+        .post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
+        .await
+        .expect(200);
+    assert_eq!(t["active"], false);
+    let config = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+    assert!(config.contains("active = []"), "{config}");
+    let e = api
+        .post_json("/api/v1/engine/scan", &json!({"provider": "mock"}))
+        .await
+        .expect_error(422, "invalid");
+    assert_eq!(e["error"]["message"], "no plugin registered for provider: mock");
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
+        .await
+        .expect(200);
+
+    // The plugin crashes mid-scan: its scan fails, nothing is deleted.
+    d.env = vec![("SVC_MOCK_FAIL".into(), "crash_mid_scan".into())];
+    d.restart().await;
+    let failed = d.wait_scan_after(u(&first["seq"]) + 1).await;
+    let src = &failed["payload"]["sources"][0];
+    assert_eq!(src["ok"], false, "{failed}");
+    assert!(src["error"].as_str().unwrap().contains("crashed mid-scan"), "{failed}");
+    assert_eq!(failed["payload"]["nodes_deleted"], 0);
+    let after = d.api().get_ok("/api/v1/graph/stats").await;
+    assert_eq!(
+        after["active_nodes"], stats["active_nodes"],
+        "a failed provider keeps its resources"
+    );
+}
+
+#[tokio::test]
+async fn a_tampered_plugin_is_listed_but_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    // One byte appended: the hash no longer matches the manifest.
+    let bin = dir.path().join("plugins/svc-plugin-mock");
+    let mut bytes = std::fs::read(&bin).unwrap();
+    bytes.push(0);
+    std::fs::write(&bin, bytes).unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 300);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    let plugins = d.api().get_ok("/api/v1/plugins").await;
+    let status = plugins[0]["status"].as_str().unwrap();
+    assert!(status.contains("failed verification"), "{status}");
+    let first = d.wait_scan_after(0).await;
+    // Not run: the only active plugin is unusable, so the daemon falls back
+    // to the in-process mock estate and never starts the binary.
+    assert_eq!(first["payload"]["sources"][0]["name"], "mock");
+    let log = d.log.text();
+    assert!(
+        log.contains("no cloud credentials and no active plugins found"),
+        "{log}"
+    );
+    assert!(!log.contains("plugin started"), "{log}");
+}
