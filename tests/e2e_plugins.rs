@@ -45,7 +45,7 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
     install(dir.path());
     std::fs::write(
         dir.path().join("config.toml"),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\n",
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\nbatch_size = 100\n",
     )
     .unwrap();
     let mut d = Daemon::configure(dir.path(), 400);
@@ -80,7 +80,6 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
     api.post_json("/api/v1/engine/scan", &json!({"provider": "gcp"}))
         .await
         .expect_error(422, "invalid");
-    let stats = api.get_ok("/api/v1/graph/stats").await;
 
     // Toggled off: persisted, and scanning its provider is refused with the SPEC's words.
     let t = api
@@ -99,10 +98,28 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
         .await
         .expect(200);
 
+    // Malformed nodes are dropped and reported; the rest of the scan lands.
+    let head = u(&api.get_query_ok("/api/v1/history", &[("limit", "1")]).await["events"][0]["seq"]);
+    d.env = vec![("SVC_MOCK_FAIL".into(), "malformed_nodes".into())];
+    d.restart().await;
+    let ev = d.wait_scan_after(head).await;
+    let r = &ev["payload"];
+    let src = &r["sources"][0];
+    assert_eq!(src["ok"], true, "{r}");
+    assert_eq!(src["rejected"], 3, "{r}");
+    let reasons = src["rejections"].to_string();
+    for want in ["expected 8 segments", "not valid JSON", "cost NaN"] {
+        assert!(reasons.contains(want), "{want} in {reasons}");
+    }
+    let landed = u(&r["nodes_added"]) + u(&r["nodes_changed"]) + u(&r["nodes_unchanged"]);
+    assert_eq!(u(&src["nodes"]), landed, "every well-formed node landed: {r}");
+    assert!(landed > 350, "{r}");
+
     // The plugin crashes mid-scan: its scan fails, nothing is deleted.
+    let stats = d.api().get_ok("/api/v1/graph/stats").await;
     d.env = vec![("SVC_MOCK_FAIL".into(), "crash_mid_scan".into())];
     d.restart().await;
-    let failed = d.wait_scan_after(u(&first["seq"]) + 1).await;
+    let failed = d.wait_scan_after(u(&ev["seq"])).await;
     let src = &failed["payload"]["sources"][0];
     assert_eq!(src["ok"], false, "{failed}");
     assert!(src["error"].as_str().unwrap().contains("crashed mid-scan"), "{failed}");

@@ -50,6 +50,10 @@ pub struct SourceOutcome {
     pub error: Option<String>,
     pub nodes: u64,
     pub edges: u64,
+    /// Nodes and edges dropped as malformed (bad CRN, invalid properties, ...).
+    pub rejected: u64,
+    /// The first reasons for those rejections.
+    pub rejections: Vec<String>,
     pub duration_ms: u64,
 }
 
@@ -94,6 +98,7 @@ impl ScanReport {
                 serde_json::json!({
                     "name": s.name, "providers": s.providers, "ok": s.ok, "error": s.error,
                     "nodes": s.nodes, "edges": s.edges, "duration_ms": s.duration_ms,
+                    "rejected": s.rejected, "rejections": s.rejections,
                 })
             })
             .collect();
@@ -186,56 +191,54 @@ pub(crate) fn run(
         let empty = BTreeMap::new();
         let mut all = CollectSink::default();
         let mut ok_providers: Vec<Sym> = Vec::new();
-        for source in sources.iter_mut() {
-            let name = source.name().to_owned();
-            let providers = source.providers();
-            if let Some(only) = only
-                && !providers.iter().any(|p| only.contains(p))
-            {
-                continue;
-            }
-            let config = configs.get(&name).unwrap_or(&empty);
-            let ctx = ScanContext {
-                interner: engine.interner(),
-                scan_seq: report.scan_seq,
-                now_us,
-                config,
-            };
-            let mut sink = CollectSink::default();
-            let t = Instant::now();
-            let result = source.scan(&ctx, &mut sink);
-            let outcome = SourceOutcome {
-                name: name.clone(),
-                providers: providers.clone(),
-                ok: result.is_ok(),
-                error: result.as_ref().err().map(ToString::to_string),
-                nodes: sink.node_count,
-                edges: sink.edge_count,
-                duration_ms: t.elapsed().as_millis() as u64,
-            };
-            match result {
-                Ok(()) => {
-                    info!(source = %name, nodes = sink.node_count, edges = sink.edge_count, "source scanned");
-                    ok_providers.extend(providers.iter().map(|p| engine.interner().intern(p)));
-                    // A source may report providers beyond those it declares
-                    // (the mock estate serves four); it answers for those too.
-                    for b in &sink.nodes {
-                        ok_providers.extend(b.rows.iter().map(|r| r.syms[0]));
-                    }
-                    ok_providers.sort_unstable();
-                    ok_providers.dedup();
-                    all.node_count += sink.node_count;
-                    all.edge_count += sink.edge_count;
-                    all.nodes.append(&mut sink.nodes);
-                    all.edges.append(&mut sink.edges);
+        // Every selected source scans at once, each on its own thread with
+        // its own sink; a slow or failing source holds up no other.
+        let selected: Vec<&mut Box<dyn Source>> = sources
+            .iter_mut()
+            .filter(|s| only.is_none_or(|only| s.providers().iter().any(|p| only.contains(p))))
+            .collect();
+        let parent = tracing::Span::current();
+        let scan_seq = report.scan_seq;
+        let results: Vec<(SourceOutcome, CollectSink)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = selected
+                .into_iter()
+                .map(|source| {
+                    let parent = parent.clone();
+                    let config = configs.get(source.name()).unwrap_or(&empty);
+                    scope.spawn(move || {
+                        let _span = parent.enter();
+                        scan_one(engine, source.as_mut(), scan_seq, now_us, config)
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        for (outcome, mut sink) in results {
+            if outcome.ok {
+                info!(source = %outcome.name, nodes = sink.node_count, edges = sink.edge_count, "source scanned");
+                ok_providers.extend(outcome.providers.iter().map(|p| engine.interner().intern(p)));
+                // A source may report providers beyond those it declares
+                // (the mock estate serves four); it answers for those too.
+                for b in &sink.nodes {
+                    ok_providers.extend(b.rows.iter().map(|r| r.syms[0]));
                 }
-                Err(e) => {
-                    // A failed source keeps its resources as they were.
-                    warn!(source = %name, error = %e, "source scan failed; its resources are kept as they were");
-                }
+                all.node_count += sink.node_count;
+                all.edge_count += sink.edge_count;
+                all.nodes.append(&mut sink.nodes);
+                all.edges.append(&mut sink.edges);
+            } else {
+                // A failed source keeps its resources as they were.
+                warn!(
+                    source = %outcome.name,
+                    error = outcome.error.as_deref().unwrap_or(""),
+                    "source scan failed; its resources are kept as they were"
+                );
             }
             report.sources.push(outcome);
         }
+        ok_providers.sort_unstable();
+        ok_providers.dedup();
+        report.sources.sort_by(|a, b| a.name.cmp(&b.name));
         let discovered = count_by_provider(engine, &all.nodes);
         let mut graph = engine.graph_mut();
         report.nodes_ingest = graph.ingest_nodes(&all.nodes, now_us, report.scan_seq as u32);
@@ -323,6 +326,38 @@ pub(crate) fn announce(engine: &Engine, report: &mut ScanReport) -> Result<(), E
     })?;
     report.event_seq = event.seq;
     Ok(())
+}
+
+/// Scans one source into its own sink.
+fn scan_one(
+    engine: &Engine,
+    source: &mut dyn Source,
+    scan_seq: u64,
+    now_us: u64,
+    config: &BTreeMap<String, String>,
+) -> (SourceOutcome, CollectSink) {
+    let ctx = ScanContext {
+        interner: engine.interner(),
+        scan_seq,
+        now_us,
+        config,
+    };
+    let mut sink = CollectSink::default();
+    let t = Instant::now();
+    let result = source.scan(&ctx, &mut sink);
+    let (rejected, rejections) = source.rejections();
+    let outcome = SourceOutcome {
+        name: source.name().to_owned(),
+        providers: source.providers(),
+        ok: result.is_ok(),
+        error: result.err().map(|e| e.to_string()),
+        nodes: sink.node_count,
+        edges: sink.edge_count,
+        rejected,
+        rejections,
+        duration_ms: t.elapsed().as_millis() as u64,
+    };
+    (outcome, sink)
 }
 
 /// A phase that later capabilities fill; it still shows in traces.

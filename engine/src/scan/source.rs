@@ -45,4 +45,8 @@ pub trait Source: Send {
     fn providers(&self) -> Vec<String>;
     /// Scans, sending batches to `sink`. An error fails only this source.
     fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError>;
+    /// Items the last scan dropped as malformed, and the first reasons.
+    fn rejections(&self) -> (u64, Vec<String>) {
+        (0, Vec::new())
+    }
 }

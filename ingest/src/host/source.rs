@@ -181,6 +181,11 @@ impl Source for PluginSource {
         let handle = self.handle.clone();
         handle.block_on(self.scan_async(ctx, sink))
     }
+
+    fn rejections(&self) -> (u64, Vec<String>) {
+        let st = self.last_stats();
+        (st.rejected_nodes + st.rejected_edges, st.reasons.clone())
+    }
 }
 
 /// Streams one scan into `sink`, a batch every `batch` nodes or edges.
