@@ -70,6 +70,7 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, 
                         scan_seq: 1,
                         now_us: 1,
                         config: &config,
+                        timeout: None,
                     };
                     let mut sink = Collect::default();
                     src.scan(&ctx, &mut sink).expect("plugin scan");

@@ -32,18 +32,27 @@ pub struct DaemonConfig {
     /// Interval between scans, a duration string (`5m`, `1h`).
     #[serde(default = "default_scan_interval")]
     pub scan_interval: String,
+    /// How long one source may scan before it is cancelled (`svc scan
+    /// --timeout` overrides it for one scan).
+    #[serde(default = "default_scan_timeout")]
+    pub scan_timeout: String,
 }
 
 impl Default for DaemonConfig {
     fn default() -> Self {
         DaemonConfig {
             scan_interval: default_scan_interval(),
+            scan_timeout: default_scan_timeout(),
         }
     }
 }
 
 fn default_scan_interval() -> String {
     "5m".into()
+}
+
+fn default_scan_timeout() -> String {
+    "10m".into()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -92,7 +101,20 @@ impl Config {
     pub fn validate_text(text: &str) -> anyhow::Result<Config> {
         let config: Config = toml::from_str(text)?;
         config.scan_interval()?;
+        config.scan_timeout()?;
         Ok(config)
+    }
+
+    pub fn scan_timeout(&self) -> anyhow::Result<Duration> {
+        let d = humantime::parse_duration(&self.daemon.scan_timeout)
+            .with_context(|| format!("daemon.scan_timeout {:?} is not a duration", self.daemon.scan_timeout))?;
+        if d < Duration::from_secs(1) {
+            bail!(
+                "daemon.scan_timeout must be at least 1s, got {:?}",
+                self.daemon.scan_timeout
+            );
+        }
+        Ok(d)
     }
 
     pub fn scan_interval(&self) -> anyhow::Result<Duration> {

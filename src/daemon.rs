@@ -19,9 +19,6 @@ use crate::config::Config;
 use crate::paths;
 use crate::plugins::Plugins;
 
-/// How long one source's scan may stream before it is cancelled.
-const SCAN_TIMEOUT: Duration = Duration::from_secs(600);
-
 pub struct DaemonOptions {
     pub listen: SocketAddr,
     pub mock: bool,
@@ -65,7 +62,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         &config.plugins.active,
         engine.clone(),
         tokio::runtime::Handle::current(),
-        SCAN_TIMEOUT,
+        config.scan_timeout()?,
     ));
     setup_sources(&opts, &config, &plugins);
     state.set_plugins(plugins.clone());

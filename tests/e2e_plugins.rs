@@ -162,3 +162,42 @@ async fn a_tampered_plugin_is_listed_but_not_run() {
     );
     assert!(!log.contains("plugin started"), "{log}");
 }
+
+/// A plugin that hangs is cancelled at `daemon.scan_timeout`, and `svc scan
+/// --timeout` sets the limit for one scan.
+#[tokio::test]
+async fn a_hanging_plugin_is_cancelled_at_the_scan_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\nscan_timeout = \"3s\"\n[plugins]\nactive = [\"mock\"]\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 300);
+    d.sources = Sources::Fallback;
+    d.env = vec![("SVC_MOCK_FAIL".into(), "hang".into())];
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    let src = &first["payload"]["sources"][0];
+    assert_eq!(src["ok"], false, "{first}");
+    assert_eq!(src["error"], "scan timed out after 3s", "{first}");
+
+    let out = Command::new(SVC)
+        .args(["scan", "--timeout", "1s", "--json"])
+        .env("SVC_URL", d.base())
+        .env("SVC_DATA_DIR", dir.path())
+        .output()
+        .expect("run svc scan");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["sources"][0]["error"], "scan timed out after 1s", "{report}");
+    let bad = Command::new(SVC)
+        .args(["scan", "--timeout", "soon"])
+        .env("SVC_URL", d.base())
+        .env("SVC_DATA_DIR", dir.path())
+        .output()
+        .expect("run svc scan");
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a duration"));
+}

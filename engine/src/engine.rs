@@ -77,10 +77,20 @@ impl ScanPermit {
     /// Runs the pipeline over the sources that serve one of `providers`
     /// (all sources when `None`); resources of other providers are untouched.
     pub fn run_only(self, providers: Option<Vec<String>>) -> Result<ScanReport, EngineError> {
+        self.run_with(providers, None)
+    }
+
+    /// As [`ScanPermit::run_only`], with each source's scan cut off after
+    /// `timeout` when given (instead of the source's default).
+    pub fn run_with(
+        self,
+        providers: Option<Vec<String>>,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<ScanReport, EngineError> {
         let engine = self.engine.clone();
         let configs = engine.source_config.read().clone();
         let mut sources = engine.sources.lock();
-        let report = crate::scan::run(&engine, &mut sources, &configs, providers.as_deref());
+        let report = crate::scan::run(&engine, &mut sources, &configs, providers.as_deref(), timeout);
         drop(sources);
         // Release the permit before telling anyone, so a client that hears
         // the scan finished can start the next one.

@@ -201,6 +201,7 @@ fn host_source_whose_plugin_cannot_start_fails_only_its_scan() {
         scan_seq: 1,
         now_us: 0,
         config: &config,
+        timeout: None,
     };
     let mut sink = Collect::default();
     let err = loop {

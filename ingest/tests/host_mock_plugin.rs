@@ -62,6 +62,7 @@ fn scan(source: &mut PluginSource, interner: &Interner, scan_seq: u64) -> (Resul
         scan_seq,
         now_us: 1_700_000_000_000_000,
         config: &config,
+        timeout: None,
     };
     let mut sink = Collect::default();
     let result = source.scan(&ctx, &mut sink);

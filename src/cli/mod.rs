@@ -64,6 +64,9 @@ enum Command {
         /// Return as soon as the scan has started.
         #[arg(long)]
         no_wait: bool,
+        /// How long each source may scan before it is cancelled (default 10m).
+        #[arg(long)]
+        timeout: Option<String>,
     },
     /// Graph totals.
     Stats {
@@ -161,7 +164,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Scan { remote, no_wait } => verbs::scan(&remote, !no_wait).await,
+        Command::Scan {
+            remote,
+            no_wait,
+            timeout,
+        } => verbs::scan(&remote, !no_wait, timeout.as_deref()).await,
         Command::Stats { remote } => verbs::stats(&remote).await,
         Command::Plugins { command } => match command {
             PluginsCommand::List { remote } => verbs::plugins_list(&remote).await,

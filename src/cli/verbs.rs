@@ -17,9 +17,13 @@ macro_rules! call {
     };
 }
 
-pub async fn scan(remote: &Remote, wait: bool) -> anyhow::Result<ExitCode> {
+pub async fn scan(remote: &Remote, wait: bool, timeout: Option<&str>) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
-    let v = call!(client.post("/api/v1/engine/scan", json!({ "wait": wait })));
+    let mut body = json!({ "wait": wait });
+    if let Some(t) = timeout {
+        body["timeout"] = json!(t);
+    }
+    let v = call!(client.post("/api/v1/engine/scan", body));
     if remote.json {
         output::json(&v);
     } else if wait {

@@ -36,12 +36,16 @@ struct ScanBody {
     /// Scan only the source serving this provider.
     #[serde(default)]
     provider: Option<String>,
+    /// How long each source may scan, a duration such as `20m`.
+    #[serde(default)]
+    timeout: Option<String>,
 }
 
 /// What a trigger asks for.
 struct Request {
     wait: bool,
     provider: Option<String>,
+    timeout: Option<std::time::Duration>,
 }
 
 /// Which trigger started a scan; shown as `cycle` in the answer and the log.
@@ -75,6 +79,7 @@ fn request(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<Requ
         return Ok(Request {
             wait: from_query,
             provider: None,
+            timeout: None,
         });
     }
     let bad = |e: &dyn std::fmt::Display| {
@@ -87,9 +92,22 @@ fn request(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<Requ
         return Err(bad(&"not a JSON object"));
     }
     let parsed: ScanBody = serde_json::from_value(value).map_err(|e| bad(&e))?;
+    let timeout = match parsed.timeout.as_deref() {
+        None => None,
+        Some(t) => match humantime::parse_duration(t) {
+            Ok(d) if d >= std::time::Duration::from_secs(1) => Some(d),
+            Ok(_) => return Err(ApiError::bad_request(format!("timeout {t:?} is shorter than 1s"))),
+            Err(e) => {
+                return Err(ApiError::bad_request(format!(
+                    "timeout {t:?} is not a duration such as 20m: {e}"
+                )));
+            }
+        },
+    };
     Ok(Request {
         wait: from_query || parsed.wait,
         provider: parsed.provider,
+        timeout,
     })
 }
 
@@ -99,7 +117,11 @@ async fn trigger(
     q: ScanQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
-    let Request { wait, provider } = request(&q, body)?;
+    let Request {
+        wait,
+        provider,
+        timeout,
+    } = request(&q, body)?;
     let engine = state.engine()?.clone();
     let permit = engine
         .try_start_scan()
@@ -115,7 +137,7 @@ async fn trigger(
     info!(scan_seq, cycle = cycle.name(), wait, "scan requested");
     let metrics_state = state.clone();
     let run = tokio::task::spawn_blocking(move || {
-        let result = permit.run_only(provider.map(|p| vec![p]));
+        let result = permit.run_with(provider.map(|p| vec![p]), timeout);
         if let Err(e) = &result {
             error!(scan_seq, cycle = cycle.name(), error = %e, "scan failed");
             metrics_state.inner.metrics.observe_scan_failure();
@@ -186,5 +208,11 @@ mod tests {
             .ok()
             .unwrap();
         assert_eq!((r.wait, r.provider.as_deref()), (true, Some("aws")));
+        let r = request(&q, Ok(Bytes::from_static(br#"{"timeout": "20m"}"#)))
+            .ok()
+            .unwrap();
+        assert_eq!(r.timeout, Some(std::time::Duration::from_secs(1200)));
+        assert!(request(&q, Ok(Bytes::from_static(br#"{"timeout": "soon"}"#))).is_err());
+        assert!(request(&q, Ok(Bytes::from_static(br#"{"timeout": "10ms"}"#))).is_err());
     }
 }

@@ -159,6 +159,7 @@ pub(crate) fn run(
     sources: &mut [Box<dyn Source>],
     configs: &BTreeMap<String, BTreeMap<String, String>>,
     only: Option<&[String]>,
+    timeout: Option<std::time::Duration>,
 ) -> Result<ScanReport, EngineError> {
     let started = Instant::now();
     let root = info_span!("engine.run", scan_seq = tracing::field::Empty);
@@ -207,7 +208,7 @@ pub(crate) fn run(
                     let config = configs.get(source.name()).unwrap_or(&empty);
                     scope.spawn(move || {
                         let _span = parent.enter();
-                        scan_one(engine, source.as_mut(), scan_seq, now_us, config)
+                        scan_one(engine, source.as_mut(), scan_seq, now_us, config, timeout)
                     })
                 })
                 .collect();
@@ -335,12 +336,14 @@ fn scan_one(
     scan_seq: u64,
     now_us: u64,
     config: &BTreeMap<String, String>,
+    timeout: Option<std::time::Duration>,
 ) -> (SourceOutcome, CollectSink) {
     let ctx = ScanContext {
         interner: engine.interner(),
         scan_seq,
         now_us,
         config,
+        timeout,
     };
     let mut sink = CollectSink::default();
     let t = Instant::now();

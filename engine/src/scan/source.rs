@@ -19,6 +19,9 @@ pub struct ScanContext<'a> {
     pub now_us: u64,
     /// Scan configuration for this source (region, project, subscription, ...).
     pub config: &'a BTreeMap<String, String>,
+    /// How long this scan may run, when the request set it (`svc scan
+    /// --timeout 20m`); otherwise the source's own default.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Receives what a source discovers. Nodes and edges may arrive in any order

@@ -125,9 +125,8 @@ impl PluginSource {
         let mut decoder = Decoder::new(ctx.interner);
         let span = tracing::info_span!("plugin.scan", plugin = %name, scan_seq = ctx.scan_seq);
         let stream = stream_scan(client, config, &mut decoder, sink, self.opts.batch_size.max(1));
-        let outcome = tokio::time::timeout(self.opts.scan_timeout, stream)
-            .instrument(span)
-            .await;
+        let limit = ctx.timeout.unwrap_or(self.opts.scan_timeout);
+        let outcome = tokio::time::timeout(limit, stream).instrument(span).await;
         self.last_stats = decoder.stats;
         let stats = &self.last_stats;
         if stats.rejected_nodes + stats.rejected_edges > 0 {
@@ -157,7 +156,7 @@ impl PluginSource {
                 }
             }
             Err(_) => {
-                let after = fmt_duration(self.opts.scan_timeout);
+                let after = fmt_duration(limit);
                 tracing::warn!(plugin = %name, timeout = %after, "plugin scan timed out; killing the plugin");
                 if let Some(mut p) = self.process.take() {
                     p.kill().await;
