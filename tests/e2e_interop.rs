@@ -1,0 +1,89 @@
+//! Interoperability: a provider plugin written in Python with grpcio (from
+//! SPEC.md alone, `tests/interop/svc_plugin_py.py`) serving over TCP is
+//! installed, launched, handshaken and scanned by the daemon.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Daemon, SVC, Sources};
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Python plugin behind an executable wrapper named like a plugin.
+fn python_plugin(dir: &Path) -> PathBuf {
+    let check = Command::new("python3").args(["-c", "import grpc, grpc_tools"]).output();
+    let ok = check.as_ref().is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "python3 with grpcio is needed: python3 -m pip install grpcio==1.76.0 grpcio-tools==1.76.0"
+    );
+    let wrapper = dir.join("svc-plugin-pyco");
+    let script = format!(
+        "#!/bin/sh\nSVC_PY_PROTO_ROOT='{}' exec python3 '{}'\n",
+        repo().join("proto/proto").display(),
+        repo().join("tests/interop/svc_plugin_py.py").display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    wrapper
+}
+
+#[tokio::test]
+async fn a_python_grpcio_plugin_over_tcp_is_scanned() {
+    let build = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let wrapper = python_plugin(build.path());
+    let out = Command::new(SVC)
+        .args(["plugins", "install-local"])
+        .arg(&wrapper)
+        .env("SVC_DATA_DIR", data.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(
+        data.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"pyco\"]\n[plugins.config.pyco]\nregion = \"eu-1\"\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(data.path(), 300);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    let scan = d.wait_scan_after(0).await;
+    let p = &scan["payload"];
+    assert_eq!(p["sources"][0]["name"], "pyco", "{scan}");
+    assert_eq!(p["sources"][0]["ok"], true, "{scan}");
+    assert_eq!(
+        (&p["node_count"], &p["edge_count"]),
+        (&Value::from(3), &Value::from(2)),
+        "{scan}"
+    );
+
+    // The plugin form became the graph form; properties kept their types.
+    let api = d.api();
+    let node = api
+        .get_ok("/api/v1/graph/nodes/crn:svc:pyco:eu-1:bucket:bucket:acct-1:backups")
+        .await;
+    assert_eq!(node["properties"]["size_gib"], 900);
+    assert_eq!(node["properties"]["versioning"], true);
+    assert_eq!(node["cost_usd_mo"], 20.7);
+    let edges = api
+        .get_ok("/api/v1/graph/nodes/crn:svc:pyco:eu-1:function:function:acct-1:resize/edges")
+        .await;
+    let rels: Vec<&str> = edges["outgoing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(rels, vec!["Uses", "Uses"], "READS and WRITES map to Uses");
+    let log = d.log.text();
+    assert!(log.contains("net=tcp"), "the plugin was reached over TCP:\n{log}");
+    assert!(
+        log.contains(r#"\"region\":\"eu-1\""#),
+        "its scan config reached it:\n{log}"
+    );
+}
