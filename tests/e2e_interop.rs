@@ -87,3 +87,64 @@ async fn a_python_grpcio_plugin_over_tcp_is_scanned() {
         "its scan config reached it:\n{log}"
     );
 }
+
+/// A provider plugin built with HashiCorp go-plugin (Debian's packages,
+/// built offline by `tests/interop/go/build.sh`) is launched through its own
+/// `plugin.Serve`, handshaken over its Unix socket and scanned.
+#[tokio::test]
+async fn a_go_plugin_provider_is_scanned() {
+    let build = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let bin = build.path().join("svc-plugin-goco");
+    let out = Command::new(repo().join("tests/interop/go/build.sh"))
+        .arg(&bin)
+        .output();
+    let out = out.unwrap_or_else(|e| panic!("run tests/interop/go/build.sh: {e}"));
+    assert!(
+        out.status.success(),
+        "building the go-plugin provider failed (Debian: apt-get install golang-go \
+         golang-github-hashicorp-go-plugin-dev golang-google-grpc-dev golang-google-protobuf-dev \
+         golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc protobuf-compiler):\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(SVC)
+        .args(["plugins", "install-local"])
+        .arg(&bin)
+        .env("SVC_DATA_DIR", data.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(
+        data.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"goco\"]\n[plugins.config.goco]\nregion = \"eu-9\"\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(data.path(), 300);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    let scan = d.wait_scan_after(0).await;
+    let p = &scan["payload"];
+    assert_eq!(p["sources"][0]["name"], "goco", "{scan}");
+    assert_eq!(p["sources"][0]["ok"], true, "{scan}");
+    assert_eq!(
+        (&p["node_count"], &p["edge_count"]),
+        (&Value::from(2), &Value::from(1)),
+        "{scan}"
+    );
+    // The scan config reached the plugin: its CRNs carry the configured region.
+    let node = d
+        .api()
+        .get_ok("/api/v1/graph/nodes/crn:svc:goco:eu-9:disk:disk:acct-9:web-1-root")
+        .await;
+    assert_eq!(node["properties"]["size_gib"], 64);
+    let edges = d
+        .api()
+        .get_ok("/api/v1/graph/nodes/crn:svc:goco:eu-9:vm:vm:acct-9:web-1/edges")
+        .await;
+    assert_eq!(edges["incoming"][0]["type"], "AttachedTo");
+    assert!(
+        d.log.text().contains("net=unix"),
+        "go-plugin serves on a Unix socket:\n{}",
+        d.log.text()
+    );
+}
