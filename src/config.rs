@@ -106,28 +106,21 @@ impl Config {
     }
 
     pub fn scan_timeout(&self) -> anyhow::Result<Duration> {
-        let d = humantime::parse_duration(&self.daemon.scan_timeout)
-            .with_context(|| format!("daemon.scan_timeout {:?} is not a duration", self.daemon.scan_timeout))?;
-        if d < Duration::from_secs(1) {
-            bail!(
-                "daemon.scan_timeout must be at least 1s, got {:?}",
-                self.daemon.scan_timeout
-            );
-        }
-        Ok(d)
+        at_least_a_second("daemon.scan_timeout", &self.daemon.scan_timeout)
     }
 
     pub fn scan_interval(&self) -> anyhow::Result<Duration> {
-        let d = humantime::parse_duration(&self.daemon.scan_interval)
-            .with_context(|| format!("daemon.scan_interval {:?} is not a duration", self.daemon.scan_interval))?;
-        if d < Duration::from_secs(1) {
-            bail!(
-                "daemon.scan_interval must be at least 1s, got {:?}",
-                self.daemon.scan_interval
-            );
-        }
-        Ok(d)
+        at_least_a_second("daemon.scan_interval", &self.daemon.scan_interval)
     }
+}
+
+/// A duration key (`5m`, `1h`) of at least one second.
+fn at_least_a_second(key: &str, value: &str) -> anyhow::Result<Duration> {
+    let d = humantime::parse_duration(value).with_context(|| format!("{key} {value:?} is not a duration"))?;
+    if d < Duration::from_secs(1) {
+        bail!("{key} must be at least 1s, got {value:?}");
+    }
+    Ok(d)
 }
 
 #[cfg(test)]

@@ -32,30 +32,36 @@ fn python_plugin(dir: &Path) -> PathBuf {
     wrapper
 }
 
-#[tokio::test]
-async fn a_python_grpcio_plugin_over_tcp_is_scanned() {
-    let build = tempfile::tempdir().unwrap();
+/// Installs `bin` as plugin `name` with `[plugins.config.<name>] region`,
+/// starts a daemon (no `--mock`, no credentials) and waits for its first scan.
+async fn scanned_through(bin: &Path, name: &str, region: &str) -> (tempfile::TempDir, Daemon, Value) {
     let data = tempfile::tempdir().unwrap();
-    let wrapper = python_plugin(build.path());
     let out = Command::new(SVC)
         .args(["plugins", "install-local"])
-        .arg(&wrapper)
+        .arg(bin)
         .env("SVC_DATA_DIR", data.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    std::fs::write(
-        data.path().join("config.toml"),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"pyco\"]\n[plugins.config.pyco]\nregion = \"eu-1\"\n",
-    )
-    .unwrap();
+    let config = format!(
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"{name}\"]\n[plugins.config.{name}]\nregion = \"{region}\"\n"
+    );
+    std::fs::write(data.path().join("config.toml"), config).unwrap();
     let mut d = Daemon::configure(data.path(), 300);
     d.sources = Sources::Fallback;
     d.launch().await;
     let scan = d.wait_scan_after(0).await;
+    assert_eq!(scan["payload"]["sources"][0]["name"], name, "{scan}");
+    assert_eq!(scan["payload"]["sources"][0]["ok"], true, "{scan}");
+    (data, d, scan)
+}
+
+#[tokio::test]
+async fn a_python_grpcio_plugin_over_tcp_is_scanned() {
+    let build = tempfile::tempdir().unwrap();
+    let wrapper = python_plugin(build.path());
+    let (_data, d, scan) = scanned_through(&wrapper, "pyco", "eu-1").await;
     let p = &scan["payload"];
-    assert_eq!(p["sources"][0]["name"], "pyco", "{scan}");
-    assert_eq!(p["sources"][0]["ok"], true, "{scan}");
     assert_eq!(
         (&p["node_count"], &p["edge_count"]),
         (&Value::from(3), &Value::from(2)),
@@ -94,7 +100,6 @@ async fn a_python_grpcio_plugin_over_tcp_is_scanned() {
 #[tokio::test]
 async fn a_go_plugin_provider_is_scanned() {
     let build = tempfile::tempdir().unwrap();
-    let data = tempfile::tempdir().unwrap();
     let bin = build.path().join("svc-plugin-goco");
     let out = Command::new(repo().join("tests/interop/go/build.sh"))
         .arg(&bin)
@@ -107,25 +112,8 @@ async fn a_go_plugin_provider_is_scanned() {
          golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc protobuf-compiler):\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = Command::new(SVC)
-        .args(["plugins", "install-local"])
-        .arg(&bin)
-        .env("SVC_DATA_DIR", data.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    std::fs::write(
-        data.path().join("config.toml"),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"goco\"]\n[plugins.config.goco]\nregion = \"eu-9\"\n",
-    )
-    .unwrap();
-    let mut d = Daemon::configure(data.path(), 300);
-    d.sources = Sources::Fallback;
-    d.launch().await;
-    let scan = d.wait_scan_after(0).await;
+    let (_data, d, scan) = scanned_through(&bin, "goco", "eu-9").await;
     let p = &scan["payload"];
-    assert_eq!(p["sources"][0]["name"], "goco", "{scan}");
-    assert_eq!(p["sources"][0]["ok"], true, "{scan}");
     assert_eq!(
         (&p["node_count"], &p["edge_count"]),
         (&Value::from(2), &Value::from(1)),
