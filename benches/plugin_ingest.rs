@@ -13,24 +13,9 @@ use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use svc_engine::graph::{EdgeBatch, NodeBatch};
-use svc_engine::scan::{ScanContext, ScanSink, Source};
+use svc_engine::scan::{CollectSink, ScanContext, Source};
 use svc_engine::{Graph, Interner};
 use svc_ingest::host::{PluginSource, SourceOptions};
-
-#[derive(Default)]
-struct Collect {
-    nodes: Vec<NodeBatch>,
-    edges: Vec<EdgeBatch>,
-}
-
-impl ScanSink for Collect {
-    fn nodes(&mut self, b: NodeBatch) {
-        self.nodes.push(b);
-    }
-    fn edges(&mut self, b: EdgeBatch) {
-        self.edges.push(b);
-    }
-}
 
 fn plugin() -> PathBuf {
     let exe = std::env::current_exe().expect("bench path");
@@ -52,7 +37,7 @@ fn plugin() -> PathBuf {
 fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, f64, f64) {
     let interner = Arc::new(Interner::new());
     let t = Instant::now();
-    let sinks: Vec<Collect> = std::thread::scope(|s| {
+    let sinks: Vec<CollectSink> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..plugins)
             .map(|k| {
                 let interner = interner.clone();
@@ -72,7 +57,7 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, 
                         config: &config,
                         timeout: None,
                     };
-                    let mut sink = Collect::default();
+                    let mut sink = CollectSink::default();
                     src.scan(&ctx, &mut sink).expect("plugin scan");
                     handle.block_on(src.shutdown());
                     sink

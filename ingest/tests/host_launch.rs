@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use svc_engine::Interner;
-use svc_engine::graph::{EdgeBatch, NodeBatch};
-use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_engine::scan::{CollectSink, ScanContext, Source, SourceError};
 use svc_ingest::host::{HostError, LaunchOptions, PluginProcess, PluginSource, Role, SourceOptions};
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -170,21 +169,6 @@ async fn host_unreachable_address_is_refused() {
     );
 }
 
-#[derive(Default)]
-struct Collect {
-    nodes: Vec<NodeBatch>,
-    edges: Vec<EdgeBatch>,
-}
-
-impl ScanSink for Collect {
-    fn nodes(&mut self, batch: NodeBatch) {
-        self.nodes.push(batch);
-    }
-    fn edges(&mut self, batch: EdgeBatch) {
-        self.edges.push(batch);
-    }
-}
-
 #[test]
 fn host_source_whose_plugin_cannot_start_fails_only_its_scan() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
@@ -203,7 +187,7 @@ fn host_source_whose_plugin_cannot_start_fails_only_its_scan() {
         config: &config,
         timeout: None,
     };
-    let mut sink = Collect::default();
+    let mut sink = CollectSink::default();
     let err = loop {
         match source.scan(&ctx, &mut sink) {
             Err(SourceError::Failed(e)) if e.contains("Text file busy") => continue,

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use svc_engine::graph::{EdgeBatch, NodeBatch};
-use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_engine::graph::NodeBatch;
+use svc_engine::scan::{CollectSink, ScanContext, Source, SourceError};
 use svc_engine::{Graph, Interner};
 use svc_ingest::host::{HostError, LaunchOptions, Net, PluginProcess, PluginSource, Role, SourceOptions};
 use svc_proto::provider::v1 as pb;
@@ -36,22 +36,7 @@ fn options(fail: &str, extra: &[(&str, &str)]) -> SourceOptions {
     }
 }
 
-#[derive(Default)]
-struct Collect {
-    nodes: Vec<NodeBatch>,
-    edges: Vec<EdgeBatch>,
-}
-
-impl ScanSink for Collect {
-    fn nodes(&mut self, batch: NodeBatch) {
-        self.nodes.push(batch);
-    }
-    fn edges(&mut self, batch: EdgeBatch) {
-        self.edges.push(batch);
-    }
-}
-
-fn scan(source: &mut PluginSource, interner: &Interner, scan_seq: u64) -> (Result<(), SourceError>, Collect) {
+fn scan(source: &mut PluginSource, interner: &Interner, scan_seq: u64) -> (Result<(), SourceError>, CollectSink) {
     let config = BTreeMap::from([
         ("seed".to_owned(), "7".to_owned()),
         ("scale".to_owned(), "300".to_owned()),
@@ -64,7 +49,7 @@ fn scan(source: &mut PluginSource, interner: &Interner, scan_seq: u64) -> (Resul
         config: &config,
         timeout: None,
     };
-    let mut sink = Collect::default();
+    let mut sink = CollectSink::default();
     let result = source.scan(&ctx, &mut sink);
     (result, sink)
 }

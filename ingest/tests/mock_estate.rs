@@ -8,7 +8,7 @@ use svc_engine::crn::Crn;
 use svc_engine::graph::{EdgeBatch, IngestStats, NodeBatch};
 use svc_engine::props::ValueRef;
 use svc_engine::relation::map_relation;
-use svc_engine::scan::{ScanContext, ScanSink, Source};
+use svc_engine::scan::{CollectSink, ScanContext, Source};
 use svc_engine::{Graph, Interner, Relation};
 use svc_ingest::mock::{MockEstate, PROVIDERS, SCAN_BATCH, epoch_time};
 
@@ -209,21 +209,6 @@ fn batches_respect_the_batch_size() {
     assert_eq!(ecount(&small_e), ecount(&big_e));
 }
 
-#[derive(Default)]
-struct Collect {
-    nodes: Vec<NodeBatch>,
-    edges: Vec<EdgeBatch>,
-}
-
-impl ScanSink for Collect {
-    fn nodes(&mut self, batch: NodeBatch) {
-        self.nodes.push(batch);
-    }
-    fn edges(&mut self, batch: EdgeBatch) {
-        self.edges.push(batch);
-    }
-}
-
 #[test]
 fn scan_n_shows_epoch_n_minus_one() {
     let mut estate = MockEstate::new(6, 400);
@@ -231,7 +216,7 @@ fn scan_n_shows_epoch_n_minus_one() {
     assert_eq!(estate.providers(), PROVIDERS.map(String::from).to_vec());
     let interner = Interner::new();
     let config = BTreeMap::new();
-    let mut sink = Collect::default();
+    let mut sink = CollectSink::default();
     let ctx = ScanContext {
         interner: &interner,
         scan_seq: 3,

@@ -3,6 +3,6 @@
 mod pipeline;
 mod source;
 
-pub use pipeline::{ScanReport, SourceOutcome, spans};
+pub use pipeline::{CollectSink, ScanReport, SourceOutcome, spans};
 pub(crate) use pipeline::{announce, run};
 pub use source::{ScanContext, ScanSink, Source, SourceError};

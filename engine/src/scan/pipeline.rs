@@ -134,12 +134,13 @@ fn round2(v: f64) -> f64 {
     (v * 100.0).round() / 100.0
 }
 
+/// A sink that keeps every batch it receives, with running counts.
 #[derive(Default)]
-struct CollectSink {
-    nodes: Vec<NodeBatch>,
-    edges: Vec<EdgeBatch>,
-    node_count: u64,
-    edge_count: u64,
+pub struct CollectSink {
+    pub nodes: Vec<NodeBatch>,
+    pub edges: Vec<EdgeBatch>,
+    pub node_count: u64,
+    pub edge_count: u64,
 }
 
 impl ScanSink for CollectSink {
