@@ -19,6 +19,10 @@ use crate::config::Config;
 use crate::paths;
 use crate::plugins::Plugins;
 
+/// How long a stopping daemon waits for a running scan to let go of the
+/// plugins before it exits without shutting them down one by one.
+const PLUGIN_STOP_WAIT: Duration = Duration::from_secs(5);
+
 pub struct DaemonOptions {
     pub listen: SocketAddr,
     pub mock: bool,
@@ -72,6 +76,11 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let scheduler = tokio::spawn(schedule_scans(engine.clone(), state.clone(), interval));
     let result = server.await.context("server task failed")?;
     scheduler.abort();
+    let stopping = engine.clone();
+    let stopped = tokio::task::spawn_blocking(move || stopping.stop_plugins(PLUGIN_STOP_WAIT)).await;
+    if !matches!(stopped, Ok(true)) {
+        warn!("a scan still holds the plugins; they are killed as the daemon exits");
+    }
     result.context("server failed")?;
     info!("svc stopped");
     Ok(())

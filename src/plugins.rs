@@ -10,10 +10,11 @@ use anyhow::Context;
 use parking_lot::Mutex;
 use svc_api::plugins::{PluginCatalog, PluginInfo, ToggleError};
 use svc_engine::Engine;
+use svc_engine::heuristics::Analyzer;
 use svc_engine::scan::Source;
 use svc_ingest::host::{
-    Category, Discovered, Manifest, PLUGIN_PREFIX, PluginSource, Role, SourceOptions, discover, verify,
-    write_manifest_for,
+    Category, Discovered, HeuristicPlugin, Manifest, PLUGIN_PREFIX, PluginSource, Role, SourceOptions, discover,
+    verify, write_manifest_for,
 };
 use tokio::runtime::Handle;
 use tracing::{info, warn};
@@ -122,25 +123,30 @@ impl Plugins {
     }
 
     /// Gives the engine one source per active, verified provider plugin,
-    /// plus the kept sources.
+    /// plus the kept sources, and one analyzer per active, verified
+    /// heuristic plugin.
     pub fn apply(&self) {
         let mut sources: Vec<Box<dyn Source>> = self.extra.lock().iter().map(|make| make()).collect();
+        let mut analyzers: Vec<Box<dyn Analyzer>> = Vec::new();
         let opts = SourceOptions {
             scan_timeout: self.scan_timeout,
             ..SourceOptions::default()
         };
         for e in self.entries.lock().iter() {
-            if e.active && e.problem.is_none() && role_name(&e.found.manifest) == "provider" {
-                sources.push(Box::new(PluginSource::new(
-                    e.found.path.clone(),
-                    opts.clone(),
-                    self.handle.clone(),
-                )));
+            if !e.active || e.problem.is_some() {
+                continue;
+            }
+            let path = e.found.path.clone();
+            match role_name(&e.found.manifest) {
+                "heuristic" => analyzers.push(Box::new(HeuristicPlugin::new(path, opts.clone(), self.handle.clone()))),
+                _ => sources.push(Box::new(PluginSource::new(path, opts.clone(), self.handle.clone()))),
             }
         }
         let names: Vec<String> = sources.iter().map(|s| s.name().to_owned()).collect();
-        info!(sources = ?names, "scan sources");
+        let heuristics: Vec<String> = analyzers.iter().map(|a| a.name().to_owned()).collect();
+        info!(sources = ?names, heuristics = ?heuristics, "scan sources and heuristic plugins");
         self.engine.set_sources(sources);
+        self.engine.set_analyzers(analyzers);
     }
 
     fn info(e: &Entry) -> PluginInfo {

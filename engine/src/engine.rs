@@ -11,6 +11,7 @@ use tracing::{info, warn};
 
 use crate::clock::Clock;
 use crate::graph::{Changes, Graph};
+use crate::heuristics::{Analyzer, FindingSet};
 use crate::intern::Interner;
 use crate::scan::{ScanReport, Source};
 use crate::store::ledger::{Ledger, LedgerError};
@@ -50,6 +51,9 @@ pub struct Engine {
     /// Interner entries already written to the store.
     persisted_symbols: Mutex<usize>,
     sources: Mutex<Vec<Box<dyn Source>>>,
+    analyzers: Mutex<Vec<Box<dyn Analyzer>>>,
+    /// Findings of the last scan.
+    findings: RwLock<Arc<FindingSet>>,
     source_config: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
     last_report: RwLock<Option<ScanReport>>,
     listeners: RwLock<Vec<ScanListener>>,
@@ -90,7 +94,16 @@ impl ScanPermit {
         let engine = self.engine.clone();
         let configs = engine.source_config.read().clone();
         let mut sources = engine.sources.lock();
-        let report = crate::scan::run(&engine, &mut sources, &configs, providers.as_deref(), timeout);
+        let mut analyzers = engine.analyzers.lock();
+        let report = crate::scan::run(
+            &engine,
+            &mut sources,
+            &mut analyzers,
+            &configs,
+            providers.as_deref(),
+            timeout,
+        );
+        drop(analyzers);
         drop(sources);
         // Release the permit before telling anyone, so a client that hears
         // the scan finished can start the next one.
@@ -180,6 +193,8 @@ impl Engine {
             last_commit_us: AtomicU64::new(loaded_meta.commit_us),
             persisted_symbols: Mutex::new(persisted),
             sources: Mutex::new(Vec::new()),
+            analyzers: Mutex::new(Vec::new()),
+            findings: RwLock::new(Arc::new(FindingSet::default())),
             source_config: RwLock::new(BTreeMap::new()),
             last_report: RwLock::new(None),
             listeners: RwLock::new(Vec::new()),
@@ -237,6 +252,42 @@ impl Engine {
     /// Replaces the sources scanned from the next scan on.
     pub fn set_sources(&self, sources: Vec<Box<dyn Source>>) {
         *self.sources.lock() = sources;
+    }
+
+    /// Replaces the heuristic analyzers run from the next scan on.
+    pub fn set_analyzers(&self, analyzers: Vec<Box<dyn Analyzer>>) {
+        *self.analyzers.lock() = analyzers;
+    }
+
+    /// Names of the configured analyzers.
+    pub fn analyzer_names(&self) -> Vec<String> {
+        self.analyzers.lock().iter().map(|a| a.name().to_owned()).collect()
+    }
+
+    /// The findings of the last scan (empty before the first scan of this run).
+    pub fn findings(&self) -> Arc<FindingSet> {
+        self.findings.read().clone()
+    }
+
+    pub(crate) fn set_findings(&self, set: FindingSet) {
+        *self.findings.write() = Arc::new(set);
+    }
+
+    /// Stops every source and analyzer (their plugin processes), waiting up
+    /// to `wait` for a running scan to let go of them; returns whether it did.
+    pub fn stop_plugins(&self, wait: std::time::Duration) -> bool {
+        let (Some(mut sources), Some(mut analyzers)) =
+            (self.sources.try_lock_for(wait), self.analyzers.try_lock_for(wait))
+        else {
+            return false;
+        };
+        for s in sources.iter_mut() {
+            s.stop();
+        }
+        for a in analyzers.iter_mut() {
+            a.stop();
+        }
+        true
     }
 
     /// Sets the scan configuration of one source (by its name).

@@ -12,6 +12,7 @@ pub mod crn;
 pub mod engine;
 pub mod fbs;
 pub mod graph;
+pub mod heuristics;
 pub mod ids;
 pub mod intern;
 pub mod props;

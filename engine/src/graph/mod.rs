@@ -20,7 +20,7 @@ use crate::relation::Relation;
 pub use adjacency::Adjacency;
 use batch::key_hash;
 pub use batch::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
-pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, visible};
+pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, Verdict, visible};
 pub use view::{EdgeRef, NodeRef};
 
 /// Node counts of one ingest.
@@ -619,13 +619,39 @@ impl Graph {
             && self.is_node_visible(shard.dst[r], now_us)
     }
 
-    /// Marks a node as waste (or not) with a reason; a change is versioned.
-    pub fn set_verdict(&mut self, id: NodeId, is_waste: bool, reason: &str, now_us: u64) {
+    /// Sets one node's verdict; a change is versioned.
+    pub fn set_verdict(&mut self, id: NodeId, verdict: &Verdict<'_>, now_us: u64) {
         if let Some(shard) = self.nodes.get_mut(id.shard())
             && (id.row() as usize) < shard.len()
+            && shard.generation == id.generation()
         {
-            shard.set_verdict(id.row(), is_waste, reason, now_us);
+            shard.set_verdict(id.row(), verdict, now_us);
         }
+    }
+
+    /// Sets the verdict of every node visible at `now_us`, shard by shard in
+    /// parallel: `decide(id)` for nodes it has one for, [`Verdict::CLEAR`]
+    /// for the rest. Returns how many rows changed.
+    pub fn apply_verdicts<'v, F>(&mut self, now_us: u64, decide: F) -> usize
+    where
+        F: Fn(NodeId) -> Option<Verdict<'v>> + Sync,
+    {
+        self.nodes
+            .par_iter_mut()
+            .enumerate()
+            .map(|(s, shard)| {
+                let mut changed = 0;
+                for r in 0..shard.len() {
+                    if !visible(shard.valid_to[r], now_us) {
+                        continue;
+                    }
+                    let id = NodeId::new(s, r as u32, shard.generation);
+                    let v = decide(id).unwrap_or(Verdict::CLEAR);
+                    changed += usize::from(shard.set_verdict(r as u32, &v, now_us));
+                }
+                changed
+            })
+            .sum()
     }
 
     /// The CRN of a node, in graph form.

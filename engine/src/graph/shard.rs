@@ -190,6 +190,26 @@ pub struct NodeRow {
     pub props: Vec<u8>,
 }
 
+/// The outcome of the heuristics phase for one node.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Verdict<'a> {
+    pub is_waste: bool,
+    pub reason: &'a str,
+    /// The rule that decided, when one did.
+    pub rule: Option<Sym>,
+    pub risk_score: f32,
+}
+
+impl Verdict<'_> {
+    /// Not waste, no rule.
+    pub const CLEAR: Verdict<'static> = Verdict {
+        is_waste: false,
+        reason: "",
+        rule: None,
+        risk_score: 0.0,
+    };
+}
+
 pub(crate) fn content_hash(ty: Sym, state: Sym, cost: f32, creation_ts: u64, tags: &[u8], props: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write_u32(ty.to_raw());
@@ -399,16 +419,24 @@ impl NodeShard {
         true
     }
 
-    /// Sets the analysis fields of a row; marks it changed when they differ.
-    pub(crate) fn set_verdict(&mut self, row: u32, is_waste: bool, reason: &str, now_us: u64) {
+    /// Sets the verdict of a row (waste or not, why, the rule that decided,
+    /// its risk); marks it changed when anything differs.
+    pub(crate) fn set_verdict(&mut self, row: u32, v: &Verdict<'_>, now_us: u64) -> bool {
         let r = row as usize;
-        if self.waste.get(r) == is_waste && self.waste_reason[r].get_str(&self.arena) == reason {
-            return;
+        if self.waste.get(r) == v.is_waste
+            && self.verdict[r] == v.rule
+            && self.risk[r].to_bits() == v.risk_score.to_bits()
+            && self.waste_reason[r].get_str(&self.arena) == v.reason
+        {
+            return false;
         }
-        self.waste.set(r, is_waste);
-        self.waste_reason[r] = push_bytes(&mut self.arena, reason.as_bytes());
+        self.waste.set(r, v.is_waste);
+        self.waste_reason[r] = push_bytes(&mut self.arena, v.reason.as_bytes());
+        self.verdict[r] = v.rule;
+        self.risk[r] = v.risk_score;
         self.valid_from[r] = now_us;
         self.mark_dirty(row);
+        true
     }
 
     /// Owned copy of a row.

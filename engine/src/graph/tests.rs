@@ -284,7 +284,16 @@ fn changes_round_trip_through_load() {
     let i = Arc::new(Interner::new());
     let mut g = Graph::new(i.clone());
     let n = sample(&mut g, &i);
-    g.set_verdict(find(&g, &n[3]), true, "unattached for 43 days", 1);
+    g.set_verdict(
+        find(&g, &n[3]),
+        &Verdict {
+            is_waste: true,
+            reason: "unattached for 43 days",
+            rule: None,
+            risk_score: 0.0,
+        },
+        1,
+    );
     let changes = g.take_changes();
     assert_eq!(g.generation(), 1);
     let mut h = Graph::new(i.clone());

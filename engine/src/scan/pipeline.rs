@@ -9,6 +9,7 @@ use tracing::{debug, info, info_span, warn};
 use super::source::{ScanContext, ScanSink, Source};
 use crate::engine::{Engine, EngineError};
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
+use crate::heuristics::{self, Analyzer, AnalyzerOutcome, FindingSet};
 use crate::ids::Sym;
 use crate::store::CommitMeta;
 use crate::store::ledger::NewEvent;
@@ -80,6 +81,11 @@ pub struct ScanReport {
     pub retired_edges: u64,
     pub versions_written: u64,
     pub sources: Vec<SourceOutcome>,
+    /// How each heuristic plugin did.
+    pub heuristics: Vec<AnalyzerOutcome>,
+    /// Findings kept in the heuristics phase, and nodes whose verdict changed.
+    pub findings: u64,
+    pub verdicts_changed: u64,
     /// Active nodes per provider.
     pub providers: Vec<(String, u64)>,
     /// Nodes reported in this scan per provider.
@@ -99,6 +105,18 @@ impl ScanReport {
                     "name": s.name, "providers": s.providers, "ok": s.ok, "error": s.error,
                     "nodes": s.nodes, "edges": s.edges, "duration_ms": s.duration_ms,
                     "rejected": s.rejected, "rejections": s.rejections,
+                })
+            })
+            .collect();
+        let heuristics: Vec<serde_json::Value> = self
+            .heuristics
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "name": h.name, "rule": h.rule, "version": h.version, "ok": h.ok, "error": h.error,
+                    "nodes_sent": h.nodes_sent, "batches_sent": h.batches_sent, "findings": h.findings,
+                    "waste": h.waste, "discarded": h.discarded, "capped": h.capped,
+                    "discard_reasons": h.discard_reasons, "duration_ms": h.duration_ms,
                 })
             })
             .collect();
@@ -126,6 +144,8 @@ impl ScanReport {
             "versions_written": self.versions_written,
             "providers": providers,
             "sources": sources,
+            "heuristics": heuristics,
+            "findings": self.findings,
         })
     }
 }
@@ -158,6 +178,7 @@ impl ScanSink for CollectSink {
 pub(crate) fn run(
     engine: &Engine,
     sources: &mut [Box<dyn Source>],
+    analyzers: &mut [Box<dyn Analyzer>],
     configs: &BTreeMap<String, BTreeMap<String, String>>,
     only: Option<&[String]>,
     timeout: Option<std::time::Duration>,
@@ -254,8 +275,26 @@ pub(crate) fn run(
         report.discovered = discovered;
     }
 
+    {
+        let _s = info_span!("engine.heuristics").entered();
+        // Built-in rules come with the analysis passes; plugins run here.
+        let (findings, outcomes) = {
+            let graph = engine.graph();
+            heuristics::analyzer::run_analyzers(&graph, analyzers, now_us, timeout)
+        };
+        let set = FindingSet::new(report.scan_seq, findings, outcomes);
+        report.findings = set.len() as u64;
+        report.verdicts_changed = heuristics::join::apply(&mut engine.graph_mut(), &set, now_us) as u64;
+        report.heuristics = set.analyzers.clone();
+        debug!(
+            findings = report.findings,
+            changed = report.verdicts_changed,
+            "verdicts joined"
+        );
+        engine.set_findings(set);
+    }
+
     for phase in [
-        spans::HEURISTICS,
         spans::PATTERN,
         spans::GHOST_LINKER,
         spans::FORMAL_VERIFY,
@@ -367,7 +406,6 @@ fn scan_one(
 /// A phase that later capabilities fill; it still shows in traces.
 fn empty_phase(name: &'static str) {
     let span = match name {
-        spans::HEURISTICS => info_span!("engine.heuristics"),
         spans::PATTERN => info_span!("engine.pattern"),
         spans::GHOST_LINKER => info_span!("engine.ghost_linker"),
         spans::FORMAL_VERIFY => info_span!("engine.formal_verify"),

@@ -52,4 +52,6 @@ pub trait Source: Send {
     fn rejections(&self) -> (u64, Vec<String>) {
         (0, Vec::new())
     }
+    /// Releases what the source holds (a plugin process) when the daemon stops.
+    fn stop(&mut self) {}
 }

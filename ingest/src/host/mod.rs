@@ -15,6 +15,7 @@
 
 pub mod discover;
 pub mod handshake;
+pub mod heuristic;
 pub mod launch;
 mod logs;
 pub mod manifest;
@@ -26,6 +27,7 @@ use thiserror::Error;
 
 pub use discover::{Discovered, PLUGIN_PREFIX, discover, verify};
 pub use handshake::{Handshake, HandshakeError, Net, parse_handshake};
+pub use heuristic::HeuristicPlugin;
 pub use launch::{LaunchOptions, PluginProcess};
 pub use manifest::{Category, Manifest, PackageType, Pricing, PricingModel, Role, write_manifest_for};
 pub use source::{PluginSource, SourceOptions};

@@ -185,6 +185,11 @@ impl Source for PluginSource {
         let st = self.last_stats();
         (st.rejected_nodes + st.rejected_edges, st.reasons.clone())
     }
+
+    fn stop(&mut self) {
+        let handle = self.handle.clone();
+        handle.block_on(self.shutdown());
+    }
 }
 
 /// Streams one scan into `sink`, a batch every `batch` nodes or edges.

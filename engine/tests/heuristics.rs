@@ -1,0 +1,341 @@
+//! The `engine.heuristics` phase with in-process analyzers: what is sent
+//! (types, properties, batches), what is kept (known CRNs, capped risk),
+//! how findings become verdicts, and that a failing analyzer fails alone.
+
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use svc_engine::clock::ManualClock;
+use svc_engine::graph::{NodeBatch, NodeInput, NodeKeyRef};
+use svc_engine::heuristics::{AnalyzeBatch, Analyzer, AnalyzerSpec, MAX_BATCH_SIZE, PluginFinding};
+use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_engine::{Crn, Engine};
+
+const VOLUMES: usize = 2500;
+
+fn volume_crn(n: usize) -> String {
+    format!("crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-{n}")
+}
+fn disk_crn(n: usize) -> String {
+    format!("crn:svc:gcp:europe-west1:compute:disk:proj-1:disk-{n}")
+}
+fn instance_crn(n: usize) -> String {
+    format!("crn:svc:aws:us-east-1:ec2:instance:123456789012:i-{n}")
+}
+
+/// 2500 AWS volumes (every tenth detached), 3 GCP disks, 10 instances.
+struct Estate;
+
+impl Source for Estate {
+    fn name(&self) -> &str {
+        "estate"
+    }
+    fn providers(&self) -> Vec<String> {
+        vec!["aws".into(), "gcp".into()]
+    }
+    fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
+        let i = ctx.interner;
+        let (state, size, secret, enc, iops, extra) = (
+            i.intern("attachment_state"),
+            i.intern("size_gib"),
+            i.intern("secret"),
+            i.intern("encrypted"),
+            i.intern("iops_ratio"),
+            i.intern("attached_to"),
+        );
+        let mut nodes = NodeBatch::default();
+        let mut push = |crn: String, props: &dyn Fn(&mut svc_engine::props::PropWriter<'_>)| {
+            let c = Crn::parse(&crn).expect("test CRN");
+            let input = NodeInput {
+                key: NodeKeyRef::intern(i, &c),
+                ty: i.intern(&c.node_type()),
+                state: i.intern("available"),
+                cost_usd_mo: 40.0,
+                creation_ts: 1_700_000_000,
+            };
+            nodes.push(input, &[], |w| props(w));
+        };
+        for n in 0..VOLUMES {
+            push(volume_crn(n), &|w| {
+                w.str(state, if n % 10 == 0 { "detached" } else { "attached" });
+                w.int(size, 500);
+                w.bool(enc, true);
+                w.float(iops, 0.5);
+                w.null(extra);
+                w.str(secret, "do not send");
+            });
+        }
+        for n in 0..3 {
+            push(disk_crn(n), &|w| w.json(state, "[\"vm-1\"]"));
+        }
+        for n in 0..10 {
+            push(instance_crn(n), &|w| w.str(state, "running"));
+        }
+        sink.nodes(nodes);
+        Ok(())
+    }
+}
+
+type Findings = Arc<dyn Fn(&AnalyzeBatch) -> Vec<PluginFinding> + Send + Sync>;
+
+/// An analyzer that records what it was sent and answers with `findings`.
+struct Fake {
+    name: &'static str,
+    spec: AnalyzerSpec,
+    seen: Arc<Mutex<Vec<AnalyzeBatch>>>,
+    findings: Findings,
+    fail: Option<&'static str>,
+}
+
+impl Analyzer for Fake {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn spec(&mut self) -> Result<AnalyzerSpec, SourceError> {
+        Ok(self.spec.clone())
+    }
+    fn analyze(
+        &mut self,
+        batches: Receiver<AnalyzeBatch>,
+        _timeout: Option<Duration>,
+        found: &mut dyn FnMut(PluginFinding),
+    ) -> Result<(), SourceError> {
+        for b in batches {
+            for f in (self.findings)(&b) {
+                found(f);
+            }
+            let last = b.is_last;
+            self.seen.lock().push(b);
+            if last {
+                break;
+            }
+        }
+        match self.fail {
+            Some(why) => Err(SourceError::Failed(why.into())),
+            None => Ok(()),
+        }
+    }
+}
+
+fn spec(types: &[&str], props: &[&str], batch: i32) -> AnalyzerSpec {
+    AnalyzerSpec {
+        name: "detached".into(),
+        version: "1.0.0".into(),
+        resource_type_filter: types.iter().map(|s| (*s).into()).collect(),
+        required_properties: props.iter().map(|s| (*s).into()).collect(),
+        preferred_batch_size: batch,
+        ..AnalyzerSpec::default()
+    }
+}
+
+/// Waste for every node sent with `attachment_state = detached`.
+fn detached(risk: i32) -> Findings {
+    Arc::new(move |b: &AnalyzeBatch| {
+        b.nodes
+            .iter()
+            .filter(|n| {
+                n.properties
+                    .iter()
+                    .any(|(k, v)| k == "attachment_state" && v == "detached")
+            })
+            .map(|n| PluginFinding {
+                crn: n.crn.clone(),
+                is_waste: true,
+                risk_score: risk,
+                reason: "attached to nothing".into(),
+                suggested_action: "snapshot_delete".into(),
+                projected_savings_usd: n.cost_usd,
+                ..PluginFinding::default()
+            })
+            .collect()
+    })
+}
+
+fn engine() -> (tempfile::TempDir, Arc<Engine>) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let engine = Engine::open(dir.path(), "s1", Arc::new(ManualClock::new(1_000_000))).expect("engine");
+    engine.set_sources(vec![Box::new(Estate)]);
+    (dir, Arc::new(engine))
+}
+
+#[test]
+fn sends_declared_types_and_properties_in_capped_batches() {
+    let (_dir, engine) = engine();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let by_kind = Arc::new(Mutex::new(Vec::new()));
+    engine.set_analyzers(vec![
+        Box::new(Fake {
+            name: "volumes",
+            spec: spec(
+                &["ec2:volume"],
+                &[
+                    "attachment_state",
+                    "size_gib",
+                    "encrypted",
+                    "iops_ratio",
+                    "attached_to",
+                    "unknown_key",
+                ],
+                5000,
+            ),
+            seen: seen.clone(),
+            findings: Arc::new(|_: &AnalyzeBatch| Vec::new()),
+            fail: None,
+        }),
+        Box::new(Fake {
+            name: "disks",
+            spec: spec(&["disk"], &["attachment_state"], 2),
+            seen: by_kind.clone(),
+            findings: Arc::new(|_: &AnalyzeBatch| Vec::new()),
+            fail: None,
+        }),
+    ]);
+    let report = engine.try_start_scan().expect("idle").run().expect("scan");
+
+    let seen = seen.lock();
+    let sizes: Vec<usize> = seen.iter().map(|b| b.nodes.len()).collect();
+    assert_eq!(
+        sizes,
+        vec![MAX_BATCH_SIZE, MAX_BATCH_SIZE, VOLUMES - 2 * MAX_BATCH_SIZE]
+    );
+    assert_eq!(seen.iter().filter(|b| b.is_last).count(), 1);
+    assert!(seen.last().is_some_and(|b| b.is_last));
+    let all: Vec<_> = seen.iter().flat_map(|b| &b.nodes).collect();
+    assert!(all.iter().all(|n| n.resource_type == "ec2:volume"));
+    let first = all.iter().find(|n| n.crn == volume_crn(0)).expect("volume 0 sent");
+    let mut props = first.properties.clone();
+    props.sort();
+    assert_eq!(
+        props,
+        vec![
+            ("attached_to".to_string(), "null".to_string()),
+            ("attachment_state".to_string(), "detached".to_string()),
+            ("encrypted".to_string(), "true".to_string()),
+            ("iops_ratio".to_string(), "0.5".to_string()),
+            ("size_gib".to_string(), "500".to_string()),
+        ],
+        "only declared keys, as strings; `secret` is stripped"
+    );
+    assert_eq!(first.cost_usd, 40.0);
+
+    // A kind alone matches across services; a small preference is honoured.
+    let disks = by_kind.lock();
+    let sizes: Vec<usize> = disks.iter().map(|b| b.nodes.len()).collect();
+    assert_eq!(sizes, vec![2, 1]);
+    assert_eq!(disks[0].nodes[0].resource_type, "compute:disk");
+    assert_eq!(
+        disks[0].nodes[0].properties,
+        vec![("attachment_state".into(), "[\"vm-1\"]".into())]
+    );
+
+    let volumes = report.heuristics.iter().find(|h| h.name == "volumes").expect("outcome");
+    assert!(volumes.ok);
+    assert_eq!((volumes.nodes_sent, volumes.batches_sent), (VOLUMES as u64, 3));
+}
+
+#[test]
+fn findings_become_verdicts_unknown_crns_are_discarded_and_risk_is_capped() {
+    let (_dir, engine) = engine();
+    let findings = detached(95);
+    let extra: Findings = Arc::new(move |b: &AnalyzeBatch| {
+        let mut out = findings(b);
+        if b.is_last {
+            for crn in [
+                instance_crn(1),
+                "crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-none".into(),
+                "nonsense".into(),
+            ] {
+                out.push(PluginFinding {
+                    crn,
+                    is_waste: true,
+                    risk_score: 10,
+                    ..PluginFinding::default()
+                });
+            }
+        }
+        out
+    });
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    engine.set_analyzers(vec![Box::new(Fake {
+        name: "detached",
+        spec: spec(&["volume"], &["attachment_state"], 100),
+        seen,
+        findings: extra,
+        fail: None,
+    })]);
+    let report = engine.try_start_scan().expect("idle").run().expect("scan");
+    let h = &report.heuristics[0];
+    assert!(h.ok, "{h:?}");
+    assert_eq!(h.findings, (VOLUMES / 10) as u64);
+    assert_eq!(h.waste, (VOLUMES / 10) as u64);
+    assert_eq!(
+        h.discarded, 3,
+        "the instance was not sent, the volume does not exist, nonsense is no CRN"
+    );
+    assert_eq!(h.capped, (VOLUMES / 10) as u64);
+    assert_eq!(report.waste, (VOLUMES / 10) as u64);
+    assert_eq!(report.findings, (VOLUMES / 10) as u64);
+
+    let graph = engine.graph();
+    let id = graph.find(&Crn::parse(&volume_crn(10)).unwrap()).expect("volume 10");
+    let node = graph.node(id).expect("node");
+    assert!(node.is_waste());
+    assert_eq!(node.waste_reason(), "attached to nothing");
+    assert_eq!(node.risk_score(), 79.0, "plugin risk is capped at 79");
+    let rule = node.verdict().map(|v| engine.interner().resolve(v).to_string());
+    assert_eq!(rule.as_deref(), Some("detached"));
+    let kept = engine.findings();
+    assert_eq!(kept.of(id).len(), 1);
+    assert_eq!(kept.of(id)[0].suggested_action, "snapshot_delete");
+    let not_waste = graph.find(&Crn::parse(&volume_crn(11)).unwrap()).expect("volume 11");
+    assert!(!graph.node(not_waste).expect("node").is_waste());
+    let instance = graph.find(&Crn::parse(&instance_crn(1)).unwrap()).expect("instance 1");
+    assert!(!graph.node(instance).expect("node").is_waste());
+}
+
+#[test]
+fn a_failing_analyzer_fails_alone_and_verdicts_clear_when_findings_stop() {
+    let (_dir, engine) = engine();
+    let set = |fail_second: bool, flag: bool| -> Vec<Box<dyn Analyzer>> {
+        vec![
+            Box::new(Fake {
+                name: "good",
+                spec: spec(&["ec2:volume"], &["attachment_state"], 500),
+                seen: Arc::new(Mutex::new(Vec::new())),
+                findings: if flag {
+                    detached(30)
+                } else {
+                    Arc::new(|_: &AnalyzeBatch| Vec::new())
+                },
+                fail: None,
+            }),
+            Box::new(Fake {
+                name: "broken",
+                spec: spec(&[], &["attachment_state"], 500),
+                seen: Arc::new(Mutex::new(Vec::new())),
+                findings: detached(30),
+                fail: fail_second.then_some("plugin crashed"),
+            }),
+        ]
+    };
+    engine.set_analyzers(set(true, true));
+    let r1 = engine.try_start_scan().expect("idle").run().expect("scan");
+    assert_eq!(r1.nodes, (VOLUMES + 13) as u64, "the scan itself lands");
+    let broken = r1.heuristics.iter().find(|h| h.name == "broken").expect("outcome");
+    assert!(!broken.ok);
+    assert_eq!(broken.error.as_deref(), Some("plugin crashed"));
+    assert_eq!(broken.findings, 0, "a failed analyzer's findings are dropped");
+    assert_eq!(r1.waste, (VOLUMES / 10) as u64, "the other analyzer's findings land");
+
+    // Next scan: nothing flags any more; the verdicts are cleared.
+    engine.set_analyzers(set(false, false));
+    let r2 = engine.try_start_scan().expect("idle").run().expect("scan");
+    // `broken` (all types) still flags the detached volumes; `good` no longer does.
+    assert_eq!(r2.waste, (VOLUMES / 10) as u64);
+    engine.set_analyzers(Vec::new());
+    let r3 = engine.try_start_scan().expect("idle").run().expect("scan");
+    assert_eq!(r3.waste, 0);
+    assert_eq!(r3.verdicts_changed, (VOLUMES / 10) as u64);
+}

@@ -1,0 +1,242 @@
+//! A heuristic plugin as an engine [`Analyzer`]: launched on first use and
+//! after it exited, asked `Metadata` once per start, fed through the
+//! bidirectional `Analyze` stream (SPEC 4.7).
+
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use svc_engine::heuristics::{AnalyzeBatch, Analyzer, AnalyzerSpec, PluginFinding};
+use svc_engine::scan::SourceError;
+use svc_proto::heuristic::v1 as hpb;
+use svc_proto::heuristic::v1::heuristic_plugin_client::HeuristicPluginClient;
+use tokio::runtime::Handle;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::Channel;
+
+use super::launch::{PluginProcess, fmt_duration, plugin_name};
+use super::manifest::Role;
+use super::source::SourceOptions;
+use super::{HostError, status_text};
+
+/// Time a process gets to be seen exiting after its stream broke.
+const CRASH_PROBE: Duration = Duration::from_millis(500);
+/// Largest findings message accepted from a plugin.
+const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// Batches converted ahead of what the plugin has read.
+const BATCHES_BUFFERED: usize = 2;
+
+/// One heuristic plugin binary.
+pub struct HeuristicPlugin {
+    name: String,
+    path: PathBuf,
+    opts: SourceOptions,
+    handle: Handle,
+    process: Option<PluginProcess>,
+    /// `Metadata` of the running process.
+    spec: Option<AnalyzerSpec>,
+}
+
+impl HeuristicPlugin {
+    /// An analyzer for the plugin binary at `path`. `handle` is the runtime
+    /// the plugin's I/O runs on; the [`Analyzer`] methods block on it, so
+    /// they must be called outside that runtime's workers.
+    pub fn new(path: impl Into<PathBuf>, opts: SourceOptions, handle: Handle) -> HeuristicPlugin {
+        let path = path.into();
+        HeuristicPlugin {
+            name: plugin_name(&path),
+            path,
+            opts,
+            handle,
+            process: None,
+            spec: None,
+        }
+    }
+
+    /// The running process, if any.
+    pub fn process(&self) -> Option<&PluginProcess> {
+        self.process.as_ref()
+    }
+
+    /// Stops the plugin if it is running.
+    pub async fn shutdown(&mut self) {
+        if let Some(p) = self.process.take() {
+            p.shutdown().await;
+        }
+    }
+
+    fn client(&self) -> Option<HeuristicPluginClient<Channel>> {
+        self.process
+            .as_ref()
+            .map(|p| HeuristicPluginClient::new(p.channel()).max_decoding_message_size(MAX_MESSAGE_BYTES))
+    }
+
+    /// Launches the plugin unless it runs, and asks its `Metadata` once per start.
+    async fn ensure(&mut self) -> Result<AnalyzerSpec, HostError> {
+        if let Some(p) = self.process.as_mut()
+            && let Some(status) = p.exit_status()
+        {
+            tracing::warn!(plugin = %self.name, %status, "heuristic plugin exited; restarting it");
+            self.process = None;
+        }
+        if self.process.is_none() {
+            self.spec = None;
+            self.process = Some(PluginProcess::launch(&self.path, Role::Heuristic, &self.opts.launch).await?);
+        }
+        if let Some(spec) = &self.spec {
+            return Ok(spec.clone());
+        }
+        let Some(mut client) = self.client() else {
+            return Err(HostError::NoHandshake {
+                name: self.name.clone(),
+                reason: "the process is gone".into(),
+            });
+        };
+        let t = self.opts.launch.handshake_timeout;
+        let reply = match tokio::time::timeout(t, client.metadata(hpb::MetadataRequest {})).await {
+            Err(_) => {
+                return Err(HostError::NoHandshake {
+                    name: self.name.clone(),
+                    reason: format!("Metadata not answered within {}", fmt_duration(t)),
+                });
+            }
+            Ok(Err(status)) => return Err(HostError::rpc(&self.name, "Metadata", &status)),
+            Ok(Ok(r)) => r.into_inner(),
+        };
+        let spec = AnalyzerSpec {
+            name: reply.name,
+            description: reply.description,
+            version: reply.version,
+            resource_type_filter: reply.resource_type_filter,
+            required_properties: reply.required_properties,
+            preferred_batch_size: reply.preferred_batch_size,
+        };
+        tracing::info!(plugin = %self.name, rule = %spec.name, version = %spec.version,
+            types = ?spec.resource_type_filter, properties = ?spec.required_properties,
+            batch = spec.batch_size(), "heuristic plugin ready");
+        self.spec = Some(spec.clone());
+        Ok(spec)
+    }
+
+    async fn analyze_async(
+        &mut self,
+        batches: Receiver<AnalyzeBatch>,
+        timeout: Option<Duration>,
+        found: &mut dyn FnMut(PluginFinding),
+    ) -> Result<(), SourceError> {
+        let name = self.name.clone();
+        let Some(mut client) = self.client() else {
+            return Err(SourceError::Failed(format!("heuristic plugin {name} is not running")));
+        };
+        // The engine produces batches on a plain thread; a bridge thread
+        // converts them and waits for room in the request stream, so the
+        // plugin's reading pace holds the producer back.
+        let (tx, rx) = tokio::sync::mpsc::channel::<hpb::NodeBatch>(BATCHES_BUFFERED);
+        std::thread::Builder::new()
+            .name(format!("heuristic-{name}"))
+            .spawn(move || {
+                for b in batches {
+                    let last = b.is_last;
+                    if tx.blocking_send(to_wire(b)).is_err() || last {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| SourceError::Failed(format!("heuristic plugin {name}: cannot start its feeder: {e}")))?;
+        let limit = timeout.unwrap_or(self.opts.scan_timeout);
+        let stream = async {
+            let mut findings = client.analyze(ReceiverStream::new(rx)).await?.into_inner();
+            while let Some(f) = findings.message().await? {
+                found(from_wire(f));
+            }
+            Ok::<(), tonic::Status>(())
+        };
+        match tokio::time::timeout(limit, stream).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(status)) => {
+                let exited = match self.process.as_mut() {
+                    Some(p) => p.wait_exit(CRASH_PROBE).await,
+                    None => None,
+                };
+                let error = status_text(&status);
+                match exited {
+                    Some(exit) => {
+                        self.process = None;
+                        self.spec = None;
+                        Err(SourceError::Failed(format!(
+                            "heuristic plugin {name} crashed during Analyze: it exited ({exit}); {error}"
+                        )))
+                    }
+                    None => Err(SourceError::Failed(format!(
+                        "heuristic plugin {name} Analyze failed: {error}"
+                    ))),
+                }
+            }
+            Err(_) => {
+                let after = fmt_duration(limit);
+                tracing::warn!(plugin = %name, timeout = %after, "heuristic plugin timed out; killing it");
+                if let Some(mut p) = self.process.take() {
+                    p.kill().await;
+                }
+                self.spec = None;
+                Err(SourceError::Timeout(after))
+            }
+        }
+    }
+}
+
+fn to_wire(b: AnalyzeBatch) -> hpb::NodeBatch {
+    hpb::NodeBatch {
+        nodes: b
+            .nodes
+            .into_iter()
+            .map(|n| hpb::GraphNode {
+                crn: n.crn,
+                resource_type: n.resource_type,
+                cost_usd: n.cost_usd,
+                properties: n.properties.into_iter().collect(),
+            })
+            .collect(),
+        is_last: b.is_last,
+    }
+}
+
+fn from_wire(f: hpb::HeuristicFinding) -> PluginFinding {
+    PluginFinding {
+        crn: f.crn,
+        is_waste: f.is_waste,
+        risk_score: f.risk_score,
+        reason: f.reason,
+        suggested_action: f.suggested_action,
+        projected_savings_usd: f.projected_savings_usd,
+        annotations: f.annotations.into_iter().collect(),
+    }
+}
+
+impl Analyzer for HeuristicPlugin {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn spec(&mut self) -> Result<AnalyzerSpec, SourceError> {
+        let handle = self.handle.clone();
+        handle
+            .block_on(self.ensure())
+            .map_err(|e| SourceError::Failed(e.to_string()))
+    }
+
+    fn analyze(
+        &mut self,
+        batches: Receiver<AnalyzeBatch>,
+        timeout: Option<Duration>,
+        found: &mut dyn FnMut(PluginFinding),
+    ) -> Result<(), SourceError> {
+        let handle = self.handle.clone();
+        handle.block_on(self.analyze_async(batches, timeout, found))
+    }
+
+    fn stop(&mut self) {
+        let handle = self.handle.clone();
+        handle.block_on(self.shutdown());
+    }
+}
