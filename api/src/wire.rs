@@ -211,6 +211,25 @@ pub fn node_with_crn(v: &NodeView<'_>, crn: String, r: &InternerReader<'_>) -> V
     })
 }
 
+/// A heuristic finding about one node.
+pub fn finding(f: &svc_engine::heuristics::Finding) -> Value {
+    let annotations: serde_json::Map<String, Value> = f
+        .annotations
+        .iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    json!({
+        "source": f.source.label(),
+        "rule": f.rule,
+        "is_waste": f.is_waste,
+        "risk_score": f.risk_score,
+        "reason": f.reason,
+        "suggested_action": f.suggested_action,
+        "projected_savings_usd_mo": f.projected_savings_usd_mo,
+        "annotations": annotations,
+    })
+}
+
 /// The terminal UI's row: the columns of its node table.
 pub fn tui_row(v: &NodeView<'_>, r: &InternerReader<'_>) -> Value {
     json!({

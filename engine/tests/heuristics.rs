@@ -296,46 +296,51 @@ fn findings_become_verdicts_unknown_crns_are_discarded_and_risk_is_capped() {
 }
 
 #[test]
-fn a_failing_analyzer_fails_alone_and_verdicts_clear_when_findings_stop() {
+fn a_failing_analyzer_fails_alone_keeps_its_verdicts_and_verdicts_clear_when_findings_stop() {
     let (_dir, engine) = engine();
-    let set = |fail_second: bool, flag: bool| -> Vec<Box<dyn Analyzer>> {
-        vec![
-            Box::new(Fake {
-                name: "good",
-                spec: spec(&["ec2:volume"], &["attachment_state"], 500),
-                seen: Arc::new(Mutex::new(Vec::new())),
-                findings: if flag {
-                    detached(30)
-                } else {
-                    Arc::new(|_: &AnalyzeBatch| Vec::new())
-                },
-                fail: None,
-            }),
-            Box::new(Fake {
-                name: "broken",
-                spec: spec(&[], &["attachment_state"], 500),
-                seen: Arc::new(Mutex::new(Vec::new())),
-                findings: detached(30),
-                fail: fail_second.then_some("plugin crashed"),
-            }),
-        ]
+    let none: Findings = Arc::new(|_: &AnalyzeBatch| Vec::new());
+    let fake = |name: &'static str, types: &[&str], flag: bool, fail: bool| -> Box<dyn Analyzer> {
+        Box::new(Fake {
+            name,
+            spec: spec(types, &["attachment_state"], 500),
+            seen: Arc::new(Mutex::new(Vec::new())),
+            findings: if flag { detached(30) } else { none.clone() },
+            fail: fail.then_some("plugin crashed"),
+        })
     };
-    engine.set_analyzers(set(true, true));
+    let ten_percent = (VOLUMES / 10) as u64;
+
+    engine.set_analyzers(vec![
+        fake("good", &["ec2:volume"], true, false),
+        fake("broken", &[], true, true),
+    ]);
     let r1 = engine.try_start_scan().expect("idle").run().expect("scan");
     assert_eq!(r1.nodes, (VOLUMES + 13) as u64, "the scan itself lands");
     let broken = r1.heuristics.iter().find(|h| h.name == "broken").expect("outcome");
     assert!(!broken.ok);
     assert_eq!(broken.error.as_deref(), Some("plugin crashed"));
-    assert_eq!(broken.findings, 0, "a failed analyzer's findings are dropped");
-    assert_eq!(r1.waste, (VOLUMES / 10) as u64, "the other analyzer's findings land");
+    assert_eq!(
+        (broken.findings, broken.carried_over),
+        (0, 0),
+        "a failed analyzer's findings are dropped"
+    );
+    assert_eq!(r1.waste, ten_percent, "the other analyzer's findings land");
 
-    // Next scan: nothing flags any more; the verdicts are cleared.
-    engine.set_analyzers(set(false, false));
+    // `good` fails now: the verdicts it gave last time stay.
+    engine.set_analyzers(vec![
+        fake("good", &["ec2:volume"], true, true),
+        fake("broken", &[], false, false),
+    ]);
     let r2 = engine.try_start_scan().expect("idle").run().expect("scan");
-    // `broken` (all types) still flags the detached volumes; `good` no longer does.
-    assert_eq!(r2.waste, (VOLUMES / 10) as u64);
-    engine.set_analyzers(Vec::new());
+    let good = r2.heuristics.iter().find(|h| h.name == "good").expect("outcome");
+    assert!(!good.ok);
+    assert_eq!(good.carried_over, ten_percent);
+    assert_eq!(r2.waste, ten_percent);
+    assert_eq!(r2.verdicts_changed, 0);
+
+    // Nothing flags any more: the verdicts are cleared.
+    engine.set_analyzers(vec![fake("good", &["ec2:volume"], false, false)]);
     let r3 = engine.try_start_scan().expect("idle").run().expect("scan");
     assert_eq!(r3.waste, 0);
-    assert_eq!(r3.verdicts_changed, (VOLUMES / 10) as u64);
+    assert_eq!(r3.verdicts_changed, ten_percent);
 }

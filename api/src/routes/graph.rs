@@ -262,9 +262,11 @@ pub async fn get_node(State(state): State<AppState>, path: Result<Path<String>, 
         let edges_in = n.in_edges().filter(|e| g.is_edge_visible(e.id(), now)).count();
         let r = g.interner().reader();
         let mut v = wire::node(&NodeView::of(&n), &r);
+        let findings = engine.findings();
         if let Value::Object(m) = &mut v {
             m.insert("edges_out".into(), edges_out.into());
             m.insert("edges_in".into(), edges_in.into());
+            m.insert("findings".into(), findings.of(id).iter().map(wire::finding).collect());
         }
         Ok(v)
     })

@@ -142,6 +142,9 @@ pub struct AnalyzerOutcome {
     pub capped: u64,
     /// The first reasons for discarding.
     pub discard_reasons: Vec<String>,
+    /// When the analyzer failed: findings of its last good pass kept for
+    /// resources still present, so a crash does not flip verdicts.
+    pub carried_over: u64,
     pub duration_ms: u64,
 }
 

@@ -1,7 +1,7 @@
 //! One scan, phase by phase (DESIGN.md section 4). Each phase is a tracing
 //! span named as in SPEC 4.9 under the root `engine.run`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 use tracing::{debug, info, info_span, warn};
@@ -9,8 +9,8 @@ use tracing::{debug, info, info_span, warn};
 use super::source::{ScanContext, ScanSink, Source};
 use crate::engine::{Engine, EngineError};
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
-use crate::heuristics::{self, Analyzer, AnalyzerOutcome, FindingSet};
-use crate::ids::Sym;
+use crate::heuristics::{self, Analyzer, AnalyzerOutcome, Finding, FindingSet, FindingSource};
+use crate::ids::{NodeId, Sym};
 use crate::store::CommitMeta;
 use crate::store::ledger::NewEvent;
 
@@ -116,7 +116,8 @@ impl ScanReport {
                     "name": h.name, "rule": h.rule, "version": h.version, "ok": h.ok, "error": h.error,
                     "nodes_sent": h.nodes_sent, "batches_sent": h.batches_sent, "findings": h.findings,
                     "waste": h.waste, "discarded": h.discarded, "capped": h.capped,
-                    "discard_reasons": h.discard_reasons, "duration_ms": h.duration_ms,
+                    "discard_reasons": h.discard_reasons, "carried_over": h.carried_over,
+                    "duration_ms": h.duration_ms,
                 })
             })
             .collect();
@@ -278,10 +279,11 @@ pub(crate) fn run(
     {
         let _s = info_span!("engine.heuristics").entered();
         // Built-in rules come with the analysis passes; plugins run here.
-        let (findings, outcomes) = {
+        let (mut findings, mut outcomes) = {
             let graph = engine.graph();
             heuristics::analyzer::run_analyzers(&graph, analyzers, now_us, timeout)
         };
+        carry_over(engine, now_us, &mut findings, &mut outcomes);
         let set = FindingSet::new(report.scan_seq, findings, outcomes);
         report.findings = set.len() as u64;
         report.verdicts_changed = heuristics::join::apply(&mut engine.graph_mut(), &set, now_us) as u64;
@@ -401,6 +403,54 @@ fn scan_one(
         duration_ms: t.elapsed().as_millis() as u64,
     };
     (outcome, sink)
+}
+
+/// Keeps the verdicts of each analyzer that failed this scan, for nodes
+/// still visible: a plugin that crashes or hangs leaves the verdicts it gave
+/// as they were, as a failed provider leaves its resources. Its findings of
+/// the previous scan are kept whole; a waste verdict in the graph named by
+/// its rule (after a restart, when no findings are in memory) is kept as a
+/// finding rebuilt from the node.
+fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcomes: &mut [AnalyzerOutcome]) {
+    let previous = engine.findings();
+    let graph = engine.graph();
+    let interner = engine.interner();
+    for o in outcomes.iter_mut().filter(|o| !o.ok) {
+        let source = FindingSource::Plugin(o.name.clone());
+        let before = findings.len();
+        let mut kept: HashSet<NodeId> = HashSet::new();
+        let mut rules: HashSet<Sym> = interner.get(&o.rule).into_iter().collect();
+        for (id, list) in &previous.by_node {
+            for f in list.iter().filter(|f| f.source == source) {
+                rules.extend(interner.get(&f.rule));
+                if graph.is_node_visible(*id, now_us) && kept.insert(*id) {
+                    findings.push(f.clone());
+                }
+            }
+        }
+        if !rules.is_empty() {
+            for n in graph.nodes() {
+                let named = n.verdict().is_some_and(|v| rules.contains(&v));
+                if named && n.is_waste() && n.is_visible(now_us) && !kept.contains(&n.id()) {
+                    findings.push(Finding {
+                        node: n.id(),
+                        source: source.clone(),
+                        rule: n.verdict().map(|v| interner.resolve(v).to_string()).unwrap_or_default(),
+                        is_waste: true,
+                        risk_score: n.risk_score().clamp(0.0, 100.0) as u8,
+                        reason: n.waste_reason().to_owned(),
+                        suggested_action: String::new(),
+                        projected_savings_usd_mo: f64::from(n.cost_usd_mo()),
+                        annotations: Vec::new(),
+                    });
+                }
+            }
+        }
+        o.carried_over = (findings.len() - before) as u64;
+        if o.carried_over > 0 {
+            warn!(plugin = %o.name, kept = o.carried_over, "heuristic plugin failed; the verdicts it gave are kept");
+        }
+    }
 }
 
 /// A phase that later capabilities fill; it still shows in traces.
