@@ -184,10 +184,18 @@ async fn a_heuristic_plugin_flags_waste_and_fails_alone() {
         assert!((1..=7).contains(&batch), "batch of {batch}");
     }
 
+    // A stopping daemon stops its plugins: none outlives it.
+    let installed = dir.path().join("plugins").join(PLUGIN);
+    assert_eq!(running(&installed).len(), 1, "the plugin runs between scans");
+    let status = d.stop().await;
+    assert!(status.success(), "{status}");
+    assert_eq!(running(&installed), Vec::<u32>::new(), "plugin processes left behind");
+    assert!(d.log.text().contains("plugin stopped"), "{}", d.log.text());
+
     // The plugin crashes: its scan fails, the scan lands, its verdicts stay.
     let head = u(&first["seq"]);
     d.env = vec![("SVC_HEURISTIC_FAIL".into(), "crash".into())];
-    d.restart().await;
+    d.launch().await;
     let ev = d.wait_scan_after(head).await;
     let p = &ev["payload"];
     let h = &p["heuristics"][0];
@@ -225,5 +233,17 @@ async fn api_flagged(d: &Daemon) -> BTreeSet<String> {
         .iter()
         .filter(|n| n["is_waste"] == true)
         .map(|n| n["crn"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Processes whose executable is `exe`.
+fn running(exe: &std::path::Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
         .collect()
 }
