@@ -129,6 +129,19 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
         after["active_nodes"], stats["active_nodes"],
         "a failed provider keeps its resources"
     );
+
+    // Its preflight check rejects the credentials: the scan fails with the plugin's words.
+    d.env = vec![("SVC_MOCK_FAIL".into(), "preflight_fails".into())];
+    d.restart().await;
+    let refused = d.wait_scan_after(u(&failed["seq"])).await;
+    let src = &refused["payload"]["sources"][0];
+    assert_eq!(src["ok"], false, "{refused}");
+    assert_eq!(
+        src["error"],
+        "plugin mock preflight check failed: the access key was rejected (missing: MOCK_ACCESS_KEY)"
+    );
+    assert_eq!(src["nodes"], 0, "no scan after a failed preflight");
+    assert_eq!(refused["payload"]["nodes_deleted"], 0);
 }
 
 #[tokio::test]

@@ -199,6 +199,28 @@ impl PluginProcess {
         ProviderClient::new(self.channel.clone()).max_decoding_message_size(MAX_MESSAGE_BYTES)
     }
 
+    /// `Provider.PreflightCheck`, the optional credentials check run before
+    /// a scan: `Ok(None)` when the plugin does not implement it.
+    pub async fn preflight(
+        &self,
+        config: std::collections::HashMap<String, String>,
+        within: Duration,
+    ) -> Result<Option<pb::PreflightResponse>, HostError> {
+        let span = tracing::info_span!("plugin.preflight", plugin = %self.name);
+        let mut client = self.provider();
+        let call = client.preflight_check(pb::PreflightRequest { config });
+        match timeout(within, call).instrument(span).await {
+            Err(_) => Err(HostError::Rpc {
+                name: self.name.clone(),
+                rpc: "PreflightCheck",
+                message: format!("not answered within {}", fmt_duration(within)),
+            }),
+            Ok(Err(status)) if status.code() == tonic::Code::Unimplemented => Ok(None),
+            Ok(Err(status)) => Err(HostError::rpc(&self.name, "PreflightCheck", &status)),
+            Ok(Ok(reply)) => Ok(Some(reply.into_inner())),
+        }
+    }
+
     /// `Provider.CheckReversibility`: whether removing a resource can be undone.
     pub async fn check_reversibility(
         &self,

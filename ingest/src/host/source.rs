@@ -112,6 +112,27 @@ impl PluginSource {
         }
     }
 
+    /// Runs the plugin's optional `PreflightCheck`; a plugin that reports
+    /// its credentials or settings unusable fails its scan with its words.
+    async fn preflight(&mut self, config: &HashMap<String, String>) -> Result<(), SourceError> {
+        let within = self.opts.launch.handshake_timeout;
+        let Some(process) = self.process.as_ref() else {
+            return Ok(());
+        };
+        match process.preflight(config.clone(), within).await {
+            Ok(None) => Ok(()),
+            Ok(Some(r)) if r.ok => Ok(()),
+            Ok(Some(r)) => {
+                let mut why = format!("plugin {} preflight check failed: {}", self.name, r.message);
+                if !r.missing.is_empty() {
+                    why.push_str(&format!(" (missing: {})", r.missing.join(", ")));
+                }
+                Err(SourceError::Failed(why))
+            }
+            Err(e) => Err(SourceError::Failed(e.to_string())),
+        }
+    }
+
     async fn scan_async(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
         let name = self.name.clone();
         let client = self
@@ -121,6 +142,7 @@ impl PluginSource {
             .provider();
         let mut config: HashMap<String, String> = ctx.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         config.insert("scan_seq".to_owned(), ctx.scan_seq.to_string());
+        self.preflight(&config).await?;
 
         let mut decoder = Decoder::new(ctx.interner);
         let span = tracing::info_span!("plugin.scan", plugin = %name, scan_seq = ctx.scan_seq);

@@ -19,6 +19,8 @@ pub enum FailMode {
     MalformedNodes,
     /// Handshake answers `compatible: false`.
     Incompatible,
+    /// PreflightCheck answers `ok: false`, naming missing credentials.
+    PreflightFails,
 }
 
 /// Exit code of the `crash_mid_scan` mode.
@@ -34,10 +36,11 @@ impl FailMode {
             "no_handshake" => FailMode::NoHandshake,
             "malformed_nodes" => FailMode::MalformedNodes,
             "incompatible" => FailMode::Incompatible,
+            "preflight_fails" => FailMode::PreflightFails,
             other => {
                 return Err(format!(
                     "invalid SVC_MOCK_FAIL {other:?}: expected one of crash_mid_scan, hang, garbage_handshake, \
-                     no_handshake, malformed_nodes, incompatible"
+                     no_handshake, malformed_nodes, incompatible, preflight_fails"
                 ));
             }
         })
@@ -58,6 +61,7 @@ mod tests {
         assert_eq!(FailMode::parse("hang"), Ok(FailMode::Hang));
         assert_eq!(FailMode::parse("crash_mid_scan"), Ok(FailMode::CrashMidScan));
         assert_eq!(FailMode::parse("incompatible"), Ok(FailMode::Incompatible));
+        assert_eq!(FailMode::parse("preflight_fails"), Ok(FailMode::PreflightFails));
         assert!(FailMode::parse("explode").is_err());
     }
 }

@@ -282,6 +282,13 @@ impl Provider for MockProvider {
         &self,
         _request: Request<PreflightRequest>,
     ) -> Result<Response<PreflightResponse>, Status> {
+        if self.fail == FailMode::PreflightFails {
+            return Ok(Response::new(PreflightResponse {
+                ok: false,
+                message: "the access key was rejected".into(),
+                missing: vec!["MOCK_ACCESS_KEY".into()],
+            }));
+        }
         Ok(Response::new(PreflightResponse {
             ok: true,
             message: "the mock estate needs no credentials".into(),
