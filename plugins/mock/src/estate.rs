@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use svc_engine::graph::{EdgeRef, NodeRef};
 use svc_engine::props::ValueRef;
 use svc_engine::{Graph, Interner, Relation};
@@ -78,8 +78,11 @@ fn json_value(v: ValueRef<'_>) -> Value {
 }
 
 /// All properties with their JSON types, plus `state`, `tags` and
-/// `creation_timestamp` (Unix seconds).
-pub fn node_properties(graph: &Graph, node: &NodeRef<'_>) -> Map<String, Value> {
+/// `creation_timestamp` (Unix seconds): the reference [`write_properties`]
+/// is tested against.
+#[cfg(test)]
+pub fn node_properties(graph: &Graph, node: &NodeRef<'_>) -> serde_json::Map<String, Value> {
+    use serde_json::Map;
     let interner = graph.interner();
     let mut obj = Map::new();
     for (k, v) in node.props() {
