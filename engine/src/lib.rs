@@ -20,7 +20,7 @@ pub mod relation;
 pub mod scan;
 pub mod store;
 
-pub use crn::{Crn, CrnError};
+pub use crn::{Crn, CrnError, CrnRef};
 pub use engine::{Engine, EngineError, ScanPermit};
 pub use graph::Graph;
 pub use ids::{EdgeId, NodeId, Sym};

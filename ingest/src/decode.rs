@@ -10,20 +10,27 @@
 //! `relation`. A malformed node or edge is rejected with a reason and
 //! counted; it never stops the rest.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
+use rustc_hash::FxBuildHasher;
 use serde_json::Value;
-use svc_engine::crn::Crn;
+use svc_engine::crn::CrnRef;
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
 use svc_engine::props::PropWriter;
 use svc_engine::relation::map_relation;
 use svc_engine::{Interner, Sym};
 use svc_proto::provider::v1 as pb;
 
+mod json;
+
+use json::{Entry, Tok};
+
 /// Largest JSON properties document accepted for one node, in bytes.
 pub const MAX_PROPERTIES_BYTES: usize = 256 * 1024;
 /// Rejection reasons kept verbatim per decoder (the rest are only counted).
 const KEPT_REASONS: usize = 20;
+/// Strings a decoder remembers the symbols of before it starts over.
+const LOCAL_SYMBOLS: usize = 1 << 16;
 
 /// What a decoder has seen.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -38,22 +45,101 @@ pub struct DecodeStats {
     pub reasons: Vec<String>,
 }
 
+impl DecodeStats {
+    /// Adds what another decoder of the same scan saw.
+    pub fn merge(&mut self, other: DecodeStats) {
+        self.nodes += other.nodes;
+        self.edges += other.edges;
+        self.rejected_nodes += other.rejected_nodes;
+        self.rejected_edges += other.rejected_edges;
+        for (k, v) in other.unknown_relations {
+            *self.unknown_relations.entry(k).or_default() += v;
+        }
+        let room = KEPT_REASONS.saturating_sub(self.reasons.len());
+        self.reasons.extend(other.reasons.into_iter().take(room));
+    }
+}
+
+/// The symbols a decoder has already looked up: most strings of a scan
+/// (CRN segments, types, states, property and tag keys) repeat, and a
+/// worker-local table spares the shared interner's lock.
+struct Symbols<'a> {
+    interner: &'a Interner,
+    strings: HashMap<Box<str>, Sym, FxBuildHasher>,
+    types: HashMap<(Sym, Sym), Sym, FxBuildHasher>,
+}
+
+impl Symbols<'_> {
+    fn get(&mut self, s: &str) -> Sym {
+        if let Some(sym) = self.strings.get(s) {
+            return *sym;
+        }
+        if self.strings.len() >= LOCAL_SYMBOLS {
+            self.strings.clear();
+        }
+        let sym = self.interner.intern(s);
+        self.strings.insert(s.into(), sym);
+        sym
+    }
+
+    fn key(&mut self, crn: &CrnRef<'_>) -> [Sym; 5] {
+        [
+            self.get(crn.provider),
+            self.get(crn.region),
+            self.get(crn.service),
+            self.get(crn.kind),
+            self.get(crn.account),
+        ]
+    }
+
+    /// The node type `<service>:<kind>`.
+    fn ty(&mut self, crn: &CrnRef<'_>, service: Sym, kind: Sym) -> Sym {
+        let interner = self.interner;
+        *self
+            .types
+            .entry((service, kind))
+            .or_insert_with(|| interner.intern(&format!("{}:{}", crn.service, crn.kind)))
+    }
+}
+
+fn key_ref<'c>(syms: [Sym; 5], id: &'c str) -> NodeKeyRef<'c> {
+    NodeKeyRef {
+        provider: syms[0],
+        region: syms[1],
+        service: syms[2],
+        kind: syms[3],
+        account: syms[4],
+        id,
+    }
+}
+
 /// Decodes plugin messages into batches; one per worker.
 pub struct Decoder<'a> {
-    interner: &'a Interner,
+    syms: Symbols<'a>,
     tags_key: &'a str,
     relation: Sym,
     scratch_tags: Vec<(Sym, Sym)>,
+    entries: Vec<Entry>,
+    tag_entries: Vec<Entry>,
+    /// Every document through `serde_json` (the reference the scanner is tested against).
+    tree_only: bool,
     pub stats: DecodeStats,
 }
 
 impl<'a> Decoder<'a> {
     pub fn new(interner: &'a Interner) -> Decoder<'a> {
         Decoder {
-            interner,
+            syms: Symbols {
+                interner,
+                strings: HashMap::default(),
+                types: HashMap::default(),
+            },
             tags_key: "tags",
             relation: interner.intern("relation"),
             scratch_tags: Vec::new(),
+            entries: Vec::new(),
+            tag_entries: Vec::new(),
+            tree_only: false,
             stats: DecodeStats::default(),
         }
     }
@@ -76,7 +162,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes one node into `out`; `false` when it was rejected.
     pub fn node(&mut self, n: &pb::Node, out: &mut NodeBatch) -> bool {
-        let crn = match Crn::parse(&n.crn) {
+        let crn = match CrnRef::parse(&n.crn) {
             Ok(c) => c,
             Err(e) => {
                 self.reject_node(&n.crn, e);
@@ -94,59 +180,178 @@ impl<'a> Decoder<'a> {
             self.reject_node(&n.crn, format_args!("properties exceed {MAX_PROPERTIES_BYTES} bytes"));
             return false;
         }
-        let props: serde_json::Map<String, Value> = if n.properties.is_empty() {
-            serde_json::Map::new()
-        } else {
-            match serde_json::from_slice::<Value>(&n.properties) {
-                Ok(Value::Object(m)) => m,
-                Ok(other) => {
-                    self.reject_node(
-                        &n.crn,
-                        format_args!("properties must be a JSON object, not {}", kind(&other)),
-                    );
-                    return false;
-                }
-                Err(e) => {
-                    self.reject_node(&n.crn, format_args!("properties are not valid JSON: {e}"));
-                    return false;
-                }
+        let key = self.syms.key(&crn);
+        let ty = self.syms.ty(&crn, key[2], key[3]);
+        let doc = std::str::from_utf8(&n.properties).ok().filter(|_| !self.tree_only);
+        let scanned = match doc {
+            Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries).map(|()| doc),
+            Some(doc) => {
+                self.entries.clear();
+                Some(doc)
             }
+            None => None,
         };
-        let i = self.interner;
-        let state = props.get("state").and_then(Value::as_str).unwrap_or("unknown");
-        let creation_ts = creation_time(&props);
-        self.scratch_tags.clear();
-        if let Some(Value::Object(tags)) = props.get(self.tags_key) {
-            for (k, v) in tags {
-                let v = match v {
-                    Value::String(s) => i.intern(s),
-                    other => i.intern(&other.to_string()),
+        match scanned {
+            Some(doc) if self.node_scanned(doc, key_ref(key, crn.id), ty, n.cost, out) => {}
+            Some(_) | None => {
+                // Documents the scanner leaves alone: serde_json decides.
+                let props = match self.parse_tree(n) {
+                    Some(props) => props,
+                    None => return false,
                 };
-                self.scratch_tags.push((i.intern(k), v));
+                self.node_tree(&props, key_ref(key, crn.id), ty, n.cost, out);
             }
         }
-        let input = NodeInput {
-            key: NodeKeyRef::intern(i, &crn),
-            ty: i.intern(&crn.node_type()),
-            state: i.intern(state),
-            cost_usd_mo: n.cost as f32,
-            creation_ts,
-        };
-        let tags_key = self.tags_key;
-        out.push(input, &self.scratch_tags, |w| {
-            for (k, v) in &props {
-                if k != tags_key {
-                    write_value(w, i.intern(k), v);
-                }
-            }
-        });
         self.stats.nodes += 1;
         true
     }
 
+    /// Properties as a `serde_json` tree; `None` (the node rejected) when invalid.
+    fn parse_tree(&mut self, n: &pb::Node) -> Option<serde_json::Map<String, Value>> {
+        if n.properties.is_empty() {
+            return Some(serde_json::Map::new());
+        }
+        match serde_json::from_slice::<Value>(&n.properties) {
+            Ok(Value::Object(m)) => Some(m),
+            Ok(other) => {
+                self.reject_node(
+                    &n.crn,
+                    format_args!("properties must be a JSON object, not {}", kind(&other)),
+                );
+                None
+            }
+            Err(e) => {
+                self.reject_node(&n.crn, format_args!("properties are not valid JSON: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Writes a node from the scanned entries of `doc`; `false` when a
+    /// value needs the tree after all (nothing is written then).
+    fn node_scanned(&mut self, doc: &str, key: NodeKeyRef<'_>, ty: Sym, cost: f64, out: &mut NodeBatch) -> bool {
+        let entry = |name: &str| self.entries.iter().find(|e| e.key.of(doc) == name).map(|e| e.value);
+        let state = match entry("state") {
+            Some(Tok::Str(r, false)) => r.of(doc),
+            Some(Tok::Str(..)) => return false,
+            _ => "unknown",
+        };
+        let creation_ts = match scanned_creation_time(doc, entry("creation_timestamp"), entry("created_at")) {
+            Some(ts) => ts,
+            None => return false,
+        };
+        let tags = entry(self.tags_key);
+        self.scratch_tags.clear();
+        if let Some(Tok::Nested(r)) = tags
+            && doc.as_bytes().get(r.start as usize) == Some(&b'{')
+        {
+            if json::nested_object(doc, r, &mut self.tag_entries).is_none() {
+                return false;
+            }
+            for e in &self.tag_entries {
+                let v = match e.value {
+                    Tok::Str(r, false) => self.syms.get(r.of(doc)),
+                    Tok::Int(i) => self.syms.get(itoa(i, &mut [0u8; 20])),
+                    Tok::Bool(b) => self.syms.get(if b { "true" } else { "false" }),
+                    Tok::Null => self.syms.get("null"),
+                    other => match tree_value(doc, other) {
+                        Some(Value::String(s)) => self.syms.get(&s),
+                        Some(v) => self.syms.get(&v.to_string()),
+                        None => return false,
+                    },
+                };
+                let k = self.syms.get(e.key.of(doc));
+                self.scratch_tags.push((k, v));
+            }
+        }
+        let input = NodeInput {
+            key,
+            ty,
+            state: self.syms.get(state),
+            cost_usd_mo: cost as f32,
+            creation_ts,
+        };
+        // Values that need serde_json are converted before anything is written.
+        let mut complex: Vec<Value> = Vec::new();
+        for e in &self.entries {
+            if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)) && e.key.of(doc) != self.tags_key
+            {
+                match tree_value(doc, e.value) {
+                    Some(v) => complex.push(v),
+                    None => return false,
+                }
+            }
+        }
+        let keys: Vec<Sym> = self.entries.iter().map(|e| self.syms.get(e.key.of(doc))).collect();
+        let tags_key = self.tags_key;
+        let entries = &self.entries;
+        out.push(input, &self.scratch_tags, |w| {
+            let mut complex = complex.iter();
+            for (e, k) in entries.iter().zip(keys) {
+                if e.key.of(doc) == tags_key {
+                    continue;
+                }
+                match e.value {
+                    Tok::Null => w.null(k),
+                    Tok::Bool(b) => w.bool(k, b),
+                    Tok::Int(i) => w.int(k, i),
+                    Tok::Str(r, false) => w.str(k, r.of(doc)),
+                    Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_) => {
+                        if let Some(v) = complex.next() {
+                            write_value(w, k, v);
+                        }
+                    }
+                }
+            }
+        });
+        true
+    }
+
+    /// Writes a node from its `serde_json` tree.
+    fn node_tree(
+        &mut self,
+        props: &serde_json::Map<String, Value>,
+        key: NodeKeyRef<'_>,
+        ty: Sym,
+        cost: f64,
+        out: &mut NodeBatch,
+    ) {
+        let state = props.get("state").and_then(Value::as_str).unwrap_or("unknown");
+        let creation_ts = creation_time(props);
+        self.scratch_tags.clear();
+        if let Some(Value::Object(tags)) = props.get(self.tags_key) {
+            for (k, v) in tags {
+                let v = match v {
+                    Value::String(s) => self.syms.get(s),
+                    other => self.syms.get(&other.to_string()),
+                };
+                let k = self.syms.get(k);
+                self.scratch_tags.push((k, v));
+            }
+        }
+        let input = NodeInput {
+            key,
+            ty,
+            state: self.syms.get(state),
+            cost_usd_mo: cost as f32,
+            creation_ts,
+        };
+        let tags_key = self.tags_key;
+        let keys: Vec<Sym> = props
+            .keys()
+            .filter(|k| *k != tags_key)
+            .map(|k| self.syms.get(k))
+            .collect();
+        out.push(input, &self.scratch_tags, |w| {
+            for ((_, v), k) in props.iter().filter(|(k, _)| *k != tags_key).zip(keys) {
+                write_value(w, k, v);
+            }
+        });
+    }
+
     /// Decodes one edge into `out`; `false` when it was rejected.
     pub fn edge(&mut self, e: &pb::Edge, out: &mut EdgeBatch) -> bool {
-        let (src, dst) = match (Crn::parse(&e.source_crn), Crn::parse(&e.target_crn)) {
+        let (src, dst) = match (CrnRef::parse(&e.source_crn), CrnRef::parse(&e.target_crn)) {
             (Ok(s), Ok(d)) => (s, d),
             (Err(err), _) | (_, Err(err)) => {
                 self.reject_edge(e, err);
@@ -158,14 +363,10 @@ impl<'a> Decoder<'a> {
             *self.stats.unknown_relations.entry(e.relation.clone()).or_default() += 1;
         }
         let (from, to) = if mapped.reversed { (&dst, &src) } else { (&src, &dst) };
-        let i = self.interner;
+        let from = key_ref(self.syms.key(from), from.id);
+        let to = key_ref(self.syms.key(to), to.id);
         let relation = self.relation;
-        out.push(
-            NodeKeyRef::intern(i, from),
-            NodeKeyRef::intern(i, to),
-            mapped.relation,
-            |w| w.str(relation, &e.relation),
-        );
+        out.push(from, to, mapped.relation, |w| w.str(relation, &e.relation));
         self.stats.edges += 1;
         true
     }
@@ -179,6 +380,62 @@ impl<'a> Decoder<'a> {
             self.edge(e, edges);
         }
     }
+}
+
+/// A scanned value that needs `serde_json` (numbers other than short
+/// integers, escaped strings, arrays and objects) as a tree.
+fn tree_value(doc: &str, tok: Tok) -> Option<Value> {
+    let text = match tok {
+        Tok::Number(r) | Tok::Nested(r) => r.of(doc),
+        Tok::Str(r, _) => doc.get(r.start as usize - 1..r.end as usize + 1)?,
+        Tok::Null => return Some(Value::Null),
+        Tok::Bool(b) => return Some(Value::Bool(b)),
+        Tok::Int(i) => return Some(Value::from(i)),
+    };
+    serde_json::from_str(text).ok()
+}
+
+/// [`creation_time`] over scanned entries; `None` when a value needs the tree.
+fn scanned_creation_time(doc: &str, ts: Option<Tok>, created_at: Option<Tok>) -> Option<u64> {
+    match ts {
+        Some(Tok::Int(t)) if t >= 0 => {
+            let t = t as u64;
+            return Some(if t > 100_000_000_000 { t / 1000 } else { t });
+        }
+        Some(Tok::Number(_)) => return None,
+        _ => {}
+    }
+    Some(match created_at {
+        Some(Tok::Str(r, false)) => rfc3339(r.of(doc)),
+        Some(Tok::Str(_, true)) => return None,
+        _ => 0,
+    })
+}
+
+fn rfc3339(s: &str) -> u64 {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .and_then(|t| u64::try_from(t.timestamp()).ok())
+        .unwrap_or(0)
+}
+
+/// The decimal text of `i`, written into `buf`.
+fn itoa(i: i64, buf: &mut [u8; 20]) -> &str {
+    let mut n = i.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    std::str::from_utf8(&buf[at..]).unwrap_or("0")
 }
 
 fn kind(v: &Value) -> &'static str {
@@ -198,12 +455,7 @@ fn creation_time(props: &serde_json::Map<String, Value>) -> u64 {
     if let Some(ts) = props.get("creation_timestamp").and_then(Value::as_u64) {
         return if ts > 100_000_000_000 { ts / 1000 } else { ts };
     }
-    props
-        .get("created_at")
-        .and_then(Value::as_str)
-        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
-        .and_then(|t| u64::try_from(t.timestamp()).ok())
-        .unwrap_or(0)
+    props.get("created_at").and_then(Value::as_str).map_or(0, rfc3339)
 }
 
 fn write_value(w: &mut PropWriter<'_>, key: Sym, v: &Value) {

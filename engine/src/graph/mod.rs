@@ -112,9 +112,6 @@ pub struct Graph {
     generation: u64,
 }
 
-/// An edge of a batch (its row) with both endpoints resolved.
-type Resolved = (u32, NodeId, NodeId);
-
 #[inline]
 fn node_shard_of(hash: u64) -> usize {
     (hash % NODE_SHARDS as u64) as usize
@@ -131,6 +128,40 @@ fn edge_row_visible(nodes: &[NodeShard], shard: &EdgeShard, r: usize, now_us: u6
     visible(shard.valid_to[r], now_us)
         && visible(nodes[a.shard()].valid_to[a.row() as usize], now_us)
         && visible(nodes[b.shard()].valid_to[b.row() as usize], now_us)
+}
+
+/// The rows of one batch grouped by the shard they belong to: computed as
+/// the batch arrives, so applying it later only walks each shard's rows.
+#[derive(Clone, Debug, Default)]
+pub struct Staged {
+    off: Vec<u32>,
+    perm: Vec<u32>,
+}
+
+impl Staged {
+    /// Groups a node batch by owning node shard (hash mod 256).
+    pub fn nodes(b: &NodeBatch) -> Staged {
+        let (off, perm) = partition(NODE_SHARDS, b.rows.iter().map(|r| node_shard_of(r.hash)));
+        Staged { off, perm }
+    }
+
+    /// Groups an edge batch by the edge shard of its source node, known
+    /// from the source's key before the node itself is resolved.
+    pub fn edges(b: &EdgeBatch) -> Staged {
+        let (off, perm) = partition(
+            EDGE_SHARDS,
+            b.rows.iter().map(|e| node_shard_of(e.src.hash) % EDGE_SHARDS),
+        );
+        Staged { off, perm }
+    }
+
+    /// Rows staged for `shard`.
+    pub fn rows_in(&self, shard: usize) -> usize {
+        match (self.off.get(shard), self.off.get(shard + 1)) {
+            (Some(a), Some(b)) => (b - a) as usize,
+            _ => 0,
+        }
+    }
 }
 
 /// Counting sort of row indices by shard: `(offsets[shards + 1], permutation)`.
@@ -216,10 +247,20 @@ impl Graph {
 
     /// Upserts every node of `batches`, shard by shard in parallel.
     pub fn ingest_nodes(&mut self, batches: &[NodeBatch], now_us: u64, scan: u32) -> IngestStats {
-        let parts: Vec<(Vec<u32>, Vec<u32>)> = batches
-            .par_iter()
-            .map(|b| partition(NODE_SHARDS, b.rows.iter().map(|r| node_shard_of(r.hash))))
-            .collect();
+        let staged: Vec<Staged> = batches.par_iter().map(Staged::nodes).collect();
+        self.ingest_staged_nodes(batches, &staged, now_us, scan)
+    }
+
+    /// [`Graph::ingest_nodes`] for batches already split by owning shard
+    /// (`staged[i]` is [`Staged::nodes`] of `batches[i]`).
+    pub fn ingest_staged_nodes(
+        &mut self,
+        batches: &[NodeBatch],
+        staged: &[Staged],
+        now_us: u64,
+        scan: u32,
+    ) -> IngestStats {
+        let parts: Vec<(&[u32], &[u32])> = staged.iter().map(|s| (&s.off[..], &s.perm[..])).collect();
         self.nodes
             .par_iter_mut()
             .enumerate()
@@ -252,6 +293,22 @@ impl Graph {
     /// shard of its source. Edges with an unknown endpoint are counted as
     /// dangling and dropped.
     pub fn ingest_edges(&mut self, batches: &[EdgeBatch], now_us: u64, scan: u32) -> IngestStats {
+        let staged: Vec<Staged> = batches.par_iter().map(Staged::edges).collect();
+        self.ingest_staged_edges(batches, &staged, now_us, scan)
+    }
+
+    /// [`Graph::ingest_edges`] for batches already split by the edge shard
+    /// their source node will land in (`staged[i]` is [`Staged::edges`] of
+    /// `batches[i]`). Each edge shard resolves its own edges' endpoints
+    /// against the node shards, so call this after every node of the scan
+    /// is in.
+    pub fn ingest_staged_edges(
+        &mut self,
+        batches: &[EdgeBatch],
+        staged: &[Staged],
+        now_us: u64,
+        scan: u32,
+    ) -> IngestStats {
         let nodes = &self.nodes;
         let resolve = |k: &batch::BatchKey, buf: &[u8]| -> Option<NodeId> {
             let s = node_shard_of(k.hash);
@@ -260,44 +317,27 @@ impl Graph {
                 .find(k.hash, &k.syms, k.id.get(buf))
                 .map(|row| NodeId::new(s, row, shard.generation))
         };
-        let resolved: Vec<(Vec<Resolved>, usize)> = batches
-            .par_iter()
-            .map(|b| {
-                let mut out = Vec::with_capacity(b.rows.len());
-                let mut dangling = 0;
-                for (i, e) in b.rows.iter().enumerate() {
-                    match (resolve(&e.src, &b.buf), resolve(&e.dst, &b.buf)) {
-                        (Some(s), Some(d)) => out.push((i as u32, s, d)),
-                        _ => dangling += 1,
-                    }
-                }
-                (out, dangling)
-            })
-            .collect();
-        let parts: Vec<(Vec<u32>, Vec<u32>)> = resolved
-            .par_iter()
-            .map(|(v, _)| partition(EDGE_SHARDS, v.iter().map(|(_, s, _)| edge_shard_of(*s))))
-            .collect();
-        let dangling: usize = resolved.iter().map(|(_, d)| d).sum();
-        let mut stats = self
-            .edges
+        self.edges
             .par_iter_mut()
             .enumerate()
             .map(|(s, shard)| {
                 let mut st = IngestStats::default();
-                for ((b, (res, _)), (off, perm)) in batches.iter().zip(&resolved).zip(&parts) {
-                    for &i in &perm[off[s] as usize..off[s + 1] as usize] {
-                        let (row, src, dst) = res[i as usize];
-                        let e = &b.rows[row as usize];
-                        let u = shard.upsert(src, dst, e.rel, e.inferred, e.props.get(&b.buf), now_us, scan, None);
-                        st.add(u);
+                for (b, part) in batches.iter().zip(staged) {
+                    for &i in &part.perm[part.off[s] as usize..part.off[s + 1] as usize] {
+                        let e = &b.rows[i as usize];
+                        match (resolve(&e.src, &b.buf), resolve(&e.dst, &b.buf)) {
+                            (Some(src), Some(dst)) => {
+                                let u =
+                                    shard.upsert(src, dst, e.rel, e.inferred, e.props.get(&b.buf), now_us, scan, None);
+                                st.add(u);
+                            }
+                            _ => st.dangling += 1,
+                        }
                     }
                 }
                 st
             })
-            .reduce(IngestStats::default, IngestStats::merge);
-        stats.dangling = dangling;
-        stats
+            .reduce(IngestStats::default, IngestStats::merge)
     }
 
     /// Logically deletes, at `now_us`, the nodes and edges of `providers` that

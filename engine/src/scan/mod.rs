@@ -3,6 +3,7 @@
 mod pipeline;
 mod source;
 
+pub mod stage;
 pub use pipeline::{CollectSink, ScanReport, SourceOutcome, spans};
 pub(crate) use pipeline::{announce, run};
 pub use source::{ScanContext, ScanSink, Source, SourceError};

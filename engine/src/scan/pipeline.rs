@@ -7,6 +7,7 @@ use std::time::Instant;
 use tracing::{debug, info, info_span, warn};
 
 use super::source::{ScanContext, ScanSink, Source};
+use super::stage::{EdgePool, SourceStage, StageSink};
 use crate::engine::{Engine, EngineError};
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
 use crate::heuristics::{self, Analyzer, AnalyzerOutcome, Finding, FindingSet, FindingSource};
@@ -213,45 +214,63 @@ pub(crate) fn run(
     {
         let _s = info_span!("engine.plugin_scan").entered();
         let empty = BTreeMap::new();
-        let mut all = CollectSink::default();
         let mut ok_providers: Vec<Sym> = Vec::new();
         // Every selected source scans at once, each on its own thread with
-        // its own sink; a slow or failing source holds up no other.
+        // its own staging; a slow or failing source holds up no other. Their
+        // edges meet in one boundary-resolution pool.
         let selected: Vec<&mut Box<dyn Source>> = sources
             .iter_mut()
             .filter(|s| only.is_none_or(|only| s.providers().iter().any(|p| only.contains(p))))
             .collect();
+        let pool = EdgePool::new(selected.len());
+        let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
         let parent = tracing::Span::current();
         let scan_seq = report.scan_seq;
-        let results: Vec<(SourceOutcome, CollectSink)> = std::thread::scope(|scope| {
+        let results: Vec<(SourceOutcome, SourceStage)> = std::thread::scope(|scope| {
+            let pool = &pool;
+            let workers: Vec<_> = (0..resolvers).map(|_| scope.spawn(move || pool.work())).collect();
             let handles: Vec<_> = selected
                 .into_iter()
-                .map(|source| {
+                .enumerate()
+                .map(|(k, source)| {
                     let parent = parent.clone();
                     let config = configs.get(source.name()).unwrap_or(&empty);
                     scope.spawn(move || {
                         let _span = parent.enter();
-                        scan_one(engine, source.as_mut(), scan_seq, now_us, config, timeout)
+                        let mut sink = StageSink::new(k, pool);
+                        let outcome = scan_one(engine, source.as_mut(), &mut sink, scan_seq, now_us, config, timeout);
+                        (outcome, sink.stage)
                     })
                 })
                 .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+            let results = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+            pool.close();
+            for w in workers {
+                let _ = w.join();
+            }
+            results
         });
-        for (outcome, mut sink) in results {
+        let mut staged_edges = pool.into_staged();
+        let (mut nodes, mut staged_nodes) = (Vec::new(), Vec::new());
+        let (mut edges, mut edge_parts) = (Vec::new(), Vec::new());
+        for (k, (outcome, mut stage)) in results.into_iter().enumerate() {
             if outcome.ok {
-                info!(source = %outcome.name, nodes = sink.node_count, edges = sink.edge_count, "source scanned");
+                info!(source = %outcome.name, nodes = stage.node_count, edges = stage.edge_count, "source scanned");
                 ok_providers.extend(outcome.providers.iter().map(|p| engine.interner().intern(p)));
                 // A source may report providers beyond those it declares
                 // (the mock estate serves four); it answers for those too.
-                for b in &sink.nodes {
+                for b in &stage.nodes {
                     ok_providers.extend(b.rows.iter().map(|r| r.syms[0]));
                 }
-                all.node_count += sink.node_count;
-                all.edge_count += sink.edge_count;
-                all.nodes.append(&mut sink.nodes);
-                all.edges.append(&mut sink.edges);
+                nodes.append(&mut stage.nodes);
+                staged_nodes.append(&mut stage.staged_nodes);
+                for (b, s) in staged_edges.get_mut(k).map(std::mem::take).unwrap_or_default() {
+                    edges.push(b);
+                    edge_parts.push(s);
+                }
             } else {
-                // A failed source keeps its resources as they were.
+                // A failed source keeps its resources as they were: none of
+                // its staged nodes or edges land.
                 warn!(
                     source = %outcome.name,
                     error = outcome.error.as_deref().unwrap_or(""),
@@ -263,12 +282,14 @@ pub(crate) fn run(
         ok_providers.sort_unstable();
         ok_providers.dedup();
         report.sources.sort_by(|a, b| a.name.cmp(&b.name));
-        let discovered = count_by_provider(engine, &all.nodes);
+        let discovered = count_by_provider(engine, &nodes);
+        // Only now, with every source done, the staged rows go in under a
+        // short write lock.
         let mut graph = engine.graph_mut();
-        report.nodes_ingest = graph.ingest_nodes(&all.nodes, now_us, report.scan_seq as u32);
-        drop(all.nodes);
-        report.edges_ingest = graph.ingest_edges(&all.edges, now_us, report.scan_seq as u32);
-        drop(all.edges);
+        report.nodes_ingest = graph.ingest_staged_nodes(&nodes, &staged_nodes, now_us, report.scan_seq as u32);
+        drop((nodes, staged_nodes));
+        report.edges_ingest = graph.ingest_staged_edges(&edges, &edge_parts, now_us, report.scan_seq as u32);
+        drop((edges, edge_parts));
         let (retired_nodes, retired_edges) = graph.retire_unseen(&ok_providers, now_us, report.scan_seq as u32);
         report.retired_nodes = retired_nodes as u64;
         report.retired_edges = retired_edges as u64;
@@ -371,15 +392,16 @@ pub(crate) fn announce(engine: &Engine, report: &mut ScanReport) -> Result<(), E
     Ok(())
 }
 
-/// Scans one source into its own sink.
+/// Scans one source into `sink`.
 fn scan_one(
     engine: &Engine,
     source: &mut dyn Source,
+    sink: &mut StageSink<'_>,
     scan_seq: u64,
     now_us: u64,
     config: &BTreeMap<String, String>,
     timeout: Option<std::time::Duration>,
-) -> (SourceOutcome, CollectSink) {
+) -> SourceOutcome {
     let ctx = ScanContext {
         interner: engine.interner(),
         scan_seq,
@@ -387,22 +409,20 @@ fn scan_one(
         config,
         timeout,
     };
-    let mut sink = CollectSink::default();
     let t = Instant::now();
-    let result = source.scan(&ctx, &mut sink);
+    let result = source.scan(&ctx, sink);
     let (rejected, rejections) = source.rejections();
-    let outcome = SourceOutcome {
+    SourceOutcome {
         name: source.name().to_owned(),
         providers: source.providers(),
         ok: result.is_ok(),
         error: result.err().map(|e| e.to_string()),
-        nodes: sink.node_count,
-        edges: sink.edge_count,
+        nodes: sink.stage.node_count,
+        edges: sink.stage.edge_count,
         rejected,
         rejections,
         duration_ms: t.elapsed().as_millis() as u64,
-    };
-    (outcome, sink)
+    }
 }
 
 /// Keeps the verdicts of each analyzer that failed this scan, for nodes

@@ -1,7 +1,7 @@
 use std::sync::Arc;
 
 use svc_engine::props::ValueRef;
-use svc_engine::{Graph, Relation};
+use svc_engine::{Crn, Graph, Relation};
 
 use super::*;
 
@@ -167,4 +167,77 @@ fn edges_map_relations_reverse_and_keep_the_original() {
     ];
     want.sort();
     assert_eq!(seen, want);
+}
+
+/// Decodes one node with the scanner and with `serde_json` alone; both
+/// must accept or reject it alike and land the same columns and properties.
+fn same_both_ways(props: &str) {
+    let i = Arc::new(Interner::new());
+    let decode = |tree_only: bool| {
+        let mut d = Decoder::new(&i);
+        d.tree_only = tree_only;
+        let mut nodes = NodeBatch::default();
+        let ok = d.node(&node(VOL, props, 3.0), &mut nodes);
+        let mut g = Graph::new(i.clone());
+        g.ingest_nodes(&[nodes], 1, 1);
+        let seen = g.nodes().next().map(|n| {
+            let props: Vec<(String, String)> = n
+                .props()
+                .map(|(k, v)| (i.resolve(k).to_string(), format!("{v:?}")))
+                .collect();
+            let tags: Vec<(String, String)> = n
+                .tags()
+                .map(|(k, v)| (i.resolve(k).to_string(), i.resolve(v).to_string()))
+                .collect();
+            (i.resolve(n.state()).to_string(), n.creation_ts(), props, tags)
+        });
+        (ok, d.stats.reasons, seen)
+    };
+    assert_eq!(decode(false), decode(true), "{props}");
+}
+
+#[test]
+fn the_scanner_lands_what_serde_json_lands() {
+    for doc in [
+        "",
+        "{}",
+        " { } ",
+        r#"{"b":1,"a":2,"b":3}"#,
+        r#"{"state":"on","state":"off","tags":{"z":"1","a":2,"a":"x"}}"#,
+        r#"{"n":-0,"m":-12,"big":123456789012345678901,"f":1.5e3,"neg":-9223372036854775808,"x":0.1}"#,
+        r#"{"creation_timestamp":1700000000123,"created_at":"2024-05-01T10:00:00Z"}"#,
+        r#"{"creation_timestamp":-5,"created_at":"2024-05-01T10:00:00Z"}"#,
+        r#"{"creation_timestamp":"soon","created_at":"2024-05-01T10:00:00+02:00"}"#,
+        r#"{"creation_timestamp":17e8}"#,
+        r#"{"esc":"a\"b\u00e9\n","state":"\u0061b","tags":{"k":"v\t","n":null,"b":true,"o":{"y":1,"x":[1, 2]}}}"#,
+        r#"{"arr":[1, {"b":2,"a":1}, "x"],"obj":{"z":{},"a":[]},"tags":[1]}"#,
+        r#"{"k\u0065y":1}"#,
+        r#"{"unicode":"données ✓","tags":{"clé":"valeur"}}"#,
+        "[1,2]",
+        "\"text\"",
+        "{not json",
+        r#"{"a":01}"#,
+        r#"{"a":1,}"#,
+        r#"{"a":1} x"#,
+        r#"{"a":"\ud800"}"#,
+        r#"{"a":"tab	here"}"#,
+        r#"{"a":1e999}"#,
+        r#"{"a":-}"#,
+        r#"{"a":tru}"#,
+        r#"{"a":[1,2}"#,
+        r#"{"a":{"b":1,}}"#,
+    ] {
+        same_both_ways(doc);
+    }
+    let deep = format!("{{\"a\":{}{}}}", "[".repeat(140), "]".repeat(140));
+    same_both_ways(&deep);
+    let ok_deep = format!("{{\"a\":{}{}}}", "[".repeat(110), "]".repeat(110));
+    same_both_ways(&ok_deep);
+}
+
+proptest::proptest! {
+    #[test]
+    fn the_scanner_agrees_with_serde_json_on_any_text(doc in r#"\{("[a-c]{0,2}":([0-9.e+-]{1,4}|"[a-c\\u0-9]{0,4}"|\[[0-9, ]{0,4}\]|true|null|\{"[a-b]":[0-9"]{1,3}\}),?){0,4}\} ?"#) {
+        same_both_ways(&doc);
+    }
 }

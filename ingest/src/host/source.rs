@@ -4,7 +4,11 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
+
+use crossbeam_channel::Sender;
+use tokio::sync::mpsc;
 
 use svc_engine::graph::{EdgeBatch, NodeBatch};
 use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
@@ -24,6 +28,25 @@ const LOGGED_REASONS: usize = 5;
 /// Time a process gets to be seen exiting after its scan stream broke.
 const CRASH_PROBE: Duration = Duration::from_millis(500);
 
+/// Raw messages queued per decode worker between the gRPC reader and the
+/// decoders; when the queue is full the reader stops reading, and HTTP/2
+/// flow control stops the plugin.
+const MESSAGES_PER_WORKER: usize = 2;
+/// Decoded batches queued per decode worker on their way to the sink; when
+/// full, the decoders wait for the sink.
+const BATCHES_PER_WORKER: usize = 2;
+
+/// Decode workers per plugin scan: one per CPU.
+pub fn decode_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// A decoded batch on its way to the sink.
+enum Decoded {
+    Nodes(NodeBatch),
+    Edges(EdgeBatch),
+}
+
 /// How a provider plugin is scanned.
 #[derive(Clone, Debug)]
 pub struct SourceOptions {
@@ -32,6 +55,8 @@ pub struct SourceOptions {
     pub scan_timeout: Duration,
     /// Nodes (and edges) per batch handed to the sink.
     pub batch_size: usize,
+    /// Threads decoding one plugin's stream (default: one per CPU).
+    pub decode_workers: usize,
 }
 
 impl Default for SourceOptions {
@@ -40,6 +65,7 @@ impl Default for SourceOptions {
             launch: LaunchOptions::default(),
             scan_timeout: Duration::from_secs(600),
             batch_size: 4096,
+            decode_workers: decode_workers(),
         }
     }
 }
@@ -144,12 +170,45 @@ impl PluginSource {
         config.insert("scan_seq".to_owned(), ctx.scan_seq.to_string());
         self.preflight(&config).await?;
 
-        let mut decoder = Decoder::new(ctx.interner);
         let span = tracing::info_span!("plugin.scan", plugin = %name, scan_seq = ctx.scan_seq);
-        let stream = stream_scan(client, config, &mut decoder, sink, self.opts.batch_size.max(1));
         let limit = ctx.timeout.unwrap_or(self.opts.scan_timeout);
-        let outcome = tokio::time::timeout(limit, stream).instrument(span).await;
-        self.last_stats = decoder.stats;
+        let batch = self.opts.batch_size.max(1);
+        let workers = self.opts.decode_workers.max(1);
+        let handle = self.handle.clone();
+        let (raw_tx, raw_rx) = mpsc::channel::<pb::ScanResponse>(workers * MESSAGES_PER_WORKER);
+        let raw_rx = Mutex::new(raw_rx);
+        let (outcome, stats) = std::thread::scope(|scope| {
+            let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(workers * BATCHES_PER_WORKER);
+            let decoders: Vec<_> = (0..workers)
+                .map(|_| {
+                    let (raw_rx, out_tx) = (&raw_rx, out_tx.clone());
+                    scope.spawn(move || decode_worker(ctx.interner, raw_rx, out_tx, batch))
+                })
+                .collect();
+            drop(out_tx);
+            let reader = scope.spawn(move || {
+                let stream = stream_scan(client, config, raw_tx).instrument(span);
+                handle.block_on(async move { tokio::time::timeout(limit, stream).await })
+            });
+            // Batches reach the sink on this thread, as the decoders finish them.
+            for decoded in out_rx {
+                match decoded {
+                    Decoded::Nodes(b) => sink.nodes(b),
+                    Decoded::Edges(b) => sink.edges(b),
+                }
+            }
+            let mut stats = DecodeStats::default();
+            for d in decoders {
+                if let Ok(s) = d.join() {
+                    stats.merge(s);
+                }
+            }
+            let outcome = reader
+                .join()
+                .unwrap_or_else(|_| Ok(Err(tonic::Status::internal("the plugin stream reader panicked"))));
+            (outcome, stats)
+        });
+        self.last_stats = stats;
         let stats = &self.last_stats;
         if stats.rejected_nodes + stats.rejected_edges > 0 {
             let first = &stats.reasons[..stats.reasons.len().min(LOGGED_REASONS)];
@@ -214,31 +273,148 @@ impl Source for PluginSource {
     }
 }
 
-/// Streams one scan into `sink`, a batch every `batch` nodes or edges.
+/// Reads one scan's messages into the decoders' queue; waits (and so
+/// stops reading) while the queue is full.
 async fn stream_scan(
     mut client: ProviderClient<Channel>,
     config: HashMap<String, String>,
-    decoder: &mut Decoder<'_>,
-    sink: &mut dyn ScanSink,
-    batch: usize,
+    raw: mpsc::Sender<pb::ScanResponse>,
 ) -> Result<(), tonic::Status> {
     let mut stream = client.scan(pb::ScanRequest { config }).await?.into_inner();
+    while let Some(msg) = stream.message().await? {
+        if raw.send(msg).await.is_err() {
+            // Every decoder is gone; nothing would land.
+            return Err(tonic::Status::internal("the plugin's decoders stopped"));
+        }
+    }
+    Ok(())
+}
+
+/// One decode worker: takes raw messages until the reader is done, decodes
+/// them into batches of `batch` nodes or edges, and hands full batches on.
+fn decode_worker(
+    interner: &svc_engine::Interner,
+    raw: &Mutex<mpsc::Receiver<pb::ScanResponse>>,
+    out: Sender<Decoded>,
+    batch: usize,
+) -> DecodeStats {
+    let mut decoder = Decoder::new(interner);
     let mut nodes = NodeBatch::with_capacity(batch);
     let mut edges = EdgeBatch::with_capacity(batch);
-    while let Some(msg) = stream.message().await? {
+    loop {
+        // The lock is held only while waiting for the next message.
+        let msg = match raw.lock() {
+            Ok(mut rx) => rx.blocking_recv(),
+            Err(_) => None,
+        };
+        let Some(msg) = msg else { break };
         decoder.response(&msg, &mut nodes, &mut edges);
+        drop(msg);
         if nodes.len() >= batch {
-            sink.nodes(std::mem::replace(&mut nodes, NodeBatch::with_capacity(batch)));
+            let full = std::mem::replace(&mut nodes, NodeBatch::with_capacity(batch));
+            if out.send(Decoded::Nodes(full)).is_err() {
+                break;
+            }
         }
         if edges.len() >= batch {
-            sink.edges(std::mem::replace(&mut edges, EdgeBatch::with_capacity(batch)));
+            let full = std::mem::replace(&mut edges, EdgeBatch::with_capacity(batch));
+            if out.send(Decoded::Edges(full)).is_err() {
+                break;
+            }
         }
     }
     if !nodes.is_empty() {
-        sink.nodes(nodes);
+        let _ = out.send(Decoded::Nodes(nodes));
     }
     if !edges.is_empty() {
-        sink.edges(edges);
+        let _ = out.send(Decoded::Edges(edges));
     }
-    Ok(())
+    decoder.stats
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+
+    fn message(k: usize) -> pb::ScanResponse {
+        pb::ScanResponse {
+            nodes: vec![pb::Node {
+                crn: format!("crn:svc:aws:us-east-1:1:volume:vol-{k}"),
+                properties: br#"{"state":"in-use"}"#.to_vec(),
+                cost: 1.0,
+            }],
+            edges: vec![],
+        }
+    }
+
+    #[test]
+    fn a_stalled_sink_stops_the_reader_after_a_bounded_number_of_messages() {
+        let interner = svc_engine::Interner::new();
+        let (raw_tx, raw_rx) = mpsc::channel::<pb::ScanResponse>(2);
+        let raw_rx = Mutex::new(raw_rx);
+        let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(1);
+        std::thread::scope(|s| {
+            let worker = s.spawn(|| decode_worker(&interner, &raw_rx, out_tx, 1));
+            // Nobody drains the batches: the worker parks one batch in the
+            // queue, holds a second, and the reader's queue fills behind it.
+            let mut accepted = 0;
+            let until = Instant::now() + Duration::from_millis(300);
+            while Instant::now() < until {
+                if raw_tx.try_send(message(accepted)).is_ok() {
+                    accepted += 1;
+                }
+                std::thread::yield_now();
+            }
+            assert!(accepted <= 2 + 2, "{accepted} messages buffered");
+            assert!(accepted >= 2, "the queue takes its capacity");
+            drop(raw_tx);
+            let landed: usize = out_rx
+                .iter()
+                .map(|d| match d {
+                    Decoded::Nodes(b) => b.len(),
+                    Decoded::Edges(b) => b.len(),
+                })
+                .sum();
+            let stats = worker.join().expect("worker");
+            assert_eq!((landed, stats.nodes as usize), (accepted, accepted));
+        });
+    }
+
+    #[test]
+    fn decoders_share_one_stream_and_every_message_lands_once() {
+        let interner = svc_engine::Interner::new();
+        let (raw_tx, raw_rx) = mpsc::channel::<pb::ScanResponse>(4);
+        let raw_rx = Mutex::new(raw_rx);
+        let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(4);
+        let stats = std::thread::scope(|s| {
+            let workers: Vec<_> = (0..3)
+                .map(|_| {
+                    let (raw_rx, out_tx, interner) = (&raw_rx, out_tx.clone(), &interner);
+                    s.spawn(move || decode_worker(interner, raw_rx, out_tx, 7))
+                })
+                .collect();
+            drop(out_tx);
+            s.spawn(move || {
+                for k in 0..1000 {
+                    raw_tx.blocking_send(message(k)).expect("decoders alive");
+                }
+            });
+            let landed: usize = out_rx
+                .iter()
+                .map(|d| match d {
+                    Decoded::Nodes(b) => b.len(),
+                    Decoded::Edges(b) => b.len(),
+                })
+                .sum();
+            assert_eq!(landed, 1000);
+            let mut stats = DecodeStats::default();
+            for w in workers {
+                stats.merge(w.join().expect("worker"));
+            }
+            stats
+        });
+        assert_eq!((stats.nodes, stats.rejected_nodes), (1000, 0));
+    }
 }

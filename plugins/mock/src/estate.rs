@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use svc_engine::graph::{EdgeRef, NodeRef};
 use svc_engine::props::ValueRef;
 use svc_engine::{Graph, Interner, Relation};
@@ -78,8 +78,11 @@ fn json_value(v: ValueRef<'_>) -> Value {
 }
 
 /// All properties with their JSON types, plus `state`, `tags` and
-/// `creation_timestamp` (Unix seconds).
-pub fn node_properties(graph: &Graph, node: &NodeRef<'_>) -> Map<String, Value> {
+/// `creation_timestamp` (Unix seconds): the reference [`write_properties`]
+/// is tested against.
+#[cfg(test)]
+pub fn node_properties(graph: &Graph, node: &NodeRef<'_>) -> serde_json::Map<String, Value> {
+    use serde_json::Map;
     let interner = graph.interner();
     let mut obj = Map::new();
     for (k, v) in node.props() {
@@ -104,10 +107,86 @@ pub fn node_properties(graph: &Graph, node: &NodeRef<'_>) -> Map<String, Value> 
 }
 
 pub fn wire_node(graph: &Graph, node: &NodeRef<'_>) -> Node {
+    let mut properties = Vec::with_capacity(256);
+    write_properties(graph, node, &mut properties);
     Node {
         crn: node.crn(),
-        properties: svc_plugin_sdk::json_properties(&Value::Object(node_properties(graph, node))),
+        properties,
         cost: f64::from(node.cost_usd_mo()),
+    }
+}
+
+/// One top-level property on its way to the wire.
+enum Wire<'a> {
+    Value(ValueRef<'a>),
+    Tags,
+    Timestamp(u64),
+}
+
+/// Writes [`node_properties`] as JSON text straight from the node's
+/// columns, byte for byte what `serde_json` makes of that map (keys in
+/// order, the last of a repeated key winning), without building it.
+pub fn write_properties(graph: &Graph, node: &NodeRef<'_>, out: &mut Vec<u8>) {
+    let reader = graph.interner().reader();
+    let mut entries: Vec<(&str, Wire<'_>)> = node.props().map(|(k, v)| (reader.resolve(k), Wire::Value(v))).collect();
+    entries.push(("state", Wire::Value(ValueRef::Str(reader.resolve(node.state())))));
+    entries.push(("tags", Wire::Tags));
+    entries.push(("creation_timestamp", Wire::Timestamp(node.creation_ts())));
+    // Stable, so of equal keys the one inserted last stays last.
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    out.push(b'{');
+    let mut first = true;
+    for (i, (key, value)) in entries.iter().enumerate() {
+        if entries.get(i + 1).is_some_and(|next| next.0 == *key) {
+            continue;
+        }
+        if !std::mem::take(&mut first) {
+            out.push(b',');
+        }
+        write_json(out, key);
+        out.push(b':');
+        match value {
+            Wire::Value(v) => write_value(out, *v),
+            Wire::Timestamp(ts) => write_json(out, ts),
+            Wire::Tags => {
+                let mut tags: Vec<(&str, &str)> = node
+                    .tags()
+                    .map(|(k, v)| (reader.resolve(k), reader.resolve(v)))
+                    .collect();
+                tags.sort_by(|a, b| a.0.cmp(b.0));
+                out.push(b'{');
+                let mut first = true;
+                for (i, (k, v)) in tags.iter().enumerate() {
+                    if tags.get(i + 1).is_some_and(|next| next.0 == *k) {
+                        continue;
+                    }
+                    if !std::mem::take(&mut first) {
+                        out.push(b',');
+                    }
+                    write_json(out, k);
+                    out.push(b':');
+                    write_json(out, v);
+                }
+                out.push(b'}');
+            }
+        }
+    }
+    out.push(b'}');
+}
+
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    // Writing into a Vec cannot fail, and these types always serialize.
+    let _ = serde_json::to_writer(&mut *out, v);
+}
+
+fn write_value(out: &mut Vec<u8>, v: ValueRef<'_>) {
+    match v {
+        ValueRef::Null => out.extend_from_slice(b"null"),
+        ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+        ValueRef::Int(i) => write_json(out, &i),
+        ValueRef::Float(f) => write_json(out, &f),
+        ValueRef::Str(s) => write_json(out, s),
+        ValueRef::Json(_) => write_json(out, &json_value(v)),
     }
 }
 
@@ -181,6 +260,19 @@ mod tests {
         assert!(ScanConfig::from_config(&config(&[("scale", "many")])).is_err());
         assert!(ScanConfig::from_config(&config(&[("scan_seq", "0")])).is_err());
         assert!(ScanConfig::from_config(&config(&[("batch_size", "0")])).is_err());
+    }
+
+    #[test]
+    fn properties_are_written_as_serde_json_writes_them() {
+        let c = ScanConfig::from_config(&config(&[("scale", "3000")])).expect("valid");
+        let g = build(&c);
+        for node in g.nodes() {
+            let want = svc_plugin_sdk::json_properties(&Value::Object(node_properties(&g, &node)));
+            assert_eq!(
+                String::from_utf8_lossy(&wire_node(&g, &node).properties),
+                String::from_utf8_lossy(&want)
+            );
+        }
     }
 
     #[test]

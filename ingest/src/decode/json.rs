@@ -1,0 +1,306 @@
+//! A one-pass scanner for a node's JSON properties document: finds the
+//! top-level entries without building a `serde_json::Value` tree.
+//!
+//! It only answers for documents it fully understands: a JSON object whose
+//! keys have no escapes, nested no deeper than [`MAX_DEPTH`]. Anything else
+//! (invalid JSON, another top-level type, escaped keys) gives `None`, and the
+//! caller falls back to `serde_json`, which decides and words the rejection.
+//! Entries come out as `serde_json::Map` would hold them: sorted by key, the
+//! last of duplicate keys winning.
+
+/// Nesting accepted by the scanner; deeper documents go to `serde_json`.
+const MAX_DEPTH: usize = 100;
+
+/// A byte range of the document.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Range {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Range {
+    pub fn of(self, doc: &str) -> &str {
+        doc.get(self.start as usize..self.end as usize).unwrap_or("")
+    }
+}
+
+/// One value, by position in the document.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Tok {
+    Null,
+    Bool(bool),
+    /// An integer of at most 18 digits: exactly an `i64`, as `serde_json` reads it.
+    Int(i64),
+    /// Any other number (fraction, exponent, `-0`, long): its text.
+    Number(Range),
+    /// A string: the text between the quotes, and whether it has escapes.
+    Str(Range, bool),
+    /// An array or object: its JSON text.
+    Nested(Range),
+}
+
+/// One `key: value` entry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub key: Range,
+    pub value: Tok,
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    pos: usize,
+}
+
+impl Scanner<'_> {
+    fn ws(&mut self) {
+        while let Some(c) = self.b.get(self.pos) {
+            if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.peek()? == c).then(|| self.pos += 1)
+    }
+
+    fn range(start: usize, end: usize) -> Range {
+        Range {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+
+    /// A string after its opening quote: its content and whether it has escapes.
+    fn string(&mut self) -> Option<(Range, bool)> {
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            let c = *self.b.get(self.pos)?;
+            match c {
+                b'"' => {
+                    let r = Self::range(start, self.pos);
+                    self.pos += 1;
+                    return Some((r, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    let e = *self.b.get(self.pos + 1)?;
+                    match e {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => self.pos += 2,
+                        b'u' => {
+                            let hex = self.b.get(self.pos + 2..self.pos + 6)?;
+                            if !hex.iter().all(u8::is_ascii_hexdigit) {
+                                return None;
+                            }
+                            self.pos += 6;
+                        }
+                        _ => return None,
+                    }
+                }
+                0..0x20 => return None,
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    fn digits(&mut self) -> usize {
+        let start = self.pos;
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    /// A number, by the JSON grammar.
+    fn number(&mut self) -> Option<Tok> {
+        let start = self.pos;
+        let negative = self.eat(b'-').is_some();
+        let int_start = self.pos;
+        match self.peek()? {
+            b'0' => self.pos += 1,
+            b'1'..=b'9' => {
+                self.digits();
+            }
+            _ => return None,
+        }
+        let int_end = self.pos;
+        let mut plain = true;
+        if self.eat(b'.').is_some() {
+            plain = false;
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            plain = false;
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            if self.digits() == 0 {
+                return None;
+            }
+        }
+        let digits = &self.b[int_start..int_end];
+        if plain && digits.len() <= 18 && !(negative && digits == b"0") {
+            let v = digits.iter().fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
+            return Some(Tok::Int(if negative { -v } else { v }));
+        }
+        Some(Tok::Number(Self::range(start, self.pos)))
+    }
+
+    fn literal(&mut self, word: &[u8], tok: Tok) -> Option<Tok> {
+        let end = self.pos + word.len();
+        (self.b.get(self.pos..end)? == word).then(|| {
+            self.pos = end;
+            tok
+        })
+    }
+
+    /// Any value; arrays and objects are checked, not decoded.
+    fn value(&mut self, depth: usize) -> Option<Tok> {
+        match self.peek()? {
+            b'"' => {
+                self.pos += 1;
+                let (r, escaped) = self.string()?;
+                Some(Tok::Str(r, escaped))
+            }
+            b'{' | b'[' => {
+                let start = self.pos;
+                self.nested(depth + 1)?;
+                Some(Tok::Nested(Self::range(start, self.pos)))
+            }
+            b't' => self.literal(b"true", Tok::Bool(true)),
+            b'f' => self.literal(b"false", Tok::Bool(false)),
+            b'n' => self.literal(b"null", Tok::Null),
+            _ => self.number(),
+        }
+    }
+
+    /// Skips an array or object, checking its syntax.
+    fn nested(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let close = match self.peek()? {
+            b'{' => b'}',
+            _ => b']',
+        };
+        self.pos += 1;
+        self.ws();
+        if self.eat(close).is_some() {
+            return Some(());
+        }
+        loop {
+            if close == b'}' {
+                self.eat(b'"')?;
+                self.string()?;
+                self.ws();
+                self.eat(b':')?;
+                self.ws();
+            }
+            self.value(depth)?;
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                c if c == close => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// The entries of an object starting here (keys without escapes).
+    fn entries(&mut self, out: &mut Vec<Entry>) -> Option<()> {
+        self.eat(b'{')?;
+        self.ws();
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            self.eat(b'"')?;
+            let (key, escaped) = self.string()?;
+            if escaped {
+                return None;
+            }
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            let value = self.value(1)?;
+            out.push(Entry { key, value });
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.pos += 1;
+                    self.ws();
+                }
+                b'}' => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// The entries of the object `doc` (sorted by key, the last duplicate
+/// winning) into `out`; `None` when the document needs `serde_json`.
+pub fn object(doc: &str, out: &mut Vec<Entry>) -> Option<()> {
+    out.clear();
+    let mut s = Scanner {
+        b: doc.as_bytes(),
+        pos: 0,
+    };
+    s.ws();
+    s.entries(out)?;
+    s.ws();
+    if s.pos != s.b.len() {
+        return None;
+    }
+    sort_dedup(doc, out);
+    Some(())
+}
+
+/// The entries of the object at `range` of `doc` (a [`Tok::Nested`]
+/// already checked by [`object`]); `None` when it is not an object or
+/// needs `serde_json`.
+pub fn nested_object(doc: &str, range: Range, out: &mut Vec<Entry>) -> Option<()> {
+    out.clear();
+    let mut s = Scanner {
+        b: doc.as_bytes().get(..range.end as usize)?,
+        pos: range.start as usize,
+    };
+    s.entries(out)?;
+    sort_dedup(doc, out);
+    Some(())
+}
+
+fn sort_dedup(doc: &str, out: &mut Vec<Entry>) {
+    if out.is_sorted_by(|a, b| a.key.of(doc) < b.key.of(doc)) {
+        return;
+    }
+    // Stable: among equal keys the last one written stays last.
+    out.sort_by(|a, b| a.key.of(doc).cmp(b.key.of(doc)));
+    let mut w = 0;
+    for r in 0..out.len() {
+        if r + 1 < out.len() && out[r + 1].key.of(doc) == out[r].key.of(doc) {
+            continue;
+        }
+        out[w] = out[r];
+        w += 1;
+    }
+    out.truncate(w);
+}
