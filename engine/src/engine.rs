@@ -259,11 +259,6 @@ impl Engine {
         *self.analyzers.lock() = analyzers;
     }
 
-    /// Names of the configured analyzers.
-    pub fn analyzer_names(&self) -> Vec<String> {
-        self.analyzers.lock().iter().map(|a| a.name().to_owned()).collect()
-    }
-
     /// The findings of the last scan (empty before the first scan of this run).
     pub fn findings(&self) -> Arc<FindingSet> {
         self.findings.read().clone()

@@ -94,14 +94,3 @@ impl FindingSet {
         self.by_node.is_empty()
     }
 }
-
-/// Severity 1..=5 of a finding from its risk score (<20, <40, <60, <80, >=80).
-pub fn severity(risk_score: f32) -> u8 {
-    match risk_score {
-        r if r >= 80.0 => 5,
-        r if r >= 60.0 => 4,
-        r if r >= 40.0 => 3,
-        r if r >= 20.0 => 2,
-        _ => 1,
-    }
-}

@@ -14,13 +14,11 @@ use tokio::runtime::Handle;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
-use super::launch::{PluginProcess, fmt_duration, plugin_name};
+use super::launch::{PluginProcess, exited_after_error, fmt_duration, plugin_name};
 use super::manifest::Role;
 use super::source::SourceOptions;
 use super::{HostError, status_text};
 
-/// Time a process gets to be seen exiting after its stream broke.
-const CRASH_PROBE: Duration = Duration::from_millis(500);
 /// Largest findings message accepted from a plugin.
 const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 /// Batches converted ahead of what the plugin has read.
@@ -154,14 +152,9 @@ impl HeuristicPlugin {
         match tokio::time::timeout(limit, stream).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(status)) => {
-                let exited = match self.process.as_mut() {
-                    Some(p) => p.wait_exit(CRASH_PROBE).await,
-                    None => None,
-                };
                 let error = status_text(&status);
-                match exited {
+                match exited_after_error(&mut self.process).await {
                     Some(exit) => {
-                        self.process = None;
                         self.spec = None;
                         Err(SourceError::Failed(format!(
                             "heuristic plugin {name} crashed during Analyze: it exited ({exit}); {error}"

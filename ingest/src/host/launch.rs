@@ -258,6 +258,17 @@ impl PluginProcess {
     }
 }
 
+/// Time a process gets to be seen exiting after one of its streams broke.
+const CRASH_PROBE: Duration = Duration::from_millis(500);
+
+/// After a call on `process` broke: the exit status when the process has
+/// exited (it is then dropped, to be relaunched on next use), else `None`.
+pub(crate) async fn exited_after_error(process: &mut Option<PluginProcess>) -> Option<ExitStatus> {
+    let exit = process.as_mut()?.wait_exit(CRASH_PROBE).await?;
+    *process = None;
+    Some(exit)
+}
+
 /// Everything after spawning: handshake line, dial, health, Handshake.
 async fn connect(
     name: &str,

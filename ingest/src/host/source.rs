@@ -18,15 +18,13 @@ use tokio::runtime::Handle;
 use tonic::transport::Channel;
 use tracing::Instrument;
 
-use super::launch::{LaunchOptions, PluginProcess, fmt_duration, plugin_name};
+use super::launch::{LaunchOptions, PluginProcess, exited_after_error, fmt_duration, plugin_name};
 use super::manifest::Role;
 use super::{HostError, status_text};
 use crate::decode::{DecodeStats, Decoder};
 
 /// Rejection reasons repeated in the log after a scan.
 const LOGGED_REASONS: usize = 5;
-/// Time a process gets to be seen exiting after its scan stream broke.
-const CRASH_PROBE: Duration = Duration::from_millis(500);
 
 /// Raw messages queued per decode worker between the gRPC reader and the
 /// decoders; when the queue is full the reader stops reading, and HTTP/2
@@ -221,18 +219,11 @@ impl PluginSource {
                 Ok(())
             }
             Ok(Err(status)) => {
-                let exited = match self.process.as_mut() {
-                    Some(p) => p.wait_exit(CRASH_PROBE).await,
-                    None => None,
-                };
                 let error = status_text(&status);
-                match exited {
-                    Some(exit) => {
-                        self.process = None;
-                        Err(SourceError::Failed(format!(
-                            "plugin {name} crashed mid-scan: it exited ({exit}); {error}"
-                        )))
-                    }
+                match exited_after_error(&mut self.process).await {
+                    Some(exit) => Err(SourceError::Failed(format!(
+                        "plugin {name} crashed mid-scan: it exited ({exit}); {error}"
+                    ))),
                     None => Err(SourceError::Failed(format!("plugin {name} scan failed: {error}"))),
                 }
             }
