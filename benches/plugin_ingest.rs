@@ -2,9 +2,9 @@
 //! real gRPC (plugin issue budget: 1,000,000 nodes/s on 2 cores), at 1M nodes
 //! in total: one plugin, and four plugins streaming at once (each on its own
 //! host thread, as the ingest pool will run them). Each round launches the
-//! plugins, scans (the plugin builds its estate, streams ~200 bytes of JSON
-//! properties per node, the host decodes and interns), then ingests nodes and
-//! edges into a fresh graph. Needs `cargo build --release -p svc-plugin-mock`.
+//! plugins, scans (the plugin generates its estate as it streams, ~200 bytes
+//! of JSON properties per node; the host decodes, interns and stages), then
+//! applies the staged nodes and edges to a fresh graph, as a scan does. Needs `cargo build --release -p svc-plugin-mock`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use svc_engine::graph::{EdgeBatch, NodeBatch};
-use svc_engine::scan::{CollectSink, ScanContext, Source};
+use svc_engine::scan::stage::{EdgePool, SourceStage, StageSink};
+use svc_engine::scan::{ScanContext, Source};
 use svc_engine::{Graph, Interner};
 use svc_ingest::host::{PluginSource, SourceOptions};
 
@@ -33,11 +33,19 @@ fn plugin() -> PathBuf {
     path
 }
 
-/// Scans `plugins` mock plugins of `total / plugins` nodes each, concurrently; returns nodes ingested.
+/// Scans `plugins` mock plugins of `total / plugins` nodes each, concurrently,
+/// through the engine's staging (as the `engine.plugin_scan` phase does: a
+/// stage per source, one boundary-resolution pool), then applies the staged
+/// rows to a fresh graph. Returns nodes ingested and the seconds to the end
+/// of the streams and to the end of the apply.
 fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, f64, f64) {
     let interner = Arc::new(Interner::new());
+    let pool = EdgePool::new(plugins);
+    let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
     let t = Instant::now();
-    let sinks: Vec<CollectSink> = std::thread::scope(|s| {
+    let stages: Vec<SourceStage> = std::thread::scope(|s| {
+        let pool = &pool;
+        let workers: Vec<_> = (0..resolvers).map(|_| s.spawn(move || pool.work())).collect();
         let handles: Vec<_> = (0..plugins)
             .map(|k| {
                 let interner = interner.clone();
@@ -57,25 +65,33 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, 
                         config: &config,
                         timeout: None,
                     };
-                    let mut sink = CollectSink::default();
+                    let mut sink = StageSink::new(k, pool);
                     src.scan(&ctx, &mut sink).expect("plugin scan");
                     handle.block_on(src.shutdown());
-                    sink
+                    sink.stage
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("scan thread")).collect()
+        let stages = handles.into_iter().map(|h| h.join().expect("scan thread")).collect();
+        pool.close();
+        for w in workers {
+            w.join().expect("resolver");
+        }
+        stages
     });
     let streamed = t.elapsed().as_secs_f64();
-    let (nodes, edges): (Vec<NodeBatch>, Vec<EdgeBatch>) =
-        sinks.into_iter().fold((Vec::new(), Vec::new()), |(mut n, mut e), s| {
-            n.extend(s.nodes);
-            e.extend(s.edges);
-            (n, e)
-        });
+    let (mut nodes, mut staged_nodes, mut edges, mut edge_parts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (mut stage, staged) in stages.into_iter().zip(pool.into_staged()) {
+        nodes.append(&mut stage.nodes);
+        staged_nodes.append(&mut stage.staged_nodes);
+        for (b, s) in staged {
+            edges.push(b);
+            edge_parts.push(s);
+        }
+    }
     let mut g = Graph::new(interner);
-    let count = g.ingest_nodes(&nodes, 1, 1).total();
-    g.ingest_edges(&edges, 1, 1);
+    let count = g.ingest_staged_nodes(&nodes, &staged_nodes, 1, 1).total();
+    g.ingest_staged_edges(&edges, &edge_parts, 1, 1);
     (count, streamed, t.elapsed().as_secs_f64())
 }
 

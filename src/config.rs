@@ -13,6 +13,8 @@ pub struct Config {
     pub daemon: DaemonConfig,
     #[serde(default)]
     pub plugins: PluginsConfig,
+    #[serde(default)]
+    pub heuristics: HeuristicsConfig,
     /// Sections read by the components they configure; accepted here so a
     /// complete file validates.
     #[serde(default)]
@@ -53,6 +55,46 @@ fn default_scan_interval() -> String {
 
 fn default_scan_timeout() -> String {
     "10m".into()
+}
+
+/// `[heuristics]`: which built-in waste rules run.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeuristicsConfig {
+    /// Whether the built-in rules run at all (heuristic plugins still do).
+    #[serde(default = "yes")]
+    pub builtin: bool,
+    /// Built-in rules switched off by name (`aws-ebs-gp2-to-gp3`).
+    #[serde(default)]
+    pub disabled: Vec<String>,
+}
+
+impl Default for HeuristicsConfig {
+    fn default() -> Self {
+        HeuristicsConfig {
+            builtin: true,
+            disabled: Vec::new(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl HeuristicsConfig {
+    /// The engine's rule selection; an unknown rule name is an error.
+    pub fn selection(&self) -> anyhow::Result<svc_engine::heuristics::builtin::Selection> {
+        for name in &self.disabled {
+            if svc_engine::heuristics::builtin::rule(name).is_none() {
+                bail!("heuristics.disabled names {name:?}, which is not a built-in rule");
+            }
+        }
+        Ok(svc_engine::heuristics::builtin::Selection {
+            enabled: self.builtin,
+            disabled: self.disabled.clone(),
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -102,6 +144,7 @@ impl Config {
         let config: Config = toml::from_str(text)?;
         config.scan_interval()?;
         config.scan_timeout()?;
+        config.heuristics.selection()?;
         Ok(config)
     }
 
@@ -126,6 +169,18 @@ fn at_least_a_second(key: &str, value: &str) -> anyhow::Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heuristics_section_selects_built_in_rules() {
+        let c: Config = toml::from_str("[heuristics]\nbuiltin = false").unwrap();
+        assert!(!c.heuristics.selection().unwrap().enabled);
+        let c = Config::validate_text("[heuristics]\ndisabled = [\"aws-ebs-gp2-to-gp3\"]").unwrap();
+        let s = c.heuristics.selection().unwrap();
+        assert!(s.enabled && s.disabled == ["aws-ebs-gp2-to-gp3"]);
+        let e = Config::validate_text("[heuristics]\ndisabled = [\"no-such-rule\"]").unwrap_err();
+        assert!(format!("{e:#}").contains("not a built-in rule"), "{e:#}");
+        assert!(Config::validate_text("").unwrap().heuristics.builtin);
+    }
 
     #[test]
     fn defaults_and_parsing() {

@@ -69,6 +69,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         config.scan_timeout()?,
     ));
     setup_sources(&opts, &config, &plugins);
+    engine.set_rule_selection(config.heuristics.selection()?);
     state.set_plugins(plugins.clone());
     state.set_engine(engine.clone());
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");

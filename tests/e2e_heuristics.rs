@@ -63,7 +63,8 @@ async fn a_heuristic_plugin_flags_waste_and_fails_alone() {
     install(dir.path());
     std::fs::write(
         dir.path().join("config.toml"),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"unattached-volumes\"]\n",
+        // Built-in rules off: the plugin is the only judge here.
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"unattached-volumes\"]\n[heuristics]\nbuiltin = false\n",
     )
     .unwrap();
     let mut d = Daemon::configure(dir.path(), 400);
@@ -92,6 +93,7 @@ async fn a_heuristic_plugin_flags_waste_and_fails_alone() {
         "{h}"
     );
     assert_eq!(h["capped"], h["findings"], "every risk of 95 capped: {h}");
+    assert_eq!(p["builtin"]["rules"], 0, "built-in rules are switched off: {p}");
 
     let api = d.api();
     let page = api.get_query_ok("/api/v1/graph/nodes", &[("limit", "1000")]).await;
@@ -213,7 +215,7 @@ async fn a_heuristic_plugin_flags_waste_and_fails_alone() {
     let head = u(&ev["seq"]);
     std::fs::write(
         dir.path().join("config.toml"),
-        "[daemon]\nscan_interval = \"1h\"\nscan_timeout = \"3s\"\n[plugins]\nactive = [\"unattached-volumes\"]\n",
+        "[daemon]\nscan_interval = \"1h\"\nscan_timeout = \"3s\"\n[plugins]\nactive = [\"unattached-volumes\"]\n[heuristics]\nbuiltin = false\n",
     )
     .unwrap();
     d.env = vec![("SVC_HEURISTIC_FAIL".into(), "hang".into())];

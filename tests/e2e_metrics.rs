@@ -105,9 +105,15 @@ async fn metrics_agree_with_the_api_and_pass_promtool() {
     // svc_waste_usd_total: the current projected waste.
     let waste = sample(&text, "svc_waste_usd_total", &[]).expect("svc_waste_usd_total");
     assert!(waste >= 0.0, "waste is a sum of costs: {waste}");
+    let ledger = api.get_ok("/api/v1/waste-ledger").await;
     assert!(
-        (waste - f(&stats["projected_savings_usd_mo"])).abs() < 0.05,
-        "waste {waste} vs {stats}"
+        (waste - f(&ledger["totals"]["waste_usd_mo"])).abs() < 0.05,
+        "waste {waste} vs {}",
+        ledger["totals"]
+    );
+    assert!(
+        waste > 0.0 && waste <= f(&stats["projected_savings_usd_mo"]) + 0.05,
+        "{stats}"
     );
 
     assert_eq!(sample(&text, "svc_graph_nodes", &[]), Some(f(&stats["active_nodes"])));

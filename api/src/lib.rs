@@ -50,13 +50,15 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/history/sessions"),
     ("POST", "/api/v1/history/prune"),
     ("GET", "/api/v1/ledger/verify"),
+    ("GET", "/api/v1/waste-ledger"),
+    ("GET", "/api/v1/heuristics/status"),
     ("GET", "/api/v1/plugins"),
     ("POST", "/api/v1/plugins/toggle"),
 ];
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{graph, history, plugins, scan, time_travel};
+    use routes::{graph, history, plugins, scan, time_travel, waste};
     let api = Router::new()
         .route("/topology", get(graph::topology))
         .route("/graph/stats", get(graph::stats))
@@ -77,6 +79,8 @@ pub fn router(state: AppState) -> Router {
         .route("/history/sessions", get(history::sessions))
         .route("/history/prune", post(history::prune))
         .route("/ledger/verify", get(history::verify))
+        .route("/waste-ledger", get(waste::ledger))
+        .route("/heuristics/status", get(waste::status))
         .route("/plugins", get(plugins::list))
         .route("/plugins/toggle", post(plugins::toggle))
         .fallback(no_route)

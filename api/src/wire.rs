@@ -104,10 +104,11 @@ impl<'a> NodeView<'a> {
 /// Rule name of a finding without a verdict symbol.
 pub const WASTE_RULE: &str = "waste";
 
-/// Whether a node carries a finding, and the verdict that names it:
-/// `None` for no finding, `Some(None)` for a finding named [`WASTE_RULE`].
+/// Whether a node carries a finding (waste, or a cheaper shape for a
+/// resource in use), and the verdict that names it: `None` for no finding,
+/// `Some(None)` for a finding named [`WASTE_RULE`].
 pub fn flag_rule(is_waste: bool, waste_reason: &str, verdict: Option<Sym>) -> Option<Option<Sym>> {
-    (is_waste && !waste_reason.is_empty()).then_some(verdict)
+    ((is_waste || verdict.is_some()) && !waste_reason.is_empty()).then_some(verdict)
 }
 
 /// Severity 1..5 of a finding from its risk score (<20, <40, <60, <80, >=80).

@@ -898,6 +898,21 @@ async fn live_responses_match_their_schemas() {
         ),
         get("/api/v1/history/sessions", "/api/v1/history/sessions", &["/sessions"]),
         get("/api/v1/ledger/verify", "/api/v1/ledger/verify", &[]),
+        get(
+            "/api/v1/waste-ledger",
+            "/api/v1/waste-ledger",
+            &["/types", "/types/0/top"],
+        ),
+        get(
+            "/api/v1/waste-ledger",
+            "/api/v1/waste-ledger?top=1&provider=aws",
+            &["/types"],
+        ),
+        get(
+            "/api/v1/heuristics/status",
+            "/api/v1/heuristics/status",
+            &["/rules", "/engines"],
+        ),
         get("/api/v1/plugins", "/api/v1/plugins", &[""]),
         post(
             "/api/v1/plugins/toggle",

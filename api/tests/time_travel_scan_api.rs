@@ -133,17 +133,48 @@ async fn diff_shows_added_removed_and_changed() {
         .await;
     assert_eq!(
         d["counts"],
-        json!({"added": 1, "removed": 1, "changed": 1, "edges_added": 0, "edges_removed": 1, "edges_changed": 0})
+        json!({"added": 1, "removed": 1, "changed": 2, "edges_added": 0, "edges_removed": 1, "edges_changed": 0})
     );
     assert_eq!(strs(&d["added"], "crn"), vec![aws("volume", "vol-2")]);
     assert_eq!(strs(&d["removed"], "crn"), vec![function()]);
-    let changed = &d["changed"][0];
-    assert_eq!(changed["crn"], instance());
+    let changed = |crn: &str| {
+        d["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["crn"] == crn)
+            .unwrap_or_else(|| panic!("{crn} changed: {d}"))
+            .clone()
+    };
+    // The instance was stopped; what stays behind is judged anew.
+    let stopped = changed(&instance());
+    let others: Vec<&Value> = d["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["crn"] != instance())
+        .collect();
+    assert_eq!(others.len(), 1, "{d}");
+    assert!(
+        others[0]["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "is_waste" || f == "verdict"),
+        "only a verdict changed: {}",
+        others[0]
+    );
+    let changed = &stopped;
     assert_eq!(
         (&changed["before"]["state"], &changed["after"]["state"]),
         (&json!("running"), &json!("stopped"))
     );
-    assert_eq!(changed["fields"], json!(["state"]));
+    // Stopped long after it was created, it is now judged waste as well.
+    assert_eq!(
+        changed["fields"],
+        json!(["is_waste", "risk_score", "state", "verdict", "waste_reason"])
+    );
+    assert_eq!(changed["after"]["verdict"], "aws-ec2-stopped");
     assert_eq!(d["edges_removed"][0]["source_crn"], function());
     assert_eq!(d["truncated"], false);
     // An empty interval changes nothing.

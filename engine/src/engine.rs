@@ -47,6 +47,9 @@ pub struct Engine {
     session_id: String,
     scanning: AtomicBool,
     scan_seq: AtomicU64,
+    /// When the estate of the last committed scan was observed (Unix seconds, 0 unknown).
+    observed_s: AtomicU64,
+    rules: RwLock<crate::heuristics::builtin::Selection>,
     last_commit_us: AtomicU64,
     /// Interner entries already written to the store.
     persisted_symbols: Mutex<usize>,
@@ -190,6 +193,8 @@ impl Engine {
             session_id: session_id.to_owned(),
             scanning: AtomicBool::new(false),
             scan_seq: AtomicU64::new(loaded_meta.scan_seq),
+            observed_s: AtomicU64::new(loaded_meta.observed_s),
+            rules: RwLock::new(crate::heuristics::builtin::Selection::default()),
             last_commit_us: AtomicU64::new(loaded_meta.commit_us),
             persisted_symbols: Mutex::new(persisted),
             sources: Mutex::new(Vec::new()),
@@ -316,6 +321,21 @@ impl Engine {
             .map(|_| ScanPermit { engine: self.clone() })
     }
 
+    /// Which built-in rules the next scans run.
+    pub fn set_rule_selection(&self, selection: crate::heuristics::builtin::Selection) {
+        *self.rules.write() = selection;
+    }
+
+    pub fn rule_selection(&self) -> crate::heuristics::builtin::Selection {
+        self.rules.read().clone()
+    }
+
+    /// When the estate of the last committed scan was observed (Unix
+    /// seconds; 0 before any scan).
+    pub fn observed_s(&self) -> u64 {
+        self.observed_s.load(Ordering::Acquire)
+    }
+
     pub(crate) fn next_scan_seq(&self) -> u64 {
         self.scan_seq.load(Ordering::Acquire) + 1
     }
@@ -344,6 +364,7 @@ impl Engine {
         }
         drop(graph);
         self.scan_seq.store(meta.scan_seq, Ordering::Release);
+        self.observed_s.store(meta.observed_s, Ordering::Release);
         self.last_commit_us.store(meta.commit_us, Ordering::Release);
         Ok(())
     }

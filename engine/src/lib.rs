@@ -15,6 +15,7 @@ pub mod graph;
 pub mod heuristics;
 pub mod ids;
 pub mod intern;
+pub mod prices;
 pub mod props;
 pub mod relation;
 pub mod scan;

@@ -107,9 +107,30 @@ impl<'a> Props<'a> {
     pub fn new(buf: &'a [u8]) -> Props<'a> {
         Props { buf }
     }
-    /// The value of `key`, if present (last entry wins).
+    /// The value of `key`, if present (last entry wins). Skips the other
+    /// entries by their lengths without decoding them.
     pub fn get(&self, key: Sym) -> Option<ValueRef<'a>> {
-        self.clone().filter(|(k, _)| *k == key).last().map(|(_, v)| v)
+        let want = key.to_raw();
+        let mut b = self.buf;
+        let mut found = None;
+        while b.len() >= 5 {
+            let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            let entry = b;
+            let skip = match (b[4], b.get(5..9)) {
+                (NULL | FALSE | TRUE, _) => 5,
+                (INT | FLOAT, _) => 13,
+                (STR | JSON, Some(len)) => 9 + u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
+                // Malformed: what was read so far stands.
+                _ => break,
+            };
+            let Some(rest) = b.get(skip..) else { break };
+            if k == want {
+                found = Some(entry);
+            }
+            b = rest;
+        }
+        // Decodes just the entry found (and checks it as the iterator would).
+        found.and_then(|e| Props::new(e).next()).map(|(_, v)| v)
     }
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
@@ -198,6 +219,28 @@ impl Iterator for Tags<'_> {
 mod tests {
     use super::*;
     use crate::intern::Interner;
+
+    /// `get` agrees with the iterator: last entry wins, truncation ends the blob.
+    #[test]
+    fn get_matches_the_iterator() {
+        let i = Interner::new();
+        let (a, b, c) = (i.intern("a"), i.intern("b"), i.intern("c"));
+        let mut buf = Vec::new();
+        let mut w = PropWriter::new(&mut buf);
+        w.str(a, "first");
+        w.int(b, 7);
+        w.json(c, "[1,2]");
+        w.null(b);
+        w.str(a, "second");
+        w.float(c, 1.5);
+        for cut in 0..=buf.len() {
+            let p = Props::new(&buf[..cut]);
+            for k in [a, b, c, i.intern("d")] {
+                let want = p.clone().filter(|(x, _)| *x == k).last().map(|(_, v)| v);
+                assert_eq!(p.get(k), want, "key {k:?} in the first {cut} bytes");
+            }
+        }
+    }
 
     #[test]
     fn properties_round_trip_with_types() {

@@ -55,6 +55,7 @@ fn three_scans(store: &GraphStore, g: &mut Graph, i: &Arc<Interner>) {
             scan_seq: seq as u64 + 1,
             commit_us: now,
             rows: (g.node_rows() + g.edge_rows()) as u64,
+            observed_s: 0,
         };
         store
             .commit(persisted, &fresh, &changes, || g.all_versions(), meta)
@@ -211,6 +212,7 @@ fn checkpoints_bound_replay_and_keep_answers() {
             scan_seq: k + 1,
             commit_us: 1000 * (k + 1),
             rows: (g.node_rows() + g.edge_rows()) as u64,
+            observed_s: 0,
         };
         store
             .commit(persisted, &fresh, &changes, || g.all_versions(), meta)

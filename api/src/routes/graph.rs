@@ -120,6 +120,15 @@ pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
         let now = engine.now_us();
         let g = engine.graph();
         let st = g.stats(now);
+        // What acting on the last scan's findings saves (priced from the
+        // table where a provider reports no cost); before any scan, the
+        // cost of the resources marked waste.
+        let findings = engine.findings();
+        let savings = if findings.scan_seq > 0 {
+            findings.totals().1
+        } else {
+            st.projected_savings_usd_mo
+        };
         let r = g.interner().reader();
         let providers: Map<String, Value> = st
             .providers
@@ -133,7 +142,7 @@ pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
             "total_edges": st.total_edges,
             "waste_nodes": st.waste_nodes,
             "total_cost_usd_mo": round2(st.total_cost_usd_mo),
-            "projected_savings_usd_mo": round2(st.projected_savings_usd_mo),
+            "projected_savings_usd_mo": round2(savings),
             "providers": providers,
         }))
     })

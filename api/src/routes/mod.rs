@@ -5,6 +5,7 @@ pub mod history;
 pub mod plugins;
 pub mod scan;
 pub mod time_travel;
+pub mod waste;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};

@@ -10,7 +10,7 @@ use std::hash::Hasher;
 use rustc_hash::FxHasher;
 
 use crate::ids::Sym;
-use crate::props::{PropWriter, write_tag};
+use crate::props::{PropWriter, Props, Tags, write_tag};
 use crate::relation::Relation;
 
 /// A byte range in a batch buffer or a shard arena.
@@ -166,6 +166,43 @@ impl NodeBatch {
     pub fn buffer_len(&self) -> usize {
         self.buf.len()
     }
+
+    /// The nodes as written, in order.
+    pub fn iter(&self) -> impl Iterator<Item = BatchNodeRef<'_>> {
+        self.rows.iter().map(|r| BatchNodeRef {
+            syms: r.syms,
+            id: r.id.get_str(&self.buf),
+            ty: r.ty,
+            state: r.state,
+            cost_usd_mo: r.cost,
+            creation_ts: r.creation_ts,
+            tags: Tags::new(r.tags.get(&self.buf)),
+            props: Props::new(r.props.get(&self.buf)),
+        })
+    }
+}
+
+/// One node of a [`NodeBatch`], read back.
+pub struct BatchNodeRef<'a> {
+    /// Provider, region, service, kind and account.
+    pub syms: [Sym; 5],
+    pub id: &'a str,
+    pub ty: Sym,
+    pub state: Sym,
+    pub cost_usd_mo: f32,
+    pub creation_ts: u64,
+    pub tags: Tags<'a>,
+    pub props: Props<'a>,
+}
+
+/// One edge of an [`EdgeBatch`], read back; endpoints are the CRN segments
+/// (provider, region, service, kind, account) and the id.
+pub struct BatchEdgeRef<'a> {
+    pub src: ([Sym; 5], &'a str),
+    pub dst: ([Sym; 5], &'a str),
+    pub relation: Relation,
+    pub inferred: bool,
+    pub props: Props<'a>,
 }
 
 #[derive(Copy, Clone, Debug)]
@@ -253,6 +290,17 @@ impl EdgeBatch {
 
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// The edges as written, in order.
+    pub fn iter(&self) -> impl Iterator<Item = BatchEdgeRef<'_>> {
+        self.rows.iter().map(|r| BatchEdgeRef {
+            src: (r.src.syms, r.src.id.get_str(&self.buf)),
+            dst: (r.dst.syms, r.dst.id.get_str(&self.buf)),
+            relation: r.rel,
+            inferred: r.inferred,
+            props: Props::new(r.props.get(&self.buf)),
+        })
     }
 }
 

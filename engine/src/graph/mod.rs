@@ -19,7 +19,7 @@ use crate::intern::Interner;
 use crate::relation::Relation;
 pub use adjacency::Adjacency;
 use batch::key_hash;
-pub use batch::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
+pub use batch::{BatchEdgeRef, BatchNodeRef, EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
 pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, Verdict, visible};
 pub use view::{EdgeRef, NodeRef};
 

@@ -13,6 +13,7 @@
 //! [`MAX_PLUGIN_RISK`] is capped. Analyzers run at once, one thread each; a
 //! failing or hanging analyzer fails only itself.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
@@ -146,6 +147,19 @@ pub struct AnalyzerOutcome {
     /// resources still present, so a crash does not flip verdicts.
     pub carried_over: u64,
     pub duration_ms: u64,
+}
+
+impl AnalyzerOutcome {
+    /// The outcome as it appears in `SCAN_COMPLETED` and the heuristics status.
+    pub fn payload(&self) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name, "rule": self.rule, "version": self.version, "ok": self.ok, "error": self.error,
+            "nodes_sent": self.nodes_sent, "batches_sent": self.batches_sent, "findings": self.findings,
+            "waste": self.waste, "discarded": self.discarded, "capped": self.capped,
+            "discard_reasons": self.discard_reasons, "carried_over": self.carried_over,
+            "duration_ms": self.duration_ms,
+        })
+    }
 }
 
 /// Runs every analyzer over the visible nodes of `graph` at once. Findings
@@ -323,11 +337,11 @@ fn check(
     Ok(Finding {
         node,
         source: source.clone(),
-        rule: rule.to_owned(),
+        rule: Cow::Owned(rule.to_owned()),
         is_waste: f.is_waste,
         risk_score: risk,
         reason: clip(f.reason),
-        suggested_action: clip(f.suggested_action),
+        suggested_action: Cow::Owned(clip(f.suggested_action)),
         projected_savings_usd_mo: savings,
         annotations,
     })

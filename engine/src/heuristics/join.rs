@@ -1,9 +1,11 @@
 //! Findings to verdicts. A node is waste when any finding says so; the
 //! deciding finding is the waste finding with the highest risk (a built-in
-//! rule before a plugin at equal risk, then by rule name), and its reason,
+//! rule before a plugin at equal risk, then by rule name), or, for a node
+//! in use, the optimisation finding with the highest risk. Its reason,
 //! rule and risk become the node's `waste_reason`, `verdict` and
-//! `risk_score`. A visible node without a waste finding is cleared, so a
-//! resource that stopped being waste stops being reported.
+//! `risk_score`. A visible node without findings, or whose `svc:ignore` tag
+//! holds, is cleared, so a resource that stopped being waste stops being
+//! reported.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -22,22 +24,23 @@ pub fn precedence(a: &Finding, b: &Finding) -> Ordering {
 }
 
 /// Writes the verdicts of `set` into `graph` (every visible node, in
-/// parallel); returns how many nodes changed.
+/// parallel); returns how many nodes changed. A node's deciding finding
+/// sets its verdict (rule), reason and risk, and `is_waste` when it is a
+/// waste finding; an ignored node, or one without findings, is cleared.
 pub fn apply(graph: &mut Graph, set: &FindingSet, now_us: u64) -> usize {
     let interner = graph.interner().clone();
     let rules: HashMap<&str, Sym> = set
         .by_node
         .values()
         .flat_map(|v| v.first())
-        .filter(|f| f.is_waste)
-        .map(|f| (f.rule.as_str(), interner.intern(&f.rule)))
+        .map(|f| (&*f.rule, interner.intern(&f.rule)))
         .collect();
     graph.apply_verdicts(now_us, |id| {
-        let f = set.by_node.get(&id)?.first().filter(|f| f.is_waste)?;
+        let f = set.deciding(id)?;
         Some(Verdict {
-            is_waste: true,
+            is_waste: f.is_waste,
             reason: &f.reason,
-            rule: rules.get(f.rule.as_str()).copied(),
+            rule: rules.get(&*f.rule).copied(),
             risk_score: f32::from(f.risk_score),
         })
     })

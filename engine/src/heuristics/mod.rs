@@ -10,8 +10,10 @@
 //!   that named it, and the finding's risk.
 
 pub mod analyzer;
+pub mod builtin;
 pub mod join;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use crate::ids::NodeId;
@@ -46,12 +48,12 @@ pub struct Finding {
     pub node: NodeId,
     pub source: FindingSource,
     /// Name of the rule (a plugin's `MetadataResponse.name`).
-    pub rule: String,
+    pub rule: Cow<'static, str>,
     pub is_waste: bool,
     /// 0..=100 for built-in rules, 0..=79 for plugins.
     pub risk_score: u8,
     pub reason: String,
-    pub suggested_action: String,
+    pub suggested_action: Cow<'static, str>,
     pub projected_savings_usd_mo: f64,
     pub annotations: Vec<(String, String)>,
 }
@@ -62,6 +64,34 @@ pub struct FindingSet {
     pub scan_seq: u64,
     pub by_node: HashMap<NodeId, Vec<Finding>>,
     pub analyzers: Vec<AnalyzerOutcome>,
+    /// Nodes the `svc:ignore` tag kept out; none of their findings count.
+    pub ignored: HashMap<NodeId, builtin::ignore::Ignore>,
+    /// How the built-in rules did.
+    pub builtin: BuiltinStats,
+    /// When the estate was observed (Unix seconds).
+    pub as_of_s: u64,
+}
+
+/// The built-in pass in numbers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BuiltinStats {
+    pub rules: u64,
+    /// Nodes of a type some rule reads, and rule checks run on them.
+    pub evaluated: u64,
+    pub checks: u64,
+    pub findings: u64,
+    pub ignored: u64,
+    pub duration_ms: u64,
+}
+
+impl BuiltinStats {
+    /// The numbers as they appear in `SCAN_COMPLETED` and the heuristics status.
+    pub fn payload(&self) -> serde_json::Value {
+        serde_json::json!({
+            "rules": self.rules, "evaluated": self.evaluated, "checks": self.checks,
+            "findings": self.findings, "ignored": self.ignored, "duration_ms": self.duration_ms,
+        })
+    }
 }
 
 impl FindingSet {
@@ -77,12 +107,38 @@ impl FindingSet {
             scan_seq,
             by_node,
             analyzers,
+            ..FindingSet::default()
         }
     }
 
     /// Findings about `node`, the deciding one first.
     pub fn of(&self, node: NodeId) -> &[Finding] {
         self.by_node.get(&node).map_or(&[], Vec::as_slice)
+    }
+
+    /// The finding that decides a node's verdict: its first, unless the
+    /// node is ignored.
+    pub fn deciding(&self, node: NodeId) -> Option<&Finding> {
+        if self.ignored.contains_key(&node) {
+            return None;
+        }
+        self.of(node).first()
+    }
+
+    /// Monthly USD of the resources judged waste, and what acting on every
+    /// deciding finding would save (one finding per node, so nothing is
+    /// counted twice).
+    pub fn totals(&self) -> (f64, f64) {
+        let (mut waste, mut savings) = (0.0, 0.0);
+        for id in self.by_node.keys() {
+            if let Some(f) = self.deciding(*id) {
+                savings += f.projected_savings_usd_mo;
+                if f.is_waste {
+                    waste += f.projected_savings_usd_mo;
+                }
+            }
+        }
+        (waste, savings)
     }
 
     /// Number of findings.

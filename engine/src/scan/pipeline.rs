@@ -10,7 +10,7 @@ use super::source::{ScanContext, ScanSink, Source};
 use super::stage::{EdgePool, SourceStage, StageSink};
 use crate::engine::{Engine, EngineError};
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
-use crate::heuristics::{self, Analyzer, AnalyzerOutcome, Finding, FindingSet, FindingSource};
+use crate::heuristics::{self, Analyzer, AnalyzerOutcome, BuiltinStats, Finding, FindingSet, FindingSource};
 use crate::ids::{NodeId, Sym};
 use crate::store::CommitMeta;
 use crate::store::ledger::NewEvent;
@@ -57,6 +57,8 @@ pub struct SourceOutcome {
     /// The first reasons for those rejections.
     pub rejections: Vec<String>,
     pub duration_ms: u64,
+    /// When the source observed its estate, if not now (a simulated estate).
+    pub observed_at: Option<u64>,
 }
 
 /// The result of a finished scan (also the payload of SCAN_COMPLETED).
@@ -84,6 +86,11 @@ pub struct ScanReport {
     pub sources: Vec<SourceOutcome>,
     /// How each heuristic plugin did.
     pub heuristics: Vec<AnalyzerOutcome>,
+    /// How the built-in rules did.
+    pub builtin: BuiltinStats,
+    /// When the estate was observed (Unix seconds): now, unless a source
+    /// simulates its clock.
+    pub observed_at: u64,
     /// Findings kept in the heuristics phase, and nodes whose verdict changed.
     pub findings: u64,
     pub verdicts_changed: u64,
@@ -109,19 +116,7 @@ impl ScanReport {
                 })
             })
             .collect();
-        let heuristics: Vec<serde_json::Value> = self
-            .heuristics
-            .iter()
-            .map(|h| {
-                serde_json::json!({
-                    "name": h.name, "rule": h.rule, "version": h.version, "ok": h.ok, "error": h.error,
-                    "nodes_sent": h.nodes_sent, "batches_sent": h.batches_sent, "findings": h.findings,
-                    "waste": h.waste, "discarded": h.discarded, "capped": h.capped,
-                    "discard_reasons": h.discard_reasons, "carried_over": h.carried_over,
-                    "duration_ms": h.duration_ms,
-                })
-            })
-            .collect();
+        let heuristics: Vec<serde_json::Value> = self.heuristics.iter().map(AnalyzerOutcome::payload).collect();
         let providers: serde_json::Map<String, serde_json::Value> =
             self.providers.iter().map(|(p, n)| (p.clone(), (*n).into())).collect();
         serde_json::json!({
@@ -147,7 +142,10 @@ impl ScanReport {
             "providers": providers,
             "sources": sources,
             "heuristics": heuristics,
+            "builtin": self.builtin.payload(),
+            "observed_at": self.observed_at,
             "findings": self.findings,
+            "verdicts_changed": self.verdicts_changed,
         })
     }
 }
@@ -299,19 +297,46 @@ pub(crate) fn run(
 
     {
         let _s = info_span!("engine.heuristics").entered();
-        // Built-in rules come with the analysis passes; plugins run here.
-        let (mut findings, mut outcomes) = {
+        // The estate was observed now, unless every source that scanned
+        // keeps its own clock; when none scanned, it is as last observed.
+        let scanned: Vec<&SourceOutcome> = report.sources.iter().filter(|s| s.ok).collect();
+        report.observed_at = match scanned.iter().filter_map(|s| s.observed_at).max() {
+            Some(t) => t,
+            None if scanned.is_empty() && engine.observed_s() > 0 => engine.observed_s(),
+            None => now_us / 1_000_000,
+        };
+        let started = Instant::now();
+        let selection = engine.rule_selection();
+        let builtin = heuristics::builtin::run(&engine.graph(), now_us, report.observed_at, &selection);
+        let builtin_ms = started.elapsed().as_millis() as u64;
+        // Plugins run after the built-in rules.
+        let (plugin_findings, mut outcomes) = {
             let graph = engine.graph();
             heuristics::analyzer::run_analyzers(&graph, analyzers, now_us, timeout)
         };
+        let mut findings = builtin.findings;
+        let stats = BuiltinStats {
+            rules: heuristics::builtin::rules().filter(|r| selection.allows(r)).count() as u64,
+            evaluated: builtin.evaluated,
+            checks: builtin.checks,
+            findings: findings.len() as u64,
+            ignored: builtin.ignored.len() as u64,
+            duration_ms: builtin_ms,
+        };
+        findings.extend(plugin_findings);
         carry_over(engine, now_us, &mut findings, &mut outcomes);
-        let set = FindingSet::new(report.scan_seq, findings, outcomes);
+        let mut set = FindingSet::new(report.scan_seq, findings, outcomes);
+        set.ignored = builtin.ignored.into_iter().collect();
+        set.builtin = stats.clone();
+        set.as_of_s = report.observed_at;
         report.findings = set.len() as u64;
         report.verdicts_changed = heuristics::join::apply(&mut engine.graph_mut(), &set, now_us) as u64;
         report.heuristics = set.analyzers.clone();
+        report.builtin = stats;
         debug!(
             findings = report.findings,
             changed = report.verdicts_changed,
+            builtin_ms,
             "verdicts joined"
         );
         engine.set_findings(set);
@@ -337,8 +362,7 @@ pub(crate) fn run(
         report.logically_deleted = stats.logically_deleted;
         report.waste = stats.waste_nodes;
         report.cost_usd_mo = stats.total_cost_usd_mo;
-        report.waste_usd_mo = stats.projected_savings_usd_mo;
-        report.projected_savings_usd_mo = stats.projected_savings_usd_mo;
+        (report.waste_usd_mo, report.projected_savings_usd_mo) = engine.findings().totals();
         report.providers = stats
             .providers
             .iter()
@@ -358,6 +382,7 @@ pub(crate) fn run(
             scan_seq: report.scan_seq,
             commit_us: now_us,
             rows: 0,
+            observed_s: report.observed_at,
         },
     )?;
     drop(changes);
@@ -422,6 +447,7 @@ fn scan_one(
         rejected,
         rejections,
         duration_ms: t.elapsed().as_millis() as u64,
+        observed_at: source.observed_at(),
     }
 }
 
@@ -455,11 +481,15 @@ fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcome
                     findings.push(Finding {
                         node: n.id(),
                         source: source.clone(),
-                        rule: n.verdict().map(|v| interner.resolve(v).to_string()).unwrap_or_default(),
+                        rule: n
+                            .verdict()
+                            .map(|v| interner.resolve(v).to_string())
+                            .unwrap_or_default()
+                            .into(),
                         is_waste: true,
                         risk_score: n.risk_score().clamp(0.0, 100.0) as u8,
                         reason: n.waste_reason().to_owned(),
-                        suggested_action: String::new(),
+                        suggested_action: Default::default(),
                         projected_savings_usd_mo: f64::from(n.cost_usd_mo()),
                         annotations: Vec::new(),
                     });

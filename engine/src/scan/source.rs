@@ -54,4 +54,10 @@ pub trait Source: Send {
     }
     /// Releases what the source holds (a plugin process) when the daemon stops.
     fn stop(&mut self) {}
+    /// When the estate of the last scan was observed (Unix seconds), for a
+    /// source whose clock is not the wall clock (a simulated estate). Ages
+    /// such as "stopped for 43 days" are measured from it.
+    fn observed_at(&self) -> Option<u64> {
+        None
+    }
 }

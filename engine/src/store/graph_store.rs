@@ -36,6 +36,7 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 const META_GENERATION: &str = "generation";
 const META_SCAN_SEQ: &str = "scan_seq";
+const META_OBSERVED: &str = "observed_s";
 const META_LAST_COMMIT: &str = "last_commit_us";
 const META_CHECKPOINT: &str = "checkpoint_us";
 const META_DELTA_ROWS: &str = "delta_rows";
@@ -72,6 +73,8 @@ pub struct CommitMeta {
     pub commit_us: u64,
     /// Node and edge rows in the graph after this commit (for the checkpoint policy).
     pub rows: u64,
+    /// When the committed estate was observed, Unix seconds (0: unknown).
+    pub observed_s: u64,
 }
 
 /// Everything a restart needs.
@@ -238,6 +241,7 @@ impl GraphStore {
             scan_seq: get(META_SCAN_SEQ)?,
             commit_us: get(META_LAST_COMMIT)?,
             rows: 0,
+            observed_s: get(META_OBSERVED)?,
         };
         Ok((symbols_out, meta))
     }
@@ -334,6 +338,7 @@ impl GraphStore {
             }
             m.insert(META_GENERATION, meta.generation).map_err(|e| err(e.into()))?;
             m.insert(META_SCAN_SEQ, meta.scan_seq).map_err(|e| err(e.into()))?;
+            m.insert(META_OBSERVED, meta.observed_s).map_err(|e| err(e.into()))?;
             m.insert(META_LAST_COMMIT, commit_us).map_err(|e| err(e.into()))?;
         }
         txn.commit().map_err(|e| err(e.into()))?;

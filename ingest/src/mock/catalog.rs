@@ -151,3 +151,97 @@ pub(crate) const AZURE_BLOB_GIB: f64 = 0.0184;
 /// A Kubernetes `LoadBalancer` service provisions a cloud load balancer.
 pub(crate) const K8S_LB_USD_MO: f64 = 18.25;
 pub(crate) const K8S_PVC_GIB: f64 = 0.08;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use svc_engine::prices;
+
+    fn near(a: f64, b: f64) -> bool {
+        (a - b).abs() < 0.011
+    }
+
+    /// The engine's price table prices everything the mock estate sells,
+    /// at the same list prices (its reference regions).
+    #[test]
+    fn the_engine_price_table_agrees_with_the_catalogue() {
+        let machines = [
+            ("aws", "us-east-1", EC2),
+            ("aws", "us-east-1", EKS_NODES),
+            ("gcp", "us-central1", GCE),
+            ("azure", "eastus", AZURE_VM),
+        ];
+        for (provider, region, list) in machines {
+            for m in list {
+                let priced = prices::machine_monthly(provider, m.name, region).unwrap_or(-1.0);
+                assert!(
+                    near(priced, m.usd_mo),
+                    "{provider} {}: {priced} vs {}",
+                    m.name,
+                    m.usd_mo
+                );
+                let spec = prices::machine(provider, m.name).expect("listed");
+                assert_eq!(
+                    (i64::from(spec.vcpus), spec.mem_gib),
+                    (m.vcpus, m.mem_gib),
+                    "{}",
+                    m.name
+                );
+            }
+        }
+        let tiers = [
+            ("aws", "us-east-1", RDS),
+            ("aws", "us-east-1", CACHE),
+            ("gcp", "us-central1", CLOUD_SQL),
+            ("azure", "eastus", AZURE_SQL),
+        ];
+        for (provider, region, list) in tiers {
+            for t in list {
+                let priced = prices::machine_monthly(provider, t.name, region).unwrap_or(-1.0);
+                assert!(
+                    near(priced, t.usd_mo),
+                    "{provider} {}: {priced} vs {}",
+                    t.name,
+                    t.usd_mo
+                );
+            }
+        }
+        for (provider, list) in [("aws", EBS), ("gcp", PD), ("azure", AZURE_DISK)] {
+            for s in list {
+                assert_eq!(
+                    prices::rate(provider, s.name, "x"),
+                    Some(s.usd_gib_mo),
+                    "{provider} {}",
+                    s.name
+                );
+            }
+        }
+        let items = [
+            ("aws", "io1-iops", EBS_IOPS_USD_MO),
+            ("aws", "ebs-snapshot", EBS_SNAPSHOT_GIB),
+            ("aws", "rds-storage", RDS_STORAGE_GIB),
+            ("aws", "eip", EIP_USD_MO),
+            ("aws", "nat-gateway", NAT_USD_MO),
+            ("aws", "nat-gateway-gb", NAT_USD_GB),
+            ("aws", "alb", ALB_USD_MO),
+            ("aws", "s3-standard", S3_GIB),
+            ("aws", "logs-storage", LOGS_GIB),
+            ("aws", "lambda-provisioned-gib", LAMBDA_PROVISIONED_GIB),
+            ("aws", "dynamodb-rcu", DYNAMO_RCU),
+            ("aws", "dynamodb-wcu", DYNAMO_WCU),
+            ("aws", "eks-cluster", EKS_CLUSTER_USD_MO),
+            ("gcp", "gke-cluster", GKE_CLUSTER_USD_MO),
+            ("gcp", "disk-snapshot", GCP_SNAPSHOT_GIB),
+            ("gcp", "static-ip", GCP_STATIC_IP_USD_MO),
+            ("gcp", "gcs-standard", GCS_GIB),
+            ("azure", "public-ip", AZURE_PUBLIC_IP_USD_MO),
+            ("azure", "load-balancer", AZURE_LB_USD_MO),
+            ("azure", "blob-hot", AZURE_BLOB_GIB),
+            ("kubernetes", "load-balancer", K8S_LB_USD_MO),
+            ("kubernetes", "pvc", K8S_PVC_GIB),
+        ];
+        for (provider, product, usd) in items {
+            assert_eq!(prices::rate(provider, product, "x"), Some(usd), "{provider} {product}");
+        }
+    }
+}

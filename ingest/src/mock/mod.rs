@@ -97,6 +97,8 @@ pub struct MockEstate {
     scale: usize,
     units: Vec<UnitPlan>,
     expected: f64,
+    /// The simulated time of the last scan.
+    observed: Option<u64>,
 }
 
 impl fmt::Debug for MockEstate {
@@ -151,6 +153,7 @@ impl MockEstate {
             scale,
             units,
             expected: acc,
+            observed: None,
         }
     }
 
@@ -179,6 +182,39 @@ impl MockEstate {
             edges.extend(out.edges);
         }
         (nodes, edges)
+    }
+
+    /// Generates the estate at `epoch` a window of chunks at a time, each
+    /// window in parallel, and hands `each` every chunk's batches after
+    /// `convert` has turned them into what the caller wants (on the
+    /// generating threads). Chunks arrive in the same order every time;
+    /// memory holds one window, not the estate. Stops at the first `Err`
+    /// from `each`, which it returns.
+    pub fn generate_each<T: Send, E>(
+        &self,
+        interner: &Interner,
+        epoch: u64,
+        batch_size: usize,
+        convert: impl Fn(Vec<NodeBatch>, Vec<EdgeBatch>) -> T + Sync,
+        mut each: impl FnMut(T) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let syms = Syms::new(interner, self.seed);
+        let clusters = self.clusters(interner, &syms);
+        let batch_size = batch_size.max(1);
+        let window = rayon::current_num_threads().max(1) * 2;
+        for group in self.chunks(batch_size).chunks(window) {
+            let outs: Vec<T> = group
+                .par_iter()
+                .map(|range| {
+                    let out = self.chunk(&syms, &clusters, range.clone(), epoch, batch_size, false);
+                    convert(out.nodes, out.edges)
+                })
+                .collect();
+            for t in outs {
+                each(t)?;
+            }
+        }
+        Ok(())
     }
 
     /// Ground truth: the CRNs (graph form, sorted) of the resources that are
@@ -213,8 +249,17 @@ impl MockEstate {
 
     fn run(&self, interner: &Interner, epoch: u64, batch_size: usize, truth: bool) -> Vec<Out> {
         let syms = Syms::new(interner, self.seed);
-        let clusters: Vec<S<'_>> = self
-            .units
+        let clusters = self.clusters(interner, &syms);
+        let batch_size = batch_size.max(1);
+        self.chunks(batch_size)
+            .into_par_iter()
+            .map(|range| self.chunk(&syms, &clusters, range, epoch, batch_size, truth))
+            .collect()
+    }
+
+    /// Each unit's cluster name, interned (the global symbol for units that are not clusters).
+    fn clusters<'a>(&'a self, interner: &Interner, syms: &Syms) -> Vec<S<'a>> {
+        self.units
             .iter()
             .map(|p| match &p.cluster {
                 Some(c) => S {
@@ -223,25 +268,31 @@ impl MockEstate {
                 },
                 None => syms.global,
             })
-            .collect();
-        let batch_size = batch_size.max(1);
-        self.chunks(batch_size)
-            .into_par_iter()
-            .map(|range| {
-                let hint = self.units[range.clone()].iter().map(|p| p.limit as usize).sum();
-                let mut out = Out::new(batch_size, hint, truth);
-                for i in range {
-                    let p = &self.units[i];
-                    let mode = Mode::Emit(&mut out);
-                    build(
-                        &mut Unit::new(&syms, (self.seed, i as u64, epoch), p.limit, clusters[i], mode),
-                        p.kind,
-                    );
-                }
-                out.finish();
-                out
-            })
             .collect()
+    }
+
+    /// Generates the units of `range` at `epoch`.
+    fn chunk(
+        &self,
+        syms: &Syms,
+        clusters: &[S<'_>],
+        range: Range<usize>,
+        epoch: u64,
+        batch_size: usize,
+        truth: bool,
+    ) -> Out {
+        let hint = self.units[range.clone()].iter().map(|p| p.limit as usize).sum();
+        let mut out = Out::new(batch_size, hint, truth);
+        for i in range {
+            let p = &self.units[i];
+            let mode = Mode::Emit(&mut out);
+            build(
+                &mut Unit::new(syms, (self.seed, i as u64, epoch), p.limit, clusters[i], mode),
+                p.kind,
+            );
+        }
+        out.finish();
+        out
     }
 }
 
@@ -258,6 +309,7 @@ impl Source for MockEstate {
     fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
         let epoch = ctx.scan_seq.saturating_sub(1);
         let (nodes, edges) = self.generate(ctx.interner, epoch, SCAN_BATCH);
+        self.observed = Some(epoch_time(epoch));
         tracing::debug!(
             epoch,
             nodes = nodes.iter().map(NodeBatch::len).sum::<usize>(),
@@ -271,5 +323,9 @@ impl Source for MockEstate {
             sink.edges(b);
         }
         Ok(())
+    }
+
+    fn observed_at(&self) -> Option<u64> {
+        self.observed
     }
 }

@@ -6,8 +6,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use svc_engine::graph::{EdgeRef, NodeRef};
-use svc_engine::props::ValueRef;
+#[cfg(test)]
+use svc_engine::graph::EdgeRef;
+use svc_engine::graph::{BatchEdgeRef, BatchNodeRef, EdgeBatch, NodeBatch, NodeRef};
+use svc_engine::ids::Sym;
+use svc_engine::intern::InternerReader;
+use svc_engine::props::{Props, Tags, ValueRef};
 use svc_engine::{Graph, Interner, Relation};
 use svc_ingest::mock::{MockEstate, SCAN_BATCH};
 use svc_proto::provider::v1::{Edge, Node};
@@ -66,6 +70,42 @@ pub fn build(config: &ScanConfig) -> Graph {
     graph
 }
 
+/// Generates the estate at the configured epoch and hands it to `each` as
+/// wire messages, one generated batch of nodes or edges at a time, in the
+/// same order every time. Generation and encoding run in parallel on
+/// another thread, a window ahead of `each`. Stops at the first `Err`,
+/// which it returns.
+pub fn stream<E>(config: &ScanConfig, mut each: impl FnMut(Vec<Node>, Vec<Edge>) -> Result<(), E>) -> Result<(), E> {
+    type Messages = Vec<(Vec<Node>, Vec<Edge>)>;
+    let interner = Interner::new();
+    let estate = MockEstate::new(config.seed, config.scale);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Messages>(1);
+    let (interner, estate) = (&interner, &estate);
+    std::thread::scope(|s| {
+        // Owns the sender, so the receiver ends when generation does.
+        s.spawn(move || {
+            let convert = |nodes: Vec<NodeBatch>, edges: Vec<EdgeBatch>| -> Messages {
+                let reader = interner.reader();
+                let nodes = nodes
+                    .iter()
+                    .map(|b| (b.iter().map(|n| wire_batch_node(&reader, &n)).collect(), Vec::new()));
+                let edges = edges
+                    .iter()
+                    .map(|b| (Vec::new(), b.iter().map(|e| wire_batch_edge(&reader, &e)).collect()));
+                nodes.chain(edges).collect()
+            };
+            // A closed receiver means `each` stopped the stream.
+            let _ = estate.generate_each(interner, config.epoch(), config.batch_size, convert, |m| tx.send(m));
+        });
+        for messages in rx {
+            for (nodes, edges) in messages {
+                each(nodes, edges)?;
+            }
+        }
+        Ok(())
+    })
+}
+
 fn json_value(v: ValueRef<'_>) -> Value {
     match v {
         ValueRef::Null => Value::Null,
@@ -106,14 +146,49 @@ pub fn node_properties(graph: &Graph, node: &NodeRef<'_>) -> serde_json::Map<Str
     obj
 }
 
+#[cfg(test)]
 pub fn wire_node(graph: &Graph, node: &NodeRef<'_>) -> Node {
+    let reader = graph.interner().reader();
     let mut properties = Vec::with_capacity(256);
-    write_properties(graph, node, &mut properties);
+    write_properties(
+        &reader,
+        node.props(),
+        node.state(),
+        node.tags(),
+        node.creation_ts(),
+        &mut properties,
+    );
     Node {
         crn: node.crn(),
         properties,
         cost: f64::from(node.cost_usd_mo()),
     }
+}
+
+/// A node of a generated batch as its wire message, the same as
+/// [`wire_node`] gives for it once ingested.
+pub fn wire_batch_node(reader: &InternerReader<'_>, node: &BatchNodeRef<'_>) -> Node {
+    let mut properties = Vec::with_capacity(256);
+    write_properties(
+        reader,
+        node.props.clone(),
+        node.state,
+        node.tags.clone(),
+        node.creation_ts,
+        &mut properties,
+    );
+    Node {
+        crn: crn_text(reader, node.syms, node.id),
+        properties,
+        cost: f64::from(node.cost_usd_mo),
+    }
+}
+
+fn crn_text(reader: &InternerReader<'_>, syms: [Sym; 5], id: &str) -> String {
+    let mut out = String::with_capacity(64);
+    let [provider, region, service, kind, account] = syms.map(|s| reader.resolve(s));
+    svc_engine::crn::write_crn(&mut out, [provider, region, service, kind, account, id]);
+    out
 }
 
 /// One top-level property on its way to the wire.
@@ -126,12 +201,18 @@ enum Wire<'a> {
 /// Writes [`node_properties`] as JSON text straight from the node's
 /// columns, byte for byte what `serde_json` makes of that map (keys in
 /// order, the last of a repeated key winning), without building it.
-pub fn write_properties(graph: &Graph, node: &NodeRef<'_>, out: &mut Vec<u8>) {
-    let reader = graph.interner().reader();
-    let mut entries: Vec<(&str, Wire<'_>)> = node.props().map(|(k, v)| (reader.resolve(k), Wire::Value(v))).collect();
-    entries.push(("state", Wire::Value(ValueRef::Str(reader.resolve(node.state())))));
+pub fn write_properties(
+    reader: &InternerReader<'_>,
+    props: Props<'_>,
+    state: Sym,
+    tags: Tags<'_>,
+    creation_ts: u64,
+    out: &mut Vec<u8>,
+) {
+    let mut entries: Vec<(&str, Wire<'_>)> = props.map(|(k, v)| (reader.resolve(k), Wire::Value(v))).collect();
+    entries.push(("state", Wire::Value(ValueRef::Str(reader.resolve(state)))));
     entries.push(("tags", Wire::Tags));
-    entries.push(("creation_timestamp", Wire::Timestamp(node.creation_ts())));
+    entries.push(("creation_timestamp", Wire::Timestamp(creation_ts)));
     // Stable, so of equal keys the one inserted last stays last.
     entries.sort_by(|a, b| a.0.cmp(b.0));
     out.push(b'{');
@@ -149,8 +230,8 @@ pub fn write_properties(graph: &Graph, node: &NodeRef<'_>, out: &mut Vec<u8>) {
             Wire::Value(v) => write_value(out, *v),
             Wire::Timestamp(ts) => write_json(out, ts),
             Wire::Tags => {
-                let mut tags: Vec<(&str, &str)> = node
-                    .tags()
+                let mut tags: Vec<(&str, &str)> = tags
+                    .clone()
                     .map(|(k, v)| (reader.resolve(k), reader.resolve(v)))
                     .collect();
                 tags.sort_by(|a, b| a.0.cmp(b.0));
@@ -212,6 +293,7 @@ pub fn upper_snake(relation: Relation) -> String {
 
 /// The relation as the provider reported it (edge property `relation`),
 /// else the canonical name in UPPER_SNAKE.
+#[cfg(test)]
 pub fn wire_edge(graph: &Graph, edge: &EdgeRef<'_>) -> Edge {
     let raw = graph
         .interner()
@@ -222,6 +304,20 @@ pub fn wire_edge(graph: &Graph, edge: &EdgeRef<'_>) -> Edge {
         source_crn: graph.crn(edge.source()),
         target_crn: graph.crn(edge.target()),
         relation: raw.unwrap_or_else(|| upper_snake(edge.relation())),
+    }
+}
+
+/// An edge of a generated batch as its wire message, the same as
+/// [`wire_edge`] gives for it once ingested.
+pub fn wire_batch_edge(reader: &InternerReader<'_>, edge: &BatchEdgeRef<'_>) -> Edge {
+    let raw = reader
+        .get("relation")
+        .and_then(|k| edge.props.get(k))
+        .and_then(|v| v.as_str().map(str::to_owned));
+    Edge {
+        source_crn: crn_text(reader, edge.src.0, edge.src.1),
+        target_crn: crn_text(reader, edge.dst.0, edge.dst.1),
+        relation: raw.unwrap_or_else(|| upper_snake(edge.relation)),
     }
 }
 
@@ -273,6 +369,67 @@ mod tests {
                 String::from_utf8_lossy(&want)
             );
         }
+    }
+
+    /// Streaming the generated batches shows exactly what ingesting them
+    /// into a graph and walking it shows, at the first scan and a later one.
+    #[test]
+    fn streamed_estate_equals_the_ingested_graph() {
+        for scan_seq in ["1", "4"] {
+            let c = ScanConfig::from_config(&config(&[
+                ("scale", "3000"),
+                ("scan_seq", scan_seq),
+                ("batch_size", "300"),
+            ]))
+            .expect("valid");
+            let (mut nodes, mut edges, mut calls) = (Vec::new(), Vec::new(), 0);
+            stream(&c, |n, e| {
+                assert!(n.len() <= 300 && e.len() <= 300 && n.is_empty() != e.is_empty());
+                calls += 1;
+                nodes.extend(n.into_iter().map(|n| (n.crn, n.properties, n.cost.to_bits())));
+                edges.extend(e.into_iter().map(|e| (e.source_crn, e.target_crn, e.relation)));
+                Ok::<(), ()>(())
+            })
+            .expect("streamed");
+            let g = build(&c);
+            let mut want_nodes: Vec<_> = g
+                .nodes()
+                .map(|n| {
+                    let w = wire_node(&g, &n);
+                    (w.crn, w.properties, w.cost.to_bits())
+                })
+                .collect();
+            let mut want_edges: Vec<_> = g
+                .edges()
+                .map(|e| {
+                    let w = wire_edge(&g, &e);
+                    (w.source_crn, w.target_crn, w.relation)
+                })
+                .collect();
+            for v in [&mut nodes, &mut want_nodes] {
+                v.sort();
+            }
+            for v in [&mut edges, &mut want_edges] {
+                v.sort();
+            }
+            assert!(want_nodes.len() > 2500 && calls > 10);
+            assert_eq!(nodes.len(), want_nodes.len());
+            assert!(nodes == want_nodes, "node messages differ at scan {scan_seq}");
+            assert_eq!(edges.len(), want_edges.len());
+            assert!(edges == want_edges, "edge messages differ at scan {scan_seq}");
+        }
+    }
+
+    /// A consumer that stops ends generation; the error comes back.
+    #[test]
+    fn stopping_the_stream_returns_its_error() {
+        let c = ScanConfig::from_config(&config(&[("scale", "20000"), ("batch_size", "100")])).expect("valid");
+        let mut calls = 0;
+        let r = stream(&c, |_, _| {
+            calls += 1;
+            if calls == 3 { Err("enough") } else { Ok(()) }
+        });
+        assert_eq!((r, calls), (Err("enough"), 3));
     }
 
     #[test]

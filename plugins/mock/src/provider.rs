@@ -1,7 +1,7 @@
 //! The `Provider` and `Remediator` services over the mock estate.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use svc_engine::{Crn, Graph};
@@ -29,8 +29,15 @@ const SCAN_CHANNEL: usize = 4;
 /// simulated effects of actions on it.
 #[derive(Default)]
 pub struct Shared {
-    graph: RwLock<Option<Arc<Graph>>>,
+    estate: RwLock<Option<Arc<Scanned>>>,
     effects: Mutex<Effects>,
+}
+
+/// The estate a scan showed. The graph the action RPCs look resources up
+/// in is built on the first lookup, not while the scan streams.
+struct Scanned {
+    config: ScanConfig,
+    graph: OnceLock<Graph>,
 }
 
 impl Shared {
@@ -38,14 +45,15 @@ impl Shared {
     /// deletion protection; `Err` with the reason otherwise.
     fn lookup(&self, crn: &str) -> Result<bool, String> {
         let parsed = Crn::parse(crn).map_err(|e| e.to_string())?;
-        let graph = self
-            .graph
+        let scanned = self
+            .estate
             .read()
             .map_err(|_| "estate lock poisoned".to_owned())?
             .clone();
-        let graph = graph.ok_or_else(|| "unknown resource".to_owned())?;
+        let scanned = scanned.ok_or_else(|| "unknown resource".to_owned())?;
+        let graph = scanned.graph.get_or_init(|| estate::build(&scanned.config));
         let node = graph.find(&parsed).and_then(|id| graph.node(id));
-        node.map(|n| estate::deletion_protected(&graph, &n))
+        node.map(|n| estate::deletion_protected(graph, &n))
             .ok_or_else(|| "unknown resource".to_owned())
     }
 
@@ -115,23 +123,24 @@ fn malformed(template: &str) -> Vec<Node> {
     ]
 }
 
-/// Walks the estate on a blocking thread, one ScanResponse per chunk; the
-/// bounded channel makes it wait for the daemon. Stops when the daemon goes.
-/// Earlier actions show: a deleted resource (and its edges) is gone, any
-/// other action sets the resource's `state`.
+/// Streams the estate as it is generated (in parallel, one ScanResponse per
+/// generated batch); the bounded channel makes the generators wait for the
+/// daemon. Stops when the daemon goes. Earlier actions show: a deleted
+/// resource (and its edges) is gone, any other action sets the resource's
+/// `state`.
 fn produce(
-    graph: &Graph,
     config: &ScanConfig,
     fail: FailMode,
     effects: &HashMap<String, String>,
     tx: &Sender<Result<ScanResponse, Status>>,
 ) {
+    struct Cancelled;
     let deleted = |crn: &str| effects.get(crn).is_some_and(|s| s == "deleted");
     let mut sent = 0usize;
-    let mut send = |resp: ScanResponse| -> bool {
+    let mut inject = fail == FailMode::MalformedNodes;
+    let mut send = |resp: ScanResponse| -> Result<(), Cancelled> {
         if tx.blocking_send(Ok(resp)).is_err() {
-            tracing::info!("scan cancelled by the daemon");
-            return false;
+            return Err(Cancelled);
         }
         sent += 1;
         if sent == 1 && fail == FailMode::CrashMidScan {
@@ -140,55 +149,47 @@ fn produce(
             tracing::error!("crashing mid-scan as asked by SVC_MOCK_FAIL");
             svc_plugin_sdk::exit_now(CRASH_EXIT_CODE);
         }
-        true
+        Ok(())
     };
-    let mut inject = fail == FailMode::MalformedNodes;
-    let mut nodes = Vec::with_capacity(config.batch_size.min(65_536));
-    for node in graph.nodes() {
-        let mut wire = estate::wire_node(graph, &node);
-        match effects.get(&wire.crn) {
-            Some(state) if state == "deleted" => continue,
-            Some(state) => estate::set_state(&mut wire, state),
-            None => {}
+    let streamed = estate::stream(config, |mut nodes, edges| {
+        if !effects.is_empty() {
+            nodes.retain_mut(|wire| match effects.get(&wire.crn) {
+                Some(state) if state == "deleted" => false,
+                Some(state) => {
+                    estate::set_state(wire, state);
+                    true
+                }
+                None => true,
+            });
         }
-        nodes.push(wire);
-        if nodes.len() == config.batch_size {
-            if std::mem::take(&mut inject) {
-                let template = nodes[0].crn.clone();
-                nodes.extend(malformed(&template));
-            }
-            if !send(ScanResponse {
-                nodes: std::mem::take(&mut nodes),
-                edges: Vec::new(),
-            }) {
-                return;
-            }
-        }
-    }
-    if inject {
-        let template = nodes.first().map_or_else(String::new, |n| n.crn.clone());
-        nodes.extend(malformed(&template));
-    }
-    let mut edges = Vec::with_capacity(config.batch_size.min(65_536));
-    for edge in graph.edges() {
-        let wire = estate::wire_edge(graph, &edge);
-        if deleted(&wire.source_crn) || deleted(&wire.target_crn) {
-            continue;
-        }
-        edges.push(wire);
-        if edges.len() + nodes.len() >= config.batch_size
-            && !send(ScanResponse {
-                nodes: std::mem::take(&mut nodes),
-                edges: std::mem::take(&mut edges),
-            })
+        if let Some(first) = nodes.first()
+            && std::mem::take(&mut inject)
         {
-            return;
+            let template = first.crn.clone();
+            nodes.extend(malformed(&template));
         }
+        let edges: Vec<_> = edges
+            .into_iter()
+            .filter(|e| !deleted(&e.source_crn) && !deleted(&e.target_crn))
+            .collect();
+        if !nodes.is_empty() {
+            send(ScanResponse {
+                nodes,
+                edges: Vec::new(),
+            })?;
+        }
+        if !edges.is_empty() {
+            send(ScanResponse {
+                nodes: Vec::new(),
+                edges,
+            })?;
+        }
+        Ok(())
+    });
+    match streamed {
+        Ok(()) => tracing::info!("scan finished"),
+        Err(Cancelled) => tracing::info!("scan cancelled by the daemon"),
     }
-    if (!nodes.is_empty() || !edges.is_empty()) && !send(ScanResponse { nodes, edges }) {
-        return;
-    }
-    tracing::info!("scan finished");
 }
 
 #[tonic::async_trait]
@@ -215,16 +216,19 @@ impl Provider for MockProvider {
         let shared = self.shared.clone();
         let fail = self.fail;
         tokio::task::spawn_blocking(move || {
-            let graph = Arc::new(estate::build(&config));
-            match shared.graph.write() {
-                Ok(mut g) => *g = Some(graph.clone()),
+            let scanned = Arc::new(Scanned {
+                config: config.clone(),
+                graph: OnceLock::new(),
+            });
+            match shared.estate.write() {
+                Ok(mut e) => *e = Some(scanned),
                 Err(_) => {
                     let _ = tx.blocking_send(Err(Status::internal("estate lock poisoned")));
                     return;
                 }
             }
             let effects = shared.effects.lock().map(|fx| fx.states().clone()).unwrap_or_default();
-            produce(&graph, &config, fail, &effects, &tx);
+            produce(&config, fail, &effects, &tx);
         });
         Ok(Response::new(stream))
     }

@@ -141,6 +141,12 @@ fn copy(engine: &Engine) -> Copied {
         });
         out.ids.extend_from_slice(id);
     }
+    // Once a scan has judged the estate, its findings price the waste (a
+    // provider that reports no cost is priced from the table).
+    let findings = engine.findings();
+    if findings.scan_seq > 0 {
+        out.waste_usd_mo = findings.totals().0;
+    }
     let slot = |id: NodeId| local.get(id.shard()).and_then(|s| s.get(id.row() as usize)).copied();
     for e in g.edges() {
         if !g.is_edge_visible(e.id(), now) {

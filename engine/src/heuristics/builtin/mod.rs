@@ -1,0 +1,394 @@
+//! The engine's own waste rules (DESIGN.md section 4 step 4): one pass in
+//! parallel over the node shards. Each rule names the resource types it
+//! reads, a condition on properties and edges, a risk score (built-in rules
+//! may use 80 to 100; plugins cannot), a suggested action and what removing
+//! or changing the resource saves a month.
+//!
+//! - [`Rule`] and [`RULES`]: the catalogue, one module per provider.
+//! - [`view`]: what a rule sees of a node: decoded properties, its
+//!   effective cost (reported, else priced from [`crate::prices`]), its
+//!   neighbours, and the time the estate was observed.
+//! - [`ignore`]: the `svc:ignore` tag, honoured before any rule runs.
+
+mod aws;
+mod azure;
+mod gcp;
+pub mod ignore;
+mod k8s;
+pub mod view;
+
+use std::borrow::Cow;
+
+use rayon::prelude::*;
+
+use self::ignore::Ignore;
+use self::view::{Index, Keys, Node};
+use super::{Finding, FindingSource};
+use crate::graph::{Graph, visible};
+use crate::ids::{NodeId, Sym};
+
+/// Whether a finding marks the resource as waste or suggests a cheaper
+/// shape for a resource that is in use.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RuleKind {
+    /// Paid for and unused: remove, stop or release it.
+    Waste,
+    /// Used, but dearer than it needs to be: resize or reconfigure it.
+    Optimize,
+}
+
+impl RuleKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            RuleKind::Waste => "waste",
+            RuleKind::Optimize => "optimize",
+        }
+    }
+}
+
+/// What a rule found on one node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// USD a month the suggested action saves.
+    pub savings: f64,
+    /// Why, with the numbers: "unattached for 43 days, 500 GiB gp2, $50.00/mo".
+    pub reason: String,
+}
+
+/// One built-in rule.
+pub struct Rule {
+    /// Stable name: the node's `verdict` and the finding's `rule`.
+    pub name: &'static str,
+    pub provider: &'static str,
+    /// Node types (`<service>:<kind>`) the rule reads.
+    pub types: &'static [&'static str],
+    pub kind: RuleKind,
+    pub risk: u8,
+    /// One of the remediate actions (DESIGN.md section 2).
+    pub action: &'static str,
+    /// The suggested action in words.
+    pub suggestion: &'static str,
+    /// The condition, in words (for docs and `GET /api/v1/heuristics/status`).
+    pub condition: &'static str,
+    pub check: fn(&Node<'_>) -> Option<Hit>,
+}
+
+/// Every built-in rule.
+pub fn rules() -> impl Iterator<Item = &'static Rule> {
+    aws::RULES
+        .iter()
+        .chain(gcp::RULES)
+        .chain(azure::RULES)
+        .chain(k8s::RULES)
+}
+
+/// A rule by name.
+pub fn rule(name: &str) -> Option<&'static Rule> {
+    rules().find(|r| r.name == name)
+}
+
+/// Which built-in rules run (`[heuristics]` in the configuration).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    pub enabled: bool,
+    /// Rules switched off by name.
+    pub disabled: Vec<String>,
+}
+
+impl Default for Selection {
+    fn default() -> Self {
+        Selection {
+            enabled: true,
+            disabled: Vec::new(),
+        }
+    }
+}
+
+impl Selection {
+    pub fn allows(&self, rule: &Rule) -> bool {
+        self.enabled && !self.disabled.iter().any(|d| d == rule.name)
+    }
+}
+
+/// What the built-in pass produced.
+#[derive(Debug, Default)]
+pub struct BuiltinOutcome {
+    pub findings: Vec<Finding>,
+    /// Nodes the `svc:ignore` tag kept out, with why.
+    pub ignored: Vec<(NodeId, Ignore)>,
+    /// Nodes evaluated (of a type some rule reads), and rules run on them.
+    pub evaluated: u64,
+    pub checks: u64,
+}
+
+/// Runs the selected built-in rules over the nodes visible at `now_us`. `as_of_s`
+/// is when the estate was observed (Unix seconds), for ages such as
+/// "stopped for 43 days".
+pub fn run(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> BuiltinOutcome {
+    let reader = graph.interner().reader();
+    let by_type = rules_by_type(&reader, selection);
+    if by_type.iter().all(Vec::is_empty) {
+        return BuiltinOutcome::default();
+    }
+    let keys = Keys::new(&reader);
+    let index = Index::build(graph, &reader, &keys, now_us);
+    let ctx = view::Ctx {
+        graph,
+        reader: &reader,
+        keys: &keys,
+        index: &index,
+        now_us,
+        as_of_s,
+    };
+    let parts: Vec<BuiltinOutcome> = graph
+        .node_shards()
+        .par_iter()
+        .enumerate()
+        .map(|(s, shard)| {
+            let mut out = BuiltinOutcome::default();
+            for r in 0..shard.len() {
+                if !visible(shard.valid_to[r], now_us) {
+                    continue;
+                }
+                let rules = match by_type.get(shard.ty[r].index()) {
+                    Some(rules) if !rules.is_empty() => rules,
+                    _ => continue,
+                };
+                let id = NodeId::new(s, r as u32, shard.generation);
+                let node = Node::new(&ctx, id);
+                out.evaluated += 1;
+                if let Some(why) = ignore::check(&node) {
+                    out.ignored.push((id, why));
+                    continue;
+                }
+                // Types such as `compute:disk` exist on several providers.
+                let provider = shard.key[r][0];
+                for (_, rule) in rules.iter().filter(|(p, _)| *p == provider) {
+                    out.checks += 1;
+                    if let Some(hit) = (rule.check)(&node) {
+                        out.findings.push(finding(id, rule, hit));
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    let mut all = BuiltinOutcome::default();
+    for mut p in parts {
+        all.findings.append(&mut p.findings);
+        all.ignored.append(&mut p.ignored);
+        all.evaluated += p.evaluated;
+        all.checks += p.checks;
+    }
+    all
+}
+
+fn finding(node: NodeId, rule: &Rule, hit: Hit) -> Finding {
+    Finding {
+        node,
+        source: FindingSource::Builtin,
+        rule: Cow::Borrowed(rule.name),
+        is_waste: rule.kind == RuleKind::Waste,
+        risk_score: rule.risk,
+        reason: hit.reason,
+        suggested_action: Cow::Borrowed(rule.suggestion),
+        projected_savings_usd_mo: (hit.savings.max(0.0) * 100.0).round() / 100.0,
+        annotations: Vec::new(),
+    }
+}
+
+/// The selected rules of each node type present in the graph, with the
+/// provider symbol each applies to, indexed by the type's symbol (a dense
+/// table: one lookup per node). A rule whose provider the graph never saw
+/// matches nothing and is left out.
+fn rules_by_type(reader: &crate::intern::InternerReader<'_>, selection: &Selection) -> Vec<Vec<(Sym, &'static Rule)>> {
+    let mut table: Vec<Vec<(Sym, &'static Rule)>> = Vec::new();
+    for rule in rules().filter(|r| selection.allows(r)) {
+        let Some(provider) = reader.get(rule.provider) else {
+            continue;
+        };
+        for ty in rule.types {
+            if let Some(sym) = reader.get(ty) {
+                if table.len() <= sym.index() {
+                    table.resize(sym.index() + 1, Vec::new());
+                }
+                table[sym.index()].push((provider, rule));
+            }
+        }
+    }
+    table
+}
+
+/// CPU below this average over 7 days, with network below
+/// [`IDLE_NET_BYTES_7D`], makes a running machine idle.
+pub const IDLE_CPU_PCT: f64 = 5.0;
+/// Network bytes in and out over 7 days below which a machine moves nothing.
+pub const IDLE_NET_BYTES_7D: f64 = 100_000_000.0;
+/// Days a machine must have been stopped before it counts as forgotten.
+pub const STOPPED_DAYS: u64 = 30;
+/// Days without access before storage counts as abandoned.
+pub const STALE_DAYS: u64 = 90;
+/// Days a resource may sit unattached or orphaned before it is reported
+/// (so one that is being moved is not).
+pub const GRACE_DAYS: u64 = 7;
+
+/// Why a machine is unused.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Unused {
+    /// Stopped this many days ago.
+    Stopped(u64),
+    /// Running at this CPU average with this many network bytes over 7 days.
+    Idle(f64, f64),
+}
+
+impl Unused {
+    fn describe(self) -> String {
+        match self {
+            Unused::Stopped(d) => format!("stopped for {}", days(d)),
+            Unused::Idle(cpu, net) => format!("idle: {cpu:.1}% CPU and {} of network over 7 days", bytes(net)),
+        }
+    }
+}
+
+/// Whether a machine (EC2 instance, GCE instance, Azure VM) is unused:
+/// stopped for [`STOPPED_DAYS`] or more, or running idle.
+pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
+    let k = n.keys();
+    let stopped = match n.state() {
+        "stopped" | "TERMINATED" | "deallocated" => true,
+        "running" | "RUNNING" => false,
+        // A provisioning state: the power state says whether it runs.
+        _ => {
+            let power = n.str(k.power_state)?;
+            if power.ends_with("/stopped") || power.ends_with("/deallocated") {
+                true
+            } else if power.ends_with("/running") {
+                false
+            } else {
+                return None;
+            }
+        }
+    };
+    if stopped {
+        // Without a stop time the resource's own age bounds it.
+        let d = n.days_since_prop(k.stopped_at).unwrap_or_else(|| n.age_days());
+        return (d >= STOPPED_DAYS).then_some(Unused::Stopped(d));
+    }
+    let cpu = n.num(k.cpu_avg_7d).filter(|c| *c < IDLE_CPU_PCT)?;
+    let net = n.num(k.network_bytes_7d).filter(|b| *b < IDLE_NET_BYTES_7D)?;
+    Some(Unused::Idle(cpu, net))
+}
+
+/// The unused machine a volume or disk is attached to: its name (the last
+/// segment of its id, so an Azure resource id reads as the VM's name) and why.
+pub fn attached_machine(n: &Node<'_>) -> Option<(String, Unused)> {
+    n.out(crate::relation::Relation::AttachedTo).find_map(|m| {
+        let id = m.physical_id();
+        let name = id.rsplit('/').next().unwrap_or(id);
+        unused_machine(&m).map(|u| (name.to_owned(), u))
+    })
+}
+
+/// `$1,234.50/mo`.
+pub(crate) fn usd(v: f64) -> String {
+    let cents = (v * 100.0).round() as i64;
+    let (whole, frac) = (cents / 100, (cents % 100).abs());
+    let digits = whole.abs().to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    let sign = if whole < 0 { "-" } else { "" };
+    format!("{sign}${grouped}.{frac:02}/mo")
+}
+
+/// `1.5 GiB`, `820 MiB`, `12 KiB` from bytes.
+pub(crate) fn bytes(v: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = v.max(0.0);
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if v >= 10.0 || u == 0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// "43 days", "1 day".
+pub(crate) fn days(d: u64) -> String {
+    if d == 1 {
+        "1 day".to_owned()
+    } else {
+        format!("{d} days")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_is_complete_and_consistent() {
+        let all: Vec<&Rule> = rules().collect();
+        assert!(all.len() >= 30, "{} rules", all.len());
+        let mut names: Vec<&str> = all.iter().map(|r| r.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), all.len(), "rule names are unique");
+        for r in &all {
+            assert!(
+                !r.types.is_empty() && r.types.iter().all(|t| t.contains(':')),
+                "{}",
+                r.name
+            );
+            assert!(
+                ["aws", "gcp", "azure", "kubernetes"].contains(&r.provider),
+                "{}",
+                r.name
+            );
+            assert!(
+                [
+                    "stop",
+                    "start",
+                    "delete",
+                    "snapshot_delete",
+                    "throttle",
+                    "pause",
+                    "resize",
+                    "release",
+                    "quarantine"
+                ]
+                .contains(&r.action),
+                "{}",
+                r.name
+            );
+            match r.kind {
+                RuleKind::Waste => assert!((80..=100).contains(&r.risk), "{}", r.name),
+                RuleKind::Optimize => assert!(r.risk < 80, "{}", r.name),
+            }
+            assert!(!r.condition.is_empty() && !r.suggestion.is_empty(), "{}", r.name);
+        }
+        for p in ["aws", "gcp", "azure", "kubernetes"] {
+            assert!(all.iter().filter(|r| r.provider == p).count() >= 3, "{p}");
+        }
+    }
+
+    #[test]
+    fn money_and_sizes_read_well() {
+        assert_eq!(usd(40.0), "$40.00/mo");
+        assert_eq!(usd(1234.5), "$1,234.50/mo");
+        assert_eq!(usd(0.004), "$0.00/mo");
+        assert_eq!(bytes(20.0 * 1024.0 * 1024.0), "20 MiB");
+        assert_eq!(bytes(1.5 * 1024.0 * 1024.0 * 1024.0), "1.5 GiB");
+        assert_eq!(bytes(0.0), "0 B");
+        assert_eq!(days(1), "1 day");
+        assert_eq!(days(43), "43 days");
+    }
+}

@@ -1,0 +1,437 @@
+//! What a rule sees of a node.
+
+use rustc_hash::FxHashSet;
+
+use crate::graph::{Graph, NodeRef, visible};
+use crate::ids::{NodeId, Sym};
+use crate::intern::InternerReader;
+use crate::props::ValueRef;
+use crate::relation::Relation;
+
+/// Seconds in a day.
+pub const DAY: u64 = 86_400;
+
+macro_rules! keys {
+    ($($name:ident),* $(,)?) => {
+        /// The property and tag names the rules read, interned once per pass
+        /// (`None` when no node has that key).
+        pub struct Keys {
+            $(pub $name: Option<Sym>,)*
+            pub svc_ignore: Option<Sym>,
+        }
+
+        impl Keys {
+            pub fn new(reader: &InternerReader<'_>) -> Keys {
+                Keys {
+                    $($name: reader.get(stringify!($name)),)*
+                    svc_ignore: reader.get("svc:ignore"),
+                }
+            }
+        }
+    };
+}
+
+keys!(
+    access_tier,
+    address,
+    association_id,
+    attached_to,
+    attachment_state,
+    backend_pool_size,
+    billing_mode,
+    bytes_processed_7d,
+    cache_nodes,
+    capacity_type,
+    connections_7d,
+    consumed_read_7d,
+    consumed_write_7d,
+    cpu_avg_7d,
+    cpu_requests_pct,
+    desired_size,
+    disk_type,
+    dtu_avg_7d,
+    endpoints,
+    external_ip,
+    healthy_targets,
+    hit_rate,
+    incomplete_multipart_gib,
+    instance_type,
+    ingested_bytes_30d,
+    invocations_90d,
+    last_accessed_at,
+    last_attached_at,
+    last_detached_at,
+    last_invoked_at,
+    lb_rules,
+    lifecycle,
+    machine_type,
+    memory_mb,
+    mounted_by,
+    network_bytes_7d,
+    node_count,
+    node_type,
+    power_state,
+    provisioned_concurrency,
+    public_ip,
+    read_capacity,
+    record_value,
+    request_count_7d,
+    requests_30d,
+    requests_7d,
+    retention_days,
+    rrdatas,
+    service_type,
+    size_gib,
+    sku,
+    source_disk,
+    source_volume_id,
+    stopped_at,
+    stored_gib,
+    transactions_30d,
+    unschedulable,
+    users,
+    vm_size,
+    volume_type,
+    write_capacity,
+);
+
+/// Facts about the whole estate that single nodes are checked against,
+/// gathered in one pass before the rules run.
+#[derive(Default)]
+pub struct Index<'g> {
+    /// Addresses and names DNS records point at.
+    pub dns_targets: FxHashSet<&'g str>,
+    /// Physical ids of the EBS volumes that exist.
+    pub volumes: FxHashSet<&'g str>,
+    /// Names of the GCP disks that exist.
+    pub disks: FxHashSet<&'g str>,
+}
+
+/// DNS record types whose values name addresses or hosts.
+const DNS_TYPES: [&str; 3] = ["route53:record", "dns:record-set", "network:dns-record"];
+
+impl<'g> Index<'g> {
+    pub fn build(graph: &'g Graph, reader: &InternerReader<'_>, keys: &Keys, now_us: u64) -> Index<'g> {
+        let dns: Vec<Sym> = DNS_TYPES.iter().filter_map(|t| reader.get(t)).collect();
+        let volume = reader.get("ec2:volume");
+        let disk = reader.get("compute:disk");
+        let gcp = reader.get("gcp");
+        let mut index = Index::default();
+        if dns.is_empty() && volume.is_none() && disk.is_none() {
+            return index;
+        }
+        for (s, shard) in graph.node_shards().iter().enumerate() {
+            for r in 0..shard.len() {
+                let ty = shard.ty[r];
+                if !visible(shard.valid_to[r], now_us) {
+                    continue;
+                }
+                let is_dns = dns.contains(&ty);
+                if !is_dns && Some(ty) != volume && Some(ty) != disk {
+                    continue;
+                }
+                let Some(node) = graph.node(NodeId::new(s, r as u32, shard.generation)) else {
+                    continue;
+                };
+                if is_dns {
+                    for key in [keys.record_value, keys.rrdatas] {
+                        let Some(v) = key.and_then(|k| node.props().get(k)) else {
+                            continue;
+                        };
+                        match v {
+                            ValueRef::Str(s) => {
+                                index
+                                    .dns_targets
+                                    .extend(s.split([',', ' ']).map(|t| t.trim_end_matches('.')));
+                            }
+                            ValueRef::Json(text) => index.dns_targets.extend(json_strings(text)),
+                            _ => {}
+                        }
+                    }
+                } else if Some(ty) == volume {
+                    index.volumes.insert(node.physical_id());
+                } else if gcp.is_some_and(|p| node.provider() == p) {
+                    index.disks.insert(node.physical_id());
+                }
+            }
+        }
+        index.dns_targets.remove("");
+        index
+    }
+}
+
+/// The string elements of a JSON array text, without unescaping (DNS
+/// values need none).
+fn json_strings(text: &str) -> impl Iterator<Item = &str> {
+    text.split('"').skip(1).step_by(2).map(|s| s.trim_end_matches('.'))
+}
+
+/// Everything the rules of one pass share.
+pub struct Ctx<'g> {
+    pub graph: &'g Graph,
+    pub reader: &'g InternerReader<'g>,
+    pub keys: &'g Keys,
+    pub index: &'g Index<'g>,
+    pub now_us: u64,
+    /// When the estate was observed, Unix seconds.
+    pub as_of_s: u64,
+}
+
+/// A node as a rule reads it.
+pub struct Node<'a> {
+    ctx: &'a Ctx<'a>,
+    n: NodeRef<'a>,
+}
+
+impl<'a> Node<'a> {
+    pub fn new(ctx: &'a Ctx<'a>, id: NodeId) -> Node<'a> {
+        let n = ctx.graph.node(id).expect("ids come from the shards being walked");
+        Node { ctx, n }
+    }
+
+    fn of(&self, n: NodeRef<'a>) -> Node<'a> {
+        Node { ctx: self.ctx, n }
+    }
+
+    pub fn id(&self) -> NodeId {
+        self.n.id()
+    }
+    pub fn keys(&self) -> &'a Keys {
+        self.ctx.keys
+    }
+    pub fn index(&self) -> &'a Index<'a> {
+        self.ctx.index
+    }
+    pub fn provider(&self) -> &'a str {
+        self.ctx.reader.resolve(self.n.provider())
+    }
+    pub fn region(&self) -> &'a str {
+        self.ctx.reader.resolve(self.n.region())
+    }
+    /// `<service>:<kind>`.
+    pub fn ty(&self) -> &'a str {
+        self.ctx.reader.resolve(self.n.ty())
+    }
+    pub fn state(&self) -> &'a str {
+        self.ctx.reader.resolve(self.n.state())
+    }
+    pub fn physical_id(&self) -> &'a str {
+        self.n.physical_id()
+    }
+    pub fn creation_ts(&self) -> u64 {
+        self.n.creation_ts()
+    }
+    /// The scan's wall-clock time, Unix seconds (for the owner's own dates).
+    pub fn now_s(&self) -> u64 {
+        self.ctx.now_us / 1_000_000
+    }
+    /// The start of the node's current version, Unix seconds.
+    pub fn changed_s(&self) -> u64 {
+        self.n.valid_from() / 1_000_000
+    }
+
+    /// USD a month: what the provider reported, else the price table's estimate.
+    pub fn cost(&self) -> f64 {
+        let reported = f64::from(self.n.cost_usd_mo());
+        if reported > 0.0 {
+            return reported;
+        }
+        let text = |k: &str| {
+            self.ctx
+                .reader
+                .get(k)
+                .and_then(|k| self.prop(Some(k)))
+                .and_then(text_of)
+        };
+        let number = |k: &str| {
+            self.ctx
+                .reader
+                .get(k)
+                .and_then(|k| self.prop(Some(k)))
+                .and_then(number_of)
+        };
+        let item = crate::prices::Item {
+            provider: self.provider(),
+            region: self.region(),
+            ty: self.ty(),
+            state: self.state(),
+            text: &text,
+            number: &number,
+        };
+        crate::prices::estimate(&item).unwrap_or(0.0)
+    }
+
+    fn prop(&self, key: Option<Sym>) -> Option<ValueRef<'a>> {
+        key.and_then(|k| self.n.props().get(k))
+    }
+
+    /// A string property.
+    pub fn str(&self, key: Option<Sym>) -> Option<&'a str> {
+        match self.prop(key)? {
+            ValueRef::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    /// A numeric property (an integer, a float, or a number written as text).
+    pub fn num(&self, key: Option<Sym>) -> Option<f64> {
+        number_of(self.prop(key)?)
+    }
+    /// A boolean property (`true`/`false`, or the text of one).
+    pub fn flag(&self, key: Option<Sym>) -> Option<bool> {
+        match self.prop(key)? {
+            ValueRef::Bool(b) => Some(b),
+            ValueRef::Str(s) if s.eq_ignore_ascii_case("true") => Some(true),
+            ValueRef::Str(s) if s.eq_ignore_ascii_case("false") => Some(false),
+            _ => None,
+        }
+    }
+    /// Whether the property is absent, null, empty text or an empty array.
+    pub fn is_empty(&self, key: Option<Sym>) -> bool {
+        match self.prop(key) {
+            None | Some(ValueRef::Null) => true,
+            Some(ValueRef::Str(s)) => s.is_empty(),
+            Some(ValueRef::Json(j)) => matches!(j.trim(), "[]" | "{}"),
+            Some(_) => false,
+        }
+    }
+    /// A timestamp property (RFC 3339 text or Unix seconds), as Unix seconds.
+    pub fn time(&self, key: Option<Sym>) -> Option<u64> {
+        match self.prop(key)? {
+            ValueRef::Str(s) => parse_time(s),
+            ValueRef::Int(i) => u64::try_from(i).ok(),
+            _ => None,
+        }
+    }
+    /// Whole days from `ts` (Unix seconds) to when the estate was observed.
+    pub fn days_since(&self, ts: u64) -> u64 {
+        self.ctx.as_of_s.saturating_sub(ts) / DAY
+    }
+    /// Days since the timestamp property, if it has one.
+    pub fn days_since_prop(&self, key: Option<Sym>) -> Option<u64> {
+        self.time(key).map(|t| self.days_since(t))
+    }
+    /// Days since the resource was created (0 when it was not reported).
+    pub fn age_days(&self) -> u64 {
+        match self.creation_ts() {
+            0 => 0,
+            ts => self.days_since(ts),
+        }
+    }
+    /// A tag's value.
+    pub fn tag(&self, key: Option<Sym>) -> Option<&'a str> {
+        let v = self.n.tags().get(key?)?;
+        Some(self.ctx.reader.resolve(v))
+    }
+
+    /// Neighbours over visible outgoing edges of `rel`.
+    pub fn out(&self, rel: Relation) -> impl Iterator<Item = Node<'a>> + '_ {
+        let g = self.ctx.graph;
+        self.n
+            .out_edges()
+            .filter(move |e| e.relation() == rel && visible(e.valid_to(), self.ctx.now_us))
+            .filter_map(move |e| g.node(e.target()))
+            .map(|n| self.of(n))
+    }
+    /// Neighbours over visible incoming edges of `rel`.
+    pub fn inc(&self, rel: Relation) -> impl Iterator<Item = Node<'a>> + '_ {
+        let g = self.ctx.graph;
+        self.n
+            .in_edges()
+            .filter(move |e| e.relation() == rel && visible(e.valid_to(), self.ctx.now_us))
+            .filter_map(move |e| g.node(e.source()))
+            .map(|n| self.of(n))
+    }
+}
+
+fn text_of(v: ValueRef<'_>) -> Option<&str> {
+    match v {
+        ValueRef::Str(s) => Some(s),
+        ValueRef::Bool(true) => Some("true"),
+        ValueRef::Bool(false) => Some("false"),
+        _ => None,
+    }
+}
+
+fn number_of(v: ValueRef<'_>) -> Option<f64> {
+    match v {
+        ValueRef::Int(i) => Some(i as f64),
+        ValueRef::Float(f) if f.is_finite() => Some(f),
+        ValueRef::Str(s) => s.trim().parse::<f64>().ok().filter(|f| f.is_finite()),
+        _ => None,
+    }
+}
+
+/// Unix seconds of an RFC 3339 UTC time (`2025-01-01T00:00:00Z`, fractions
+/// and `+00:00` allowed) or of a date (`2025-01-01`, midnight UTC).
+pub fn parse_time(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Option<u64> {
+        let part = s.get(r)?;
+        (!part.is_empty() && part.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| part.parse().ok())
+            .flatten()
+    };
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let mut secs = 0;
+    if b.len() > 10 {
+        if !matches!(b[10], b'T' | b't' | b' ') || b.len() < 19 || b[13] != b':' || b[16] != b':' {
+            return None;
+        }
+        let (hh, mm, ss) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+        if hh > 23 || mm > 59 || ss > 60 {
+            return None;
+        }
+        secs = hh * 3600 + mm * 60 + ss;
+        let mut rest = &s[19..];
+        if let Some(frac) = rest.strip_prefix('.') {
+            rest = frac.trim_start_matches(|c: char| c.is_ascii_digit());
+        }
+        if !matches!(rest, "Z" | "z" | "+00:00" | "-00:00" | "") {
+            return None;
+        }
+    }
+    days_from_civil(y, m, d)?.checked_mul(DAY)?.checked_add(secs)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+/// `days_from_civil`); `None` before 1970.
+fn days_from_civil(y: u64, m: u64, d: u64) -> Option<u64> {
+    let y = y as i64 - i64::from(m <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = m as i64;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    u64::try_from(era * 146_097 + doe - 719_468).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rfc3339_and_dates() {
+        assert_eq!(parse_time("2025-01-01T00:00:00Z"), Some(1_735_689_600));
+        assert_eq!(parse_time("2025-01-01"), Some(1_735_689_600));
+        assert_eq!(parse_time("2024-02-29T23:59:59Z"), Some(1_709_251_199));
+        assert_eq!(parse_time("2024-02-29T23:59:59.250+00:00"), Some(1_709_251_199));
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0));
+        for bad in [
+            "",
+            "yesterday",
+            "2025-13-01",
+            "2025-01-01T25:00:00Z",
+            "2025-01-01T00:00:00+02:00",
+            "1969-12-31",
+        ] {
+            assert_eq!(parse_time(bad), None, "{bad}");
+        }
+    }
+}

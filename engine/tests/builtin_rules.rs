@@ -1,0 +1,1244 @@
+//! A known answer for every built-in rule on a small hand-built estate: the
+//! resource each rule is about is flagged by it, and the look-alikes that
+//! are in use (or in their grace period, or named by DNS) are not. Also the
+//! `svc:ignore` tag in its four forms, and savings priced from the table
+//! when a provider reports no cost.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
+use svc_engine::heuristics::builtin::{self, BuiltinOutcome, RuleKind, ignore};
+use svc_engine::relation::Relation::{self, AttachedTo, Contains, FlowsTo, Runs, Uses};
+use svc_engine::{Crn, Graph, Interner};
+
+/// 2026-01-01T00:00:00Z: when the estate is observed.
+const NOW: u64 = 1_767_225_600;
+const DAY: u64 = 86_400;
+
+fn ago(days: u64) -> String {
+    ignore::date(NOW - days * DAY)
+}
+
+struct Estate {
+    interner: Arc<Interner>,
+    nodes: NodeBatch,
+    edges: EdgeBatch,
+    crns: BTreeMap<&'static str, String>,
+}
+
+impl Estate {
+    fn new() -> Estate {
+        Estate {
+            interner: Arc::new(Interner::new()),
+            nodes: NodeBatch::default(),
+            edges: EdgeBatch::default(),
+            crns: BTreeMap::new(),
+        }
+    }
+
+    /// A node called `name` (its physical id), created `age` days ago.
+    #[allow(clippy::too_many_arguments)]
+    fn node(
+        &mut self,
+        at: (&str, &str, &str),
+        ty: &str,
+        name: &'static str,
+        state: &str,
+        cost: f32,
+        age: u64,
+        props: Value,
+        tags: &[(&str, &str)],
+    ) {
+        let (provider, region, account) = at;
+        let (service, kind) = ty.split_once(':').expect("service:kind");
+        let crn = Crn::from_parts(provider, region, service, kind, account, name);
+        let i = &self.interner;
+        let tags: Vec<_> = tags.iter().map(|(k, v)| (i.intern(k), i.intern(v))).collect();
+        let input = NodeInput {
+            key: NodeKeyRef::intern(i, &crn),
+            ty: i.intern(ty),
+            state: i.intern(state),
+            cost_usd_mo: cost,
+            creation_ts: NOW - age * DAY,
+        };
+        self.nodes.push(input, &tags, |w| {
+            for (k, v) in props.as_object().expect("object") {
+                let key = i.intern(k);
+                match v {
+                    Value::Null => w.null(key),
+                    Value::Bool(b) => w.bool(key, *b),
+                    Value::Number(n) if n.is_i64() => w.int(key, n.as_i64().unwrap_or(0)),
+                    Value::Number(n) => w.float(key, n.as_f64().unwrap_or(0.0)),
+                    Value::String(s) => w.str(key, s),
+                    other => w.json(key, &other.to_string()),
+                }
+            }
+        });
+        self.crns.insert(name, crn.to_string());
+    }
+
+    fn edge(&mut self, from: &'static str, rel: Relation, to: &'static str) {
+        let (a, b) = (
+            Crn::parse(&self.crns[from]).expect("known"),
+            Crn::parse(&self.crns[to]).expect("known"),
+        );
+        let i = &self.interner;
+        self.edges
+            .push(NodeKeyRef::intern(i, &a), NodeKeyRef::intern(i, &b), rel, |_| {});
+    }
+
+    fn run(self) -> (Graph, BuiltinOutcome, BTreeMap<&'static str, String>) {
+        let now_us = NOW * 1_000_000;
+        let mut g = Graph::new(self.interner);
+        g.ingest_nodes(&[self.nodes], now_us - 1, 1);
+        g.ingest_edges(&[self.edges], now_us - 1, 1);
+        g.rebuild_adjacency(now_us);
+        let out = builtin::run(&g, now_us, NOW, &Default::default());
+        (g, out, self.crns)
+    }
+}
+
+const AWS: (&str, &str, &str) = ("aws", "us-east-1", "123456789012");
+const GCP: (&str, &str, &str) = ("gcp", "europe-west1", "proj-1");
+const AZ: (&str, &str, &str) = ("azure", "westeurope", "sub-1");
+const K8S: (&str, &str, &str) = ("kubernetes", "eu-west-1", "cluster-a");
+
+fn estate() -> Estate {
+    let mut e = Estate::new();
+    let busy_machine = json!({"cpu_avg_7d": 40.0, "network_bytes_7d": 5_000_000_000_i64, "instance_type": "m5.large"});
+    // AWS compute and block storage.
+    e.node(
+        AWS,
+        "ec2:instance",
+        "i-busy",
+        "running",
+        70.08,
+        300,
+        busy_machine.clone(),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:instance",
+        "i-idle",
+        "running",
+        70.08,
+        300,
+        json!({"cpu_avg_7d": 1.2, "network_bytes_7d": 20_000_000, "instance_type": "m5.large"}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:instance",
+        "i-idle2",
+        "running",
+        70.08,
+        300,
+        json!({"cpu_avg_7d": 0.4, "network_bytes_7d": 3_000_000, "instance_type": "m5.large"}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:instance",
+        "i-cpu-quiet",
+        "running",
+        70.08,
+        300,
+        json!({"cpu_avg_7d": 2.0, "network_bytes_7d": 5_000_000_000_i64}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:instance",
+        "i-stopped",
+        "stopped",
+        0.0,
+        400,
+        json!({"stopped_at": ago(45)}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:instance",
+        "i-stopped-recent",
+        "stopped",
+        0.0,
+        400,
+        json!({"stopped_at": ago(3)}),
+        &[],
+    );
+    let vol = |state: &str, class: &str, extra: Value| {
+        let mut p = json!({"size_gib": 500, "volume_type": class, "attachment_state": state});
+        p.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        p
+    };
+    let detached = |days: u64| {
+        vol(
+            "detached",
+            "gp2",
+            json!({"attached_to": null, "last_attached_at": ago(days)}),
+        )
+    };
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-loose",
+        "available",
+        50.0,
+        300,
+        detached(43),
+        &[],
+    );
+    e.node(AWS, "ec2:volume", "vol-new", "available", 50.0, 3, detached(2), &[]);
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-nocost",
+        "available",
+        0.0,
+        300,
+        json!({"size_gib": 100, "volume_type": "gp2", "attached_to": null}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-ignored",
+        "available",
+        50.0,
+        300,
+        detached(43),
+        &[("svc:ignore", "true")],
+    );
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-snoozed",
+        "available",
+        50.0,
+        300,
+        detached(43),
+        &[("svc:ignore", "30d")],
+    );
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-justified",
+        "available",
+        50.0,
+        300,
+        detached(43),
+        &[("svc:ignore", "justified: restore drill in March")],
+    );
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-expired",
+        "available",
+        50.0,
+        300,
+        detached(43),
+        &[("svc:ignore", "2025-06-30")],
+    );
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-typo",
+        "available",
+        50.0,
+        300,
+        detached(43),
+        &[("svc:ignore", "maybe")],
+    );
+    for (name, to) in [
+        ("vol-busy", "i-busy"),
+        ("vol-s", "i-stopped"),
+        ("vol-i", "i-idle"),
+        ("vol-sr", "i-stopped-recent"),
+    ] {
+        e.node(
+            AWS,
+            "ec2:volume",
+            name,
+            "in-use",
+            50.0,
+            300,
+            vol("attached", "gp2", json!({"attached_to": to})),
+            &[],
+        );
+        e.edge(name, AttachedTo, to);
+    }
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-gp3",
+        "in-use",
+        40.0,
+        300,
+        vol("attached", "gp3", json!({"attached_to": "i-busy"})),
+        &[],
+    );
+    e.edge("vol-gp3", AttachedTo, "i-busy");
+    // Addresses, DNS.
+    e.node(
+        AWS,
+        "ec2:eip",
+        "eip-free",
+        "available",
+        3.65,
+        100,
+        json!({"public_ip": "3.3.3.3", "association_id": null}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:eip",
+        "eip-dns",
+        "available",
+        3.65,
+        100,
+        json!({"public_ip": "5.5.5.5", "association_id": null}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:eip",
+        "eip-used",
+        "in-use",
+        3.65,
+        100,
+        json!({"public_ip": "6.6.6.6", "association_id": "eipassoc-1", "attached_to": "i-busy"}),
+        &[],
+    );
+    e.edge("eip-used", AttachedTo, "i-busy");
+    e.node(
+        ("aws", "global", "123456789012"),
+        "route53:record",
+        "Z1/old.acme.io./A",
+        "INSYNC",
+        0.0,
+        500,
+        json!({"record_type": "A", "record_value": "5.5.5.5"}),
+        &[],
+    );
+    e.node(
+        ("aws", "global", "123456789012"),
+        "route53:record",
+        "Z1/addr.acme.io./A",
+        "INSYNC",
+        0.0,
+        500,
+        json!({"record_type": "A", "record_value": "34.2.2.2"}),
+        &[],
+    );
+    // Snapshots and images.
+    e.node(
+        AWS,
+        "ec2:snapshot",
+        "snap-old",
+        "completed",
+        10.0,
+        200,
+        json!({"size_gib": 200, "source_volume_id": "vol-gone"}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:snapshot",
+        "snap-live",
+        "completed",
+        10.0,
+        200,
+        json!({"size_gib": 200, "source_volume_id": "vol-busy"}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:snapshot",
+        "snap-new",
+        "completed",
+        10.0,
+        5,
+        json!({"size_gib": 200, "source_volume_id": "vol-gone"}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:image",
+        "ami-old",
+        "available",
+        1.5,
+        400,
+        json!({"size_gib": 30}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:image",
+        "ami-used",
+        "available",
+        1.5,
+        400,
+        json!({"size_gib": 30}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:image",
+        "ami-new",
+        "available",
+        1.5,
+        20,
+        json!({"size_gib": 30}),
+        &[],
+    );
+    e.edge("i-busy", Uses, "ami-used");
+    // Logs.
+    e.node(
+        AWS,
+        "logs:log-group",
+        "lg-silent",
+        "active",
+        1.2,
+        200,
+        json!({"ingested_bytes_30d": 0, "stored_gib": 40.0, "retention_days": null}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "logs:log-group",
+        "lg-grow",
+        "active",
+        9.0,
+        200,
+        json!({"ingested_bytes_30d": 2_147_483_648_i64, "stored_gib": 300.0, "retention_days": null}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "logs:log-group",
+        "lg-busy",
+        "active",
+        9.0,
+        200,
+        json!({"ingested_bytes_30d": 5_000_000_000_i64, "stored_gib": 5.0, "retention_days": 30}),
+        &[],
+    );
+    // Network.
+    e.node(
+        AWS,
+        "ec2:nat-gateway",
+        "nat-idle",
+        "available",
+        32.85,
+        200,
+        json!({"bytes_processed_7d": 0, "connections_7d": 0}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:nat-gateway",
+        "nat-busy",
+        "available",
+        60.0,
+        200,
+        json!({"bytes_processed_7d": 9_000_000_000_i64, "connections_7d": 5000}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "elb:load-balancer",
+        "lb-idle",
+        "active",
+        16.43,
+        200,
+        json!({"request_count_7d": 0, "connections_7d": 0, "healthy_targets": 0}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "elb:load-balancer",
+        "lb-busy",
+        "active",
+        30.0,
+        200,
+        json!({"request_count_7d": 90_000, "connections_7d": 1000, "healthy_targets": 2}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:vpc-endpoint",
+        "vpce-idle",
+        "available",
+        7.3,
+        200,
+        json!({"bytes_processed_7d": 0}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:vpc-endpoint",
+        "vpce-busy",
+        "available",
+        7.3,
+        200,
+        json!({"bytes_processed_7d": 1_000_000}),
+        &[],
+    );
+    // Data.
+    let db = |conns: i64| json!({"connections_7d": conns, "cpu_avg_7d": 1.0, "db_class": "db.m5.large"});
+    e.node(AWS, "rds:db", "db-idle", "available", 124.1, 300, db(0), &[]);
+    e.node(AWS, "rds:db", "db-busy", "available", 124.1, 300, db(5000), &[]);
+    e.node(AWS, "rds:db", "db-stopped", "stopped", 23.0, 300, db(0), &[]);
+    let cache =
+        |nodes: i64, cpu: f64, conns: i64| json!({"cache_nodes": nodes, "cpu_avg_7d": cpu, "connections_7d": conns});
+    e.node(
+        AWS,
+        "elasticache:cache",
+        "cache-idle",
+        "available",
+        49.64,
+        300,
+        cache(1, 1.0, 0),
+        &[],
+    );
+    e.node(
+        AWS,
+        "elasticache:cache",
+        "cache-big",
+        "available",
+        339.45,
+        300,
+        cache(3, 4.0, 100),
+        &[],
+    );
+    e.node(
+        AWS,
+        "elasticache:cache",
+        "cache-busy",
+        "available",
+        49.64,
+        300,
+        cache(1, 40.0, 9000),
+        &[],
+    );
+    let table = |mode: &str, rcu: i64, wcu: i64, reads: i64, writes: i64| {
+        json!({"billing_mode": mode, "read_capacity": rcu, "write_capacity": wcu,
+               "consumed_read_7d": reads, "consumed_write_7d": writes})
+    };
+    e.node(
+        AWS,
+        "dynamodb:table",
+        "t-idle",
+        "ACTIVE",
+        30.0,
+        300,
+        table("PROVISIONED", 50, 20, 0, 0),
+        &[],
+    );
+    e.node(
+        AWS,
+        "dynamodb:table",
+        "t-od",
+        "ACTIVE",
+        1.0,
+        300,
+        table("PAY_PER_REQUEST", 0, 0, 0, 0),
+        &[],
+    );
+    e.node(
+        AWS,
+        "dynamodb:table",
+        "t-over",
+        "ACTIVE",
+        132.86,
+        300,
+        table("PROVISIONED", 400, 200, 1000, 100),
+        &[],
+    );
+    e.node(
+        AWS,
+        "dynamodb:table",
+        "t-busy",
+        "ACTIVE",
+        2.85,
+        300,
+        table("PROVISIONED", 5, 5, 3_000_000, 2_000_000),
+        &[],
+    );
+    e.node(
+        AWS,
+        "lambda:function",
+        "fn-idle",
+        "Active",
+        21.9,
+        300,
+        json!({"invocations_90d": 0, "provisioned_concurrency": 2, "memory_mb": 1024, "last_invoked_at": ago(120)}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "lambda:function",
+        "fn-busy",
+        "Active",
+        3.0,
+        300,
+        json!({"invocations_90d": 90_000, "provisioned_concurrency": 0, "memory_mb": 256}),
+        &[],
+    );
+    let bucket = |requests: i64, accessed: u64, extra: Value| {
+        let mut p = json!({"requests_30d": requests, "last_accessed_at": ago(accessed), "size_gib": 800.0});
+        p.as_object_mut()
+            .expect("object")
+            .extend(extra.as_object().expect("object").clone());
+        p
+    };
+    e.node(
+        AWS,
+        "s3:bucket",
+        "b-stale",
+        "active",
+        18.4,
+        900,
+        bucket(0, 200, json!({})),
+        &[],
+    );
+    e.node(
+        AWS,
+        "s3:bucket",
+        "b-quiet-recent",
+        "active",
+        18.4,
+        900,
+        bucket(0, 20, json!({})),
+        &[],
+    );
+    e.node(
+        AWS,
+        "s3:bucket",
+        "b-busy",
+        "active",
+        18.4,
+        900,
+        bucket(1_000_000, 0, json!({})),
+        &[],
+    );
+    e.node(
+        AWS,
+        "s3:bucket",
+        "b-mp",
+        "active",
+        18.4,
+        900,
+        bucket(1_000_000, 0, json!({"incomplete_multipart_gib": 12.5})),
+        &[],
+    );
+    // Containers on AWS.
+    e.node(AWS, "eks:cluster", "eks-empty", "ACTIVE", 73.0, 100, json!({}), &[]);
+    e.node(AWS, "eks:cluster", "eks-busy", "ACTIVE", 73.0, 100, json!({}), &[]);
+    e.node(
+        AWS,
+        "eks:nodegroup",
+        "ng-idle",
+        "ACTIVE",
+        0.0,
+        100,
+        json!({"desired_size": 1}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "eks:nodegroup",
+        "ng-busy",
+        "ACTIVE",
+        0.0,
+        100,
+        json!({"desired_size": 1}),
+        &[],
+    );
+    e.edge("eks-busy", Contains, "ng-busy");
+    e.edge("ng-idle", Contains, "i-idle2");
+    e.edge("ng-busy", Contains, "i-busy");
+
+    // GCP.
+    e.node(
+        GCP,
+        "compute:instance",
+        "gi-busy",
+        "RUNNING",
+        70.9,
+        300,
+        json!({"cpu_avg_7d": 30.0, "network_bytes_7d": 900_000_000, "machine_type": "n2-standard-2"}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "compute:instance",
+        "gi-idle",
+        "RUNNING",
+        70.9,
+        300,
+        json!({"cpu_avg_7d": 1.0, "network_bytes_7d": 1_000_000, "machine_type": "n2-standard-2"}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "compute:instance",
+        "gi-term",
+        "TERMINATED",
+        0.0,
+        300,
+        json!({"stopped_at": ago(60)}),
+        &[],
+    );
+    e.node(GCP, "compute:disk", "d-free", "READY", 20.0, 300,
+        json!({"size_gib": 200, "disk_type": "pd-balanced", "users": [], "attached_to": null, "last_detached_at": ago(40)}), &[]);
+    e.node(
+        GCP,
+        "compute:disk",
+        "d-used",
+        "READY",
+        20.0,
+        300,
+        json!({"size_gib": 200, "disk_type": "pd-balanced", "users": ["gi-busy"], "attached_to": "gi-busy"}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "compute:disk",
+        "d-on-idle",
+        "READY",
+        20.0,
+        300,
+        json!({"size_gib": 200, "disk_type": "pd-balanced", "users": ["gi-idle"], "attached_to": "gi-idle"}),
+        &[],
+    );
+    e.edge("d-used", AttachedTo, "gi-busy");
+    e.edge("d-on-idle", AttachedTo, "gi-idle");
+    e.node(
+        GCP,
+        "compute:address",
+        "addr-free",
+        "RESERVED",
+        7.3,
+        100,
+        json!({"address": "34.1.1.1", "users": []}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "compute:address",
+        "addr-dns",
+        "RESERVED",
+        7.3,
+        100,
+        json!({"address": "34.2.2.2", "users": []}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "compute:snapshot",
+        "gs-old",
+        "READY",
+        5.0,
+        300,
+        json!({"source_disk": "gone-disk", "size_gib": 100}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "compute:snapshot",
+        "gs-live",
+        "READY",
+        5.0,
+        300,
+        json!({"source_disk": "d-used", "size_gib": 100}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "sql:sql-instance",
+        "sql-idle",
+        "RUNNABLE",
+        98.67,
+        300,
+        json!({"connections_7d": 0, "cpu_avg_7d": 1.0}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "sql:sql-instance",
+        "sql-busy",
+        "RUNNABLE",
+        98.67,
+        300,
+        json!({"connections_7d": 900, "cpu_avg_7d": 30.0}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "storage:bucket",
+        "gb-stale",
+        "active",
+        16.0,
+        900,
+        bucket(0, 300, json!({})),
+        &[],
+    );
+    e.node(
+        GCP,
+        "storage:bucket",
+        "gb-busy",
+        "active",
+        16.0,
+        900,
+        bucket(500, 0, json!({})),
+        &[],
+    );
+    e.node(
+        GCP,
+        "container:cluster",
+        "gke-empty",
+        "RUNNING",
+        73.0,
+        30,
+        json!({"node_count": 0}),
+        &[],
+    );
+    e.node(
+        GCP,
+        "container:cluster",
+        "gke-busy",
+        "RUNNING",
+        73.0,
+        30,
+        json!({"node_count": 3}),
+        &[],
+    );
+    e.edge("gke-busy", Contains, "gi-busy");
+
+    // Azure.
+    e.node(
+        AZ,
+        "compute:vm",
+        "vm-busy",
+        "running",
+        70.08,
+        300,
+        json!({"cpu_avg_7d": 30.0, "network_bytes_7d": 900_000_000, "power_state": "PowerState/running"}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "compute:vm",
+        "vm-idle",
+        "running",
+        70.08,
+        300,
+        json!({"cpu_avg_7d": 2.0, "network_bytes_7d": 1_000_000, "power_state": "PowerState/running"}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "compute:vm",
+        "vm-stopped",
+        "stopped",
+        70.08,
+        300,
+        json!({"power_state": "PowerState/stopped", "stopped_at": ago(50)}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "compute:disk",
+        "ad-free",
+        "Unattached",
+        9.0,
+        300,
+        json!({"size_gib": 128, "sku": "Standard_LRS", "attached_to": null, "attachment_state": "Unattached"}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "compute:disk",
+        "ad-used",
+        "Attached",
+        9.0,
+        300,
+        json!({"size_gib": 128, "sku": "Standard_LRS", "attached_to": "vm-busy", "attachment_state": "Attached"}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "compute:disk",
+        "ad-on-stopped",
+        "Attached",
+        9.0,
+        300,
+        json!({"size_gib": 128, "sku": "Standard_LRS", "attached_to": "vm-stopped", "attachment_state": "Attached"}),
+        &[],
+    );
+    e.edge("ad-used", AttachedTo, "vm-busy");
+    e.edge("ad-on-stopped", AttachedTo, "vm-stopped");
+    e.node(
+        AZ,
+        "network:public-ip",
+        "pip-free",
+        "Succeeded",
+        3.65,
+        100,
+        json!({"address": "20.1.1.1", "attached_to": null}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "network:public-ip",
+        "pip-used",
+        "Succeeded",
+        3.65,
+        100,
+        json!({"address": "20.2.2.2", "attached_to": "vm-busy"}),
+        &[],
+    );
+    e.edge("pip-used", AttachedTo, "vm-busy");
+    e.node(
+        AZ,
+        "network:load-balancer",
+        "alb-idle",
+        "Succeeded",
+        18.25,
+        100,
+        json!({"backend_pool_size": 0, "bytes_processed_7d": 0}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "network:load-balancer",
+        "alb-busy",
+        "Succeeded",
+        25.0,
+        100,
+        json!({"backend_pool_size": 2, "bytes_processed_7d": 1_000_000_000}),
+        &[],
+    );
+    e.edge("alb-busy", FlowsTo, "vm-busy");
+    e.node(
+        AZ,
+        "sql:sql-database",
+        "asql-idle",
+        "Online",
+        73.61,
+        300,
+        json!({"connections_7d": 0, "dtu_avg_7d": 0.5}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "sql:sql-database",
+        "asql-busy",
+        "Online",
+        73.61,
+        300,
+        json!({"connections_7d": 100, "dtu_avg_7d": 30.0}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "storage:storage-account",
+        "st-stale",
+        "available",
+        30.0,
+        900,
+        json!({"transactions_30d": 0, "last_accessed_at": ago(150), "size_gib": 1600.0}),
+        &[],
+    );
+    e.node(
+        AZ,
+        "storage:storage-account",
+        "st-busy",
+        "available",
+        30.0,
+        900,
+        json!({"transactions_30d": 10_000, "last_accessed_at": ago(0), "size_gib": 1600.0}),
+        &[],
+    );
+
+    // Kubernetes.
+    e.node(
+        K8S,
+        "core:node",
+        "kn-idle",
+        "Ready",
+        0.0,
+        90,
+        json!({"unschedulable": true, "cpu_requests_pct": 0.0}),
+        &[],
+    );
+    e.node(
+        K8S,
+        "core:node",
+        "kn-busy",
+        "Ready",
+        0.0,
+        90,
+        json!({"unschedulable": false, "cpu_requests_pct": 60.0}),
+        &[],
+    );
+    e.node(
+        K8S,
+        "core:node",
+        "kn-draining",
+        "Ready",
+        0.0,
+        90,
+        json!({"unschedulable": true, "cpu_requests_pct": 20.0}),
+        &[],
+    );
+    e.node(K8S, "core:pod", "shop/web-1", "Running", 0.0, 10, json!({}), &[]);
+    e.node(K8S, "core:pod", "shop/web-2", "Running", 0.0, 10, json!({}), &[]);
+    e.edge("shop/web-1", Runs, "kn-busy");
+    e.edge("shop/web-2", Runs, "kn-draining");
+    e.node(
+        K8S,
+        "core:pvc",
+        "shop/data-old",
+        "Bound",
+        8.0,
+        60,
+        json!({"size_gib": 100, "mounted_by": null}),
+        &[],
+    );
+    e.node(
+        K8S,
+        "core:pvc",
+        "shop/data",
+        "Bound",
+        8.0,
+        60,
+        json!({"size_gib": 100, "mounted_by": "web"}),
+        &[],
+    );
+    e.node(
+        K8S,
+        "core:pvc",
+        "shop/data-2",
+        "Bound",
+        8.0,
+        60,
+        json!({"size_gib": 100}),
+        &[],
+    );
+    e.edge("shop/web-1", Uses, "shop/data-2");
+    e.node(
+        K8S,
+        "core:service",
+        "shop/legacy-lb",
+        "Active",
+        18.25,
+        100,
+        json!({"service_type": "LoadBalancer", "endpoints": 0, "requests_7d": 0, "external_ip": "203.0.113.9"}),
+        &[],
+    );
+    e.node(
+        K8S,
+        "core:service",
+        "shop/lb",
+        "Active",
+        18.25,
+        100,
+        json!({"service_type": "LoadBalancer", "endpoints": 3, "requests_7d": 800}),
+        &[],
+    );
+    e.node(
+        K8S,
+        "core:service",
+        "shop/internal",
+        "Active",
+        0.0,
+        100,
+        json!({"service_type": "ClusterIP", "endpoints": 0}),
+        &[],
+    );
+    e
+}
+
+/// For each rule: the resource it flags, and look-alikes it must not flag.
+const CASES: &[(&str, &str, &[&str])] = &[
+    ("aws-ebs-unattached", "vol-loose", &["vol-new", "vol-busy", "vol-s"]),
+    ("aws-ebs-on-stopped-instance", "vol-s", &["vol-busy", "vol-sr", "vol-i"]),
+    ("aws-ebs-on-idle-instance", "vol-i", &["vol-busy", "vol-s"]),
+    ("aws-ebs-gp2-to-gp3", "vol-busy", &["vol-loose", "vol-gp3", "vol-i"]),
+    ("aws-ec2-idle", "i-idle", &["i-busy", "i-cpu-quiet", "i-stopped"]),
+    ("aws-ec2-stopped", "i-stopped", &["i-stopped-recent", "i-busy"]),
+    ("aws-eip-unassociated", "eip-free", &["eip-dns", "eip-used"]),
+    ("aws-ebs-snapshot-orphaned", "snap-old", &["snap-live", "snap-new"]),
+    ("aws-ami-unused", "ami-old", &["ami-used", "ami-new"]),
+    ("aws-logs-silent", "lg-silent", &["lg-busy", "lg-grow"]),
+    ("aws-logs-never-expire", "lg-grow", &["lg-busy", "lg-silent"]),
+    ("aws-nat-idle", "nat-idle", &["nat-busy"]),
+    ("aws-elb-idle", "lb-idle", &["lb-busy"]),
+    ("aws-vpc-endpoint-idle", "vpce-idle", &["vpce-busy"]),
+    ("aws-rds-idle", "db-idle", &["db-busy", "db-stopped"]),
+    ("aws-rds-stopped", "db-stopped", &["db-busy", "db-idle"]),
+    ("aws-elasticache-idle", "cache-idle", &["cache-busy", "cache-big"]),
+    (
+        "aws-elasticache-overprovisioned",
+        "cache-big",
+        &["cache-busy", "cache-idle"],
+    ),
+    ("aws-dynamodb-idle", "t-idle", &["t-od", "t-busy"]),
+    ("aws-dynamodb-overprovisioned", "t-over", &["t-busy", "t-idle", "t-od"]),
+    ("aws-lambda-uninvoked", "fn-idle", &["fn-busy"]),
+    ("aws-s3-stale", "b-stale", &["b-busy", "b-quiet-recent"]),
+    ("aws-s3-incomplete-multipart", "b-mp", &["b-busy"]),
+    ("aws-eks-cluster-empty", "eks-empty", &["eks-busy"]),
+    ("aws-eks-nodegroup-idle", "ng-idle", &["ng-busy"]),
+    ("gcp-disk-unattached", "d-free", &["d-used", "d-on-idle"]),
+    ("gcp-disk-on-unused-instance", "d-on-idle", &["d-used", "d-free"]),
+    ("gcp-instance-idle", "gi-idle", &["gi-busy", "gi-term"]),
+    ("gcp-instance-stopped", "gi-term", &["gi-busy", "gi-idle"]),
+    ("gcp-address-unused", "addr-free", &["addr-dns"]),
+    ("gcp-snapshot-orphaned", "gs-old", &["gs-live"]),
+    ("gcp-sql-idle", "sql-idle", &["sql-busy"]),
+    ("gcp-bucket-stale", "gb-stale", &["gb-busy", "b-stale"]),
+    ("gcp-gke-cluster-empty", "gke-empty", &["gke-busy"]),
+    (
+        "azure-disk-unattached",
+        "ad-free",
+        &["ad-used", "ad-on-stopped", "d-free"],
+    ),
+    ("azure-disk-on-unused-vm", "ad-on-stopped", &["ad-used", "ad-free"]),
+    ("azure-vm-stopped", "vm-stopped", &["vm-busy", "vm-idle"]),
+    ("azure-vm-idle", "vm-idle", &["vm-busy", "vm-stopped"]),
+    ("azure-public-ip-unassociated", "pip-free", &["pip-used"]),
+    ("azure-lb-idle", "alb-idle", &["alb-busy"]),
+    ("azure-sql-idle", "asql-idle", &["asql-busy"]),
+    ("azure-storage-stale", "st-stale", &["st-busy"]),
+    ("k8s-node-empty", "kn-idle", &["kn-busy", "kn-draining"]),
+    ("k8s-pvc-unmounted", "shop/data-old", &["shop/data", "shop/data-2"]),
+    (
+        "k8s-lb-service-no-endpoints",
+        "shop/legacy-lb",
+        &["shop/lb", "shop/internal"],
+    ),
+];
+
+#[test]
+fn every_rule_flags_its_resource_and_spares_the_look_alikes() {
+    let (g, out, crns) = estate().run();
+    let by_crn: BTreeMap<String, BTreeSet<&str>> = out.findings.iter().fold(BTreeMap::new(), |mut m, f| {
+        m.entry(g.crn(f.node)).or_default().insert(&*f.rule);
+        m
+    });
+    let rules_of = |name: &str| by_crn.get(&crns[name]).cloned().unwrap_or_default();
+    let covered: BTreeSet<&str> = CASES.iter().map(|c| c.0).collect();
+    let all: BTreeSet<&str> = builtin::rules().map(|r| r.name).collect();
+    assert_eq!(covered, all, "every rule has a known-answer case");
+    for (rule, flagged, spared) in CASES {
+        assert!(
+            rules_of(flagged).contains(rule),
+            "{rule} does not flag {flagged}: {:?}",
+            rules_of(flagged)
+        );
+        for name in *spared {
+            assert!(!rules_of(name).contains(rule), "{rule} flags {name}");
+        }
+    }
+    for f in &out.findings {
+        let rule = builtin::rule(&f.rule).expect("a catalogued rule");
+        assert_eq!(f.is_waste, rule.kind == RuleKind::Waste);
+        assert_eq!(f.risk_score, rule.risk);
+        assert!(!f.suggested_action.is_empty() && f.reason.len() > 15, "{f:?}");
+    }
+}
+
+#[test]
+fn reasons_carry_the_numbers() {
+    let (g, out, crns) = estate().run();
+    let reason = |name: &str, rule: &str| {
+        out.findings
+            .iter()
+            .find(|f| g.crn(f.node) == crns[name] && f.rule == rule)
+            .map(|f| (f.reason.clone(), f.projected_savings_usd_mo))
+            .unwrap_or_else(|| panic!("{rule} on {name}"))
+    };
+    assert_eq!(
+        reason("vol-loose", "aws-ebs-unattached"),
+        ("unattached for 43 days, 500 GiB gp2, $50.00/mo".to_owned(), 50.0)
+    );
+    assert_eq!(
+        reason("vol-busy", "aws-ebs-gp2-to-gp3"),
+        ("500 GiB gp2; gp3 costs $10.00/mo less".to_owned(), 10.0)
+    );
+    let (idle, _) = reason("i-idle", "aws-ec2-idle");
+    assert!(
+        idle.contains("1.2% CPU") && idle.contains("19 MiB") && idle.contains("m5.large"),
+        "{idle}"
+    );
+    // No reported cost: the price table prices 100 GiB of gp2 in us-east-1.
+    assert_eq!(reason("vol-nocost", "aws-ebs-unattached").1, 10.0);
+}
+
+#[test]
+fn the_ignore_tag_in_each_form() {
+    let (g, out, crns) = estate().run();
+    let ignored: BTreeMap<String, ignore::Ignore> =
+        out.ignored.iter().map(|(id, why)| (g.crn(*id), why.clone())).collect();
+    let flagged: BTreeSet<String> = out.findings.iter().map(|f| g.crn(f.node)).collect();
+    assert_eq!(ignored.get(&crns["vol-ignored"]), Some(&ignore::Ignore::Always));
+    assert!(matches!(
+        ignored.get(&crns["vol-snoozed"]),
+        Some(ignore::Ignore::Until(_))
+    ));
+    assert_eq!(
+        ignored.get(&crns["vol-justified"]),
+        Some(&ignore::Ignore::Justified("restore drill in March".into()))
+    );
+    for name in ["vol-ignored", "vol-snoozed", "vol-justified"] {
+        assert!(!flagged.contains(&crns[name]), "{name} is ignored");
+    }
+    // An expired date and a value that is not one of the forms ignore nothing.
+    for name in ["vol-expired", "vol-typo"] {
+        assert!(
+            flagged.contains(&crns[name]) && !ignored.contains_key(&crns[name]),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn the_selection_switches_rules_off() {
+    let e = estate();
+    let now_us = NOW * 1_000_000;
+    let mut g = Graph::new(e.interner);
+    g.ingest_nodes(&[e.nodes], now_us - 1, 1);
+    g.ingest_edges(&[e.edges], now_us - 1, 1);
+    g.rebuild_adjacency(now_us);
+    let all = builtin::run(&g, now_us, NOW, &builtin::Selection::default());
+    let without = builtin::Selection {
+        enabled: true,
+        disabled: vec!["aws-ebs-unattached".into()],
+    };
+    let some = builtin::run(&g, now_us, NOW, &without);
+    let count = |o: &BuiltinOutcome, rule: &str| o.findings.iter().filter(|f| f.rule == rule).count();
+    assert!(count(&all, "aws-ebs-unattached") > 0);
+    assert_eq!(count(&some, "aws-ebs-unattached"), 0);
+    assert_eq!(
+        some.findings.len(),
+        all.findings.len() - count(&all, "aws-ebs-unattached")
+    );
+    let none = builtin::run(
+        &g,
+        now_us,
+        NOW,
+        &builtin::Selection {
+            enabled: false,
+            disabled: Vec::new(),
+        },
+    );
+    assert!(none.findings.is_empty() && none.evaluated == 0);
+}

@@ -1,0 +1,145 @@
+//! The built-in waste rules through a real daemon in mock mode: exactly the
+//! resources the mock estate plants as waste are flagged, and the waste
+//! ledger, the heuristics status, node detail, topology and graph stats
+//! tell the same story.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::Daemon;
+use serde_json::Value;
+use svc_ingest::mock::MockEstate;
+
+const SCALE: usize = 1500;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[tokio::test]
+async fn mock_estate_waste_is_found_and_summarised() {
+    let dir = common::data_dir();
+    let d = Daemon::start_scanned(dir.path(), SCALE).await;
+    let api = d.api();
+    let nodes = api.all_nodes(None).await;
+    let flagged: BTreeSet<String> = nodes
+        .iter()
+        .filter(|n| n["is_waste"] == true)
+        .map(|n| n["crn"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    // The daemon's mock estate is seed 42; its first scan shows epoch 0.
+    let (truth, _) = MockEstate::new(42, SCALE).waste_truth(0);
+    let truth: BTreeSet<String> = truth.into_iter().collect();
+    assert_eq!(
+        flagged.len(),
+        truth.len(),
+        "missed: {:?}; not planted: {:?}",
+        truth.difference(&flagged).take(5).collect::<Vec<_>>(),
+        flagged.difference(&truth).take(5).collect::<Vec<_>>()
+    );
+    assert_eq!(flagged, truth, "exactly the planted waste");
+
+    // Node detail: the verdict, its reason and the findings behind it.
+    let one = flagged
+        .iter()
+        .find(|c| c.contains(":ec2:volume:"))
+        .expect("a flagged volume");
+    let node = api
+        .get_ok(&format!("/api/v1/graph/nodes/{}", common::encode_segment(one)))
+        .await;
+    let verdict = node["verdict"].as_str().unwrap_or_default();
+    assert!(verdict.starts_with("aws-ebs-"), "{node}");
+    assert!(
+        node["waste_reason"].as_str().unwrap_or_default().contains("GiB"),
+        "{node}"
+    );
+    assert!(f(&node["risk_score"]) >= 80.0, "{node}");
+    let finding = &node["findings"][0];
+    assert_eq!(
+        (&finding["source"], &finding["rule"]),
+        (&Value::from("builtin"), &node["verdict"])
+    );
+    assert!(f(&finding["projected_savings_usd_mo"]) > 0.0, "{finding}");
+
+    // The waste ledger adds up, per type and in total.
+    let ledger = api.get_query_ok("/api/v1/waste-ledger", &[("top", "3")]).await;
+    let types = ledger["types"].as_array().expect("types");
+    let by_type: BTreeMap<&str, &Value> = types
+        .iter()
+        .map(|t| (t["type"].as_str().unwrap_or_default(), t))
+        .collect();
+    let waste_by_type =
+        nodes
+            .iter()
+            .filter(|n| n["is_waste"] == true)
+            .fold(BTreeMap::<String, u64>::new(), |mut m, n| {
+                *m.entry(n["type"].as_str().unwrap_or_default().to_owned()).or_default() += 1;
+                m
+            });
+    for (ty, count) in &waste_by_type {
+        let line = by_type.get(ty.as_str()).unwrap_or_else(|| panic!("{ty} in the ledger"));
+        assert_eq!(u(&line["waste_count"]), *count, "{line}");
+        let top = line["top"].as_array().expect("top");
+        assert!(!top.is_empty() && top.len() <= 3, "{line}");
+        let savings: Vec<f64> = top.iter().map(|r| f(&r["projected_savings_usd_mo"])).collect();
+        assert!(savings.windows(2).all(|w| w[0] >= w[1]), "largest first: {savings:?}");
+    }
+    let sum: f64 = types.iter().map(|t| f(&t["projected_savings_usd_mo"])).sum();
+    let total = f(&ledger["totals"]["projected_savings_usd_mo"]);
+    assert!((sum - total).abs() < 0.05 * types.len() as f64, "{sum} vs {total}");
+    let savings_order: Vec<f64> = types.iter().map(|t| f(&t["projected_savings_usd_mo"])).collect();
+    assert!(savings_order.windows(2).all(|w| w[0] >= w[1]), "{savings_order:?}");
+    assert_eq!(ledger["price_table"], svc_engine::prices::VERSION);
+    let aws_only = api.get_query_ok("/api/v1/waste-ledger", &[("provider", "aws")]).await;
+    assert!(
+        aws_only["types"]
+            .as_array()
+            .expect("types")
+            .iter()
+            .all(|t| t["provider"] == "aws")
+    );
+    api.get_query("/api/v1/waste-ledger", &[("top", "0")])
+        .await
+        .expect_error(400, "bad_request");
+
+    // Graph stats, topology meta and the ledger agree on the money.
+    let stats = api.get_ok("/api/v1/graph/stats").await;
+    assert_eq!(u(&stats["waste_nodes"]), truth.len() as u64);
+    assert!((f(&stats["projected_savings_usd_mo"]) - total).abs() < 0.05, "{stats}");
+    let topology = api.get_ok("/api/v1/topology").await;
+    assert!(
+        (f(&topology["meta"]["waste_identified_usd_mo"]) - f(&ledger["totals"]["waste_usd_mo"])).abs() < 0.05,
+        "{}",
+        topology["meta"]
+    );
+
+    // The status: counts, verdicts over the live graph, who flagged what.
+    let status = api.get_ok("/api/v1/heuristics/status").await;
+    let verdicts = &status["verdicts"];
+    assert_eq!(u(&verdicts["waste"]), truth.len() as u64, "{verdicts}");
+    assert_eq!(
+        u(&verdicts["waste"]) + u(&verdicts["optimize"]) + u(&verdicts["clear"]),
+        u(&stats["active_nodes"])
+    );
+    let rules = status["rules"].as_array().expect("rules");
+    assert!(rules.len() >= 30, "the catalogue is listed");
+    let decided: u64 = rules.iter().map(|r| u(&r["decided"])).sum();
+    assert_eq!(decided, u(&verdicts["waste"]) + u(&verdicts["optimize"]));
+    assert!(rules.iter().any(|r| r["name"] == verdict && u(&r["findings"]) > 0));
+    let builtin = status["engines"]
+        .as_array()
+        .expect("engines")
+        .iter()
+        .find(|e| e["source"] == "builtin")
+        .expect("the built-in engine");
+    assert!(u(&builtin["waste"]) >= truth.len() as u64, "{builtin}");
+    assert!(u(&status["counts"]["ignored"]) > 0, "svc:ignore tags are honoured");
+    let ignored = &status["ignored"][0];
+    assert_eq!(ignored["reason"], "svc:ignore=true", "{ignored}");
+    assert!(!flagged.contains(ignored["crn"].as_str().unwrap_or_default()));
+}
