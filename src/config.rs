@@ -15,11 +15,12 @@ pub struct Config {
     pub plugins: PluginsConfig,
     #[serde(default)]
     pub heuristics: HeuristicsConfig,
+    /// `[oracle]`: `enabled` switches formal verification (default on);
+    /// other keys are accepted for the components that read them.
+    #[serde(default)]
+    pub oracle: toml::Table,
     /// Sections read by the components they configure; accepted here so a
     /// complete file validates.
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub oracle: toml::Table,
     #[serde(default)]
     #[allow(dead_code)]
     pub sau: toml::Table,
@@ -145,7 +146,17 @@ impl Config {
         config.scan_interval()?;
         config.scan_timeout()?;
         config.heuristics.selection()?;
+        config.oracle_enabled()?;
         Ok(config)
+    }
+
+    /// `oracle.enabled`: whether formal verification runs (default `true`).
+    pub fn oracle_enabled(&self) -> anyhow::Result<bool> {
+        match self.oracle.get("enabled") {
+            None => Ok(true),
+            Some(toml::Value::Boolean(b)) => Ok(*b),
+            Some(other) => bail!("oracle.enabled must be true or false, not {other}"),
+        }
     }
 
     pub fn scan_timeout(&self) -> anyhow::Result<Duration> {
@@ -178,6 +189,9 @@ mod tests {
         let s = c.heuristics.selection().unwrap();
         assert!(s.enabled && s.disabled == ["aws-ebs-gp2-to-gp3"]);
         let e = Config::validate_text("[heuristics]\ndisabled = [\"no-such-rule\"]").unwrap_err();
+        assert!(Config::validate_text("[oracle]\nenabled = 1").is_err());
+        assert!(!Config::validate_text("[oracle]\nenabled = false").unwrap().oracle_enabled().unwrap());
+        assert!(Config::validate_text("").unwrap().oracle_enabled().unwrap());
         assert!(format!("{e:#}").contains("not a built-in rule"), "{e:#}");
         assert!(Config::validate_text("").unwrap().heuristics.builtin);
     }

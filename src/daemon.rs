@@ -70,6 +70,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     ));
     setup_sources(&opts, &config, &plugins);
     engine.set_rule_selection(config.heuristics.selection()?);
+    engine.set_oracle_enabled(config.oracle_enabled()?);
     state.set_plugins(plugins.clone());
     state.set_engine(engine.clone());
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");

@@ -120,7 +120,7 @@ async fn a_heuristic_plugin_flags_waste_and_fails_alone() {
         .get_ok(&format!("/api/v1/graph/nodes/{}", common::encode_segment(crn)))
         .await;
     assert_eq!(node["verdict"], "unattached-volume");
-    assert_eq!(node["risk_score"], 79.0, "plugin risk is capped at 79");
+    assert_eq!(node["findings"][0]["risk_score"], 79, "plugin risk is capped at 79");
     let reason = node["waste_reason"].as_str().unwrap_or_default();
     assert!(reason.contains("GiB") && reason.contains("/mo"), "{reason}");
 

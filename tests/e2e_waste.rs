@@ -58,8 +58,8 @@ async fn mock_estate_waste_is_found_and_summarised() {
         node["waste_reason"].as_str().unwrap_or_default().contains("GiB"),
         "{node}"
     );
-    assert!(f(&node["risk_score"]) >= 80.0, "{node}");
     let finding = &node["findings"][0];
+    assert!(f(&finding["risk_score"]) >= 80.0, "{node}");
     assert_eq!(
         (&finding["source"], &finding["rule"]),
         (&Value::from("builtin"), &node["verdict"])

@@ -52,13 +52,15 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/ledger/verify"),
     ("GET", "/api/v1/waste-ledger"),
     ("GET", "/api/v1/heuristics/status"),
+    ("GET", "/api/v1/solver/results"),
+    ("GET", "/api/v1/oracle/{crn}"),
     ("GET", "/api/v1/plugins"),
     ("POST", "/api/v1/plugins/toggle"),
 ];
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{graph, history, plugins, scan, time_travel, waste};
+    use routes::{graph, history, plugins, scan, solver, time_travel, waste};
     let api = Router::new()
         .route("/topology", get(graph::topology))
         .route("/graph/stats", get(graph::stats))
@@ -81,6 +83,8 @@ pub fn router(state: AppState) -> Router {
         .route("/ledger/verify", get(history::verify))
         .route("/waste-ledger", get(waste::ledger))
         .route("/heuristics/status", get(waste::status))
+        .route("/solver/results", get(solver::results))
+        .route("/oracle/{crn}", get(solver::oracle))
         .route("/plugins", get(plugins::list))
         .route("/plugins/toggle", post(plugins::toggle))
         .fallback(no_route)

@@ -9,6 +9,8 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use thiserror::Error;
 use tracing::{info, warn};
 
+use crate::analysis::linker::LinkReport;
+use crate::analysis::reach::{self, Assessment};
 use crate::clock::Clock;
 use crate::graph::{Changes, Graph};
 use crate::heuristics::{Analyzer, FindingSet};
@@ -57,6 +59,12 @@ pub struct Engine {
     analyzers: Mutex<Vec<Box<dyn Analyzer>>>,
     /// Findings of the last scan.
     findings: RwLock<Arc<FindingSet>>,
+    /// Whether formal verification runs (`oracle.enabled`).
+    oracle: AtomicBool,
+    /// Reachability and risk of the last scan (recomputed at start).
+    assessment: RwLock<Arc<Assessment>>,
+    /// What the ghost linker did in the last scan.
+    links: RwLock<Arc<LinkReport>>,
     source_config: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
     last_report: RwLock<Option<ScanReport>>,
     listeners: RwLock<Vec<ScanListener>>,
@@ -182,6 +190,14 @@ impl Engine {
             "graph loaded"
         );
         let loaded_meta = meta;
+        // The proof paths of the loaded graph, until the next scan.
+        let assessment = if graph.node_rows() > 0 {
+            let mut a = reach::run(&graph, clock.now_us(), loaded_meta.scan_seq, &[]);
+            a.release_verdicts();
+            a
+        } else {
+            Assessment::default()
+        };
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         Ok(Engine {
             data_dir: data_dir.to_owned(),
@@ -200,6 +216,9 @@ impl Engine {
             sources: Mutex::new(Vec::new()),
             analyzers: Mutex::new(Vec::new()),
             findings: RwLock::new(Arc::new(FindingSet::default())),
+            oracle: AtomicBool::new(true),
+            assessment: RwLock::new(Arc::new(assessment)),
+            links: RwLock::new(Arc::new(LinkReport::default())),
             source_config: RwLock::new(BTreeMap::new()),
             last_report: RwLock::new(None),
             listeners: RwLock::new(Vec::new()),
@@ -271,6 +290,33 @@ impl Engine {
 
     pub(crate) fn set_findings(&self, set: FindingSet) {
         *self.findings.write() = Arc::new(set);
+    }
+
+    /// Switches formal verification on or off from the next scan on.
+    pub fn set_oracle_enabled(&self, on: bool) {
+        self.oracle.store(on, Ordering::Release);
+    }
+
+    pub fn oracle_enabled(&self) -> bool {
+        self.oracle.load(Ordering::Acquire)
+    }
+
+    /// Reachability, proof paths and risk of the last scan.
+    pub fn assessment(&self) -> Arc<Assessment> {
+        self.assessment.read().clone()
+    }
+
+    pub(crate) fn set_assessment(&self, a: Assessment) {
+        *self.assessment.write() = Arc::new(a);
+    }
+
+    /// What the ghost linker did in the last scan.
+    pub fn links(&self) -> Arc<LinkReport> {
+        self.links.read().clone()
+    }
+
+    pub(crate) fn set_links(&self, l: LinkReport) {
+        *self.links.write() = Arc::new(l);
     }
 
     /// Stops every source and analyzer (their plugin processes), waiting up

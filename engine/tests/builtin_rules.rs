@@ -5,105 +5,21 @@
 //! when a provider reports no cost.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use serde_json::{Value, json};
-use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
 use svc_engine::heuristics::builtin::{self, BuiltinOutcome, RuleKind, ignore};
-use svc_engine::relation::Relation::{self, AttachedTo, Contains, FlowsTo, Runs, Uses};
-use svc_engine::{Crn, Graph, Interner};
+use svc_engine::relation::Relation::{AttachedTo, Contains, FlowsTo, Runs, Uses};
+use svc_engine::Graph;
 
-/// 2026-01-01T00:00:00Z: when the estate is observed.
-const NOW: u64 = 1_767_225_600;
-const DAY: u64 = 86_400;
+mod common;
 
-fn ago(days: u64) -> String {
-    ignore::date(NOW - days * DAY)
+use common::{AWS, AZ, Estate, GCP, K8S, NOW, ago};
+
+fn run(e: Estate) -> (Graph, BuiltinOutcome, BTreeMap<&'static str, String>) {
+    let (g, crns) = e.graph();
+    let out = builtin::run(&g, NOW * 1_000_000, NOW, &Default::default());
+    (g, out, crns)
 }
-
-struct Estate {
-    interner: Arc<Interner>,
-    nodes: NodeBatch,
-    edges: EdgeBatch,
-    crns: BTreeMap<&'static str, String>,
-}
-
-impl Estate {
-    fn new() -> Estate {
-        Estate {
-            interner: Arc::new(Interner::new()),
-            nodes: NodeBatch::default(),
-            edges: EdgeBatch::default(),
-            crns: BTreeMap::new(),
-        }
-    }
-
-    /// A node called `name` (its physical id), created `age` days ago.
-    #[allow(clippy::too_many_arguments)]
-    fn node(
-        &mut self,
-        at: (&str, &str, &str),
-        ty: &str,
-        name: &'static str,
-        state: &str,
-        cost: f32,
-        age: u64,
-        props: Value,
-        tags: &[(&str, &str)],
-    ) {
-        let (provider, region, account) = at;
-        let (service, kind) = ty.split_once(':').expect("service:kind");
-        let crn = Crn::from_parts(provider, region, service, kind, account, name);
-        let i = &self.interner;
-        let tags: Vec<_> = tags.iter().map(|(k, v)| (i.intern(k), i.intern(v))).collect();
-        let input = NodeInput {
-            key: NodeKeyRef::intern(i, &crn),
-            ty: i.intern(ty),
-            state: i.intern(state),
-            cost_usd_mo: cost,
-            creation_ts: NOW - age * DAY,
-        };
-        self.nodes.push(input, &tags, |w| {
-            for (k, v) in props.as_object().expect("object") {
-                let key = i.intern(k);
-                match v {
-                    Value::Null => w.null(key),
-                    Value::Bool(b) => w.bool(key, *b),
-                    Value::Number(n) if n.is_i64() => w.int(key, n.as_i64().unwrap_or(0)),
-                    Value::Number(n) => w.float(key, n.as_f64().unwrap_or(0.0)),
-                    Value::String(s) => w.str(key, s),
-                    other => w.json(key, &other.to_string()),
-                }
-            }
-        });
-        self.crns.insert(name, crn.to_string());
-    }
-
-    fn edge(&mut self, from: &'static str, rel: Relation, to: &'static str) {
-        let (a, b) = (
-            Crn::parse(&self.crns[from]).expect("known"),
-            Crn::parse(&self.crns[to]).expect("known"),
-        );
-        let i = &self.interner;
-        self.edges
-            .push(NodeKeyRef::intern(i, &a), NodeKeyRef::intern(i, &b), rel, |_| {});
-    }
-
-    fn run(self) -> (Graph, BuiltinOutcome, BTreeMap<&'static str, String>) {
-        let now_us = NOW * 1_000_000;
-        let mut g = Graph::new(self.interner);
-        g.ingest_nodes(&[self.nodes], now_us - 1, 1);
-        g.ingest_edges(&[self.edges], now_us - 1, 1);
-        g.rebuild_adjacency(now_us);
-        let out = builtin::run(&g, now_us, NOW, &Default::default());
-        (g, out, self.crns)
-    }
-}
-
-const AWS: (&str, &str, &str) = ("aws", "us-east-1", "123456789012");
-const GCP: (&str, &str, &str) = ("gcp", "europe-west1", "proj-1");
-const AZ: (&str, &str, &str) = ("azure", "westeurope", "sub-1");
-const K8S: (&str, &str, &str) = ("kubernetes", "eu-west-1", "cluster-a");
 
 fn estate() -> Estate {
     let mut e = Estate::new();
@@ -1129,7 +1045,7 @@ const CASES: &[(&str, &str, &[&str])] = &[
 
 #[test]
 fn every_rule_flags_its_resource_and_spares_the_look_alikes() {
-    let (g, out, crns) = estate().run();
+    let (g, out, crns) = run(estate());
     let by_crn: BTreeMap<String, BTreeSet<&str>> = out.findings.iter().fold(BTreeMap::new(), |mut m, f| {
         m.entry(g.crn(f.node)).or_default().insert(&*f.rule);
         m
@@ -1158,7 +1074,7 @@ fn every_rule_flags_its_resource_and_spares_the_look_alikes() {
 
 #[test]
 fn reasons_carry_the_numbers() {
-    let (g, out, crns) = estate().run();
+    let (g, out, crns) = run(estate());
     let reason = |name: &str, rule: &str| {
         out.findings
             .iter()
@@ -1185,7 +1101,7 @@ fn reasons_carry_the_numbers() {
 
 #[test]
 fn the_ignore_tag_in_each_form() {
-    let (g, out, crns) = estate().run();
+    let (g, out, crns) = run(estate());
     let ignored: BTreeMap<String, ignore::Ignore> =
         out.ignored.iter().map(|(id, why)| (g.crn(*id), why.clone())).collect();
     let flagged: BTreeSet<String> = out.findings.iter().map(|f| g.crn(f.node)).collect();

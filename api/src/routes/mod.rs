@@ -4,6 +4,7 @@ pub mod graph;
 pub mod history;
 pub mod plugins;
 pub mod scan;
+pub mod solver;
 pub mod time_travel;
 pub mod waste;
 

@@ -17,6 +17,7 @@ use crate::crn::Crn;
 use crate::ids::{EDGE_SHARDS, EdgeId, NODE_SHARDS, NodeId, Sym};
 use crate::intern::Interner;
 use crate::relation::Relation;
+use crate::props::Props;
 pub use adjacency::Adjacency;
 use batch::key_hash;
 pub use batch::{BatchEdgeRef, BatchNodeRef, EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
@@ -88,6 +89,17 @@ pub struct EdgeVersion {
     pub inferred: bool,
     pub valid_from: u64,
     pub valid_to: u64,
+    pub props: Vec<u8>,
+}
+
+/// An edge the engine inferred, between nodes already in the graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InferredEdge {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub rel: Relation,
+    /// Encoded properties ([`crate::props::PropWriter`]); they name the
+    /// rule or source that inferred the edge.
     pub props: Vec<u8>,
 }
 
@@ -371,7 +383,11 @@ impl Graph {
                     let src_row = &nodes[src.shard()];
                     let gone = src_row.valid_to[src.row() as usize] != 0
                         || nodes[dst.shard()].valid_to[dst.row() as usize] != 0;
-                    let unseen = shard.seen[r] != scan && providers.contains(&src_row.key[src.row() as usize][0]);
+                    // An inferred edge is not a provider's to report: whoever
+                    // inferred it retires it ([`Graph::retire_inferred`]).
+                    let unseen = !shard.inferred.get(r)
+                        && shard.seen[r] != scan
+                        && providers.contains(&src_row.key[src.row() as usize][0]);
                     if gone || unseen {
                         n += usize::from(shard.retire(r as u32, now_us));
                     }
@@ -380,6 +396,107 @@ impl Graph {
             })
             .sum();
         (nodes_retired, edges_retired)
+    }
+
+    /// Adds or refreshes edges the engine inferred (the linker's matches,
+    /// observed traffic), marked `inferred` and seen in `scan`. An edge a
+    /// provider reported between the same nodes with the same relation
+    /// stays as reported. Edges naming a node not in the graph are dangling.
+    pub fn upsert_inferred_edges(&mut self, edges: &[InferredEdge], now_us: u64, scan: u32) -> IngestStats {
+        let mut by_shard: Vec<Vec<&InferredEdge>> = (0..EDGE_SHARDS).map(|_| Vec::new()).collect();
+        let mut dangling = 0;
+        for e in edges {
+            if self.node_row_ok(e.src) && self.node_row_ok(e.dst) {
+                by_shard[edge_shard_of(e.src)].push(e);
+            } else {
+                dangling += 1;
+            }
+        }
+        let mut stats = self
+            .edges
+            .par_iter_mut()
+            .zip(by_shard)
+            .map(|(shard, list)| {
+                let mut st = IngestStats::default();
+                for e in list {
+                    let reported = shard
+                        .find(e.src, e.dst, e.rel)
+                        .is_some_and(|r| !shard.inferred.get(r as usize) && shard.valid_to[r as usize] == 0);
+                    if reported {
+                        st.unchanged += 1;
+                        continue;
+                    }
+                    st.add(shard.upsert(e.src, e.dst, e.rel, true, &e.props, now_us, scan, None));
+                }
+                st
+            })
+            .reduce(IngestStats::default, IngestStats::merge);
+        stats.dangling += dangling;
+        stats
+    }
+
+    /// Logically deletes, at `now_us`, the visible inferred edges that
+    /// `owned` claims (by their properties) and that were not refreshed in
+    /// `scan`. Returns how many.
+    pub fn retire_inferred<F>(&mut self, scan: u32, now_us: u64, owned: F) -> usize
+    where
+        F: Fn(Props<'_>) -> bool + Sync,
+    {
+        self.edges
+            .par_iter_mut()
+            .map(|shard| {
+                let mut n = 0;
+                for r in 0..shard.len() {
+                    if shard.valid_to[r] == 0
+                        && shard.inferred.get(r)
+                        && shard.seen[r] != scan
+                        && owned(Props::new(shard.props[r].get(&shard.arena)))
+                    {
+                        n += usize::from(shard.retire(r as u32, now_us));
+                    }
+                }
+                n
+            })
+            .sum()
+    }
+
+    /// Sets the reachability and removal risk of every node visible at
+    /// `now_us`, shard by shard in parallel: `assess(id)` for each. Returns
+    /// how many rows changed.
+    pub fn apply_assessment<F>(&mut self, now_us: u64, assess: F) -> usize
+    where
+        F: Fn(NodeId) -> (Reachability, f32) + Sync,
+    {
+        self.nodes
+            .par_iter_mut()
+            .enumerate()
+            .map(|(s, shard)| {
+                let mut changed = 0;
+                for r in 0..shard.len() {
+                    if !visible(shard.valid_to[r], now_us) {
+                        continue;
+                    }
+                    let (reach, risk) = assess(NodeId::new(s, r as u32, shard.generation));
+                    changed += usize::from(shard.set_assessment(r as u32, reach, risk, now_us));
+                }
+                changed
+            })
+            .sum()
+    }
+
+    /// Whether a provider reports a visible edge `src -rel-> dst` (one the
+    /// engine did not infer).
+    pub fn is_reported_edge(&self, src: NodeId, dst: NodeId, rel: Relation) -> bool {
+        let shard = &self.edges[edge_shard_of(src)];
+        shard
+            .find(src, dst, rel)
+            .is_some_and(|r| !shard.inferred.get(r as usize) && shard.valid_to[r as usize] == 0)
+    }
+
+    fn node_row_ok(&self, id: NodeId) -> bool {
+        self.nodes
+            .get(id.shard())
+            .is_some_and(|s| (id.row() as usize) < s.len() && s.generation == id.generation())
     }
 
     /// Rebuilds the adjacency index over the edges visible at `now_us`.

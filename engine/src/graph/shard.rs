@@ -197,7 +197,6 @@ pub struct Verdict<'a> {
     pub reason: &'a str,
     /// The rule that decided, when one did.
     pub rule: Option<Sym>,
-    pub risk_score: f32,
 }
 
 impl Verdict<'_> {
@@ -206,7 +205,6 @@ impl Verdict<'_> {
         is_waste: false,
         reason: "",
         rule: None,
-        risk_score: 0.0,
     };
 }
 
@@ -419,13 +417,12 @@ impl NodeShard {
         true
     }
 
-    /// Sets the verdict of a row (waste or not, why, the rule that decided,
-    /// its risk); marks it changed when anything differs.
+    /// Sets the verdict of a row (waste or not, why, the rule that
+    /// decided); marks it changed when anything differs.
     pub(crate) fn set_verdict(&mut self, row: u32, v: &Verdict<'_>, now_us: u64) -> bool {
         let r = row as usize;
         if self.waste.get(r) == v.is_waste
             && self.verdict[r] == v.rule
-            && self.risk[r].to_bits() == v.risk_score.to_bits()
             && self.waste_reason[r].get_str(&self.arena) == v.reason
         {
             return false;
@@ -433,7 +430,20 @@ impl NodeShard {
         self.waste.set(r, v.is_waste);
         self.waste_reason[r] = push_bytes(&mut self.arena, v.reason.as_bytes());
         self.verdict[r] = v.rule;
-        self.risk[r] = v.risk_score;
+        self.valid_from[r] = now_us;
+        self.mark_dirty(row);
+        true
+    }
+
+    /// Sets the reachability and removal risk of a row (formal
+    /// verification); marks it changed when either differs.
+    pub(crate) fn set_assessment(&mut self, row: u32, reach: Reachability, risk: f32, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.reach[r] == reach && self.risk[r].to_bits() == risk.to_bits() {
+            return false;
+        }
+        self.reach[r] = reach;
+        self.risk[r] = risk;
         self.valid_from[r] = now_us;
         self.mark_dirty(row);
         true

@@ -290,7 +290,6 @@ fn changes_round_trip_through_load() {
             is_waste: true,
             reason: "unattached for 43 days",
             rule: None,
-            risk_score: 0.0,
         },
         1,
     );

@@ -1,10 +1,11 @@
 //! Findings to verdicts. A node is waste when any finding says so; the
 //! deciding finding is the waste finding with the highest risk (a built-in
 //! rule before a plugin at equal risk, then by rule name), or, for a node
-//! in use, the optimisation finding with the highest risk. Its reason,
-//! rule and risk become the node's `waste_reason`, `verdict` and
-//! `risk_score`. A visible node without findings, or whose `svc:ignore` tag
-//! holds, is cleared, so a resource that stopped being waste stops being
+//! in use, the optimisation finding with the highest risk. Its reason and
+//! rule become the node's `waste_reason` and `verdict`; the node's
+//! `risk_score` is the removal risk formal verification computes. A
+//! visible node without findings, or whose `svc:ignore` tag holds, is
+//! cleared, so a resource that stopped being waste stops being
 //! reported.
 
 use std::cmp::Ordering;
@@ -25,7 +26,7 @@ pub fn precedence(a: &Finding, b: &Finding) -> Ordering {
 
 /// Writes the verdicts of `set` into `graph` (every visible node, in
 /// parallel); returns how many nodes changed. A node's deciding finding
-/// sets its verdict (rule), reason and risk, and `is_waste` when it is a
+/// sets its verdict (rule) and reason, and `is_waste` when it is a
 /// waste finding; an ignored node, or one without findings, is cleared.
 pub fn apply(graph: &mut Graph, set: &FindingSet, now_us: u64) -> usize {
     let interner = graph.interner().clone();
@@ -41,7 +42,6 @@ pub fn apply(graph: &mut Graph, set: &FindingSet, now_us: u64) -> usize {
             is_waste: f.is_waste,
             reason: &f.reason,
             rule: rules.get(&*f.rule).copied(),
-            risk_score: f32::from(f.risk_score),
         })
     })
 }

@@ -8,6 +8,8 @@ use tracing::{debug, info, info_span, warn};
 
 use super::source::{ScanContext, ScanSink, Source};
 use super::stage::{EdgePool, SourceStage, StageSink};
+use crate::analysis::linker::{self, LinkReport};
+use crate::analysis::reach::{self, Assessment};
 use crate::engine::{Engine, EngineError};
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
 use crate::heuristics::{self, Analyzer, AnalyzerOutcome, BuiltinStats, Finding, FindingSet, FindingSource};
@@ -98,6 +100,10 @@ pub struct ScanReport {
     pub providers: Vec<(String, u64)>,
     /// Nodes reported in this scan per provider.
     pub discovered: Vec<(String, u64)>,
+    /// What the ghost linker matched and added.
+    pub links: LinkReport,
+    /// Nodes reachable, unreachable and unknown after formal verification.
+    pub reachability: [u64; 3],
     /// Ledger sequence of the SCAN_COMPLETED event.
     pub event_seq: u64,
 }
@@ -146,6 +152,16 @@ impl ScanReport {
             "observed_at": self.observed_at,
             "findings": self.findings,
             "verdicts_changed": self.verdicts_changed,
+            "ghost_linker": {
+                "matched": self.links.matched(),
+                "added": self.links.added,
+                "retired": self.links.retired,
+            },
+            "reachability": {
+                "reachable": self.reachability[0],
+                "unreachable": self.reachability[1],
+                "unknown": self.reachability[2],
+            },
         })
     }
 }
@@ -342,13 +358,58 @@ pub(crate) fn run(
         engine.set_findings(set);
     }
 
-    for phase in [
-        spans::PATTERN,
-        spans::GHOST_LINKER,
-        spans::FORMAL_VERIFY,
-        spans::SAU,
-        spans::POLICY,
-    ] {
+    empty_phase(spans::PATTERN);
+
+    {
+        let _s = info_span!("engine.ghost_linker").entered();
+        let mut graph = engine.graph_mut();
+        let links = linker::run(&mut graph, now_us, report.scan_seq as u32);
+        if links.added + links.retired > 0 {
+            graph.rebuild_adjacency(now_us);
+        }
+        debug!(
+            matched = links.matched(),
+            added = links.added,
+            retired = links.retired,
+            ms = links.duration_ms,
+            "linked"
+        );
+        report.links = links.clone();
+        engine.set_links(links);
+    }
+
+    {
+        let _s = info_span!("engine.formal_verify").entered();
+        // Nodes of a provider whose scan failed may be missing edges.
+        let failed: Vec<Sym> = report
+            .sources
+            .iter()
+            .filter(|s| !s.ok)
+            .flat_map(|s| s.providers.iter())
+            .filter_map(|p| engine.interner().get(p))
+            .collect();
+        let mut assessment = if engine.oracle_enabled() {
+            reach::run(&engine.graph(), now_us, report.scan_seq, &failed)
+        } else {
+            Assessment::disabled(report.scan_seq, now_us)
+        };
+        let changed = engine
+            .graph_mut()
+            .apply_assessment(now_us, |id| assessment.verdict(id));
+        assessment.release_verdicts();
+        debug!(
+            reachable = assessment.reachable,
+            unreachable = assessment.unreachable,
+            unknown = assessment.unknown,
+            changed,
+            ms = assessment.duration_ms,
+            "verified"
+        );
+        report.reachability = [assessment.reachable, assessment.unreachable, assessment.unknown];
+        engine.set_assessment(assessment);
+    }
+
+    for phase in [spans::SAU, spans::POLICY] {
         empty_phase(phase);
     }
 
@@ -487,7 +548,9 @@ fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcome
                             .unwrap_or_default()
                             .into(),
                         is_waste: true,
-                        risk_score: n.risk_score().clamp(0.0, 100.0) as u8,
+                        // The finding's own risk is not kept in the graph; a plugin's
+                        // is capped at 79.
+                        risk_score: 79,
                         reason: n.waste_reason().to_owned(),
                         suggested_action: Default::default(),
                         projected_savings_usd_mo: f64::from(n.cost_usd_mo()),
@@ -507,8 +570,6 @@ fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcome
 fn empty_phase(name: &'static str) {
     let span = match name {
         spans::PATTERN => info_span!("engine.pattern"),
-        spans::GHOST_LINKER => info_span!("engine.ghost_linker"),
-        spans::FORMAL_VERIFY => info_span!("engine.formal_verify"),
         spans::SAU => info_span!("engine.sau"),
         _ => info_span!("engine.policy"),
     };
