@@ -190,7 +190,12 @@ mod tests {
         assert!(s.enabled && s.disabled == ["aws-ebs-gp2-to-gp3"]);
         let e = Config::validate_text("[heuristics]\ndisabled = [\"no-such-rule\"]").unwrap_err();
         assert!(Config::validate_text("[oracle]\nenabled = 1").is_err());
-        assert!(!Config::validate_text("[oracle]\nenabled = false").unwrap().oracle_enabled().unwrap());
+        assert!(
+            !Config::validate_text("[oracle]\nenabled = false")
+                .unwrap()
+                .oracle_enabled()
+                .unwrap()
+        );
         assert!(Config::validate_text("").unwrap().oracle_enabled().unwrap());
         assert!(format!("{e:#}").contains("not a built-in rule"), "{e:#}");
         assert!(Config::validate_text("").unwrap().heuristics.builtin);

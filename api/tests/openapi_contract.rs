@@ -537,6 +537,9 @@ fn three_scans() -> (Fixture, u64) {
     });
     f.rescan(|e| {
         e.edge(&function(), &db(), Relation::Uses);
+        // A public address makes the instance reachable, with a proof.
+        e.node(&aws("eip", "eipalloc-1"), "in-use", 3.6);
+        e.edge(&aws("eip", "eipalloc-1"), &instance(), Relation::AttachedTo);
     });
     f.engine
         .ledger()
@@ -913,6 +916,17 @@ async fn live_responses_match_their_schemas() {
             "/api/v1/heuristics/status",
             &["/rules", "/engines"],
         ),
+        get("/api/v1/solver/results", "/api/v1/solver/results", &["/nodes"]),
+        get(
+            "/api/v1/solver/results",
+            "/api/v1/solver/results?reachability=unreachable&min_risk=0&limit=5",
+            &["/nodes"],
+        ),
+        get(
+            "/api/v1/oracle/{crn}",
+            format!("/api/v1/oracle/{}", enc(&instance())),
+            &["/proof"],
+        ),
         get("/api/v1/plugins", "/api/v1/plugins", &[""]),
         post(
             "/api/v1/plugins/toggle",
@@ -1020,6 +1034,25 @@ async fn error_responses_match_the_error_schema() {
             "/api/v1/graph/nodes/garbage",
             422,
             "invalid",
+        ),
+        failure("/api/v1/oracle/{crn}", "/api/v1/oracle/garbage", 422, "invalid"),
+        failure(
+            "/api/v1/oracle/{crn}",
+            format!("/api/v1/oracle/{missing}"),
+            404,
+            "not_found",
+        ),
+        failure(
+            "/api/v1/solver/results",
+            "/api/v1/solver/results?reachability=maybe",
+            400,
+            "bad_request",
+        ),
+        failure(
+            "/api/v1/solver/results",
+            "/api/v1/solver/results?min_risk=101",
+            400,
+            "bad_request",
         ),
         failure(
             "/api/v1/graph/nodes/{crn}/edges",
@@ -1165,6 +1198,7 @@ fn limited_list(route: &str) -> Option<&'static str> {
         "/api/v1/graph/topology" => "/nodes",
         "/api/v1/history" => "/events",
         "/api/v1/history/resource" => "/events",
+        "/api/v1/solver/results" => "/nodes",
         _ => return None,
     })
 }

@@ -7,9 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
+use svc_engine::Graph;
 use svc_engine::heuristics::builtin::{self, BuiltinOutcome, RuleKind, ignore};
 use svc_engine::relation::Relation::{AttachedTo, Contains, FlowsTo, Runs, Uses};
-use svc_engine::Graph;
 
 mod common;
 

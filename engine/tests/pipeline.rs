@@ -127,7 +127,9 @@ fn scans_version_retire_and_survive_restart() {
     let discovered: Vec<&str> = diff
         .changed
         .iter()
-        .filter(|(a, b)| a.row.state != b.row.state || a.row.cost_usd_mo != b.row.cost_usd_mo || a.row.props != b.row.props)
+        .filter(|(a, b)| {
+            a.row.state != b.row.state || a.row.cost_usd_mo != b.row.cost_usd_mo || a.row.props != b.row.props
+        })
         .map(|(_, b)| b.crn.as_str())
         .collect();
     assert_eq!(discovered, [crn("aws", 2)]);

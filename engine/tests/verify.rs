@@ -28,13 +28,49 @@ fn estate() -> Estate {
     let mut e = Estate::new();
     let none = json!({});
     // A web stack behind DNS and a load balancer.
-    e.node(AWS, "route53:record", "www", "active", 0.5, 100, json!({"record_value": "lb-1.elb.amazonaws.com"}), &[]);
-    e.node(AWS, "elb:load-balancer", "lb", "active", 18.0, 100, json!({"dns_name": "lb-1.elb.amazonaws.com."}), &[]);
-    e.node(AWS, "ec2:instance", "web", "running", 70.0, 100, json!({"instance_type": "m5.large"}), &[]);
+    e.node(
+        AWS,
+        "route53:record",
+        "www",
+        "active",
+        0.5,
+        100,
+        json!({"record_value": "lb-1.elb.amazonaws.com"}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "elb:load-balancer",
+        "lb",
+        "active",
+        18.0,
+        100,
+        json!({"dns_name": "lb-1.elb.amazonaws.com."}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:instance",
+        "web",
+        "running",
+        70.0,
+        100,
+        json!({"instance_type": "m5.large"}),
+        &[],
+    );
     e.node(AWS, "ec2:volume", "vol-web", "in-use", 8.0, 100, none.clone(), &[]);
     e.node(AWS, "ec2:subnet", "subnet", "available", 0.0, 100, none.clone(), &[]);
     e.node(AWS, "ec2:vpc", "vpc", "available", 0.0, 100, none.clone(), &[]);
-    e.node(AWS, "ec2:security-group", "sg-web", "active", 0.0, 100, none.clone(), &[]);
+    e.node(
+        AWS,
+        "ec2:security-group",
+        "sg-web",
+        "active",
+        0.0,
+        100,
+        none.clone(),
+        &[],
+    );
     e.node(AWS, "rds:db", "db", "available", 400.0, 100, none.clone(), &[]);
     e.edge("www", FlowsTo, "lb");
     e.edge("lb", FlowsTo, "web");
@@ -44,11 +80,38 @@ fn estate() -> Estate {
     e.edge("web", SecuredBy, "sg-web");
     e.edge("web", Uses, "db");
     // A forgotten batch machine and its disk; a bastion behind an address.
-    e.node(AWS, "ec2:instance", "batch", "running", 140.0, 300, json!({"instance_type": "m5.xlarge"}), &[]);
+    e.node(
+        AWS,
+        "ec2:instance",
+        "batch",
+        "running",
+        140.0,
+        300,
+        json!({"instance_type": "m5.xlarge"}),
+        &[],
+    );
     e.node(AWS, "ec2:volume", "vol-batch", "in-use", 50.0, 300, none.clone(), &[]);
     e.edge("vol-batch", AttachedTo, "batch");
-    e.node(AWS, "ec2:eip", "eip-1", "in-use", 3.6, 100, json!({"public_ip": "52.0.0.9"}), &[]);
-    e.node(AWS, "ec2:instance", "bastion", "running", 7.0, 100, json!({"instance_type": "t3.micro"}), &[]);
+    e.node(
+        AWS,
+        "ec2:eip",
+        "eip-1",
+        "in-use",
+        3.6,
+        100,
+        json!({"public_ip": "52.0.0.9"}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:instance",
+        "bastion",
+        "running",
+        7.0,
+        100,
+        json!({"instance_type": "t3.micro"}),
+        &[],
+    );
     e.edge("eip-1", AttachedTo, "bastion");
     // Spot machines, one accelerated; an on-demand twin of the first.
     let spot = json!({"instance_type": "p3.2xlarge", "lifecycle": "spot"});
@@ -56,10 +119,28 @@ fn estate() -> Estate {
     let twin = json!({"instance_type": "p3.2xlarge", "lifecycle": "on-demand"});
     e.node(AWS, "ec2:instance", "gpu-ondemand", "running", 900.0, 10, twin, &[]);
     // Kubernetes on all three clouds, named by providerID only.
-    e.node(AWS, "ec2:instance", "i-k8s", "running", 70.0, 50, json!({"instance_type": "m5.large"}), &[]);
+    e.node(
+        AWS,
+        "ec2:instance",
+        "i-k8s",
+        "running",
+        70.0,
+        50,
+        json!({"instance_type": "m5.large"}),
+        &[],
+    );
     let gce = json!({"name": "gke-pool-x", "machine_type": "n2-standard-4"});
     e.node(GCP, "compute:instance", "4242", "RUNNING", 97.0, 50, gce, &[]);
-    e.node(AZ, "compute:vm", AZURE_VM, "running", 70.0, 50, json!({"vm_size": "Standard_D2s_v5"}), &[]);
+    e.node(
+        AZ,
+        "compute:vm",
+        AZURE_VM,
+        "running",
+        70.0,
+        50,
+        json!({"vm_size": "Standard_D2s_v5"}),
+        &[],
+    );
     let aws_pid = json!({"provider_id": "aws:///us-east-1a/i-k8s"});
     e.node(K8S, "core:node", "ip-10-0-0-1", "Ready", 0.0, 50, aws_pid, &[]);
     let gce_pid = json!({"provider_id": "gce://proj-1/europe-west1-b/gke-pool-x"});
@@ -68,7 +149,16 @@ fn estate() -> Estate {
     e.node(K8S, "core:node", "aks-1", "Ready", 0.0, 50, az_pid, &[]);
     let lb_svc = json!({"service_type": "LoadBalancer"});
     e.node(K8S, "core:service", "svc-lb", "active", 0.0, 50, lb_svc, &[]);
-    e.node(K8S, "core:service", "svc-internal", "active", 0.0, 50, json!({"service_type": "ClusterIP"}), &[]);
+    e.node(
+        K8S,
+        "core:service",
+        "svc-internal",
+        "active",
+        0.0,
+        50,
+        json!({"service_type": "ClusterIP"}),
+        &[],
+    );
     e.node(K8S, "core:pod", "pod-a", "Running", 0.0, 5, none.clone(), &[]);
     e.node(K8S, "core:pod", "pod-b", "Running", 0.0, 5, none.clone(), &[]);
     e.edge("svc-lb", FlowsTo, "pod-a");
@@ -76,7 +166,16 @@ fn estate() -> Estate {
     e.edge("pod-a", Runs, "ip-10-0-0-1");
     e.edge("pod-b", Runs, "gke-pool-x");
     // DNS on AWS naming a GCP address, which fronts a Kubernetes service.
-    e.node(AWS, "route53:record", "api", "active", 0.5, 100, json!({"record_value": "34.1.2.3"}), &[]);
+    e.node(
+        AWS,
+        "route53:record",
+        "api",
+        "active",
+        0.5,
+        100,
+        json!({"record_value": "34.1.2.3"}),
+        &[],
+    );
     let addr = json!({"address": "34.1.2.3", "address_type": "EXTERNAL"});
     e.node(GCP, "compute:address", "addr-1", "IN_USE", 7.3, 100, addr, &[]);
     let ext = json!({"service_type": "ClusterIP", "external_ip": "34.1.2.3"});
@@ -84,7 +183,16 @@ fn estate() -> Estate {
     // A role and the function that assumes it.
     let arn = "arn:aws:iam::123456789012:role/app";
     e.node(AWS, "iam:role", arn, "active", 0.0, 100, json!({}), &[]);
-    e.node(AWS, "lambda:function", "fn-1", "Active", 1.0, 100, json!({"role_arn": arn}), &[]);
+    e.node(
+        AWS,
+        "lambda:function",
+        "fn-1",
+        "Active",
+        1.0,
+        100,
+        json!({"role_arn": arn}),
+        &[],
+    );
     e
 }
 
@@ -94,10 +202,7 @@ fn id(g: &Graph, crns: &BTreeMap<&'static str, String>, name: &str) -> NodeId {
 
 fn name_of(crns: &BTreeMap<&'static str, String>, g: &Graph, id: NodeId) -> &'static str {
     let crn = g.crn(id);
-    crns.iter()
-        .find(|(_, c)| **c == crn)
-        .map(|(n, _)| *n)
-        .unwrap_or("?")
+    crns.iter().find(|(_, c)| **c == crn).map(|(n, _)| *n).unwrap_or("?")
 }
 
 #[test]

@@ -147,7 +147,9 @@ pub async fn oracle(State(state): State<AppState>, path: Result<Path<String>, Pa
         let a = engine.assessment();
         let g = engine.graph();
         let (crn, id) = find_node(&g, &raw)?;
-        let n = g.node(id).ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
+        let n = g
+            .node(id)
+            .ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
         let r = g.interner().reader();
         let reach = n.reachability();
         let proof: Vec<Value> = a
@@ -170,32 +172,27 @@ pub async fn oracle(State(state): State<AppState>, path: Result<Path<String>, Pa
             Via::Edge(_) => proof.first().and_then(|s| s["from"].as_str().map(str::to_owned)),
             Via::None => None,
         };
-        let explained = reach::explain(&g, id, reach);
-        let (risk, spot, entry) = match &explained {
-            Some((parts, spot, entry)) => (
-                json!({
-                    "dependents": parts.dependents,
-                    "blast_radius": parts.blast,
-                    "reachability": parts.reachability,
-                    "cost": parts.cost,
-                    "stateful": parts.stateful,
-                    "entry_point": parts.entry,
-                    "spot": parts.spot,
-                    "total": parts.total,
-                }),
-                spot.as_ref().map(|s| {
-                    json!({
-                        "interruption_band": s.band,
-                        "interruption_frequency": s.frequency,
-                        "interruption_score": s.score,
-                        "machine_type": s.machine_type,
-                        "basis": s.basis,
-                    })
-                }),
-                *entry,
-            ),
-            None => (Value::Null, None, false),
-        };
+        // A node not in the adjacency index (logically deleted) has no parts.
+        let (parts, spot, entry) = reach::explain(&g, id, reach).unwrap_or_default();
+        let risk = json!({
+            "dependents": parts.dependents,
+            "blast_radius": parts.blast,
+            "reachability": parts.reachability,
+            "cost": parts.cost,
+            "stateful": parts.stateful,
+            "entry_point": parts.entry,
+            "spot": parts.spot,
+            "total": parts.total,
+        });
+        let spot = spot.map(|s| {
+            json!({
+                "interruption_band": s.band,
+                "interruption_frequency": s.frequency,
+                "interruption_score": s.score,
+                "machine_type": s.machine_type,
+                "basis": s.basis,
+            })
+        });
         Ok(json!({
             "crn": crn_with(&g, &r, id),
             "type": r.resolve(n.ty()),

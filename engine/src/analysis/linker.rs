@@ -96,7 +96,12 @@ impl Keys {
             dns_name: r.get("dns_name"),
             arn: r.get("arn"),
             role_tag: r.get("eks.amazonaws.com/role-arn"),
-            record: [r.get("record_value"), r.get("alias_target"), r.get("rrdatas"), r.get("target")],
+            record: [
+                r.get("record_value"),
+                r.get("alias_target"),
+                r.get("rrdatas"),
+                r.get("target"),
+            ],
             ip: [
                 r.get("public_ip"),
                 r.get("external_ip"),
@@ -193,6 +198,22 @@ fn is_dns(service: &str, kind: &str) -> bool {
     matches!(service, "route53" | "dns") || kind.starts_with("dns-") || kind == "record-set"
 }
 
+/// The machine a Kubernetes node's `provider_id` names: the table to look
+/// in and the key.
+fn machine_of(provider_id: &str) -> Option<(Table, String)> {
+    if let Some(rest) = provider_id.strip_prefix("aws://") {
+        let id = rest.rsplit('/').next().filter(|id| id.starts_with("i-"))?;
+        Some((Table::Ec2Instance, id.to_owned()))
+    } else if let Some(rest) = provider_id.strip_prefix("gce://") {
+        let parts: Vec<&str> = rest.split('/').collect();
+        let [project, _zone, name] = parts[..] else { return None };
+        Some((Table::GceInstance, format!("{project}/{name}")))
+    } else {
+        let rest = provider_id.strip_prefix("azure://")?;
+        Some((Table::AzureVm, rest.to_ascii_lowercase()))
+    }
+}
+
 fn facts(n: &NodeRef<'_>, r: &InternerReader<'_>, k: &Keys, s: &Segs) -> Facts {
     let mut f = Facts::default();
     let (provider, service, kind) = (n.provider(), n.service(), n.kind());
@@ -203,10 +224,13 @@ fn facts(n: &NodeRef<'_>, r: &InternerReader<'_>, k: &Keys, s: &Segs) -> Facts {
     if is(provider, s.aws) && is(service, s.ec2) && is(kind, s.instance) {
         f.offers.push((Table::Ec2Instance, n.physical_id().to_owned()));
     }
-    if is(provider, s.gcp) && is(service, s.compute) && is(kind, s.instance) {
-        if let Some(name) = str_prop(&p, k.name) {
-            f.offers.push((Table::GceInstance, format!("{}/{}", r.resolve(n.account()), name)));
-        }
+    if is(provider, s.gcp)
+        && is(service, s.compute)
+        && is(kind, s.instance)
+        && let Some(name) = str_prop(&p, k.name)
+    {
+        f.offers
+            .push((Table::GceInstance, format!("{}/{}", r.resolve(n.account()), name)));
     }
     if is(provider, s.azure) && is(kind, s.vm) {
         f.offers.push((Table::AzureVm, n.physical_id().to_ascii_lowercase()));
@@ -236,21 +260,11 @@ fn facts(n: &NodeRef<'_>, r: &InternerReader<'_>, k: &Keys, s: &Segs) -> Facts {
     }
 
     // What this node looks up.
-    if is(provider, s.kubernetes) && is(kind, s.node) {
-        if let Some(pid) = str_prop(&p, k.provider_id) {
-            if let Some(rest) = pid.strip_prefix("aws://") {
-                if let Some(id) = rest.rsplit('/').next().filter(|id| id.starts_with("i-")) {
-                    f.asks.push((Table::Ec2Instance, id.to_owned(), 0, Relation::Runs, true));
-                }
-            } else if let Some(rest) = pid.strip_prefix("gce://") {
-                let parts: Vec<&str> = rest.split('/').collect();
-                if let [project, _zone, name] = parts[..] {
-                    f.asks.push((Table::GceInstance, format!("{project}/{name}"), 0, Relation::Runs, true));
-                }
-            } else if let Some(rest) = pid.strip_prefix("azure://") {
-                f.asks.push((Table::AzureVm, rest.to_ascii_lowercase(), 0, Relation::Runs, true));
-            }
-        }
+    if is(provider, s.kubernetes)
+        && is(kind, s.node)
+        && let Some((table, key)) = str_prop(&p, k.provider_id).as_deref().and_then(machine_of)
+    {
+        f.asks.push((table, key, 0, Relation::Runs, true));
     }
     if is_dns(service_s, kind_s) {
         for key in k.record {
@@ -262,7 +276,10 @@ fn facts(n: &NodeRef<'_>, r: &InternerReader<'_>, k: &Keys, s: &Segs) -> Facts {
             }
         }
     }
-    let tagged = k.role_tag.and_then(|t| n.tags().get(t)).map(|v| r.resolve(v).to_owned());
+    let tagged = k
+        .role_tag
+        .and_then(|t| n.tags().get(t))
+        .map(|v| r.resolve(v).to_owned());
     for arn in k.role.iter().filter_map(|key| str_prop(&p, *key)).chain(tagged) {
         if arn.starts_with("arn:") {
             f.asks.push((Table::Role, arn, 2, Relation::Grants, false));
@@ -374,7 +391,8 @@ pub fn run(graph: &mut Graph, now_us: u64, scan: u32) -> LinkReport {
         }
     }
     report.retired = graph.retire_inferred(scan, now_us, |p| {
-        p.get(key).is_some_and(|v| v.as_str().is_some_and(|s| RULES.contains(&s)))
+        p.get(key)
+            .is_some_and(|v| v.as_str().is_some_and(|s| RULES.contains(&s)))
     }) as u64;
     report.duration_ms = started.elapsed().as_millis() as u64;
     report

@@ -199,7 +199,11 @@ impl Assessment {
         let mut at = id;
         while let Via::Edge(e) = self.via(at) {
             let Some(edge) = graph.edge(e) else { break };
-            let from = if edge.target() == at { edge.source() } else { edge.target() };
+            let from = if edge.target() == at {
+                edge.source()
+            } else {
+                edge.target()
+            };
             steps.push((e, from, at));
             at = from;
             if steps.len() >= MAX_PROOF_HOPS {
@@ -248,7 +252,10 @@ fn classify(service: &str, kind: &str) -> Class {
             kind,
             "eip" | "public-ip" | "forwarding-rule" | "global-forwarding-rule" | "application-gateway" | "front-door"
         )
-        || matches!(service, "route53" | "dns" | "apigateway" | "apigatewayv2" | "apigee" | "apimanagement")
+        || matches!(
+            service,
+            "route53" | "dns" | "apigateway" | "apigatewayv2" | "apigee" | "apimanagement"
+        )
         || kind.starts_with("dns-")
         || kind == "api-gateway"
         || kind == "ingress";
@@ -284,7 +291,8 @@ fn classify(service: &str, kind: &str) -> Class {
 }
 
 fn str_is(v: Option<ValueRef<'_>>, want: &str) -> bool {
-    v.and_then(|v| v.as_str().map(|s| s.eq_ignore_ascii_case(want))).unwrap_or(false)
+    v.and_then(|v| v.as_str().map(|s| s.eq_ignore_ascii_case(want)))
+        .unwrap_or(false)
 }
 
 fn is_entry(n: &NodeRef<'_>, class: Class, names: &Names) -> bool {
@@ -295,9 +303,7 @@ fn is_entry(n: &NodeRef<'_>, class: Class, names: &Names) -> bool {
         return false;
     }
     let p = n.props();
-    let external = names
-        .address_type
-        .is_some_and(|k| str_is(p.get(k), "EXTERNAL"));
+    let external = names.address_type.is_some_and(|k| str_is(p.get(k), "EXTERNAL"));
     let exposed = names.service_type.is_some_and(|k| {
         let v = p.get(k);
         str_is(v, "LoadBalancer") || str_is(v, "NodePort")
@@ -534,7 +540,10 @@ pub fn run(graph: &Graph, now_us: u64, scan_seq: u64, failed: &[Sym]) -> Assessm
             let (parts, spot) = match graph.node(id) {
                 Some(node) => {
                     let spot = spot_with(&node, class[d], &names);
-                    (risk_parts(graph, d as u32, &node, reach, class[d], entry[d], spot.as_ref()), spot.is_some())
+                    (
+                        risk_parts(graph, d as u32, &node, reach, class[d], entry[d], spot.as_ref()),
+                        spot.is_some(),
+                    )
                 }
                 None => (RiskParts::default(), false),
             };
@@ -586,8 +595,14 @@ fn dependents(graph: &Graph, d: u32) -> u32 {
     let adj = graph.adjacency();
     let edges = graph.edge_shards();
     let rel_of = |e: EdgeId| edges[e.shard()].rel[e.row() as usize];
-    let out = adj.out(d).filter(|(e, _)| !rel_of(*e).source_depends_on_target()).count();
-    let inc = adj.inc(d).filter(|(e, _)| rel_of(*e).source_depends_on_target()).count();
+    let out = adj
+        .out(d)
+        .filter(|(e, _)| !rel_of(*e).source_depends_on_target())
+        .count();
+    let inc = adj
+        .inc(d)
+        .filter(|(e, _)| rel_of(*e).source_depends_on_target())
+        .count();
     (out + inc) as u32
 }
 
@@ -616,7 +631,9 @@ fn risk_parts(
     let stateful = if class.stateful { 20.0 } else { 0.0 };
     let entry = if entry { 5.0 } else { 0.0 };
     let spot = spot.map_or(0.0, |s| -(5.0 + f32::from(s.score) / 10.0));
-    let total = (blast + reachability + cost + stateful + entry + spot).clamp(0.0, 100.0).round();
+    let total = (blast + reachability + cost + stateful + entry + spot)
+        .clamp(0.0, 100.0)
+        .round();
     RiskParts {
         dependents,
         blast,
@@ -639,7 +656,11 @@ pub fn explain(graph: &Graph, id: NodeId, reach: Reachability) -> Option<(RiskPa
     let entry = is_entry(&node, class, &names);
     let spot = spot_with(&node, class, &names);
     let d = graph.adjacency().dense(id)?;
-    Some((risk_parts(graph, d, &node, reach, class, entry, spot.as_ref()), spot, entry))
+    Some((
+        risk_parts(graph, d, &node, reach, class, entry, spot.as_ref()),
+        spot,
+        entry,
+    ))
 }
 
 #[cfg(test)]
@@ -648,7 +669,12 @@ mod tests {
 
     #[test]
     fn via_packs_round_trip() {
-        for v in [Via::None, Via::Entry, Via::Edge(EdgeId::new(0, 0)), Via::Edge(EdgeId::new(127, u32::MAX))] {
+        for v in [
+            Via::None,
+            Via::Entry,
+            Via::Edge(EdgeId::new(0, 0)),
+            Via::Edge(EdgeId::new(127, u32::MAX)),
+        ] {
             assert_eq!(unpack(pack(v)), v);
         }
     }

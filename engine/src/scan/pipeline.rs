@@ -393,9 +393,7 @@ pub(crate) fn run(
         } else {
             Assessment::disabled(report.scan_seq, now_us)
         };
-        let changed = engine
-            .graph_mut()
-            .apply_assessment(now_us, |id| assessment.verdict(id));
+        let changed = engine.graph_mut().apply_assessment(now_us, |id| assessment.verdict(id));
         assessment.release_verdicts();
         debug!(
             reachable = assessment.reachable,

@@ -94,7 +94,6 @@ pub const GCP: (&str, &str, &str) = ("gcp", "europe-west1", "proj-1");
 pub const AZ: (&str, &str, &str) = ("azure", "westeurope", "sub-1");
 pub const K8S: (&str, &str, &str) = ("kubernetes", "eu-west-1", "cluster-a");
 
-
 impl Estate {
     /// The estate as a graph, ingested just before [`NOW`], adjacency built.
     pub fn graph(self) -> (Graph, BTreeMap<&'static str, String>) {
