@@ -157,3 +157,90 @@ async fn mock_estate_is_linked_and_verified() {
     assert_eq!(payload["ghost_linker"]["added"], results["ghost_linker"]["added"]);
     assert!(u(&payload["ghost_linker"]["matched"]) >= k8s_nodes.len() as u64);
 }
+
+/// Flow-log lines between two machines make an idle machine busy and carry
+/// reachability to it, from the next scan on.
+#[tokio::test]
+async fn observed_traffic_feeds_the_idle_rule_and_reachability() {
+    let dir = common::data_dir();
+    let d = Daemon::start_scanned(dir.path(), SCALE).await;
+    let api = d.api();
+    let nodes = api.all_nodes(Some("aws")).await;
+    let ip = |n: &Value| n["properties"]["private_ip"].as_str().map(str::to_owned);
+    let idle = nodes
+        .iter()
+        .find(|n| n["verdict"] == "aws-ec2-idle" && ip(n).is_some())
+        .expect("an idle instance with an address");
+    assert_eq!(idle["reachability"], "unreachable", "{idle}");
+    let busy = nodes
+        .iter()
+        .find(|n| n["type"] == "ec2:instance" && n["reachability"] == "reachable" && ip(n).is_some())
+        .expect("a reachable instance with an address");
+    let (from, to) = (ip(busy).unwrap_or_default(), ip(idle).unwrap_or_default());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let lines = format!(
+        "version account-id interface-id srcaddr dstaddr srcport dstport protocol packets bytes start end action log-status\n\
+         2 123456789012 eni-1 {from} {to} 49152 443 6 300000 400000000 {} {} ACCEPT OK\n\
+         2 123456789012 eni-1 {from} {to} 49153 443 6 10 1000 {} {} ACCEPT OK\n\
+         2 123456789012 eni-1 {from} 192.0.2.99 49153 443 6 10 1000 {} {} ACCEPT OK\n\
+         2 123456789012 eni-1 {from} {to} 49154 443 6 10 1000 {} {} REJECT OK\n",
+        now - 3600,
+        now - 3000,
+        now - 3000,
+        now - 2400,
+        now - 60,
+        now,
+        now - 60,
+        now
+    );
+    let report = api.post_text("/api/v1/traffic/ingest", lines).await.expect(200);
+    assert_eq!(report["records"], 4, "{report}");
+    assert_eq!(report["resolved"], 2, "{report}");
+    assert_eq!(report["unresolved"], 1, "{report}");
+    assert_eq!(report["skipped"], 1, "the rejected flow");
+    assert_eq!(report["edges_added"], 1, "{report}");
+    assert_eq!(report["bytes"], 400_001_000u64, "{report}");
+
+    let edges = api.get_ok("/api/v1/traffic/edges").await;
+    assert_eq!(edges["count"], 1, "{edges}");
+    let e = &edges["edges"][0];
+    assert_eq!((&e["source_crn"], &e["target_crn"]), (&busy["crn"], &idle["crn"]));
+    assert_eq!(e["bytes"], 400_001_000u64);
+    assert_eq!(
+        (u(&e["records"]), u(&e["window_start"]), u(&e["window_end"])),
+        (2, now - 3600, now - 2400)
+    );
+
+    // Malformed input: a clear error, nothing ingested.
+    api.post_text("/api/v1/traffic/ingest", "2 too short\n".to_owned())
+        .await
+        .expect_error(422, "invalid");
+    api.post_raw("/api/v1/traffic/ingest", "{not json")
+        .await
+        .expect_error(400, "bad_request");
+    assert_eq!(api.get_ok("/api/v1/traffic/edges").await["count"], 1);
+
+    // The next scan: the machine is busy and reached over the flow.
+    api.scan_wait().await;
+    let crn = s(&idle["crn"]);
+    let node = api
+        .get_ok(&format!("/api/v1/graph/nodes/{}", common::encode_segment(crn)))
+        .await;
+    assert_eq!(node["is_waste"], false, "{node}");
+    assert_eq!(node["reachability"], "reachable", "{node}");
+    let o = api
+        .get_ok(&format!("/api/v1/oracle/{}", common::encode_segment(crn)))
+        .await;
+    let last = o["proof"]
+        .as_array()
+        .and_then(|p| p.last())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (&last["from"], &last["relation"], &last["inferred"]),
+        (&busy["crn"], &Value::from("FlowsTo"), &Value::from(true))
+    );
+}

@@ -54,13 +54,15 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/heuristics/status"),
     ("GET", "/api/v1/solver/results"),
     ("GET", "/api/v1/oracle/{crn}"),
+    ("POST", "/api/v1/traffic/ingest"),
+    ("GET", "/api/v1/traffic/edges"),
     ("GET", "/api/v1/plugins"),
     ("POST", "/api/v1/plugins/toggle"),
 ];
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{graph, history, plugins, scan, solver, time_travel, waste};
+    use routes::{graph, history, plugins, scan, solver, time_travel, traffic, waste};
     let api = Router::new()
         .route("/topology", get(graph::topology))
         .route("/graph/stats", get(graph::stats))
@@ -85,6 +87,8 @@ pub fn router(state: AppState) -> Router {
         .route("/heuristics/status", get(waste::status))
         .route("/solver/results", get(solver::results))
         .route("/oracle/{crn}", get(solver::oracle))
+        .route("/traffic/ingest", post(traffic::ingest))
+        .route("/traffic/edges", get(traffic::edges))
         .route("/plugins", get(plugins::list))
         .route("/plugins/toggle", post(plugins::toggle))
         .fallback(no_route)

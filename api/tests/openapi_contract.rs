@@ -761,6 +761,14 @@ fn get(route: &'static str, uri: impl Into<String>, nonempty: &'static [&'static
     }
 }
 
+/// A JSON traffic body of `n` flows from `src` to `dst`.
+fn traffic_body(src: &str, dst: &str, n: u64) -> String {
+    let records: Vec<Value> = (0..n)
+        .map(|i| json!({"source": src, "destination": dst, "bytes": 100 + i, "packets": 1, "start": 1_700_000_000, "end": 1_700_000_060}))
+        .collect();
+    json!({ "records": records }).to_string()
+}
+
 fn post(route: &'static str, uri: &str, body: Option<&str>, want: u16) -> Case {
     Case {
         method: "POST",
@@ -927,6 +935,13 @@ async fn live_responses_match_their_schemas() {
             format!("/api/v1/oracle/{}", enc(&instance())),
             &["/proof"],
         ),
+        post(
+            "/api/v1/traffic/ingest",
+            "/api/v1/traffic/ingest",
+            Some(&traffic_body(&instance(), &db(), 3)),
+            200,
+        ),
+        get("/api/v1/traffic/edges", "/api/v1/traffic/edges", &["/edges"]),
         get("/api/v1/plugins", "/api/v1/plugins", &[""]),
         post(
             "/api/v1/plugins/toggle",
@@ -1036,6 +1051,14 @@ async fn error_responses_match_the_error_schema() {
             "invalid",
         ),
         failure("/api/v1/oracle/{crn}", "/api/v1/oracle/garbage", 422, "invalid"),
+        failed_post("/api/v1/traffic/ingest", r#"{"records": []}"#, 422, "invalid"),
+        failed_post(
+            "/api/v1/traffic/ingest",
+            r#"{"records": [{"source": "web", "destination": "10.0.0.1", "bytes": 1, "start": 1, "end": 2}]}"#,
+            422,
+            "invalid",
+        ),
+        failed_post("/api/v1/traffic/ingest", r#"{"records": "many"}"#, 400, "bad_request"),
         failure(
             "/api/v1/oracle/{crn}",
             format!("/api/v1/oracle/{missing}"),
@@ -1199,6 +1222,7 @@ fn limited_list(route: &str) -> Option<&'static str> {
         "/api/v1/history" => "/events",
         "/api/v1/history/resource" => "/events",
         "/api/v1/solver/results" => "/nodes",
+        "/api/v1/traffic/edges" => "/edges",
         _ => return None,
     })
 }
@@ -1229,6 +1253,23 @@ async fn documented_limits_and_defaults_hold() {
         })
         .collect();
     f.engine.ledger().append(events).unwrap();
+    // More traffic edges than the default listing: a flow from each volume.
+    let records: Vec<svc_engine::analysis::traffic::FlowRecord> = (0..150)
+        .map(|i| svc_engine::analysis::traffic::FlowRecord {
+            source: aws("volume", &format!("vol-x{i:04}")),
+            destination: instance(),
+            bytes: 1000 + i,
+            packets: 1,
+            start_s: 1,
+            end_s: 2,
+        })
+        .collect();
+    let added = f
+        .engine
+        .ingest_traffic(&records, Default::default())
+        .unwrap()
+        .expect("no scan running");
+    assert_eq!(added.edges_added, 150);
     let now = f.engine.now_us();
 
     let mut errors = Vec::new();

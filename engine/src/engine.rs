@@ -11,6 +11,7 @@ use tracing::{info, warn};
 
 use crate::analysis::linker::LinkReport;
 use crate::analysis::reach::{self, Assessment};
+use crate::analysis::traffic::{self, FlowRecord, TrafficReport};
 use crate::clock::Clock;
 use crate::graph::{Changes, Graph};
 use crate::heuristics::{Analyzer, FindingSet};
@@ -290,6 +291,41 @@ impl Engine {
 
     pub(crate) fn set_findings(&self, set: FindingSet) {
         *self.findings.write() = Arc::new(set);
+    }
+
+    /// Adds flow records to the graph as traffic edges and commits them
+    /// (see [`traffic`]). `None` while a scan runs: the caller retries.
+    /// Records must have passed [`traffic::check`].
+    pub fn ingest_traffic(
+        self: &Arc<Self>,
+        records: &[FlowRecord],
+        mut report: TrafficReport,
+    ) -> Result<Option<TrafficReport>, EngineError> {
+        let Some(_permit) = self.try_start_scan() else {
+            return Ok(None);
+        };
+        let now_us = self.now_us();
+        let scan_seq = self.scans_completed();
+        let changes = {
+            let mut g = self.graph_mut();
+            let ips = traffic::IpIndex::build(&g, now_us);
+            traffic::apply(&mut g, &ips, records, now_us, scan_seq as u32, &mut report);
+            if report.edges_added + report.edges_updated > 0 {
+                g.rebuild_adjacency(now_us);
+            }
+            g.take_changes()
+        };
+        if !changes.is_empty() {
+            let meta = CommitMeta {
+                generation: self.graph().generation(),
+                scan_seq,
+                commit_us: now_us,
+                rows: 0,
+                observed_s: self.observed_s(),
+            };
+            self.commit(&changes, meta)?;
+        }
+        Ok(Some(report))
     }
 
     /// Switches formal verification on or off from the next scan on.

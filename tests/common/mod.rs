@@ -570,6 +570,17 @@ impl Api {
         self.send(req).await
     }
 
+    /// POSTs a `text/plain` body.
+    #[allow(dead_code)]
+    pub async fn post_text(&self, path: &str, body: String) -> Reply {
+        let req = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .header("content-type", "text/plain")
+            .body(body);
+        self.send(req).await
+    }
+
     /// POSTs a scan trigger (`engine/scan` or `sync`). The engine publishes
     /// SCAN_COMPLETED just before it frees the scan slot, so a trigger sent
     /// right after that event may still be refused with 409; such a trigger

@@ -6,6 +6,7 @@ pub mod plugins;
 pub mod scan;
 pub mod solver;
 pub mod time_travel;
+pub mod traffic;
 pub mod waste;
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};

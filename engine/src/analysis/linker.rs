@@ -64,6 +64,8 @@ pub struct LinkReport {
     pub added: u64,
     /// Inferred edges whose match no longer holds.
     pub retired: u64,
+    /// Traffic edges whose window ended more than the retention ago.
+    pub expired_flows: u64,
     pub duration_ms: u64,
 }
 

@@ -1,5 +1,7 @@
-//! Analysis passes of the scan that run after the heuristics: formal
-//! verification ([`reach`]) and the cross-provider linker ([`linker`]).
+//! Analysis passes of the scan that run after the heuristics: the
+//! cross-provider linker ([`linker`]), observed traffic ([`traffic`]) and
+//! formal verification ([`reach`]).
 
 pub mod linker;
 pub mod reach;
+pub mod traffic;

@@ -484,6 +484,12 @@ impl Graph {
             .sum()
     }
 
+    /// The edge `src -rel-> dst`, visible or not.
+    pub fn find_edge(&self, src: NodeId, dst: NodeId, rel: Relation) -> Option<EdgeId> {
+        let s = edge_shard_of(src);
+        self.edges.get(s)?.find(src, dst, rel).map(|r| EdgeId::new(s, r))
+    }
+
     /// Whether a provider reports a visible edge `src -rel-> dst` (one the
     /// engine did not infer).
     pub fn is_reported_edge(&self, src: NodeId, dst: NodeId, rel: Relation) -> bool {

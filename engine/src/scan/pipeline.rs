@@ -10,6 +10,7 @@ use super::source::{ScanContext, ScanSink, Source};
 use super::stage::{EdgePool, SourceStage, StageSink};
 use crate::analysis::linker::{self, LinkReport};
 use crate::analysis::reach::{self, Assessment};
+use crate::analysis::traffic;
 use crate::engine::{Engine, EngineError};
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
 use crate::heuristics::{self, Analyzer, AnalyzerOutcome, BuiltinStats, Finding, FindingSet, FindingSource};
@@ -156,6 +157,7 @@ impl ScanReport {
                 "matched": self.links.matched(),
                 "added": self.links.added,
                 "retired": self.links.retired,
+                "expired_flows": self.links.expired_flows,
             },
             "reachability": {
                 "reachable": self.reachability[0],
@@ -363,8 +365,9 @@ pub(crate) fn run(
     {
         let _s = info_span!("engine.ghost_linker").entered();
         let mut graph = engine.graph_mut();
-        let links = linker::run(&mut graph, now_us, report.scan_seq as u32);
-        if links.added + links.retired > 0 {
+        let mut links = linker::run(&mut graph, now_us, report.scan_seq as u32);
+        links.expired_flows = traffic::expire(&mut graph, now_us, report.scan_seq as u32) as u64;
+        if links.added + links.retired + links.expired_flows > 0 {
             graph.rebuild_adjacency(now_us);
         }
         debug!(

@@ -275,8 +275,9 @@ pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
         return (d >= STOPPED_DAYS).then_some(Unused::Stopped(d));
     }
     let cpu = n.num(k.cpu_avg_7d).filter(|c| *c < IDLE_CPU_PCT)?;
-    let net = n.num(k.network_bytes_7d).filter(|b| *b < IDLE_NET_BYTES_7D)?;
-    Some(Unused::Idle(cpu, net))
+    // Flow records svc has seen count with the provider's own metric.
+    let net = n.num(k.network_bytes_7d)? + n.observed_traffic_bytes();
+    (net < IDLE_NET_BYTES_7D).then_some(Unused::Idle(cpu, net))
 }
 
 /// The unused machine a volume or disk is attached to: its name (the last

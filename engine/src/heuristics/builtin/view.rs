@@ -33,6 +33,9 @@ macro_rules! keys {
 
 keys!(
     access_tier,
+    bytes,
+    window_end,
+    inferred_by,
     address,
     association_id,
     attached_to,
@@ -331,6 +334,27 @@ impl<'a> Node<'a> {
             .filter(move |e| e.relation() == rel && visible(e.valid_to(), self.ctx.now_us))
             .filter_map(move |e| g.node(e.target()))
             .map(|n| self.of(n))
+    }
+    /// Bytes of observed traffic ([`crate::analysis::traffic`]) to or from
+    /// this node whose window ended in the 7 days before the estate was
+    /// observed.
+    pub fn observed_traffic_bytes(&self) -> f64 {
+        let k = self.ctx.keys;
+        let (Some(bytes), Some(end), Some(by)) = (k.bytes, k.window_end, k.inferred_by) else {
+            return 0.0;
+        };
+        let since = self.ctx.as_of_s.saturating_sub(7 * DAY) as f64;
+        self.n
+            .out_edges()
+            .chain(self.n.in_edges())
+            .filter(|e| e.inferred() && e.relation() == Relation::FlowsTo && visible(e.valid_to(), self.ctx.now_us))
+            .filter_map(|e| {
+                let p = e.props();
+                let traffic = p.get(by)?.as_str() == Some(crate::analysis::traffic::SOURCE);
+                let recent = p.get(end)?.as_f64()? >= since;
+                (traffic && recent).then(|| p.get(bytes)?.as_f64()).flatten()
+            })
+            .sum()
     }
     /// Neighbours over visible incoming edges of `rel`.
     pub fn inc(&self, rel: Relation) -> impl Iterator<Item = Node<'a>> + '_ {

@@ -1,0 +1,178 @@
+//! Observed traffic: `POST /api/v1/traffic/ingest` takes flow records (AWS
+//! VPC flow-log lines as `text/plain`, or JSON records) and adds them to the
+//! graph as `FlowsTo` edges with their volumes; `GET /api/v1/traffic/edges`
+//! lists those edges, largest first.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use svc_engine::analysis::traffic::{self, FlowKeys, FlowRecord, TrafficReport};
+use svc_engine::graph::visible;
+
+use super::ApiQuery;
+use super::graph::{blocking, crn_with, limit_param};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// One record of the JSON form.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonRecord {
+    source: String,
+    destination: String,
+    bytes: u64,
+    #[serde(default)]
+    packets: u64,
+    /// The window, Unix seconds.
+    start: u64,
+    end: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonBody {
+    records: Vec<JsonRecord>,
+}
+
+fn body_rejection(e: BytesRejection) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::payload_too_large(format!("request body is larger than {} bytes", crate::MAX_BODY_BYTES));
+    }
+    ApiError::bad_request(format!("unreadable request body: {}", e.body_text()))
+}
+
+/// The records of a request, checked; bad ones are counted and named in the report.
+fn records(headers: &HeaderMap, body: &[u8], report: &mut TrafficReport) -> ApiResult<Vec<FlowRecord>> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let parsed = if content_type.starts_with("text/plain") {
+        let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("flow-log body is not UTF-8 text"))?;
+        traffic::parse_flow_log(text, report)
+    } else if content_type.starts_with("application/json") || content_type.is_empty() {
+        let b: JsonBody =
+            serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("malformed request body: {e}")))?;
+        b.records
+            .into_iter()
+            .map(|r| FlowRecord {
+                source: r.source,
+                destination: r.destination,
+                bytes: r.bytes,
+                packets: r.packets,
+                start_s: r.start,
+                end_s: r.end,
+            })
+            .collect()
+    } else {
+        return Err(ApiError::bad_request(format!(
+            "unsupported content type {content_type:?}: send application/json records or text/plain VPC flow-log lines"
+        )));
+    };
+    let mut ok = Vec::with_capacity(parsed.len());
+    for (i, r) in parsed.into_iter().enumerate() {
+        match traffic::check(&r) {
+            Ok(()) => ok.push(r),
+            Err(e) => {
+                report.skipped += 1;
+                report.error(format!("record {}: {e}", i + 1));
+            }
+        }
+    }
+    if ok.is_empty() {
+        let why = report
+            .errors
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "no flow records".to_owned());
+        return Err(ApiError::invalid(format!("no usable flow record: {why}")));
+    }
+    Ok(ok)
+}
+
+/// `POST /api/v1/traffic/ingest`.
+pub async fn ingest(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult<Response> {
+    let body = body.map_err(body_rejection)?;
+    let engine = state.engine()?.clone();
+    let mut report = TrafficReport::default();
+    let records = records(&headers, &body, &mut report)?;
+    let report = tokio::task::spawn_blocking(move || engine.ingest_traffic(&records, report))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::conflict("a scan is running; send the records again when it has finished"))?;
+    Ok((
+        StatusCode::OK,
+        axum::Json(json!({
+            "records": report.records + report.skipped,
+            "resolved": report.resolved,
+            "unresolved": report.unresolved,
+            "skipped": report.skipped,
+            "pairs": report.pairs,
+            "edges_added": report.edges_added,
+            "edges_updated": report.edges_updated,
+            "reported": report.reported,
+            "bytes": report.bytes,
+            "errors": report.errors,
+        })),
+    )
+        .into_response())
+}
+
+#[derive(Deserialize, Default)]
+pub struct EdgesQuery {
+    limit: Option<String>,
+}
+
+/// `GET /api/v1/traffic/edges`.
+pub async fn edges(State(state): State<AppState>, ApiQuery(q): ApiQuery<EdgesQuery>) -> ApiResult<Response> {
+    let engine = state.engine()?.clone();
+    let limit = limit_param(q.limit.as_deref(), 100, 1000)?;
+    blocking(move || {
+        let now = engine.now_us();
+        let g = engine.graph();
+        let keys = FlowKeys::new(&g);
+        let r = g.interner().reader();
+        let mut flows: Vec<_> = g
+            .edges()
+            .filter(|e| e.inferred() && visible(e.valid_to(), now))
+            .filter(|e| g.is_node_visible(e.source(), now) && g.is_node_visible(e.target(), now))
+            .filter_map(|e| keys.read(&e.props()).map(|f| (e.source(), e.target(), f)))
+            .collect();
+        let total_bytes: u64 = flows.iter().map(|(_, _, f)| f.bytes).sum();
+        let count = flows.len();
+        flows.sort_by(|a, b| b.2.bytes.cmp(&a.2.bytes).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
+        flows.truncate(limit);
+        let edges: Vec<Value> = flows
+            .iter()
+            .map(|(s, t, f)| {
+                json!({
+                    "source_crn": crn_with(&g, &r, *s),
+                    "target_crn": crn_with(&g, &r, *t),
+                    "type": "FlowsTo",
+                    "bytes": f.bytes,
+                    "packets": f.packets,
+                    "records": f.records,
+                    "window_start": f.window_start,
+                    "window_end": f.window_end,
+                })
+            })
+            .collect();
+        Ok(json!({
+            "count": count,
+            "total_bytes": total_bytes,
+            "retention_s": traffic::RETENTION_S,
+            "edges": edges,
+        }))
+    })
+    .await
+}
