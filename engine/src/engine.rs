@@ -9,6 +9,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use thiserror::Error;
 use tracing::{info, warn};
 
+use crate::analysis::pattern::PatternReport;
 use crate::clock::Clock;
 use crate::graph::{Changes, Graph};
 use crate::heuristics::{Analyzer, FindingSet};
@@ -57,6 +58,8 @@ pub struct Engine {
     analyzers: Mutex<Vec<Box<dyn Analyzer>>>,
     /// Findings of the last scan.
     findings: RwLock<Arc<FindingSet>>,
+    /// What the pattern phase of the last scan found.
+    pattern: RwLock<Arc<PatternReport>>,
     source_config: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
     last_report: RwLock<Option<ScanReport>>,
     listeners: RwLock<Vec<ScanListener>>,
@@ -200,6 +203,7 @@ impl Engine {
             sources: Mutex::new(Vec::new()),
             analyzers: Mutex::new(Vec::new()),
             findings: RwLock::new(Arc::new(FindingSet::default())),
+            pattern: RwLock::new(Arc::new(PatternReport::default())),
             source_config: RwLock::new(BTreeMap::new()),
             last_report: RwLock::new(None),
             listeners: RwLock::new(Vec::new()),
@@ -271,6 +275,16 @@ impl Engine {
 
     pub(crate) fn set_findings(&self, set: FindingSet) {
         *self.findings.write() = Arc::new(set);
+    }
+
+    /// What the pattern phase of the last scan found (empty before the
+    /// first scan of this run).
+    pub fn pattern(&self) -> Arc<PatternReport> {
+        self.pattern.read().clone()
+    }
+
+    pub(crate) fn set_pattern(&self, report: PatternReport) {
+        *self.pattern.write() = Arc::new(report);
     }
 
     /// Stops every source and analyzer (their plugin processes), waiting up

@@ -6,6 +6,7 @@
 //! ([`scan`]). It does no network I/O and knows nothing of tokio, tonic, axum
 //! or JSON wire shapes: boundary crates convert.
 
+pub mod analysis;
 pub mod blast;
 pub mod clock;
 pub mod crn;

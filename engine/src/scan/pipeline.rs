@@ -100,6 +100,8 @@ pub struct ScanReport {
     pub discovered: Vec<(String, u64)>,
     /// Ledger sequence of the SCAN_COMPLETED event.
     pub event_seq: u64,
+    /// The pattern phase in numbers (groups, outliers, grouped findings).
+    pub pattern: serde_json::Value,
 }
 
 impl ScanReport {
@@ -146,6 +148,7 @@ impl ScanReport {
             "observed_at": self.observed_at,
             "findings": self.findings,
             "verdicts_changed": self.verdicts_changed,
+            "pattern": self.pattern,
         })
     }
 }
@@ -342,13 +345,25 @@ pub(crate) fn run(
         engine.set_findings(set);
     }
 
-    for phase in [
-        spans::PATTERN,
-        spans::GHOST_LINKER,
-        spans::FORMAL_VERIFY,
-        spans::SAU,
-        spans::POLICY,
-    ] {
+    {
+        let _s = info_span!("engine.pattern").entered();
+        // Verdicts are in the graph now; the deciding findings price them.
+        let findings = engine.findings();
+        let savings = |id: NodeId| findings.deciding(id).map(|f| f.projected_savings_usd_mo);
+        let mut pattern = crate::analysis::pattern::run(&engine.graph(), now_us, &savings);
+        pattern.scan_seq = report.scan_seq;
+        debug!(
+            groups = pattern.groups,
+            outliers = pattern.outliers_total,
+            grouped = pattern.grouped_total,
+            duration_ms = pattern.duration_ms,
+            "patterns found"
+        );
+        report.pattern = pattern.payload();
+        engine.set_pattern(pattern);
+    }
+
+    for phase in [spans::GHOST_LINKER, spans::FORMAL_VERIFY, spans::SAU, spans::POLICY] {
         empty_phase(phase);
     }
 
@@ -506,7 +521,6 @@ fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcome
 /// A phase that later capabilities fill; it still shows in traces.
 fn empty_phase(name: &'static str) {
     let span = match name {
-        spans::PATTERN => info_span!("engine.pattern"),
         spans::GHOST_LINKER => info_span!("engine.ghost_linker"),
         spans::FORMAL_VERIFY => info_span!("engine.formal_verify"),
         spans::SAU => info_span!("engine.sau"),
