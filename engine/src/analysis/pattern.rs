@@ -23,7 +23,7 @@
 //!    their summed monthly savings.
 //!
 //! Every pass runs with rayon over the columns and the adjacency index; the
-//! rounds reuse one buffer per worker and two `u64` columns in all.
+//! rounds allocate nothing per node and hold two `u64` columns in all.
 
 use std::time::Instant;
 
@@ -264,37 +264,34 @@ pub fn signatures(graph: &Graph, now_us: u64, rounds: usize) -> Signatures {
     let mut next = vec![0u64; n];
     for _ in 0..rounds {
         let prev = &cur;
-        next.par_chunks_mut(4096)
-            .enumerate()
-            .for_each_init(Vec::new, |buf: &mut Vec<u64>, (c, chunk)| {
-                for (k, out) in chunk.iter_mut().enumerate() {
-                    let v = c * 4096 + k;
-                    let h = prev[v];
-                    if h == 0 {
-                        *out = 0;
-                        continue;
-                    }
-                    buf.clear();
-                    for (off, nodes, labels) in [
-                        (&adj.out_off, &adj.out_node, &out_label),
-                        (&adj.in_off, &adj.in_node, &in_label),
-                    ] {
-                        let (a, b) = (off[v] as usize, off[v + 1] as usize);
-                        for (&w, &l) in nodes[a..b].iter().zip(&labels[a..b]) {
-                            let hw = prev[w as usize];
-                            if hw != 0 {
-                                buf.push(mix(l, hw));
-                            }
+        next.par_chunks_mut(4096).enumerate().for_each(|(c, chunk)| {
+            for (k, out) in chunk.iter_mut().enumerate() {
+                let v = c * 4096 + k;
+                let h = prev[v];
+                if h == 0 {
+                    *out = 0;
+                    continue;
+                }
+                // The multiset of (relation, direction, neighbour) as the
+                // count and the wrapping sum of each element's hash: equal
+                // multisets give equal values in any order, without sorting.
+                let (mut count, mut sum) = (0u64, 0u64);
+                for (off, nodes, labels) in [
+                    (&adj.out_off, &adj.out_node, &out_label),
+                    (&adj.in_off, &adj.in_node, &in_label),
+                ] {
+                    let (a, b) = (off[v] as usize, off[v + 1] as usize);
+                    for (&w, &l) in nodes[a..b].iter().zip(&labels[a..b]) {
+                        let hw = prev[w as usize];
+                        if hw != 0 {
+                            count += 1;
+                            sum = sum.wrapping_add(fmix64(hw ^ l));
                         }
                     }
-                    buf.sort_unstable();
-                    let mut acc = mix(h, buf.len() as u64);
-                    for &x in buf.iter() {
-                        acc = mix(acc, x);
-                    }
-                    *out = acc;
                 }
-            });
+                *out = mix(mix(h, count), sum);
+            }
+        });
         std::mem::swap(&mut cur, &mut next);
     }
     Signatures { sig: cur }
@@ -426,7 +423,7 @@ pub fn run_with(
             let reason = match direction {
                 Direction::WasteAmongInUse => {
                     let by = rule(id).map_or("a finding", |r| reader.resolve(r));
-                    format!("waste ({by}) while {} of {n} alike {ty} resources are in use", n - wc)
+                    format!("waste ({by}) while {} of {n} alike {ty} resources are not", n - wc)
                 }
                 Direction::InUseAmongWaste => {
                     let by = match group_rule.get(&sig).copied().flatten() {
@@ -434,7 +431,7 @@ pub fn run_with(
                         None => "by several rules".to_owned(),
                     };
                     format!(
-                        "in use while {wc} of {n} alike {ty} resources are waste ({by}); \
+                        "not waste while {wc} of {n} alike {ty} resources are ({by}); \
                          a rule may have missed it"
                     )
                 }
