@@ -1,7 +1,8 @@
 //! The built-in waste rules through a real daemon in mock mode: exactly the
 //! resources the mock estate plants as waste are flagged, and the waste
 //! ledger, the heuristics status, node detail, topology and graph stats
-//! tell the same story.
+//! tell the same story. The pattern phase's groups, outliers and grouped
+//! findings agree with the verdicts.
 
 mod common;
 
@@ -142,4 +143,67 @@ async fn mock_estate_waste_is_found_and_summarised() {
     let ignored = &status["ignored"][0];
     assert_eq!(ignored["reason"], "svc:ignore=true", "{ignored}");
     assert!(!flagged.contains(ignored["crn"].as_str().unwrap_or_default()));
+
+    // The pattern phase: every active resource signed, grouped findings made
+    // of resources flagged by their rule, outliers on the minority side.
+    let pattern = &status["pattern"];
+    assert_eq!(pattern["scan_seq"], status["scan_seq"], "{pattern}");
+    assert_eq!(u(&pattern["rounds"]), 2);
+    assert_eq!(u(&pattern["signatures"]), u(&stats["active_nodes"]), "{pattern}");
+    assert!(u(&pattern["groups"]) > 0, "{pattern}");
+    assert!(u(&pattern["grouped_nodes"]) <= u(&pattern["signatures"]));
+    let by_crn: BTreeMap<&str, &Value> = nodes
+        .iter()
+        .map(|n| (n["crn"].as_str().unwrap_or_default(), n))
+        .collect();
+    let grouped = pattern["grouped"].as_array().expect("grouped");
+    assert!(!grouped.is_empty(), "alike planted waste is grouped: {pattern}");
+    assert_eq!(grouped.len() as u64, u(&pattern["grouped_total"]).min(100));
+    for g in grouped {
+        let members = u(&g["members"]);
+        assert!(members >= 3 && members <= u(&g["group_size"]), "{g}");
+        assert!(f(&g["savings_usd_mo"]) >= 0.0, "{g}");
+        let rule = g["rule"].as_str().expect("rule");
+        let summary = g["summary"].as_str().expect("summary");
+        assert!(
+            summary.contains(rule) && summary.starts_with(&format!("{members} alike ")),
+            "{g}"
+        );
+        let samples = g["samples"].as_array().expect("samples");
+        assert!(
+            !samples.is_empty() && samples.len() <= 5 && samples.len() as u64 <= members,
+            "{g}"
+        );
+        for crn in samples {
+            let crn = crn.as_str().expect("crn");
+            assert!(flagged.contains(crn), "a grouped member is waste: {crn}");
+            let node = by_crn[crn];
+            assert_eq!(node["verdict"], g["rule"], "{node}");
+            assert_eq!(node["type"], g["type"], "{node}");
+        }
+    }
+    assert!(grouped.iter().any(|g| f(&g["savings_usd_mo"]) > 0.0), "{pattern}");
+    let outliers = pattern["outliers"].as_array().expect("outliers");
+    assert_eq!(outliers.len() as u64, u(&pattern["outliers_total"]).min(100));
+    for o in outliers {
+        let crn = o["crn"].as_str().expect("crn");
+        let (size, waste) = (u(&o["group_size"]), u(&o["group_waste"]));
+        assert!(size >= 3 && waste <= size, "{o}");
+        match o["direction"].as_str() {
+            Some("waste_among_in_use") => {
+                assert!(flagged.contains(crn), "{o}");
+                assert!((size - waste) * 5 >= size * 4, "{o}");
+            }
+            Some("in_use_among_waste") => {
+                assert!(!flagged.contains(crn), "{o}");
+                assert!(waste * 5 >= size * 4, "{o}");
+            }
+            other => panic!("direction {other:?}"),
+        }
+    }
+    let scans = api.history_all(&[("type", "SCAN_COMPLETED")]).await;
+    let counts = &scans[0]["meta"]["pattern"];
+    assert_eq!(counts["groups"], pattern["groups"], "{counts}");
+    assert_eq!(counts["outliers"], pattern["outliers_total"], "{counts}");
+    assert_eq!(counts["grouped"], pattern["grouped_total"], "{counts}");
 }

@@ -113,7 +113,9 @@ async fn node_objects_carry_every_field_with_json_types() {
             "properties": {"size_gib": 100, "encrypted": true, "iops": 3000.5,
                 "attachments": [{"device": "/dev/xvda"}], "name": "vol-1"},
             "creation_timestamp": 1_700_000_000u64, "valid_from": valid_from, "valid_to": 0,
-            "is_waste": false, "waste_reason": "", "risk_score": 0.0, "reachability": "unknown",
+            // No entry point reaches it; risk: holds data 20, one dependent
+            // (its instance) 10, $40.10/mo 6.
+            "is_waste": false, "waste_reason": "", "risk_score": 36.0, "reachability": "unreachable",
             "phase": "", "verdict": "",
         })
     );

@@ -133,7 +133,8 @@ async fn diff_shows_added_removed_and_changed() {
         .await;
     assert_eq!(
         d["counts"],
-        json!({"added": 1, "removed": 1, "changed": 2, "edges_added": 0, "edges_removed": 1, "edges_changed": 0})
+        json!({"added": 1, "removed": 1, "changed": 3, "edges_added": 0, "edges_removed": 1, "edges_changed": 0}),
+        "{d}"
     );
     assert_eq!(strs(&d["added"], "crn"), vec![aws("volume", "vol-2")]);
     assert_eq!(strs(&d["removed"], "crn"), vec![function()]);
@@ -154,16 +155,14 @@ async fn diff_shows_added_removed_and_changed() {
         .iter()
         .filter(|c| c["crn"] != instance())
         .collect();
-    assert_eq!(others.len(), 1, "{d}");
-    assert!(
-        others[0]["fields"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|f| f == "is_waste" || f == "verdict"),
-        "only a verdict changed: {}",
-        others[0]
+    // Its volume is judged anew; the database lost its one user, so its
+    // removal risk fell.
+    assert_eq!(others.len(), 2, "{d}");
+    assert_eq!(
+        changed(&volume())["fields"],
+        json!(["is_waste", "verdict", "waste_reason"])
     );
+    assert_eq!(changed(&db())["fields"], json!(["risk_score"]));
     let changed = &stopped;
     assert_eq!(
         (&changed["before"]["state"], &changed["after"]["state"]),
@@ -172,7 +171,7 @@ async fn diff_shows_added_removed_and_changed() {
     // Stopped long after it was created, it is now judged waste as well.
     assert_eq!(
         changed["fields"],
-        json!(["is_waste", "risk_score", "state", "verdict", "waste_reason"])
+        json!(["is_waste", "state", "verdict", "waste_reason"])
     );
     assert_eq!(changed["after"]["verdict"], "aws-ec2-stopped");
     assert_eq!(d["edges_removed"][0]["source_crn"], function());

@@ -10,6 +10,7 @@ use thiserror::Error;
 use tracing::{info, warn};
 
 use crate::analysis::linker::LinkReport;
+use crate::analysis::pattern::PatternReport;
 use crate::analysis::reach::{self, Assessment};
 use crate::analysis::traffic::{self, FlowRecord, TrafficReport};
 use crate::clock::Clock;
@@ -66,6 +67,8 @@ pub struct Engine {
     assessment: RwLock<Arc<Assessment>>,
     /// What the ghost linker did in the last scan.
     links: RwLock<Arc<LinkReport>>,
+    /// What the pattern phase of the last scan found.
+    pattern: RwLock<Arc<PatternReport>>,
     source_config: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
     last_report: RwLock<Option<ScanReport>>,
     listeners: RwLock<Vec<ScanListener>>,
@@ -220,6 +223,7 @@ impl Engine {
             oracle: AtomicBool::new(true),
             assessment: RwLock::new(Arc::new(assessment)),
             links: RwLock::new(Arc::new(LinkReport::default())),
+            pattern: RwLock::new(Arc::new(PatternReport::default())),
             source_config: RwLock::new(BTreeMap::new()),
             last_report: RwLock::new(None),
             listeners: RwLock::new(Vec::new()),
@@ -353,6 +357,16 @@ impl Engine {
 
     pub(crate) fn set_links(&self, l: LinkReport) {
         *self.links.write() = Arc::new(l);
+    }
+
+    /// What the pattern phase of the last scan found (empty before the
+    /// first scan of this run).
+    pub fn pattern(&self) -> Arc<PatternReport> {
+        self.pattern.read().clone()
+    }
+
+    pub(crate) fn set_pattern(&self, report: PatternReport) {
+        *self.pattern.write() = Arc::new(report);
     }
 
     /// Stops every source and analyzer (their plugin processes), waiting up

@@ -11,6 +11,7 @@ use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use svc_engine::analysis::pattern::PatternReport;
 use svc_engine::heuristics::builtin::{self, RuleKind};
 use svc_engine::heuristics::{AnalyzerOutcome, Finding, FindingSet};
 use svc_engine::{Graph, NodeId};
@@ -247,6 +248,7 @@ pub async fn status(State(state): State<AppState>) -> ApiResult<Response> {
             "plugins": plugins(&findings),
             "rules": rule_rows,
             "ignored": ignored,
+            "pattern": pattern(&engine.pattern(), &g, &r),
         }))
     })
     .await
@@ -257,4 +259,58 @@ const IGNORED_LISTED: usize = 100;
 
 fn plugins(findings: &FindingSet) -> Vec<Value> {
     findings.analyzers.iter().map(AnalyzerOutcome::payload).collect()
+}
+
+/// Grouped findings and outliers listed in the status (the counts cover all).
+const PATTERN_LISTED: usize = 100;
+
+/// The `pattern` object of the status: the last scan's `engine.pattern` phase.
+fn pattern(p: &PatternReport, g: &Graph, r: &svc_engine::intern::InternerReader<'_>) -> Value {
+    let grouped: Vec<Value> = p
+        .grouped
+        .iter()
+        .take(PATTERN_LISTED)
+        .map(|f| {
+            json!({
+                "signature": format!("{:016x}", f.signature),
+                "rule": f.rule,
+                "type": f.ty,
+                "members": f.members,
+                "group_size": f.group_size,
+                "savings_usd_mo": round2(f.savings_usd_mo),
+                "samples": f.samples.iter().map(|id| crn_with(g, r, *id)).collect::<Vec<_>>(),
+                "summary": f.summary,
+            })
+        })
+        .collect();
+    let outliers: Vec<Value> = p
+        .outliers
+        .iter()
+        .take(PATTERN_LISTED)
+        .map(|o| {
+            json!({
+                "crn": crn_with(g, r, o.node),
+                "signature": format!("{:016x}", o.signature),
+                "group_size": o.group_size,
+                "group_waste": o.group_waste,
+                "direction": o.direction.label(),
+                "reason": o.reason,
+            })
+        })
+        .collect();
+    json!({
+        "scan_seq": p.scan_seq,
+        "rounds": p.rounds,
+        "min_group": p.min_group,
+        "majority": p.majority,
+        "signatures": p.signatures,
+        "distinct_signatures": p.distinct_signatures,
+        "groups": p.groups,
+        "grouped_nodes": p.grouped_nodes,
+        "outliers_total": p.outliers_total,
+        "grouped_total": p.grouped_total,
+        "duration_ms": p.duration_ms,
+        "grouped": grouped,
+        "outliers": outliers,
+    })
 }

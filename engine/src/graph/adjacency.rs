@@ -73,7 +73,7 @@ fn pack(e: EdgeId) -> u32 {
 }
 
 #[inline]
-fn unpack(p: u32) -> EdgeId {
+pub(crate) fn unpack(p: u32) -> EdgeId {
     EdgeId::new((p >> 25) as usize, p & (MAX_EDGE_ROWS as u32 - 1))
 }
 

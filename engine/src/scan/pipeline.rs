@@ -107,6 +107,8 @@ pub struct ScanReport {
     pub reachability: [u64; 3],
     /// Ledger sequence of the SCAN_COMPLETED event.
     pub event_seq: u64,
+    /// The pattern phase in numbers (groups, outliers, grouped findings).
+    pub pattern: serde_json::Value,
 }
 
 impl ScanReport {
@@ -164,6 +166,7 @@ impl ScanReport {
                 "unreachable": self.reachability[1],
                 "unknown": self.reachability[2],
             },
+            "pattern": self.pattern,
         })
     }
 }
@@ -360,7 +363,23 @@ pub(crate) fn run(
         engine.set_findings(set);
     }
 
-    empty_phase(spans::PATTERN);
+    {
+        let _s = info_span!("engine.pattern").entered();
+        // Verdicts are in the graph now; the deciding findings price them.
+        let findings = engine.findings();
+        let savings = |id: NodeId| findings.deciding(id).map(|f| f.projected_savings_usd_mo);
+        let mut pattern = crate::analysis::pattern::run(&engine.graph(), now_us, &savings);
+        pattern.scan_seq = report.scan_seq;
+        debug!(
+            groups = pattern.groups,
+            outliers = pattern.outliers_total,
+            grouped = pattern.grouped_total,
+            duration_ms = pattern.duration_ms,
+            "patterns found"
+        );
+        report.pattern = pattern.payload();
+        engine.set_pattern(pattern);
+    }
 
     {
         let _s = info_span!("engine.ghost_linker").entered();
@@ -570,7 +589,6 @@ fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcome
 /// A phase that later capabilities fill; it still shows in traces.
 fn empty_phase(name: &'static str) {
     let span = match name {
-        spans::PATTERN => info_span!("engine.pattern"),
         spans::SAU => info_span!("engine.sau"),
         _ => info_span!("engine.policy"),
     };
