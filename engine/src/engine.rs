@@ -62,6 +62,8 @@ pub struct Engine {
     listeners: RwLock<Vec<ScanListener>>,
     /// Where the graph came from at start: `snapshot` or `graph store`.
     loaded_from: &'static str,
+    /// Cost history and anomalies (`engine.signal_analysis`).
+    signal: crate::signal::Signal,
 }
 
 /// Held while a scan runs; dropping it lets the next scan start.
@@ -182,6 +184,7 @@ impl Engine {
             "graph loaded"
         );
         let loaded_meta = meta;
+        let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         Ok(Engine {
             data_dir: data_dir.to_owned(),
@@ -204,6 +207,7 @@ impl Engine {
             last_report: RwLock::new(None),
             listeners: RwLock::new(Vec::new()),
             loaded_from: from,
+            signal,
         })
     }
 
@@ -271,6 +275,16 @@ impl Engine {
 
     pub(crate) fn set_findings(&self, set: FindingSet) {
         *self.findings.write() = Arc::new(set);
+    }
+
+    /// Cost history and anomalies.
+    pub fn signal(&self) -> &crate::signal::Signal {
+        &self.signal
+    }
+
+    /// The anomalies of the last analysed scan (kept across restarts).
+    pub fn anomalies(&self) -> Arc<crate::signal::Anomalies> {
+        self.signal.anomalies()
     }
 
     /// Stops every source and analyzer (their plugin processes), waiting up

@@ -352,6 +352,7 @@ pub(crate) fn run(
         empty_phase(phase);
     }
 
+    let signal;
     {
         let _s = info_span!("engine.signal_analysis").entered();
         let graph = engine.graph();
@@ -368,6 +369,10 @@ pub(crate) fn run(
             .iter()
             .map(|(p, n)| (reader.resolve(*p).to_owned(), *n))
             .collect();
+        drop(reader);
+        signal = engine
+            .signal()
+            .analyze(&graph, &engine.findings(), now_us, report.scan_seq);
     }
 
     // Commit: versions to graph.redb in one transaction, then SCAN_COMPLETED.
@@ -386,6 +391,7 @@ pub(crate) fn run(
         },
     )?;
     drop(changes);
+    engine.signal().install(engine.store(), engine.interner(), signal);
     report.duration_ms = started.elapsed().as_millis() as u64;
     info!(
         scan_seq = report.scan_seq,
