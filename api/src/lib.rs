@@ -52,6 +52,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/ledger/verify"),
     ("GET", "/api/v1/waste-ledger"),
     ("GET", "/api/v1/heuristics/status"),
+    ("GET", "/api/v1/anomalies"),
     ("GET", "/api/v1/plugins"),
     ("POST", "/api/v1/plugins/toggle"),
 ];
@@ -81,6 +82,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ledger/verify", get(history::verify))
         .route("/waste-ledger", get(waste::ledger))
         .route("/heuristics/status", get(waste::status))
+        .route("/anomalies", get(routes::anomalies::list))
         .route("/plugins", get(plugins::list))
         .route("/plugins/toggle", post(plugins::toggle))
         .fallback(no_route)
