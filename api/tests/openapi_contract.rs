@@ -913,7 +913,11 @@ async fn live_responses_match_their_schemas() {
             "/api/v1/heuristics/status",
             &["/rules", "/engines"],
         ),
-        get("/api/v1/anomalies", "/api/v1/anomalies", &["/history", "/history/0/recent"]),
+        get(
+            "/api/v1/anomalies",
+            "/api/v1/anomalies",
+            &["/history", "/history/0/recent"],
+        ),
         get(
             "/api/v1/anomalies",
             "/api/v1/anomalies?limit=5&type=volume&provider=aws",

@@ -23,7 +23,11 @@ impl Source for CostSource {
         vec!["aws".into()]
     }
     fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
-        let list = self.0.lock().map_err(|_| SourceError::Failed("poisoned".into()))?.clone();
+        let list = self
+            .0
+            .lock()
+            .map_err(|_| SourceError::Failed("poisoned".into()))?
+            .clone();
         let i = ctx.interner;
         let mut nodes = NodeBatch::default();
         for (crn, cost) in &list {
@@ -95,7 +99,10 @@ fn one_jump_is_the_only_anomaly() {
     rig.scan();
     let a = rig.engine.anomalies();
     assert_eq!((a.scan_seq, a.baseline), (1, BaselineKind::None), "{a:?}");
-    assert!(a.nodes.is_empty() && a.types.is_empty(), "the first scan compares nothing: {a:?}");
+    assert!(
+        a.nodes.is_empty() && a.types.is_empty(),
+        "the first scan compares nothing: {a:?}"
+    );
 
     // One volume jumps from $10 to $80; another drifts by 5% (not material).
     set_cost(&estate, &volume(7), 80.0);
@@ -104,17 +111,27 @@ fn one_jump_is_the_only_anomaly() {
     let a = rig.engine.anomalies();
     assert_eq!((a.scan_seq, a.previous_scan_seq), (2, 1));
     assert_eq!(a.baseline, BaselineKind::PreviousScan);
-    assert_eq!((a.nodes_compared, a.nodes_changed, a.nodes_flagged), (25, 2, 1), "{a:?}");
+    assert_eq!(
+        (a.nodes_compared, a.nodes_changed, a.nodes_flagged),
+        (25, 2, 1),
+        "{a:?}"
+    );
     assert_eq!(a.nodes.len(), 1, "{a:?}");
     let n = &a.nodes[0];
     assert_eq!(n.crn, volume(7));
-    assert_eq!((n.ty.as_str(), n.provider.as_str(), n.kind), ("ec2:volume", "aws", ChangeKind::Changed));
+    assert_eq!(
+        (n.ty.as_str(), n.provider.as_str(), n.kind),
+        ("ec2:volume", "aws", ChangeKind::Changed)
+    );
     assert_eq!((n.previous, n.current, n.change()), (10.0, 80.0, 70.0));
     // 18 zeros and two changes (0.5, 70): median 0, MAD 0, so the mean
     // absolute deviation stands in: z = 70 / (1.253314 * 70.5 / 20).
     let want = 70.0 / (1.253314 * (70.5 / 20.0));
     assert!((n.z - want).abs() < 1e-9, "z {} want {want}", n.z);
-    assert!(a.types.is_empty(), "two changes of history are too few to score a type: {a:?}");
+    assert!(
+        a.types.is_empty(),
+        "two changes of history are too few to score a type: {a:?}"
+    );
 
     // Nothing changes: nothing is anomalous.
     rig.scan();
@@ -131,7 +148,10 @@ fn one_jump_is_the_only_anomaly() {
         .into_iter()
         .find(|s| reader.resolve(s.key.ty) == "ec2:volume")
         .unwrap();
-    assert_eq!((volumes.scans, volumes.first_scan_seq, volumes.last_scan_seq), (3, 1, 3));
+    assert_eq!(
+        (volumes.scans, volumes.first_scan_seq, volumes.last_scan_seq),
+        (3, 1, 3)
+    );
     assert_eq!(volumes.latest.count, 20);
     assert!((volumes.latest.cost_usd_mo - 270.5).abs() < 1e-9, "{volumes:?}");
     assert_eq!(volumes.min_cost_usd_mo, 200.0);
@@ -211,7 +231,10 @@ fn a_restart_keeps_history_and_anomalies_and_compares_with_the_last_scan() {
     // changed, so nothing is new and nothing is an anomaly.
     rig.scan();
     let a = rig.engine.anomalies();
-    assert_eq!((a.scan_seq, a.previous_scan_seq, a.baseline), (3, 2, BaselineKind::Restart));
+    assert_eq!(
+        (a.scan_seq, a.previous_scan_seq, a.baseline),
+        (3, 2, BaselineKind::Restart)
+    );
     assert_eq!((a.nodes_compared, a.nodes_changed), (25, 0), "{a:?}");
     assert!(a.nodes.is_empty(), "{a:?}");
     drop(rig);

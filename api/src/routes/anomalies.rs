@@ -92,7 +92,9 @@ pub async fn list(State(state): State<AppState>, ApiQuery(q): ApiQuery<AnomalyQu
     let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
     for (name, v) in [("type", &q.ty), ("provider", &q.provider)] {
         if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
-            return Err(ApiError::bad_request(format!("invalid {name} \"\": expected a non-empty value")));
+            return Err(ApiError::bad_request(format!(
+                "invalid {name} \"\": expected a non-empty value"
+            )));
         }
     }
     let computed = state
@@ -105,12 +107,16 @@ pub async fn list(State(state): State<AppState>, ApiQuery(q): ApiQuery<AnomalyQu
         })
         .await?;
     let keep = |e: &&Entry| {
-        q.ty.as_deref().is_none_or(|t| e.ty == t || e.ty.rsplit(':').next() == Some(t))
+        q.ty.as_deref()
+            .is_none_or(|t| e.ty == t || e.ty.rsplit(':').next() == Some(t))
             && q.provider.as_deref().is_none_or(|p| e.provider == p)
     };
     let pick = |list: &[Entry], limit: usize| -> (usize, Vec<Value>) {
         let matching: Vec<&Entry> = list.iter().filter(keep).collect();
-        (matching.len(), matching.iter().take(limit).map(|e| e.body.clone()).collect())
+        (
+            matching.len(),
+            matching.iter().take(limit).map(|e| e.body.clone()).collect(),
+        )
     };
     let (node_matches, nodes) = pick(&computed.nodes, limit);
     let (type_matches, types) = pick(&computed.types, limit);
@@ -136,7 +142,10 @@ fn change_fields(previous: f64, current: f64) -> serde_json::Map<String, Value> 
     m.insert("previous".into(), json!(p));
     m.insert("current".into(), json!(c));
     m.insert("change".into(), json!(change));
-    m.insert("change_pct".into(), json!(signal::change_pct(previous, current).map(round2)));
+    m.insert(
+        "change_pct".into(),
+        json!(signal::change_pct(previous, current).map(round2)),
+    );
     m.insert("direction".into(), json!(signal::direction(change)));
     m
 }
@@ -192,12 +201,20 @@ fn compute(engine: &svc_engine::Engine) -> ApiResult<Computed> {
         })
         .collect();
     let mut summaries = history.summaries();
-    summaries.sort_by(|x, y| y.latest.cost_usd_mo.total_cmp(&x.latest.cost_usd_mo).then(x.key.cmp(&y.key)));
+    summaries.sort_by(|x, y| {
+        y.latest
+            .cost_usd_mo
+            .total_cmp(&x.latest.cost_usd_mo)
+            .then(x.key.cmp(&y.key))
+    });
     let reader = engine.interner().reader();
     let history_entries = summaries
         .iter()
         .map(|s| {
-            let (ty, provider) = (reader.resolve(s.key.ty).to_owned(), reader.resolve(s.key.provider).to_owned());
+            let (ty, provider) = (
+                reader.resolve(s.key.ty).to_owned(),
+                reader.resolve(s.key.provider).to_owned(),
+            );
             let previous = s.previous.map(|p| round2(p.cost_usd_mo));
             let body = json!({
                 "type": ty,
@@ -313,12 +330,21 @@ mod tests {
     #[test]
     fn change_fields_add_up_and_say_which_way() {
         let m = change_fields(10.004, 80.456);
-        assert_eq!((m["previous"].clone(), m["current"].clone()), (json!(10.0), json!(80.46)));
+        assert_eq!(
+            (m["previous"].clone(), m["current"].clone()),
+            (json!(10.0), json!(80.46))
+        );
         assert_eq!(m["change"], json!(70.46));
         assert_eq!(m["direction"], "up");
         let m = change_fields(0.0, 5.0);
-        assert_eq!((m["change_pct"].clone(), m["direction"].clone()), (Value::Null, json!("up")));
+        assert_eq!(
+            (m["change_pct"].clone(), m["direction"].clone()),
+            (Value::Null, json!("up"))
+        );
         let m = change_fields(200.0, 50.0);
-        assert_eq!((m["change_pct"].clone(), m["direction"].clone()), (json!(-75.0), json!("down")));
+        assert_eq!(
+            (m["change_pct"].clone(), m["direction"].clone()),
+            (json!(-75.0), json!("down"))
+        );
     }
 }

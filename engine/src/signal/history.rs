@@ -76,7 +76,11 @@ impl History {
     }
 
     /// `key`'s totals at every recorded scan (then `extra`), 0 where absent.
-    fn series<'a>(&'a self, key: TypeKey, extra: Option<&'a ScanTotals>) -> impl Iterator<Item = (u64, TypeTotals)> + 'a {
+    fn series<'a>(
+        &'a self,
+        key: TypeKey,
+        extra: Option<&'a ScanTotals>,
+    ) -> impl Iterator<Item = (u64, TypeTotals)> + 'a {
         self.scans
             .iter()
             .chain(extra)
@@ -152,5 +156,6 @@ impl History {
 /// A type's total change is material: at least [`MIN_CHANGE_USD_MO`] and
 /// [`TYPE_MIN_CHANGE_PCT`] of the previous total (any change from nothing).
 fn type_material(previous: f64, change: f64) -> bool {
-    change.abs() >= MIN_CHANGE_USD_MO && (previous == 0.0 || change.abs() / previous.abs() * 100.0 >= TYPE_MIN_CHANGE_PCT)
+    change.abs() >= MIN_CHANGE_USD_MO
+        && (previous == 0.0 || change.abs() / previous.abs() * 100.0 >= TYPE_MIN_CHANGE_PCT)
 }

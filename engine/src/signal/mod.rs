@@ -312,7 +312,12 @@ impl Signal {
         let totals = ScanTotals {
             scan_seq,
             at_us: now_us,
-            types: pass.types.iter().filter(|(_, a)| a.count > 0).map(|(k, a)| (*k, a.totals())).collect(),
+            types: pass
+                .types
+                .iter()
+                .filter(|(_, a)| a.count > 0)
+                .map(|(k, a)| (*k, a.totals()))
+                .collect(),
         };
         let mut anomalies = pass::node_anomalies(graph, &mut pass, baseline.as_ref());
         anomalies.scan_seq = scan_seq;

@@ -51,10 +51,18 @@ pub(super) struct Change {
 
 impl Change {
     fn previous(&self) -> f64 {
-        if self.previous.is_nan() { 0.0 } else { f64::from(self.previous) }
+        if self.previous.is_nan() {
+            0.0
+        } else {
+            f64::from(self.previous)
+        }
     }
     fn current(&self) -> f64 {
-        if self.current.is_nan() { 0.0 } else { f64::from(self.current) }
+        if self.current.is_nan() {
+            0.0
+        } else {
+            f64::from(self.current)
+        }
     }
     fn delta(&self) -> f64 {
         self.current() - self.previous()

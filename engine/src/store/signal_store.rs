@@ -85,7 +85,11 @@ impl<'a> R<'a> {
         Ok(n)
     }
     fn end(&self, what: &'static str) -> Result<(), DecodeError> {
-        if self.0.is_empty() { Ok(()) } else { Err(DecodeError(what)) }
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(DecodeError(what))
+        }
     }
 }
 
