@@ -56,6 +56,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/oracle/{crn}"),
     ("POST", "/api/v1/traffic/ingest"),
     ("GET", "/api/v1/traffic/edges"),
+    ("GET", "/api/v1/anomalies"),
     ("GET", "/api/v1/plugins"),
     ("POST", "/api/v1/plugins/toggle"),
 ];
@@ -89,6 +90,7 @@ pub fn router(state: AppState) -> Router {
         .route("/oracle/{crn}", get(solver::oracle))
         .route("/traffic/ingest", post(traffic::ingest))
         .route("/traffic/edges", get(traffic::edges))
+        .route("/anomalies", get(routes::anomalies::list))
         .route("/plugins", get(plugins::list))
         .route("/plugins/toggle", post(plugins::toggle))
         .fallback(no_route)

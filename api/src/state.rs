@@ -31,6 +31,8 @@ pub struct Inner {
     pub version: &'static str,
     /// The installed plugins, once the daemon has discovered them.
     plugins: OnceLock<Arc<dyn PluginCatalog>>,
+    /// `GET /api/v1/anomalies`, computed at most once per 30 s.
+    pub anomalies: crate::routes::anomalies::Cache,
 }
 
 impl AppState {
@@ -44,6 +46,7 @@ impl AppState {
                 metrics: Metrics::new(),
                 started: Instant::now(),
                 plugins: OnceLock::new(),
+                anomalies: Default::default(),
                 version: env!("CARGO_PKG_VERSION"),
             }),
         }

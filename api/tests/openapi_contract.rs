@@ -942,6 +942,16 @@ async fn live_responses_match_their_schemas() {
             200,
         ),
         get("/api/v1/traffic/edges", "/api/v1/traffic/edges", &["/edges"]),
+        get(
+            "/api/v1/anomalies",
+            "/api/v1/anomalies",
+            &["/history", "/history/0/recent"],
+        ),
+        get(
+            "/api/v1/anomalies",
+            "/api/v1/anomalies?limit=5&type=volume&provider=aws",
+            &["/history"],
+        ),
         get("/api/v1/plugins", "/api/v1/plugins", &[""]),
         post(
             "/api/v1/plugins/toggle",
@@ -968,6 +978,31 @@ async fn live_responses_match_their_schemas() {
             errors.push(format!("{method} {route}: no live response was checked"));
         }
     }
+    assert_none(&errors);
+}
+
+/// An estate whose last scan has node and type anomalies: twenty $10
+/// volumes scanned six times unchanged, then one of them jumps to $90.
+#[tokio::test]
+async fn anomaly_lists_match_their_schemas() {
+    let spec = Spec::load();
+    let mut estate = Estate::sample();
+    for i in 0..20 {
+        estate.node(&aws("volume", &format!("vol-a{i:02}")), "in-use", 10.0);
+    }
+    let f = Fixture::new(estate);
+    for _ in 0..5 {
+        f.rescan(|_| {});
+    }
+    f.rescan(|e| {
+        e.node(&aws("volume", "vol-a07"), "in-use", 90.0);
+    });
+    let cases = [get(
+        "/api/v1/anomalies",
+        "/api/v1/anomalies",
+        &["/nodes", "/types", "/history", "/history/0/recent"],
+    )];
+    let errors = run_cases(&spec, &f, &cases, &mut BTreeSet::new()).await;
     assert_none(&errors);
 }
 
@@ -1097,6 +1132,8 @@ async fn error_responses_match_the_error_schema() {
             "invalid",
         ),
         failure("/api/v1/graph/nodes", "/api/v1/graph/nodes?limit=0", 400, "bad_request"),
+        failure("/api/v1/anomalies", "/api/v1/anomalies?limit=1001", 400, "bad_request"),
+        failure("/api/v1/anomalies", "/api/v1/anomalies?type=", 400, "bad_request"),
         failure(
             "/api/v1/graph/nodes",
             "/api/v1/graph/nodes?cursor=%21%21",
@@ -1223,6 +1260,7 @@ fn limited_list(route: &str) -> Option<&'static str> {
         "/api/v1/history/resource" => "/events",
         "/api/v1/solver/results" => "/nodes",
         "/api/v1/traffic/edges" => "/edges",
+        "/api/v1/anomalies" => "/nodes",
         _ => return None,
     })
 }
@@ -1243,6 +1281,12 @@ async fn documented_limits_and_defaults_hold() {
         estate.edge(&v, &instance(), Relation::AttachedTo);
     }
     let f = Fixture::new(estate);
+    // 150 of those volumes jump from $1 to $5: more node anomalies than the default limit.
+    f.rescan(|e| {
+        for i in 0..150 {
+            e.node(&aws("volume", &format!("vol-x{i:04}")), "in-use", 5.0);
+        }
+    });
     let events: Vec<NewEvent> = (0..120)
         .map(|i| NewEvent {
             event_type: "APPROVAL".into(),

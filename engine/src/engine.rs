@@ -74,6 +74,8 @@ pub struct Engine {
     listeners: RwLock<Vec<ScanListener>>,
     /// Where the graph came from at start: `snapshot` or `graph store`.
     loaded_from: &'static str,
+    /// Cost history and anomalies (`engine.signal_analysis`).
+    signal: crate::signal::Signal,
 }
 
 /// Held while a scan runs; dropping it lets the next scan start.
@@ -202,6 +204,7 @@ impl Engine {
         } else {
             Assessment::default()
         };
+        let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         Ok(Engine {
             data_dir: data_dir.to_owned(),
@@ -228,6 +231,7 @@ impl Engine {
             last_report: RwLock::new(None),
             listeners: RwLock::new(Vec::new()),
             loaded_from: from,
+            signal,
         })
     }
 
@@ -367,6 +371,16 @@ impl Engine {
 
     pub(crate) fn set_pattern(&self, report: PatternReport) {
         *self.pattern.write() = Arc::new(report);
+    }
+
+    /// Cost history and anomalies.
+    pub fn signal(&self) -> &crate::signal::Signal {
+        &self.signal
+    }
+
+    /// The anomalies of the last analysed scan (kept across restarts).
+    pub fn anomalies(&self) -> Arc<crate::signal::Anomalies> {
+        self.signal.anomalies()
     }
 
     /// Stops every source and analyzer (their plugin processes), waiting up

@@ -2,8 +2,8 @@
 //!
 //! Owns the identifiers ([`ids`]), the string interner ([`intern`]), CRN parsing
 //! ([`crn`]), the columnar graph ([`graph`]) with its node and edge shards, the
-//! temporal graph store and the audit ledger ([`store`]), and the scan pipeline
-//! ([`scan`]). It does no network I/O and knows nothing of tokio, tonic, axum
+//! temporal graph store and the audit ledger ([`store`]), the scan pipeline
+//! ([`scan`]) and the cost signals it records ([`signal`]). It does no network I/O and knows nothing of tokio, tonic, axum
 //! or JSON wire shapes: boundary crates convert.
 
 pub mod analysis;
@@ -20,6 +20,7 @@ pub mod prices;
 pub mod props;
 pub mod relation;
 pub mod scan;
+pub mod signal;
 pub mod store;
 
 pub use crn::{Crn, CrnError, CrnRef};

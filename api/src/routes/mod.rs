@@ -1,5 +1,6 @@
 //! Route handlers, one module per area, and the extractors they share.
 
+pub mod anomalies;
 pub mod graph;
 pub mod history;
 pub mod plugins;

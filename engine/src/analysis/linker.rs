@@ -37,7 +37,7 @@ use rustc_hash::FxHashMap;
 use crate::graph::{Graph, InferredEdge, NodeRef, visible};
 use crate::ids::{NodeId, Sym};
 use crate::intern::InternerReader;
-use crate::props::{PropWriter, Props};
+use crate::props::PropWriter;
 use crate::relation::Relation;
 
 /// The property every inferred edge carries: the rule that found it.
@@ -187,11 +187,6 @@ fn norm_host(s: &str) -> String {
     s.trim().trim_end_matches('.').to_ascii_lowercase()
 }
 
-fn str_prop(p: &Props<'_>, k: Option<Sym>) -> Option<String> {
-    let v = p.get(k?)?;
-    v.as_str().map(str::to_owned)
-}
-
 fn is_public_holder(kind: &str) -> bool {
     kind.contains("load-balancer") || matches!(kind, "eip" | "public-ip" | "address" | "forwarding-rule")
 }
@@ -216,76 +211,118 @@ fn machine_of(provider_id: &str) -> Option<(Table, String)> {
     }
 }
 
-fn facts(n: &NodeRef<'_>, r: &InternerReader<'_>, k: &Keys, s: &Segs) -> Facts {
+/// Which property a key is, for the linker.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Slot {
+    ProviderId,
+    Name,
+    DnsName,
+    Arn,
+    Record,
+    Ip,
+    Role,
+}
+
+impl Keys {
+    /// Every key the linker reads, with its slot.
+    fn slots(&self) -> Vec<(Sym, Slot)> {
+        let mut out = Vec::new();
+        let mut add = |k: Option<Sym>, slot| out.extend(k.map(|k| (k, slot)));
+        add(self.provider_id, Slot::ProviderId);
+        add(self.name, Slot::Name);
+        add(self.dns_name, Slot::DnsName);
+        add(self.arn, Slot::Arn);
+        for k in self.record {
+            add(k, Slot::Record);
+        }
+        for k in self.ip {
+            add(k, Slot::Ip);
+        }
+        for k in self.role {
+            add(k, Slot::Role);
+        }
+        out
+    }
+}
+
+/// What a resource type is, for the linker.
+#[derive(Copy, Clone, Default)]
+struct TypeClass {
+    /// A public address or load balancer.
+    public: bool,
+    dns: bool,
+}
+
+fn facts(
+    n: &NodeRef<'_>,
+    r: &InternerReader<'_>,
+    k: &Keys,
+    s: &Segs,
+    slots: &[(Sym, Slot)],
+    class: TypeClass,
+) -> Facts {
     let mut f = Facts::default();
     let (provider, service, kind) = (n.provider(), n.service(), n.kind());
-    let p = n.props();
-    let (service_s, kind_s) = (r.resolve(service), r.resolve(kind));
+    let ec2_instance = is(provider, s.aws) && is(service, s.ec2) && is(kind, s.instance);
+    let gce_instance = is(provider, s.gcp) && is(service, s.compute) && is(kind, s.instance);
+    let role = is(provider, s.aws) && is(service, s.iam) && is(kind, s.role);
+    let k8s_node = is(provider, s.kubernetes) && is(kind, s.node);
 
     // What others look this node up by.
-    if is(provider, s.aws) && is(service, s.ec2) && is(kind, s.instance) {
+    if ec2_instance {
         f.offers.push((Table::Ec2Instance, n.physical_id().to_owned()));
-    }
-    if is(provider, s.gcp)
-        && is(service, s.compute)
-        && is(kind, s.instance)
-        && let Some(name) = str_prop(&p, k.name)
-    {
-        f.offers
-            .push((Table::GceInstance, format!("{}/{}", r.resolve(n.account()), name)));
     }
     if is(provider, s.azure) && is(kind, s.vm) {
         f.offers.push((Table::AzureVm, n.physical_id().to_ascii_lowercase()));
     }
-    if is(provider, s.aws) && is(service, s.iam) && is(kind, s.role) {
+    if role {
         f.offers.push((Table::Role, n.physical_id().to_owned()));
-        if let Some(arn) = str_prop(&p, k.arn) {
-            f.offers.push((Table::Role, arn));
-        }
-    }
-    if let Some(dns) = str_prop(&p, k.dns_name) {
-        f.offers.push((Table::LbDns, norm_host(&dns)));
-    }
-    let public = is_public_holder(kind_s);
-    for key in k.ip {
-        if let Some(ip) = str_prop(&p, key).filter(|v| !v.is_empty()) {
-            let ip = ip.trim().to_owned();
-            if public {
-                f.offers.push((Table::PublicIp, ip.clone()));
-            }
-            f.offers.push((Table::Ip, ip.clone()));
-            // A resource of another provider with this IP is fronted by it.
-            if !public {
-                f.asks.push((Table::PublicIp, ip, 3, Relation::FlowsTo, false));
-            }
-        }
     }
 
-    // What this node looks up.
-    if is(provider, s.kubernetes)
-        && is(kind, s.node)
-        && let Some((table, key)) = str_prop(&p, k.provider_id).as_deref().and_then(machine_of)
-    {
-        f.asks.push((table, key, 0, Relation::Runs, true));
-    }
-    if is_dns(service_s, kind_s) {
-        for key in k.record {
-            if let Some(v) = str_prop(&p, key) {
+    // One pass over the properties.
+    for (key, value) in n.props() {
+        let Some(slot) = slots.iter().find(|(k, _)| *k == key).map(|(_, s)| *s) else {
+            continue;
+        };
+        let Some(v) = value.as_str() else { continue };
+        match slot {
+            Slot::Name if gce_instance => {
+                f.offers
+                    .push((Table::GceInstance, format!("{}/{}", r.resolve(n.account()), v)));
+            }
+            Slot::Arn if role => f.offers.push((Table::Role, v.to_owned())),
+            Slot::DnsName => f.offers.push((Table::LbDns, norm_host(v))),
+            Slot::Ip if !v.trim().is_empty() => {
+                let ip = v.trim().to_owned();
+                if class.public {
+                    f.offers.push((Table::PublicIp, ip.clone()));
+                } else {
+                    // A resource of another provider with this IP is fronted by it.
+                    f.asks.push((Table::PublicIp, ip.clone(), 3, Relation::FlowsTo, false));
+                }
+                f.offers.push((Table::Ip, ip));
+            }
+            Slot::ProviderId if k8s_node => {
+                if let Some((table, key)) = machine_of(v) {
+                    f.asks.push((table, key, 0, Relation::Runs, true));
+                }
+            }
+            Slot::Record if class.dns => {
                 for value in v.split([',', ' ', ';']).map(norm_host).filter(|v| !v.is_empty()) {
                     f.asks.push((Table::LbDns, value.clone(), 1, Relation::FlowsTo, true));
                     f.asks.push((Table::IpPreferPublic, value, 1, Relation::FlowsTo, true));
                 }
             }
+            Slot::Role if v.starts_with("arn:") => {
+                f.asks.push((Table::Role, v.to_owned(), 2, Relation::Grants, false));
+            }
+            _ => {}
         }
     }
-    let tagged = k
-        .role_tag
-        .and_then(|t| n.tags().get(t))
-        .map(|v| r.resolve(v).to_owned());
-    for arn in k.role.iter().filter_map(|key| str_prop(&p, *key)).chain(tagged) {
-        if arn.starts_with("arn:") {
-            f.asks.push((Table::Role, arn, 2, Relation::Grants, false));
-        }
+    if let Some(arn) = k.role_tag.and_then(|t| n.tags().get(t)).map(|v| r.resolve(v))
+        && arn.starts_with("arn:")
+    {
+        f.asks.push((Table::Role, arn.to_string(), 2, Relation::Grants, false));
     }
     f
 }
@@ -295,6 +332,24 @@ pub fn find(graph: &Graph, now_us: u64) -> Vec<(NodeId, NodeId, Relation, &'stat
     let reader = graph.interner().reader();
     let keys = Keys::new(&reader);
     let segs = Segs::new(&reader);
+    let slots = keys.slots();
+    // Types classed once: distinct type symbols, then their names.
+    let mut types: FxHashMap<Sym, TypeClass> = FxHashMap::default();
+    for shard in graph.node_shards() {
+        for (r, ty) in shard.ty.iter().enumerate() {
+            if !types.contains_key(ty) {
+                let key = shard.key[r];
+                let (service, kind) = (reader.resolve(key[2]), reader.resolve(key[3]));
+                types.insert(
+                    *ty,
+                    TypeClass {
+                        public: is_public_holder(&kind),
+                        dns: is_dns(&service, &kind),
+                    },
+                );
+            }
+        }
+    }
     let per_shard: Vec<Vec<(NodeId, Facts)>> = graph
         .node_shards()
         .par_iter()
@@ -306,7 +361,8 @@ pub fn find(graph: &Graph, now_us: u64) -> Vec<(NodeId, NodeId, Relation, &'stat
                 .filter_map(|r| {
                     let id = NodeId::new(s, r as u32, shard.generation);
                     let n = graph.node(id)?;
-                    let f = facts(&n, &reader, &keys, &segs);
+                    let class = types.get(&shard.ty[r]).copied().unwrap_or_default();
+                    let f = facts(&n, &reader, &keys, &segs, &slots, class);
                     (!f.offers.is_empty() || !f.asks.is_empty()).then_some((id, f))
                 })
                 .collect()

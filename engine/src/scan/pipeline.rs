@@ -433,6 +433,7 @@ pub(crate) fn run(
         empty_phase(phase);
     }
 
+    let signal;
     {
         let _s = info_span!("engine.signal_analysis").entered();
         let graph = engine.graph();
@@ -449,6 +450,10 @@ pub(crate) fn run(
             .iter()
             .map(|(p, n)| (reader.resolve(*p).to_owned(), *n))
             .collect();
+        drop(reader);
+        signal = engine
+            .signal()
+            .analyze(&graph, &engine.findings(), now_us, report.scan_seq);
     }
 
     // Commit: versions to graph.redb in one transaction, then SCAN_COMPLETED.
@@ -467,6 +472,7 @@ pub(crate) fn run(
         },
     )?;
     drop(changes);
+    engine.signal().install(engine.store(), engine.interner(), signal);
     report.duration_ms = started.elapsed().as_millis() as u64;
     info!(
         scan_seq = report.scan_seq,

@@ -204,6 +204,11 @@ impl GraphStore {
         &self.path
     }
 
+    /// The database, for the other tables kept in `graph.redb` (`signal_store`).
+    pub(crate) fn database(&self) -> &Database {
+        &self.db
+    }
+
     fn db_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
         |e| StoreError::Db {
             path: self.path.clone(),

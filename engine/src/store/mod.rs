@@ -4,6 +4,7 @@
 mod codec;
 pub mod graph_store;
 pub mod ledger;
+mod signal_store;
 pub mod snapshot;
 
 pub use codec::DecodeError;
