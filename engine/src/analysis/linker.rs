@@ -343,8 +343,8 @@ pub fn find(graph: &Graph, now_us: u64) -> Vec<(NodeId, NodeId, Relation, &'stat
                 types.insert(
                     *ty,
                     TypeClass {
-                        public: is_public_holder(&kind),
-                        dns: is_dns(&service, &kind),
+                        public: is_public_holder(kind),
+                        dns: is_dns(service, kind),
                     },
                 );
             }
