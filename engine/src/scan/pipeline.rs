@@ -105,6 +105,8 @@ pub struct ScanReport {
     pub links: LinkReport,
     /// Nodes reachable, unreachable and unknown after formal verification.
     pub reachability: [u64; 3],
+    /// Nodes whose reachability or removal risk changed in this scan.
+    pub assessments_changed: u64,
     /// Ledger sequence of the SCAN_COMPLETED event.
     pub event_seq: u64,
     /// The pattern phase in numbers (groups, outliers, grouped findings).
@@ -161,6 +163,7 @@ impl ScanReport {
                 "retired": self.links.retired,
                 "expired_flows": self.links.expired_flows,
             },
+            "assessments_changed": self.assessments_changed,
             "reachability": {
                 "reachable": self.reachability[0],
                 "unreachable": self.reachability[1],
@@ -426,6 +429,7 @@ pub(crate) fn run(
             "verified"
         );
         report.reachability = [assessment.reachable, assessment.unreachable, assessment.unknown];
+        report.assessments_changed = changed as u64;
         engine.set_assessment(assessment);
     }
 
