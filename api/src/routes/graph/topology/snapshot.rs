@@ -103,6 +103,9 @@ fn copy(engine: &Engine) -> Copied {
     };
     let mut tuple_index: HashMap<[Sym; 5], u32, BuildHasherDefault<Fx>> = HashMap::default();
     let mut local: Vec<Vec<u32>> = g.node_shards().iter().map(|s| vec![u32::MAX; s.len()]).collect();
+    // A flag's severity is its deciding finding's risk (the node's own
+    // `risk_score` is the removal risk).
+    let findings = engine.findings();
     for n in g.nodes() {
         if !n.is_visible(now) {
             continue;
@@ -137,13 +140,12 @@ fn copy(engine: &Engine) -> Copied {
             state: n.state(),
             cost,
             flag: wire::flag_rule(n.is_waste(), n.waste_reason(), n.verdict()),
-            severity: wire::severity(n.risk_score()),
+            severity: wire::severity(findings.deciding(n.id()).map_or(0.0, |f| f32::from(f.risk_score))),
         });
         out.ids.extend_from_slice(id);
     }
     // Once a scan has judged the estate, its findings price the waste (a
     // provider that reports no cost is priced from the table).
-    let findings = engine.findings();
     if findings.scan_seq > 0 {
         out.waste_usd_mo = findings.totals().0;
     }
