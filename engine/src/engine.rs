@@ -63,8 +63,9 @@ pub struct Engine {
     findings: RwLock<Arc<FindingSet>>,
     /// Whether formal verification runs (`oracle.enabled`).
     oracle: AtomicBool,
-    /// Reachability and risk of the last scan (recomputed at start).
-    assessment: RwLock<Arc<Assessment>>,
+    /// Reachability and proof paths of the last scan; after a restart,
+    /// recomputed on first use.
+    assessment: RwLock<Option<Arc<Assessment>>>,
     /// What the ghost linker did in the last scan.
     links: RwLock<Arc<LinkReport>>,
     /// What the pattern phase of the last scan found.
@@ -196,14 +197,6 @@ impl Engine {
             "graph loaded"
         );
         let loaded_meta = meta;
-        // The proof paths of the loaded graph, until the next scan.
-        let assessment = if graph.node_rows() > 0 {
-            let mut a = reach::run(&graph, clock.now_us(), loaded_meta.scan_seq, &[]);
-            a.release_verdicts();
-            a
-        } else {
-            Assessment::default()
-        };
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         Ok(Engine {
@@ -224,7 +217,7 @@ impl Engine {
             analyzers: Mutex::new(Vec::new()),
             findings: RwLock::new(Arc::new(FindingSet::default())),
             oracle: AtomicBool::new(true),
-            assessment: RwLock::new(Arc::new(assessment)),
+            assessment: RwLock::new(None),
             links: RwLock::new(Arc::new(LinkReport::default())),
             pattern: RwLock::new(Arc::new(PatternReport::default())),
             source_config: RwLock::new(BTreeMap::new()),
@@ -345,13 +338,26 @@ impl Engine {
         self.oracle.load(Ordering::Acquire)
     }
 
-    /// Reachability, proof paths and risk of the last scan.
+    /// Reachability, proof paths and risk of the last scan. After a
+    /// restart the proof paths of the loaded graph are computed on first
+    /// use (the verdicts themselves are stored with the nodes).
     pub fn assessment(&self) -> Arc<Assessment> {
-        self.assessment.read().clone()
+        if let Some(a) = self.assessment.read().clone() {
+            return a;
+        }
+        let mut a = if !self.oracle_enabled() {
+            Assessment::disabled(self.scans_completed(), self.now_us())
+        } else {
+            let g = self.graph();
+            reach::run(&g, self.now_us(), self.scans_completed(), &[])
+        };
+        a.release_verdicts();
+        // A scan that finished meanwhile wins.
+        self.assessment.write().get_or_insert(Arc::new(a)).clone()
     }
 
     pub(crate) fn set_assessment(&self, a: Assessment) {
-        *self.assessment.write() = Arc::new(a);
+        *self.assessment.write() = Some(Arc::new(a));
     }
 
     /// What the ghost linker did in the last scan.

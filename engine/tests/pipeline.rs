@@ -147,6 +147,11 @@ fn scans_version_retire_and_survive_restart() {
     assert_eq!(engine.graph().stats(engine.now_us()), stats);
     assert_eq!(engine.scans_completed(), 2);
     assert!(engine.ledger().verify().unwrap().ok);
+    // Proof paths are recomputed for the loaded graph on first use.
+    let a = engine.assessment();
+    assert!(a.enabled);
+    assert_eq!(a.scan_seq, 2);
+    assert_eq!(a.reachable + a.unreachable + a.unknown, stats.active_nodes);
     engine.set_sources(vec![Box::new(source("aws", None))]);
     clock.advance(1_000_000);
     let r3 = engine.try_start_scan().unwrap().run().unwrap();

@@ -478,3 +478,30 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn traffic_waits_for_a_running_scan_and_names_what_it_cannot_resolve() {
+    use svc_engine::analysis::traffic::FlowRecord;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let clock = std::sync::Arc::new(svc_engine::clock::ManualClock::new(NOW_US));
+    let engine = std::sync::Arc::new(svc_engine::Engine::open(dir.path(), "s1", clock).expect("open"));
+    let flow = FlowRecord {
+        source: "10.0.0.1".into(),
+        destination: "10.0.0.2".into(),
+        bytes: 10,
+        packets: 1,
+        start_s: NOW - 60,
+        end_s: NOW,
+    };
+    let permit = engine.try_start_scan().expect("no scan running");
+    let busy = engine.ingest_traffic(std::slice::from_ref(&flow), Default::default());
+    assert!(matches!(busy, Ok(None)), "refused while a scan runs");
+    drop(permit);
+    let report = engine
+        .ingest_traffic(&[flow], Default::default())
+        .expect("ingest")
+        .expect("no scan running");
+    assert_eq!((report.records, report.resolved, report.unresolved), (1, 0, 1));
+    assert_eq!(report.errors, ["no live resource carries 10.0.0.1"]);
+    assert_eq!(report.edges_added, 0);
+}

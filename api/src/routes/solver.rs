@@ -98,16 +98,14 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
                 }))
             })
             .collect();
-        let [reachable, unknown_or, unreachable_or] = [
-            counts[Reachability::Reachable as usize],
-            counts[Reachability::Unknown as usize],
-            counts[Reachability::Unreachable as usize],
-        ];
-        let total = reachable + unknown_or + unreachable_or;
+        let reachable = counts[Reachability::Reachable as usize];
+        let unreachable = counts[Reachability::Unreachable as usize];
+        let unknown = counts[Reachability::Unknown as usize];
+        let total = reachable + unreachable + unknown;
         let confidence = if total == 0 {
             0.0
         } else {
-            (reachable + unreachable_or) as f64 / total as f64
+            (reachable + unreachable) as f64 / total as f64
         };
         let rules: Vec<Value> = links
             .rules
@@ -121,8 +119,8 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
             "duration_ms": a.duration_ms,
             "entry_points": a.entry_points,
             "reachable": reachable,
-            "unreachable": unreachable_or,
-            "unknown": unknown_or,
+            "unreachable": unreachable,
+            "unknown": unknown,
             "confidence": (confidence * 10_000.0).round() / 10_000.0,
             "spot_machines": a.spot_machines,
             "high_risk": a.high_risk,

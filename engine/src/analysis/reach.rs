@@ -312,12 +312,6 @@ fn is_entry(n: &NodeRef<'_>, class: Class, names: &Names) -> bool {
 }
 
 /// The spot estimate of `n`, when it is a spot (or preemptible) machine.
-pub fn spot_of(n: &NodeRef<'_>, reader: &InternerReader<'_>) -> Option<Spot> {
-    let names = Names::new(reader);
-    let class = classify(reader.resolve(n.service()), reader.resolve(n.kind()));
-    spot_with(n, class, &names)
-}
-
 fn spot_with(n: &NodeRef<'_>, class: Class, names: &Names) -> Option<Spot> {
     if !class.machine {
         return None;

@@ -187,14 +187,6 @@ impl IpIndex {
     pub fn get(&self, ip: &str) -> Option<NodeId> {
         self.map.get(ip).map(|e| e.1)
     }
-
-    pub fn len(&self) -> usize {
-        self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
 }
 
 /// The volumes a traffic edge carries.
@@ -294,7 +286,8 @@ pub fn apply(
     let mut pairs: FxHashMap<(NodeId, NodeId), Flow> = FxHashMap::default();
     for r in records {
         report.records += 1;
-        match (resolve(graph, ips, &r.source), resolve(graph, ips, &r.destination)) {
+        let (src, dst) = (resolve(graph, ips, &r.source), resolve(graph, ips, &r.destination));
+        match (src, dst) {
             (Some(s), Some(d)) if s != d && graph.is_node_visible(s, now_us) && graph.is_node_visible(d, now_us) => {
                 report.resolved += 1;
                 report.bytes = report.bytes.saturating_add(r.bytes);
@@ -309,12 +302,8 @@ pub fn apply(
             (Some(s), Some(d)) if s == d => report.skipped += 1,
             _ => {
                 report.unresolved += 1;
-                let missing = if resolve(graph, ips, &r.source).is_none() {
-                    &r.source
-                } else {
-                    &r.destination
-                };
-                report.error(format!("no resource carries {missing}"));
+                let missing = if src.is_none() { &r.source } else { &r.destination };
+                report.error(format!("no live resource carries {missing}"));
             }
         }
     }
