@@ -50,6 +50,16 @@ fn ingest(c: &mut Criterion) {
                 g.ingest_nodes(&nodes, 2, scan)
             })
         });
+        // The same for edges: every edge's endpoints resolved, the edge found unchanged.
+        g.ingest_edges(&edges, 1, 1);
+        let edge_count: usize = edges.iter().map(|b| b.len()).sum();
+        group.throughput(Throughput::Elements(edge_count as u64));
+        group.bench_function(BenchmarkId::new("rescan-unchanged-edges", n), |b| {
+            b.iter(|| {
+                scan += 1;
+                g.ingest_edges(&edges, 2, scan)
+            })
+        });
         group.finish();
     }
 }

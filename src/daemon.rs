@@ -83,6 +83,9 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     if !matches!(stopped, Ok(true)) {
         warn!("a scan still holds the plugins; they are killed as the daemon exits");
     }
+    // The last commit's snapshot makes the next start fast.
+    let flushing = engine.clone();
+    let _ = tokio::task::spawn_blocking(move || flushing.wait_snapshot()).await;
     result.context("server failed")?;
     info!("svc stopped");
     Ok(())

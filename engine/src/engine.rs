@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use thiserror::Error;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::analysis::linker::LinkReport;
 use crate::analysis::pattern::PatternReport;
@@ -77,6 +77,14 @@ pub struct Engine {
     loaded_from: &'static str,
     /// Cost history and anomalies (`engine.signal_analysis`).
     signal: crate::signal::Signal,
+    /// The snapshot being written behind the last commit, if any.
+    snapshot_writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.wait_snapshot();
+    }
 }
 
 /// Held while a scan runs; dropping it lets the next scan start.
@@ -225,6 +233,7 @@ impl Engine {
             listeners: RwLock::new(Vec::new()),
             loaded_from: from,
             signal,
+            snapshot_writer: Mutex::new(None),
         })
     }
 
@@ -291,7 +300,12 @@ impl Engine {
     }
 
     pub(crate) fn set_findings(&self, set: FindingSet) {
-        *self.findings.write() = Arc::new(set);
+        let old = std::mem::replace(&mut *self.findings.write(), Arc::new(set));
+        // Hundreds of thousands of findings take a while to free; the scan
+        // does not wait for it.
+        let _ = std::thread::Builder::new()
+            .name("svc-free".into())
+            .spawn(move || drop(old));
     }
 
     /// Adds flow records to the graph as traffic edges and commits them
@@ -456,6 +470,33 @@ impl Engine {
         self.scan_seq.load(Ordering::Acquire) + 1
     }
 
+    /// Writes `encoded` on a thread of its own, after the snapshot before it.
+    fn write_snapshot_behind(&self, encoded: snapshot::Encoded) {
+        let mut writer = self.snapshot_writer.lock();
+        if let Some(previous) = writer.take() {
+            let _ = previous.join();
+        }
+        let path = self.data_dir.join(SNAPSHOT_FILE);
+        let spawned = std::thread::Builder::new().name("svc-snapshot".into()).spawn(move || {
+            let t = std::time::Instant::now();
+            match encoded.write(&path) {
+                Ok(bytes) => debug!(bytes, ms = t.elapsed().as_millis() as u64, "snapshot written"),
+                Err(e) => warn!(error = %e, "cannot write the snapshot; the next start replays the graph store"),
+            }
+        });
+        match spawned {
+            Ok(handle) => *writer = Some(handle),
+            Err(e) => warn!(error = %e, "cannot start the snapshot writer; the next start replays the graph store"),
+        }
+    }
+
+    /// Waits until the last commit's snapshot is on disk (or has failed).
+    pub fn wait_snapshot(&self) {
+        if let Some(handle) = self.snapshot_writer.lock().take() {
+            let _ = handle.join();
+        }
+    }
+
     /// Writes new symbols and changed versions durably, then advances the
     /// scan sequence.
     pub(crate) fn commit(&self, changes: &Changes, meta: CommitMeta) -> Result<(), EngineError> {
@@ -466,18 +507,26 @@ impl Engine {
             rows: (graph.node_rows() + graph.edge_rows()) as u64,
             ..meta
         };
+        let t = std::time::Instant::now();
         let commit_us = self
             .store
             .commit(*persisted, &fresh, changes, || graph.all_versions(), meta)?;
+        let store_ms = t.elapsed().as_millis() as u64;
+        let t = std::time::Instant::now();
         let meta = CommitMeta { commit_us, ..meta };
         *persisted += fresh.len();
         if !changes.is_empty() {
-            // The store is the truth; a snapshot that fails to write only slows the next start.
-            let key = SnapshotKey::new(&meta, *persisted);
-            if let Err(e) = snapshot::write(&self.data_dir.join(SNAPSHOT_FILE), &graph, key) {
-                warn!(error = %e, "cannot write the snapshot; the next start replays the graph store");
-            }
+            // Encoded under the read lock, written behind the commit: the
+            // store is the truth, and a snapshot that is late or fails to
+            // write only slows the next start.
+            let encoded = snapshot::encode(&graph, SnapshotKey::new(&meta, *persisted));
+            self.write_snapshot_behind(encoded);
         }
+        debug!(
+            store_ms,
+            snapshot_encode_ms = t.elapsed().as_millis() as u64,
+            "committed"
+        );
         drop(graph);
         self.scan_seq.store(meta.scan_seq, Ordering::Release);
         self.observed_s.store(meta.observed_s, Ordering::Release);

@@ -135,6 +135,48 @@ impl<'a> Props<'a> {
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
+
+    /// The entries whose key `want` accepts, in order. The others are
+    /// skipped by their lengths without being decoded.
+    pub fn matching<F: Fn(Sym) -> bool>(&self, want: F) -> Matching<'a, F> {
+        Matching { buf: self.buf, want }
+    }
+}
+
+/// Iterator of [`Props::matching`].
+pub struct Matching<'a, F> {
+    buf: &'a [u8],
+    want: F,
+}
+
+impl<'a, F: Fn(Sym) -> bool> Iterator for Matching<'a, F> {
+    type Item = (Sym, ValueRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let b = self.buf;
+            if b.len() < 5 {
+                self.buf = &[];
+                return None;
+            }
+            let skip = match (b[4], b.get(5..9)) {
+                (NULL | FALSE | TRUE, _) => 5,
+                (INT | FLOAT, _) => 13,
+                (STR | JSON, Some(len)) => 9 + u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
+                _ => usize::MAX,
+            };
+            let (Some(entry), Some(rest)) = (b.get(..skip), b.get(skip..)) else {
+                // Malformed: the iteration ends, as [`Props`]' own does.
+                self.buf = &[];
+                return None;
+            };
+            self.buf = rest;
+            let key = Sym::from_raw(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            if key.is_some_and(|k| (self.want)(k)) {
+                return Props::new(entry).next();
+            }
+        }
+    }
 }
 
 fn take<'a>(buf: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
@@ -238,6 +280,11 @@ mod tests {
             for k in [a, b, c, i.intern("d")] {
                 let want = p.clone().filter(|(x, _)| *x == k).last().map(|(_, v)| v);
                 assert_eq!(p.get(k), want, "key {k:?} in the first {cut} bytes");
+            }
+            for keys in [vec![a], vec![b, c], vec![a, b, c], vec![]] {
+                let want: Vec<_> = p.clone().filter(|(x, _)| keys.contains(x)).collect();
+                let got: Vec<_> = p.matching(|x| keys.contains(&x)).collect();
+                assert_eq!(got, want, "keys {keys:?} in the first {cut} bytes");
             }
         }
     }

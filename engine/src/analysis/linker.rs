@@ -280,7 +280,7 @@ fn facts(
     }
 
     // One pass over the properties.
-    for (key, value) in n.props() {
+    for (key, value) in n.props().matching(|key| slots.iter().any(|(k, _)| *k == key)) {
         let Some(slot) = slots.iter().find(|(k, _)| *k == key).map(|(_, s)| *s) else {
             continue;
         };

@@ -176,6 +176,62 @@ impl Staged {
     }
 }
 
+/// The target of every edge of `batches`, by batch and row (`None` when no
+/// node has its key), resolved in order of the owning node shard.
+fn resolve_targets(
+    batches: &[EdgeBatch],
+    resolve: &(impl Fn(&batch::BatchKey, &[u8]) -> Option<NodeId> + Sync),
+) -> Vec<Vec<ResolvedId>> {
+    let total: usize = batches.iter().map(|b| b.rows.len()).sum();
+    let mut off = vec![0u32; NODE_SHARDS + 1];
+    for b in batches {
+        for e in &b.rows {
+            off[node_shard_of(e.dst.hash) + 1] += 1;
+        }
+    }
+    for i in 0..NODE_SHARDS {
+        off[i + 1] += off[i];
+    }
+    let mut refs = vec![(0u32, 0u32); total];
+    for (bi, b) in batches.iter().enumerate() {
+        for (i, e) in b.rows.iter().enumerate() {
+            let slot = &mut off[node_shard_of(e.dst.hash)];
+            refs[*slot as usize] = (bi as u32, i as u32);
+            *slot += 1;
+        }
+    }
+    let found: Vec<ResolvedId> = refs
+        .par_iter()
+        .with_min_len(1024)
+        .map(|&(bi, i)| {
+            let b = &batches[bi as usize];
+            ResolvedId::of(resolve(&b.rows[i as usize].dst, &b.buf))
+        })
+        .collect();
+    let mut out: Vec<Vec<ResolvedId>> = batches.iter().map(|b| vec![ResolvedId::NONE; b.rows.len()]).collect();
+    for (&(bi, i), id) in refs.iter().zip(found) {
+        out[bi as usize][i as usize] = id;
+    }
+    out
+}
+
+/// A resolved node id in 8 bytes; all ones when unresolved (that would be
+/// row 2^32 - 1 of a shard, which no shard reaches).
+#[derive(Copy, Clone, PartialEq, Eq)]
+struct ResolvedId(u64);
+
+impl ResolvedId {
+    const NONE: ResolvedId = ResolvedId(u64::MAX);
+
+    fn of(id: Option<NodeId>) -> ResolvedId {
+        id.map_or(ResolvedId::NONE, |id| ResolvedId(id.to_raw()))
+    }
+
+    fn get(self) -> Option<u64> {
+        (self != ResolvedId::NONE).then_some(self.0)
+    }
+}
+
 /// Counting sort of row indices by shard: `(offsets[shards + 1], permutation)`.
 fn partition(shards: usize, keys: impl Iterator<Item = usize> + Clone) -> (Vec<u32>, Vec<u32>) {
     let mut off = vec![0u32; shards + 1];
@@ -329,15 +385,21 @@ impl Graph {
                 .find(k.hash, &k.syms, k.id.get(buf))
                 .map(|row| NodeId::new(s, row, shard.generation))
         };
+        // An edge shard's sources live in two node shards, so they are
+        // resolved as the edges are applied. Targets are anywhere: they are
+        // resolved first, grouped by the node shard that owns them, so each
+        // shard's index and ids are read together instead of at random.
+        let targets = resolve_targets(batches, &resolve);
         self.edges
             .par_iter_mut()
             .enumerate()
             .map(|(s, shard)| {
                 let mut st = IngestStats::default();
-                for (b, part) in batches.iter().zip(staged) {
+                for ((b, part), dsts) in batches.iter().zip(staged).zip(&targets) {
                     for &i in &part.perm[part.off[s] as usize..part.off[s + 1] as usize] {
                         let e = &b.rows[i as usize];
-                        match (resolve(&e.src, &b.buf), resolve(&e.dst, &b.buf)) {
+                        let dst = dsts[i as usize].get().map(NodeId::from_raw);
+                        match (resolve(&e.src, &b.buf), dst) {
                             (Some(src), Some(dst)) => {
                                 let u =
                                     shard.upsert(src, dst, e.rel, e.inferred, e.props.get(&b.buf), now_us, scan, None);

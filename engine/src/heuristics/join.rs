@@ -30,12 +30,13 @@ pub fn precedence(a: &Finding, b: &Finding) -> Ordering {
 /// waste finding; an ignored node, or one without findings, is cleared.
 pub fn apply(graph: &mut Graph, set: &FindingSet, now_us: u64) -> usize {
     let interner = graph.interner().clone();
-    let rules: HashMap<&str, Sym> = set
-        .by_node
-        .values()
-        .flat_map(|v| v.first())
-        .map(|f| (&*f.rule, interner.intern(&f.rule)))
-        .collect();
+    // A few dozen rule names, each interned once.
+    let mut rules: HashMap<&str, Sym> = HashMap::new();
+    for f in set.by_node.values().flat_map(|v| v.first()) {
+        if !rules.contains_key(&*f.rule) {
+            rules.insert(&f.rule, interner.intern(&f.rule));
+        }
+    }
     graph.apply_verdicts(now_us, |id| {
         let f = set.deciding(id)?;
         Some(Verdict {

@@ -13,8 +13,8 @@ pub mod analyzer;
 pub mod builtin;
 pub mod join;
 
+use rustc_hash::FxHashMap;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use crate::ids::NodeId;
 
@@ -62,10 +62,10 @@ pub struct Finding {
 #[derive(Clone, Debug, Default)]
 pub struct FindingSet {
     pub scan_seq: u64,
-    pub by_node: HashMap<NodeId, Vec<Finding>>,
+    pub by_node: FxHashMap<NodeId, Vec<Finding>>,
     pub analyzers: Vec<AnalyzerOutcome>,
     /// Nodes the `svc:ignore` tag kept out; none of their findings count.
-    pub ignored: HashMap<NodeId, builtin::ignore::Ignore>,
+    pub ignored: FxHashMap<NodeId, builtin::ignore::Ignore>,
     /// How the built-in rules did.
     pub builtin: BuiltinStats,
     /// When the estate was observed (Unix seconds).
@@ -96,7 +96,8 @@ impl BuiltinStats {
 
 impl FindingSet {
     pub fn new(scan_seq: u64, findings: Vec<Finding>, analyzers: Vec<AnalyzerOutcome>) -> FindingSet {
-        let mut by_node: HashMap<NodeId, Vec<Finding>> = HashMap::new();
+        let mut by_node: FxHashMap<NodeId, Vec<Finding>> = FxHashMap::default();
+        by_node.reserve(findings.len());
         for f in findings {
             by_node.entry(f.node).or_default().push(f);
         }

@@ -308,14 +308,28 @@ pub(crate) fn run(
         // Only now, with every source done, the staged rows go in under a
         // short write lock.
         let mut graph = engine.graph_mut();
+        let t = Instant::now();
         report.nodes_ingest = graph.ingest_staged_nodes(&nodes, &staged_nodes, now_us, report.scan_seq as u32);
         drop((nodes, staged_nodes));
+        let nodes_ms = t.elapsed().as_millis() as u64;
+        let t = Instant::now();
         report.edges_ingest = graph.ingest_staged_edges(&edges, &edge_parts, now_us, report.scan_seq as u32);
         drop((edges, edge_parts));
+        let edges_ms = t.elapsed().as_millis() as u64;
+        let t = Instant::now();
         let (retired_nodes, retired_edges) = graph.retire_unseen(&ok_providers, now_us, report.scan_seq as u32);
         report.retired_nodes = retired_nodes as u64;
         report.retired_edges = retired_edges as u64;
+        let retire_ms = t.elapsed().as_millis() as u64;
+        let t = Instant::now();
         graph.rebuild_adjacency(now_us);
+        debug!(
+            nodes_ms,
+            edges_ms,
+            retire_ms,
+            adjacency_ms = t.elapsed().as_millis() as u64,
+            "applied"
+        );
         report.discovered = discovered;
     }
 
@@ -354,7 +368,13 @@ pub(crate) fn run(
         set.builtin = stats.clone();
         set.as_of_s = report.observed_at;
         report.findings = set.len() as u64;
+        let t = Instant::now();
         report.verdicts_changed = heuristics::join::apply(&mut engine.graph_mut(), &set, now_us) as u64;
+        debug!(
+            join_ms = t.elapsed().as_millis() as u64,
+            heuristics_ms = started.elapsed().as_millis() as u64,
+            "joined"
+        );
         report.heuristics = set.analyzers.clone();
         report.builtin = stats;
         debug!(

@@ -277,33 +277,61 @@ fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError>
 
 /// Writes the graph to `path` atomically (temporary file, fsync, rename).
 pub fn write(path: &Path, graph: &Graph, key: SnapshotKey) -> Result<u64, SnapshotError> {
-    let io = |source| SnapshotError::Io {
-        path: path.to_owned(),
-        source,
-    };
+    encode(graph, key).write(path)
+}
+
+/// A snapshot encoded in memory, not yet on disk: taken under the graph's
+/// read lock (a parallel pass over the shards), written without it.
+pub struct Encoded {
+    key: SnapshotKey,
+    sections: Vec<Vec<u8>>,
+}
+
+/// Encodes every shard of `graph` as the snapshot of `key`.
+pub fn encode(graph: &Graph, key: SnapshotKey) -> Encoded {
     let (nodes, edges): (Vec<Vec<u8>>, Vec<Vec<u8>>) = rayon::join(
         || graph.node_shards().par_iter().map(encode_nodes).collect(),
         || graph.edge_shards().par_iter().map(encode_edges).collect(),
     );
-    let tmp = path.with_extension("snap.tmp");
-    let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp).map_err(io)?);
-    let mut header = W(Vec::with_capacity(48));
-    header.0.extend_from_slice(MAGIC);
-    header.u64s([key.generation, key.scan_seq, key.commit_us, key.symbols]);
-    f.write_all(&header.0).map_err(io)?;
-    let mut total = header.0.len() as u64;
-    for section in nodes.iter().chain(&edges) {
-        f.write_all(&(section.len() as u64).to_le_bytes()).map_err(io)?;
-        f.write_all(section).map_err(io)?;
-        f.write_all(&checksum(section).to_le_bytes()).map_err(io)?;
-        total += section.len() as u64 + 16;
+    let mut sections = nodes;
+    sections.extend(edges);
+    Encoded { key, sections }
+}
+
+impl Encoded {
+    pub fn key(&self) -> SnapshotKey {
+        self.key
     }
-    f.write_all(END).map_err(io)?;
-    let f = f.into_inner().map_err(|e| io(e.into_error()))?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)?;
-    Ok(total + 8)
+
+    /// Writes the snapshot to a temporary file, syncs it and renames it
+    /// over `path`, so a reader sees the old snapshot or the new one, never
+    /// a part. Returns the bytes written.
+    pub fn write(&self, path: &Path) -> Result<u64, SnapshotError> {
+        let io = |source| SnapshotError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let tmp = path.with_extension("snap.tmp");
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp).map_err(io)?);
+        let mut header = W(Vec::with_capacity(48));
+        header.0.extend_from_slice(MAGIC);
+        let key = self.key;
+        header.u64s([key.generation, key.scan_seq, key.commit_us, key.symbols]);
+        f.write_all(&header.0).map_err(io)?;
+        let mut total = header.0.len() as u64;
+        for section in &self.sections {
+            f.write_all(&(section.len() as u64).to_le_bytes()).map_err(io)?;
+            f.write_all(section).map_err(io)?;
+            f.write_all(&checksum(section).to_le_bytes()).map_err(io)?;
+            total += section.len() as u64 + 16;
+        }
+        f.write_all(END).map_err(io)?;
+        let f = f.into_inner().map_err(|e| io(e.into_error()))?;
+        f.sync_all().map_err(io)?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(io)?;
+        Ok(total + 8)
+    }
 }
 
 /// Node and edge shards read from a snapshot.
