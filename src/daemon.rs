@@ -68,7 +68,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         tokio::runtime::Handle::current(),
         config.scan_timeout()?,
     ));
-    setup_sources(&opts, &config, &plugins);
+    setup_sources(&opts, &config, &plugins, &data_dir);
     engine.set_rule_selection(config.heuristics.selection()?);
     engine.set_oracle_enabled(config.oracle_enabled()?);
     state.set_plugins(plugins.clone());
@@ -76,8 +76,10 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
 
     let scheduler = tokio::spawn(schedule_scans(engine.clone(), state.clone(), interval));
+    let expiry = tokio::spawn(expire_isolations(engine.clone()));
     let result = server.await.context("server task failed")?;
     scheduler.abort();
+    expiry.abort();
     let stopping = engine.clone();
     let stopped = tokio::task::spawn_blocking(move || stopping.stop_plugins(PLUGIN_STOP_WAIT)).await;
     if !matches!(stopped, Ok(true)) {
@@ -94,9 +96,11 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
 /// Sets up the sources: active, verified provider plugins, plus the mock
 /// estate when asked for, or when neither cloud credentials nor active
 /// plugins are found.
-fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins) {
+fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins, data_dir: &std::path::Path) {
     let (seed, scale) = (opts.mock_seed, opts.mock_scale);
-    let mock = move || -> Box<dyn Source> { Box::new(MockEstate::new(seed, scale)) };
+    // What remediation does to the simulated estate outlives a restart.
+    let effects = data_dir.join(paths::MOCK_EFFECTS_FILE);
+    let mock = move || -> Box<dyn Source> { Box::new(MockEstate::new(seed, scale).with_effects_file(&effects)) };
     let active = plugins.active_providers();
     for name in &active {
         engine_config(plugins, config, name);
@@ -171,6 +175,23 @@ async fn schedule_scans(engine: Arc<Engine>, state: AppState, interval: Duration
                 state.inner.metrics.observe_scan_failure();
                 error!(error = %e, "scheduled scan panicked");
             }
+        }
+    }
+}
+
+/// Ignore entries expire by themselves, between scans too: checked every
+/// second, each expiry recorded in the ledger.
+async fn expire_isolations(engine: Arc<Engine>) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        ticker.tick().await;
+        let e = engine.clone();
+        let now = e.clock().now_us();
+        match tokio::task::spawn_blocking(move || e.expire_isolations(now)).await {
+            Ok(Ok(0)) => {}
+            Ok(Ok(n)) => info!(expired = n, "ignore entries expired"),
+            Ok(Err(e)) => error!(error = %e, "cannot expire ignore entries"),
+            Err(e) => error!(error = %e, "ignore-entry expiry panicked"),
         }
     }
 }

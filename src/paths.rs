@@ -17,5 +17,7 @@ pub fn data_dir() -> PathBuf {
 }
 
 pub const TOKEN_FILE: &str = "token";
+/// The simulated estate's record of what remediation changed (mock mode).
+pub const MOCK_EFFECTS_FILE: &str = "mock-estate.json";
 pub const CONFIG_FILE: &str = "config.toml";
 pub const PLUGINS_DIR: &str = "plugins";

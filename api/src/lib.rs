@@ -16,7 +16,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 pub use error::{ApiError, ApiResult};
 pub use state::AppState;
@@ -59,11 +59,23 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/anomalies"),
     ("GET", "/api/v1/plugins"),
     ("POST", "/api/v1/plugins/toggle"),
+    ("GET", "/api/v1/remediation/queue"),
+    ("POST", "/api/v1/remediation/approve"),
+    ("POST", "/api/v1/remediation/reject"),
+    ("POST", "/api/v1/remediation/move"),
+    ("POST", "/api/v1/remediation/bulk"),
+    ("POST", "/api/v1/remediation/override"),
+    ("POST", "/api/v1/remediation/quarantine"),
+    ("POST", "/api/v1/remediation/revert"),
+    ("GET", "/api/v1/plan"),
+    ("POST", "/api/v1/isolation"),
+    ("GET", "/api/v1/isolation"),
+    ("DELETE", "/api/v1/isolation/{crn}"),
 ];
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{graph, history, plugins, scan, solver, time_travel, traffic, waste};
+    use routes::{graph, history, plugins, remediation, scan, solver, time_travel, traffic, waste};
     let api = Router::new()
         .route("/topology", get(graph::topology))
         .route("/graph/stats", get(graph::stats))
@@ -93,6 +105,17 @@ pub fn router(state: AppState) -> Router {
         .route("/anomalies", get(routes::anomalies::list))
         .route("/plugins", get(plugins::list))
         .route("/plugins/toggle", post(plugins::toggle))
+        .route("/remediation/queue", get(remediation::queue))
+        .route("/remediation/approve", post(remediation::approve))
+        .route("/remediation/reject", post(remediation::reject))
+        .route("/remediation/move", post(remediation::move_item))
+        .route("/remediation/bulk", post(remediation::bulk))
+        .route("/remediation/override", post(remediation::override_gate))
+        .route("/remediation/quarantine", post(remediation::quarantine))
+        .route("/remediation/revert", post(remediation::revert))
+        .route("/plan", get(remediation::plan))
+        .route("/isolation", get(remediation::isolations).post(remediation::isolate))
+        .route("/isolation/{crn}", delete(remediation::remove_isolation))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed);
     let protected = Router::new()

@@ -57,7 +57,7 @@ pub struct Engine {
     last_commit_us: AtomicU64,
     /// Interner entries already written to the store.
     persisted_symbols: Mutex<usize>,
-    sources: Mutex<Vec<Box<dyn Source>>>,
+    pub(crate) sources: Mutex<Vec<Box<dyn Source>>>,
     analyzers: Mutex<Vec<Box<dyn Analyzer>>>,
     /// Findings of the last scan.
     findings: RwLock<Arc<FindingSet>>,
@@ -77,6 +77,8 @@ pub struct Engine {
     loaded_from: &'static str,
     /// Cost history and anomalies (`engine.signal_analysis`).
     signal: crate::signal::Signal,
+    /// The remediation pipeline, sagas and the ignore list.
+    pub(crate) remediation: crate::remediation::ops::Remediation,
     /// The snapshot being written behind the last commit, if any.
     snapshot_writer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -205,6 +207,7 @@ impl Engine {
             "graph loaded"
         );
         let loaded_meta = meta;
+        let remediation = crate::remediation::ops::Remediation::load(store.load_remediation()?);
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         Ok(Engine {
@@ -234,6 +237,7 @@ impl Engine {
             loaded_from: from,
             signal,
             snapshot_writer: Mutex::new(None),
+            remediation,
         })
     }
 

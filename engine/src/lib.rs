@@ -19,6 +19,7 @@ pub mod intern;
 pub mod prices;
 pub mod props;
 pub mod relation;
+pub mod remediation;
 pub mod scan;
 pub mod signal;
 pub mod store;

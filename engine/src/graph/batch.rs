@@ -162,6 +162,21 @@ impl NodeBatch {
         self.rows.is_empty()
     }
 
+    /// Rewrites the batch in place: `f` sees each node's key hash (as
+    /// [`NodeKeyRef::hash`]), CRN segments and physical id, and answers
+    /// whether to keep it and with which state.
+    pub fn adjust(&mut self, mut f: impl FnMut(u64, [Sym; 5], &str) -> Adjust) {
+        let buf = &self.buf;
+        self.rows.retain_mut(|r| match f(r.hash, r.syms, r.id.get_str(buf)) {
+            Adjust::Keep => true,
+            Adjust::Drop => false,
+            Adjust::State(s) => {
+                r.state = s;
+                true
+            }
+        });
+    }
+
     /// Bytes held by the batch buffer.
     pub fn buffer_len(&self) -> usize {
         self.buf.len()
@@ -180,6 +195,14 @@ impl NodeBatch {
             props: Props::new(r.props.get(&self.buf)),
         })
     }
+}
+
+/// What [`NodeBatch::adjust`] does with one node.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Adjust {
+    Keep,
+    Drop,
+    State(Sym),
 }
 
 /// One node of a [`NodeBatch`], read back.

@@ -20,7 +20,7 @@ use crate::props::Props;
 use crate::relation::Relation;
 pub use adjacency::Adjacency;
 use batch::key_hash;
-pub use batch::{BatchEdgeRef, BatchNodeRef, EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
+pub use batch::{Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
 pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, Verdict, visible};
 pub use view::{EdgeRef, NodeRef};
 
@@ -546,6 +546,29 @@ impl Graph {
             .sum()
     }
 
+    /// Sets the remediation stage of every node visible at `now_us`:
+    /// `stage(id)`, or no stage. Returns how many rows changed.
+    pub fn apply_phases<F>(&mut self, now_us: u64, stage: F) -> usize
+    where
+        F: Fn(NodeId) -> Option<Phase> + Sync,
+    {
+        self.nodes
+            .par_iter_mut()
+            .enumerate()
+            .map(|(s, shard)| {
+                let mut changed = 0;
+                for r in 0..shard.len() {
+                    if !visible(shard.valid_to[r], now_us) {
+                        continue;
+                    }
+                    let phase = stage(NodeId::new(s, r as u32, shard.generation)).unwrap_or(Phase::None);
+                    changed += usize::from(shard.set_phase(r as u32, phase, now_us));
+                }
+                changed
+            })
+            .sum()
+    }
+
     /// The edge `src -rel-> dst`, visible or not.
     pub fn find_edge(&self, src: NodeId, dst: NodeId, rel: Relation) -> Option<EdgeId> {
         let s = edge_shard_of(src);
@@ -842,6 +865,16 @@ impl Graph {
             && visible(shard.valid_to[r], now_us)
             && self.is_node_visible(shard.src[r], now_us)
             && self.is_node_visible(shard.dst[r], now_us)
+    }
+
+    /// Sets one node's remediation stage; a change is versioned.
+    pub fn set_phase(&mut self, id: NodeId, phase: Phase, now_us: u64) {
+        if let Some(shard) = self.nodes.get_mut(id.shard())
+            && (id.row() as usize) < shard.len()
+            && shard.generation == id.generation()
+        {
+            shard.set_phase(id.row(), phase, now_us);
+        }
     }
 
     /// Sets one node's verdict; a change is versioned.

@@ -449,6 +449,18 @@ impl NodeShard {
         true
     }
 
+    /// Sets the remediation stage of a row; marks it changed when it differs.
+    pub(crate) fn set_phase(&mut self, row: u32, phase: Phase, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.phase[r] == phase {
+            return false;
+        }
+        self.phase[r] = phase;
+        self.valid_from[r] = now_us;
+        self.mark_dirty(row);
+        true
+    }
+
     /// Owned copy of a row.
     pub(crate) fn row(&self, row: u32) -> NodeRow {
         let r = row as usize;

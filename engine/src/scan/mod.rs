@@ -6,4 +6,7 @@ mod source;
 pub mod stage;
 pub use pipeline::{CollectSink, ScanReport, SourceOutcome, spans};
 pub(crate) use pipeline::{announce, run};
-pub use source::{ScanContext, ScanSink, Source, SourceError};
+pub use source::{
+    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanSink, Source,
+    SourceError,
+};

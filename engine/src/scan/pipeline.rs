@@ -111,6 +111,8 @@ pub struct ScanReport {
     pub event_seq: u64,
     /// The pattern phase in numbers (groups, outliers, grouped findings).
     pub pattern: serde_json::Value,
+    /// What the remediation pipeline did in `engine.sau`.
+    pub sau: Option<crate::remediation::ops::SauReport>,
 }
 
 impl ScanReport {
@@ -170,6 +172,15 @@ impl ScanReport {
                 "unknown": self.reachability[2],
             },
             "pattern": self.pattern,
+            "remediation": self.sau.as_ref().map(|s| {
+                let stages: serde_json::Map<String, serde_json::Value> =
+                    s.stages.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())).collect();
+                serde_json::json!({
+                    "stages": stages, "entered": s.entered, "left": s.left, "analyzed": s.analyzed,
+                    "held": s.held, "expired_isolations": s.expired_isolations,
+                    "recovered_sagas": s.recovered_sagas,
+                })
+            }),
         })
     }
 }
@@ -453,9 +464,24 @@ pub(crate) fn run(
         engine.set_assessment(assessment);
     }
 
-    for phase in [spans::SAU, spans::POLICY] {
-        empty_phase(phase);
+    {
+        let _s = info_span!("engine.sau").entered();
+        let no_policies = |_: NodeId| Vec::new();
+        match engine.sau_pass(sources, now_us, &no_policies) {
+            Ok(sau) => {
+                debug!(
+                    entered = sau.entered,
+                    left = sau.left,
+                    analyzed = sau.analyzed,
+                    held = sau.held,
+                    "remediation pipeline advanced"
+                );
+                report.sau = Some(sau);
+            }
+            Err(e) => warn!(error = %e, "the remediation pipeline did not advance"),
+        }
     }
+    empty_phase(spans::POLICY);
 
     let signal;
     {

@@ -60,4 +60,67 @@ pub trait Source: Send {
     fn observed_at(&self) -> Option<u64> {
         None
     }
+
+    /// The source's own proof that acting on `crn` can be undone
+    /// (`CheckReversibility`); `None` when it has no opinion, and the
+    /// engine's built-in rules decide.
+    fn check_reversibility(
+        &mut self,
+        _crn: &str,
+        _properties: &BTreeMap<String, String>,
+    ) -> Option<Result<ReversibilityProof, SourceError>> {
+        None
+    }
+
+    /// Runs one remediation step (`Remediate`); `None` when the source
+    /// cannot remediate.
+    fn remediate(&mut self, _request: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {
+        None
+    }
+
+    /// Quarantines a resource (`ApplyQuarantine`); `None` when the source
+    /// cannot.
+    fn apply_quarantine(
+        &mut self,
+        _crn: &str,
+        _action: &str,
+        _reason: &str,
+    ) -> Option<Result<QuarantineOutcome, SourceError>> {
+        None
+    }
+}
+
+/// A source's answer to `CheckReversibility`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReversibilityProof {
+    pub safe: bool,
+    pub reason: String,
+}
+
+/// One `Remediate` call.
+#[derive(Clone, Debug)]
+pub struct RemediateRequest<'a> {
+    /// Graph form.
+    pub crn: &'a str,
+    pub action: &'a str,
+    pub properties: &'a BTreeMap<String, String>,
+    pub dry_run: bool,
+}
+
+/// What `Remediate` answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RemediateOutcome {
+    pub success: bool,
+    pub status: String,
+    pub error: String,
+    /// What the action changed, enough to undo it (a snapshot id, the
+    /// previous state).
+    pub snapshot: BTreeMap<String, String>,
+}
+
+/// What `ApplyQuarantine` answered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QuarantineOutcome {
+    pub success: bool,
+    pub message: String,
 }

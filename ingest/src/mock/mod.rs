@@ -20,6 +20,7 @@ mod azure;
 mod catalog;
 mod clock;
 mod ec2;
+pub mod effects;
 mod emit;
 mod gcp;
 mod k8s;
@@ -32,8 +33,10 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 use svc_engine::Interner;
-use svc_engine::graph::{EdgeBatch, NodeBatch};
-use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_engine::graph::{Adjust, EdgeBatch, NodeBatch};
+use svc_engine::scan::{
+    QuarantineOutcome, RemediateOutcome, RemediateRequest, ScanContext, ScanSink, Source, SourceError,
+};
 
 pub use clock::{EPOCH_SECS, REFERENCE_TIME, epoch_time};
 use emit::{Mode, Out, Unit};
@@ -99,6 +102,8 @@ pub struct MockEstate {
     expected: f64,
     /// The simulated time of the last scan.
     observed: Option<u64>,
+    /// What remediation did to the estate.
+    effects: effects::Effects,
 }
 
 impl fmt::Debug for MockEstate {
@@ -154,6 +159,48 @@ impl MockEstate {
             units,
             expected: acc,
             observed: None,
+            effects: effects::Effects::in_memory(),
+        }
+    }
+
+    /// Keeps what remediation does to the estate in `path`, across restarts.
+    pub fn with_effects_file(mut self, path: &std::path::Path) -> MockEstate {
+        self.effects = effects::Effects::open(path);
+        self
+    }
+
+    /// What remediation and quarantine changed, by CRN.
+    pub fn effects(&self) -> &effects::Effects {
+        &self.effects
+    }
+
+    /// Shows remediation's effects in generated batches: deleted resources
+    /// are dropped, the others report the state an action left them in.
+    fn apply_effects(&self, interner: &Interner, nodes: &mut [NodeBatch]) {
+        if self.effects.is_empty() {
+            return;
+        }
+        let mut by_hash: rustc_hash::FxHashMap<u64, Vec<([svc_engine::Sym; 5], String, Adjust)>> = Default::default();
+        for (crn, state) in self.effects.states() {
+            let Ok(c) = svc_engine::Crn::parse(crn) else { continue };
+            let key = svc_engine::graph::NodeKeyRef::intern(interner, &c);
+            let adjust = if state == "deleted" {
+                Adjust::Drop
+            } else {
+                Adjust::State(interner.intern(state))
+            };
+            by_hash
+                .entry(key.hash())
+                .or_default()
+                .push((key.syms(), c.id.clone(), adjust));
+        }
+        for b in nodes {
+            b.adjust(|hash, syms, id| {
+                by_hash
+                    .get(&hash)
+                    .and_then(|v| v.iter().find(|(s, i, _)| *s == syms && i == id))
+                    .map_or(Adjust::Keep, |(_, _, a)| *a)
+            });
         }
     }
 
@@ -308,7 +355,8 @@ impl Source for MockEstate {
     /// Scan `n` shows the estate at epoch `n - 1`.
     fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
         let epoch = ctx.scan_seq.saturating_sub(1);
-        let (nodes, edges) = self.generate(ctx.interner, epoch, SCAN_BATCH);
+        let (mut nodes, edges) = self.generate(ctx.interner, epoch, SCAN_BATCH);
+        self.apply_effects(ctx.interner, &mut nodes);
         self.observed = Some(epoch_time(epoch));
         tracing::debug!(
             epoch,
@@ -327,5 +375,18 @@ impl Source for MockEstate {
 
     fn observed_at(&self) -> Option<u64> {
         self.observed
+    }
+
+    fn remediate(&mut self, r: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {
+        Some(Ok(self.effects.remediate(r.crn, r.action, r.properties, r.dry_run)))
+    }
+
+    fn apply_quarantine(
+        &mut self,
+        crn: &str,
+        action: &str,
+        _reason: &str,
+    ) -> Option<Result<QuarantineOutcome, SourceError>> {
+        Some(Ok(self.effects.quarantine(crn, action)))
     }
 }

@@ -1,0 +1,1114 @@
+//! What the engine does with the pipeline: the `engine.sau` pass of each
+//! scan, operator decisions, sagas, quarantine, revert and the ignore list.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashMap;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+use super::plan::{self, Plan};
+use super::store::{Batch, payload_canonical};
+use super::{
+    ANALYZE_PER_SCAN, Compensation, Isolation, Item, LOCK_WAIT, Override, Proof, RemediationError, Saga, SagaStep,
+};
+use crate::crn::Crn;
+use crate::engine::Engine;
+use crate::graph::{Graph, Phase};
+use crate::ids::NodeId;
+use crate::scan::{RemediateRequest, Source};
+use crate::store::ledger::NewEvent;
+
+/// Items, ignore entries and sagas cut short, in memory; the store holds
+/// the same.
+#[derive(Default)]
+pub struct Remediation {
+    state: Mutex<State>,
+    /// CRNs with a saga or quarantine running.
+    locks: Mutex<HashSet<String>>,
+    freed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    items: BTreeMap<String, Item>,
+    isolation: BTreeMap<String, Isolation>,
+    /// Sagas found running at start: the daemon stopped mid-saga.
+    interrupted: Vec<Saga>,
+}
+
+/// What one `engine.sau` pass did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SauReport {
+    /// Items per stage after the pass, in stage order.
+    pub stages: Vec<(&'static str, u64)>,
+    pub entered: u64,
+    pub left: u64,
+    pub analyzed: u64,
+    pub held: u64,
+    pub expired_isolations: u64,
+    pub recovered_sagas: u64,
+}
+
+/// How a saga ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SagaOutcome {
+    pub saga_id: String,
+    pub crn: String,
+    pub applied: bool,
+    pub stage: Phase,
+    pub failure: Option<String>,
+    pub steps: Vec<SagaStep>,
+}
+
+/// A CRN lock, released when dropped.
+struct CrnLock<'a> {
+    r: &'a Remediation,
+    crn: String,
+}
+
+impl Drop for CrnLock<'_> {
+    fn drop(&mut self) {
+        self.r.locks.lock().remove(&self.crn);
+        self.r.freed.notify_all();
+    }
+}
+
+impl Remediation {
+    pub(crate) fn load(loaded: super::store::Loaded) -> Remediation {
+        let state = State {
+            items: loaded.items.into_iter().map(|i| (i.crn.clone(), i)).collect(),
+            isolation: loaded.isolations.into_iter().map(|i| (i.crn.clone(), i)).collect(),
+            interrupted: loaded.sagas.into_iter().filter(|g| g.status == "running").collect(),
+        };
+        Remediation {
+            state: Mutex::new(state),
+            ..Remediation::default()
+        }
+    }
+
+    fn lock_crn(&self, crn: &str, wait: std::time::Duration) -> Option<CrnLock<'_>> {
+        let deadline = Instant::now() + wait;
+        let mut held = self.locks.lock();
+        while held.contains(crn) {
+            if self.freed.wait_until(&mut held, deadline).timed_out() && held.contains(crn) {
+                return None;
+            }
+        }
+        held.insert(crn.to_owned());
+        Some(CrnLock {
+            r: self,
+            crn: crn.to_owned(),
+        })
+    }
+}
+
+/// The canonical CRN of an operator's input (with or without `svc:`).
+pub fn canonical_crn(input: &str) -> Result<Crn, RemediationError> {
+    Crn::parse(input).map_err(|e| RemediationError::Invalid(e.to_string()))
+}
+
+fn event(kind: &str, crn: Option<&str>, actor: &str, message: String, payload: Value) -> NewEvent {
+    NewEvent {
+        event_type: kind.to_owned(),
+        crn: crn.map(str::to_owned),
+        actor: actor.to_owned(),
+        message,
+        payload,
+    }
+}
+
+/// Built-in reversibility rules, when the source has no opinion.
+fn builtin_proof(graph: &Graph, id: NodeId, intent: &str) -> Proof {
+    let Some(n) = graph.node(id) else {
+        return Proof {
+            safe: false,
+            reason: "the resource is no longer in the graph".into(),
+            source: "builtin".into(),
+        };
+    };
+    let reader = graph.interner().reader();
+    for key in ["deletion_protection", "termination_protection", "delete_protection"] {
+        let protected = reader
+            .get(key)
+            .and_then(|k| n.props().get(k))
+            .is_some_and(|v| matches!(v, crate::props::ValueRef::Bool(true)) || v.as_str() == Some("true"));
+        if protected {
+            return Proof {
+                safe: false,
+                reason: format!("{key} is enabled on the resource"),
+                source: "builtin".into(),
+            };
+        }
+    }
+    let kind = reader.resolve(n.kind());
+    let stateful = [
+        "volume",
+        "disk",
+        "db",
+        "database",
+        "bucket",
+        "table",
+        "snapshot",
+        "persistentvolumeclaim",
+    ]
+    .iter()
+    .any(|k| kind.contains(k));
+    let reason = match (intent, stateful) {
+        ("stop" | "pause" | "start", _) => "stopping is undone by starting the resource again".to_owned(),
+        (_, true) => format!("{kind} holds data: a snapshot is taken before it is removed and restored on rollback"),
+        _ => format!("{kind} holds no data; it is recreated from its recorded configuration on rollback"),
+    };
+    Proof {
+        safe: true,
+        reason,
+        source: "builtin".into(),
+    }
+}
+
+fn source_for<'s>(sources: &'s mut [Box<dyn Source>], crn: &Crn) -> Option<&'s mut Box<dyn Source>> {
+    sources.iter_mut().find(|s| s.providers().contains(&crn.provider))
+}
+
+impl Engine {
+    /// The `engine.sau` pass: brings the pipeline in line with the scan's
+    /// verdicts and advances every item as far as it can go. `blocked(id)`
+    /// names the enforcing `block` policies matching a node.
+    pub(crate) fn sau_pass(
+        &self,
+        sources: &mut [Box<dyn Source>],
+        now_us: u64,
+        blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
+    ) -> Result<SauReport, RemediationError> {
+        let mut report = SauReport {
+            recovered_sagas: self.recover_sagas(sources)? as u64,
+            expired_isolations: self.expire_isolations(now_us)? as u64,
+            ..SauReport::default()
+        };
+
+        let findings = self.findings();
+        let graph = self.graph();
+        let reader = graph.interner().reader();
+        // Every waste node with its CRN.
+        let mut waste: Vec<(NodeId, String)> = findings
+            .by_node
+            .keys()
+            .filter(|id| findings.deciding(**id).is_some_and(|f| f.is_waste) && graph.is_node_visible(**id, now_us))
+            .map(|id| (*id, graph.crn_with(&reader, *id)))
+            .collect();
+        waste.sort_by(|a, b| a.1.cmp(&b.1));
+        let by_crn: FxHashMap<&str, NodeId> = waste.iter().map(|(id, c)| (c.as_str(), *id)).collect();
+
+        let mut events = Vec::new();
+        let mut changed: Vec<String> = Vec::new();
+        let mut removed: Vec<String> = Vec::new();
+        let mut st = self.remediation.state.lock();
+        let State { items, isolation, .. } = &mut *st;
+
+        // Items whose resource is no longer waste, or is ignored, leave.
+        let leaving: Vec<String> = items
+            .keys()
+            .filter(|c| !by_crn.contains_key(c.as_str()) || isolation.contains_key(c.as_str()))
+            .cloned()
+            .collect();
+        for crn in leaving {
+            let Some(item) = items.remove(&crn) else { continue };
+            let why = if isolation.contains_key(&crn) {
+                "on the ignore list"
+            } else if item.stage == Phase::Applied {
+                "remediated; no longer waste"
+            } else {
+                "no longer waste"
+            };
+            events.push(event(
+                "PIPELINE_MOVE",
+                Some(&crn),
+                "engine",
+                format!("{crn} left the pipeline at {}: {why}", item.stage.name()),
+                json!({"crn": crn, "from": item.stage.name(), "to": "removed", "reason": why, "actor": "engine"}),
+            ));
+            removed.push(crn);
+            report.left += 1;
+        }
+
+        let mut analyzed = 0usize;
+        for (id, crn) in &waste {
+            if isolation.contains_key(crn) {
+                continue;
+            }
+            let (Some(f), Some(n)) = (findings.deciding(*id), graph.node(*id)) else {
+                continue;
+            };
+            let is_new = !items.contains_key(crn);
+            let item = items
+                .entry(crn.clone())
+                .or_insert_with(|| Item::new(crn.clone(), now_us));
+            if is_new {
+                report.entered += 1;
+            }
+            let before = item.clone();
+            let rule = crate::heuristics::builtin::rule(&f.rule);
+            item.ty = reader.resolve(n.ty()).to_owned();
+            item.state = reader.resolve(n.state()).to_owned();
+            item.rule = f.rule.to_string();
+            item.action = rule.map_or("delete", |r| r.action).to_owned();
+            item.reason = f.reason.clone();
+            item.savings_usd_mo = f.projected_savings_usd_mo;
+            item.risk_score = f64::from(n.risk_score());
+            item.reachability = n.reachability().name().to_owned();
+            if item.stage != Phase::Applied {
+                self.advance(&graph, sources, *id, item, now_us, blocked, &mut analyzed);
+            }
+            if item.stage == Phase::SauGate {
+                report.held += 1;
+            }
+            if *item != before {
+                changed.push(crn.clone());
+            }
+        }
+        report.analyzed = analyzed as u64;
+        let stage_of: FxHashMap<NodeId, Phase> = waste
+            .iter()
+            .filter_map(|(id, crn)| items.get(crn).filter(|i| i.rejected.is_none()).map(|i| (*id, i.stage)))
+            .collect();
+        report.stages = super::STAGES
+            .iter()
+            .map(|s| {
+                (
+                    s.name(),
+                    items.values().filter(|i| i.stage == *s && i.rejected.is_none()).count() as u64,
+                )
+            })
+            .collect();
+        let batch = Batch {
+            items: changed.iter().filter_map(|c| items.get(c)).collect(),
+            removed_items: removed.iter().map(String::as_str).collect(),
+            ..Batch::default()
+        };
+        if !batch.items.is_empty() || !batch.removed_items.is_empty() {
+            self.store().put_remediation(&batch)?;
+        }
+        drop(st);
+        drop(reader);
+        drop(graph);
+        if !events.is_empty() {
+            self.ledger().append(events)?;
+        }
+        self.graph_mut().apply_phases(now_us, |id| stage_of.get(&id).copied());
+        Ok(report)
+    }
+
+    /// Moves one item forward: proof, plan, gate.
+    #[allow(clippy::too_many_arguments)]
+    fn advance(
+        &self,
+        graph: &Graph,
+        sources: &mut [Box<dyn Source>],
+        id: NodeId,
+        item: &mut Item,
+        now_us: u64,
+        blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
+        analyzed: &mut usize,
+    ) {
+        let Ok(crn) = Crn::parse(&item.crn) else { return };
+        let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
+        if item.stage == Phase::Flagged || item.proof.is_none() || plan.hash != item.plan_hash {
+            if *analyzed >= ANALYZE_PER_SCAN {
+                return;
+            }
+            *analyzed += 1;
+            item.proof = Some(self.prove(graph, sources, id, &crn, &plan));
+            item.blast_radius = crate::blast::blast_radius(graph, id, 0).map_or(0, |b| b.count as u64);
+            item.set_stage(Phase::Analyzed, now_us);
+        }
+        if plan.hash != item.plan_hash {
+            // A new plan: earlier decisions were about another one.
+            item.plan_hash = plan.hash;
+            item.rejected = None;
+            item.failure = None;
+            item.set_stage(Phase::Codegen, now_us);
+        }
+        if item.rejected.is_some() {
+            return;
+        }
+        let mut blockers = blocked(id);
+        if let Some(p) = item.proof.as_ref().filter(|p| !p.safe) {
+            blockers.push(format!("unsafe: {}", p.reason));
+        }
+        if let Some(who) = &item.held_by {
+            blockers.push(format!("held by {who}"));
+        }
+        item.blockers = blockers;
+        let overridden = item
+            .override_by
+            .as_ref()
+            .is_some_and(|o| o.plan_hash == item.plan_hash && item.held_by.is_none());
+        if item.blockers.is_empty() || overridden {
+            item.set_stage(Phase::Pending, now_us);
+        } else {
+            item.set_stage(Phase::SauGate, now_us);
+        }
+    }
+
+    fn prove(&self, graph: &Graph, sources: &mut [Box<dyn Source>], id: NodeId, crn: &Crn, plan: &Plan) -> Proof {
+        let mut props = BTreeMap::new();
+        if let Some(n) = graph.node(id) {
+            let reader = graph.interner().reader();
+            for (k, v) in n.props() {
+                let text = match v {
+                    crate::props::ValueRef::Str(s) | crate::props::ValueRef::Json(s) => s.to_owned(),
+                    crate::props::ValueRef::Int(i) => i.to_string(),
+                    crate::props::ValueRef::Float(f) => f.to_string(),
+                    crate::props::ValueRef::Bool(b) => b.to_string(),
+                    crate::props::ValueRef::Null => "null".to_owned(),
+                };
+                props.insert(reader.resolve(k).to_owned(), text);
+            }
+        }
+        props.insert("intent".into(), plan.intent.to_owned());
+        let canonical = crn.to_string();
+        if let Some(source) = source_for(sources, crn) {
+            match source.check_reversibility(&canonical, &props) {
+                Some(Ok(p)) => {
+                    return Proof {
+                        safe: p.safe,
+                        reason: p.reason,
+                        source: "plugin".into(),
+                    };
+                }
+                Some(Err(e)) => {
+                    warn!(crn = %canonical, error = %e, "CheckReversibility failed; the built-in rules decide")
+                }
+                None => {}
+            }
+        }
+        builtin_proof(graph, id, plan.intent)
+    }
+
+    /// Every item, by CRN.
+    pub fn remediation_items(&self) -> Vec<Item> {
+        self.remediation.state.lock().items.values().cloned().collect()
+    }
+
+    /// One item.
+    pub fn remediation_item(&self, crn: &str) -> Result<Item, RemediationError> {
+        let crn = canonical_crn(crn)?.to_string();
+        self.remediation
+            .state
+            .lock()
+            .items
+            .get(&crn)
+            .cloned()
+            .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))
+    }
+
+    /// The plan of an item (or of any waste resource, computed now).
+    pub fn remediation_plan(&self, crn: &str) -> Result<Plan, RemediationError> {
+        let item = self.remediation_item(crn)?;
+        let c = canonical_crn(&item.crn)?;
+        Ok(plan::build(&c, &item.ty, &item.state, &item.rule, &item.action))
+    }
+
+    /// Checks that the operator saw the current plan.
+    fn check_hash(item: &Item, plan_hash: &str) -> Result<(), RemediationError> {
+        if item.plan_hash.is_empty() {
+            return Err(RemediationError::Conflict(format!(
+                "{} has no plan yet (stage {})",
+                item.crn,
+                item.stage.name()
+            )));
+        }
+        if item.plan_hash != plan_hash {
+            return Err(RemediationError::Conflict(format!(
+                "the plan of {} changed since it was shown: it is now {}, not {plan_hash}",
+                item.crn, item.plan_hash
+            )));
+        }
+        Ok(())
+    }
+
+    /// Updates an item under the state lock, writes it and appends `ev`.
+    fn decide(
+        &self,
+        crn: &str,
+        f: impl FnOnce(&mut Item, u64) -> Result<NewEvent, RemediationError>,
+    ) -> Result<Item, RemediationError> {
+        let crn = canonical_crn(crn)?.to_string();
+        let now_us = self.clock().now_us();
+        let mut st = self.remediation.state.lock();
+        let item = st
+            .items
+            .get_mut(&crn)
+            .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))?;
+        let mut next = item.clone();
+        let ev = f(&mut next, now_us)?;
+        self.store().put_remediation(&Batch {
+            items: vec![&next],
+            ..Batch::default()
+        })?;
+        self.ledger().append_one(ev)?;
+        *item = next.clone();
+        drop(st);
+        self.set_phase_of(
+            &crn,
+            if next.rejected.is_some() {
+                Phase::None
+            } else {
+                next.stage
+            },
+        );
+        Ok(next)
+    }
+
+    fn set_phase_of(&self, crn: &str, phase: Phase) {
+        let Ok(c) = Crn::parse(crn) else { return };
+        let now_us = self.clock().now_us();
+        let mut g = self.graph_mut();
+        if let Some(id) = g.find(&c) {
+            g.set_phase(id, phase, now_us);
+        }
+    }
+
+    /// Rejects an item: it leaves the queue while its plan is unchanged.
+    pub fn reject(&self, crn: &str, plan_hash: &str, actor: &str, reason: &str) -> Result<Item, RemediationError> {
+        self.decide(crn, |item, now_us| {
+            Self::check_hash(item, plan_hash)?;
+            if item.stage == Phase::Applied {
+                return Err(RemediationError::Conflict(format!("{} is already applied", item.crn)));
+            }
+            if item.rejected.is_some() {
+                return Err(RemediationError::Conflict(format!("{} is already rejected", item.crn)));
+            }
+            let from = item.stage.name();
+            item.rejected = Some(format!("{actor}: {reason}"));
+            item.stage_us = now_us;
+            Ok(event(
+                "REJECTION",
+                Some(&item.crn),
+                actor,
+                format!("{actor} rejected the remediation of {} at {from}", item.crn),
+                json!({"crn": item.crn, "plan_hash": item.plan_hash, "stage": from, "reason": reason, "actor": actor}),
+            ))
+        })
+    }
+
+    /// An operator move. Legal: `pending -> sau_gate` (hold for review),
+    /// `sau_gate -> pending` (release an operator hold; a policy or proof
+    /// blocker needs an override), and any stage but `applied` back to
+    /// `flagged` (prove and plan again on the next scan).
+    pub fn move_item(
+        &self,
+        crn: &str,
+        plan_hash: &str,
+        to: Phase,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Item, RemediationError> {
+        self.decide(crn, |item, now_us| {
+            Self::check_hash(item, plan_hash)?;
+            let from = item.stage;
+            let illegal = |why: &str| {
+                RemediationError::Conflict(format!(
+                    "illegal move of {} from {} to {}: {why}",
+                    item.crn,
+                    from.name(),
+                    to.name()
+                ))
+            };
+            if item.rejected.is_some() {
+                return Err(illegal("it was rejected"));
+            }
+            match (from, to) {
+                (Phase::Pending, Phase::SauGate) => {
+                    item.held_by = Some(actor.to_owned());
+                    item.blockers.push(format!("held by {actor}"));
+                }
+                (Phase::SauGate, Phase::Pending) => {
+                    if item.held_by.is_none() {
+                        return Err(illegal("it is held by its blockers; use an override"));
+                    }
+                    item.held_by = None;
+                    item.blockers.retain(|b| !b.starts_with("held by "));
+                    let overridden = item.override_by.as_ref().is_some_and(|o| o.plan_hash == item.plan_hash);
+                    if !item.blockers.is_empty() && !overridden {
+                        return Err(illegal("other blockers remain; use an override"));
+                    }
+                }
+                (f, Phase::Flagged) if f != Phase::Applied && f != Phase::Flagged => {
+                    item.proof = None;
+                    item.held_by = None;
+                }
+                _ => return Err(illegal("not a legal move")),
+            }
+            item.set_stage(to, now_us);
+            Ok(event(
+                "PIPELINE_MOVE",
+                Some(&item.crn),
+                actor,
+                format!("{actor} moved {} from {} to {}", item.crn, from.name(), to.name()),
+                json!({"crn": item.crn, "from": from.name(), "to": to.name(), "reason": reason, "actor": actor, "plan_hash": item.plan_hash}),
+            ))
+        })
+    }
+
+    /// Break-glass: lets one item past `sau_gate` for its current plan.
+    pub fn override_gate(
+        &self,
+        crn: &str,
+        plan_hash: &str,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Item, RemediationError> {
+        if reason.trim().is_empty() {
+            return Err(RemediationError::Invalid("an override needs a reason".into()));
+        }
+        self.decide(crn, |item, now_us| {
+            Self::check_hash(item, plan_hash)?;
+            if item.stage != Phase::SauGate {
+                return Err(RemediationError::Conflict(format!(
+                    "{} is at {}, not sau_gate",
+                    item.crn,
+                    item.stage.name()
+                )));
+            }
+            let blockers = item.blockers.clone();
+            item.override_by = Some(Override {
+                actor: actor.to_owned(),
+                reason: reason.to_owned(),
+                plan_hash: item.plan_hash.clone(),
+            });
+            item.held_by = None;
+            item.set_stage(Phase::Pending, now_us);
+            Ok(event(
+                "s.a.u_OVERRIDE",
+                Some(&item.crn),
+                actor,
+                format!("{actor} overrode sau_gate for {}: {reason}", item.crn),
+                json!({"crn": item.crn, "plan_hash": item.plan_hash, "reason": reason, "blockers": blockers, "actor": actor}),
+            ))
+        })
+    }
+
+    /// Approves a pending item and runs its saga.
+    pub fn approve(&self, crn: &str, plan_hash: &str, actor: &str) -> Result<SagaOutcome, RemediationError> {
+        let item = self.decide(crn, |item, _| {
+            Self::check_hash(item, plan_hash)?;
+            if item.rejected.is_some() || item.stage != Phase::Pending {
+                return Err(RemediationError::Conflict(format!(
+                    "{} is at {}{}, not pending",
+                    item.crn,
+                    item.stage.name(),
+                    if item.rejected.is_some() { " (rejected)" } else { "" }
+                )));
+            }
+            Ok(event(
+                "APPROVAL",
+                Some(&item.crn),
+                actor,
+                format!("{actor} approved the remediation of {}", item.crn),
+                json!({"crn": item.crn, "plan_hash": item.plan_hash, "intent": item.action, "savings_usd_mo": item.savings_usd_mo, "actor": actor}),
+            ))
+        })?;
+        self.run_saga(&item, actor)
+    }
+
+    /// Runs an approved item's plan step by step; compensates on failure.
+    fn run_saga(&self, item: &Item, actor: &str) -> Result<SagaOutcome, RemediationError> {
+        let Some(_lock) = self.remediation.lock_crn(&item.crn, LOCK_WAIT) else {
+            return Err(self.lock_timeout(&item.crn, actor, "another saga holds the resource")?);
+        };
+        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
+            return Err(self.lock_timeout(&item.crn, actor, "a scan holds the plugins")?);
+        };
+        let crn = canonical_crn(&item.crn)?;
+        let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
+        let now_us = self.clock().now_us();
+        let mut saga = Saga {
+            id: format!("saga-{}-{}", now_us, &plan.hash[..12]),
+            crn: item.crn.clone(),
+            plan_hash: plan.hash.clone(),
+            intent: plan.intent.to_owned(),
+            blast_radius: item.blast_radius,
+            steps: plan
+                .steps
+                .iter()
+                .map(|s| SagaStep {
+                    action: s.action.to_owned(),
+                    inverse: s.inverse.to_owned(),
+                    status: "pending".into(),
+                    payload_hash: String::new(),
+                })
+                .collect(),
+            status: "running".into(),
+            started_us: now_us,
+        };
+        self.put_saga(&saga, None)?;
+        let mut failure = None;
+        for i in 0..saga.steps.len() {
+            let started = Instant::now();
+            let action = saga.steps[i].action.clone();
+            let props = BTreeMap::from([
+                ("saga_id".to_owned(), saga.id.clone()),
+                ("rule".to_owned(), item.rule.clone()),
+            ]);
+            let call =
+                |sources: &mut [Box<dyn Source>], dry_run: bool| -> Result<crate::scan::RemediateOutcome, String> {
+                    let source = source_for(sources, &crn)
+                        .ok_or_else(|| format!("no plugin registered for provider: {}", crn.provider))?;
+                    let req = RemediateRequest {
+                        crn: &item.crn,
+                        action: &action,
+                        properties: &props,
+                        dry_run,
+                    };
+                    match source.remediate(&req) {
+                        None => Err(format!("the {} plugin cannot remediate", source.name())),
+                        Some(Err(e)) => Err(e.to_string()),
+                        Some(Ok(o)) if !o.success => Err(if o.error.is_empty() { o.status } else { o.error }),
+                        Some(Ok(o)) => Ok(o),
+                    }
+                };
+            if let Err(e) = call(&mut sources[..], true) {
+                failure = Some(format!("step {i} ({action}) failed its dry run: {e}"));
+                break;
+            }
+            saga.steps[i].status = "started".into();
+            self.put_saga(&saga, None)?;
+            match call(&mut sources[..], false) {
+                Ok(outcome) => {
+                    let payload = Compensation {
+                        crn: item.crn.clone(),
+                        kind: "step".into(),
+                        applied: action.clone(),
+                        inverse: saga.steps[i].inverse.clone(),
+                        properties: outcome.snapshot.clone(),
+                        saga_id: saga.id.clone(),
+                        created_us: self.clock().now_us(),
+                        reverted_us: 0,
+                    };
+                    let hash = plan::payload_hash(&payload_canonical(&payload));
+                    saga.steps[i].status = "SUCCESS".into();
+                    saga.steps[i].payload_hash = hash.clone();
+                    self.put_saga(&saga, Some((&hash, &payload)))?;
+                    self.ledger().append_one(event(
+                        "EXECUTION_COMMIT",
+                        Some(&item.crn),
+                        actor,
+                        format!("step {i} of {} ({action}) on {} succeeded", saga.id, item.crn),
+                        json!({
+                            "saga_id": saga.id, "crn": item.crn, "intent": saga.intent, "step_index": i,
+                            "blast_radius": saga.blast_radius, "compensating_payload_hash": hash,
+                            "status": "SUCCESS", "duration_ms": started.elapsed().as_millis() as u64,
+                            "action": action, "provider_status": outcome.status,
+                        }),
+                    ))?;
+                }
+                Err(e) => {
+                    saga.steps[i].status = "FAILED".into();
+                    failure = Some(format!("step {i} ({action}) failed: {e}"));
+                    break;
+                }
+            }
+        }
+        let applied = failure.is_none();
+        if let Some(reason) = &failure {
+            self.compensate(&mut sources[..], &mut saga, reason, actor)?;
+            saga.status = "compensated".into();
+        } else {
+            saga.status = "applied".into();
+        }
+        self.put_saga(&saga, None)?;
+        drop(sources);
+        let saga_id = saga.id.clone();
+        let updated = self.decide_quietly(&item.crn, |it, now_us| {
+            it.saga_id = Some(saga_id.clone());
+            it.failure = failure.clone();
+            it.set_stage(if applied { Phase::Applied } else { Phase::Pending }, now_us);
+        })?;
+        info!(crn = %item.crn, saga = %saga.id, applied, "saga finished");
+        Ok(SagaOutcome {
+            saga_id: saga.id,
+            crn: item.crn.clone(),
+            applied,
+            stage: updated.stage,
+            failure,
+            steps: saga.steps,
+        })
+    }
+
+    /// Undoes the committed (and started) steps of `saga`, newest first.
+    fn compensate(
+        &self,
+        sources: &mut [Box<dyn Source>],
+        saga: &mut Saga,
+        reason: &str,
+        actor: &str,
+    ) -> Result<(), RemediationError> {
+        let crn = canonical_crn(&saga.crn)?;
+        for i in (0..saga.steps.len()).rev() {
+            let step = &saga.steps[i];
+            if step.status != "SUCCESS" && step.status != "started" {
+                continue;
+            }
+            let props = match self.store().load_payload(&step.payload_hash)? {
+                Some(p) => p.properties,
+                None => BTreeMap::new(),
+            };
+            let inverse = step.inverse.clone();
+            let result = match source_for(sources, &crn) {
+                None => Err(format!("no plugin registered for provider: {}", crn.provider)),
+                Some(source) => {
+                    let req = RemediateRequest {
+                        crn: &saga.crn,
+                        action: &inverse,
+                        properties: &props,
+                        dry_run: false,
+                    };
+                    match source.remediate(&req) {
+                        Some(Ok(o)) if o.success => Ok(()),
+                        Some(Ok(o)) => Err(if o.error.is_empty() { o.status } else { o.error }),
+                        Some(Err(e)) => Err(e.to_string()),
+                        None => Err("the plugin cannot remediate".into()),
+                    }
+                }
+            };
+            let status = if result.is_ok() {
+                "COMPENSATED"
+            } else {
+                "COMPENSATION_FAILED"
+            };
+            if let Err(e) = &result {
+                warn!(crn = %saga.crn, saga = %saga.id, step = i, error = %e, "compensation failed");
+            }
+            saga.steps[i].status = status.into();
+            self.ledger().append_one(event(
+                "EXECUTION_ROLLBACK",
+                Some(&saga.crn),
+                actor,
+                format!(
+                    "step {i} of {} on {} reversed with {inverse}: {reason}",
+                    saga.id, saga.crn
+                ),
+                json!({
+                    "saga_id": saga.id, "step_index": i, "reason": reason, "compensating_action": inverse,
+                    "status": status, "crn": saga.crn, "error": result.err(),
+                }),
+            ))?;
+            self.put_saga(saga, None)?;
+        }
+        Ok(())
+    }
+
+    /// Sagas the daemon stopped in the middle of: their steps are
+    /// compensated and the item goes back to `pending` with the reason.
+    fn recover_sagas(&self, sources: &mut [Box<dyn Source>]) -> Result<usize, RemediationError> {
+        let interrupted = std::mem::take(&mut self.remediation.state.lock().interrupted);
+        let n = interrupted.len();
+        for mut saga in interrupted {
+            let reason = "the daemon stopped during the saga; its steps are compensated on restart";
+            let result = self.compensate(sources, &mut saga, reason, "engine");
+            result?;
+            saga.status = "compensated".into();
+            self.put_saga(&saga, None)?;
+            let _ = self.decide_quietly(&saga.crn, |it, now_us| {
+                it.failure = Some(reason.into());
+                it.saga_id = Some(saga.id.clone());
+                it.set_stage(Phase::Pending, now_us);
+            });
+            warn!(crn = %saga.crn, saga = %saga.id, "saga interrupted by a stop; compensated");
+        }
+        Ok(n)
+    }
+
+    fn put_saga(&self, saga: &Saga, payload: Option<(&str, &Compensation)>) -> Result<(), RemediationError> {
+        self.store().put_remediation(&Batch {
+            sagas: vec![saga],
+            payloads: payload.into_iter().collect(),
+            ..Batch::default()
+        })?;
+        Ok(())
+    }
+
+    fn decide_quietly(&self, crn: &str, f: impl FnOnce(&mut Item, u64)) -> Result<Item, RemediationError> {
+        let now_us = self.clock().now_us();
+        let mut st = self.remediation.state.lock();
+        let item = st
+            .items
+            .get_mut(crn)
+            .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))?;
+        f(item, now_us);
+        let next = item.clone();
+        self.store().put_remediation(&Batch {
+            items: vec![&next],
+            ..Batch::default()
+        })?;
+        drop(st);
+        self.set_phase_of(crn, next.stage);
+        Ok(next)
+    }
+
+    fn lock_timeout(&self, crn: &str, actor: &str, why: &str) -> Result<RemediationError, RemediationError> {
+        let secs = LOCK_WAIT.as_secs();
+        self.ledger().append_one(event(
+            "LOCK_TIMEOUT",
+            Some(crn),
+            actor,
+            format!("could not lock {crn} within {secs} s: {why}"),
+            json!({"crn": crn, "waited_seconds": secs, "reason": why}),
+        ))?;
+        Ok(RemediationError::LockTimeout(format!(
+            "could not lock {crn} within {secs} s: {why}"
+        )))
+    }
+
+    /// Quarantines a resource (`ISOLATE`, `STOP` or `DELETE`) through its
+    /// plugin, keeping the inverse by hash; returns the hash.
+    pub fn quarantine(&self, crn: &str, action: &str, reason: &str, actor: &str) -> Result<String, RemediationError> {
+        if !["ISOLATE", "STOP", "DELETE"].contains(&action) {
+            return Err(RemediationError::Invalid(format!(
+                "unknown quarantine action {action:?}: expected ISOLATE, STOP or DELETE"
+            )));
+        }
+        let c = canonical_crn(crn)?;
+        let crn = c.to_string();
+        if self.graph().find(&c).is_none() {
+            return Err(RemediationError::NotFound(format!("no node with crn {crn}")));
+        }
+        let Some(_lock) = self.remediation.lock_crn(&crn, LOCK_WAIT) else {
+            return Err(self.lock_timeout(&crn, actor, "another saga holds the resource")?);
+        };
+        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
+            return Err(self.lock_timeout(&crn, actor, "a scan holds the plugins")?);
+        };
+        let previous = {
+            let g = self.graph();
+            let reader = g.interner().reader();
+            g.find(&c)
+                .and_then(|id| g.node(id))
+                .map(|n| reader.resolve(n.state()).to_owned())
+                .unwrap_or_default()
+        };
+        let source = source_for(&mut sources[..], &c)
+            .ok_or_else(|| RemediationError::Conflict(format!("no plugin registered for provider: {}", c.provider)))?;
+        match source.apply_quarantine(&crn, action, reason) {
+            None => {
+                return Err(RemediationError::Conflict(format!(
+                    "the {} plugin cannot quarantine",
+                    source.name()
+                )));
+            }
+            Some(Err(e)) => return Err(RemediationError::Conflict(format!("quarantine of {crn} failed: {e}"))),
+            Some(Ok(o)) if !o.success => {
+                return Err(RemediationError::Conflict(format!(
+                    "quarantine of {crn} failed: {}",
+                    o.message
+                )));
+            }
+            Some(Ok(_)) => {}
+        }
+        drop(sources);
+        let payload = Compensation {
+            crn: crn.clone(),
+            kind: "quarantine".into(),
+            applied: action.to_owned(),
+            inverse: "restore".into(),
+            properties: BTreeMap::from([
+                ("previous_state".to_owned(), previous),
+                ("quarantine_action".to_owned(), action.to_owned()),
+            ]),
+            saga_id: String::new(),
+            created_us: self.clock().now_us(),
+            reverted_us: 0,
+        };
+        let hash = plan::payload_hash(&payload_canonical(&payload));
+        self.store().put_remediation(&Batch {
+            payloads: vec![(&hash, &payload)],
+            ..Batch::default()
+        })?;
+        self.ledger().append_one(event(
+            "QUARANTINE",
+            Some(&crn),
+            actor,
+            format!("{actor} quarantined {crn} ({action}): {reason}"),
+            json!({"crn": crn, "action": action, "reason": reason, "compensating_payload_hash": hash, "actor": actor}),
+        ))?;
+        Ok(hash)
+    }
+
+    /// Undoes what the payload stored under `hash` records (a quarantine
+    /// or a committed saga step), once.
+    pub fn revert(&self, hash: &str, actor: &str) -> Result<Compensation, RemediationError> {
+        let hash = hash.trim().to_ascii_lowercase();
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(RemediationError::Invalid(format!("{hash:?} is not a SHA-256 in hex")));
+        }
+        let mut payload = self
+            .store()
+            .load_payload(&hash)?
+            .ok_or_else(|| RemediationError::NotFound(format!("no compensating payload with hash {hash}")))?;
+        if payload.reverted_us != 0 {
+            return Err(RemediationError::Conflict(format!("{hash} was already reverted")));
+        }
+        let c = canonical_crn(&payload.crn)?;
+        let Some(_lock) = self.remediation.lock_crn(&payload.crn, LOCK_WAIT) else {
+            return Err(self.lock_timeout(&payload.crn, actor, "another saga holds the resource")?);
+        };
+        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
+            return Err(self.lock_timeout(&payload.crn, actor, "a scan holds the plugins")?);
+        };
+        let source = source_for(&mut sources[..], &c)
+            .ok_or_else(|| RemediationError::Conflict(format!("no plugin registered for provider: {}", c.provider)))?;
+        let req = RemediateRequest {
+            crn: &payload.crn,
+            action: &payload.inverse,
+            properties: &payload.properties,
+            dry_run: false,
+        };
+        match source.remediate(&req) {
+            Some(Ok(o)) if o.success => {}
+            Some(Ok(o)) => {
+                return Err(RemediationError::Conflict(format!(
+                    "revert failed: {} {}",
+                    o.status, o.error
+                )));
+            }
+            Some(Err(e)) => return Err(RemediationError::Conflict(format!("revert failed: {e}"))),
+            None => {
+                return Err(RemediationError::Conflict(format!(
+                    "the {} plugin cannot remediate",
+                    source.name()
+                )));
+            }
+        }
+        drop(sources);
+        payload.reverted_us = self.clock().now_us();
+        self.store().put_remediation(&Batch {
+            payloads: vec![(&hash, &payload)],
+            ..Batch::default()
+        })?;
+        let kind = if payload.kind == "quarantine" {
+            "QUARANTINE_REVERTED"
+        } else {
+            "EXECUTION_ROLLBACK"
+        };
+        let body = if kind == "QUARANTINE_REVERTED" {
+            json!({"crn": payload.crn, "compensating_payload_hash": hash, "action": payload.inverse, "reverted": payload.applied, "actor": actor})
+        } else {
+            json!({"saga_id": payload.saga_id, "step_index": Value::Null, "reason": format!("reverted by {actor}"),
+                   "compensating_action": payload.inverse, "status": "COMPENSATED", "crn": payload.crn,
+                   "compensating_payload_hash": hash})
+        };
+        self.ledger().append_one(event(
+            kind,
+            Some(&payload.crn),
+            actor,
+            format!("{actor} reverted {} on {} ({hash})", payload.applied, payload.crn),
+            body,
+        ))?;
+        Ok(payload)
+    }
+
+    /// Adds (or replaces) an ignore entry.
+    pub fn isolate(
+        &self,
+        crn: &str,
+        reason_code: &str,
+        ttl_seconds: u64,
+        actor: &str,
+    ) -> Result<Isolation, RemediationError> {
+        let c = canonical_crn(crn)?.to_string();
+        if reason_code.trim().is_empty() {
+            return Err(RemediationError::Invalid("reason_code must not be empty".into()));
+        }
+        let entry = Isolation {
+            crn: c.clone(),
+            author: actor.to_owned(),
+            reason_code: reason_code.to_owned(),
+            ttl_seconds,
+            created_us: self.clock().now_us(),
+        };
+        let mut st = self.remediation.state.lock();
+        self.store().put_remediation(&Batch {
+            isolations: vec![&entry],
+            ..Batch::default()
+        })?;
+        self.ledger().append_one(event(
+            "ISOLATION",
+            Some(&c),
+            actor,
+            format!(
+                "{actor} added {c} to the ignore list ({reason_code}, {})",
+                if ttl_seconds == 0 { "permanent".to_owned() } else { format!("{ttl_seconds} s") }
+            ),
+            json!({"crn": c, "author_identifier": actor, "reason_code": reason_code, "ttl_seconds": ttl_seconds, "action": "ADDED"}),
+        ))?;
+        st.isolation.insert(c, entry.clone());
+        Ok(entry)
+    }
+
+    /// The ignore list.
+    pub fn isolations(&self) -> Vec<Isolation> {
+        self.remediation.state.lock().isolation.values().cloned().collect()
+    }
+
+    /// Removes an ignore entry.
+    pub fn remove_isolation(&self, crn: &str, actor: &str) -> Result<Isolation, RemediationError> {
+        let c = canonical_crn(crn)?.to_string();
+        let mut st = self.remediation.state.lock();
+        let entry = st
+            .isolation
+            .get(&c)
+            .cloned()
+            .ok_or_else(|| RemediationError::NotFound(format!("{c} is not on the ignore list")))?;
+        self.remove_isolation_locked(&mut st, &entry, actor, "REMOVED")?;
+        Ok(entry)
+    }
+
+    fn remove_isolation_locked(
+        &self,
+        st: &mut State,
+        entry: &Isolation,
+        actor: &str,
+        action: &str,
+    ) -> Result<(), RemediationError> {
+        self.store().put_remediation(&Batch {
+            removed_isolations: vec![&entry.crn],
+            ..Batch::default()
+        })?;
+        self.ledger().append_one(event(
+            "ISOLATION",
+            Some(&entry.crn),
+            actor,
+            format!(
+                "{} left the ignore list ({})",
+                entry.crn,
+                if action == "EXPIRED" {
+                    "its TTL ran out"
+                } else {
+                    "removed"
+                }
+            ),
+            json!({"crn": entry.crn, "author_identifier": actor, "reason_code": entry.reason_code,
+                   "ttl_seconds": entry.ttl_seconds, "action": action}),
+        ))?;
+        st.isolation.remove(&entry.crn);
+        Ok(())
+    }
+
+    /// Removes the ignore entries whose TTL ran out by `now_us`, recording each.
+    pub fn expire_isolations(&self, now_us: u64) -> Result<usize, RemediationError> {
+        let mut st = self.remediation.state.lock();
+        let due: Vec<Isolation> = st
+            .isolation
+            .values()
+            .filter(|i| i.expires_us().is_some_and(|t| t <= now_us))
+            .cloned()
+            .collect();
+        for entry in &due {
+            self.remove_isolation_locked(&mut st, entry, "engine", "EXPIRED")?;
+        }
+        Ok(due.len())
+    }
+}

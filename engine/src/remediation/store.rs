@@ -1,0 +1,340 @@
+//! Remediation state in `graph.redb`, as JSON values (the fields change
+//! more often than the graph's, and JSON tolerates added ones):
+//!
+//! - `remediation_items`: CRN -> item.
+//! - `remediation_payloads`: SHA-256 -> compensating payload.
+//! - `remediation_sagas`: saga id -> saga, kept after it ends.
+//! - `isolation`: CRN -> ignore entry.
+//!
+//! Every write is one durable transaction. Decoding never panics: a
+//! malformed value is a `Corrupt` error naming the table.
+
+use std::collections::BTreeMap;
+
+use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError};
+use serde_json::{Value, json};
+
+use super::{Compensation, Isolation, Item, Override, Proof, Saga, SagaStep, stage_named};
+use crate::store::DecodeError;
+use crate::store::{GraphStore, StoreError};
+
+const ITEMS: TableDefinition<&str, &[u8]> = TableDefinition::new("remediation_items");
+const PAYLOADS: TableDefinition<&str, &[u8]> = TableDefinition::new("remediation_payloads");
+const SAGAS: TableDefinition<&str, &[u8]> = TableDefinition::new("remediation_sagas");
+const ISOLATION: TableDefinition<&str, &[u8]> = TableDefinition::new("isolation");
+
+/// Changes to write in one transaction.
+#[derive(Default)]
+pub struct Batch<'a> {
+    pub items: Vec<&'a Item>,
+    pub removed_items: Vec<&'a str>,
+    pub payloads: Vec<(&'a str, &'a Compensation)>,
+    pub sagas: Vec<&'a Saga>,
+    pub isolations: Vec<&'a Isolation>,
+    pub removed_isolations: Vec<&'a str>,
+}
+
+fn s(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+fn u(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or_default()
+}
+fn f(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or_default()
+}
+fn opt_s(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_owned)
+}
+fn map(v: &Value, k: &str) -> BTreeMap<String, String> {
+    v.get(k)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub(crate) fn item_json(i: &Item) -> Value {
+    json!({
+        "crn": i.crn, "stage": i.stage.name(), "type": i.ty, "state": i.state, "rule": i.rule,
+        "action": i.action, "reason": i.reason, "savings_usd_mo": i.savings_usd_mo,
+        "risk_score": i.risk_score, "reachability": i.reachability, "blast_radius": i.blast_radius,
+        "proof": i.proof.as_ref().map(|p| json!({"safe": p.safe, "reason": p.reason, "source": p.source})),
+        "plan_hash": i.plan_hash, "blockers": i.blockers, "held_by": i.held_by,
+        "override": i.override_by.as_ref().map(|o| json!({"actor": o.actor, "reason": o.reason, "plan_hash": o.plan_hash})),
+        "failure": i.failure, "saga_id": i.saga_id, "rejected": i.rejected,
+        "flagged_us": i.flagged_us, "stage_us": i.stage_us,
+    })
+}
+
+fn item_from(v: &Value) -> Result<Item, DecodeError> {
+    let stage = v
+        .get("stage")
+        .and_then(Value::as_str)
+        .and_then(stage_named)
+        .ok_or(DecodeError("item without a stage"))?;
+    let crn = opt_s(v, "crn").ok_or(DecodeError("item without a crn"))?;
+    Ok(Item {
+        stage,
+        ty: s(v, "type"),
+        state: s(v, "state"),
+        rule: s(v, "rule"),
+        action: s(v, "action"),
+        reason: s(v, "reason"),
+        savings_usd_mo: f(v, "savings_usd_mo"),
+        risk_score: f(v, "risk_score"),
+        reachability: s(v, "reachability"),
+        blast_radius: u(v, "blast_radius"),
+        proof: v.get("proof").filter(|p| p.is_object()).map(|p| Proof {
+            safe: p.get("safe").and_then(Value::as_bool).unwrap_or(false),
+            reason: s(p, "reason"),
+            source: s(p, "source"),
+        }),
+        plan_hash: s(v, "plan_hash"),
+        blockers: v
+            .get("blockers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|b| b.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default(),
+        held_by: opt_s(v, "held_by"),
+        override_by: v.get("override").filter(|o| o.is_object()).map(|o| Override {
+            actor: s(o, "actor"),
+            reason: s(o, "reason"),
+            plan_hash: s(o, "plan_hash"),
+        }),
+        failure: opt_s(v, "failure"),
+        saga_id: opt_s(v, "saga_id"),
+        rejected: opt_s(v, "rejected"),
+        flagged_us: u(v, "flagged_us"),
+        stage_us: u(v, "stage_us"),
+        crn,
+    })
+}
+
+pub(crate) fn payload_json(c: &Compensation) -> Value {
+    json!({
+        "crn": c.crn, "kind": c.kind, "applied": c.applied, "inverse": c.inverse,
+        "properties": c.properties, "saga_id": c.saga_id, "created_us": c.created_us,
+        "reverted_us": c.reverted_us,
+    })
+}
+
+/// The canonical bytes a payload's hash is taken over (everything but
+/// whether it was reverted).
+pub(crate) fn payload_canonical(c: &Compensation) -> Vec<u8> {
+    let mut v = payload_json(c);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("reverted_us");
+    }
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+fn payload_from(v: &Value) -> Compensation {
+    Compensation {
+        crn: s(v, "crn"),
+        kind: s(v, "kind"),
+        applied: s(v, "applied"),
+        inverse: s(v, "inverse"),
+        properties: map(v, "properties"),
+        saga_id: s(v, "saga_id"),
+        created_us: u(v, "created_us"),
+        reverted_us: u(v, "reverted_us"),
+    }
+}
+
+fn saga_json(g: &Saga) -> Value {
+    json!({
+        "id": g.id, "crn": g.crn, "plan_hash": g.plan_hash, "intent": g.intent,
+        "blast_radius": g.blast_radius, "status": g.status, "started_us": g.started_us,
+        "steps": g.steps.iter().map(|s| json!({
+            "action": s.action, "inverse": s.inverse, "status": s.status, "payload_hash": s.payload_hash,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn saga_from(v: &Value) -> Saga {
+    Saga {
+        id: s(v, "id"),
+        crn: s(v, "crn"),
+        plan_hash: s(v, "plan_hash"),
+        intent: s(v, "intent"),
+        blast_radius: u(v, "blast_radius"),
+        status: s(v, "status"),
+        started_us: u(v, "started_us"),
+        steps: v
+            .get("steps")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|st| SagaStep {
+                        action: s(st, "action"),
+                        inverse: s(st, "inverse"),
+                        status: s(st, "status"),
+                        payload_hash: s(st, "payload_hash"),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn isolation_json(i: &Isolation) -> Value {
+    json!({
+        "crn": i.crn, "author": i.author, "reason_code": i.reason_code,
+        "ttl_seconds": i.ttl_seconds, "created_us": i.created_us,
+    })
+}
+
+fn isolation_from(v: &Value) -> Isolation {
+    Isolation {
+        crn: s(v, "crn"),
+        author: s(v, "author"),
+        reason_code: s(v, "reason_code"),
+        ttl_seconds: u(v, "ttl_seconds"),
+        created_us: u(v, "created_us"),
+    }
+}
+
+/// Everything stored, as loaded at start.
+#[derive(Default)]
+pub struct Loaded {
+    pub items: Vec<Item>,
+    pub sagas: Vec<Saga>,
+    pub isolations: Vec<Isolation>,
+}
+
+impl GraphStore {
+    fn rem_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
+        |e| StoreError::Db {
+            path: self.path().to_owned(),
+            cause: Box::new(e),
+        }
+    }
+
+    fn rem_corrupt(&self, what: &str, cause: DecodeError) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path().to_owned(),
+            what: what.to_owned(),
+            cause,
+        }
+    }
+
+    /// Writes a batch of remediation changes durably.
+    pub fn put_remediation(&self, b: &Batch<'_>) -> Result<(), StoreError> {
+        let err = self.rem_err();
+        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        {
+            let bytes = |v: Value| serde_json::to_vec(&v).unwrap_or_default();
+            let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
+            for i in &b.items {
+                t.insert(i.crn.as_str(), bytes(item_json(i)).as_slice())
+                    .map_err(|e| err(e.into()))?;
+            }
+            for crn in &b.removed_items {
+                t.remove(*crn).map_err(|e| err(e.into()))?;
+            }
+            let mut t = txn.open_table(PAYLOADS).map_err(|e| err(e.into()))?;
+            for (hash, c) in &b.payloads {
+                t.insert(*hash, bytes(payload_json(c)).as_slice())
+                    .map_err(|e| err(e.into()))?;
+            }
+            let mut t = txn.open_table(SAGAS).map_err(|e| err(e.into()))?;
+            for g in &b.sagas {
+                t.insert(g.id.as_str(), bytes(saga_json(g)).as_slice())
+                    .map_err(|e| err(e.into()))?;
+            }
+            let mut t = txn.open_table(ISOLATION).map_err(|e| err(e.into()))?;
+            for i in &b.isolations {
+                t.insert(i.crn.as_str(), bytes(isolation_json(i)).as_slice())
+                    .map_err(|e| err(e.into()))?;
+            }
+            for crn in &b.removed_isolations {
+                t.remove(*crn).map_err(|e| err(e.into()))?;
+            }
+        }
+        txn.commit().map_err(|e| err(e.into()))?;
+        Ok(())
+    }
+
+    /// Items, sagas and ignore entries, as stored.
+    pub fn load_remediation(&self) -> Result<Loaded, StoreError> {
+        let err = self.rem_err();
+        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let mut out = Loaded::default();
+        let each =
+            |def: TableDefinition<&str, &[u8]>, what: &str, f: &mut dyn FnMut(Value) -> Result<(), DecodeError>| {
+                let table = match txn.open_table(def) {
+                    Ok(t) => t,
+                    Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+                    Err(e) => return Err(err(e.into())),
+                };
+                for row in table.iter().map_err(|e| err(e.into()))? {
+                    let (_, v) = row.map_err(|e| err(e.into()))?;
+                    let value: Value = serde_json::from_slice(v.value())
+                        .map_err(|_| self.rem_corrupt(what, DecodeError("not JSON")))?;
+                    f(value).map_err(|e| self.rem_corrupt(what, e))?;
+                }
+                Ok(())
+            };
+        each(ITEMS, "remediation items", &mut |v| {
+            out.items.push(item_from(&v)?);
+            Ok(())
+        })?;
+        each(SAGAS, "sagas", &mut |v| {
+            out.sagas.push(saga_from(&v));
+            Ok(())
+        })?;
+        each(ISOLATION, "ignore list", &mut |v| {
+            out.isolations.push(isolation_from(&v));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The compensating payload stored under `hash`.
+    pub fn load_payload(&self, hash: &str) -> Result<Option<Compensation>, StoreError> {
+        let err = self.rem_err();
+        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let table = match txn.open_table(PAYLOADS) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(err(e.into())),
+        };
+        let Some(v) = table.get(hash).map_err(|e| err(e.into()))? else {
+            return Ok(None);
+        };
+        let value: Value = serde_json::from_slice(v.value())
+            .map_err(|_| self.rem_corrupt("compensating payloads", DecodeError("not JSON")))?;
+        Ok(Some(payload_from(&value)))
+    }
+}
+
+/// The stage names, for tests of the encoding.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::Phase;
+
+    #[test]
+    fn items_round_trip() {
+        let mut i = Item::new("crn:svc:aws:us-east-1:ec2:volume:1:vol-1".into(), 7);
+        i.stage = Phase::SauGate;
+        i.proof = Some(Proof {
+            safe: false,
+            reason: "deletion protection".into(),
+            source: "plugin".into(),
+        });
+        i.blockers = vec!["policy:keep-prod".into()];
+        i.override_by = Some(Override {
+            actor: "ops".into(),
+            reason: "ticket 7".into(),
+            plan_hash: "ab".into(),
+        });
+        i.savings_usd_mo = 12.5;
+        assert_eq!(item_from(&item_json(&i)).unwrap(), i);
+        assert!(item_from(&json!({"crn": "x"})).is_err());
+    }
+}
