@@ -536,6 +536,10 @@ impl Api {
         self.send(self.http.get(format!("{}{path}", self.base))).await
     }
 
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.send(self.http.delete(format!("{}{path}", self.base))).await
+    }
+
     /// GET with query pairs encoded by the client.
     pub async fn get_query(&self, path: &str, query: &[(&str, &str)]) -> Reply {
         self.send(self.http.get(format!("{}{path}", self.base)).query(query))

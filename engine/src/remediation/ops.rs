@@ -915,7 +915,7 @@ impl Engine {
             applied: action.to_owned(),
             inverse: "restore".into(),
             properties: BTreeMap::from([
-                ("previous_state".to_owned(), previous),
+                ("state_before".to_owned(), previous),
                 ("quarantine_action".to_owned(), action.to_owned()),
             ]),
             saga_id: String::new(),
