@@ -973,12 +973,109 @@ async fn live_responses_match_their_schemas() {
     ];
     let mut covered = BTreeSet::new();
     let mut errors = run_cases(&spec, &f, &cases, &mut covered).await;
+    errors.extend(run_cases(&spec, &f, &remediation_cases(&f), &mut covered).await);
     for (method, route) in svc_api::ROUTES {
         if !covered.contains(&((*method).to_owned(), (*route).to_owned())) {
             errors.push(format!("{method} {route}: no live response was checked"));
         }
     }
     assert_none(&errors);
+}
+
+/// Every remediation route once, on the fixture's pending items: a hold
+/// released by override then approved, a rejection, a bulk request with an
+/// unknown item, quarantine and revert, the ignore list.
+fn remediation_cases(f: &Fixture) -> Vec<Case> {
+    let pending: Vec<(String, String)> = f
+        .engine
+        .remediation_items()
+        .into_iter()
+        .filter(|i| i.stage == svc_engine::graph::Phase::Pending && i.rejected.is_none())
+        .map(|i| (i.crn, i.plan_hash))
+        .collect();
+    assert!(pending.len() >= 2, "the fixture has pending items: {pending:?}");
+    let ((a, ha), (b, hb)) = (pending[0].clone(), pending[1].clone());
+    let quarantined = f.engine.quarantine(&instance(), "ISOLATE", "contract", "test").unwrap();
+    let decision = |crn: &str, hash: &str, extra: Value| {
+        let mut v = json!({"crn": crn, "plan_hash": hash});
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        v.to_string()
+    };
+    vec![
+        get(
+            "/api/v1/remediation/queue",
+            "/api/v1/remediation/queue",
+            &["/stages/pending"],
+        ),
+        get(
+            "/api/v1/remediation/queue",
+            "/api/v1/remediation/queue?stage=pending&limit=1",
+            &["/stages/pending"],
+        ),
+        get("/api/v1/plan", format!("/api/v1/plan?crn={}", enc(&a)), &["/steps"]),
+        post(
+            "/api/v1/remediation/move",
+            "/api/v1/remediation/move",
+            Some(&decision(&a, &ha, json!({"to": "sau_gate", "reason": "review"}))),
+            200,
+        ),
+        post(
+            "/api/v1/remediation/override",
+            "/api/v1/remediation/override",
+            Some(&decision(&a, &ha, json!({"reason": "ticket 1", "actor": "ops"}))),
+            200,
+        ),
+        post(
+            "/api/v1/remediation/approve",
+            "/api/v1/remediation/approve",
+            Some(&decision(&a, &ha, json!({"actor": "ops"}))),
+            200,
+        ),
+        post(
+            "/api/v1/remediation/reject",
+            "/api/v1/remediation/reject",
+            Some(&decision(&b, &hb, json!({"reason": "keep"}))),
+            200,
+        ),
+        post(
+            "/api/v1/remediation/bulk",
+            "/api/v1/remediation/bulk",
+            Some(
+                &json!({"action": "reject", "items": [{"crn": aws("volume", "vol-none"), "plan_hash": "x"}]})
+                    .to_string(),
+            ),
+            200,
+        ),
+        post(
+            "/api/v1/remediation/quarantine",
+            "/api/v1/remediation/quarantine",
+            Some(&json!({"crn": db(), "action": "STOP", "reason": "contract"}).to_string()),
+            200,
+        ),
+        post(
+            "/api/v1/remediation/revert",
+            "/api/v1/remediation/revert",
+            Some(&json!({"hash": quarantined}).to_string()),
+            200,
+        ),
+        post(
+            "/api/v1/isolation",
+            "/api/v1/isolation",
+            Some(&json!({"crn": volume(), "reason_code": "owner", "ttl_seconds": 3600}).to_string()),
+            200,
+        ),
+        get("/api/v1/isolation", "/api/v1/isolation", &["/entries"]),
+        Case {
+            method: "DELETE",
+            route: "/api/v1/isolation/{crn}",
+            uri: format!("/api/v1/isolation/{}", enc(&volume())),
+            body: None,
+            want: 200,
+            nonempty: &[],
+        },
+    ]
 }
 
 /// An estate whose last scan has node and type anomalies: twenty $10
@@ -1216,6 +1313,22 @@ async fn routes_answer_503_until_the_engine_is_ready() {
         let body = match *route {
             "/api/v1/history/prune" => Some(r#"{"max_age_days": 30}"#),
             "/api/v1/plugins/toggle" => Some(r#"{"name": "mock"}"#),
+            "/api/v1/remediation/approve" | "/api/v1/remediation/reject" | "/api/v1/remediation/override" => {
+                Some(r#"{"crn": "crn:svc:aws:us-east-1:ec2:volume:1:vol-1", "plan_hash": "x"}"#)
+            }
+            "/api/v1/remediation/move" => {
+                Some(r#"{"crn": "crn:svc:aws:us-east-1:ec2:volume:1:vol-1", "plan_hash": "x", "to": "flagged"}"#)
+            }
+            "/api/v1/remediation/bulk" => Some(
+                r#"{"action": "approve", "items": [{"crn": "crn:svc:aws:us-east-1:ec2:volume:1:vol-1", "plan_hash": "x"}]}"#,
+            ),
+            "/api/v1/remediation/quarantine" => {
+                Some(r#"{"crn": "crn:svc:aws:us-east-1:ec2:volume:1:vol-1", "action": "STOP", "reason": "x"}"#)
+            }
+            "/api/v1/remediation/revert" => Some(r#"{"hash": "x"}"#),
+            "/api/v1/isolation" if *method == "POST" => {
+                Some(r#"{"crn": "crn:svc:aws:us-east-1:ec2:volume:1:vol-1", "reason_code": "x", "ttl_seconds": 0}"#)
+            }
             _ => None,
         };
         let reply = send(&app, method, &uri, Some(TOKEN), body).await;
@@ -1261,6 +1374,7 @@ fn limited_list(route: &str) -> Option<&'static str> {
         "/api/v1/solver/results" => "/nodes",
         "/api/v1/traffic/edges" => "/edges",
         "/api/v1/anomalies" => "/nodes",
+        "/api/v1/remediation/queue" => "/stages/pending",
         _ => return None,
     })
 }
@@ -1279,6 +1393,10 @@ async fn documented_limits_and_defaults_hold() {
         estate.node(&v, "in-use", 1.0);
         estate.edge(&subnet(), &v, Relation::Contains);
         estate.edge(&v, &instance(), Relation::AttachedTo);
+    }
+    // 150 volumes attached to nothing: more pending remediations than the queue lists.
+    for i in 0..150 {
+        estate.node(&aws("volume", &format!("vol-idle{i:03}")), "available", 4.0);
     }
     let f = Fixture::new(estate);
     // 150 of those volumes jump from $1 to $5: more node anomalies than the default limit.

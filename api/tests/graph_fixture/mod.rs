@@ -13,7 +13,9 @@ use serde_json::Value;
 use svc_api::AppState;
 use svc_engine::clock::SystemClock;
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
-use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_engine::scan::{
+    QuarantineOutcome, RemediateOutcome, RemediateRequest, ScanContext, ScanSink, Source, SourceError,
+};
 use svc_engine::{Crn, Engine, Relation};
 use tower::ServiceExt;
 
@@ -174,6 +176,28 @@ impl Source for TestSource {
         }
         sink.edges(edges);
         Ok(())
+    }
+
+    /// Every step succeeds (the estate itself does not change).
+    fn remediate(&mut self, r: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {
+        Some(Ok(RemediateOutcome {
+            success: true,
+            status: if r.dry_run { "validated".into() } else { "done".into() },
+            error: String::new(),
+            snapshot: [("previous_state".to_owned(), "as scanned".to_owned())].into(),
+        }))
+    }
+
+    fn apply_quarantine(
+        &mut self,
+        _crn: &str,
+        action: &str,
+        _reason: &str,
+    ) -> Option<Result<QuarantineOutcome, SourceError>> {
+        Some(Ok(QuarantineOutcome {
+            success: true,
+            message: format!("{action} applied"),
+        }))
     }
 }
 
