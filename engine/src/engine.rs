@@ -77,6 +77,10 @@ pub struct Engine {
     loaded_from: &'static str,
     /// Cost history and anomalies (`engine.signal_analysis`).
     signal: crate::signal::Signal,
+    /// Policy rules (`engine.policy`).
+    policies: crate::policy::Book,
+    /// Installed policy packs, read at each scan.
+    packs: RwLock<Option<Arc<dyn crate::policy::PackSource>>>,
 }
 
 /// Held while a scan runs; dropping it lets the next scan start.
@@ -199,6 +203,7 @@ impl Engine {
         let loaded_meta = meta;
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
+        let policies = crate::policy::Book::open(&store)?;
         Ok(Engine {
             data_dir: data_dir.to_owned(),
             interner,
@@ -225,6 +230,8 @@ impl Engine {
             listeners: RwLock::new(Vec::new()),
             loaded_from: from,
             signal,
+            policies,
+            packs: RwLock::new(None),
         })
     }
 
@@ -292,6 +299,60 @@ impl Engine {
 
     pub(crate) fn set_findings(&self, set: FindingSet) {
         *self.findings.write() = Arc::new(set);
+    }
+
+    /// Changes the findings of the last scan in place (copied only when a
+    /// reader still holds them).
+    pub(crate) fn update_findings(&self, f: impl FnOnce(&mut FindingSet)) {
+        let mut guard = self.findings.write();
+        f(Arc::make_mut(&mut guard));
+    }
+
+    /// The policy rules and what their last evaluation found.
+    pub fn policies(&self) -> &crate::policy::Book {
+        &self.policies
+    }
+
+    /// Reads installed policy packs from `source` at every scan from now on.
+    pub fn set_pack_source(&self, source: Arc<dyn crate::policy::PackSource>) {
+        *self.packs.write() = Some(source);
+    }
+
+    pub(crate) fn pack_source(&self) -> Option<Arc<dyn crate::policy::PackSource>> {
+        self.packs.read().clone()
+    }
+
+    /// Adds policy rules (all or none); `author` is recorded on each
+    /// `POLICY_CHANGE` event.
+    pub fn add_policies(
+        &self,
+        specs: &[crate::policy::RuleSpec],
+        author: &str,
+    ) -> Result<Vec<crate::policy::Rule>, crate::policy::PolicyError> {
+        self.policies
+            .add(specs, author, self.now_us(), &self.store, &self.ledger)
+    }
+
+    pub fn remove_policy(&self, id: &str, author: &str) -> Result<crate::policy::Rule, crate::policy::PolicyError> {
+        self.policies.remove(id, author, &self.store, &self.ledger)
+    }
+
+    pub fn toggle_policy(&self, id: &str, author: &str) -> Result<crate::policy::Rule, crate::policy::PolicyError> {
+        self.policies.toggle(id, author, &self.store, &self.ledger)
+    }
+
+    pub fn reorder_policies(
+        &self,
+        ids: &[String],
+        author: &str,
+    ) -> Result<Vec<crate::policy::Rule>, crate::policy::PolicyError> {
+        self.policies.reorder(ids, author, &self.store, &self.ledger)
+    }
+
+    /// The ids of the enforcing `block` rules that matched `id` in the last
+    /// scan, in priority order: remediation keeps such a node at `sau_gate`.
+    pub fn blocked_by(&self, id: crate::ids::NodeId) -> Vec<String> {
+        crate::policy::blocked_by(self, id)
     }
 
     /// Adds flow records to the graph as traffic edges and commits them

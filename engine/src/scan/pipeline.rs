@@ -111,6 +111,8 @@ pub struct ScanReport {
     pub event_seq: u64,
     /// The pattern phase in numbers (groups, outliers, grouped findings).
     pub pattern: serde_json::Value,
+    /// What the policy rules did.
+    pub policy: crate::policy::PolicyReport,
 }
 
 impl ScanReport {
@@ -170,6 +172,7 @@ impl ScanReport {
                 "unknown": self.reachability[2],
             },
             "pattern": self.pattern,
+            "policy": self.policy.payload(),
         })
     }
 }
@@ -349,6 +352,9 @@ pub(crate) fn run(
         };
         findings.extend(plugin_findings);
         carry_over(engine, now_us, &mut findings, &mut outcomes);
+        // Policy verdicts of rules still in the book stand until the
+        // policy phase decides again.
+        findings.extend(crate::policy::phase::carried(engine, now_us));
         let mut set = FindingSet::new(report.scan_seq, findings, outcomes);
         set.ignored = builtin.ignored.into_iter().collect();
         set.builtin = stats.clone();
@@ -433,8 +439,21 @@ pub(crate) fn run(
         engine.set_assessment(assessment);
     }
 
-    for phase in [spans::SAU, spans::POLICY] {
-        empty_phase(phase);
+    empty_phase(spans::SAU);
+
+    {
+        let _s = info_span!("engine.policy").entered();
+        report.policy = crate::policy::phase::run(engine, report.scan_seq, now_us, report.observed_at);
+        debug!(
+            rules = report.policy.rules,
+            fast = report.policy.fast_rules,
+            matches = report.policy.matches,
+            errors = report.policy.errors,
+            flagged = report.policy.flagged,
+            blocked = report.policy.blocked,
+            ms = report.policy.duration_ms,
+            "policies evaluated"
+        );
     }
 
     let signal;
@@ -598,11 +617,7 @@ fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcome
 
 /// A phase that later capabilities fill; it still shows in traces.
 fn empty_phase(name: &'static str) {
-    let span = match name {
-        spans::SAU => info_span!("engine.sau"),
-        _ => info_span!("engine.policy"),
-    };
-    let _s = span.entered();
+    let _s = info_span!("engine.sau").entered();
     debug!(phase = name, "no passes registered");
 }
 
