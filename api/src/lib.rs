@@ -16,7 +16,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 pub use error::{ApiError, ApiResult};
 pub use state::AppState;
@@ -59,11 +59,18 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/anomalies"),
     ("GET", "/api/v1/plugins"),
     ("POST", "/api/v1/plugins/toggle"),
+    ("GET", "/api/v1/policies"),
+    ("POST", "/api/v1/policies"),
+    ("DELETE", "/api/v1/policies/{id}"),
+    ("POST", "/api/v1/policies/toggle"),
+    ("POST", "/api/v1/policies/reorder"),
+    ("POST", "/api/v1/policies/dry-run"),
+    ("GET", "/api/v1/policies/mesh"),
 ];
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{graph, history, plugins, scan, solver, time_travel, traffic, waste};
+    use routes::{graph, history, plugins, policies, scan, solver, time_travel, traffic, waste};
     let api = Router::new()
         .route("/topology", get(graph::topology))
         .route("/graph/stats", get(graph::stats))
@@ -93,6 +100,12 @@ pub fn router(state: AppState) -> Router {
         .route("/anomalies", get(routes::anomalies::list))
         .route("/plugins", get(plugins::list))
         .route("/plugins/toggle", post(plugins::toggle))
+        .route("/policies", get(policies::list).post(policies::add))
+        .route("/policies/toggle", post(policies::toggle))
+        .route("/policies/reorder", post(policies::reorder))
+        .route("/policies/dry-run", post(policies::dry_run))
+        .route("/policies/mesh", get(policies::mesh))
+        .route("/policies/{id}", delete(policies::remove))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed);
     let protected = Router::new()
