@@ -19,3 +19,4 @@ pub fn data_dir() -> PathBuf {
 pub const TOKEN_FILE: &str = "token";
 pub const CONFIG_FILE: &str = "config.toml";
 pub const PLUGINS_DIR: &str = "plugins";
+pub const POLICIES_DIR: &str = "policies";

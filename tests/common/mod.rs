@@ -555,6 +555,10 @@ impl Api {
         r.json
     }
 
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.send(self.http.delete(format!("{}{path}", self.base))).await
+    }
+
     pub async fn post_json(&self, path: &str, body: &Value) -> Reply {
         self.send(self.http.post(format!("{}{path}", self.base)).json(body))
             .await
