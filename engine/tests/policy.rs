@@ -284,6 +284,8 @@ fn operand() -> impl Strategy<Value = String> {
         Just("''"),
         Just("'available'"),
         Just("'crn:svc:aws'"),
+        Just("'n1'"),
+        Just("'1'"),
         Just("true"),
         Just("false"),
         Just("null"),

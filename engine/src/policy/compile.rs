@@ -138,7 +138,7 @@ pub fn compile(source: &str) -> Result<Compiled, CompileError> {
             let g = fast::guard(&p);
             (Some(p), g)
         }
-        None => (None, fast::Guard::All),
+        None => (None, fast::guard_of_expr(program.expression())),
     };
     Ok(Compiled { program, fast, guard })
 }
@@ -392,5 +392,9 @@ mod tests {
         for src in ["size(tags) == 0", "cost * 2.0 > 10.0", "(kind == 'volume') == true"] {
             assert!(!compile(src).unwrap().is_fast(), "{src}");
         }
+        // A condition the interpreter runs is still guarded by its kind.
+        let c = compile("cost * 12.0 > 1000.0 && kind == 'instance'").unwrap();
+        assert!(!c.is_fast());
+        assert_eq!(c.guard, fast::Guard::Kinds(vec!["instance".into()]));
     }
 }

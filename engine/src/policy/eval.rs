@@ -189,6 +189,11 @@ impl<'a> NodeCtx<'a> {
         self.row.sym_field(f)
     }
 
+    pub fn physical_id(&self) -> &'a str {
+        let row = &self.row;
+        row.shard.id[row.r].get_str(&row.shard.arena)
+    }
+
     pub fn operand<'s>(&'s self, o: &'s Operand) -> V<'s> {
         match o {
             Operand::Lit(l) => lit_value(l),

@@ -365,6 +365,32 @@ fn operand(e: &IdedExpr) -> Option<Operand> {
     }
 }
 
+/// The guard of a condition that has no predicate as a whole, from those
+/// of its top-level conjuncts that have one: `kind == "instance" &&
+/// cost * 12.0 > 1000.0` still runs the interpreter on instances only.
+pub fn guard_of_expr(e: &IdedExpr) -> Guard {
+    fn conjuncts<'a>(e: &'a IdedExpr, out: &mut Vec<&'a IdedExpr>) {
+        match &e.expr {
+            Expr::Call(c) if c.func_name == op::LOGICAL_AND && c.target.is_none() && c.args.len() == 2 => {
+                conjuncts(&c.args[0], out);
+                conjuncts(&c.args[1], out);
+            }
+            _ => out.push(e),
+        }
+    }
+    let mut cs = Vec::new();
+    conjuncts(e, &mut cs);
+    for c in cs {
+        if let Some(p) = pred(c) {
+            let g = guard(&p);
+            if g != Guard::All {
+                return g;
+            }
+        }
+    }
+    Guard::All
+}
+
 /// The guard of a predicate (see [`Guard`]).
 pub fn guard(p: &Pred) -> Guard {
     fn conjuncts<'a>(p: &'a Pred, out: &mut Vec<&'a Pred>) {
@@ -524,6 +550,14 @@ impl Pred {
                 Tri::of(found)
             }
             Pred::Has(m, k) => Tri::of(n.has(*m, k)),
+            // A CRN ends with its physical id, after a ':'; a suffix without
+            // ':' is a suffix of the CRN exactly when it is one of the id,
+            // so the CRN need not be built.
+            Pred::Str {
+                f: StrFn::EndsWith,
+                a: Operand::Field(Field::Crn),
+                b: Operand::Lit(Lit::Str(suffix)),
+            } if !suffix.contains(':') => Tri::of(n.physical_id().ends_with(suffix.as_str())),
             Pred::Str { f, a, b } => match (n.operand(a), n.operand(b)) {
                 (V::Str(a), V::Str(b)) => Tri::of(match f {
                     StrFn::StartsWith => a.starts_with(b),
