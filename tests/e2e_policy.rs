@@ -245,13 +245,10 @@ async fn cli_verbs_and_pack_install() {
     let base = d.base();
     let data = dir.path().to_str().expect("utf-8 path").to_owned();
     let env = [("SVC_URL", base.as_str()), ("SVC_DATA_DIR", data.as_str())];
-    let cli = |args: Vec<String>| {
-        let env = env;
-        async move {
-            let a: Vec<&str> = args.iter().map(String::as_str).collect();
-            let (code, out, err) = run_cli(&a, &env).await;
-            (code, out, err)
-        }
+    let cli = |args: Vec<String>| async move {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out, err) = run_cli(&a, &env).await;
+        (code, out, err)
     };
     let ok = |r: (Option<i32>, String, String)| {
         assert_eq!(r.0, Some(0), "{}\n{}", r.1, r.2);
