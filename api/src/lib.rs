@@ -61,11 +61,11 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/plugins/toggle"),
     ("GET", "/api/v1/policies"),
     ("POST", "/api/v1/policies"),
-    ("DELETE", "/api/v1/policies/{id}"),
     ("POST", "/api/v1/policies/toggle"),
     ("POST", "/api/v1/policies/reorder"),
     ("POST", "/api/v1/policies/dry-run"),
     ("GET", "/api/v1/policies/mesh"),
+    ("DELETE", "/api/v1/policies/{id}"),
 ];
 
 /// The whole HTTP surface.
