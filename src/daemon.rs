@@ -71,6 +71,9 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     setup_sources(&opts, &config, &plugins, &data_dir);
     engine.set_rule_selection(config.heuristics.selection()?);
     engine.set_oracle_enabled(config.oracle_enabled()?);
+    engine.set_pack_source(Arc::new(svc_ingest::packs::PackDir::new(
+        data_dir.join(paths::POLICIES_DIR),
+    )));
     state.set_plugins(plugins.clone());
     state.set_engine(engine.clone());
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");

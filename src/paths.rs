@@ -21,3 +21,4 @@ pub const TOKEN_FILE: &str = "token";
 pub const MOCK_EFFECTS_FILE: &str = "mock-estate.json";
 pub const CONFIG_FILE: &str = "config.toml";
 pub const PLUGINS_DIR: &str = "plugins";
+pub const POLICIES_DIR: &str = "policies";

@@ -1364,6 +1364,14 @@ async fn every_listed_route_answers() {
                 let flow = json!({"source": crn, "destination": "10.255.255.1", "bytes": 1, "start": 1, "end": 2});
                 api.post_json(&path, &json!({ "records": [flow] })).await
             }
+            ("POST", "/api/v1/policies") => {
+                let rule = json!({"id": "listed", "condition": "cost > 1.0", "action": "warn", "message": ""});
+                api.post_json(&path, &json!({ "rules": [rule] })).await
+            }
+            ("POST", "/api/v1/policies/toggle") => api.post_json(&path, &json!({"rule_id": "listed"})).await,
+            ("POST", "/api/v1/policies/reorder") => api.post_json(&path, &json!({"order": ["listed"]})).await,
+            ("POST", "/api/v1/policies/dry-run") => api.post_json(&path, &json!({"condition": "cost > 1.0"})).await,
+            ("DELETE", "/api/v1/policies/{id}") => api.delete("/api/v1/policies/listed").await,
             ("POST", _) => api.trigger(&path, &json!({"wait": true})).await,
             other => panic!("a route with an unexpected method: {other:?}"),
         };

@@ -71,11 +71,18 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/api/v1/isolation"),
     ("GET", "/api/v1/isolation"),
     ("DELETE", "/api/v1/isolation/{crn}"),
+    ("GET", "/api/v1/policies"),
+    ("POST", "/api/v1/policies"),
+    ("POST", "/api/v1/policies/toggle"),
+    ("POST", "/api/v1/policies/reorder"),
+    ("POST", "/api/v1/policies/dry-run"),
+    ("GET", "/api/v1/policies/mesh"),
+    ("DELETE", "/api/v1/policies/{id}"),
 ];
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{graph, history, plugins, remediation, scan, solver, time_travel, traffic, waste};
+    use routes::{graph, history, plugins, policies, remediation, scan, solver, time_travel, traffic, waste};
     let api = Router::new()
         .route("/topology", get(graph::topology))
         .route("/graph/stats", get(graph::stats))
@@ -116,6 +123,12 @@ pub fn router(state: AppState) -> Router {
         .route("/plan", get(remediation::plan))
         .route("/isolation", get(remediation::isolations).post(remediation::isolate))
         .route("/isolation/{crn}", delete(remediation::remove_isolation))
+        .route("/policies", get(policies::list).post(policies::add))
+        .route("/policies/toggle", post(policies::toggle))
+        .route("/policies/reorder", post(policies::reorder))
+        .route("/policies/dry-run", post(policies::dry_run))
+        .route("/policies/mesh", get(policies::mesh))
+        .route("/policies/{id}", delete(policies::remove))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed);
     let protected = Router::new()

@@ -163,6 +163,11 @@ impl Metrics {
             self.source_failures.with_label_values(&[s.name.as_str()]).inc();
         }
         self.scans.with_label_values(&["success"]).inc();
+        for (rule, ty, mode, n) in &report.policy.violations {
+            self.policy_violations
+                .with_label_values(&[rule.as_str(), ty.as_str(), mode])
+                .inc_by(*n);
+        }
         self.graph_nodes.set(i64::try_from(report.nodes).unwrap_or(i64::MAX));
         self.graph_edges.set(i64::try_from(report.edges).unwrap_or(i64::MAX));
         let waste = if report.waste_usd_mo.is_finite() {

@@ -970,6 +970,45 @@ async fn live_responses_match_their_schemas() {
             200,
         ),
         get("/api/v1/ledger/verify", "/api/v1/ledger/verify", &[]),
+        get("/api/v1/policies/mesh", "/api/v1/policies/mesh", &[]),
+        post(
+            "/api/v1/policies",
+            "/api/v1/policies",
+            Some(
+                r#"{"rules": [{"id": "big-volumes", "condition": "kind == 'volume' && cost > 1.0", "action": "warn", "message": "costly volume"},
+                               {"id": "hold-instances", "condition": "size(tags) >= 0 && kind == 'instance'", "action": "block", "message": "", "mode": "shadow"}]}"#,
+            ),
+            200,
+        ),
+        post("/api/v1/engine/scan", "/api/v1/engine/scan?wait=true", None, 200),
+        get("/api/v1/policies", "/api/v1/policies", &["/rules"]),
+        get("/api/v1/policies/mesh", "/api/v1/policies/mesh", &["/policies"]),
+        post(
+            "/api/v1/policies/toggle",
+            "/api/v1/policies/toggle",
+            Some(r#"{"rule_id": "big-volumes"}"#),
+            200,
+        ),
+        post(
+            "/api/v1/policies/reorder",
+            "/api/v1/policies/reorder",
+            Some(r#"{"order": ["hold-instances"]}"#),
+            200,
+        ),
+        post(
+            "/api/v1/policies/dry-run",
+            "/api/v1/policies/dry-run",
+            Some(r#"{"condition": "props.nope > 1 || kind == 'volume'", "limit": 1}"#),
+            200,
+        ),
+        Case {
+            method: "DELETE",
+            route: "/api/v1/policies/{id}",
+            uri: "/api/v1/policies/big-volumes".into(),
+            body: None,
+            want: 200,
+            nonempty: &[],
+        },
     ];
     let mut covered = BTreeSet::new();
     let mut errors = run_cases(&spec, &f, &cases, &mut covered).await;
@@ -1265,6 +1304,33 @@ async fn error_responses_match_the_error_schema() {
         failed_post("/api/v1/sync", "[1]", 400, "bad_request"),
         failed_post("/api/v1/history/prune", &oversized, 413, "payload_too_large"),
         failed_post("/api/v1/engine/scan", &oversized, 413, "payload_too_large"),
+        failed_post(
+            "/api/v1/policies",
+            r#"{"rules": [{"id": "r", "condition": "kind ==", "action": "warn"}]}"#,
+            422,
+            "invalid",
+        ),
+        failed_post(
+            "/api/v1/policies",
+            r#"{"rules": [{"id": "r", "condition": "true", "action": "explode"}]}"#,
+            422,
+            "invalid",
+        ),
+        failed_post("/api/v1/policies", r#"{"rules": "all"}"#, 400, "bad_request"),
+        failed_post("/api/v1/policies/toggle", r#"{"rule_id": "nope"}"#, 404, "not_found"),
+        failed_post("/api/v1/policies/reorder", r#"{"order": ["nope"]}"#, 404, "not_found"),
+        failed_post("/api/v1/policies/reorder", r#"{"order": []}"#, 422, "invalid"),
+        failed_post("/api/v1/policies/dry-run", r#"{"condition": ""}"#, 422, "invalid"),
+        failed_post(
+            "/api/v1/policies/dry-run",
+            r#"{"condition": "true", "limit": 0}"#,
+            400,
+            "bad_request",
+        ),
+        Failure {
+            method: "DELETE",
+            ..failure("/api/v1/policies/{id}", "/api/v1/policies/nope", 404, "not_found")
+        },
     ];
     let mut errors = Vec::new();
     for c in &cases {
@@ -1329,6 +1395,10 @@ async fn routes_answer_503_until_the_engine_is_ready() {
             "/api/v1/isolation" if *method == "POST" => {
                 Some(r#"{"crn": "crn:svc:aws:us-east-1:ec2:volume:1:vol-1", "reason_code": "x", "ttl_seconds": 0}"#)
             }
+            "/api/v1/policies" => Some(r#"{"rules": [{"id": "r", "condition": "true", "action": "warn"}]}"#),
+            "/api/v1/policies/toggle" => Some(r#"{"rule_id": "r"}"#),
+            "/api/v1/policies/reorder" => Some(r#"{"order": ["r"]}"#),
+            "/api/v1/policies/dry-run" => Some(r#"{"condition": "true"}"#),
             _ => None,
         };
         let reply = send(&app, method, &uri, Some(TOKEN), body).await;

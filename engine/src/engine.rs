@@ -81,6 +81,10 @@ pub struct Engine {
     pub(crate) remediation: crate::remediation::ops::Remediation,
     /// The snapshot being written behind the last commit, if any.
     snapshot_writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Policy rules (`engine.policy`).
+    policies: crate::policy::Book,
+    /// Installed policy packs, read at each scan.
+    packs: RwLock<Option<Arc<dyn crate::policy::PackSource>>>,
 }
 
 impl Drop for Engine {
@@ -210,6 +214,7 @@ impl Engine {
         let remediation = crate::remediation::ops::Remediation::load(store.load_remediation()?);
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
+        let policies = crate::policy::Book::open(&store)?;
         Ok(Engine {
             data_dir: data_dir.to_owned(),
             interner,
@@ -238,6 +243,8 @@ impl Engine {
             signal,
             snapshot_writer: Mutex::new(None),
             remediation,
+            policies,
+            packs: RwLock::new(None),
         })
     }
 
@@ -310,6 +317,60 @@ impl Engine {
         let _ = std::thread::Builder::new()
             .name("svc-free".into())
             .spawn(move || drop(old));
+    }
+
+    /// Changes the findings of the last scan in place (copied only when a
+    /// reader still holds them).
+    pub(crate) fn update_findings(&self, f: impl FnOnce(&mut FindingSet)) {
+        let mut guard = self.findings.write();
+        f(Arc::make_mut(&mut guard));
+    }
+
+    /// The policy rules and what their last evaluation found.
+    pub fn policies(&self) -> &crate::policy::Book {
+        &self.policies
+    }
+
+    /// Reads installed policy packs from `source` at every scan from now on.
+    pub fn set_pack_source(&self, source: Arc<dyn crate::policy::PackSource>) {
+        *self.packs.write() = Some(source);
+    }
+
+    pub(crate) fn pack_source(&self) -> Option<Arc<dyn crate::policy::PackSource>> {
+        self.packs.read().clone()
+    }
+
+    /// Adds policy rules (all or none); `author` is recorded on each
+    /// `POLICY_CHANGE` event.
+    pub fn add_policies(
+        &self,
+        specs: &[crate::policy::RuleSpec],
+        author: &str,
+    ) -> Result<Vec<crate::policy::Rule>, crate::policy::PolicyError> {
+        self.policies
+            .add(specs, author, self.now_us(), &self.store, &self.ledger)
+    }
+
+    pub fn remove_policy(&self, id: &str, author: &str) -> Result<crate::policy::Rule, crate::policy::PolicyError> {
+        self.policies.remove(id, author, &self.store, &self.ledger)
+    }
+
+    pub fn toggle_policy(&self, id: &str, author: &str) -> Result<crate::policy::Rule, crate::policy::PolicyError> {
+        self.policies.toggle(id, author, &self.store, &self.ledger)
+    }
+
+    pub fn reorder_policies(
+        &self,
+        ids: &[String],
+        author: &str,
+    ) -> Result<Vec<crate::policy::Rule>, crate::policy::PolicyError> {
+        self.policies.reorder(ids, author, &self.store, &self.ledger)
+    }
+
+    /// The ids of the enforcing `block` rules that matched `id` in the last
+    /// scan, in priority order: remediation keeps such a node at `sau_gate`.
+    pub fn blocked_by(&self, id: crate::ids::NodeId) -> Vec<String> {
+        crate::policy::blocked_by(self, id)
     }
 
     /// Adds flow records to the graph as traffic edges and commits them

@@ -16,6 +16,7 @@ pub mod graph;
 pub mod heuristics;
 pub mod ids;
 pub mod intern;
+pub mod policy;
 pub mod prices;
 pub mod props;
 pub mod relation;

@@ -9,3 +9,4 @@
 pub mod decode;
 pub mod host;
 pub mod mock;
+pub mod packs;

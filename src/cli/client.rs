@@ -50,6 +50,7 @@ impl Client {
                 .map(|t| t.trim().to_owned()),
         };
         let http = reqwest::Client::builder()
+            .user_agent(concat!("svc-cli/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(std::time::Duration::from_secs(5))
             .build()
             .context("cannot build the HTTP client")?;
@@ -66,6 +67,10 @@ impl Client {
 
     pub async fn post(&self, path: &str, body: Value) -> Result<Value, Failure> {
         self.send(Method::POST, path, &[], Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Result<Value, Failure> {
+        self.send(Method::DELETE, path, &[], None).await
     }
 
     async fn send(

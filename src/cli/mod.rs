@@ -3,6 +3,7 @@
 
 mod client;
 mod output;
+mod policy;
 mod verbs;
 
 use std::net::SocketAddr;
@@ -56,6 +57,11 @@ enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
+    },
+    /// CEL policy rules.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
     },
     /// Run a scan now and wait for it.
     Scan {
@@ -112,6 +118,67 @@ enum Command {
         /// How many events.
         #[arg(long, default_value_t = 50)]
         limit: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum PolicyCommand {
+    /// Add a CEL rule (enforcing unless --shadow).
+    Add {
+        #[command(flatten)]
+        remote: Remote,
+        /// Rule id.
+        id: String,
+        /// CEL condition, for example `kind == "volume" && out["AttachedTo"] == 0`.
+        condition: String,
+        /// block, flag or warn.
+        #[arg(long, default_value = "warn")]
+        action: String,
+        /// Text reported on a violation.
+        #[arg(long, default_value = "")]
+        message: String,
+        /// Only count and record what the rule would do.
+        #[arg(long)]
+        shadow: bool,
+    },
+    /// List the rules in priority order, with what they last matched.
+    List {
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Remove a rule.
+    Rm {
+        #[command(flatten)]
+        remote: Remote,
+        id: String,
+    },
+    /// Switch a rule between enforcing and shadow.
+    Toggle {
+        #[command(flatten)]
+        remote: Remote,
+        id: String,
+    },
+    /// Put these rules first, in this order.
+    Reorder {
+        #[command(flatten)]
+        remote: Remote,
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Evaluate a condition against the live graph; nothing is stored.
+    DryRun {
+        #[command(flatten)]
+        remote: Remote,
+        condition: String,
+        /// Most CRNs to print.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Check a policy pack and install it into `$SVC_DATA_DIR/policies`;
+    /// the daemon evaluates it from its next scan.
+    Install {
+        /// The pack directory (manifest.yaml and rule files).
+        path: std::path::PathBuf,
     },
 }
 
@@ -180,6 +247,36 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 role,
             } => {
                 crate::plugins::install_local(&path, name.as_deref(), &category, &role)?;
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Command::Policy { command } => match command {
+            PolicyCommand::Add {
+                remote,
+                id,
+                condition,
+                action,
+                message,
+                shadow,
+            } => policy::add(&remote, &id, &condition, &action, &message, shadow).await,
+            PolicyCommand::List { remote } => policy::list(&remote).await,
+            PolicyCommand::Rm { remote, id } => policy::rm(&remote, &id).await,
+            PolicyCommand::Toggle { remote, id } => policy::toggle(&remote, &id).await,
+            PolicyCommand::Reorder { remote, ids } => policy::reorder(&remote, &ids).await,
+            PolicyCommand::DryRun {
+                remote,
+                condition,
+                limit,
+            } => policy::dry_run(&remote, &condition, limit).await,
+            PolicyCommand::Install { path } => {
+                let info =
+                    svc_ingest::packs::install(&path, &crate::paths::data_dir().join(crate::paths::POLICIES_DIR))?;
+                println!(
+                    "policy pack {} {} installed ({} rules); evaluated from the next scan",
+                    info.pack.name,
+                    info.pack.version,
+                    info.pack.rules.len()
+                );
                 Ok(ExitCode::SUCCESS)
             }
         },

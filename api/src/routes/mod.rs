@@ -4,6 +4,7 @@ pub mod anomalies;
 pub mod graph;
 pub mod history;
 pub mod plugins;
+pub mod policies;
 pub mod remediation;
 pub mod scan;
 pub mod solver;

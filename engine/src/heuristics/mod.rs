@@ -30,6 +30,9 @@ pub enum FindingSource {
     Builtin,
     /// A heuristic plugin, by its plugin name (`svc-plugin-<name>`).
     Plugin(String),
+    /// An enforcing `flag` policy rule (its finding's rule is `policy:<id>`).
+    /// Ordered last: at equal risk a heuristic decides before a policy.
+    Policy,
 }
 
 impl FindingSource {
@@ -38,6 +41,7 @@ impl FindingSource {
         match self {
             FindingSource::Builtin => "builtin".to_owned(),
             FindingSource::Plugin(name) => format!("plugin:{name}"),
+            FindingSource::Policy => "policy".to_owned(),
         }
     }
 }

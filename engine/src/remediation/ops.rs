@@ -593,6 +593,21 @@ impl Engine {
 
     /// Approves a pending item and runs its saga.
     pub fn approve(&self, crn: &str, plan_hash: &str, actor: &str) -> Result<SagaOutcome, RemediationError> {
+        // An enforcing `block` rule that matched since the item reached
+        // `pending` still keeps it out, unless it was overridden.
+        let c = canonical_crn(crn)?;
+        let id = self.graph().find(&c);
+        let blocking = id.map(|id| self.blocked_by(id)).unwrap_or_default();
+        if !blocking.is_empty() {
+            let item = self.remediation_item(crn)?;
+            if item.override_by.as_ref().is_none_or(|o| o.plan_hash != item.plan_hash) {
+                return Err(RemediationError::Conflict(format!(
+                    "{} is blocked by policy {}; an override is needed",
+                    item.crn,
+                    blocking.join(", ")
+                )));
+            }
+        }
         let item = self.decide(crn, |item, _| {
             Self::check_hash(item, plan_hash)?;
             if item.rejected.is_some() || item.stage != Phase::Pending {

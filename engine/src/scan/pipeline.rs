@@ -113,6 +113,8 @@ pub struct ScanReport {
     pub pattern: serde_json::Value,
     /// What the remediation pipeline did in `engine.sau`.
     pub sau: Option<crate::remediation::ops::SauReport>,
+    /// What the policy rules did.
+    pub policy: crate::policy::PolicyReport,
 }
 
 impl ScanReport {
@@ -181,6 +183,7 @@ impl ScanReport {
                     "recovered_sagas": s.recovered_sagas,
                 })
             }),
+            "policy": self.policy.payload(),
         })
     }
 }
@@ -374,6 +377,9 @@ pub(crate) fn run(
         };
         findings.extend(plugin_findings);
         carry_over(engine, now_us, &mut findings, &mut outcomes);
+        // Policy verdicts of rules still in the book stand until the
+        // policy phase decides again.
+        findings.extend(crate::policy::phase::carried(engine, now_us));
         let mut set = FindingSet::new(report.scan_seq, findings, outcomes);
         set.ignored = builtin.ignored.into_iter().collect();
         set.builtin = stats.clone();
@@ -466,8 +472,17 @@ pub(crate) fn run(
 
     {
         let _s = info_span!("engine.sau").entered();
-        let no_policies = |_: NodeId| Vec::new();
-        match engine.sau_pass(sources, now_us, &no_policies) {
+        // Enforcing `block` rules as the last policy pass left them; what
+        // this scan's pass adds holds items from the next one, and approve
+        // checks again.
+        let blocked = |id: NodeId| {
+            engine
+                .blocked_by(id)
+                .into_iter()
+                .map(|rule| format!("policy:{rule}"))
+                .collect()
+        };
+        match engine.sau_pass(sources, now_us, &blocked) {
             Ok(sau) => {
                 debug!(
                     entered = sau.entered,
@@ -481,7 +496,21 @@ pub(crate) fn run(
             Err(e) => warn!(error = %e, "the remediation pipeline did not advance"),
         }
     }
-    empty_phase(spans::POLICY);
+
+    {
+        let _s = info_span!("engine.policy").entered();
+        report.policy = crate::policy::phase::run(engine, report.scan_seq, now_us, report.observed_at);
+        debug!(
+            rules = report.policy.rules,
+            fast = report.policy.fast_rules,
+            matches = report.policy.matches,
+            errors = report.policy.errors,
+            flagged = report.policy.flagged,
+            blocked = report.policy.blocked,
+            ms = report.policy.duration_ms,
+            "policies evaluated"
+        );
+    }
 
     let signal;
     {
@@ -640,16 +669,6 @@ fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcome
             warn!(plugin = %o.name, kept = o.carried_over, "heuristic plugin failed; the verdicts it gave are kept");
         }
     }
-}
-
-/// A phase that later capabilities fill; it still shows in traces.
-fn empty_phase(name: &'static str) {
-    let span = match name {
-        spans::SAU => info_span!("engine.sau"),
-        _ => info_span!("engine.policy"),
-    };
-    let _s = span.entered();
-    debug!(phase = name, "no passes registered");
 }
 
 fn count_by_provider(engine: &Engine, batches: &[NodeBatch]) -> Vec<(String, u64)> {

@@ -4,8 +4,10 @@
 mod codec;
 pub mod graph_store;
 pub mod ledger;
+mod policy_store;
 mod signal_store;
 pub mod snapshot;
 
 pub use codec::DecodeError;
 pub use graph_store::{CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, Loaded, StoreError, StoreStats};
+pub use policy_store::{StoredEvaluation, StoredRule};

@@ -1,0 +1,311 @@
+//! The policy endpoints (SPEC 4.3, 4.4): add, list, remove, toggle,
+//! reorder, dry-run, and the mesh of rules with what they last did.
+//!
+//! Every change is blocking store and ledger I/O (and a compile) and runs on
+//! the blocking pool. The author recorded on `POLICY_CHANGE` is `cli` for
+//! the CLI (its user agent is `svc-cli/<version>`), else `api`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::http::header::USER_AGENT;
+use axum::response::Response;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use svc_engine::policy::{Action, Mode, PolicyError, Rule, RuleSpec, compile};
+
+use super::graph::blocking;
+use super::{ApiJson, rfc3339};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// User agent prefix of the CLI.
+pub const CLI_USER_AGENT: &str = "svc-cli/";
+/// Matching CRNs a dry-run returns by default, and at most.
+pub const DRY_RUN_DEFAULT_LIMIT: usize = 1000;
+pub const DRY_RUN_MAX_LIMIT: usize = 100_000;
+
+fn author(headers: &HeaderMap) -> &'static str {
+    match headers.get(USER_AGENT).and_then(|v| v.to_str().ok()) {
+        Some(ua) if ua.starts_with(CLI_USER_AGENT) => "cli",
+        _ => "api",
+    }
+}
+
+pub(crate) fn rule_json(r: &Rule, priority: usize) -> Value {
+    json!({
+        "id": r.spec.id,
+        "condition": r.spec.condition,
+        "action": r.spec.action.name(),
+        "message": r.spec.message,
+        "mode": r.spec.mode.name(),
+        "priority": priority,
+        "origin": r.origin.label(),
+        "created_at": rfc3339(r.created_us),
+        "evaluation": if r.compiled.is_fast() { "fast" } else { "interpreter" },
+    })
+}
+
+fn error(e: PolicyError) -> ApiError {
+    match e {
+        PolicyError::Invalid {
+            index,
+            id,
+            message,
+            line,
+            column,
+        } => {
+            let mut details = json!({"rule_id": id});
+            if let Some(i) = index {
+                details["index"] = json!(i);
+            }
+            if line > 0 {
+                details["line"] = json!(line);
+                details["column"] = json!(column);
+            }
+            let text = if line > 0 {
+                format!("rule {id:?}: {message} at line {line}, column {column}")
+            } else if id.is_empty() {
+                message
+            } else {
+                format!("rule {id:?}: {message}")
+            };
+            ApiError::invalid(text).with_details(details)
+        }
+        e @ (PolicyError::Duplicate(_) | PolicyError::FromPack { .. }) => ApiError::conflict(e.to_string()),
+        e @ PolicyError::NotFound(_) => ApiError::not_found(e.to_string()),
+        e @ (PolicyError::Store(_) | PolicyError::Ledger(_)) => ApiError::internal(e),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleBody {
+    id: String,
+    condition: String,
+    action: String,
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddBody {
+    rules: Vec<RuleBody>,
+}
+
+fn spec(i: usize, b: RuleBody) -> ApiResult<RuleSpec> {
+    let bad = |m: String| ApiError::invalid(m).with_details(json!({"index": i, "rule_id": b.id}));
+    let action = Action::parse(&b.action).ok_or_else(|| {
+        bad(format!(
+            "rule {:?}: unknown action {:?}; expected block, flag or warn",
+            b.id, b.action
+        ))
+    })?;
+    let mode = match b.mode.as_deref() {
+        None => Mode::Enforcing,
+        Some(m) => Mode::parse(m).ok_or_else(|| {
+            bad(format!(
+                "rule {:?}: unknown mode {m:?}; expected enforcing or shadow",
+                b.id
+            ))
+        })?,
+    };
+    Ok(RuleSpec {
+        id: b.id,
+        condition: b.condition,
+        action,
+        message: b.message,
+        mode,
+    })
+}
+
+/// `POST /api/v1/policies`: adds rules, all or none.
+pub async fn add(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<AddBody>,
+) -> ApiResult<Response> {
+    let engine = state.engine()?.clone();
+    if body.rules.is_empty() {
+        return Err(ApiError::invalid("rules is empty"));
+    }
+    let specs: Vec<RuleSpec> = body
+        .rules
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| spec(i, b))
+        .collect::<ApiResult<_>>()?;
+    let author = author(&headers);
+    blocking(move || {
+        let added = engine.add_policies(&specs, author).map_err(error)?;
+        let rules = engine.policies().rules();
+        let added: Vec<Value> = added
+            .iter()
+            .map(|a| {
+                let p = rules.iter().position(|r| r.spec.id == a.spec.id).unwrap_or(0);
+                rule_json(a, p)
+            })
+            .collect();
+        Ok(json!({"added": added.len(), "rules": added}))
+    })
+    .await
+}
+
+/// `GET /api/v1/policies`: every rule in priority order.
+pub async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    let engine = state.engine()?;
+    let rules = engine.policies().rules();
+    let list: Vec<Value> = rules.iter().enumerate().map(|(i, r)| rule_json(r, i)).collect();
+    Ok(Json(json!({"count": list.len(), "rules": list})))
+}
+
+/// `DELETE /api/v1/policies/{id}`.
+pub async fn remove(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> ApiResult<Response> {
+    let engine = state.engine()?.clone();
+    let author = author(&headers);
+    blocking(move || {
+        let r = engine.remove_policy(&id, author).map_err(error)?;
+        Ok(json!({"removed": rule_json(&r, 0)}))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToggleBody {
+    rule_id: String,
+}
+
+/// `POST /api/v1/policies/toggle`: enforcing <-> shadow (SPEC 3.2).
+pub async fn toggle(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ToggleBody>,
+) -> ApiResult<Response> {
+    let engine = state.engine()?.clone();
+    let author = author(&headers);
+    blocking(move || {
+        let r = engine.toggle_policy(&body.rule_id, author).map_err(error)?;
+        let p = engine
+            .policies()
+            .rules()
+            .iter()
+            .position(|x| x.spec.id == r.spec.id)
+            .unwrap_or(0);
+        Ok(rule_json(&r, p))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReorderBody {
+    order: Vec<String>,
+}
+
+/// `POST /api/v1/policies/reorder`: the named rules first, in that order.
+pub async fn reorder(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<ReorderBody>,
+) -> ApiResult<Response> {
+    let engine = state.engine()?.clone();
+    let author = author(&headers);
+    blocking(move || {
+        let rules = engine.reorder_policies(&body.order, author).map_err(error)?;
+        let list: Vec<Value> = rules.iter().enumerate().map(|(i, r)| rule_json(r, i)).collect();
+        Ok(json!({"count": list.len(), "rules": list}))
+    })
+    .await
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DryRunBody {
+    condition: String,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+/// `POST /api/v1/policies/dry-run`: one condition against the live graph;
+/// nothing is stored.
+pub async fn dry_run(State(state): State<AppState>, ApiJson(body): ApiJson<DryRunBody>) -> ApiResult<Response> {
+    let engine = state.engine()?.clone();
+    let limit = match body.limit {
+        None => DRY_RUN_DEFAULT_LIMIT,
+        Some(n) if (1..=DRY_RUN_MAX_LIMIT).contains(&n) => n,
+        Some(n) => {
+            return Err(ApiError::bad_request(format!(
+                "invalid limit {n}: expected an integer from 1 to {DRY_RUN_MAX_LIMIT}"
+            )));
+        }
+    };
+    blocking(move || {
+        let compiled = compile::compile(&body.condition).map_err(|e| {
+            let mut details = json!({});
+            if e.line > 0 {
+                details = json!({"line": e.line, "column": e.column});
+            }
+            ApiError::invalid(format!("invalid condition: {e}")).with_details(details)
+        })?;
+        let r = svc_engine::policy::dry_run(&engine, &compiled, limit);
+        let errors: Vec<Value> = r
+            .error_samples
+            .iter()
+            .map(|(crn, message)| json!({"crn": crn, "message": message}))
+            .collect();
+        Ok(json!({
+            "condition": body.condition,
+            "count": r.count,
+            "crns": r.crns,
+            "truncated": (r.crns.len() as u64) < r.count,
+            "errors": r.errors,
+            "error_samples": errors,
+            "nodes_evaluated": r.nodes,
+            "evaluation": if r.fast { "fast" } else { "interpreter" },
+            "duration_ms": r.duration_us as f64 / 1000.0,
+        }))
+    })
+    .await
+}
+
+/// `GET /api/v1/policies/mesh`: every rule with its mode, action and what
+/// its last evaluation found.
+pub async fn mesh(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    let engine = state.engine()?;
+    let rules = engine.policies().rules();
+    let last = engine.policies().last_evaluation();
+    let list: Vec<Value> = rules
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let s = last.by_rule.get(&r.spec.id);
+            let mut v = rule_json(r, i);
+            v["enforcement_mode"] = json!(r.spec.mode.name());
+            v["trigger_count"] = json!(s.map_or(0, |s| s.matches));
+            v["error_count"] = json!(s.map_or(0, |s| s.errors));
+            v["last_evaluation"] = match s {
+                None => Value::Null,
+                Some(s) => json!({
+                    "scan_seq": s.scan_seq,
+                    "at": rfc3339(s.at_us),
+                    "matches": s.matches,
+                    "errors": s.errors,
+                    "mode": s.mode,
+                    "first_error": if s.first_error.is_empty() { Value::Null } else { json!(s.first_error) },
+                    "sample_crns": s.samples,
+                    "interpreted_nodes": s.interpreted,
+                }),
+            };
+            v
+        })
+        .collect();
+    Ok(Json(json!({
+        "count": list.len(),
+        "policies": list,
+        "last_pass": {"nodes": last.nodes, "duration_ms": last.duration_us as f64 / 1000.0},
+    })))
+}

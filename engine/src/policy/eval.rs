@@ -1,0 +1,461 @@
+//! Evaluating compiled rules over the graph: one rayon pass over the node
+//! shards. Each node is read from the columns; each rule whose guard admits
+//! the node's type runs its column predicate, and the interpreter only
+//! where a rule has none or the predicate defers (a JSON value it does not
+//! model). A worker builds a CEL root context only the first time it needs
+//! the interpreter.
+
+use std::cell::OnceCell;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::compile::Compiled;
+use super::fast::{Field, Guard, Key, MapName, Operand, Pred, Tri, V, lit_value};
+use super::interp::Interp;
+use crate::graph::Graph;
+use crate::graph::shard::{NodeShard, visible};
+use crate::ids::{NodeId, Sym};
+use crate::intern::InternerReader;
+use crate::props::{Props, Tags, ValueRef};
+use crate::relation::Relation;
+
+/// How a condition came out on one node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Match,
+    NoMatch,
+    /// An evaluation error (missing key, wrong type, overflow, a result
+    /// that is not a bool): never a match.
+    Error(String),
+}
+
+/// One rule to evaluate.
+pub struct EvalRule<'a> {
+    pub compiled: &'a Compiled,
+    /// Keep the ids of matching nodes (up to [`EvalOptions::hit_limit`]).
+    pub collect_hits: bool,
+}
+
+/// What a pass needs besides the rules.
+#[derive(Clone, Debug, Default)]
+pub struct EvalOptions {
+    pub now_us: u64,
+    /// When the estate was observed (Unix seconds): `age_days` counts from it.
+    pub as_of_s: u64,
+    /// Verdict symbols of nodes a policy flagged (`policy:<id>`): such a
+    /// node's `is_waste` binding is what the heuristics said, false.
+    pub policy_verdicts: FxHashSet<Sym>,
+    /// Evaluate every rule on every node with the interpreter (no column
+    /// predicates, no guards): the baseline the fast path is measured and
+    /// tested against.
+    pub interpreter_only: bool,
+    /// Most hits kept per rule.
+    pub hit_limit: usize,
+}
+
+/// What one rule did in a pass.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RuleTally {
+    pub matches: u64,
+    pub errors: u64,
+    /// Nodes the interpreter decided (the rule has no column predicate, or
+    /// it deferred).
+    pub interpreted: u64,
+    /// The first error, with the node it happened on.
+    pub first_error: Option<(NodeId, String)>,
+    /// Matches per node type.
+    pub by_type: Vec<(Sym, u64)>,
+    /// Matching nodes, in shard order, when collected.
+    pub hits: Vec<NodeId>,
+}
+
+/// The result of a pass.
+#[derive(Clone, Debug, Default)]
+pub struct Evaluation {
+    pub rules: Vec<RuleTally>,
+    /// Visible nodes seen.
+    pub nodes: u64,
+    pub duration_us: u64,
+}
+
+/// Shared by every node of a pass.
+pub(crate) struct Env<'a> {
+    pub graph: &'a Graph,
+    pub reader: &'a InternerReader<'a>,
+    pub as_of_s: u64,
+    pub policy_verdicts: &'a FxHashSet<Sym>,
+}
+
+/// One node row, read from the columns.
+#[derive(Copy, Clone)]
+pub(crate) struct Row<'a> {
+    pub env: &'a Env<'a>,
+    pub shard_idx: usize,
+    pub shard: &'a NodeShard,
+    pub r: usize,
+}
+
+const DAY_S: u64 = 86_400;
+
+impl<'a> Row<'a> {
+    pub fn id(&self) -> NodeId {
+        NodeId::new(self.shard_idx, self.r as u32, self.shard.generation)
+    }
+    pub fn sym_field(&self, f: Field) -> Sym {
+        let k = &self.shard.key[self.r];
+        match f {
+            Field::Type => self.shard.ty[self.r],
+            Field::Kind => k[3],
+            Field::Service => k[2],
+            Field::Provider => k[0],
+            Field::Region => k[1],
+            Field::Account => k[4],
+            Field::State => self.shard.state[self.r],
+            _ => crate::intern::well_known::EMPTY,
+        }
+    }
+    pub fn resolve(&self, s: Sym) -> &'a str {
+        self.env.reader.resolve(s)
+    }
+    pub fn crn(&self) -> String {
+        self.env.graph.crn_with(self.env.reader, self.id())
+    }
+    pub fn reachability(&self) -> &'static str {
+        self.shard.reach[self.r].name()
+    }
+    pub fn cost(&self) -> f64 {
+        f64::from(self.shard.cost[self.r])
+    }
+    pub fn risk(&self) -> f64 {
+        f64::from(self.shard.risk[self.r])
+    }
+    /// Days since creation, counted from when the estate was observed; 0
+    /// when the provider reported no creation time.
+    pub fn age_days(&self) -> i64 {
+        match self.shard.creation_ts[self.r] {
+            0 => 0,
+            ts => (self.env.as_of_s.saturating_sub(ts) / DAY_S) as i64,
+        }
+    }
+    /// Waste as the heuristics judged it: a node flagged only by a policy
+    /// reads `false`, so a rule reading `is_waste` sees the same value
+    /// every scan, whatever it did in the last one.
+    pub fn is_waste(&self) -> bool {
+        self.shard.waste.get(self.r)
+            && !self.shard.verdict[self.r].is_some_and(|v| self.env.policy_verdicts.contains(&v))
+    }
+    pub fn props(&self) -> Props<'a> {
+        Props::new(self.shard.props[self.r].get(&self.shard.arena))
+    }
+    pub fn tags(&self) -> Tags<'a> {
+        Tags::new(self.shard.tags[self.r].get(&self.shard.arena))
+    }
+    /// Live edges per relation: `[outgoing, incoming]`, indexed by relation.
+    pub fn edge_counts(&self) -> [[u32; 7]; 2] {
+        let mut c = [[0u32; 7]; 2];
+        let g = self.env.graph;
+        let adj = g.adjacency();
+        let Some(d) = adj.dense(self.id()) else { return c };
+        let rel = |e: crate::ids::EdgeId| g.edge_shards()[e.shard()].rel[e.row() as usize] as usize;
+        for (e, _) in adj.out(d) {
+            c[0][rel(e)] += 1;
+        }
+        for (e, _) in adj.inc(d) {
+            c[1][rel(e)] += 1;
+        }
+        c
+    }
+}
+
+/// A row with what is costly to compute kept once.
+pub(crate) struct NodeCtx<'a> {
+    pub row: Row<'a>,
+    crn: OnceCell<String>,
+    edges: OnceCell<[[u32; 7]; 2]>,
+}
+
+impl<'a> NodeCtx<'a> {
+    pub fn new(row: Row<'a>) -> NodeCtx<'a> {
+        NodeCtx {
+            row,
+            crn: OnceCell::new(),
+            edges: OnceCell::new(),
+        }
+    }
+
+    pub fn sym_field(&self, f: Field) -> Sym {
+        self.row.sym_field(f)
+    }
+
+    pub fn physical_id(&self) -> &'a str {
+        let row = &self.row;
+        row.shard.id[row.r].get_str(&row.shard.arena)
+    }
+
+    pub fn operand<'s>(&'s self, o: &'s Operand) -> V<'s> {
+        match o {
+            Operand::Lit(l) => lit_value(l),
+            Operand::Field(f) => self.field(*f),
+            Operand::Entry(m, k) => self.entry(*m, k),
+        }
+    }
+
+    fn field(&self, f: Field) -> V<'_> {
+        let row = &self.row;
+        match f {
+            Field::Crn => V::Str(self.crn.get_or_init(|| row.crn())),
+            Field::Reachability => V::Str(row.reachability()),
+            Field::Cost => V::Double(row.cost()),
+            Field::RiskScore => V::Double(row.risk()),
+            Field::AgeDays => V::Int(row.age_days()),
+            Field::IsWaste => V::Bool(row.is_waste()),
+            f => V::Str(row.resolve(row.sym_field(f))),
+        }
+    }
+
+    fn entry(&self, m: MapName, k: &Key) -> V<'_> {
+        match m {
+            MapName::Props => match k.sym.and_then(|s| self.row.props().get(s)) {
+                None => V::Err,
+                Some(v) => match v {
+                    ValueRef::Null => V::Null,
+                    ValueRef::Bool(b) => V::Bool(b),
+                    ValueRef::Int(i) => V::Int(i),
+                    ValueRef::Float(f) => V::Double(f),
+                    ValueRef::Str(s) => V::Str(s),
+                    ValueRef::Json(_) => V::Other,
+                },
+            },
+            MapName::Tags => match k.sym.and_then(|s| self.row.tags().get(s)) {
+                Some(v) => V::Str(self.row.resolve(v)),
+                None => V::Err,
+            },
+            MapName::Out | MapName::Incoming => match k.rel {
+                Some(rel) => {
+                    let c = self.edges.get_or_init(|| self.row.edge_counts());
+                    V::Int(i64::from(c[usize::from(m == MapName::Incoming)][rel as usize]))
+                }
+                None => V::Err,
+            },
+        }
+    }
+
+    pub fn has(&self, m: MapName, k: &Key) -> bool {
+        match m {
+            MapName::Props => k.sym.is_some_and(|s| self.row.props().get(s).is_some()),
+            MapName::Tags => k.sym.is_some_and(|s| self.row.tags().get(s).is_some()),
+            MapName::Out | MapName::Incoming => k.rel.is_some(),
+        }
+    }
+}
+
+/// A rule made ready for one pass: literals bound to symbols, guard resolved.
+struct Ready<'a> {
+    compiled: &'a Compiled,
+    fast: Option<Pred>,
+    guard: Option<(bool, Vec<Sym>)>,
+    collect: bool,
+}
+
+impl Ready<'_> {
+    fn admits(&self, ty: Sym, kind: Sym) -> bool {
+        match &self.guard {
+            None => true,
+            Some((true, kinds)) => kinds.contains(&kind),
+            Some((false, types)) => types.contains(&ty),
+        }
+    }
+}
+
+/// Per-worker accumulator.
+#[derive(Default)]
+struct Acc {
+    tallies: Vec<RuleTally>,
+    by_type: FxHashMap<(u32, Sym), u64>,
+    nodes: u64,
+}
+
+/// Evaluates `rules` over every node visible at `opts.now_us`.
+pub fn evaluate(graph: &Graph, rules: &[EvalRule<'_>], opts: &EvalOptions) -> Evaluation {
+    let started = Instant::now();
+    let reader = graph.interner().reader();
+    let get = |s: &str| reader.get(s);
+    let ready: Vec<Ready<'_>> = rules
+        .iter()
+        .map(|r| Ready {
+            compiled: r.compiled,
+            fast: if opts.interpreter_only {
+                None
+            } else {
+                r.compiled.fast.as_ref().map(|p| super::fast::bind(p, &get))
+            },
+            guard: match (&r.compiled.guard, opts.interpreter_only) {
+                (_, true) | (Guard::All, _) => None,
+                (Guard::Kinds(k), _) => Some((true, k.iter().filter_map(|s| get(s)).collect())),
+                (Guard::Types(t), _) => Some((false, t.iter().filter_map(|s| get(s)).collect())),
+            },
+            collect: r.collect_hits,
+        })
+        .collect();
+    let env = Env {
+        graph,
+        reader: &reader,
+        as_of_s: opts.as_of_s,
+        policy_verdicts: &opts.policy_verdicts,
+    };
+    let env = &env;
+    let ready = &ready;
+    let accs: Vec<Acc> = graph
+        .node_shards()
+        .par_iter()
+        .enumerate()
+        .map(|(s, shard)| {
+            let mut acc = Acc {
+                tallies: vec![RuleTally::default(); ready.len()],
+                ..Acc::default()
+            };
+            let mut interp: Option<Interp> = None;
+            let mut lists: FxHashMap<(Sym, Sym), Vec<u32>> = FxHashMap::default();
+            for r in 0..shard.len() {
+                if !visible(shard.valid_to[r], opts.now_us) {
+                    continue;
+                }
+                acc.nodes += 1;
+                let row = Row {
+                    env,
+                    shard_idx: s,
+                    shard,
+                    r,
+                };
+                let ty = shard.ty[r];
+                let list = lists.entry((ty, shard.key[r][3])).or_insert_with(|| {
+                    (0..ready.len() as u32)
+                        .filter(|&i| ready[i as usize].admits(ty, shard.key[r][3]))
+                        .collect()
+                });
+                let ctx = NodeCtx::new(row);
+                for &i in list.iter() {
+                    let rule = &ready[i as usize];
+                    let t = match &rule.fast {
+                        Some(p) => p.eval(&ctx),
+                        None => Tri::Fallback,
+                    };
+                    let tally = &mut acc.tallies[i as usize];
+                    let matched = match t {
+                        Tri::True => true,
+                        Tri::False => false,
+                        Tri::Error => {
+                            tally.errors += 1;
+                            if tally.first_error.is_none() {
+                                // The fast path knows an error happened; the
+                                // interpreter words it.
+                                let it = interp.get_or_insert_with(Interp::new);
+                                let msg = match it.eval(rule.compiled, row) {
+                                    Outcome::Error(m) => m,
+                                    _ => "evaluation error".to_owned(),
+                                };
+                                tally.first_error = Some((row.id(), msg));
+                            }
+                            false
+                        }
+                        Tri::Fallback => {
+                            tally.interpreted += 1;
+                            let it = interp.get_or_insert_with(Interp::new);
+                            match it.eval(rule.compiled, row) {
+                                Outcome::Match => true,
+                                Outcome::NoMatch => false,
+                                Outcome::Error(m) => {
+                                    tally.errors += 1;
+                                    if tally.first_error.is_none() {
+                                        tally.first_error = Some((row.id(), m));
+                                    }
+                                    false
+                                }
+                            }
+                        }
+                    };
+                    if matched {
+                        tally.matches += 1;
+                        if rule.collect && tally.hits.len() < opts.hit_limit {
+                            tally.hits.push(row.id());
+                        }
+                        *acc.by_type.entry((i, ty)).or_insert(0) += 1;
+                    }
+                }
+            }
+            acc
+        })
+        .collect();
+    let mut out = Evaluation {
+        rules: vec![RuleTally::default(); rules.len()],
+        ..Evaluation::default()
+    };
+    let mut by_type: FxHashMap<(u32, Sym), u64> = FxHashMap::default();
+    for acc in accs {
+        out.nodes += acc.nodes;
+        for (t, a) in out.rules.iter_mut().zip(acc.tallies) {
+            t.matches += a.matches;
+            t.errors += a.errors;
+            t.interpreted += a.interpreted;
+            if t.first_error.is_none() {
+                t.first_error = a.first_error;
+            }
+            let room = opts.hit_limit.saturating_sub(t.hits.len());
+            t.hits.extend(a.hits.into_iter().take(room));
+        }
+        for (k, v) in acc.by_type {
+            *by_type.entry(k).or_insert(0) += v;
+        }
+    }
+    for ((i, ty), n) in by_type {
+        if let Some(t) = out.rules.get_mut(i as usize) {
+            t.by_type.push((ty, n));
+        }
+    }
+    for t in &mut out.rules {
+        t.by_type.sort_unstable();
+    }
+    out.duration_us = started.elapsed().as_micros() as u64;
+    out
+}
+
+/// How `compiled` comes out on one node, by the fast path (`None` when the
+/// condition has no column predicate or it defers on this node) or by the
+/// interpreter. For tests and diagnostics.
+pub fn check_node(graph: &Graph, compiled: &Compiled, id: NodeId, opts: &EvalOptions, fast: bool) -> Option<Outcome> {
+    let reader = graph.interner().reader();
+    let env = Env {
+        graph,
+        reader: &reader,
+        as_of_s: opts.as_of_s,
+        policy_verdicts: &opts.policy_verdicts,
+    };
+    let shard = graph.node_shards().get(id.shard())?;
+    let r = id.row() as usize;
+    if r >= shard.len() {
+        return None;
+    }
+    let row = Row {
+        env: &env,
+        shard_idx: id.shard(),
+        shard,
+        r,
+    };
+    if fast {
+        let p = super::fast::bind(compiled.fast.as_ref()?, &|s| reader.get(s));
+        return match p.eval(&NodeCtx::new(row)) {
+            Tri::True => Some(Outcome::Match),
+            Tri::False => Some(Outcome::NoMatch),
+            Tri::Error => Some(Outcome::Error(String::new())),
+            Tri::Fallback => None,
+        };
+    }
+    Some(Interp::new().eval(compiled, row))
+}
+
+/// Relation names in the order of [`Relation::ALL`], for the interpreter's maps.
+pub(crate) fn relation_names() -> impl Iterator<Item = (usize, &'static str)> {
+    Relation::ALL.iter().map(|r| (*r as usize, r.name()))
+}
