@@ -499,3 +499,48 @@ async fn bad_decisions_get_clear_errors_and_change_nothing() {
     let again = api.get_ok("/api/v1/remediation/queue").await["counts"].clone();
     assert_eq!(again["rejected"], 1, "{again}");
 }
+
+#[tokio::test]
+async fn a_policy_block_holds_an_item_until_an_override() {
+    let dir = data_dir();
+    let d = Daemon::start_scanned(dir.path(), SCALE).await;
+    let api = d.api();
+    let (crn, hash) = one_step_item(&api).await;
+    api.post_json(
+        "/api/v1/policies",
+        &json!({"rules": [{"id": "keep-this-one", "condition": format!("crn == \"{crn}\""), "action": "block",
+                           "message": "owner asked to keep it"}]}),
+    )
+    .await
+    .expect(200);
+    // The policy pass runs after engine.sau: approval checks it at once,
+    // and the next scan's pass holds the item at the gate.
+    api.scan_wait().await;
+    api.post_json("/api/v1/remediation/approve", &json!({"crn": crn, "plan_hash": hash}))
+        .await
+        .expect_error(409, "conflict");
+    api.scan_wait().await;
+    let gate = api
+        .get_query_ok("/api/v1/remediation/queue", &[("stage", "sau_gate")])
+        .await;
+    let item = gate["stages"]["sau_gate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["crn"] == crn)
+        .cloned()
+        .expect("held at the gate by the block rule");
+    assert_eq!(item["blockers"], json!(["policy:keep-this-one"]), "{item}");
+    api.post_json(
+        "/api/v1/remediation/override",
+        &json!({"crn": crn, "plan_hash": hash, "reason": "approved by the owner after all"}),
+    )
+    .await
+    .expect(200);
+    api.scan_wait().await;
+    let done = api
+        .post_json("/api/v1/remediation/approve", &json!({"crn": crn, "plan_hash": hash}))
+        .await
+        .expect(200);
+    assert_eq!(done["applied"], true, "the override holds while the rule still matches: {done}");
+}
