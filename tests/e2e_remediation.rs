@@ -542,5 +542,73 @@ async fn a_policy_block_holds_an_item_until_an_override() {
         .post_json("/api/v1/remediation/approve", &json!({"crn": crn, "plan_hash": hash}))
         .await
         .expect(200);
-    assert_eq!(done["applied"], true, "the override holds while the rule still matches: {done}");
+    assert_eq!(
+        done["applied"], true,
+        "the override holds while the rule still matches: {done}"
+    );
+}
+
+#[tokio::test]
+async fn cli_verbs_decide_and_undo() {
+    let dir = data_dir();
+    let d = Daemon::start_scanned(dir.path(), SCALE).await;
+    let api = d.api();
+    let base = d.base();
+    let data = dir.path().to_str().expect("utf-8 path").to_owned();
+    let env = [
+        ("SVC_URL", base.as_str()),
+        ("SVC_DATA_DIR", data.as_str()),
+        ("USER", "erin"),
+    ];
+    let run = |args: &[&str]| {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        async move {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            common::run_cli(&a, &env).await
+        }
+    };
+    let (code, out, err) = run(&["remediation", "queue", "--stage", "pending"]).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("pending") && out.contains("crn:svc:"), "{out}");
+    let (a, _) = one_step_item(&api).await;
+    let (code, out, _) = run(&["remediation", "plan", &a]).await;
+    assert_eq!(code, Some(0));
+    assert!(out.contains("undone by") && out.contains("Plan:"), "{out}");
+    let (code, out, err) = run(&["remediation", "approve", &a]).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("applied"), "{out}");
+    assert!(
+        err.contains("deciding on plan"),
+        "the plan decided on is printed: {err}"
+    );
+    let commit = events_of(&api, "EXECUTION_COMMIT", &a).await;
+    assert_eq!(commit[0]["actor"], "cli:erin");
+    let hash = meta(&commit[0])["compensating_payload_hash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, out, err) = run(&["revert", &hash]).await;
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(effects(&d).get(&a).is_none(), "the step was undone: {}", effects(&d));
+    let back = pending(&api)
+        .await
+        .into_iter()
+        .find(|i| i["crn"] == a)
+        .expect("back in pending");
+    assert!(
+        back["failure"].as_str().unwrap().contains("reverted by cli:erin"),
+        "{back}"
+    );
+    let (code, _, err) = run(&["revert", &hash]).await;
+    assert_ne!(code, Some(0), "a second revert is refused: {err}");
+
+    let (b, _) = one_step_item(&api).await;
+    let (code, out, _) = run(&["ignore", &b, "--reason", "owner", "--ttl", "600"]).await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ignored until"), "{out}");
+    let (code, _, _) = run(&["ignore", &b, "--remove"]).await;
+    assert_eq!(code, Some(0));
+    let (code, _, err) = run(&["remediation", "approve", "crn:svc:aws:us-east-1:ec2:volume:1:vol-none"]).await;
+    assert_ne!(code, Some(0));
+    assert!(err.contains("not in the remediation pipeline"), "{err}");
 }

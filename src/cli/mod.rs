@@ -4,6 +4,7 @@
 mod client;
 mod output;
 mod policy;
+mod remediation;
 mod verbs;
 
 use std::net::SocketAddr;
@@ -57,6 +58,31 @@ enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
+    },
+    /// The remediation pipeline: queue, plans and decisions.
+    Remediation {
+        #[command(subcommand)]
+        command: RemediationCommand,
+    },
+    /// Add a resource to the ignore list (or take it off with --remove).
+    Ignore {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        /// Why (recorded as the entry's reason code).
+        #[arg(long, default_value = "operator")]
+        reason: String,
+        /// Seconds until the entry expires; 0 is permanent.
+        #[arg(long, default_value_t = 0)]
+        ttl: u64,
+        #[arg(long)]
+        remove: bool,
+    },
+    /// Undo a quarantine or a committed saga step by its payload hash.
+    Revert {
+        #[command(flatten)]
+        remote: Remote,
+        hash: String,
     },
     /// CEL policy rules.
     Policy {
@@ -118,6 +144,88 @@ enum Command {
         /// How many events.
         #[arg(long, default_value_t = 50)]
         limit: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum RemediationCommand {
+    /// Every stage with its items.
+    Queue {
+        #[command(flatten)]
+        remote: Remote,
+        /// Only this stage (flagged, analyzed, codegen, sau_gate, pending, applied, rejected).
+        #[arg(long)]
+        stage: Option<String>,
+        /// Items per stage.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// The plan of one resource: steps, inverses, CLI and Terraform.
+    Plan {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+    },
+    /// Approve a pending item and run its saga.
+    Approve {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        /// The plan hash reviewed (default: the current plan's, printed).
+        #[arg(long)]
+        plan_hash: Option<String>,
+    },
+    /// Reject an item.
+    Reject {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        #[arg(long)]
+        plan_hash: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Move an item: pending -> sau_gate, sau_gate -> pending, or back to flagged.
+    Move {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        /// The stage to move to.
+        to: String,
+        #[arg(long)]
+        plan_hash: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Let one item past sau_gate (break-glass), with a reason.
+    Override {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        plan_hash: Option<String>,
+    },
+    /// Approve or reject many items at once.
+    Bulk {
+        #[command(flatten)]
+        remote: Remote,
+        /// approve or reject.
+        action: String,
+        crns: Vec<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Quarantine a resource (ISOLATE, STOP or DELETE); prints the hash that undoes it.
+    Quarantine {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        #[arg(long, default_value = "ISOLATE")]
+        action: String,
+        #[arg(long)]
+        reason: String,
     },
 }
 
@@ -250,6 +358,64 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
         },
+        Command::Remediation { command } => match command {
+            RemediationCommand::Queue { remote, stage, limit } => {
+                remediation::queue(&remote, stage.as_deref(), limit).await
+            }
+            RemediationCommand::Plan { remote, crn } => remediation::plan(&remote, &crn).await,
+            RemediationCommand::Approve { remote, crn, plan_hash } => {
+                remediation::decide(&remote, "approve", &crn, plan_hash.as_deref(), None, None).await
+            }
+            RemediationCommand::Reject {
+                remote,
+                crn,
+                plan_hash,
+                reason,
+            } => remediation::decide(&remote, "reject", &crn, plan_hash.as_deref(), reason.as_deref(), None).await,
+            RemediationCommand::Move {
+                remote,
+                crn,
+                to,
+                plan_hash,
+                reason,
+            } => {
+                remediation::decide(
+                    &remote,
+                    "move",
+                    &crn,
+                    plan_hash.as_deref(),
+                    reason.as_deref(),
+                    Some(&to),
+                )
+                .await
+            }
+            RemediationCommand::Override {
+                remote,
+                crn,
+                reason,
+                plan_hash,
+            } => remediation::decide(&remote, "override", &crn, plan_hash.as_deref(), Some(&reason), None).await,
+            RemediationCommand::Bulk {
+                remote,
+                action,
+                crns,
+                reason,
+            } => remediation::bulk(&remote, &action, &crns, reason.as_deref()).await,
+            RemediationCommand::Quarantine {
+                remote,
+                crn,
+                action,
+                reason,
+            } => remediation::quarantine(&remote, &crn, &action, &reason).await,
+        },
+        Command::Ignore {
+            remote,
+            crn,
+            reason,
+            ttl,
+            remove,
+        } => remediation::ignore(&remote, &crn, &reason, ttl, remove).await,
+        Command::Revert { remote, hash } => remediation::revert(&remote, &hash).await,
         Command::Policy { command } => match command {
             PolicyCommand::Add {
                 remote,

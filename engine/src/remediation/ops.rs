@@ -1022,6 +1022,16 @@ impl Engine {
             format!("{actor} reverted {} on {} ({hash})", payload.applied, payload.crn),
             body,
         ))?;
+        if payload.kind == "step" {
+            // An applied remediation that is undone waits for a decision again.
+            let why = format!("{} was reverted by {actor}", payload.applied);
+            let _ = self.decide_quietly(&payload.crn, |it, now_us| {
+                if it.stage == Phase::Applied {
+                    it.failure = Some(why);
+                    it.set_stage(Phase::Pending, now_us);
+                }
+            });
+        }
         Ok(payload)
     }
 
