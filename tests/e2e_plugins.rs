@@ -214,3 +214,77 @@ async fn a_hanging_plugin_is_cancelled_at_the_scan_timeout() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a duration"));
 }
+
+/// Remediation goes through the plugin's `CheckReversibility`, `Remediate`
+/// and `ApplyQuarantine`: a pending item is proved by the plugin, approved
+/// and applied, and a quarantine is reverted by its hash.
+#[tokio::test]
+async fn remediation_runs_through_the_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 300\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 300);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    d.wait_scan_after(0).await;
+    let api = d.api();
+    let q = api
+        .get_query_ok("/api/v1/remediation/queue", &[("stage", "pending"), ("limit", "1000")])
+        .await;
+    let items = q["stages"]["pending"].as_array().unwrap().clone();
+    assert!(!items.is_empty(), "{q}");
+    assert!(
+        items.iter().all(|i| i["proof"]["source"] == "plugin"),
+        "the plugin proved every item: {:?}",
+        items.first()
+    );
+    let item = items
+        .iter()
+        .find(|i| i["type"] == "ec2:volume")
+        .unwrap_or(&items[0])
+        .clone();
+    let crn = item["crn"].as_str().unwrap();
+    let done = api
+        .post_json(
+            "/api/v1/remediation/approve",
+            &json!({"crn": crn, "plan_hash": item["plan_hash"], "actor": "ops"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(done["applied"], true, "{done}");
+    let commits: Vec<Value> = api
+        .history_all(&[("type", "EXECUTION_COMMIT")])
+        .await
+        .into_iter()
+        .filter(|e| e["crn"] == crn)
+        .collect();
+    assert!(!commits.is_empty());
+    assert!(
+        d.log.text().contains("remediation applied"),
+        "the plugin logged the action"
+    );
+
+    let other = items.iter().find(|i| i["crn"] != crn).unwrap()["crn"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let q = api
+        .post_json(
+            "/api/v1/remediation/quarantine",
+            &json!({"crn": other, "action": "ISOLATE", "reason": "test"}),
+        )
+        .await
+        .expect(200);
+    api.post_json(
+        "/api/v1/remediation/revert",
+        &json!({"hash": q["compensating_payload_hash"]}),
+    )
+    .await
+    .expect(200);
+    let reverted = api.history_all(&[("type", "QUARANTINE_REVERTED")]).await;
+    assert_eq!(reverted.len(), 1);
+}

@@ -79,6 +79,9 @@ pub struct Engine {
     signal: crate::signal::Signal,
     /// The remediation pipeline, sagas and the ignore list.
     pub(crate) remediation: crate::remediation::ops::Remediation,
+    /// Provider -> the source whose last scan reported it, for routing
+    /// remediation to a plugin that serves providers beyond its name.
+    served: RwLock<BTreeMap<String, String>>,
     /// The snapshot being written behind the last commit, if any.
     snapshot_writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Policy rules (`engine.policy`).
@@ -242,6 +245,7 @@ impl Engine {
             loaded_from: from,
             signal,
             snapshot_writer: Mutex::new(None),
+            served: RwLock::new(BTreeMap::new()),
             remediation,
             policies,
             packs: RwLock::new(None),
@@ -553,6 +557,19 @@ impl Engine {
             Ok(handle) => *writer = Some(handle),
             Err(e) => warn!(error = %e, "cannot start the snapshot writer; the next start replays the graph store"),
         }
+    }
+
+    /// Records that source `name` reported resources of `providers`.
+    pub(crate) fn record_served(&self, name: &str, providers: impl Iterator<Item = String>) {
+        let mut served = self.served.write();
+        for p in providers {
+            served.insert(p, name.to_owned());
+        }
+    }
+
+    /// Provider -> the source that last reported it.
+    pub(crate) fn served(&self) -> BTreeMap<String, String> {
+        self.served.read().clone()
     }
 
     /// Waits until the last commit's snapshot is on disk (or has failed).

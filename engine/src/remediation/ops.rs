@@ -168,8 +168,21 @@ fn builtin_proof(graph: &Graph, id: NodeId, intent: &str) -> Proof {
     }
 }
 
-fn source_for<'s>(sources: &'s mut [Box<dyn Source>], crn: &Crn) -> Option<&'s mut Box<dyn Source>> {
-    sources.iter_mut().find(|s| s.providers().contains(&crn.provider))
+/// The source that answers for `crn`: one declaring its provider, else
+/// the one whose last scan reported resources of that provider.
+fn source_for<'s>(
+    sources: &'s mut [Box<dyn Source>],
+    crn: &Crn,
+    served: &BTreeMap<String, String>,
+) -> Option<&'s mut Box<dyn Source>> {
+    let i = sources
+        .iter()
+        .position(|s| s.providers().contains(&crn.provider))
+        .or_else(|| {
+            let name = served.get(&crn.provider)?;
+            sources.iter().position(|s| s.name() == name)
+        })?;
+    sources.get_mut(i)
 }
 
 impl Engine {
@@ -369,7 +382,7 @@ impl Engine {
         }
         props.insert("intent".into(), plan.intent.to_owned());
         let canonical = crn.to_string();
-        if let Some(source) = source_for(sources, crn) {
+        if let Some(source) = source_for(sources, crn, &self.served()) {
             match source.check_reversibility(&canonical, &props) {
                 Some(Ok(p)) => {
                     return Proof {
@@ -670,7 +683,7 @@ impl Engine {
             ]);
             let call =
                 |sources: &mut [Box<dyn Source>], dry_run: bool| -> Result<crate::scan::RemediateOutcome, String> {
-                    let source = source_for(sources, &crn)
+                    let source = source_for(sources, &crn, &self.served())
                         .ok_or_else(|| format!("no plugin registered for provider: {}", crn.provider))?;
                     let req = RemediateRequest {
                         crn: &item.crn,
@@ -772,7 +785,7 @@ impl Engine {
                 None => BTreeMap::new(),
             };
             let inverse = step.inverse.clone();
-            let result = match source_for(sources, &crn) {
+            let result = match source_for(sources, &crn, &self.served()) {
                 None => Err(format!("no plugin registered for provider: {}", crn.provider)),
                 Some(source) => {
                     let req = RemediateRequest {
@@ -905,7 +918,7 @@ impl Engine {
                 .map(|n| reader.resolve(n.state()).to_owned())
                 .unwrap_or_default()
         };
-        let source = source_for(&mut sources[..], &c)
+        let source = source_for(&mut sources[..], &c, &self.served())
             .ok_or_else(|| RemediationError::Conflict(format!("no plugin registered for provider: {}", c.provider)))?;
         match source.apply_quarantine(&crn, action, reason) {
             None => {
@@ -973,7 +986,7 @@ impl Engine {
         let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&payload.crn, actor, "a scan holds the plugins")?);
         };
-        let source = source_for(&mut sources[..], &c)
+        let source = source_for(&mut sources[..], &c, &self.served())
             .ok_or_else(|| RemediationError::Conflict(format!("no plugin registered for provider: {}", c.provider)))?;
         let req = RemediateRequest {
             crn: &payload.crn,

@@ -295,9 +295,16 @@ pub(crate) fn run(
                 ok_providers.extend(outcome.providers.iter().map(|p| engine.interner().intern(p)));
                 // A source may report providers beyond those it declares
                 // (the mock estate serves four); it answers for those too.
+                let mut seen: Vec<Sym> = Vec::new();
                 for b in &stage.nodes {
-                    ok_providers.extend(b.rows.iter().map(|r| r.syms[0]));
+                    seen.extend(b.rows.iter().map(|r| r.syms[0]));
                 }
+                seen.sort_unstable();
+                seen.dedup();
+                let reader = engine.interner().reader();
+                engine.record_served(&outcome.name, seen.iter().map(|p| reader.resolve(*p).to_owned()));
+                drop(reader);
+                ok_providers.extend(seen);
                 nodes.append(&mut stage.nodes);
                 staged_nodes.append(&mut stage.staged_nodes);
                 for (b, s) in staged_edges.get_mut(k).map(std::mem::take).unwrap_or_default() {

@@ -11,7 +11,10 @@ use crossbeam_channel::Sender;
 use tokio::sync::mpsc;
 
 use svc_engine::graph::{EdgeBatch, NodeBatch};
-use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_engine::scan::{
+    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanSink, Source,
+    SourceError,
+};
 use svc_proto::provider::v1 as pb;
 use svc_proto::provider::v1::provider_client::ProviderClient;
 use tokio::runtime::Handle;
@@ -261,6 +264,74 @@ impl Source for PluginSource {
     fn stop(&mut self) {
         let handle = self.handle.clone();
         handle.block_on(self.shutdown());
+    }
+
+    fn check_reversibility(
+        &mut self,
+        crn: &str,
+        properties: &std::collections::BTreeMap<String, String>,
+    ) -> Option<Result<ReversibilityProof, SourceError>> {
+        let handle = self.handle.clone();
+        let req = pb::ReversibilityRequest {
+            crn: crn.to_owned(),
+            properties: properties.clone().into_iter().collect(),
+        };
+        Some(handle.block_on(async {
+            let p = self.running().await.map_err(|e| SourceError::Failed(e.to_string()))?;
+            let proof = p
+                .check_reversibility(req)
+                .await
+                .map_err(|e| SourceError::Failed(e.to_string()))?;
+            Ok(ReversibilityProof {
+                safe: proof.safe,
+                reason: proof.reason,
+            })
+        }))
+    }
+
+    fn remediate(&mut self, r: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {
+        let handle = self.handle.clone();
+        let req = pb::RemediateRequest {
+            crn: r.crn.to_owned(),
+            action: r.action.to_owned(),
+            properties: r.properties.clone().into_iter().collect(),
+            dry_run: r.dry_run,
+        };
+        Some(handle.block_on(async {
+            let p = self.running().await.map_err(|e| SourceError::Failed(e.to_string()))?;
+            let resp = p.remediate(req).await.map_err(|e| SourceError::Failed(e.to_string()))?;
+            Ok(RemediateOutcome {
+                success: resp.success,
+                status: resp.status,
+                error: resp.error,
+                snapshot: resp.snapshot.into_iter().collect(),
+            })
+        }))
+    }
+
+    fn apply_quarantine(
+        &mut self,
+        crn: &str,
+        action: &str,
+        reason: &str,
+    ) -> Option<Result<QuarantineOutcome, SourceError>> {
+        let handle = self.handle.clone();
+        let req = pb::QuarantineRequest {
+            crn: crn.to_owned(),
+            action: action.to_owned(),
+            reason: reason.to_owned(),
+        };
+        Some(handle.block_on(async {
+            let p = self.running().await.map_err(|e| SourceError::Failed(e.to_string()))?;
+            let resp = p
+                .apply_quarantine(req)
+                .await
+                .map_err(|e| SourceError::Failed(e.to_string()))?;
+            Ok(QuarantineOutcome {
+                success: resp.success,
+                message: resp.message,
+            })
+        }))
     }
 }
 

@@ -4,9 +4,12 @@
 use std::collections::HashMap;
 
 /// Remediate actions and the state each leaves the resource in.
-pub const REMEDIATE_ACTIONS: [(&str, &str); 6] = [
+pub const REMEDIATE_ACTIONS: [(&str, &str); 9] = [
     ("stop", "stopped"),
     ("delete", "deleted"),
+    ("snapshot_delete", "deleted"),
+    ("release", "deleted"),
+    ("resize", "resized"),
     ("throttle", "throttled"),
     ("pause", "paused"),
     ("start", "running"),
