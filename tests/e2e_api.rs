@@ -1337,6 +1337,22 @@ async fn every_listed_route_answers() {
     let api = d.api();
     let crn = s(&arr(&api.get_query_ok("/api/v1/graph/nodes", &[("limit", "1")]).await["nodes"])[0]["crn"]).to_owned();
     let now = s(&arr(&api.get_query_ok("/api/v1/history", &[("limit", "1")]).await["events"])[0]["ts"]).to_owned();
+    let pending = api
+        .get_query_ok("/api/v1/remediation/queue", &[("stage", "pending"), ("limit", "10")])
+        .await["stages"]["pending"]
+        .as_array()
+        .expect("pending items")
+        .clone();
+    assert!(pending.len() >= 4, "the estate has pending remediations");
+    let item = |i: usize| json!({"crn": pending[i]["crn"], "plan_hash": pending[i]["plan_hash"]});
+    let with = |i: usize, extra: Value| {
+        let mut v = item(i);
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        v
+    };
+    let mut quarantine_hash = String::new();
     for (method, path) in svc_api::ROUTES {
         let path = path.replace("{crn}", &encode_segment(&crn));
         let r = match (*method, path.as_str()) {
@@ -1351,6 +1367,7 @@ async fn every_listed_route_answers() {
             ("GET", "/api/v1/graph/at") => api.get_query(&path, &[("ts", &now)]).await,
             ("GET", "/api/v1/graph/diff") => api.get_query(&path, &[("from", &now), ("to", &now)]).await,
             ("GET", "/api/v1/history/resource") => api.get_query(&path, &[("crn", &crn)]).await,
+            ("GET", "/api/v1/plan") => api.get_query(&path, &[("crn", s(&pending[0]["crn"]))]).await,
             ("GET", _) => api.get(&path).await,
             ("POST", "/api/v1/history/prune") => api.post_json(&path, &json!({"max_age_days": 3650})).await,
             ("POST", "/api/v1/plugins/toggle") => {
@@ -1372,6 +1389,29 @@ async fn every_listed_route_answers() {
             ("POST", "/api/v1/policies/reorder") => api.post_json(&path, &json!({"order": ["listed"]})).await,
             ("POST", "/api/v1/policies/dry-run") => api.post_json(&path, &json!({"condition": "cost > 1.0"})).await,
             ("DELETE", "/api/v1/policies/{id}") => api.delete("/api/v1/policies/listed").await,
+            ("POST", "/api/v1/remediation/approve") => api.post_json(&path, &item(0)).await,
+            ("POST", "/api/v1/remediation/reject") => api.post_json(&path, &with(1, json!({"reason": "keep"}))).await,
+            ("POST", "/api/v1/remediation/move") => api.post_json(&path, &with(2, json!({"to": "sau_gate"}))).await,
+            ("POST", "/api/v1/remediation/override") => {
+                api.post_json(&path, &with(2, json!({"reason": "ticket 1"}))).await
+            }
+            ("POST", "/api/v1/remediation/bulk") => {
+                api.post_json(&path, &json!({"action": "reject", "items": [item(3)]}))
+                    .await
+            }
+            ("POST", "/api/v1/remediation/quarantine") => {
+                let r = api
+                    .post_json(&path, &json!({"crn": crn, "action": "ISOLATE", "reason": "listed"}))
+                    .await;
+                quarantine_hash = s(&r.json["compensating_payload_hash"]).to_owned();
+                r
+            }
+            ("POST", "/api/v1/remediation/revert") => api.post_json(&path, &json!({"hash": quarantine_hash})).await,
+            ("POST", "/api/v1/isolation") => {
+                api.post_json(&path, &json!({"crn": crn, "reason_code": "listed", "ttl_seconds": 0}))
+                    .await
+            }
+            ("DELETE", p) if p.starts_with("/api/v1/isolation/") => api.delete(&path).await,
             ("POST", _) => api.trigger(&path, &json!({"wait": true})).await,
             other => panic!("a route with an unexpected method: {other:?}"),
         };
