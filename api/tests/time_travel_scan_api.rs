@@ -158,9 +158,10 @@ async fn diff_shows_added_removed_and_changed() {
     // Its volume is judged anew; the database lost its one user, so its
     // removal risk fell.
     assert_eq!(others.len(), 2, "{d}");
+    // Now waste, it also entered the remediation pipeline.
     assert_eq!(
         changed(&volume())["fields"],
-        json!(["is_waste", "verdict", "waste_reason"])
+        json!(["is_waste", "phase", "verdict", "waste_reason"])
     );
     assert_eq!(changed(&db())["fields"], json!(["risk_score"]));
     let changed = &stopped;
@@ -168,10 +169,11 @@ async fn diff_shows_added_removed_and_changed() {
         (&changed["before"]["state"], &changed["after"]["state"]),
         (&json!("running"), &json!("stopped"))
     );
-    // Stopped long after it was created, it is now judged waste as well.
+    // Stopped long after it was created, it is now judged waste as well
+    // (and entered the remediation pipeline).
     assert_eq!(
         changed["fields"],
-        json!(["is_waste", "state", "verdict", "waste_reason"])
+        json!(["is_waste", "phase", "state", "verdict", "waste_reason"])
     );
     assert_eq!(changed["after"]["verdict"], "aws-ec2-stopped");
     assert_eq!(d["edges_removed"][0]["source_crn"], function());

@@ -611,7 +611,12 @@ fn flag_block_warn_and_shadow_in_a_scan_and_across_a_restart() {
         .sum();
     assert_eq!(v, 1);
 
-    // A second scan leaves the flagged node as it was: no new version.
+    // A second scan takes the flagged node into the remediation pipeline
+    // (its stage is versioned); a third leaves it as it was.
+    let r2 = e.try_start_scan().unwrap().run().unwrap();
+    assert_eq!(r2.policy.verdicts_changed, 0);
+    assert_eq!(r2.sau.as_ref().map(|s| s.entered), Some(1), "{r2:?}");
+    assert_eq!(r2.versions_written, 1, "{r2:?}");
     let r2 = e.try_start_scan().unwrap().run().unwrap();
     assert_eq!(r2.policy.verdicts_changed, 0);
     assert_eq!(r2.versions_written, 0, "{r2:?}");

@@ -46,6 +46,8 @@ pub struct SauReport {
     pub stages: Vec<(&'static str, u64)>,
     pub entered: u64,
     pub left: u64,
+    /// Items that left, by reason.
+    pub left_reasons: BTreeMap<&'static str, u64>,
     pub analyzed: u64,
     pub held: u64,
     pub expired_isolations: u64,
@@ -235,13 +237,24 @@ impl Engine {
             } else {
                 "no longer waste"
             };
-            events.push(event(
-                "PIPELINE_MOVE",
-                Some(&crn),
-                "engine",
-                format!("{crn} left the pipeline at {}: {why}", item.stage.name()),
-                json!({"crn": crn, "from": item.stage.name(), "to": "removed", "reason": why, "actor": "engine"}),
-            ));
+            // An item someone decided on leaves with a ledger record; the
+            // others are counted by reason in SCAN_COMPLETED (at a large
+            // estate's churn that is thousands a scan).
+            let decided = item.held_by.is_some()
+                || item.override_by.is_some()
+                || item.rejected.is_some()
+                || item.saga_id.is_some()
+                || item.stage == Phase::Applied;
+            if decided {
+                events.push(event(
+                    "PIPELINE_MOVE",
+                    Some(&crn),
+                    "engine",
+                    format!("{crn} left the pipeline at {}: {why}", item.stage.name()),
+                    json!({"crn": crn, "from": item.stage.name(), "to": "removed", "reason": why, "actor": "engine"}),
+                ));
+            }
+            *report.left_reasons.entry(why).or_default() += 1;
             removed.push(crn);
             report.left += 1;
         }

@@ -178,7 +178,8 @@ impl ScanReport {
                 let stages: serde_json::Map<String, serde_json::Value> =
                     s.stages.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())).collect();
                 serde_json::json!({
-                    "stages": stages, "entered": s.entered, "left": s.left, "analyzed": s.analyzed,
+                    "stages": stages, "entered": s.entered, "left": s.left, "left_reasons": s.left_reasons,
+                    "analyzed": s.analyzed,
                     "held": s.held, "expired_isolations": s.expired_isolations,
                     "recovered_sagas": s.recovered_sagas,
                 })
