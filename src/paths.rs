@@ -19,3 +19,5 @@ pub fn data_dir() -> PathBuf {
 pub const TOKEN_FILE: &str = "token";
 pub const CONFIG_FILE: &str = "config.toml";
 pub const PLUGINS_DIR: &str = "plugins";
+/// The daemon's identity in compliance exports (a UUID, one line).
+pub const DAEMON_UUID_FILE: &str = "daemon_uuid";

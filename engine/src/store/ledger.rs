@@ -199,6 +199,19 @@ pub struct VerifyReport {
     pub ok: bool,
     /// The first problem found, e.g. "event 17: hash mismatch".
     pub problem: Option<String>,
+    /// Where the chain first breaks: the seq of the first event that cannot
+    /// be trusted and what is wrong with it.
+    pub first_broken: Option<BrokenLink>,
+}
+
+/// The first broken link of the chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BrokenLink {
+    /// The first seq that is missing, does not decode, does not link to its
+    /// predecessor or does not hash to its stored hash.
+    pub seq: u64,
+    /// What is wrong, e.g. "hash mismatch: the stored event was altered".
+    pub reason: String,
 }
 
 type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -338,6 +351,30 @@ impl Ledger {
             actor: actor.to_owned(),
         };
         Ok(self.request(work)?.pruned)
+    }
+
+    /// The last seq the compliance export has written to its bucket; 0 when
+    /// nothing was exported yet.
+    pub fn exported_through(&self) -> Result<u64, LedgerError> {
+        let txn = self.shared.db.begin_read()?;
+        match txn.open_table(tables::EXPORT) {
+            Ok(t) => Ok(t.get(tables::EXPORTED_THROUGH)?.map(|g| g.value()).unwrap_or(0)),
+            Err(TableError::TableDoesNotExist(_)) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Durably records that every event through `seq` is in the export
+    /// bucket. Call it only after the object holding them is written. The
+    /// mark never moves back; a seq beyond the last event is an error.
+    pub fn mark_exported(&self, seq: u64) -> Result<(), LedgerError> {
+        let last = self.last_seq();
+        if seq > last {
+            return Err(LedgerError::Write(format!(
+                "cannot mark event {seq} exported: the ledger ends at event {last}"
+            )));
+        }
+        self.request(writer::Work::MarkExported(seq)).map(|_| ())
     }
 
     /// Walks the whole chain from its anchor.

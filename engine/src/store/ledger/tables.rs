@@ -11,6 +11,8 @@
 //! - `meta`: `format`, `head` (last seq, last ts, last hash), `anchor` (first
 //!   seq the chain is verified from and the hash that event must link to),
 //!   `savings` (sum of `payload.savings_usd` over the stored events, f64).
+//! - `export`: `exported_through` -> the last seq the compliance export has
+//!   written to its bucket. Created on first use, so older files open as is.
 
 use redb::{ReadableTable, TableDefinition};
 
@@ -22,6 +24,8 @@ pub(crate) const BY_TYPE: TableDefinition<(&str, u64), u64> = TableDefinition::n
 pub(crate) const BY_CRN: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_crn");
 pub(crate) const SESSIONS: TableDefinition<&str, (u64, u64, u64, u64, u64)> = TableDefinition::new("sessions");
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+pub(crate) const EXPORT: TableDefinition<&str, u64> = TableDefinition::new("export");
+pub(crate) const EXPORTED_THROUGH: &str = "exported_through";
 
 pub(crate) const FORMAT_KEY: &str = "format";
 pub(crate) const FORMAT_VERSION: u64 = 1;

@@ -62,7 +62,12 @@ fn savings_of(payload: &Value) -> f64 {
 
 pub(crate) enum Work {
     Append(Vec<Pending>),
-    Prune { cutoff_us: u64, actor: String },
+    Prune {
+        cutoff_us: u64,
+        actor: String,
+    },
+    /// Records that the compliance export holds every event through this seq.
+    MarkExported(u64),
 }
 
 /// What one request produced: the events it appended and, for a prune, how
@@ -82,6 +87,7 @@ impl Request {
         match &self.work {
             Work::Append(p) => p.len(),
             Work::Prune { .. } => PRUNE_CHUNK,
+            Work::MarkExported(_) => 1,
         }
     }
 }
@@ -155,6 +161,13 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
                         .collect::<Result<_, _>>()?,
                     pruned: 0,
                 },
+                Work::MarkExported(seq) => {
+                    mark_exported(&txn, *seq, ctx.head.seq)?;
+                    Done {
+                        events: Vec::new(),
+                        pruned: 0,
+                    }
+                }
                 Work::Prune { cutoff_us, actor } => {
                     let (pruned, through_seq) = ctx.prune(*cutoff_us)?;
                     let audit = Pending::new(NewEvent {
@@ -401,6 +414,19 @@ impl<'t> Ctx<'t> {
         }
         Ok(())
     }
+}
+
+/// Moves the export mark forward to `seq`; never back, never past the head.
+/// (The caller checked `seq` against the head, so clamping changes nothing
+/// there; it keeps one bad request from failing the appends batched with it.)
+fn mark_exported(txn: &WriteTransaction, seq: u64, head_seq: u64) -> Result<(), LedgerError> {
+    let seq = seq.min(head_seq);
+    let mut table = txn.open_table(tables::EXPORT)?;
+    let current = table.get(tables::EXPORTED_THROUGH)?.map(|g| g.value()).unwrap_or(0);
+    if seq > current {
+        table.insert(tables::EXPORTED_THROUGH, seq)?;
+    }
+    Ok(())
 }
 
 fn load_session<T: ReadableTable<&'static str, (u64, u64, u64, u64, u64)>>(
