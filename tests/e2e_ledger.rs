@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Daemon, POLL_PAUSE, SCAN_DEADLINE, run_cli, seqs};
+use redb::ReadableTable;
 use serde_json::{Value, json};
 use svc_engine::clock::SystemClock;
 use svc_engine::store::ledger::{Ledger, NewEvent};
@@ -299,7 +300,14 @@ fn read_objects(objects: &BTreeMap<String, Vec<u8>>) -> Vec<(String, Value)> {
         let mut text = String::new();
         flate2::read::MultiGzDecoder::new(bytes.as_slice())
             .read_to_string(&mut text)
-            .unwrap_or_else(|e| panic!("{name} is not gzip: {e}"));
+            .unwrap_or_else(|e| {
+                let head: Vec<u8> = bytes.iter().take(64).copied().collect();
+                panic!(
+                    "{name} ({} bytes) is not gzip: {e}; starts {:?}",
+                    bytes.len(),
+                    String::from_utf8_lossy(&head)
+                )
+            });
         for line in text.lines() {
             let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: line is not JSON ({e})"));
             out.push((name.clone(), v));
@@ -522,11 +530,15 @@ impl Moto {
         assert!(r.status().is_success(), "create bucket: {}", r.status());
     }
 
-    /// Every object under `prefix/`, by name without the prefix.
+    /// Every object under `prefix/`, by name without the prefix. (moto
+    /// refuses anonymous object reads; it accepts any signature.)
     async fn objects(&self, bucket: &str, prefix: &str) -> BTreeMap<String, Vec<u8>> {
         let http = reqwest::Client::new();
+        let auth =
+            "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=0";
         let list = http
             .get(format!("{}/{bucket}?list-type=2&prefix={prefix}/", self.endpoint))
+            .header("authorization", auth)
             .send()
             .await
             .expect("list")
@@ -536,14 +548,14 @@ impl Moto {
         let mut out = BTreeMap::new();
         for part in list.split("<Key>").skip(1) {
             let key = part.split("</Key>").next().expect("key");
-            let bytes = http
+            let resp = http
                 .get(format!("{}/{bucket}/{key}", self.endpoint))
+                .header("authorization", auth)
                 .send()
                 .await
-                .expect("get object")
-                .bytes()
-                .await
-                .expect("object body");
+                .expect("get object");
+            assert!(resp.status().is_success(), "get {key}: {}", resp.status());
+            let bytes = resp.bytes().await.expect("object body");
             let name = key.strip_prefix(&format!("{prefix}/")).expect("under the prefix");
             out.insert(name.to_owned(), bytes.to_vec());
         }

@@ -288,11 +288,13 @@ pub fn observe(state: &AppState, result: &Result<ExportRun, ExportError>) {
 }
 
 /// The schedule: one run at start (to flush what a previous run left, e.g.
-/// after a crash), then one every interval. A failed run is logged and
-/// retried at the next interval; nothing is lost, the mark stays.
+/// after a crash), then one every interval. A settings change restarts the
+/// wait with the new interval. A failed run is logged and retried at the
+/// next interval; nothing is lost, the mark stays.
 pub async fn schedule(state: AppState, exporter: Arc<Exporter>) {
+    let mut due = true;
     loop {
-        if exporter.settings().bucket.is_some() {
+        if due && exporter.settings().bucket.is_some() {
             let result = exporter.export_now().await;
             observe(&state, &result);
             if let Err(e) = result {
@@ -300,10 +302,10 @@ pub async fn schedule(state: AppState, exporter: Arc<Exporter>) {
             }
         }
         let interval = exporter.settings().interval;
-        tokio::select! {
-            () = tokio::time::sleep(interval) => {}
-            () = exporter.changed.notified() => {}
-        }
+        due = tokio::select! {
+            () = tokio::time::sleep(interval) => true,
+            () = exporter.changed.notified() => false,
+        };
     }
 }
 

@@ -457,7 +457,6 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
         None => return Err(not_ledger("missing format record")),
     }
     let events = txn.open_table(tables::EVENTS)?;
-    txn.open_table(tables::BY_TIME)?;
     txn.open_table(tables::BY_TYPE)?;
     txn.open_table(tables::BY_CRN)?;
     txn.open_table(tables::SESSIONS)?;
@@ -478,7 +477,28 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
             )));
         }
     }
+    drop(events);
+    drop(txn);
+    drop_legacy_tables(db)?;
     Ok(head.seq)
+}
+
+/// Drops the time index older files kept (time bounds now search `events`).
+fn drop_legacy_tables(db: &Database) -> Result<(), LedgerError> {
+    let txn = db.begin_read()?;
+    let present = match txn.open_table(tables::LEGACY_BY_TIME) {
+        Ok(_) => true,
+        Err(TableError::TableDoesNotExist(_)) => false,
+        Err(e) => return Err(e.into()),
+    };
+    drop(txn);
+    if present {
+        let mut w = db.begin_write()?;
+        w.set_durability(redb::Durability::Immediate)?;
+        w.delete_table(tables::LEGACY_BY_TIME)?;
+        w.commit()?;
+    }
+    Ok(())
 }
 
 fn create_tables(db: &Database) -> Result<(), LedgerError> {
@@ -486,7 +506,6 @@ fn create_tables(db: &Database) -> Result<(), LedgerError> {
     txn.set_durability(redb::Durability::Immediate)?;
     {
         txn.open_table(tables::EVENTS)?;
-        txn.open_table(tables::BY_TIME)?;
         txn.open_table(tables::BY_TYPE)?;
         txn.open_table(tables::BY_CRN)?;
         txn.open_table(tables::SESSIONS)?;

@@ -132,14 +132,13 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
         return Ok(empty);
     };
     // The seq window `lo..hi` of the time bounds.
-    let by_time = txn.open_table(tables::BY_TIME)?;
     let mut lo = first;
     let mut hi = last + 1;
     if let Some(since) = q.since_us {
-        lo = lo.max(tables::seq_at_or_after(&by_time, since)?.unwrap_or(hi));
+        lo = lo.max(tables::seq_at_or_after(&events, since)?.unwrap_or(hi));
     }
     if let Some(until) = q.until_us {
-        hi = hi.min(tables::seq_at_or_after(&by_time, until)?.unwrap_or(hi));
+        hi = hi.min(tables::seq_at_or_after(&events, until)?.unwrap_or(hi));
     }
     if lo >= hi {
         return Ok(empty);

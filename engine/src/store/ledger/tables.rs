@@ -1,8 +1,10 @@
 //! Tables of `events.redb` and the small records kept in `meta`.
 //!
 //! - `events`: seq -> encoded event ([`super::codec`]).
-//! - `by_time`: (ts_us, seq) -> (). Timestamps never decrease with seq, so a
-//!   time bound maps to a seq bound with one lookup.
+//! - Time has no index: timestamps never decrease with seq, so a time bound
+//!   maps to a seq bound by a binary search over `events` (about 24 reads at
+//!   10M events). Files written before this kept a `by_time` table; opening
+//!   one drops it.
 //! - `by_type`, `by_crn`: (key, seq) -> ordinal, the 1-based position of the
 //!   event among all events ever appended with that key. Counting the events
 //!   of one key between two seqs takes two lookups (last ordinal minus first
@@ -19,7 +21,8 @@ use redb::{ReadableTable, TableDefinition};
 use super::LedgerError;
 
 pub(crate) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
-pub(crate) const BY_TIME: TableDefinition<(u64, u64), ()> = TableDefinition::new("by_time");
+/// The time index of older files, dropped when such a file is opened.
+pub(crate) const LEGACY_BY_TIME: TableDefinition<(u64, u64), ()> = TableDefinition::new("by_time");
 pub(crate) const BY_TYPE: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_type");
 pub(crate) const BY_CRN: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_crn");
 pub(crate) const SESSIONS: TableDefinition<&str, (u64, u64, u64, u64, u64)> = TableDefinition::new("sessions");
@@ -200,15 +203,33 @@ pub(crate) fn count_keyed<T: ReadableTable<(&'static str, u64), u64>>(
         .ok_or_else(|| LedgerError::Corrupt(format!("index ordinals for {key:?} decrease")))
 }
 
-/// The first seq whose timestamp is at or after `ts_us`.
-pub(crate) fn seq_at_or_after<T: ReadableTable<(u64, u64), ()>>(
-    by_time: &T,
+/// The first seq whose timestamp is at or after `ts_us`: a binary search
+/// over the stored seqs, which have non-decreasing timestamps.
+pub(crate) fn seq_at_or_after<T: ReadableTable<u64, &'static [u8]>>(
+    events: &T,
     ts_us: u64,
 ) -> Result<Option<u64>, LedgerError> {
-    match by_time.range((ts_us, 0u64)..)?.next() {
-        Some(item) => Ok(Some(item?.0.value().1)),
-        None => Ok(None),
+    let Some((first, last)) = seq_bounds(events)? else {
+        return Ok(None);
+    };
+    let ts_of = |seq: u64| -> Result<u64, LedgerError> {
+        let v = events
+            .get(seq)?
+            .ok_or_else(|| LedgerError::Corrupt(format!("event {seq} is missing inside the chain")))?;
+        super::codec::peek_ts(v.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))
+    };
+    // Invariant: every seq below `lo` is earlier than `ts_us`, `hi` is the
+    // answer or one past the last event.
+    let (mut lo, mut hi) = (first, last + 1);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if ts_of(mid)? < ts_us {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
     }
+    Ok((lo <= last).then_some(lo))
 }
 
 /// First and last stored seq, `None` when the ledger is empty.

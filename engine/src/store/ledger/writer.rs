@@ -199,7 +199,6 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
 /// The open tables and running state of one write transaction.
 struct Ctx<'t> {
     events: Table<'t, u64, &'static [u8]>,
-    by_time: Table<'t, (u64, u64), ()>,
     by_type: Table<'t, (&'static str, u64), u64>,
     by_crn: Table<'t, (&'static str, u64), u64>,
     sessions: Table<'t, &'static str, (u64, u64, u64, u64, u64)>,
@@ -223,7 +222,6 @@ impl<'t> Ctx<'t> {
         let session = load_session(&sessions, session_id)?;
         Ok(Ctx {
             events: txn.open_table(tables::EVENTS)?,
-            by_time: txn.open_table(tables::BY_TIME)?,
             by_type: txn.open_table(tables::BY_TYPE)?,
             by_crn: txn.open_table(tables::BY_CRN)?,
             head: tables::read_head(&meta)?,
@@ -256,7 +254,6 @@ impl<'t> Ctx<'t> {
         stored.hash = stored.compute_hash(seq);
         let hash = stored.hash;
         self.events.insert(seq, stored.encode().as_slice())?;
-        self.by_time.insert((ts_us, seq), ())?;
         let ord = next_ordinal(&mut self.type_ord, &self.by_type, &p.event_type)?;
         self.by_type.insert((p.event_type.as_str(), seq), ord)?;
         if !p.crn.is_empty() {
@@ -306,9 +303,14 @@ impl<'t> Ctx<'t> {
     fn prune(&mut self, cutoff_us: u64) -> Result<(u64, u64), LedgerError> {
         self.flush_session()?;
         let anchor = tables::read_anchor(&self.meta)?;
-        let through = match self.by_time.range(..(cutoff_us, 0u64))?.next_back() {
-            Some(item) => item?.0.value().1,
-            None => return Ok((0, anchor.seq.saturating_sub(1))),
+        let nothing = Ok((0, anchor.seq.saturating_sub(1)));
+        let Some((first, last)) = tables::seq_bounds(&self.events)? else {
+            return nothing;
+        };
+        let through = match tables::seq_at_or_after(&self.events, cutoff_us)? {
+            None => last,
+            Some(s) if s > first => s - 1,
+            Some(_) => return nothing,
         };
         let mut pruned = 0u64;
         let mut removed_savings = 0.0;
@@ -326,7 +328,6 @@ impl<'t> Ctx<'t> {
             }
             for (seq, bytes) in &chunk {
                 let s = codec::decode(bytes).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
-                self.by_time.remove((s.ts_us, *seq))?;
                 self.by_type.remove((s.event_type, *seq))?;
                 if !s.crn.is_empty() {
                     self.by_crn.remove((s.crn, *seq))?;
