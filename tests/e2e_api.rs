@@ -1098,10 +1098,10 @@ async fn history_summary_resource_sessions_prune_and_verify() {
 
     let v = api.get_ok("/api/v1/ledger/verify").await;
     assert_eq!(v["ok"], true, "ledger verifies: {v}");
-    assert_eq!(v["problem"], Value::Null);
+    assert_eq!(v["first_broken"], Value::Null);
     assert_eq!(u(&v["first_seq"]), 1);
     assert_eq!(u(&v["last_seq"]), u(&after[0]["seq"]));
-    assert_eq!(u(&v["checked"]), total + 1);
+    assert_eq!(u(&v["events"]), total + 1);
 }
 
 /// Every node CRN of `graph/at` at `ts`, following its cursor.
