@@ -1264,6 +1264,7 @@ async fn routes_answer_503_until_the_engine_is_ready() {
         let body = match *route {
             "/api/v1/history/prune" => Some(r#"{"max_age_days": 30}"#),
             "/api/v1/plugins/toggle" => Some(r#"{"name": "mock"}"#),
+            "/api/v1/config" if *method == "PUT" => Some(r#"{"sau": {"audit_export_interval": "1h"}}"#),
             _ => None,
         };
         let reply = send(&app, method, &uri, Some(TOKEN), body).await;
