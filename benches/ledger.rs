@@ -34,6 +34,9 @@ fn event(i: u64) -> NewEvent {
         _ => ("EXECUTION_COMMIT", true),
     };
     let r = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % RESOURCES;
+    // SVC_BENCH_LEDGER_NO_CRN=1: events that name no resource (no CRN index
+    // insert), to see what that index costs.
+    let with_crn = with_crn && std::env::var_os("SVC_BENCH_LEDGER_NO_CRN").is_none();
     NewEvent {
         event_type: event_type.into(),
         crn: with_crn.then(|| crn(r)),
