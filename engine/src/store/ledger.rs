@@ -458,7 +458,6 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
     }
     let events = txn.open_table(tables::EVENTS)?;
     txn.open_table(tables::BY_TYPE)?;
-    txn.open_table(tables::BY_CRN)?;
     txn.open_table(tables::SESSIONS)?;
     let head = tables::read_head(&meta)?;
     let last = events.last()?.map(|(k, _)| k.value()).unwrap_or(0);
@@ -483,21 +482,47 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
     Ok(head.seq)
 }
 
-/// Drops the time index older files kept (time bounds now search `events`).
+/// Brings the indexes of a file written by an older version up to date:
+/// drops the time index (time bounds search `events`) and replaces the
+/// (crn, seq) index by CRN postings rebuilt from `events`.
 fn drop_legacy_tables(db: &Database) -> Result<(), LedgerError> {
     let txn = db.begin_read()?;
-    let present = match txn.open_table(tables::LEGACY_BY_TIME) {
-        Ok(_) => true,
-        Err(TableError::TableDoesNotExist(_)) => false,
-        Err(e) => return Err(e.into()),
+    let exists = |r: Result<(), TableError>| match r {
+        Ok(()) => Ok(true),
+        Err(TableError::TableDoesNotExist(_)) => Ok(false),
+        Err(e) => Err(LedgerError::from(e)),
     };
+    let by_time = exists(txn.open_table(tables::LEGACY_BY_TIME).map(|_| ()))?;
+    let by_crn = exists(txn.open_table(tables::LEGACY_BY_CRN).map(|_| ()))?;
+    let postings = exists(txn.open_table(tables::CRN_POSTINGS).map(|_| ()))?;
     drop(txn);
-    if present {
-        let mut w = db.begin_write()?;
-        w.set_durability(redb::Durability::Immediate)?;
-        w.delete_table(tables::LEGACY_BY_TIME)?;
-        w.commit()?;
+    if !by_time && !by_crn && postings {
+        return Ok(());
     }
+    let mut w = db.begin_write()?;
+    w.set_durability(redb::Durability::Immediate)?;
+    if by_time {
+        w.delete_table(tables::LEGACY_BY_TIME)?;
+    }
+    if by_crn || !postings {
+        tracing::info!("rebuilding the ledger's CRN postings from its events (once)");
+        let events = w.open_table(tables::EVENTS)?;
+        let mut out = w.open_table(tables::CRN_POSTINGS)?;
+        for item in events.iter()? {
+            let (k, v) = item?;
+            let seq = k.value();
+            let s = codec::decode(v.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+            if !s.crn.is_empty() {
+                let (bucket, hash) = tables::crn_key(s.crn);
+                out.insert((bucket, seq), hash)?;
+            }
+        }
+        drop((events, out));
+        if by_crn {
+            w.delete_table(tables::LEGACY_BY_CRN)?;
+        }
+    }
+    w.commit()?;
     Ok(())
 }
 
@@ -507,7 +532,7 @@ fn create_tables(db: &Database) -> Result<(), LedgerError> {
     {
         txn.open_table(tables::EVENTS)?;
         txn.open_table(tables::BY_TYPE)?;
-        txn.open_table(tables::BY_CRN)?;
+        txn.open_table(tables::CRN_POSTINGS)?;
         txn.open_table(tables::SESSIONS)?;
         let mut meta = txn.open_table(tables::META)?;
         tables::write_format(&mut meta)?;

@@ -224,16 +224,15 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
 struct Ctx<'t> {
     events: Table<'t, u64, &'static [u8]>,
     by_type: Table<'t, (&'static str, u64), u64>,
-    by_crn: Table<'t, (&'static str, u64), u64>,
+    crn_postings: Table<'t, (u16, u64), u64>,
     sessions: Table<'t, &'static str, (u64, u64, u64, u64, u64)>,
     meta: Table<'t, &'static str, &'static [u8]>,
     session_id: &'t str,
     head: Head,
     savings: f64,
     savings_dirty: bool,
-    /// Last ordinal handed out per type and per CRN in this transaction.
+    /// Last ordinal handed out per type in this transaction.
     type_ord: HashMap<String, u64>,
-    crn_ord: HashMap<String, u64>,
     /// This run's row in `sessions`, written back by `finish`.
     session: Option<SessionRow>,
     session_dirty: bool,
@@ -247,7 +246,7 @@ impl<'t> Ctx<'t> {
         Ok(Ctx {
             events: txn.open_table(tables::EVENTS)?,
             by_type: txn.open_table(tables::BY_TYPE)?,
-            by_crn: txn.open_table(tables::BY_CRN)?,
+            crn_postings: txn.open_table(tables::CRN_POSTINGS)?,
             head: tables::read_head(&meta)?,
             savings: tables::read_savings(&meta)?,
             savings_dirty: false,
@@ -255,7 +254,6 @@ impl<'t> Ctx<'t> {
             meta,
             session_id,
             type_ord: HashMap::new(),
-            crn_ord: HashMap::new(),
             session,
             session_dirty: false,
         })
@@ -281,8 +279,8 @@ impl<'t> Ctx<'t> {
         let ord = next_ordinal(&mut self.type_ord, &self.by_type, &p.event_type)?;
         self.by_type.insert((p.event_type.as_str(), seq), ord)?;
         if !p.crn.is_empty() {
-            let ord = next_ordinal(&mut self.crn_ord, &self.by_crn, &p.crn)?;
-            self.by_crn.insert((p.crn.as_str(), seq), ord)?;
+            let (bucket, hash) = tables::crn_key(&p.crn);
+            self.crn_postings.insert((bucket, seq), hash)?;
         }
         if p.savings != 0.0 {
             self.savings += p.savings;
@@ -354,7 +352,7 @@ impl<'t> Ctx<'t> {
                 let s = codec::decode(bytes).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
                 self.by_type.remove((s.event_type, *seq))?;
                 if !s.crn.is_empty() {
-                    self.by_crn.remove((s.crn, *seq))?;
+                    self.crn_postings.remove((tables::crn_key(s.crn).0, *seq))?;
                 }
                 removed_savings += serde_json::from_str::<Value>(s.payload)
                     .map(|v| savings_of(&v))
