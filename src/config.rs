@@ -19,11 +19,13 @@ pub struct Config {
     /// other keys are accepted for the components that read them.
     #[serde(default)]
     pub oracle: toml::Table,
+    /// `[sau]`: `audit_bucket` and `audit_export_interval` configure the
+    /// compliance export ([`Config::export_settings`]); other keys are
+    /// accepted for the components that read them.
+    #[serde(default)]
+    pub sau: toml::Table,
     /// Sections read by the components they configure; accepted here so a
     /// complete file validates.
-    #[serde(default)]
-    #[allow(dead_code)]
-    pub sau: toml::Table,
     #[serde(default)]
     #[allow(dead_code)]
     pub ai: toml::Table,
@@ -147,7 +149,37 @@ impl Config {
         config.scan_timeout()?;
         config.heuristics.selection()?;
         config.oracle_enabled()?;
+        config.export_settings()?;
         Ok(config)
+    }
+
+    /// `sau.audit_bucket` (`file:///dir` or `s3://bucket/prefix`; absent or
+    /// empty: no export) and `sau.audit_export_interval` (default `1h`).
+    pub fn export_settings(&self) -> anyhow::Result<svc_api::export::ExportSettings> {
+        let bucket = match self.sau.get("audit_bucket") {
+            None => None,
+            Some(toml::Value::String(s)) if s.trim().is_empty() => None,
+            Some(toml::Value::String(s)) => Some(svc_api::export::Bucket::parse(s.trim()).map_err(anyhow::Error::msg)?),
+            Some(other) => bail!("sau.audit_bucket must be a string such as \"s3://bucket/prefix\", not {other}"),
+        };
+        let interval = match self.sau.get("audit_export_interval") {
+            None => svc_api::export::DEFAULT_INTERVAL,
+            Some(toml::Value::String(s)) => at_least_a_second("sau.audit_export_interval", s)?,
+            Some(other) => bail!("sau.audit_export_interval must be a duration string such as \"1h\", not {other}"),
+        };
+        let max_events = match self.sau.get("audit_export_max_events") {
+            None => svc_api::export::DEFAULT_MAX_EVENTS,
+            Some(toml::Value::Integer(n)) if (1..=svc_api::export::MAX_EVENTS_LIMIT as i64).contains(n) => *n as usize,
+            Some(other) => bail!(
+                "sau.audit_export_max_events must be an integer from 1 to {}, not {other}",
+                svc_api::export::MAX_EVENTS_LIMIT
+            ),
+        };
+        Ok(svc_api::export::ExportSettings {
+            bucket,
+            interval,
+            max_events,
+        })
     }
 
     /// `oracle.enabled`: whether formal verification runs (default `true`).
@@ -199,6 +231,28 @@ mod tests {
         assert!(Config::validate_text("").unwrap().oracle_enabled().unwrap());
         assert!(format!("{e:#}").contains("not a built-in rule"), "{e:#}");
         assert!(Config::validate_text("").unwrap().heuristics.builtin);
+    }
+
+    #[test]
+    fn export_settings_validate_bucket_and_interval() {
+        let c = Config::validate_text("").unwrap();
+        let s = c.export_settings().unwrap();
+        assert_eq!((s.bucket, s.interval), (None, Duration::from_secs(3600)));
+        let c =
+            Config::validate_text("[sau]\naudit_bucket = \"s3://audit/svc\"\naudit_export_interval = \"5m\"").unwrap();
+        let s = c.export_settings().unwrap();
+        assert_eq!(s.bucket.map(|b| b.to_string()).as_deref(), Some("s3://audit/svc"));
+        assert_eq!(s.interval, Duration::from_secs(300));
+        for bad in [
+            "[sau]\naudit_bucket = \"ftp://x\"",
+            "[sau]\naudit_bucket = 3",
+            "[sau]\naudit_export_interval = \"soon\"",
+            "[sau]\naudit_export_interval = \"10ms\"",
+            "[sau]\naudit_export_max_events = 0",
+        ] {
+            let e = Config::validate_text(bad).unwrap_err();
+            assert!(format!("{e:#}").contains("sau.audit_"), "{bad}: {e:#}");
+        }
     }
 
     #[test]

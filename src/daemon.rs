@@ -18,6 +18,7 @@ use tracing::{error, info, warn};
 use crate::config::Config;
 use crate::paths;
 use crate::plugins::Plugins;
+use crate::settings::FileConfig;
 
 /// How long a stopping daemon waits for a running scan to let go of the
 /// plugins before it exits without shutting them down one by one.
@@ -78,10 +79,24 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     state.set_engine(engine.clone());
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
 
-    let scheduler = tokio::spawn(schedule_scans(engine.clone(), state.clone(), interval));
+    let exporter = Arc::new(svc_api::export::Exporter::new(
+        engine.clone(),
+        config.export_settings()?,
+        svc_api::export::Identity::new(ensure_daemon_uuid(&data_dir.join(paths::DAEMON_UUID_FILE))?),
+    ));
+    state.set_exporter(exporter.clone());
+    let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);
+    state.set_config(Arc::new(FileConfig::new(
+        data_dir.join(paths::CONFIG_FILE),
+        live_apply(engine.clone(), exporter.clone(), interval_tx),
+    )));
+
+    let scheduler = tokio::spawn(schedule_scans(engine.clone(), state.clone(), interval_rx));
+    let export_schedule = tokio::spawn(svc_api::export::schedule(state.clone(), exporter));
     let expiry = tokio::spawn(expire_isolations(engine.clone()));
     let result = server.await.context("server task failed")?;
     scheduler.abort();
+    export_schedule.abort();
     expiry.abort();
     let stopping = engine.clone();
     let stopped = tokio::task::spawn_blocking(move || stopping.stop_plugins(PLUGIN_STOP_WAIT)).await;
@@ -157,13 +172,50 @@ fn found_credentials() -> Vec<&'static str> {
     found
 }
 
-/// A scan at start, then one every `interval`; a tick that finds a scan
-/// running (one triggered through the API) is skipped.
-async fn schedule_scans(engine: Arc<Engine>, state: AppState, interval: Duration) {
-    let mut ticker = tokio::time::interval(interval);
+/// What `PUT /api/v1/config` changes without a restart: the scan
+/// interval, the built-in rule selection, formal verification and the
+/// compliance export. (`plugins.active` is applied by `plugins toggle` or at
+/// the next start; scan timeouts by the next scan that reads them.)
+fn live_apply(
+    engine: Arc<Engine>,
+    exporter: Arc<svc_api::export::Exporter>,
+    interval: tokio::sync::watch::Sender<Duration>,
+) -> crate::settings::Apply {
+    Box::new(move |c: &Config| {
+        // Every value was validated before this is called.
+        if let Ok(d) = c.scan_interval() {
+            interval.send_if_modified(|cur| std::mem::replace(cur, d) != d);
+        }
+        if let Ok(sel) = c.heuristics.selection() {
+            engine.set_rule_selection(sel);
+        }
+        if let Ok(on) = c.oracle_enabled() {
+            engine.set_oracle_enabled(on);
+        }
+        if let Ok(s) = c.export_settings() {
+            exporter.set_settings(s);
+        }
+    })
+}
+
+/// A scan at start, then one every interval (re-read when the
+/// configuration changes); a tick that finds a scan running (one triggered
+/// through the API) is skipped.
+async fn schedule_scans(engine: Arc<Engine>, state: AppState, mut interval: tokio::sync::watch::Receiver<Duration>) {
+    let mut ticker = tokio::time::interval(*interval.borrow_and_update());
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticker.tick().await;
+        tokio::select! {
+            _ = ticker.tick() => {}
+            changed = interval.changed() => {
+                if changed.is_ok() {
+                    let d = *interval.borrow_and_update();
+                    ticker = tokio::time::interval_at(tokio::time::Instant::now() + d, d);
+                    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                }
+                continue;
+            }
+        }
         let Some(permit) = engine.try_start_scan() else {
             info!("scheduled scan skipped: a scan is already running");
             continue;
@@ -223,6 +275,27 @@ pub fn ensure_token(path: &Path) -> anyhow::Result<String> {
     f.sync_all()?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
     Ok(token)
+}
+
+/// The daemon's identity in compliance exports: a random UUID written to
+/// the data directory on first start and kept.
+fn ensure_daemon_uuid(path: &Path) -> anyhow::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| anyhow::anyhow!("cannot draw random bytes: {e}"))?;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let uuid = format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, format!("{uuid}\n")).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(uuid)
 }
 
 fn new_session_id() -> String {

@@ -22,3 +22,5 @@ pub const MOCK_EFFECTS_FILE: &str = "mock-estate.json";
 pub const CONFIG_FILE: &str = "config.toml";
 pub const PLUGINS_DIR: &str = "plugins";
 pub const POLICIES_DIR: &str = "policies";
+/// The daemon's identity in compliance exports (a UUID, one line).
+pub const DAEMON_UUID_FILE: &str = "daemon_uuid";

@@ -176,7 +176,7 @@ async fn a_clean_restart_keeps_graph_history_and_ledger() {
     assert_eq!(u(&r["event_seq"]), head + 3);
     let v = api.get_ok("/api/v1/ledger/verify").await;
     assert_eq!(v["ok"], true, "{v}");
-    assert_eq!(u(&v["checked"]), head + 3);
+    assert_eq!(u(&v["events"]), head + 3);
 }
 
 #[tokio::test]

@@ -28,6 +28,11 @@ impl ApiError {
             retry_after: None,
         }
     }
+    /// Any other status with its code, for the few answers the list above
+    /// does not cover (502 `bad_gateway`: a remote store refused a write).
+    pub fn new_status(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError::new(status, code, message)
+    }
     /// 400: a malformed body or parameter.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)

@@ -3,7 +3,9 @@
 //! shapes of SPEC.md; holds no business logic.
 
 pub mod auth;
+pub mod config;
 pub mod error;
+pub mod export;
 pub mod metrics;
 pub mod plugins;
 pub mod routes;
@@ -50,6 +52,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/api/v1/history/sessions"),
     ("POST", "/api/v1/history/prune"),
     ("GET", "/api/v1/ledger/verify"),
+    ("POST", "/api/v1/ledger/export"),
+    ("GET", "/api/v1/config"),
+    ("PUT", "/api/v1/config"),
     ("GET", "/api/v1/waste-ledger"),
     ("GET", "/api/v1/heuristics/status"),
     ("GET", "/api/v1/solver/results"),
@@ -82,7 +87,9 @@ pub const ROUTES: &[(&str, &str)] = &[
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{graph, history, plugins, policies, remediation, scan, solver, time_travel, traffic, waste};
+    use routes::{
+        config, graph, history, ledger, plugins, policies, remediation, scan, solver, time_travel, traffic, waste,
+    };
     let api = Router::new()
         .route("/topology", get(graph::topology))
         .route("/graph/stats", get(graph::stats))
@@ -103,6 +110,8 @@ pub fn router(state: AppState) -> Router {
         .route("/history/sessions", get(history::sessions))
         .route("/history/prune", post(history::prune))
         .route("/ledger/verify", get(history::verify))
+        .route("/ledger/export", post(ledger::export_now))
+        .route("/config", get(config::get).put(config::put))
         .route("/waste-ledger", get(waste::ledger))
         .route("/heuristics/status", get(waste::status))
         .route("/solver/results", get(solver::results))

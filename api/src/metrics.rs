@@ -40,6 +40,9 @@ pub mod names {
     pub const HTTP_DURATION: &str = "svc_http_request_duration_seconds";
     pub const UPTIME: &str = "svc_process_uptime_seconds";
     pub const LEDGER_EVENTS: &str = "svc_ledger_events_total";
+    pub const LEDGER_EXPORTS: &str = "svc_ledger_exports_total";
+    pub const LEDGER_EXPORTED_EVENTS: &str = "svc_ledger_exported_events_total";
+    pub const LEDGER_EXPORTED_SEQ: &str = "svc_ledger_exported_seq";
 }
 
 /// `route` label of a request that matched no route.
@@ -62,6 +65,12 @@ pub struct Metrics {
     http_duration: HistogramVec,
     /// Current projected waste in USD per month, as `f64` bits.
     waste_usd: AtomicU64,
+    /// Compliance export runs by outcome (success or failure).
+    pub ledger_exports: IntCounterVec,
+    /// Events written to the export bucket.
+    pub ledger_exported_events: prometheus::IntCounter,
+    /// The last seq held by the export bucket.
+    pub ledger_exported_seq: IntGauge,
 }
 
 impl Default for Metrics {
@@ -148,6 +157,23 @@ impl Metrics {
                 ),
             ),
             http_duration: register(&registry, http_duration),
+            ledger_exports: register(
+                &registry,
+                counter_vec(
+                    LEDGER_EXPORTS,
+                    "Compliance export runs by outcome (success or failure).",
+                    &["outcome"],
+                ),
+            ),
+            ledger_exported_events: register(
+                &registry,
+                prometheus::IntCounter::new(LEDGER_EXPORTED_EVENTS, "Ledger events written to the export bucket.")
+                    .expect("valid counter declaration"),
+            ),
+            ledger_exported_seq: register(
+                &registry,
+                gauge(LEDGER_EXPORTED_SEQ, "The last ledger seq held by the export bucket."),
+            ),
             registry,
             waste_usd: AtomicU64::new(0f64.to_bits()),
         }

@@ -3,6 +3,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use axum::extract::ws::Utf8Bytes;
 use svc_engine::Engine;
 use tokio::sync::broadcast;
 
@@ -25,12 +26,17 @@ pub struct Inner {
     /// The operator token (`$SVC_DATA_DIR/token`).
     pub token: String,
     /// Committed ledger events, in order, as `(seq, envelope JSON text)`.
-    pub events: broadcast::Sender<Arc<(u64, String)>>,
+    /// The text is shared: every client sends the same bytes without a copy.
+    pub events: broadcast::Sender<(u64, Utf8Bytes)>,
     pub metrics: Metrics,
     pub started: Instant,
     pub version: &'static str,
     /// The installed plugins, once the daemon has discovered them.
     plugins: OnceLock<Arc<dyn PluginCatalog>>,
+    /// The compliance exporter, once the daemon has started it.
+    exporter: OnceLock<Arc<crate::export::Exporter>>,
+    /// The daemon's configuration file, once loaded.
+    config: OnceLock<Arc<dyn crate::config::ConfigService>>,
     /// `GET /api/v1/anomalies`, computed at most once per 30 s.
     pub anomalies: crate::routes::anomalies::Cache,
 }
@@ -46,6 +52,8 @@ impl AppState {
                 metrics: Metrics::new(),
                 started: Instant::now(),
                 plugins: OnceLock::new(),
+                exporter: OnceLock::new(),
+                config: OnceLock::new(),
                 anomalies: Default::default(),
                 version: env!("CARGO_PKG_VERSION"),
             }),
@@ -59,7 +67,7 @@ impl AppState {
         engine.ledger().add_listener(Box::new(move |e| {
             let envelope = crate::routes::history::envelope(e).to_string();
             // No receivers is fine: nobody is listening.
-            let _ = events.send(Arc::new((e.seq, envelope)));
+            let _ = events.send((e.seq, Utf8Bytes::from(envelope)));
         }));
         // Weak: the engine must not keep the server state (and so itself) alive.
         let inner = Arc::downgrade(&self.inner);
@@ -88,6 +96,24 @@ impl AppState {
 
     pub fn plugins(&self) -> Option<Arc<dyn PluginCatalog>> {
         self.inner.plugins.get().cloned()
+    }
+
+    /// Supplies the compliance exporter (set once, at start).
+    pub fn set_exporter(&self, exporter: Arc<crate::export::Exporter>) {
+        let _ = self.inner.exporter.set(exporter);
+    }
+
+    pub fn exporter(&self) -> Option<Arc<crate::export::Exporter>> {
+        self.inner.exporter.get().cloned()
+    }
+
+    /// Supplies the configuration service (set once, at start).
+    pub fn set_config(&self, config: Arc<dyn crate::config::ConfigService>) {
+        let _ = self.inner.config.set(config);
+    }
+
+    pub fn config(&self) -> Option<Arc<dyn crate::config::ConfigService>> {
+        self.inner.config.get().cloned()
     }
 
     pub fn is_ready(&self) -> bool {

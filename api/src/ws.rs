@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use axum::extract::State;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade, close_code};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
 use futures::SinkExt;
 use serde::Deserialize;
@@ -43,7 +43,11 @@ pub const SINCE_WINDOW: Duration = Duration::from_millis(300);
 /// Events read from the ledger per replay step.
 pub const REPLAY_PAGE: usize = 1000;
 
-type Live = Receiver<Arc<(u64, String)>>;
+type Live = Receiver<(u64, Utf8Bytes)>;
+
+/// Live events written to the socket before one flush: a burst goes out in
+/// few writes instead of one system call per event.
+const LIVE_BATCH: usize = 256;
 
 /// The one message a client may send.
 #[derive(Debug, Deserialize)]
@@ -124,7 +128,7 @@ impl Stream {
                 },
                 () = &mut window, if self.holding => self.holding = false,
                 ev = self.live.recv(), if !self.holding => match ev {
-                    Ok(ev) => self.on_live(&ev).await?,
+                    Ok(ev) => self.on_live(ev).await?,
                     Err(RecvError::Lagged(missed)) => {
                         debug!(missed, after = self.sent, "event stream client fell behind; replaying");
                         self.catch_up().await?;
@@ -168,20 +172,36 @@ impl Stream {
         }
     }
 
-    async fn on_live(&mut self, ev: &(u64, String)) -> Result<(), StreamError> {
-        let (seq, text) = ev;
-        if *seq <= self.sent {
-            return Ok(());
-        }
-        if *seq > self.sent + 1 {
-            // Something between was missed; the ledger has it, and this one too.
-            self.catch_up().await?;
-            if *seq <= self.sent {
-                return Ok(());
+    /// Sends `first` and whatever else is already queued (up to
+    /// [`LIVE_BATCH`]), then flushes once.
+    async fn on_live(&mut self, first: (u64, Utf8Bytes)) -> Result<(), StreamError> {
+        let mut next = Some(first);
+        let mut fed = 0usize;
+        while let Some((seq, text)) = next.take() {
+            if seq > self.sent + 1 {
+                // Something between was missed; the ledger has it, and this one too.
+                self.socket.flush().await?;
+                self.catch_up().await?;
+            }
+            if seq == self.sent + 1 {
+                self.socket.feed(Message::Text(text)).await?;
+                self.sent = seq;
+                fed += 1;
+            }
+            if fed >= LIVE_BATCH {
+                break;
+            }
+            match self.live.try_recv() {
+                Ok(ev) => next = Some(ev),
+                Err(tokio::sync::broadcast::error::TryRecvError::Lagged(missed)) => {
+                    debug!(missed, after = self.sent, "event stream client fell behind; replaying");
+                    self.socket.flush().await?;
+                    self.catch_up().await?;
+                }
+                Err(_) => {}
             }
         }
-        self.socket.send(Message::Text(text.clone().into())).await?;
-        self.sent = *seq;
+        self.socket.flush().await?;
         Ok(())
     }
 

@@ -527,7 +527,7 @@ async fn prune_removes_old_events_and_keeps_the_chain() {
     assert_eq!(report["ok"], true, "{report}");
     assert_eq!(report["first_seq"], 3);
     assert_eq!(report["last_seq"], 7);
-    assert_eq!(report["checked"], 5);
+    assert_eq!(report["events"], 5);
 
     let (status, resp) = call(
         &f.app,
@@ -547,7 +547,7 @@ async fn verify_reports_the_chain() {
     let report = get_ok(&f.app, "/api/v1/ledger/verify").await;
     assert_eq!(
         report,
-        json!({"ok": true, "first_seq": 1, "last_seq": 6, "checked": 6, "problem": null})
+        json!({"ok": true, "first_seq": 1, "last_seq": 6, "events": 6, "first_broken": null})
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -556,5 +556,5 @@ async fn verify_reports_the_chain() {
     ));
     let report = get_ok(&empty, "/api/v1/ledger/verify").await;
     assert_eq!(report["ok"], true);
-    assert_eq!(report["checked"], 0);
+    assert_eq!(report["events"], 0);
 }

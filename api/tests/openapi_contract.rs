@@ -523,10 +523,42 @@ impl svc_api::plugins::PluginCatalog for OnePlugin {
     }
 }
 
+/// A configuration held in memory that accepts `sau` and `daemon` keys.
+struct MemoryConfig(std::sync::Mutex<Value>);
+
+impl svc_api::config::ConfigService for MemoryConfig {
+    fn get(&self) -> Value {
+        self.0.lock().unwrap().clone()
+    }
+    fn put(&self, patch: Value) -> Result<Value, svc_api::config::ConfigError> {
+        let mut cur = self.0.lock().unwrap();
+        for (k, v) in patch.as_object().into_iter().flatten() {
+            if k != "sau" && k != "daemon" {
+                return Err(svc_api::config::ConfigError::Invalid(format!("unknown key {k:?}")));
+            }
+            cur[k] = v.clone();
+        }
+        Ok(cur.clone())
+    }
+}
+
 fn three_scans() -> (Fixture, u64) {
     let f = Fixture::new(Estate::sample());
     f.state
         .set_plugins(std::sync::Arc::new(OnePlugin(std::sync::Mutex::new(true))));
+    f.state
+        .set_config(std::sync::Arc::new(MemoryConfig(std::sync::Mutex::new(
+            json!({"daemon": {"scan_interval": "1h"}}),
+        ))));
+    let settings = svc_api::export::ExportSettings {
+        bucket: Some(svc_api::export::Bucket::Dir(f.dir.path().join("audit"))),
+        ..Default::default()
+    };
+    f.state.set_exporter(std::sync::Arc::new(svc_api::export::Exporter::new(
+        f.engine.clone(),
+        settings,
+        svc_api::export::Identity::new("00000000-0000-4000-8000-000000000000".into()),
+    )));
     let after_first = f.engine.now_us();
     f.rescan(|e| {
         e.node(&instance(), "stopped", 70.0);
@@ -1009,6 +1041,22 @@ async fn live_responses_match_their_schemas() {
             want: 200,
             nonempty: &[],
         },
+        post("/api/v1/ledger/export", "/api/v1/ledger/export", None, 200),
+        post("/api/v1/ledger/export", "/api/v1/ledger/export", None, 200),
+        get("/api/v1/config", "/api/v1/config", &[]),
+        Case {
+            method: "PUT",
+            ..post(
+                "/api/v1/config",
+                "/api/v1/config",
+                Some(r#"{"sau": {"audit_bucket": "s3://audit/svc"}}"#),
+                200,
+            )
+        },
+        Case {
+            method: "PUT",
+            ..post("/api/v1/config", "/api/v1/config", Some(r#"{"bogus": 1}"#), 422)
+        },
     ];
     let mut covered = BTreeSet::new();
     let mut errors = run_cases(&spec, &f, &cases, &mut covered).await;
@@ -1399,6 +1447,7 @@ async fn routes_answer_503_until_the_engine_is_ready() {
             "/api/v1/policies/toggle" => Some(r#"{"rule_id": "r"}"#),
             "/api/v1/policies/reorder" => Some(r#"{"order": ["r"]}"#),
             "/api/v1/policies/dry-run" => Some(r#"{"condition": "true"}"#),
+            "/api/v1/config" if *method == "PUT" => Some(r#"{"sau": {"audit_export_interval": "1h"}}"#),
             _ => None,
         };
         let reply = send(&app, method, &uri, Some(TOKEN), body).await;

@@ -61,6 +61,11 @@ impl Client {
         })
     }
 
+    /// The token sent with each request, if any.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     pub async fn get(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
         self.send(Method::GET, path, query, None).await
     }

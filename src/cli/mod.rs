@@ -2,6 +2,7 @@
 //! over its REST API.
 
 mod client;
+mod ledger;
 mod output;
 mod policy;
 mod remediation;
@@ -127,6 +128,11 @@ enum Command {
     Plugins {
         #[command(subcommand)]
         command: PluginsCommand,
+    },
+    /// The audit ledger: verify the hash chain, tail events, export now.
+    Ledger {
+        #[command(subcommand)]
+        command: LedgerCommand,
     },
     /// Ledger history, newest first.
     History {
@@ -287,6 +293,38 @@ enum PolicyCommand {
     Install {
         /// The pack directory (manifest.yaml and rule files).
         path: std::path::PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum LedgerCommand {
+    /// Check the hash chain and the sequence; report the first broken link.
+    /// Asks the running daemon; when it cannot be reached, reads
+    /// `$SVC_DATA_DIR/events.redb` directly. Exit code 1 when broken.
+    Verify {
+        #[command(flatten)]
+        remote: Remote,
+        /// Verify this events.redb directly, without a daemon (the file must
+        /// not be open in a running daemon).
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+    },
+    /// Print the newest events, oldest first.
+    Tail {
+        #[command(flatten)]
+        remote: Remote,
+        /// How many events.
+        #[arg(short = 'n', long = "lines", default_value_t = 20)]
+        lines: u64,
+        /// Keep printing new events as they are committed (over the
+        /// WebSocket), reconnecting without gap when the daemon restarts.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Write every event not yet exported to `sau.audit_bucket` now.
+    Export {
+        #[command(flatten)]
+        remote: Remote,
     },
 }
 
@@ -452,6 +490,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
         } => verbs::nodes(&remote, provider.as_deref(), limit).await,
         Command::Node { remote, crn } => verbs::node(&remote, &crn).await,
+        Command::Ledger { command } => match command {
+            LedgerCommand::Verify { remote, file } => ledger::verify(&remote, file.as_deref()).await,
+            LedgerCommand::Tail { remote, lines, follow } => ledger::tail(&remote, lines, follow).await,
+            LedgerCommand::Export { remote } => ledger::export(&remote).await,
+        },
         Command::History {
             remote,
             event_type,

@@ -564,6 +564,11 @@ impl Api {
             .await
     }
 
+    pub async fn put_json(&self, path: &str, body: &Value) -> Reply {
+        self.send(self.http.put(format!("{}{path}", self.base)).json(body))
+            .await
+    }
+
     /// POST a raw body with `content-type: application/json`.
     pub async fn post_raw(&self, path: &str, body: impl Into<reqwest::Body>) -> Reply {
         let req = self

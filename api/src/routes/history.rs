@@ -14,7 +14,9 @@ use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use svc_engine::Engine;
-use svc_engine::store::ledger::{Event, HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryQuery, LedgerError};
+use svc_engine::store::ledger::{
+    Event, HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryQuery, LedgerError, VerifyReport,
+};
 
 use super::{ApiJson, ApiQuery, parse_crn, parse_rfc3339, rfc3339};
 use crate::error::{ApiError, ApiResult};
@@ -276,13 +278,21 @@ pub async fn prune(State(state): State<AppState>, ApiJson(req): ApiJson<PruneReq
 pub async fn verify(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let engine = state.engine()?.clone();
     let r = blocking(&engine, |e| e.ledger().verify()).await?;
-    Ok(Json(json!({
+    Ok(Json(verify_report(&r)))
+}
+
+/// The wire form of a chain verification, shared by the API and
+/// `svc ledger verify --file`: `ok`, `events` (events checked and found
+/// right), the stored seq range and `first_broken` (`null` or
+/// `{seq, reason}`).
+pub fn verify_report(r: &VerifyReport) -> Value {
+    json!({
         "ok": r.ok,
+        "events": r.checked,
         "first_seq": r.first_seq,
         "last_seq": r.last_seq,
-        "checked": r.checked,
-        "problem": r.problem,
-    })))
+        "first_broken": r.first_broken.as_ref().map(|b| json!({"seq": b.seq, "reason": b.reason})),
+    })
 }
 
 /// Runs a ledger call on the blocking pool.

@@ -1,8 +1,10 @@
 //! Route handlers, one module per area, and the extractors they share.
 
 pub mod anomalies;
+pub mod config;
 pub mod graph;
 pub mod history;
+pub mod ledger;
 pub mod plugins;
 pub mod policies;
 pub mod remediation;

@@ -199,6 +199,19 @@ pub struct VerifyReport {
     pub ok: bool,
     /// The first problem found, e.g. "event 17: hash mismatch".
     pub problem: Option<String>,
+    /// Where the chain first breaks: the seq of the first event that cannot
+    /// be trusted and what is wrong with it.
+    pub first_broken: Option<BrokenLink>,
+}
+
+/// The first broken link of the chain.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BrokenLink {
+    /// The first seq that is missing, does not decode, does not link to its
+    /// predecessor or does not hash to its stored hash.
+    pub seq: u64,
+    /// What is wrong, e.g. "hash mismatch: the stored event was altered".
+    pub reason: String,
 }
 
 type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
@@ -340,6 +353,30 @@ impl Ledger {
         Ok(self.request(work)?.pruned)
     }
 
+    /// The last seq the compliance export has written to its bucket; 0 when
+    /// nothing was exported yet.
+    pub fn exported_through(&self) -> Result<u64, LedgerError> {
+        let txn = self.shared.db.begin_read()?;
+        match txn.open_table(tables::EXPORT) {
+            Ok(t) => Ok(t.get(tables::EXPORTED_THROUGH)?.map(|g| g.value()).unwrap_or(0)),
+            Err(TableError::TableDoesNotExist(_)) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Durably records that every event through `seq` is in the export
+    /// bucket. Call it only after the object holding them is written. The
+    /// mark never moves back; a seq beyond the last event is an error.
+    pub fn mark_exported(&self, seq: u64) -> Result<(), LedgerError> {
+        let last = self.last_seq();
+        if seq > last {
+            return Err(LedgerError::Write(format!(
+                "cannot mark event {seq} exported: the ledger ends at event {last}"
+            )));
+        }
+        self.request(writer::Work::MarkExported(seq)).map(|_| ())
+    }
+
     /// Walks the whole chain from its anchor.
     pub fn verify(&self) -> Result<VerifyReport, LedgerError> {
         verify::verify(&self.shared.db.begin_read()?)
@@ -420,9 +457,7 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
         None => return Err(not_ledger("missing format record")),
     }
     let events = txn.open_table(tables::EVENTS)?;
-    txn.open_table(tables::BY_TIME)?;
     txn.open_table(tables::BY_TYPE)?;
-    txn.open_table(tables::BY_CRN)?;
     txn.open_table(tables::SESSIONS)?;
     let head = tables::read_head(&meta)?;
     let last = events.last()?.map(|(k, _)| k.value()).unwrap_or(0);
@@ -441,7 +476,54 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
             )));
         }
     }
+    drop(events);
+    drop(txn);
+    drop_legacy_tables(db)?;
     Ok(head.seq)
+}
+
+/// Brings the indexes of a file written by an older version up to date:
+/// drops the time index (time bounds search `events`) and replaces the
+/// (crn, seq) index by CRN postings rebuilt from `events`.
+fn drop_legacy_tables(db: &Database) -> Result<(), LedgerError> {
+    let txn = db.begin_read()?;
+    let exists = |r: Result<(), TableError>| match r {
+        Ok(()) => Ok(true),
+        Err(TableError::TableDoesNotExist(_)) => Ok(false),
+        Err(e) => Err(LedgerError::from(e)),
+    };
+    let by_time = exists(txn.open_table(tables::LEGACY_BY_TIME).map(|_| ()))?;
+    let by_crn = exists(txn.open_table(tables::LEGACY_BY_CRN).map(|_| ()))?;
+    let postings = exists(txn.open_table(tables::CRN_POSTINGS).map(|_| ()))?;
+    drop(txn);
+    if !by_time && !by_crn && postings {
+        return Ok(());
+    }
+    let mut w = db.begin_write()?;
+    w.set_durability(redb::Durability::Immediate)?;
+    if by_time {
+        w.delete_table(tables::LEGACY_BY_TIME)?;
+    }
+    if by_crn || !postings {
+        tracing::info!("rebuilding the ledger's CRN postings from its events (once)");
+        let events = w.open_table(tables::EVENTS)?;
+        let mut out = w.open_table(tables::CRN_POSTINGS)?;
+        for item in events.iter()? {
+            let (k, v) = item?;
+            let seq = k.value();
+            let s = codec::decode(v.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+            if !s.crn.is_empty() {
+                let (bucket, hash) = tables::crn_key(s.crn);
+                out.insert((bucket, seq), hash)?;
+            }
+        }
+        drop((events, out));
+        if by_crn {
+            w.delete_table(tables::LEGACY_BY_CRN)?;
+        }
+    }
+    w.commit()?;
+    Ok(())
 }
 
 fn create_tables(db: &Database) -> Result<(), LedgerError> {
@@ -449,9 +531,8 @@ fn create_tables(db: &Database) -> Result<(), LedgerError> {
     txn.set_durability(redb::Durability::Immediate)?;
     {
         txn.open_table(tables::EVENTS)?;
-        txn.open_table(tables::BY_TIME)?;
         txn.open_table(tables::BY_TYPE)?;
-        txn.open_table(tables::BY_CRN)?;
+        txn.open_table(tables::CRN_POSTINGS)?;
         txn.open_table(tables::SESSIONS)?;
         let mut meta = txn.open_table(tables::META)?;
         tables::write_format(&mut meta)?;

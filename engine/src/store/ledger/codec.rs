@@ -127,6 +127,16 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Stored<'_>, String> {
     })
 }
 
+/// Reads only the timestamp of a stored value.
+pub(crate) fn peek_ts(bytes: &[u8]) -> Result<u64, String> {
+    if bytes.first() != Some(&FORMAT_V1) || bytes.len() < FIXED_LEN {
+        return Err("unknown event format or truncated event".to_owned());
+    }
+    let mut ts = [0u8; 8];
+    ts.copy_from_slice(&bytes[1..9]);
+    Ok(u64::from_le_bytes(ts))
+}
+
 /// Reads only the event type of a stored value, for filters that need
 /// nothing else.
 pub(crate) fn peek_type(bytes: &[u8]) -> Result<&str, String> {
@@ -213,12 +223,14 @@ mod tests {
             let bytes = stored.encode();
             prop_assert_eq!(decode(&bytes), Ok(stored.clone()));
             prop_assert_eq!(peek_type(&bytes), Ok(stored.event_type));
+            prop_assert_eq!(peek_ts(&bytes), Ok(ts));
         }
 
         #[test]
         fn codec_rejects_garbage_without_panicking(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = decode(&bytes);
             let _ = peek_type(&bytes);
+            let _ = peek_ts(&bytes);
         }
     }
 

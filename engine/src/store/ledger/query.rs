@@ -3,7 +3,7 @@
 //!
 //! A history query first turns its time bounds into a seq window (time
 //! order is seq order), then walks the most selective index in reverse:
-//! `by_crn` when a CRN is given, else `by_type` (merging several types by
+//! the CRN's postings bucket when a CRN is given, else `by_type` (merging several types by
 //! seq), else `events` itself. `total` comes from index ordinals where the
 //! filters allow it, so it does not cost a scan.
 
@@ -132,14 +132,13 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
         return Ok(empty);
     };
     // The seq window `lo..hi` of the time bounds.
-    let by_time = txn.open_table(tables::BY_TIME)?;
     let mut lo = first;
     let mut hi = last + 1;
     if let Some(since) = q.since_us {
-        lo = lo.max(tables::seq_at_or_after(&by_time, since)?.unwrap_or(hi));
+        lo = lo.max(tables::seq_at_or_after(&events, since)?.unwrap_or(hi));
     }
     if let Some(until) = q.until_us {
-        hi = hi.min(tables::seq_at_or_after(&by_time, until)?.unwrap_or(hi));
+        hi = hi.min(tables::seq_at_or_after(&events, until)?.unwrap_or(hi));
     }
     if lo >= hi {
         return Ok(empty);
@@ -181,7 +180,10 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
     })
 }
 
-/// Page and total of a query with a CRN filter, from `by_crn`.
+/// Page and total of a query with a CRN filter: a walk of the CRN's
+/// postings bucket, newest first. Events on the page are checked for the
+/// CRN (a hash collision is skipped); with a type filter every match is read
+/// for its type, without one the events past the page are only counted.
 #[allow(clippy::too_many_arguments)]
 fn by_crn(
     txn: &ReadTransaction,
@@ -193,33 +195,33 @@ fn by_crn(
     page_hi: u64,
     limit: usize,
 ) -> Result<(Vec<Event>, bool, u64), LedgerError> {
-    let index = txn.open_table(tables::BY_CRN)?;
-    if *types == TypeSet::All {
-        let total = tables::count_keyed(&index, crn, lo, hi)?;
-        let seqs = index
-            .range((crn, lo)..(crn, page_hi.max(lo)))?
-            .rev()
-            .map(|item| -> Result<u64, LedgerError> { Ok(item?.0.value().1) });
-        let (page, more) = take_page(seqs, events, limit)?;
-        return Ok((page, more, total));
-    }
-    // The type is only in the event itself: walk this resource's events.
-    let mut page = Vec::with_capacity(limit);
+    let postings = txn.open_table(tables::CRN_POSTINGS)?;
+    let mut page = Vec::with_capacity(limit.min(HISTORY_MAX_LIMIT));
     let mut more = false;
     let mut total = 0u64;
-    for item in index.range((crn, lo)..(crn, hi))?.rev() {
-        let seq = item?.0.value().1;
+    for seq in tables::crn_seqs_desc(&postings, crn, lo, hi)? {
+        let seq = seq?;
+        let on_page = seq < page_hi && page.len() < limit;
+        if *types == TypeSet::All && !on_page {
+            total += 1;
+            more |= seq < page_hi;
+            continue;
+        }
         let bytes = events
             .get(seq)?
             .ok_or_else(|| LedgerError::Corrupt(format!("an index names event {seq}, which is not stored")))?;
-        let t = codec::peek_type(bytes.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
-        if !types.admits(t) {
+        let stored = codec::decode(bytes.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+        if stored.crn != crn || !types.admits(stored.event_type) {
             continue;
         }
         total += 1;
         if seq < page_hi {
             if page.len() < limit {
-                page.push(decode_event(seq, bytes.value())?);
+                page.push(
+                    stored
+                        .to_event(seq)
+                        .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?,
+                );
             } else {
                 more = true;
             }
@@ -270,13 +272,8 @@ fn by_types(
 
 pub(super) fn resource(txn: &ReadTransaction, crn: &str, limit: usize) -> Result<(Vec<Event>, u64), LedgerError> {
     let events = txn.open_table(tables::EVENTS)?;
-    let index = txn.open_table(tables::BY_CRN)?;
-    let total = tables::count_keyed(&index, crn, 0, u64::MAX)?;
-    let mut out = Vec::with_capacity(limit.min(HISTORY_MAX_LIMIT));
-    for item in index.range((crn, 0u64)..=(crn, u64::MAX))?.rev().take(limit) {
-        out.push(load(&events, item?.0.value().1)?);
-    }
-    Ok((out, total))
+    let (page, _, total) = by_crn(txn, &events, crn, &TypeSet::All, 0, u64::MAX, u64::MAX, limit.max(1))?;
+    Ok((page.into_iter().take(limit).collect(), total))
 }
 
 pub(super) fn summary(txn: &ReadTransaction) -> Result<Summary, LedgerError> {

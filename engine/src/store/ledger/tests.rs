@@ -112,7 +112,8 @@ fn hash_chain_links_and_verifies() {
             last_seq: 20,
             checked: 20,
             ok: true,
-            problem: None
+            problem: None,
+            first_broken: None,
         }
     );
 }

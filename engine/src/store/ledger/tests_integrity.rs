@@ -39,6 +39,9 @@ fn tampered_message_is_reported_with_its_seq() {
     let expect = Some("event 3: hash mismatch".to_owned());
     let r = Ledger::verify_file(&f.path).unwrap();
     assert_eq!((r.ok, r.checked, r.problem.clone()), (false, 2, expect.clone()));
+    let broken = r.first_broken.unwrap();
+    assert_eq!(broken.seq, 3);
+    assert!(broken.reason.starts_with("hash mismatch"), "{}", broken.reason);
     let l = f.open("s2");
     assert_eq!(l.verify().unwrap().problem, expect);
 }
@@ -56,6 +59,7 @@ fn tampered_hash_breaks_the_next_link() {
     });
     let r = Ledger::verify_file(&f.path).unwrap();
     assert_eq!(r.problem.as_deref(), Some("event 4: prev_hash does not match event 3"));
+    assert_eq!(r.first_broken.map(|b| b.seq), Some(4));
 }
 
 #[test]
@@ -65,6 +69,11 @@ fn removed_event_is_reported_as_a_gap() {
     let r = Ledger::verify_file(&f.path).unwrap();
     assert_eq!(r.problem.as_deref(), Some("gap between 4 and 6"));
     assert_eq!(r.checked, 4);
+    let broken = r.first_broken.unwrap();
+    assert_eq!(
+        (broken.seq, broken.reason.as_str()),
+        (5, "missing: the sequence jumps from 4 to 6")
+    );
 }
 
 #[test]
@@ -76,6 +85,7 @@ fn removed_last_event_fails_open_and_verify() {
         r.problem.as_deref(),
         Some("head records event 4 but the chain ends at event 3")
     );
+    assert_eq!(r.first_broken.map(|b| b.seq), Some(4));
     let err = Ledger::open(&f.path, "s2", f.clock.clone()).err().unwrap();
     assert!(err.to_string().contains(&f.path.display().to_string()), "{err}");
 }
@@ -152,4 +162,53 @@ fn missing_directory_is_an_error_naming_the_path() {
     let path = dir.path().join("absent").join("events.redb");
     let err = Ledger::open(&path, "s", Arc::new(ManualClock::new(0))).err().unwrap();
     assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+}
+
+#[test]
+fn export_mark_is_durable_and_only_moves_forward() {
+    let f = ledger_of(10);
+    {
+        let l = f.open("s2");
+        assert_eq!(l.exported_through().unwrap(), 0);
+        l.mark_exported(6).unwrap();
+        l.mark_exported(4).unwrap();
+        assert_eq!(l.exported_through().unwrap(), 6);
+        let err = l.mark_exported(11).unwrap_err();
+        assert!(err.to_string().contains("ends at event 10"), "{err}");
+    }
+    let l = f.open("s3");
+    assert_eq!(l.exported_through().unwrap(), 6);
+    assert!(l.verify().unwrap().ok);
+}
+
+#[test]
+fn a_file_with_the_old_crn_index_gets_postings_rebuilt_on_open() {
+    let f = Fixture::new();
+    let crn = "crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-0abc";
+    {
+        let l = f.open("s1");
+        l.append((0..30).map(|i| ev("T", (i % 3 == 0).then_some(crn))).collect())
+            .unwrap();
+    }
+    // What an older version left: a (crn, seq) index, no postings.
+    {
+        let db = Database::open(&f.path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.delete_table(tables::CRN_POSTINGS).unwrap();
+        txn.open_table(tables::LEGACY_BY_CRN)
+            .unwrap()
+            .insert((crn, 1u64), 1u64)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    let l = f.open("s2");
+    let (events, total) = l.resource(crn, 100).unwrap();
+    assert_eq!(total, 10);
+    assert_eq!(events.len(), 10);
+    assert!(events.iter().all(|e| e.crn == crn));
+    assert!(l.verify().unwrap().ok);
+    drop(l);
+    let db = Database::open(&f.path).unwrap();
+    let txn = db.begin_read().unwrap();
+    assert!(txn.open_table(tables::LEGACY_BY_CRN).is_err(), "the old index is gone");
 }

@@ -4,12 +4,12 @@ use redb::ReadTransaction;
 
 use super::codec;
 use super::tables;
-use super::{LedgerError, VerifyReport};
+use super::{BrokenLink, LedgerError, VerifyReport};
 
 /// Checks that seqs run gap-free from the anchor, that each event links to
 /// its predecessor's hash (the first one to the anchor's), that each hash
 /// recomputes, and that the head record names the last event. Stops at the
-/// first problem.
+/// first problem and names the first seq that cannot be trusted.
 pub(super) fn verify(txn: &ReadTransaction) -> Result<VerifyReport, LedgerError> {
     let events = txn.open_table(tables::EVENTS)?;
     let meta = txn.open_table(tables::META)?;
@@ -21,28 +21,31 @@ pub(super) fn verify(txn: &ReadTransaction) -> Result<VerifyReport, LedgerError>
         checked: 0,
         ok: true,
         problem: None,
+        first_broken: None,
     };
-    let fail = |mut r: VerifyReport, problem: String| {
+    let fail = |mut r: VerifyReport, seq: u64, reason: String, problem: String| {
         r.ok = false;
         r.problem = Some(problem);
+        r.first_broken = Some(BrokenLink { seq, reason });
         Ok(r)
     };
     let Some((first, last)) = tables::seq_bounds(&events)? else {
         if head.seq != 0 {
-            return fail(
-                report,
-                format!("head records event {} but no event is stored", head.seq),
-            );
+            let reason = format!("head records event {} but no event is stored", head.seq);
+            return fail(report, anchor.seq, reason.clone(), reason);
         }
         return Ok(report);
     };
     report.first_seq = first;
     report.last_seq = last;
     if first != anchor.seq {
-        return fail(
-            report,
-            format!("chain starts at event {first} but its anchor is event {}", anchor.seq),
-        );
+        let problem = format!("chain starts at event {first} but its anchor is event {}", anchor.seq);
+        let reason = if first > anchor.seq {
+            format!("missing: the chain should start here but starts at event {first}")
+        } else {
+            format!("stored before the chain anchor (event {})", anchor.seq)
+        };
+        return fail(report, first.min(anchor.seq), reason, problem);
     }
     let mut prev_seq = first - 1;
     let mut prev_hash = anchor.prev_hash;
@@ -50,11 +53,20 @@ pub(super) fn verify(txn: &ReadTransaction) -> Result<VerifyReport, LedgerError>
         let (k, v) = item?;
         let seq = k.value();
         if seq != prev_seq + 1 {
-            return fail(report, format!("gap between {prev_seq} and {seq}"));
+            let reason = format!("missing: the sequence jumps from {prev_seq} to {seq}");
+            return fail(
+                report,
+                prev_seq + 1,
+                reason,
+                format!("gap between {prev_seq} and {seq}"),
+            );
         }
         let stored = match codec::decode(v.value()) {
             Ok(s) => s,
-            Err(e) => return fail(report, format!("event {seq}: cannot decode: {e}")),
+            Err(e) => {
+                let reason = format!("cannot decode: {e}");
+                return fail(report, seq, reason.clone(), format!("event {seq}: {reason}"));
+            }
         };
         if stored.prev_hash != prev_hash {
             let what = if seq == anchor.seq {
@@ -62,23 +74,25 @@ pub(super) fn verify(txn: &ReadTransaction) -> Result<VerifyReport, LedgerError>
             } else {
                 format!("event {prev_seq}")
             };
-            return fail(report, format!("event {seq}: prev_hash does not match {what}"));
+            let reason = format!("prev_hash does not match {what}");
+            return fail(report, seq, reason.clone(), format!("event {seq}: {reason}"));
         }
         if stored.compute_hash(seq) != stored.hash {
-            return fail(report, format!("event {seq}: hash mismatch"));
+            let reason = "hash mismatch: the stored event is not the one that was appended".to_owned();
+            return fail(report, seq, reason, format!("event {seq}: hash mismatch"));
         }
         prev_seq = seq;
         prev_hash = stored.hash;
         report.checked += 1;
     }
     if head.seq != last {
-        return fail(
-            report,
-            format!("head records event {} but the chain ends at event {last}", head.seq),
-        );
+        let problem = format!("head records event {} but the chain ends at event {last}", head.seq);
+        let seq = if head.seq > last { last + 1 } else { head.seq + 1 };
+        return fail(report, seq, problem.clone(), problem);
     }
     if head.hash != prev_hash {
-        return fail(report, format!("head hash does not match event {last}"));
+        let reason = "the head record's hash does not match this event".to_owned();
+        return fail(report, last, reason, format!("head hash does not match event {last}"));
     }
     Ok(report)
 }

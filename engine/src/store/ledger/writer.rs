@@ -1,7 +1,9 @@
 //! The writer thread: group commit of appends, and prune.
 //!
 //! One thread owns every write transaction. It takes the first queued
-//! request, drains whatever else is queued (up to [`MAX_BATCH_EVENTS`]),
+//! request, drains whatever else is queued (up to [`MAX_BATCH_EVENTS`];
+//! when the previous group came from several callers, it waits up to
+//! [`GATHER_WAIT`] for as many),
 //! applies all of it in one transaction committed with
 //! `Durability::Immediate`, calls the listeners in seq order, then answers
 //! each caller. When the transaction fails nothing of the batch is stored and
@@ -10,6 +12,7 @@
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use redb::{Durability, ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
@@ -22,6 +25,9 @@ use crate::clock::Clock;
 
 /// Upper bound on events per transaction, to bound commit latency.
 const MAX_BATCH_EVENTS: usize = 65_536;
+/// Longest wait for the callers of the previous group to append again (a
+/// fraction of one fsync, which takes 0.5-2 ms here).
+const GATHER_WAIT: Duration = Duration::from_micros(300);
 /// Events read per step while pruning.
 const PRUNE_CHUNK: usize = 4096;
 
@@ -62,7 +68,12 @@ fn savings_of(payload: &Value) -> f64 {
 
 pub(crate) enum Work {
     Append(Vec<Pending>),
-    Prune { cutoff_us: u64, actor: String },
+    Prune {
+        cutoff_us: u64,
+        actor: String,
+    },
+    /// Records that the compliance export holds every event through this seq.
+    MarkExported(u64),
 }
 
 /// What one request produced: the events it appended and, for a prune, how
@@ -82,11 +93,17 @@ impl Request {
         match &self.work {
             Work::Append(p) => p.len(),
             Work::Prune { .. } => PRUNE_CHUNK,
+            Work::MarkExported(_) => 1,
         }
     }
 }
 
 pub(super) fn run(shared: &Shared, rx: &Receiver<Request>, clock: &dyn Clock) {
+    // Requests in the previous group: when several callers append
+    // concurrently, the ones just answered are about to send again, so the
+    // next group waits a moment for them instead of committing (and
+    // fsyncing) for the first one alone.
+    let mut expect = 1usize;
     while let Ok(first) = rx.recv() {
         let mut weight = first.weight();
         let mut batch = vec![first];
@@ -99,6 +116,19 @@ pub(super) fn run(shared: &Shared, rx: &Receiver<Request>, clock: &dyn Clock) {
                 Err(_) => break,
             }
         }
+        if expect > 1 && batch.len() < expect {
+            let deadline = Instant::now() + GATHER_WAIT;
+            while batch.len() < expect && weight < MAX_BATCH_EVENTS {
+                match rx.recv_deadline(deadline) {
+                    Ok(r) => {
+                        weight += r.weight();
+                        batch.push(r);
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        expect = batch.len();
         commit_batch(shared, clock, batch);
     }
 }
@@ -155,6 +185,13 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
                         .collect::<Result<_, _>>()?,
                     pruned: 0,
                 },
+                Work::MarkExported(seq) => {
+                    mark_exported(&txn, *seq, ctx.head.seq)?;
+                    Done {
+                        events: Vec::new(),
+                        pruned: 0,
+                    }
+                }
                 Work::Prune { cutoff_us, actor } => {
                     let (pruned, through_seq) = ctx.prune(*cutoff_us)?;
                     let audit = Pending::new(NewEvent {
@@ -186,18 +223,16 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
 /// The open tables and running state of one write transaction.
 struct Ctx<'t> {
     events: Table<'t, u64, &'static [u8]>,
-    by_time: Table<'t, (u64, u64), ()>,
     by_type: Table<'t, (&'static str, u64), u64>,
-    by_crn: Table<'t, (&'static str, u64), u64>,
+    crn_postings: Table<'t, (u16, u64), u64>,
     sessions: Table<'t, &'static str, (u64, u64, u64, u64, u64)>,
     meta: Table<'t, &'static str, &'static [u8]>,
     session_id: &'t str,
     head: Head,
     savings: f64,
     savings_dirty: bool,
-    /// Last ordinal handed out per type and per CRN in this transaction.
+    /// Last ordinal handed out per type in this transaction.
     type_ord: HashMap<String, u64>,
-    crn_ord: HashMap<String, u64>,
     /// This run's row in `sessions`, written back by `finish`.
     session: Option<SessionRow>,
     session_dirty: bool,
@@ -210,9 +245,8 @@ impl<'t> Ctx<'t> {
         let session = load_session(&sessions, session_id)?;
         Ok(Ctx {
             events: txn.open_table(tables::EVENTS)?,
-            by_time: txn.open_table(tables::BY_TIME)?,
             by_type: txn.open_table(tables::BY_TYPE)?,
-            by_crn: txn.open_table(tables::BY_CRN)?,
+            crn_postings: txn.open_table(tables::CRN_POSTINGS)?,
             head: tables::read_head(&meta)?,
             savings: tables::read_savings(&meta)?,
             savings_dirty: false,
@@ -220,7 +254,6 @@ impl<'t> Ctx<'t> {
             meta,
             session_id,
             type_ord: HashMap::new(),
-            crn_ord: HashMap::new(),
             session,
             session_dirty: false,
         })
@@ -243,12 +276,11 @@ impl<'t> Ctx<'t> {
         stored.hash = stored.compute_hash(seq);
         let hash = stored.hash;
         self.events.insert(seq, stored.encode().as_slice())?;
-        self.by_time.insert((ts_us, seq), ())?;
         let ord = next_ordinal(&mut self.type_ord, &self.by_type, &p.event_type)?;
         self.by_type.insert((p.event_type.as_str(), seq), ord)?;
         if !p.crn.is_empty() {
-            let ord = next_ordinal(&mut self.crn_ord, &self.by_crn, &p.crn)?;
-            self.by_crn.insert((p.crn.as_str(), seq), ord)?;
+            let (bucket, hash) = tables::crn_key(&p.crn);
+            self.crn_postings.insert((bucket, seq), hash)?;
         }
         if p.savings != 0.0 {
             self.savings += p.savings;
@@ -293,9 +325,14 @@ impl<'t> Ctx<'t> {
     fn prune(&mut self, cutoff_us: u64) -> Result<(u64, u64), LedgerError> {
         self.flush_session()?;
         let anchor = tables::read_anchor(&self.meta)?;
-        let through = match self.by_time.range(..(cutoff_us, 0u64))?.next_back() {
-            Some(item) => item?.0.value().1,
-            None => return Ok((0, anchor.seq.saturating_sub(1))),
+        let nothing = Ok((0, anchor.seq.saturating_sub(1)));
+        let Some((first, last)) = tables::seq_bounds(&self.events)? else {
+            return nothing;
+        };
+        let through = match tables::seq_at_or_after(&self.events, cutoff_us)? {
+            None => last,
+            Some(s) if s > first => s - 1,
+            Some(_) => return nothing,
         };
         let mut pruned = 0u64;
         let mut removed_savings = 0.0;
@@ -313,10 +350,9 @@ impl<'t> Ctx<'t> {
             }
             for (seq, bytes) in &chunk {
                 let s = codec::decode(bytes).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
-                self.by_time.remove((s.ts_us, *seq))?;
                 self.by_type.remove((s.event_type, *seq))?;
                 if !s.crn.is_empty() {
-                    self.by_crn.remove((s.crn, *seq))?;
+                    self.crn_postings.remove((tables::crn_key(s.crn).0, *seq))?;
                 }
                 removed_savings += serde_json::from_str::<Value>(s.payload)
                     .map(|v| savings_of(&v))
@@ -401,6 +437,19 @@ impl<'t> Ctx<'t> {
         }
         Ok(())
     }
+}
+
+/// Moves the export mark forward to `seq`; never back, never past the head.
+/// (The caller checked `seq` against the head, so clamping changes nothing
+/// there; it keeps one bad request from failing the appends batched with it.)
+fn mark_exported(txn: &WriteTransaction, seq: u64, head_seq: u64) -> Result<(), LedgerError> {
+    let seq = seq.min(head_seq);
+    let mut table = txn.open_table(tables::EXPORT)?;
+    let current = table.get(tables::EXPORTED_THROUGH)?.map(|g| g.value()).unwrap_or(0);
+    if seq > current {
+        table.insert(tables::EXPORTED_THROUGH, seq)?;
+    }
+    Ok(())
 }
 
 fn load_session<T: ReadableTable<&'static str, (u64, u64, u64, u64, u64)>>(

@@ -1,0 +1,58 @@
+//! `POST /api/v1/ledger/export`: a compliance export now (SPEC 6.2).
+//! (`GET /api/v1/ledger/verify` lives with the history routes.)
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiResult};
+use crate::export::{self, ExportError};
+use crate::state::AppState;
+
+/// Exports every event after the last exported one and answers with the
+/// objects written: `{bucket, file, first_seq, last_seq, events, files,
+/// exported_through}`. `file` is the last object's name (null when nothing
+/// was new); `first_seq..=last_seq` the range written by this call (0 and
+/// 0 when nothing was new). 409 when no bucket is configured, 502 when the
+/// bucket refused the write (nothing is lost: the next run retries).
+pub async fn export_now(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    state.engine()?;
+    let exporter = state
+        .exporter()
+        .ok_or_else(|| ApiError::not_ready("the exporter is still starting"))?;
+    let result = exporter.export_now().await;
+    export::observe(&state, &result);
+    let run = result.map_err(|e| match e {
+        ExportError::NotConfigured => ApiError::conflict(e.to_string()),
+        ExportError::Bucket { .. } => {
+            tracing::error!(error = %e, "compliance export failed");
+            let mut api = ApiError::new_status(StatusCode::BAD_GATEWAY, "bad_gateway", e.to_string());
+            api.details = json!({"retry": "the next export retries from the same event"});
+            api
+        }
+        other => ApiError::internal(other),
+    })?;
+    let files: Vec<Value> = run
+        .files
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "first_seq": f.first_seq,
+                "last_seq": f.last_seq,
+                "events": f.events,
+                "bytes": f.bytes,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "bucket": run.bucket,
+        "file": run.files.last().map(|f| f.name.clone()),
+        "first_seq": run.files.first().map_or(0, |f| f.first_seq),
+        "last_seq": run.files.last().map_or(0, |f| f.last_seq),
+        "events": run.files.iter().map(|f| f.events).sum::<u64>(),
+        "files": files,
+        "exported_through": run.exported_through,
+    })))
+}
