@@ -21,6 +21,14 @@ async fn pending(api: &Api) -> Vec<Value> {
     q["stages"]["pending"].as_array().expect("pending list").clone()
 }
 
+/// The item of `crn` if it is listed at `stage`.
+async fn at_stage(api: &Api, stage: &str, crn: &str) -> Option<Value> {
+    let q = api
+        .get_query_ok("/api/v1/remediation/queue", &[("stage", stage), ("limit", "1000")])
+        .await;
+    q["stages"][stage].as_array()?.iter().find(|i| i["crn"] == crn).cloned()
+}
+
 /// A pending item whose plan has two steps (a machine: stop, then delete).
 async fn two_step_item(api: &Api) -> (String, String) {
     for item in pending(api).await {
@@ -200,16 +208,7 @@ async fn a_held_item_waits_at_the_gate_until_an_override() {
         .await
         .expect_error(409, "conflict");
     api.scan_wait().await;
-    let gate = api
-        .get_query_ok("/api/v1/remediation/queue", &[("stage", "sau_gate")])
-        .await;
-    let item = gate["stages"]["sau_gate"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["crn"] == crn)
-        .cloned()
-        .expect("still at the gate");
+    let item = at_stage(&api, "sau_gate", &crn).await.expect("still at the gate");
     assert!(
         item["blockers"].as_array().unwrap().iter().any(|b| b == "held by bob"),
         "{item}"
@@ -520,15 +519,8 @@ async fn a_policy_block_holds_an_item_until_an_override() {
         .await
         .expect_error(409, "conflict");
     api.scan_wait().await;
-    let gate = api
-        .get_query_ok("/api/v1/remediation/queue", &[("stage", "sau_gate")])
-        .await;
-    let item = gate["stages"]["sau_gate"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["crn"] == crn)
-        .cloned()
+    let item = at_stage(&api, "sau_gate", &crn)
+        .await
         .expect("held at the gate by the block rule");
     assert_eq!(item["blockers"], json!(["policy:keep-this-one"]), "{item}");
     api.post_json(

@@ -187,6 +187,68 @@ fn source_for<'s>(
     sources.get_mut(i)
 }
 
+/// Runs one `Remediate` call on the source that answers for `crn`; an
+/// unsuccessful answer, a source that cannot remediate or none at all is
+/// the error, in words.
+fn remediate_on(
+    sources: &mut [Box<dyn Source>],
+    served: &BTreeMap<String, String>,
+    crn: &Crn,
+    req: &RemediateRequest<'_>,
+) -> Result<crate::scan::RemediateOutcome, String> {
+    let source = source_for(sources, crn, served)
+        .ok_or_else(|| format!("no plugin registered for provider: {}", crn.provider))?;
+    match source.remediate(req) {
+        None => Err(format!("the {} plugin cannot remediate", source.name())),
+        Some(Err(e)) => Err(e.to_string()),
+        Some(Ok(o)) if !o.success => Err(if o.error.is_empty() { o.status } else { o.error }),
+        Some(Ok(o)) => Ok(o),
+    }
+}
+
+/// The source's proof for one item, else the built-in rules'.
+fn prove(
+    graph: &Graph,
+    sources: &mut [Box<dyn Source>],
+    served: &BTreeMap<String, String>,
+    id: NodeId,
+    crn: &Crn,
+    plan: &Plan,
+) -> Proof {
+    let mut props = BTreeMap::new();
+    if let Some(n) = graph.node(id) {
+        let reader = graph.interner().reader();
+        for (k, v) in n.props() {
+            let text = match v {
+                crate::props::ValueRef::Str(s) | crate::props::ValueRef::Json(s) => s.to_owned(),
+                crate::props::ValueRef::Int(i) => i.to_string(),
+                crate::props::ValueRef::Float(f) => f.to_string(),
+                crate::props::ValueRef::Bool(b) => b.to_string(),
+                crate::props::ValueRef::Null => "null".to_owned(),
+            };
+            props.insert(reader.resolve(k).to_owned(), text);
+        }
+    }
+    props.insert("intent".into(), plan.intent.to_owned());
+    let canonical = crn.to_string();
+    if let Some(source) = source_for(sources, crn, served) {
+        match source.check_reversibility(&canonical, &props) {
+            Some(Ok(p)) => {
+                return Proof {
+                    safe: p.safe,
+                    reason: p.reason,
+                    source: "plugin".into(),
+                };
+            }
+            Some(Err(e)) => {
+                warn!(crn = %canonical, error = %e, "CheckReversibility failed; the built-in rules decide")
+            }
+            None => {}
+        }
+    }
+    builtin_proof(graph, id, plan.intent)
+}
+
 impl Engine {
     /// The `engine.sau` pass: brings the pipeline in line with the scan's
     /// verdicts and advances every item as far as it can go. `blocked(id)`
@@ -260,6 +322,8 @@ impl Engine {
         }
 
         let mut analyzed = 0usize;
+        // Read once: proofs of up to ANALYZE_PER_SCAN items route through it.
+        let served = self.served();
         for (id, crn) in &waste {
             if isolation.contains_key(crn) {
                 continue;
@@ -285,7 +349,7 @@ impl Engine {
             item.risk_score = f64::from(n.risk_score());
             item.reachability = n.reachability().name().to_owned();
             if item.stage != Phase::Applied {
-                self.advance(&graph, sources, *id, item, now_us, blocked, &mut analyzed);
+                self.advance(&graph, (sources, &served), *id, item, now_us, blocked, &mut analyzed);
             }
             if item.stage == Phase::SauGate {
                 report.held += 1;
@@ -331,7 +395,7 @@ impl Engine {
     fn advance(
         &self,
         graph: &Graph,
-        sources: &mut [Box<dyn Source>],
+        (sources, served): (&mut [Box<dyn Source>], &BTreeMap<String, String>),
         id: NodeId,
         item: &mut Item,
         now_us: u64,
@@ -345,7 +409,7 @@ impl Engine {
                 return;
             }
             *analyzed += 1;
-            item.proof = Some(self.prove(graph, sources, id, &crn, &plan));
+            item.proof = Some(prove(graph, sources, served, id, &crn, &plan));
             item.blast_radius = crate::blast::blast_radius(graph, id, 0).map_or(0, |b| b.count as u64);
             item.set_stage(Phase::Analyzed, now_us);
         }
@@ -376,41 +440,6 @@ impl Engine {
         } else {
             item.set_stage(Phase::SauGate, now_us);
         }
-    }
-
-    fn prove(&self, graph: &Graph, sources: &mut [Box<dyn Source>], id: NodeId, crn: &Crn, plan: &Plan) -> Proof {
-        let mut props = BTreeMap::new();
-        if let Some(n) = graph.node(id) {
-            let reader = graph.interner().reader();
-            for (k, v) in n.props() {
-                let text = match v {
-                    crate::props::ValueRef::Str(s) | crate::props::ValueRef::Json(s) => s.to_owned(),
-                    crate::props::ValueRef::Int(i) => i.to_string(),
-                    crate::props::ValueRef::Float(f) => f.to_string(),
-                    crate::props::ValueRef::Bool(b) => b.to_string(),
-                    crate::props::ValueRef::Null => "null".to_owned(),
-                };
-                props.insert(reader.resolve(k).to_owned(), text);
-            }
-        }
-        props.insert("intent".into(), plan.intent.to_owned());
-        let canonical = crn.to_string();
-        if let Some(source) = source_for(sources, crn, &self.served()) {
-            match source.check_reversibility(&canonical, &props) {
-                Some(Ok(p)) => {
-                    return Proof {
-                        safe: p.safe,
-                        reason: p.reason,
-                        source: "plugin".into(),
-                    };
-                }
-                Some(Err(e)) => {
-                    warn!(crn = %canonical, error = %e, "CheckReversibility failed; the built-in rules decide")
-                }
-                None => {}
-            }
-        }
-        builtin_proof(graph, id, plan.intent)
     }
 
     /// Every item, by CRN.
@@ -694,23 +723,16 @@ impl Engine {
                 ("saga_id".to_owned(), saga.id.clone()),
                 ("rule".to_owned(), item.rule.clone()),
             ]);
-            let call =
-                |sources: &mut [Box<dyn Source>], dry_run: bool| -> Result<crate::scan::RemediateOutcome, String> {
-                    let source = source_for(sources, &crn, &self.served())
-                        .ok_or_else(|| format!("no plugin registered for provider: {}", crn.provider))?;
-                    let req = RemediateRequest {
-                        crn: &item.crn,
-                        action: &action,
-                        properties: &props,
-                        dry_run,
-                    };
-                    match source.remediate(&req) {
-                        None => Err(format!("the {} plugin cannot remediate", source.name())),
-                        Some(Err(e)) => Err(e.to_string()),
-                        Some(Ok(o)) if !o.success => Err(if o.error.is_empty() { o.status } else { o.error }),
-                        Some(Ok(o)) => Ok(o),
-                    }
+            let served = self.served();
+            let call = |sources: &mut [Box<dyn Source>], dry_run: bool| {
+                let req = RemediateRequest {
+                    crn: &item.crn,
+                    action: &action,
+                    properties: &props,
+                    dry_run,
                 };
+                remediate_on(sources, &served, &crn, &req)
+            };
             if let Err(e) = call(&mut sources[..], true) {
                 failure = Some(format!("step {i} ({action}) failed its dry run: {e}"));
                 break;
@@ -798,23 +820,13 @@ impl Engine {
                 None => BTreeMap::new(),
             };
             let inverse = step.inverse.clone();
-            let result = match source_for(sources, &crn, &self.served()) {
-                None => Err(format!("no plugin registered for provider: {}", crn.provider)),
-                Some(source) => {
-                    let req = RemediateRequest {
-                        crn: &saga.crn,
-                        action: &inverse,
-                        properties: &props,
-                        dry_run: false,
-                    };
-                    match source.remediate(&req) {
-                        Some(Ok(o)) if o.success => Ok(()),
-                        Some(Ok(o)) => Err(if o.error.is_empty() { o.status } else { o.error }),
-                        Some(Err(e)) => Err(e.to_string()),
-                        None => Err("the plugin cannot remediate".into()),
-                    }
-                }
+            let req = RemediateRequest {
+                crn: &saga.crn,
+                action: &inverse,
+                properties: &props,
+                dry_run: false,
             };
+            let result = remediate_on(sources, &self.served(), &crn, &req).map(|_| ());
             let status = if result.is_ok() {
                 "COMPENSATED"
             } else {
@@ -999,30 +1011,14 @@ impl Engine {
         let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&payload.crn, actor, "a scan holds the plugins")?);
         };
-        let source = source_for(&mut sources[..], &c, &self.served())
-            .ok_or_else(|| RemediationError::Conflict(format!("no plugin registered for provider: {}", c.provider)))?;
         let req = RemediateRequest {
             crn: &payload.crn,
             action: &payload.inverse,
             properties: &payload.properties,
             dry_run: false,
         };
-        match source.remediate(&req) {
-            Some(Ok(o)) if o.success => {}
-            Some(Ok(o)) => {
-                return Err(RemediationError::Conflict(format!(
-                    "revert failed: {} {}",
-                    o.status, o.error
-                )));
-            }
-            Some(Err(e)) => return Err(RemediationError::Conflict(format!("revert failed: {e}"))),
-            None => {
-                return Err(RemediationError::Conflict(format!(
-                    "the {} plugin cannot remediate",
-                    source.name()
-                )));
-            }
-        }
+        remediate_on(&mut sources[..], &self.served(), &c, &req)
+            .map_err(|e| RemediationError::Conflict(format!("revert failed: {e}")))?;
         drop(sources);
         payload.reverted_us = self.clock().now_us();
         self.store().put_remediation(&Batch {
