@@ -5,9 +5,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde_json::{Value, json};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::plan::{self, Plan};
 use super::store::{Batch, payload_canonical};
@@ -37,6 +38,8 @@ struct State {
     isolation: BTreeMap<String, Isolation>,
     /// Sagas found running at start: the daemon stopped mid-saga.
     interrupted: Vec<Saga>,
+    /// Whether a pass since the start rechecked every item's plan hash.
+    planned: bool,
 }
 
 /// What one `engine.sau` pass did.
@@ -84,6 +87,7 @@ impl Remediation {
             items: loaded.items.into_iter().map(|i| (i.crn.clone(), i)).collect(),
             isolation: loaded.isolations.into_iter().map(|i| (i.crn.clone(), i)).collect(),
             interrupted: loaded.sagas.into_iter().filter(|g| g.status == "running").collect(),
+            planned: false,
         };
         Remediation {
             state: Mutex::new(state),
@@ -120,6 +124,24 @@ fn event(kind: &str, crn: Option<&str>, actor: &str, message: String, payload: V
         message,
         payload,
     }
+}
+
+/// Sets `field` to `value`; whether it changed. Equal text allocates nothing.
+fn set_text(field: &mut String, value: &str) -> bool {
+    if field == value {
+        return false;
+    }
+    value.clone_into(field);
+    true
+}
+
+/// Sets `field` to `value`; whether it changed.
+fn set_value<T: PartialEq>(field: &mut T, value: T) -> bool {
+    if *field == value {
+        return false;
+    }
+    *field = value;
+    true
 }
 
 /// Built-in reversibility rules, when the source has no opinion.
@@ -265,24 +287,35 @@ impl Engine {
             ..SauReport::default()
         };
 
+        let t0 = Instant::now();
         let findings = self.findings();
         let graph = self.graph();
         let reader = graph.interner().reader();
-        // Every waste node with its CRN.
+        // Every waste node with its CRN, in CRN order (the order items are
+        // proved in when a scan cannot prove them all).
         let mut waste: Vec<(NodeId, String)> = findings
             .by_node
             .keys()
-            .filter(|id| findings.deciding(**id).is_some_and(|f| f.is_waste) && graph.is_node_visible(**id, now_us))
-            .map(|id| (*id, graph.crn_with(&reader, *id)))
+            .copied()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .filter(|id| findings.deciding(*id).is_some_and(|f| f.is_waste) && graph.is_node_visible(*id, now_us))
+            .map(|id| (id, graph.crn_with(&reader, id)))
             .collect();
-        waste.sort_by(|a, b| a.1.cmp(&b.1));
+        waste.par_sort_unstable_by(|a, b| a.1.cmp(&b.1));
         let by_crn: FxHashMap<&str, NodeId> = waste.iter().map(|(id, c)| (c.as_str(), *id)).collect();
+        let collected_ms = t0.elapsed().as_millis();
 
         let mut events = Vec::new();
-        let mut changed: Vec<String> = Vec::new();
+        let mut changed: Vec<&str> = Vec::new();
         let mut removed: Vec<String> = Vec::new();
         let mut st = self.remediation.state.lock();
-        let State { items, isolation, .. } = &mut *st;
+        let State {
+            items,
+            isolation,
+            planned,
+            ..
+        } = &mut *st;
 
         // Items whose resource is no longer waste, or is ignored, leave.
         let leaving: Vec<String> = items
@@ -324,6 +357,8 @@ impl Engine {
         let mut analyzed = 0usize;
         // Read once: proofs of up to ANALYZE_PER_SCAN items route through it.
         let served = self.served();
+        // A few dozen rules, each looked up by name once.
+        let mut actions: FxHashMap<&str, &'static str> = FxHashMap::default();
         for (id, crn) in &waste {
             if isolation.contains_key(crn) {
                 continue;
@@ -331,66 +366,94 @@ impl Engine {
             let (Some(f), Some(n)) = (findings.deciding(*id), graph.node(*id)) else {
                 continue;
             };
-            let is_new = !items.contains_key(crn);
-            let item = items
-                .entry(crn.clone())
-                .or_insert_with(|| Item::new(crn.clone(), now_us));
-            if is_new {
-                report.entered += 1;
-            }
-            let before = item.clone();
-            let rule = crate::heuristics::builtin::rule(&f.rule);
-            item.ty = reader.resolve(n.ty()).to_owned();
-            item.state = reader.resolve(n.state()).to_owned();
-            item.rule = f.rule.to_string();
-            item.action = rule.map_or("delete", |r| r.action).to_owned();
-            item.reason = f.reason.clone();
-            item.savings_usd_mo = f.projected_savings_usd_mo;
-            item.risk_score = f64::from(n.risk_score());
-            item.reachability = n.reachability().name().to_owned();
+            let item = match items.get_mut(crn) {
+                Some(item) => item,
+                None => {
+                    report.entered += 1;
+                    items
+                        .entry(crn.clone())
+                        .or_insert_with(|| Item::new(crn.clone(), now_us))
+                }
+            };
+            let action = *actions
+                .entry(&f.rule)
+                .or_insert_with(|| crate::heuristics::builtin::rule(&f.rule).map_or("delete", |r| r.action));
+            // The plan is a function of these four (and the CRN); after a
+            // restart every plan is checked once, in case planning changed.
+            let mut replan = item.plan_hash.is_empty() || !*planned;
+            replan |= set_text(&mut item.ty, reader.resolve(n.ty()));
+            replan |= set_text(&mut item.state, reader.resolve(n.state()));
+            replan |= set_text(&mut item.rule, &f.rule);
+            replan |= set_text(&mut item.action, action);
+            let mut dirty = replan | set_text(&mut item.reason, &f.reason);
+            dirty |= set_value(&mut item.savings_usd_mo, f.projected_savings_usd_mo);
+            dirty |= set_value(&mut item.risk_score, f64::from(n.risk_score()));
+            dirty |= set_text(&mut item.reachability, n.reachability().name());
             if item.stage != Phase::Applied {
-                self.advance(&graph, (sources, &served), *id, item, now_us, blocked, &mut analyzed);
+                dirty |= self.advance(
+                    &graph,
+                    (sources, &served),
+                    *id,
+                    item,
+                    replan,
+                    now_us,
+                    blocked,
+                    &mut analyzed,
+                );
             }
             if item.stage == Phase::SauGate {
                 report.held += 1;
             }
-            if *item != before {
-                changed.push(crn.clone());
+            if dirty {
+                changed.push(crn);
             }
         }
+        *planned = true;
+        let decided_ms = t0.elapsed().as_millis();
         report.analyzed = analyzed as u64;
         let stage_of: FxHashMap<NodeId, Phase> = waste
             .iter()
             .filter_map(|(id, crn)| items.get(crn).filter(|i| i.rejected.is_none()).map(|i| (*id, i.stage)))
             .collect();
-        report.stages = super::STAGES
-            .iter()
-            .map(|s| {
-                (
-                    s.name(),
-                    items.values().filter(|i| i.stage == *s && i.rejected.is_none()).count() as u64,
-                )
-            })
-            .collect();
+        let mut counts = [0u64; super::STAGES.len()];
+        for i in items.values().filter(|i| i.rejected.is_none()) {
+            if let Some(k) = super::STAGES.iter().position(|s| *s == i.stage) {
+                counts[k] += 1;
+            }
+        }
+        report.stages = super::STAGES.iter().map(|s| s.name()).zip(counts).collect();
         let batch = Batch {
-            items: changed.iter().filter_map(|c| items.get(c)).collect(),
+            items: changed.iter().filter_map(|c| items.get(*c)).collect(),
             removed_items: removed.iter().map(String::as_str).collect(),
             ..Batch::default()
         };
-        if !batch.items.is_empty() || !batch.removed_items.is_empty() {
+        let written = batch.items.len() + batch.removed_items.len();
+        if written > 0 {
             self.store().put_remediation(&batch)?;
         }
         drop(st);
         drop(reader);
         drop(graph);
+        let stored_ms = t0.elapsed().as_millis();
         if !events.is_empty() {
             self.ledger().append(events)?;
         }
         self.graph_mut().apply_phases(now_us, |id| stage_of.get(&id).copied());
+        debug!(
+            items = waste.len(),
+            written,
+            collected_ms,
+            decided_ms,
+            stored_ms,
+            total_ms = t0.elapsed().as_millis(),
+            "remediation items reconciled"
+        );
         Ok(report)
     }
 
-    /// Moves one item forward: proof, plan, gate.
+    /// Moves one item forward: proof, plan, gate. `replan` when what the
+    /// plan is made of changed (or it has none yet). Returns whether the
+    /// item changed.
     #[allow(clippy::too_many_arguments)]
     fn advance(
         &self,
@@ -398,30 +461,51 @@ impl Engine {
         (sources, served): (&mut [Box<dyn Source>], &BTreeMap<String, String>),
         id: NodeId,
         item: &mut Item,
+        replan: bool,
         now_us: u64,
         blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
         analyzed: &mut usize,
-    ) {
-        let Ok(crn) = Crn::parse(&item.crn) else { return };
-        let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
-        if item.stage == Phase::Flagged || item.proof.is_none() || plan.hash != item.plan_hash {
+    ) -> bool {
+        let (stage, stage_us) = (item.stage, item.stage_us);
+        let unproved = item.stage == Phase::Flagged || item.proof.is_none();
+        if unproved && *analyzed >= ANALYZE_PER_SCAN {
+            return false;
+        }
+        let mut dirty = false;
+        let mut new_hash = None;
+        if replan {
+            let Ok(crn) = Crn::parse(&item.crn) else { return false };
+            let hash = plan::hash(&crn, &item.ty, &item.state, &item.rule, &item.action);
+            new_hash = Some((crn, hash)).filter(|(_, h)| *h != item.plan_hash);
+        }
+        if unproved || new_hash.is_some() {
             if *analyzed >= ANALYZE_PER_SCAN {
-                return;
+                return false;
             }
+            let crn = match &new_hash {
+                Some((crn, _)) => crn.clone(),
+                None => match Crn::parse(&item.crn) {
+                    Ok(crn) => crn,
+                    Err(_) => return dirty,
+                },
+            };
             *analyzed += 1;
+            let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
             item.proof = Some(prove(graph, sources, served, id, &crn, &plan));
             item.blast_radius = crate::blast::blast_radius(graph, id, 0).map_or(0, |b| b.count as u64);
             item.set_stage(Phase::Analyzed, now_us);
+            dirty = true;
         }
-        if plan.hash != item.plan_hash {
+        if let Some((_, hash)) = new_hash {
             // A new plan: earlier decisions were about another one.
-            item.plan_hash = plan.hash;
+            item.plan_hash = hash;
             item.rejected = None;
             item.failure = None;
             item.set_stage(Phase::Codegen, now_us);
+            dirty = true;
         }
         if item.rejected.is_some() {
-            return;
+            return dirty || (item.stage, item.stage_us) != (stage, stage_us);
         }
         let mut blockers = blocked(id);
         if let Some(p) = item.proof.as_ref().filter(|p| !p.safe) {
@@ -430,7 +514,10 @@ impl Engine {
         if let Some(who) = &item.held_by {
             blockers.push(format!("held by {who}"));
         }
-        item.blockers = blockers;
+        if item.blockers != blockers {
+            item.blockers = blockers;
+            dirty = true;
+        }
         let overridden = item
             .override_by
             .as_ref()
@@ -440,6 +527,7 @@ impl Engine {
         } else {
             item.set_stage(Phase::SauGate, now_us);
         }
+        dirty || (item.stage, item.stage_us) != (stage, stage_us)
     }
 
     /// Every item, by CRN.

@@ -65,17 +65,21 @@ fn intent_of(action: &str) -> &'static str {
     }
 }
 
+/// The actions of a plan, in order: a running machine is stopped before it
+/// is deleted, so a failure of the delete leaves it stopped, not half gone.
+fn actions(kind: &str, intent: &'static str) -> Vec<&'static str> {
+    match intent {
+        "delete" | "snapshot_delete" if is_machine(kind) => vec!["stop", intent],
+        other => vec![other],
+    }
+}
+
 /// The plan for acting on `crn` (of node type `ty`, in `state`) as `rule`
 /// suggests with `action`.
 pub fn build(crn: &Crn, ty: &str, state: &str, rule: &str, action: &str) -> Plan {
     let intent = intent_of(action);
-    // A running machine is stopped before it is deleted, so a failure of
-    // the delete leaves it stopped, not half gone.
-    let actions: Vec<&'static str> = match intent {
-        "delete" | "snapshot_delete" if is_machine(&crn.kind) => vec!["stop", intent],
-        other => vec![other],
-    };
-    let steps: Vec<Step> = actions
+    let canonical = crn.to_string();
+    let steps: Vec<Step> = actions(&crn.kind, intent)
         .into_iter()
         .map(|a| Step {
             action: a,
@@ -83,26 +87,37 @@ pub fn build(crn: &Crn, ty: &str, state: &str, rule: &str, action: &str) -> Plan
             cli: cli(crn, a),
         })
         .collect();
-    let terraform = terraform(crn, ty, intent);
-    let mut h = Sha256::new();
-    for part in [crn.to_string().as_str(), ty, state, rule, intent] {
-        h.update(part.as_bytes());
-        h.update([0]);
-    }
-    for s in &steps {
-        h.update(s.action.as_bytes());
-        h.update([1]);
-        h.update(s.inverse.as_bytes());
-        h.update([0]);
-    }
     Plan {
-        crn: crn.to_string(),
+        hash: digest(&canonical, &crn.kind, ty, state, rule, intent),
+        crn: canonical,
         rule: rule.to_owned(),
         intent,
         steps,
-        terraform,
-        hash: hex::encode(h.finalize()),
+        terraform: terraform(crn, ty, intent),
     }
+}
+
+/// The hash [`build`] gives the same plan, without rendering its CLI and
+/// Terraform text: the scan's pass rechecks every item's plan with it.
+pub fn hash(crn: &Crn, ty: &str, state: &str, rule: &str, action: &str) -> String {
+    digest(&crn.to_string(), &crn.kind, ty, state, rule, intent_of(action))
+}
+
+/// SHA-256 (hex) over the canonical CRN, type, state, rule, intent and the
+/// steps with their inverses.
+fn digest(canonical: &str, kind: &str, ty: &str, state: &str, rule: &str, intent: &'static str) -> String {
+    let mut h = Sha256::new();
+    for part in [canonical, ty, state, rule, intent] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    for a in actions(kind, intent) {
+        h.update(a.as_bytes());
+        h.update([1]);
+        h.update(inverse_of(a).as_bytes());
+        h.update([0]);
+    }
+    hex::encode(h.finalize())
 }
 
 /// The provider CLI command for one action.
@@ -267,6 +282,7 @@ mod tests {
             p.terraform
         );
         assert_eq!(p.hash.len(), 64);
+        assert_eq!(p.hash, hash(&c, "ec2:instance", "stopped", "aws-ec2-stopped", "delete"));
         assert_eq!(p, build(&c, "ec2:instance", "stopped", "aws-ec2-stopped", "delete"));
         assert_ne!(
             p.hash,
@@ -280,6 +296,10 @@ mod tests {
         let v = Crn::parse("crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-1").unwrap();
         let p = build(&v, "ec2:volume", "available", "aws-ebs-unattached", "delete");
         assert_eq!(p.steps.len(), 1);
+        assert_eq!(
+            p.hash,
+            hash(&v, "ec2:volume", "available", "aws-ebs-unattached", "delete")
+        );
         assert!(p.steps[0].cli.contains("create-snapshot"));
         let s = build(&v, "ec2:volume", "in-use", "aws-ebs-on-idle-instance", "stop");
         assert_eq!(s.steps[0].inverse, "start");
