@@ -52,6 +52,9 @@ pub struct SauReport {
     /// Items that left, by reason.
     pub left_reasons: BTreeMap<&'static str, u64>,
     pub analyzed: u64,
+    /// Items stored because they changed (entered, moved, or their
+    /// finding, proof or plan changed); the others are left as they are.
+    pub written: u64,
     pub held: u64,
     pub expired_isolations: u64,
     pub recovered_sagas: u64,
@@ -380,12 +383,12 @@ impl Engine {
                 .or_insert_with(|| crate::heuristics::builtin::rule(&f.rule).map_or("delete", |r| r.action));
             // The plan is a function of these four (and the CRN); after a
             // restart every plan is checked once, in case planning changed.
-            let mut replan = item.plan_hash.is_empty() || !*planned;
-            replan |= set_text(&mut item.ty, reader.resolve(n.ty()));
-            replan |= set_text(&mut item.state, reader.resolve(n.state()));
-            replan |= set_text(&mut item.rule, &f.rule);
-            replan |= set_text(&mut item.action, action);
-            let mut dirty = replan | set_text(&mut item.reason, &f.reason);
+            let mut inputs = set_text(&mut item.ty, reader.resolve(n.ty()));
+            inputs |= set_text(&mut item.state, reader.resolve(n.state()));
+            inputs |= set_text(&mut item.rule, &f.rule);
+            inputs |= set_text(&mut item.action, action);
+            let replan = inputs || item.plan_hash.is_empty() || !*planned;
+            let mut dirty = inputs | set_text(&mut item.reason, &f.reason);
             dirty |= set_value(&mut item.savings_usd_mo, f.projected_savings_usd_mo);
             dirty |= set_value(&mut item.risk_score, f64::from(n.risk_score()));
             dirty |= set_text(&mut item.reachability, n.reachability().name());
@@ -428,6 +431,7 @@ impl Engine {
             ..Batch::default()
         };
         let written = batch.items.len() + batch.removed_items.len();
+        report.written = batch.items.len() as u64;
         if written > 0 {
             self.store().put_remediation(&batch)?;
         }

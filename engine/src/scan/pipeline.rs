@@ -179,7 +179,7 @@ impl ScanReport {
                     s.stages.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())).collect();
                 serde_json::json!({
                     "stages": stages, "entered": s.entered, "left": s.left, "left_reasons": s.left_reasons,
-                    "analyzed": s.analyzed,
+                    "analyzed": s.analyzed, "written": s.written,
                     "held": s.held, "expired_isolations": s.expired_isolations,
                     "recovered_sagas": s.recovered_sagas,
                 })
