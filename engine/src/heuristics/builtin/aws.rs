@@ -1,5 +1,7 @@
 //! AWS rules.
 
+use std::fmt;
+
 use super::view::Node;
 use super::{GRACE_DAYS, Hit, Rule, RuleKind, STALE_DAYS, Unused, attached_machine, bytes, days, unused_machine, usd};
 use crate::prices;
@@ -270,14 +272,16 @@ pub(super) static RULES: &[Rule] = &[
     ),
 ];
 
-fn volume_facts(n: &Node<'_>) -> String {
+fn volume_facts(n: &Node<'_>) -> impl fmt::Display {
     let k = n.keys();
     let size = n.num(k.size_gib).unwrap_or(0.0);
     let class = n.str(k.volume_type).unwrap_or("unknown type");
-    format!("{size:.0} GiB {class}, {}", usd(n.cost()))
+    let cost = n.cost();
+    fmt::from_fn(move |f| write!(f, "{size:.0} GiB {class}, {}", usd(cost)))
 }
 
-fn ebs_unattached(n: &Node<'_>) -> Option<Hit> {
+/// Days a volume has been attached to nothing, when that is past the grace period.
+fn unattached_days(n: &Node<'_>) -> Option<u64> {
     let k = n.keys();
     let attached = n.out(AttachedTo).next().is_some()
         || !n.is_empty(k.attached_to)
@@ -286,7 +290,12 @@ fn ebs_unattached(n: &Node<'_>) -> Option<Hit> {
         return None;
     }
     let d = n.days_since_prop(k.last_attached_at).unwrap_or_else(|| n.age_days());
-    (d >= GRACE_DAYS).then(|| Hit {
+    (d >= GRACE_DAYS).then_some(d)
+}
+
+fn ebs_unattached(n: &Node<'_>) -> Option<Hit> {
+    let d = unattached_days(n)?;
+    Some(Hit {
         savings: n.cost(),
         reason: format!("unattached for {}, {}", days(d), volume_facts(n)),
     })
@@ -318,7 +327,7 @@ fn ebs_gp2(n: &Node<'_>) -> Option<Hit> {
         return None;
     }
     // Waste rules speak for volumes nobody uses.
-    if ebs_unattached(n).is_some() || attached_machine(n).is_some() {
+    if unattached_days(n).is_some() || attached_machine(n).is_some() {
         return None;
     }
     let size = n.num(k.size_gib)?;
@@ -341,7 +350,7 @@ fn ec2_idle(n: &Node<'_>) -> Option<Hit> {
 }
 
 /// "(m5.large spot, $35.04/mo)".
-pub(super) fn machine_facts(n: &Node<'_>) -> String {
+pub(super) fn machine_facts(n: &Node<'_>) -> impl fmt::Display {
     let k = n.keys();
     let size = [k.instance_type, k.machine_type, k.vm_size]
         .into_iter()
@@ -352,7 +361,8 @@ pub(super) fn machine_facts(n: &Node<'_>) -> String {
     } else {
         ""
     };
-    format!("({size}{spot}, {})", usd(n.cost()))
+    let cost = n.cost();
+    fmt::from_fn(move |f| write!(f, "({size}{spot}, {})", usd(cost)))
 }
 
 fn ec2_stopped(n: &Node<'_>) -> Option<Hit> {

@@ -1,6 +1,8 @@
 //! Azure rules.
 
 use super::aws::{machine_facts, stale_storage};
+use std::fmt;
+
 use super::view::Node;
 use super::{GRACE_DAYS, Hit, Rule, RuleKind, Unused, attached_machine, days, unused_machine, usd};
 use crate::relation::Relation::{AttachedTo, FlowsTo};
@@ -104,11 +106,12 @@ pub(super) static RULES: &[Rule] = &[
     ),
 ];
 
-fn disk_facts(n: &Node<'_>) -> String {
+fn disk_facts(n: &Node<'_>) -> impl fmt::Display {
     let k = n.keys();
     let size = n.num(k.size_gib).unwrap_or(0.0);
     let sku = n.str(k.sku).unwrap_or("disk");
-    format!("{size:.0} GiB {sku}, {}", usd(n.cost()))
+    let cost = n.cost();
+    fmt::from_fn(move |f| write!(f, "{size:.0} GiB {sku}, {}", usd(cost)))
 }
 
 fn disk_unattached(n: &Node<'_>) -> Option<Hit> {

@@ -18,6 +18,7 @@ mod k8s;
 pub mod view;
 
 use std::borrow::Cow;
+use std::fmt::{self, Write as _};
 
 use rayon::prelude::*;
 
@@ -242,11 +243,11 @@ pub enum Unused {
 }
 
 impl Unused {
-    fn describe(self) -> String {
-        match self {
-            Unused::Stopped(d) => format!("stopped for {}", days(d)),
-            Unused::Idle(cpu, net) => format!("idle: {cpu:.1}% CPU and {} of network over 7 days", bytes(net)),
-        }
+    fn describe(self) -> impl fmt::Display {
+        fmt::from_fn(move |f| match self {
+            Unused::Stopped(d) => write!(f, "stopped for {}", days(d)),
+            Unused::Idle(cpu, net) => write!(f, "idle: {cpu:.1}% CPU and {} of network over 7 days", bytes(net)),
+        })
     }
 }
 
@@ -282,53 +283,74 @@ pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
 
 /// The unused machine a volume or disk is attached to: its name (the last
 /// segment of its id, so an Azure resource id reads as the VM's name) and why.
-pub fn attached_machine(n: &Node<'_>) -> Option<(String, Unused)> {
-    n.out(crate::relation::Relation::AttachedTo).find_map(|m| {
-        let id = m.physical_id();
-        let name = id.rsplit('/').next().unwrap_or(id);
-        unused_machine(&m).map(|u| (name.to_owned(), u))
+/// Worked out once per node and pass, however many rules ask.
+pub fn attached_machine<'a>(n: &Node<'a>) -> Option<(&'a str, Unused)> {
+    *n.attached_machine.get_or_init(|| {
+        n.out(crate::relation::Relation::AttachedTo).find_map(|m| {
+            let id = m.physical_id();
+            let name = id.rsplit('/').next().unwrap_or(id);
+            unused_machine(&m).map(|u| (name, u))
+        })
     })
 }
 
-/// `$1,234.50/mo`.
-pub(crate) fn usd(v: f64) -> String {
-    let cents = (v * 100.0).round() as i64;
-    let (whole, frac) = (cents / 100, (cents % 100).abs());
-    let digits = whole.abs().to_string();
-    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            grouped.push(',');
+/// `$1,234.50/mo`, written where it is formatted (no allocation).
+pub(crate) fn usd(v: f64) -> impl fmt::Display {
+    fmt::from_fn(move |f| {
+        let cents = (v * 100.0).round() as i64;
+        let (whole, frac) = (cents / 100, (cents % 100).abs());
+        if whole < 0 {
+            f.write_str("-")?;
         }
-        grouped.push(c);
-    }
-    let sign = if whole < 0 { "-" } else { "" };
-    format!("{sign}${grouped}.{frac:02}/mo")
+        f.write_str("$")?;
+        let mut digits = [0u8; 20];
+        let mut n = whole.unsigned_abs();
+        let mut len = 0;
+        loop {
+            digits[len] = b'0' + (n % 10) as u8;
+            len += 1;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for i in (0..len).rev() {
+            f.write_char(char::from(digits[i]))?;
+            if i > 0 && i % 3 == 0 {
+                f.write_char(',')?;
+            }
+        }
+        write!(f, ".{frac:02}/mo")
+    })
 }
 
 /// `1.5 GiB`, `820 MiB`, `12 KiB` from bytes.
-pub(crate) fn bytes(v: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = v.max(0.0);
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if v >= 10.0 || u == 0 {
-        format!("{v:.0} {}", UNITS[u])
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+pub(crate) fn bytes(v: f64) -> impl fmt::Display {
+    fmt::from_fn(move |f| {
+        const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+        let mut v = v.max(0.0);
+        let mut u = 0;
+        while v >= 1024.0 && u < UNITS.len() - 1 {
+            v /= 1024.0;
+            u += 1;
+        }
+        if v >= 10.0 || u == 0 {
+            write!(f, "{v:.0} {}", UNITS[u])
+        } else {
+            write!(f, "{v:.1} {}", UNITS[u])
+        }
+    })
 }
 
 /// "43 days", "1 day".
-pub(crate) fn days(d: u64) -> String {
-    if d == 1 {
-        "1 day".to_owned()
-    } else {
-        format!("{d} days")
-    }
+pub(crate) fn days(d: u64) -> impl fmt::Display {
+    fmt::from_fn(move |f| {
+        if d == 1 {
+            f.write_str("1 day")
+        } else {
+            write!(f, "{d} days")
+        }
+    })
 }
 
 #[cfg(test)]
@@ -383,13 +405,16 @@ mod tests {
 
     #[test]
     fn money_and_sizes_read_well() {
-        assert_eq!(usd(40.0), "$40.00/mo");
-        assert_eq!(usd(1234.5), "$1,234.50/mo");
-        assert_eq!(usd(0.004), "$0.00/mo");
-        assert_eq!(bytes(20.0 * 1024.0 * 1024.0), "20 MiB");
-        assert_eq!(bytes(1.5 * 1024.0 * 1024.0 * 1024.0), "1.5 GiB");
-        assert_eq!(bytes(0.0), "0 B");
-        assert_eq!(days(1), "1 day");
-        assert_eq!(days(43), "43 days");
+        assert_eq!(usd(40.0).to_string(), "$40.00/mo");
+        assert_eq!(usd(1234.5).to_string(), "$1,234.50/mo");
+        assert_eq!(usd(1_234_567.891).to_string(), "$1,234,567.89/mo");
+        assert_eq!(usd(999.999).to_string(), "$1,000.00/mo");
+        assert_eq!(usd(-1234.5).to_string(), "-$1,234.50/mo");
+        assert_eq!(usd(0.004).to_string(), "$0.00/mo");
+        assert_eq!(bytes(20.0 * 1024.0 * 1024.0).to_string(), "20 MiB");
+        assert_eq!(bytes(1.5 * 1024.0 * 1024.0 * 1024.0).to_string(), "1.5 GiB");
+        assert_eq!(bytes(0.0).to_string(), "0 B");
+        assert_eq!(days(1).to_string(), "1 day");
+        assert_eq!(days(43).to_string(), "43 days");
     }
 }

@@ -1,5 +1,7 @@
 //! What a rule sees of a node.
 
+use std::cell::{Cell, OnceCell};
+
 use rustc_hash::FxHashSet;
 
 use crate::graph::{Graph, NodeRef, visible};
@@ -180,20 +182,32 @@ pub struct Ctx<'g> {
     pub as_of_s: u64,
 }
 
-/// A node as a rule reads it.
+/// A node as a rule reads it. What several rules of one node ask for
+/// (its cost, the machine it is attached to) is worked out once.
 pub struct Node<'a> {
     ctx: &'a Ctx<'a>,
     n: NodeRef<'a>,
+    cost: Cell<Option<f64>>,
+    pub(super) attached_machine: OnceCell<Option<(&'a str, super::Unused)>>,
 }
 
 impl<'a> Node<'a> {
     pub fn new(ctx: &'a Ctx<'a>, id: NodeId) -> Node<'a> {
         let n = ctx.graph.node(id).expect("ids come from the shards being walked");
-        Node { ctx, n }
+        Node::with(ctx, n)
+    }
+
+    fn with(ctx: &'a Ctx<'a>, n: NodeRef<'a>) -> Node<'a> {
+        Node {
+            ctx,
+            n,
+            cost: Cell::new(None),
+            attached_machine: OnceCell::new(),
+        }
     }
 
     fn of(&self, n: NodeRef<'a>) -> Node<'a> {
-        Node { ctx: self.ctx, n }
+        Node::with(self.ctx, n)
     }
 
     pub fn id(&self) -> NodeId {
@@ -235,6 +249,15 @@ impl<'a> Node<'a> {
 
     /// USD a month: what the provider reported, else the price table's estimate.
     pub fn cost(&self) -> f64 {
+        if let Some(c) = self.cost.get() {
+            return c;
+        }
+        let c = self.price();
+        self.cost.set(Some(c));
+        c
+    }
+
+    fn price(&self) -> f64 {
         let reported = f64::from(self.n.cost_usd_mo());
         if reported > 0.0 {
             return reported;
