@@ -240,23 +240,23 @@ fn prove(
     crn: &Crn,
     plan: &Plan,
 ) -> Proof {
-    let mut props = BTreeMap::new();
-    if let Some(n) = graph.node(id) {
-        let reader = graph.interner().reader();
-        for (k, v) in n.props() {
-            let text = match v {
-                crate::props::ValueRef::Str(s) | crate::props::ValueRef::Json(s) => s.to_owned(),
-                crate::props::ValueRef::Int(i) => i.to_string(),
-                crate::props::ValueRef::Float(f) => f.to_string(),
-                crate::props::ValueRef::Bool(b) => b.to_string(),
-                crate::props::ValueRef::Null => "null".to_owned(),
-            };
-            props.insert(reader.resolve(k).to_owned(), text);
-        }
-    }
-    props.insert("intent".into(), plan.intent.to_owned());
     let canonical = crn.to_string();
-    if let Some(source) = source_for(sources, crn, served) {
+    if let Some(source) = source_for(sources, crn, served).filter(|s| s.checks_reversibility()) {
+        let mut props = BTreeMap::new();
+        if let Some(n) = graph.node(id) {
+            let reader = graph.interner().reader();
+            for (k, v) in n.props() {
+                let text = match v {
+                    crate::props::ValueRef::Str(s) | crate::props::ValueRef::Json(s) => s.to_owned(),
+                    crate::props::ValueRef::Int(i) => i.to_string(),
+                    crate::props::ValueRef::Float(f) => f.to_string(),
+                    crate::props::ValueRef::Bool(b) => b.to_string(),
+                    crate::props::ValueRef::Null => "null".to_owned(),
+                };
+                props.insert(reader.resolve(k).to_owned(), text);
+            }
+        }
+        props.insert("intent".into(), plan.intent.to_owned());
         match source.check_reversibility(&canonical, &props) {
             Some(Ok(p)) => {
                 return Proof {

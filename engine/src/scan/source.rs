@@ -61,6 +61,12 @@ pub trait Source: Send {
         None
     }
 
+    /// Whether [`Source::check_reversibility`] can answer at all, so the
+    /// engine gathers a resource's properties for it only when it can.
+    fn checks_reversibility(&self) -> bool {
+        false
+    }
+
     /// The source's own proof that acting on `crn` can be undone
     /// (`CheckReversibility`); `None` when it has no opinion, and the
     /// engine's built-in rules decide.

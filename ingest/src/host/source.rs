@@ -266,6 +266,10 @@ impl Source for PluginSource {
         handle.block_on(self.shutdown());
     }
 
+    fn checks_reversibility(&self) -> bool {
+        true
+    }
+
     fn check_reversibility(
         &mut self,
         crn: &str,
