@@ -34,7 +34,8 @@ pub struct Remediation {
 
 #[derive(Default)]
 struct State {
-    items: BTreeMap<String, Item>,
+    /// By CRN; hashed, since a scan looks up every waste resource's item.
+    items: FxHashMap<String, Item>,
     isolation: BTreeMap<String, Isolation>,
     /// Sagas found running at start: the daemon stopped mid-saga.
     interrupted: Vec<Saga>,
@@ -321,11 +322,12 @@ impl Engine {
         } = &mut *st;
 
         // Items whose resource is no longer waste, or is ignored, leave.
-        let leaving: Vec<String> = items
+        let mut leaving: Vec<String> = items
             .keys()
             .filter(|c| !by_crn.contains_key(c.as_str()) || isolation.contains_key(c.as_str()))
             .cloned()
             .collect();
+        leaving.sort_unstable();
         for crn in leaving {
             let Some(item) = items.remove(&crn) else { continue };
             let why = if isolation.contains_key(&crn) {
@@ -362,6 +364,8 @@ impl Engine {
         let served = self.served();
         // A few dozen rules, each looked up by name once.
         let mut actions: FxHashMap<&str, &'static str> = FxHashMap::default();
+        let mut stage_of: FxHashMap<NodeId, Phase> = FxHashMap::default();
+        stage_of.reserve(waste.len());
         for (id, crn) in &waste {
             if isolation.contains_key(crn) {
                 continue;
@@ -410,14 +414,13 @@ impl Engine {
             if dirty {
                 changed.push(crn);
             }
+            if item.rejected.is_none() {
+                stage_of.insert(*id, item.stage);
+            }
         }
         *planned = true;
         let decided_ms = t0.elapsed().as_millis();
         report.analyzed = analyzed as u64;
-        let stage_of: FxHashMap<NodeId, Phase> = waste
-            .iter()
-            .filter_map(|(id, crn)| items.get(crn).filter(|i| i.rejected.is_none()).map(|i| (*id, i.stage)))
-            .collect();
         let mut counts = [0u64; super::STAGES.len()];
         for i in items.values().filter(|i| i.rejected.is_none()) {
             if let Some(k) = super::STAGES.iter().position(|s| *s == i.stage) {
@@ -536,7 +539,9 @@ impl Engine {
 
     /// Every item, by CRN.
     pub fn remediation_items(&self) -> Vec<Item> {
-        self.remediation.state.lock().items.values().cloned().collect()
+        let mut items: Vec<Item> = self.remediation.state.lock().items.values().cloned().collect();
+        items.sort_unstable_by(|a, b| a.crn.cmp(&b.crn));
+        items
     }
 
     /// One item.
