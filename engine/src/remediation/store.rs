@@ -57,7 +57,9 @@ fn map(v: &Value, k: &str) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-pub(crate) fn item_json(i: &Item) -> Value {
+/// An item as a JSON tree: the reference [`write_item`] is checked against.
+#[cfg(test)]
+fn item_json(i: &Item) -> Value {
     json!({
         "crn": i.crn, "stage": i.stage.name(), "type": i.ty, "state": i.state, "rule": i.rule,
         "action": i.action, "reason": i.reason, "savings_usd_mo": i.savings_usd_mo,
@@ -68,6 +70,114 @@ pub(crate) fn item_json(i: &Item) -> Value {
         "failure": i.failure, "saga_id": i.saga_id, "rejected": i.rejected,
         "flagged_us": i.flagged_us, "stage_us": i.stage_us,
     })
+}
+
+/// An item's JSON text, written field by field into `buf` without building
+/// a tree: a scan stores thousands of items.
+pub(crate) fn write_item(buf: &mut Vec<u8>, i: &Item) {
+    let mut o = Obj::new(buf);
+    o.str("crn", &i.crn);
+    o.str("stage", i.stage.name());
+    o.str("type", &i.ty);
+    o.str("state", &i.state);
+    o.str("rule", &i.rule);
+    o.str("action", &i.action);
+    o.str("reason", &i.reason);
+    o.num("savings_usd_mo", i.savings_usd_mo);
+    o.num("risk_score", i.risk_score);
+    o.str("reachability", &i.reachability);
+    o.int("blast_radius", i.blast_radius);
+    match &i.proof {
+        Some(p) => {
+            let mut n = Obj::new(o.key("proof"));
+            n.bool("safe", p.safe);
+            n.str("reason", &p.reason);
+            n.str("source", &p.source);
+            n.end();
+        }
+        None => o.null("proof"),
+    }
+    o.str("plan_hash", &i.plan_hash);
+    let out = o.key("blockers");
+    out.push(b'[');
+    for (k, b) in i.blockers.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        text(out, b);
+    }
+    out.push(b']');
+    o.opt("held_by", i.held_by.as_deref());
+    match &i.override_by {
+        Some(v) => {
+            let mut n = Obj::new(o.key("override"));
+            n.str("actor", &v.actor);
+            n.str("reason", &v.reason);
+            n.str("plan_hash", &v.plan_hash);
+            n.end();
+        }
+        None => o.null("override"),
+    }
+    o.opt("failure", i.failure.as_deref());
+    o.opt("saga_id", i.saga_id.as_deref());
+    o.opt("rejected", i.rejected.as_deref());
+    o.int("flagged_us", i.flagged_us);
+    o.int("stage_us", i.stage_us);
+    o.end();
+}
+
+/// A JSON string literal, escaped as serde_json escapes it.
+fn text(out: &mut Vec<u8>, s: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// A JSON object being written.
+struct Obj<'b> {
+    out: &'b mut Vec<u8>,
+    first: bool,
+}
+
+impl<'b> Obj<'b> {
+    fn new(out: &'b mut Vec<u8>) -> Obj<'b> {
+        out.push(b'{');
+        Obj { out, first: true }
+    }
+    fn key(&mut self, k: &str) -> &mut Vec<u8> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        text(self.out, k);
+        self.out.push(b':');
+        self.out
+    }
+    fn str(&mut self, k: &str, v: &str) {
+        text(self.key(k), v);
+    }
+    fn opt(&mut self, k: &str, v: Option<&str>) {
+        match v {
+            Some(v) => self.str(k, v),
+            None => self.null(k),
+        }
+    }
+    fn null(&mut self, k: &str) {
+        self.key(k).extend_from_slice(b"null");
+    }
+    fn bool(&mut self, k: &str, v: bool) {
+        let v: &[u8] = if v { b"true" } else { b"false" };
+        self.key(k).extend_from_slice(v);
+    }
+    fn int(&mut self, k: &str, v: u64) {
+        let _ = serde_json::to_writer(self.key(k), &v);
+    }
+    /// A float as serde_json writes one (`null` when not finite).
+    fn num(&mut self, k: &str, v: f64) {
+        let _ = serde_json::to_writer(self.key(k), &Value::from(v));
+    }
+    fn end(self) {
+        self.out.push(b'}');
+    }
 }
 
 fn item_from(v: &Value) -> Result<Item, DecodeError> {
@@ -229,9 +339,11 @@ impl GraphStore {
         {
             let bytes = |v: Value| serde_json::to_vec(&v).unwrap_or_default();
             let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
+            let mut buf = Vec::with_capacity(1024);
             for i in &b.items {
-                t.insert(i.crn.as_str(), bytes(item_json(i)).as_slice())
-                    .map_err(|e| err(e.into()))?;
+                buf.clear();
+                write_item(&mut buf, i);
+                t.insert(i.crn.as_str(), buf.as_slice()).map_err(|e| err(e.into()))?;
             }
             for crn in &b.removed_items {
                 t.remove(*crn).map_err(|e| err(e.into()))?;
@@ -335,6 +447,22 @@ mod tests {
         });
         i.savings_usd_mo = 12.5;
         assert_eq!(item_from(&item_json(&i)).unwrap(), i);
+        // The stored text is the same object, escapes included.
+        i.reason = "a \"quoted\" reason\nwith a line break and é".into();
+        i.held_by = Some("alice".into());
+        i.risk_score = f64::NAN;
+        let mut buf = Vec::new();
+        write_item(&mut buf, &i);
+        let stored: Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(stored, item_json(&i));
+        i.risk_score = 0.0;
+        assert_eq!(item_from(&stored).unwrap(), i);
+        i.proof = None;
+        i.override_by = None;
+        i.blockers.clear();
+        buf.clear();
+        write_item(&mut buf, &i);
+        assert_eq!(serde_json::from_slice::<Value>(&buf).unwrap(), item_json(&i));
         assert!(item_from(&json!({"crn": "x"})).is_err());
     }
 }
