@@ -15,6 +15,7 @@
 //! `ledger/codec.rs`.
 
 mod codec;
+mod postings;
 mod query;
 mod tables;
 mod verify;
@@ -26,6 +27,8 @@ mod tests;
 mod tests_integrity;
 #[cfg(test)]
 mod tests_model;
+#[cfg(test)]
+mod tests_postings;
 #[cfg(test)]
 mod tests_query;
 
@@ -478,14 +481,17 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
     }
     drop(events);
     drop(txn);
-    drop_legacy_tables(db)?;
+    upgrade_indexes(db)?;
     Ok(head.seq)
 }
 
 /// Brings the indexes of a file written by an older version up to date:
-/// drops the time index (time bounds search `events`) and replaces the
-/// (crn, seq) index by CRN postings rebuilt from `events`.
-fn drop_legacy_tables(db: &Database) -> Result<(), LedgerError> {
+/// drops the time index (time bounds search `events`) and replaces an older
+/// CRN index (`by_crn`, or `crn_postings` with a key per event) by postings
+/// rebuilt from `events`. A version that knows only `crn_postings` creates
+/// it again when it opens the file, so finding it means the postings here
+/// may be stale and are rebuilt too.
+fn upgrade_indexes(db: &Database) -> Result<(), LedgerError> {
     let txn = db.begin_read()?;
     let exists = |r: Result<(), TableError>| match r {
         Ok(()) => Ok(true),
@@ -494,9 +500,12 @@ fn drop_legacy_tables(db: &Database) -> Result<(), LedgerError> {
     };
     let by_time = exists(txn.open_table(tables::LEGACY_BY_TIME).map(|_| ()))?;
     let by_crn = exists(txn.open_table(tables::LEGACY_BY_CRN).map(|_| ()))?;
-    let postings = exists(txn.open_table(tables::CRN_POSTINGS).map(|_| ()))?;
+    let old_postings = exists(txn.open_table(tables::LEGACY_CRN_POSTINGS).map(|_| ()))?;
+    let recent = exists(txn.open_table(tables::CRN_RECENT).map(|_| ()))?;
+    let runs = exists(txn.open_table(tables::CRN_RUNS).map(|_| ()))?;
     drop(txn);
-    if !by_time && !by_crn && postings {
+    let rebuild = by_crn || old_postings || !recent || !runs;
+    if !by_time && !rebuild {
         return Ok(());
     }
     let mut w = db.begin_write()?;
@@ -504,23 +513,12 @@ fn drop_legacy_tables(db: &Database) -> Result<(), LedgerError> {
     if by_time {
         w.delete_table(tables::LEGACY_BY_TIME)?;
     }
-    if by_crn || !postings {
+    if rebuild {
         tracing::info!("rebuilding the ledger's CRN postings from its events (once)");
-        let events = w.open_table(tables::EVENTS)?;
-        let mut out = w.open_table(tables::CRN_POSTINGS)?;
-        for item in events.iter()? {
-            let (k, v) = item?;
-            let seq = k.value();
-            let s = codec::decode(v.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
-            if !s.crn.is_empty() {
-                let (bucket, hash) = tables::crn_key(s.crn);
-                out.insert((bucket, seq), hash)?;
-            }
-        }
-        drop((events, out));
-        if by_crn {
-            w.delete_table(tables::LEGACY_BY_CRN)?;
-        }
+        let count = postings::rebuild(&w)?;
+        tables::write_crn_recent(&mut w.open_table(tables::META)?, count)?;
+        w.delete_table(tables::LEGACY_BY_CRN)?;
+        w.delete_table(tables::LEGACY_CRN_POSTINGS)?;
     }
     w.commit()?;
     Ok(())
@@ -532,7 +530,8 @@ fn create_tables(db: &Database) -> Result<(), LedgerError> {
     {
         txn.open_table(tables::EVENTS)?;
         txn.open_table(tables::BY_TYPE)?;
-        txn.open_table(tables::CRN_POSTINGS)?;
+        txn.open_table(tables::CRN_RECENT)?;
+        txn.open_table(tables::CRN_RUNS)?;
         txn.open_table(tables::SESSIONS)?;
         let mut meta = txn.open_table(tables::META)?;
         tables::write_format(&mut meta)?;

@@ -3,18 +3,18 @@
 //!
 //! A history query first turns its time bounds into a seq window (time
 //! order is seq order), then walks the most selective index in reverse:
-//! the CRN's postings bucket when a CRN is given, else `by_type` (merging several types by
+//! the CRN's postings when a CRN is given, else `by_type` (merging several types by
 //! seq), else `events` itself. `total` comes from index ordinals where the
 //! filters allow it, so it does not cost a scan.
 
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata};
 
-use super::codec;
 use super::tables::{self, SessionRow};
 use super::{
     Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SAU_ACTION_TYPES, SessionInfo,
     Summary, status_of,
 };
+use super::{codec, postings};
 
 type Events = ReadOnlyTable<u64, &'static [u8]>;
 type Keyed = ReadOnlyTable<(&'static str, u64), u64>;
@@ -180,8 +180,8 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
     })
 }
 
-/// Page and total of a query with a CRN filter: a walk of the CRN's
-/// postings bucket, newest first. Events on the page are checked for the
+/// Page and total of a query with a CRN filter: the CRN's postings, newest
+/// first. Events on the page are checked for the
 /// CRN (a hash collision is skipped); with a type filter every match is read
 /// for its type, without one the events past the page are only counted.
 #[allow(clippy::too_many_arguments)]
@@ -195,12 +195,12 @@ fn by_crn(
     page_hi: u64,
     limit: usize,
 ) -> Result<(Vec<Event>, bool, u64), LedgerError> {
-    let postings = txn.open_table(tables::CRN_POSTINGS)?;
+    let recent = txn.open_table(tables::CRN_RECENT)?;
+    let runs = txn.open_table(tables::CRN_RUNS)?;
     let mut page = Vec::with_capacity(limit.min(HISTORY_MAX_LIMIT));
     let mut more = false;
     let mut total = 0u64;
-    for seq in tables::crn_seqs_desc(&postings, crn, lo, hi)? {
-        let seq = seq?;
+    for seq in postings::crn_seqs(&recent, &runs, crn, lo, hi)?.into_iter().rev() {
         let on_page = seq < page_hi && page.len() < limit;
         if *types == TypeSet::All && !on_page {
             total += 1;

@@ -194,7 +194,8 @@ fn a_file_with_the_old_crn_index_gets_postings_rebuilt_on_open() {
     {
         let db = Database::open(&f.path).unwrap();
         let txn = db.begin_write().unwrap();
-        txn.delete_table(tables::CRN_POSTINGS).unwrap();
+        txn.delete_table(tables::CRN_RECENT).unwrap();
+        txn.delete_table(tables::CRN_RUNS).unwrap();
         txn.open_table(tables::LEGACY_BY_CRN)
             .unwrap()
             .insert((crn, 1u64), 1u64)

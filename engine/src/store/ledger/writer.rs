@@ -19,6 +19,7 @@ use redb::{Durability, ReadableTable, ReadableTableMetadata, Table, WriteTransac
 use serde_json::Value;
 
 use super::codec::{self, Stored};
+use super::postings::Postings;
 use super::tables::{self, Anchor, Head, SessionRow};
 use super::{Event, HISTORY_PRUNED, LedgerError, Listener, NewEvent, Shared};
 use crate::clock::Clock;
@@ -224,7 +225,9 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
 struct Ctx<'t> {
     events: Table<'t, u64, &'static [u8]>,
     by_type: Table<'t, (&'static str, u64), u64>,
-    crn_postings: Table<'t, (u16, u64), u64>,
+    postings: Postings<'t>,
+    /// Postings held in `crn_recent` (`meta`).
+    crn_recent: u64,
     sessions: Table<'t, &'static str, (u64, u64, u64, u64, u64)>,
     meta: Table<'t, &'static str, &'static [u8]>,
     session_id: &'t str,
@@ -246,7 +249,8 @@ impl<'t> Ctx<'t> {
         Ok(Ctx {
             events: txn.open_table(tables::EVENTS)?,
             by_type: txn.open_table(tables::BY_TYPE)?,
-            crn_postings: txn.open_table(tables::CRN_POSTINGS)?,
+            postings: Postings::open(txn)?,
+            crn_recent: tables::read_crn_recent(&meta)?,
             head: tables::read_head(&meta)?,
             savings: tables::read_savings(&meta)?,
             savings_dirty: false,
@@ -279,8 +283,7 @@ impl<'t> Ctx<'t> {
         let ord = next_ordinal(&mut self.type_ord, &self.by_type, &p.event_type)?;
         self.by_type.insert((p.event_type.as_str(), seq), ord)?;
         if !p.crn.is_empty() {
-            let (bucket, hash) = tables::crn_key(&p.crn);
-            self.crn_postings.insert((bucket, seq), hash)?;
+            self.postings.add(&p.crn, seq);
         }
         if p.savings != 0.0 {
             self.savings += p.savings;
@@ -351,9 +354,6 @@ impl<'t> Ctx<'t> {
             for (seq, bytes) in &chunk {
                 let s = codec::decode(bytes).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
                 self.by_type.remove((s.event_type, *seq))?;
-                if !s.crn.is_empty() {
-                    self.crn_postings.remove((tables::crn_key(s.crn).0, *seq))?;
-                }
                 removed_savings += serde_json::from_str::<Value>(s.payload)
                     .map(|v| savings_of(&v))
                     .unwrap_or(0.0);
@@ -364,6 +364,8 @@ impl<'t> Ctx<'t> {
             }
         }
         self.prune_sessions(per_session, through)?;
+        self.crn_recent = self.postings.prune(through, self.crn_recent)?;
+        tables::write_crn_recent(&mut self.meta, self.crn_recent)?;
         tables::write_anchor(
             &mut self.meta,
             &Anchor {
@@ -431,6 +433,11 @@ impl<'t> Ctx<'t> {
 
     fn finish(mut self) -> Result<(), LedgerError> {
         self.flush_session()?;
+        let recent = self.postings.flush(self.crn_recent)?;
+        if recent != self.crn_recent {
+            self.crn_recent = recent;
+            tables::write_crn_recent(&mut self.meta, recent)?;
+        }
         tables::write_head(&mut self.meta, &self.head)?;
         if self.savings_dirty {
             tables::write_savings(&mut self.meta, self.savings)?;
