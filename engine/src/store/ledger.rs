@@ -18,6 +18,7 @@ mod codec;
 mod postings;
 mod query;
 mod tables;
+mod type_index;
 mod verify;
 mod writer;
 
@@ -454,13 +455,18 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
         }
         Err(e) => return Err(e.into()),
     };
-    match tables::read_format(&meta)? {
-        Some(tables::FORMAT_VERSION) => {}
+    let upgrade = match tables::read_format(&meta)? {
+        Some(tables::FORMAT_VERSION) => false,
+        Some(tables::FORMAT_V1) => true,
         Some(v) => return Err(not_ledger(&format!("unsupported ledger format {v}"))),
         None => return Err(not_ledger("missing format record")),
-    }
+    };
     let events = txn.open_table(tables::EVENTS)?;
-    txn.open_table(tables::BY_TYPE)?;
+    if !upgrade {
+        txn.open_table(tables::BY_TYPE)?;
+        txn.open_table(tables::CRN_RECENT)?;
+        txn.open_table(tables::CRN_RUNS)?;
+    }
     txn.open_table(tables::SESSIONS)?;
     let head = tables::read_head(&meta)?;
     let last = events.last()?.map(|(k, _)| k.value()).unwrap_or(0);
@@ -481,44 +487,49 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
     }
     drop(events);
     drop(txn);
-    upgrade_indexes(db)?;
+    if upgrade {
+        upgrade_v1(db)?;
+    }
     Ok(head.seq)
 }
 
-/// Brings the indexes of a file written by an older version up to date:
-/// drops the time index (time bounds search `events`) and replaces an older
-/// CRN index (`by_crn`, or `crn_postings` with a key per event) by postings
-/// rebuilt from `events`. A version that knows only `crn_postings` creates
-/// it again when it opens the file, so finding it means the postings here
-/// may be stale and are rebuilt too.
-fn upgrade_indexes(db: &Database) -> Result<(), LedgerError> {
-    let txn = db.begin_read()?;
-    let exists = |r: Result<(), TableError>| match r {
-        Ok(()) => Ok(true),
-        Err(TableError::TableDoesNotExist(_)) => Ok(false),
-        Err(e) => Err(LedgerError::from(e)),
-    };
-    let by_time = exists(txn.open_table(tables::LEGACY_BY_TIME).map(|_| ()))?;
-    let by_crn = exists(txn.open_table(tables::LEGACY_BY_CRN).map(|_| ()))?;
-    let old_postings = exists(txn.open_table(tables::LEGACY_CRN_POSTINGS).map(|_| ()))?;
-    let recent = exists(txn.open_table(tables::CRN_RECENT).map(|_| ()))?;
-    let runs = exists(txn.open_table(tables::CRN_RUNS).map(|_| ()))?;
-    drop(txn);
-    let rebuild = by_crn || old_postings || !recent || !runs;
-    if !by_time && !rebuild {
-        return Ok(());
-    }
+/// Upgrades a format 1 file: drops the indexes older versions kept (a time
+/// index, the CRN index as `by_crn` or `crn_postings`, the type index with
+/// a key per event), builds the type index and the CRN postings from
+/// `events` in one pass, and marks the file format 2, all in one
+/// transaction.
+fn upgrade_v1(db: &Database) -> Result<(), LedgerError> {
+    tracing::info!("rebuilding the ledger's indexes from its events (once, for the new file format)");
     let mut w = db.begin_write()?;
     w.set_durability(redb::Durability::Immediate)?;
-    if by_time {
-        w.delete_table(tables::LEGACY_BY_TIME)?;
-    }
-    if rebuild {
-        tracing::info!("rebuilding the ledger's CRN postings from its events (once)");
-        let count = postings::rebuild(&w)?;
-        tables::write_crn_recent(&mut w.open_table(tables::META)?, count)?;
-        w.delete_table(tables::LEGACY_BY_CRN)?;
-        w.delete_table(tables::LEGACY_CRN_POSTINGS)?;
+    w.delete_table(tables::LEGACY_BY_TIME)?;
+    w.delete_table(tables::LEGACY_BY_CRN)?;
+    w.delete_table(tables::LEGACY_CRN_POSTINGS)?;
+    w.delete_table(tables::LEGACY_BY_TYPE)?;
+    w.delete_table(tables::BY_TYPE)?;
+    w.delete_table(tables::CRN_RECENT)?;
+    w.delete_table(tables::CRN_RUNS)?;
+    {
+        let events = w.open_table(tables::EVENTS)?;
+        let mut by_type = w.open_table(tables::BY_TYPE)?;
+        let mut runs = w.open_table(tables::CRN_RUNS)?;
+        w.open_table(tables::CRN_RECENT)?;
+        let mut types = type_index::Rebuild::new();
+        let mut crns = postings::Rebuild::new();
+        for item in events.iter()? {
+            let (k, v) = item?;
+            let seq = k.value();
+            let s = codec::decode(v.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+            types.add(&mut by_type, s.event_type, seq)?;
+            if !s.crn.is_empty() {
+                crns.add(&mut runs, s.crn, seq)?;
+            }
+        }
+        types.finish(&mut by_type)?;
+        crns.finish(&mut runs)?;
+        let mut meta = w.open_table(tables::META)?;
+        tables::write_crn_recent(&mut meta, 0)?;
+        tables::write_format(&mut meta)?;
     }
     w.commit()?;
     Ok(())

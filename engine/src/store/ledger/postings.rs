@@ -24,7 +24,7 @@
 
 use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
-use super::{LedgerError, codec, tables};
+use super::{LedgerError, tables};
 
 /// A posting: the CRN hash and the seq of the event.
 pub(crate) type Pair = (u64, u64);
@@ -289,30 +289,35 @@ fn write_run(
     Ok(())
 }
 
-/// Replaces both postings tables by postings built from `events`, as runs
-/// of [`COMPACT_POSTINGS`] postings, and returns the number of postings
-/// left in `crn_recent` (0).
-pub(crate) fn rebuild(txn: &WriteTransaction) -> Result<u64, LedgerError> {
-    txn.delete_table(tables::CRN_RECENT)?;
-    txn.delete_table(tables::CRN_RUNS)?;
-    txn.open_table(tables::CRN_RECENT)?;
-    let mut runs = txn.open_table(tables::CRN_RUNS)?;
-    let events = txn.open_table(tables::EVENTS)?;
-    let mut pairs = Vec::new();
-    for item in events.iter()? {
-        let (k, v) = item?;
-        let seq = k.value();
-        let s = codec::decode(v.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
-        if s.crn.is_empty() {
-            continue;
+/// Builds the postings of existing events into `crn_runs`, as runs of
+/// [`COMPACT_POSTINGS`] postings.
+pub(crate) struct Rebuild {
+    pairs: Vec<Pair>,
+}
+
+impl Rebuild {
+    pub(crate) fn new() -> Rebuild {
+        Rebuild { pairs: Vec::new() }
+    }
+
+    /// Adds the posting of event `seq`; seqs must come in ascending order.
+    pub(crate) fn add(
+        &mut self,
+        runs: &mut Table<'_, (u16, u64), &'static [u8]>,
+        crn: &str,
+        seq: u64,
+    ) -> Result<(), LedgerError> {
+        self.pairs.push((crn_hash(crn), seq));
+        if self.pairs.len() as u64 >= COMPACT_POSTINGS {
+            write_run(runs, std::mem::take(&mut self.pairs), seq)?;
         }
-        pairs.push((crn_hash(s.crn), seq));
-        if pairs.len() as u64 >= COMPACT_POSTINGS {
-            write_run(&mut runs, std::mem::take(&mut pairs), seq)?;
+        Ok(())
+    }
+
+    pub(crate) fn finish(self, runs: &mut Table<'_, (u16, u64), &'static [u8]>) -> Result<(), LedgerError> {
+        match self.pairs.last() {
+            Some(&(_, last)) => write_run(runs, self.pairs, last),
+            None => Ok(()),
         }
     }
-    if let Some(&(_, last)) = pairs.last() {
-        write_run(&mut runs, pairs, last)?;
-    }
-    Ok(0)
 }

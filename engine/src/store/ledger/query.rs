@@ -14,10 +14,10 @@ use super::{
     Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SAU_ACTION_TYPES, SessionInfo,
     Summary, status_of,
 };
-use super::{codec, postings};
+use super::{codec, postings, type_index};
 
 type Events = ReadOnlyTable<u64, &'static [u8]>;
-type Keyed = ReadOnlyTable<(&'static str, u64), u64>;
+type Keyed = ReadOnlyTable<(&'static str, u64), &'static [u8]>;
 
 /// Types whose status is not OK.
 const NOT_OK_TYPES: &[&str] = &["APPROVAL", "REJECTION", "QUARANTINE"];
@@ -152,11 +152,11 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
         match &types {
             TypeSet::Only(list) => by_types(txn, &events, list, lo, hi, page_hi, limit)?,
             TypeSet::All | TypeSet::AllExcept(_) => {
-                let by_type = txn.open_table(tables::BY_TYPE)?;
+                let by_type: Keyed = txn.open_table(tables::BY_TYPE)?;
                 let mut total = hi - lo;
                 if let TypeSet::AllExcept(excluded) = &types {
                     for t in excluded.iter() {
-                        total -= tables::count_keyed(&by_type, t, lo, hi)?.min(total);
+                        total -= type_index::count(&by_type, t, lo, hi)?.min(total);
                     }
                 }
                 let seqs = events.range(lo..page_hi.max(lo))?.rev().filter_map(|item| {
@@ -245,14 +245,8 @@ fn by_types(
     let mut total = 0u64;
     let mut streams = Vec::with_capacity(types.len());
     for t in types {
-        total += tables::count_keyed(&index, t, lo, hi)?;
-        let range = index.range((t.as_str(), lo)..(t.as_str(), page_hi.max(lo)))?;
-        streams.push(
-            range
-                .rev()
-                .map(|item| -> Result<u64, LedgerError> { Ok(item?.0.value().1) })
-                .peekable(),
-        );
+        total += type_index::count(&index, t, lo, hi)?;
+        streams.push(type_index::SeqsDesc::new(&index, t, lo, page_hi.max(lo))?.peekable());
     }
     let merged = std::iter::from_fn(|| {
         let mut best: Option<(usize, u64)> = None;
@@ -278,10 +272,10 @@ pub(super) fn resource(txn: &ReadTransaction, crn: &str, limit: usize) -> Result
 
 pub(super) fn summary(txn: &ReadTransaction) -> Result<Summary, LedgerError> {
     let events = txn.open_table(tables::EVENTS)?;
-    let by_type = txn.open_table(tables::BY_TYPE)?;
+    let by_type: Keyed = txn.open_table(tables::BY_TYPE)?;
     let sessions = txn.open_table(tables::SESSIONS)?;
     let meta = txn.open_table(tables::META)?;
-    let count = |t: &str| tables::count_keyed(&by_type, t, 0, u64::MAX);
+    let count = |t: &str| type_index::count(&by_type, t, 0, u64::MAX);
     let ts_of = |entry: Option<(redb::AccessGuard<'_, u64>, redb::AccessGuard<'_, &[u8]>)>| {
         entry
             .map(|(k, v)| {

@@ -33,7 +33,11 @@ use super::LedgerError;
 pub(crate) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 /// The time index of older files, dropped when such a file is opened.
 pub(crate) const LEGACY_BY_TIME: TableDefinition<(u64, u64), ()> = TableDefinition::new("by_time");
-pub(crate) const BY_TYPE: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_type");
+/// The type index ([`super::type_index`]).
+pub(crate) const BY_TYPE: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("by_type_blocks");
+/// The type index of format 1 files ((type, seq) -> ordinal, a key per
+/// event), replaced when such a file is opened.
+pub(crate) const LEGACY_BY_TYPE: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_type");
 /// CRN postings, one value per commit ([`super::postings`]).
 pub(crate) const CRN_RECENT: TableDefinition<u64, &[u8]> = TableDefinition::new("crn_recent");
 /// CRN postings compacted into runs, one value per bucket and run.
@@ -50,7 +54,11 @@ pub(crate) const EXPORT: TableDefinition<&str, u64> = TableDefinition::new("expo
 pub(crate) const EXPORTED_THROUGH: &str = "exported_through";
 
 pub(crate) const FORMAT_KEY: &str = "format";
-pub(crate) const FORMAT_VERSION: u64 = 1;
+/// 2: the type index and the CRN postings hold one value per commit (and
+/// type, or run and bucket) instead of one key per event. Format 1 files
+/// are upgraded when opened.
+pub(crate) const FORMAT_VERSION: u64 = 2;
+pub(crate) const FORMAT_V1: u64 = 1;
 const HEAD_KEY: &str = "head";
 const ANCHOR_KEY: &str = "anchor";
 const SAVINGS_KEY: &str = "savings";
@@ -198,42 +206,6 @@ pub(crate) fn write_anchor(meta: &mut redb::Table<&str, &[u8]>, a: &Anchor) -> R
 pub(crate) fn write_savings(meta: &mut redb::Table<&str, &[u8]>, v: f64) -> Result<(), LedgerError> {
     meta.insert(SAVINGS_KEY, v.to_le_bytes().as_slice())?;
     Ok(())
-}
-
-/// The highest ordinal stored for `key` in a keyed index, 0 when none.
-pub(crate) fn last_ordinal<T: ReadableTable<(&'static str, u64), u64>>(
-    index: &T,
-    key: &str,
-) -> Result<u64, LedgerError> {
-    let mut r = index.range((key, 0u64)..=(key, u64::MAX))?;
-    match r.next_back() {
-        Some(item) => Ok(item?.1.value()),
-        None => Ok(0),
-    }
-}
-
-/// How many events with `key` have a seq in `lo..hi`.
-pub(crate) fn count_keyed<T: ReadableTable<(&'static str, u64), u64>>(
-    index: &T,
-    key: &str,
-    lo: u64,
-    hi: u64,
-) -> Result<u64, LedgerError> {
-    if lo >= hi {
-        return Ok(0);
-    }
-    let mut r = index.range((key, lo)..(key, hi))?;
-    let first = match r.next() {
-        Some(item) => item?.1.value(),
-        None => return Ok(0),
-    };
-    let last = match r.next_back() {
-        Some(item) => item?.1.value(),
-        None => first,
-    };
-    last.checked_sub(first)
-        .map(|d| d + 1)
-        .ok_or_else(|| LedgerError::Corrupt(format!("index ordinals for {key:?} decrease")))
 }
 
 /// The first seq whose timestamp is at or after `ts_us`: a binary search
