@@ -3,8 +3,8 @@
 //!
 //! A history query first turns its time bounds into a seq window (time
 //! order is seq order), then walks the most selective index in reverse:
-//! the CRN's postings when a CRN is given, else `by_type` (merging several types by
-//! seq), else `events` itself. `total` comes from index ordinals where the
+//! the CRN's postings when a CRN is given, else the type index (merging
+//! several types by seq), else `events` itself. `total` comes from index ordinals where the
 //! filters allow it, so it does not cost a scan.
 
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata};
@@ -181,9 +181,9 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
 }
 
 /// Page and total of a query with a CRN filter: the CRN's postings, newest
-/// first. Events on the page are checked for the
-/// CRN (a hash collision is skipped); with a type filter every match is read
-/// for its type, without one the events past the page are only counted.
+/// first. Events on the page are checked for the CRN (a hash collision is
+/// skipped); with a type filter every match is read for its type, without
+/// one the events past the page are only counted.
 #[allow(clippy::too_many_arguments)]
 fn by_crn(
     txn: &ReadTransaction,
@@ -230,7 +230,7 @@ fn by_crn(
     Ok((page, more, total))
 }
 
-/// Page and total of a query over a list of types, from `by_type`, merging
+/// Page and total of a query over a list of types, from the type index, merging
 /// the types' ranges by seq, newest first.
 fn by_types(
     txn: &ReadTransaction,
