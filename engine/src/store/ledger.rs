@@ -15,8 +15,10 @@
 //! `ledger/codec.rs`.
 
 mod codec;
+mod postings;
 mod query;
 mod tables;
+mod type_index;
 mod verify;
 mod writer;
 
@@ -26,6 +28,8 @@ mod tests;
 mod tests_integrity;
 #[cfg(test)]
 mod tests_model;
+#[cfg(test)]
+mod tests_postings;
 #[cfg(test)]
 mod tests_query;
 
@@ -451,13 +455,18 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
         }
         Err(e) => return Err(e.into()),
     };
-    match tables::read_format(&meta)? {
-        Some(tables::FORMAT_VERSION) => {}
+    let upgrade = match tables::read_format(&meta)? {
+        Some(tables::FORMAT_VERSION) => false,
+        Some(tables::FORMAT_V1) => true,
         Some(v) => return Err(not_ledger(&format!("unsupported ledger format {v}"))),
         None => return Err(not_ledger("missing format record")),
-    }
+    };
     let events = txn.open_table(tables::EVENTS)?;
-    txn.open_table(tables::BY_TYPE)?;
+    if !upgrade {
+        txn.open_table(tables::BY_TYPE)?;
+        txn.open_table(tables::CRN_RECENT)?;
+        txn.open_table(tables::CRN_RUNS)?;
+    }
     txn.open_table(tables::SESSIONS)?;
     let head = tables::read_head(&meta)?;
     let last = events.last()?.map(|(k, _)| k.value()).unwrap_or(0);
@@ -478,49 +487,49 @@ fn init(db: &Database) -> Result<u64, LedgerError> {
     }
     drop(events);
     drop(txn);
-    drop_legacy_tables(db)?;
+    if upgrade {
+        upgrade_v1(db)?;
+    }
     Ok(head.seq)
 }
 
-/// Brings the indexes of a file written by an older version up to date:
-/// drops the time index (time bounds search `events`) and replaces the
-/// (crn, seq) index by CRN postings rebuilt from `events`.
-fn drop_legacy_tables(db: &Database) -> Result<(), LedgerError> {
-    let txn = db.begin_read()?;
-    let exists = |r: Result<(), TableError>| match r {
-        Ok(()) => Ok(true),
-        Err(TableError::TableDoesNotExist(_)) => Ok(false),
-        Err(e) => Err(LedgerError::from(e)),
-    };
-    let by_time = exists(txn.open_table(tables::LEGACY_BY_TIME).map(|_| ()))?;
-    let by_crn = exists(txn.open_table(tables::LEGACY_BY_CRN).map(|_| ()))?;
-    let postings = exists(txn.open_table(tables::CRN_POSTINGS).map(|_| ()))?;
-    drop(txn);
-    if !by_time && !by_crn && postings {
-        return Ok(());
-    }
+/// Upgrades a format 1 file: drops the indexes older versions kept (a time
+/// index, the CRN index as `by_crn` or `crn_postings`, the type index with
+/// a key per event), builds the type index and the CRN postings from
+/// `events` in one pass, and marks the file format 2, all in one
+/// transaction.
+fn upgrade_v1(db: &Database) -> Result<(), LedgerError> {
+    tracing::info!("rebuilding the ledger's indexes from its events (once, for the new file format)");
     let mut w = db.begin_write()?;
     w.set_durability(redb::Durability::Immediate)?;
-    if by_time {
-        w.delete_table(tables::LEGACY_BY_TIME)?;
-    }
-    if by_crn || !postings {
-        tracing::info!("rebuilding the ledger's CRN postings from its events (once)");
+    w.delete_table(tables::LEGACY_BY_TIME)?;
+    w.delete_table(tables::LEGACY_BY_CRN)?;
+    w.delete_table(tables::LEGACY_CRN_POSTINGS)?;
+    w.delete_table(tables::LEGACY_BY_TYPE)?;
+    w.delete_table(tables::BY_TYPE)?;
+    w.delete_table(tables::CRN_RECENT)?;
+    w.delete_table(tables::CRN_RUNS)?;
+    {
         let events = w.open_table(tables::EVENTS)?;
-        let mut out = w.open_table(tables::CRN_POSTINGS)?;
+        let mut by_type = w.open_table(tables::BY_TYPE)?;
+        let mut runs = w.open_table(tables::CRN_RUNS)?;
+        w.open_table(tables::CRN_RECENT)?;
+        let mut types = type_index::Rebuild::new();
+        let mut crns = postings::Rebuild::new();
         for item in events.iter()? {
             let (k, v) = item?;
             let seq = k.value();
             let s = codec::decode(v.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
+            types.add(&mut by_type, s.event_type, seq)?;
             if !s.crn.is_empty() {
-                let (bucket, hash) = tables::crn_key(s.crn);
-                out.insert((bucket, seq), hash)?;
+                crns.add(&mut runs, s.crn, seq)?;
             }
         }
-        drop((events, out));
-        if by_crn {
-            w.delete_table(tables::LEGACY_BY_CRN)?;
-        }
+        types.finish(&mut by_type)?;
+        crns.finish(&mut runs)?;
+        let mut meta = w.open_table(tables::META)?;
+        tables::write_crn_recent(&mut meta, 0)?;
+        tables::write_format(&mut meta)?;
     }
     w.commit()?;
     Ok(())
@@ -532,7 +541,8 @@ fn create_tables(db: &Database) -> Result<(), LedgerError> {
     {
         txn.open_table(tables::EVENTS)?;
         txn.open_table(tables::BY_TYPE)?;
-        txn.open_table(tables::CRN_POSTINGS)?;
+        txn.open_table(tables::CRN_RECENT)?;
+        txn.open_table(tables::CRN_RUNS)?;
         txn.open_table(tables::SESSIONS)?;
         let mut meta = txn.open_table(tables::META)?;
         tables::write_format(&mut meta)?;

@@ -3,21 +3,21 @@
 //!
 //! A history query first turns its time bounds into a seq window (time
 //! order is seq order), then walks the most selective index in reverse:
-//! the CRN's postings bucket when a CRN is given, else `by_type` (merging several types by
-//! seq), else `events` itself. `total` comes from index ordinals where the
+//! the CRN's postings when a CRN is given, else the type index (merging
+//! several types by seq), else `events` itself. `total` comes from index ordinals where the
 //! filters allow it, so it does not cost a scan.
 
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata};
 
-use super::codec;
 use super::tables::{self, SessionRow};
 use super::{
     Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SAU_ACTION_TYPES, SessionInfo,
     Summary, status_of,
 };
+use super::{codec, postings, type_index};
 
 type Events = ReadOnlyTable<u64, &'static [u8]>;
-type Keyed = ReadOnlyTable<(&'static str, u64), u64>;
+type Keyed = ReadOnlyTable<(&'static str, u64), &'static [u8]>;
 
 /// Types whose status is not OK.
 const NOT_OK_TYPES: &[&str] = &["APPROVAL", "REJECTION", "QUARANTINE"];
@@ -152,11 +152,11 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
         match &types {
             TypeSet::Only(list) => by_types(txn, &events, list, lo, hi, page_hi, limit)?,
             TypeSet::All | TypeSet::AllExcept(_) => {
-                let by_type = txn.open_table(tables::BY_TYPE)?;
+                let by_type: Keyed = txn.open_table(tables::BY_TYPE)?;
                 let mut total = hi - lo;
                 if let TypeSet::AllExcept(excluded) = &types {
                     for t in excluded.iter() {
-                        total -= tables::count_keyed(&by_type, t, lo, hi)?.min(total);
+                        total -= type_index::count(&by_type, t, lo, hi)?.min(total);
                     }
                 }
                 let seqs = events.range(lo..page_hi.max(lo))?.rev().filter_map(|item| {
@@ -180,10 +180,10 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
     })
 }
 
-/// Page and total of a query with a CRN filter: a walk of the CRN's
-/// postings bucket, newest first. Events on the page are checked for the
-/// CRN (a hash collision is skipped); with a type filter every match is read
-/// for its type, without one the events past the page are only counted.
+/// Page and total of a query with a CRN filter: the CRN's postings, newest
+/// first. Events on the page are checked for the CRN (a hash collision is
+/// skipped); with a type filter every match is read for its type, without
+/// one the events past the page are only counted.
 #[allow(clippy::too_many_arguments)]
 fn by_crn(
     txn: &ReadTransaction,
@@ -195,12 +195,12 @@ fn by_crn(
     page_hi: u64,
     limit: usize,
 ) -> Result<(Vec<Event>, bool, u64), LedgerError> {
-    let postings = txn.open_table(tables::CRN_POSTINGS)?;
+    let recent = txn.open_table(tables::CRN_RECENT)?;
+    let runs = txn.open_table(tables::CRN_RUNS)?;
     let mut page = Vec::with_capacity(limit.min(HISTORY_MAX_LIMIT));
     let mut more = false;
     let mut total = 0u64;
-    for seq in tables::crn_seqs_desc(&postings, crn, lo, hi)? {
-        let seq = seq?;
+    for seq in postings::crn_seqs(&recent, &runs, crn, lo, hi)?.into_iter().rev() {
         let on_page = seq < page_hi && page.len() < limit;
         if *types == TypeSet::All && !on_page {
             total += 1;
@@ -230,7 +230,7 @@ fn by_crn(
     Ok((page, more, total))
 }
 
-/// Page and total of a query over a list of types, from `by_type`, merging
+/// Page and total of a query over a list of types, from the type index, merging
 /// the types' ranges by seq, newest first.
 fn by_types(
     txn: &ReadTransaction,
@@ -245,14 +245,8 @@ fn by_types(
     let mut total = 0u64;
     let mut streams = Vec::with_capacity(types.len());
     for t in types {
-        total += tables::count_keyed(&index, t, lo, hi)?;
-        let range = index.range((t.as_str(), lo)..(t.as_str(), page_hi.max(lo)))?;
-        streams.push(
-            range
-                .rev()
-                .map(|item| -> Result<u64, LedgerError> { Ok(item?.0.value().1) })
-                .peekable(),
-        );
+        total += type_index::count(&index, t, lo, hi)?;
+        streams.push(type_index::SeqsDesc::new(&index, t, lo, page_hi.max(lo))?.peekable());
     }
     let merged = std::iter::from_fn(|| {
         let mut best: Option<(usize, u64)> = None;
@@ -278,10 +272,10 @@ pub(super) fn resource(txn: &ReadTransaction, crn: &str, limit: usize) -> Result
 
 pub(super) fn summary(txn: &ReadTransaction) -> Result<Summary, LedgerError> {
     let events = txn.open_table(tables::EVENTS)?;
-    let by_type = txn.open_table(tables::BY_TYPE)?;
+    let by_type: Keyed = txn.open_table(tables::BY_TYPE)?;
     let sessions = txn.open_table(tables::SESSIONS)?;
     let meta = txn.open_table(tables::META)?;
-    let count = |t: &str| tables::count_keyed(&by_type, t, 0, u64::MAX);
+    let count = |t: &str| type_index::count(&by_type, t, 0, u64::MAX);
     let ts_of = |entry: Option<(redb::AccessGuard<'_, u64>, redb::AccessGuard<'_, &[u8]>)>| {
         entry
             .map(|(k, v)| {

@@ -3,23 +3,24 @@
 //! - `events`: seq -> encoded event ([`super::codec`]).
 //! - Time has no index: timestamps never decrease with seq, so a time bound
 //!   maps to a seq bound by a binary search over `events` (about 24 reads at
-//!   10M events). Files written before this kept a `by_time` table; opening
-//!   one drops it.
-//! - `by_type`: (type, seq) -> ordinal, the 1-based position of the event
-//!   among all events ever appended with that type. Counting the events of
-//!   one type between two seqs takes two lookups (last ordinal minus first
-//!   plus one) instead of a scan; pruning a prefix keeps the difference right.
-//!   There are few types, so appends land at the right edge of a few ranges.
-//! - `crn_postings`: (bucket, seq) -> CRN hash, for every event naming a
-//!   resource. The bucket is the CRN hash modulo [`CRN_BUCKETS`], so the
-//!   postings of one commit land at the right edge of at most 256 ranges
-//!   (a few hot leaves) instead of at one random leaf per event, as a
-//!   (crn, seq) key would: that index alone was ~80% of the cost of a
-//!   durable append. A CRN query scans its bucket (1/256 of the ledger's
-//!   postings, 16 bytes each, adjacent) newest first, matching the hash, and
-//!   checks the CRN of every event it returns. Files written before kept
-//!   `by_crn` ((crn, seq) -> ordinal); opening one rebuilds the postings
-//!   from `events` and drops it.
+//!   10M events).
+//! - `by_type_blocks`: the type index ([`super::type_index`]): (type, seq)
+//!   -> the ordinal of a block's first event and the seqs of one commit's
+//!   events of that type. Counting the events of one type between two seqs
+//!   takes two lookups (ordinals are consecutive); a commit writes one value
+//!   per type it appends.
+//! - `crn_recent` and `crn_runs`: the CRN postings ([`super::postings`]):
+//!   a (crn hash, seq) pair per event naming a resource, one sorted block
+//!   per commit at the right edge of `crn_recent`, compacted every 65,536
+//!   postings (or 512 values) into a run of one block per hash bucket (1024
+//!   buckets) in `crn_runs`. `meta` `crn_recent` counts the postings in
+//!   `crn_recent`.
+//! - Format 1 files (`meta` `format` 1) kept a key per event instead:
+//!   `by_type` ((type, seq) -> ordinal), `crn_postings` ((bucket, seq) ->
+//!   hash, 256 buckets) or before it `by_crn` ((crn, seq) -> ordinal), and
+//!   before that a `by_time` table. Opening one builds both indexes from
+//!   `events` in one pass, drops the old tables and writes format 2, in one
+//!   transaction (under 2 minutes for the 10M-event bench file).
 //! - `sessions`: session id -> (first_us, last_us, count, first_seq, last_seq).
 //! - `meta`: `format`, `head` (last seq, last ts, last hash), `anchor` (first
 //!   seq the chain is verified from and the hash that event must link to),
@@ -34,50 +35,36 @@ use super::LedgerError;
 pub(crate) const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 /// The time index of older files, dropped when such a file is opened.
 pub(crate) const LEGACY_BY_TIME: TableDefinition<(u64, u64), ()> = TableDefinition::new("by_time");
-pub(crate) const BY_TYPE: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_type");
-pub(crate) const CRN_POSTINGS: TableDefinition<(u16, u64), u64> = TableDefinition::new("crn_postings");
-/// The CRN index of older files, replaced when such a file is opened.
+/// The type index ([`super::type_index`]).
+pub(crate) const BY_TYPE: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("by_type_blocks");
+/// The type index of format 1 files ((type, seq) -> ordinal, a key per
+/// event), replaced when such a file is opened.
+pub(crate) const LEGACY_BY_TYPE: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_type");
+/// CRN postings, one value per commit ([`super::postings`]).
+pub(crate) const CRN_RECENT: TableDefinition<u64, &[u8]> = TableDefinition::new("crn_recent");
+/// CRN postings compacted into runs, one value per bucket and run.
+pub(crate) const CRN_RUNS: TableDefinition<(u16, u64), &[u8]> = TableDefinition::new("crn_runs");
+/// The CRN postings of older files ((bucket, seq) -> hash, a key per
+/// event), replaced when such a file is opened.
+pub(crate) const LEGACY_CRN_POSTINGS: TableDefinition<(u16, u64), u64> = TableDefinition::new("crn_postings");
+/// The CRN index of older files still ((crn, seq) -> ordinal), replaced
+/// when such a file is opened.
 pub(crate) const LEGACY_BY_CRN: TableDefinition<(&str, u64), u64> = TableDefinition::new("by_crn");
-/// Buckets of `crn_postings`.
-pub(crate) const CRN_BUCKETS: u64 = 256;
-
-/// The bucket and the 64-bit hash (the first 8 bytes of its SHA-256, stable
-/// across versions) under which `crn`'s events are posted.
-pub(crate) fn crn_key(crn: &str) -> (u16, u64) {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(crn.as_bytes());
-    let mut h = [0u8; 8];
-    h.copy_from_slice(&digest[..8]);
-    let hash = u64::from_be_bytes(h);
-    ((hash % CRN_BUCKETS) as u16, hash)
-}
-
-/// Seqs in `lo..hi` posted under `crn`'s hash, newest first. (A hash
-/// collision can add another resource's events; callers that return
-/// events check the CRN.)
-pub(crate) fn crn_seqs_desc<'a, T: ReadableTable<(u16, u64), u64>>(
-    postings: &'a T,
-    crn: &str,
-    lo: u64,
-    hi: u64,
-) -> Result<impl Iterator<Item = Result<u64, LedgerError>> + 'a, LedgerError> {
-    let (bucket, hash) = crn_key(crn);
-    let range = postings.range((bucket, lo)..(bucket, hi.max(lo)))?;
-    Ok(range.rev().filter_map(move |item| match item {
-        Ok((k, v)) => (v.value() == hash).then(|| Ok(k.value().1)),
-        Err(e) => Some(Err(e.into())),
-    }))
-}
 pub(crate) const SESSIONS: TableDefinition<&str, (u64, u64, u64, u64, u64)> = TableDefinition::new("sessions");
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub(crate) const EXPORT: TableDefinition<&str, u64> = TableDefinition::new("export");
 pub(crate) const EXPORTED_THROUGH: &str = "exported_through";
 
 pub(crate) const FORMAT_KEY: &str = "format";
-pub(crate) const FORMAT_VERSION: u64 = 1;
+/// 2: the type index and the CRN postings hold one value per commit (and
+/// type, or run and bucket) instead of one key per event. Format 1 files
+/// are upgraded when opened.
+pub(crate) const FORMAT_VERSION: u64 = 2;
+pub(crate) const FORMAT_V1: u64 = 1;
 const HEAD_KEY: &str = "head";
 const ANCHOR_KEY: &str = "anchor";
 const SAVINGS_KEY: &str = "savings";
+const CRN_RECENT_KEY: &str = "crn_recent";
 
 /// The newest event: what the next append links to.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -183,6 +170,19 @@ pub(crate) fn read_savings<T: ReadableTable<&'static str, &'static [u8]>>(meta: 
     }
 }
 
+/// Postings held in `crn_recent`.
+pub(crate) fn read_crn_recent<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<u64, LedgerError> {
+    match read_raw(meta, CRN_RECENT_KEY)? {
+        None => Ok(0),
+        Some(raw) => Ok(u64::from_le_bytes(fixed(&raw, 0, CRN_RECENT_KEY)?)),
+    }
+}
+
+pub(crate) fn write_crn_recent(meta: &mut redb::Table<&str, &[u8]>, count: u64) -> Result<(), LedgerError> {
+    meta.insert(CRN_RECENT_KEY, count.to_le_bytes().as_slice())?;
+    Ok(())
+}
+
 pub(crate) fn write_format(meta: &mut redb::Table<&str, &[u8]>) -> Result<(), LedgerError> {
     meta.insert(FORMAT_KEY, FORMAT_VERSION.to_le_bytes().as_slice())?;
     Ok(())
@@ -208,42 +208,6 @@ pub(crate) fn write_anchor(meta: &mut redb::Table<&str, &[u8]>, a: &Anchor) -> R
 pub(crate) fn write_savings(meta: &mut redb::Table<&str, &[u8]>, v: f64) -> Result<(), LedgerError> {
     meta.insert(SAVINGS_KEY, v.to_le_bytes().as_slice())?;
     Ok(())
-}
-
-/// The highest ordinal stored for `key` in a keyed index, 0 when none.
-pub(crate) fn last_ordinal<T: ReadableTable<(&'static str, u64), u64>>(
-    index: &T,
-    key: &str,
-) -> Result<u64, LedgerError> {
-    let mut r = index.range((key, 0u64)..=(key, u64::MAX))?;
-    match r.next_back() {
-        Some(item) => Ok(item?.1.value()),
-        None => Ok(0),
-    }
-}
-
-/// How many events with `key` have a seq in `lo..hi`.
-pub(crate) fn count_keyed<T: ReadableTable<(&'static str, u64), u64>>(
-    index: &T,
-    key: &str,
-    lo: u64,
-    hi: u64,
-) -> Result<u64, LedgerError> {
-    if lo >= hi {
-        return Ok(0);
-    }
-    let mut r = index.range((key, lo)..(key, hi))?;
-    let first = match r.next() {
-        Some(item) => item?.1.value(),
-        None => return Ok(0),
-    };
-    let last = match r.next_back() {
-        Some(item) => item?.1.value(),
-        None => first,
-    };
-    last.checked_sub(first)
-        .map(|d| d + 1)
-        .ok_or_else(|| LedgerError::Corrupt(format!("index ordinals for {key:?} decrease")))
 }
 
 /// The first seq whose timestamp is at or after `ts_us`: a binary search

@@ -180,35 +180,3 @@ fn export_mark_is_durable_and_only_moves_forward() {
     assert_eq!(l.exported_through().unwrap(), 6);
     assert!(l.verify().unwrap().ok);
 }
-
-#[test]
-fn a_file_with_the_old_crn_index_gets_postings_rebuilt_on_open() {
-    let f = Fixture::new();
-    let crn = "crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-0abc";
-    {
-        let l = f.open("s1");
-        l.append((0..30).map(|i| ev("T", (i % 3 == 0).then_some(crn))).collect())
-            .unwrap();
-    }
-    // What an older version left: a (crn, seq) index, no postings.
-    {
-        let db = Database::open(&f.path).unwrap();
-        let txn = db.begin_write().unwrap();
-        txn.delete_table(tables::CRN_POSTINGS).unwrap();
-        txn.open_table(tables::LEGACY_BY_CRN)
-            .unwrap()
-            .insert((crn, 1u64), 1u64)
-            .unwrap();
-        txn.commit().unwrap();
-    }
-    let l = f.open("s2");
-    let (events, total) = l.resource(crn, 100).unwrap();
-    assert_eq!(total, 10);
-    assert_eq!(events.len(), 10);
-    assert!(events.iter().all(|e| e.crn == crn));
-    assert!(l.verify().unwrap().ok);
-    drop(l);
-    let db = Database::open(&f.path).unwrap();
-    let txn = db.begin_read().unwrap();
-    assert!(txn.open_table(tables::LEGACY_BY_CRN).is_err(), "the old index is gone");
-}

@@ -51,7 +51,7 @@ pub(super) fn matches(e: &Event, q: &HistoryQuery) -> bool {
 }
 
 /// Pages through `q` and checks every page against the naive filter.
-fn check_paging(l: &Ledger, all: &[Event], q: &HistoryQuery) {
+pub(super) fn check_paging(l: &Ledger, all: &[Event], q: &HistoryQuery) {
     let expected: Vec<&Event> = all.iter().rev().filter(|e| matches(e, q)).collect();
     let mut got: Vec<Event> = Vec::new();
     let mut cursor = None;

@@ -9,7 +9,7 @@
 //! each caller. When the transaction fails nothing of the batch is stored and
 //! every caller in it gets the error.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -19,7 +19,9 @@ use redb::{Durability, ReadableTable, ReadableTableMetadata, Table, WriteTransac
 use serde_json::Value;
 
 use super::codec::{self, Stored};
+use super::postings::Postings;
 use super::tables::{self, Anchor, Head, SessionRow};
+use super::type_index::Types;
 use super::{Event, HISTORY_PRUNED, LedgerError, Listener, NewEvent, Shared};
 use crate::clock::Clock;
 
@@ -223,16 +225,16 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
 /// The open tables and running state of one write transaction.
 struct Ctx<'t> {
     events: Table<'t, u64, &'static [u8]>,
-    by_type: Table<'t, (&'static str, u64), u64>,
-    crn_postings: Table<'t, (u16, u64), u64>,
+    by_type: Types<'t>,
+    postings: Postings<'t>,
+    /// Postings held in `crn_recent` (`meta`).
+    crn_recent: u64,
     sessions: Table<'t, &'static str, (u64, u64, u64, u64, u64)>,
     meta: Table<'t, &'static str, &'static [u8]>,
     session_id: &'t str,
     head: Head,
     savings: f64,
     savings_dirty: bool,
-    /// Last ordinal handed out per type in this transaction.
-    type_ord: HashMap<String, u64>,
     /// This run's row in `sessions`, written back by `finish`.
     session: Option<SessionRow>,
     session_dirty: bool,
@@ -245,15 +247,15 @@ impl<'t> Ctx<'t> {
         let session = load_session(&sessions, session_id)?;
         Ok(Ctx {
             events: txn.open_table(tables::EVENTS)?,
-            by_type: txn.open_table(tables::BY_TYPE)?,
-            crn_postings: txn.open_table(tables::CRN_POSTINGS)?,
+            by_type: Types::open(txn)?,
+            postings: Postings::open(txn)?,
+            crn_recent: tables::read_crn_recent(&meta)?,
             head: tables::read_head(&meta)?,
             savings: tables::read_savings(&meta)?,
             savings_dirty: false,
             sessions,
             meta,
             session_id,
-            type_ord: HashMap::new(),
             session,
             session_dirty: false,
         })
@@ -276,11 +278,9 @@ impl<'t> Ctx<'t> {
         stored.hash = stored.compute_hash(seq);
         let hash = stored.hash;
         self.events.insert(seq, stored.encode().as_slice())?;
-        let ord = next_ordinal(&mut self.type_ord, &self.by_type, &p.event_type)?;
-        self.by_type.insert((p.event_type.as_str(), seq), ord)?;
+        self.by_type.add(&p.event_type, seq)?;
         if !p.crn.is_empty() {
-            let (bucket, hash) = tables::crn_key(&p.crn);
-            self.crn_postings.insert((bucket, seq), hash)?;
+            self.postings.add(&p.crn, seq);
         }
         if p.savings != 0.0 {
             self.savings += p.savings;
@@ -338,6 +338,7 @@ impl<'t> Ctx<'t> {
         let mut removed_savings = 0.0;
         let mut per_session: HashMap<String, u64> = HashMap::new();
         let mut last_hash = anchor.prev_hash;
+        let mut pruned_types: HashSet<String> = HashSet::new();
         loop {
             let chunk = self
                 .events
@@ -350,9 +351,8 @@ impl<'t> Ctx<'t> {
             }
             for (seq, bytes) in &chunk {
                 let s = codec::decode(bytes).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
-                self.by_type.remove((s.event_type, *seq))?;
-                if !s.crn.is_empty() {
-                    self.crn_postings.remove((tables::crn_key(s.crn).0, *seq))?;
+                if !pruned_types.contains(s.event_type) {
+                    pruned_types.insert(s.event_type.to_owned());
                 }
                 removed_savings += serde_json::from_str::<Value>(s.payload)
                     .map(|v| savings_of(&v))
@@ -364,6 +364,9 @@ impl<'t> Ctx<'t> {
             }
         }
         self.prune_sessions(per_session, through)?;
+        self.by_type.prune(pruned_types.iter().map(String::as_str), through)?;
+        self.crn_recent = self.postings.prune(through, self.crn_recent)?;
+        tables::write_crn_recent(&mut self.meta, self.crn_recent)?;
         tables::write_anchor(
             &mut self.meta,
             &Anchor {
@@ -431,6 +434,12 @@ impl<'t> Ctx<'t> {
 
     fn finish(mut self) -> Result<(), LedgerError> {
         self.flush_session()?;
+        self.by_type.flush()?;
+        let recent = self.postings.flush(self.crn_recent)?;
+        if recent != self.crn_recent {
+            self.crn_recent = recent;
+            tables::write_crn_recent(&mut self.meta, recent)?;
+        }
         tables::write_head(&mut self.meta, &self.head)?;
         if self.savings_dirty {
             tables::write_savings(&mut self.meta, self.savings)?;
@@ -457,19 +466,4 @@ fn load_session<T: ReadableTable<&'static str, (u64, u64, u64, u64, u64)>>(
     session_id: &str,
 ) -> Result<Option<SessionRow>, LedgerError> {
     Ok(sessions.get(session_id)?.map(|g| SessionRow::from_tuple(g.value())))
-}
-
-/// The ordinal for the next event with `key` in a keyed index.
-fn next_ordinal(
-    cache: &mut HashMap<String, u64>,
-    index: &Table<'_, (&'static str, u64), u64>,
-    key: &str,
-) -> Result<u64, LedgerError> {
-    if let Some(v) = cache.get_mut(key) {
-        *v += 1;
-        return Ok(*v);
-    }
-    let v = tables::last_ordinal(index, key)? + 1;
-    cache.insert(key.to_owned(), v);
-    Ok(v)
 }
