@@ -29,7 +29,9 @@ fn ingest(resp: &pb::ScanResponse) -> (Graph, DecodeStats, Arc<Interner>) {
     let i = Arc::new(Interner::new());
     let mut d = Decoder::new(&i);
     let (mut nodes, mut edges) = (NodeBatch::default(), EdgeBatch::default());
-    d.response(resp, &mut nodes, &mut edges);
+    // Through the wire bytes, as the host decodes a plugin's stream.
+    d.wire(&prost::Message::encode_to_vec(resp), &mut nodes, &mut edges)
+        .expect("a valid ScanResponse");
     let stats = d.stats.clone();
     let mut g = Graph::new(i.clone());
     g.ingest_nodes(&[nodes], 1, 1);
@@ -177,7 +179,8 @@ fn same_both_ways(props: &str) {
         let mut d = Decoder::new(&i);
         d.tree_only = tree_only;
         let mut nodes = NodeBatch::default();
-        let ok = d.node(&node(VOL, props, 3.0), &mut nodes);
+        let n = node(VOL, props, 3.0);
+        let ok = d.node((&n).into(), &mut nodes);
         let mut g = Graph::new(i.clone());
         g.ingest_nodes(&[nodes], 1, 1);
         let seen = g.nodes().next().map(|n| {
