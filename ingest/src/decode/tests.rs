@@ -244,3 +244,34 @@ proptest::proptest! {
         same_both_ways(&doc);
     }
 }
+
+/// CRNs sharing the text before their ids (in either form, with or
+/// without `svc`, ids with colons) land where `Crn::parse` puts them,
+/// however warm the decoder's prefix table is.
+#[test]
+fn crns_sharing_a_prefix_keep_their_own_segments() {
+    let texts = [
+        "crn:svc:aws:us-east-1:123456789012:volume:vol-1",
+        "crn:svc:aws:us-east-1:123456789012:volume:vol-2",
+        "crn:aws:us-east-1:123456789012:volume:vol-3",
+        "crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-4",
+        "crn:svc:aws:us-east-1:ec2:volume:123456789012:arn:aws:ec2:vol-5",
+        "crn:svc:aws:us-east-1:123456789012:role:arn:aws:iam::1:role/x",
+        "crn:svc:aws:us-east-1:123456789012:role:arn:aws:iam::1:role/y",
+        "crn:svc:aws:us-east-1:123456789012:role:r-1",
+    ];
+    let resp = pb::ScanResponse {
+        nodes: texts.iter().chain(&texts).map(|t| node(t, "{}", 1.0)).collect(),
+        edges: texts.windows(2).map(|w| edge(w[0], w[1], "USES")).collect(),
+    };
+    let (g, stats, _) = ingest(&resp);
+    assert_eq!((stats.nodes, stats.rejected_nodes, stats.edges), (16, 0, 7));
+    for t in texts {
+        let crn = Crn::parse(t).expect("valid");
+        let id = g
+            .find(&crn)
+            .unwrap_or_else(|| panic!("{t} is not where Crn::parse puts it"));
+        assert_eq!(g.crn(id), crn.to_string());
+    }
+    assert_eq!(g.nodes().count(), texts.len());
+}
