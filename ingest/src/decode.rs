@@ -22,8 +22,10 @@ use svc_engine::{Interner, Sym};
 use svc_proto::provider::v1 as pb;
 
 mod json;
+pub mod wire;
 
 use json::{Entry, Tok};
+pub use wire::{EdgeView, NodeView, WireError};
 
 /// Largest JSON properties document accepted for one node, in bytes.
 pub const MAX_PROPERTIES_BYTES: usize = 256 * 1024;
@@ -67,6 +69,9 @@ struct Symbols<'a> {
     interner: &'a Interner,
     strings: HashMap<Box<str>, Sym, FxBuildHasher>,
     types: HashMap<(Sym, Sym), Sym, FxBuildHasher>,
+    /// A CRN's fixed-segment symbols by its text before the id, which
+    /// thousands of a scan's CRNs share: one lookup instead of five.
+    prefixes: HashMap<Box<str>, [Sym; 5], FxBuildHasher>,
 }
 
 impl Symbols<'_> {
@@ -80,6 +85,24 @@ impl Symbols<'_> {
         let sym = self.interner.intern(s);
         self.strings.insert(s.into(), sym);
         sym
+    }
+
+    /// The symbols of `crn`'s fixed segments; `text` is what it was parsed from.
+    fn crn_key(&mut self, text: &str, crn: &CrnRef<'_>) -> [Sym; 5] {
+        // The id is the rest of the text after the fixed segments, so the
+        // prefix decides them (and the form).
+        let Some(prefix) = text.strip_suffix(crn.id) else {
+            return self.key(crn);
+        };
+        if let Some(key) = self.prefixes.get(prefix) {
+            return *key;
+        }
+        if self.prefixes.len() >= LOCAL_SYMBOLS {
+            self.prefixes.clear();
+        }
+        let key = self.key(crn);
+        self.prefixes.insert(prefix.into(), key);
+        key
     }
 
     fn key(&mut self, crn: &CrnRef<'_>) -> [Sym; 5] {
@@ -133,6 +156,7 @@ impl<'a> Decoder<'a> {
                 interner,
                 strings: HashMap::default(),
                 types: HashMap::default(),
+                prefixes: HashMap::default(),
             },
             tags_key: "tags",
             relation: interner.intern("relation"),
@@ -151,7 +175,7 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn reject_edge(&mut self, e: &pb::Edge, why: impl std::fmt::Display) {
+    fn reject_edge(&mut self, e: &EdgeView<'_>, why: impl std::fmt::Display) {
         self.stats.rejected_edges += 1;
         if self.stats.reasons.len() < KEPT_REASONS {
             self.stats
@@ -161,28 +185,28 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes one node into `out`; `false` when it was rejected.
-    pub fn node(&mut self, n: &pb::Node, out: &mut NodeBatch) -> bool {
-        let crn = match CrnRef::parse(&n.crn) {
+    pub fn node(&mut self, n: NodeView<'_>, out: &mut NodeBatch) -> bool {
+        let crn = match CrnRef::parse(n.crn) {
             Ok(c) => c,
             Err(e) => {
-                self.reject_node(&n.crn, e);
+                self.reject_node(n.crn, e);
                 return false;
             }
         };
         if !n.cost.is_finite() || n.cost < 0.0 {
             self.reject_node(
-                &n.crn,
+                n.crn,
                 format_args!("cost {} is not a finite, non-negative number", n.cost),
             );
             return false;
         }
         if n.properties.len() > MAX_PROPERTIES_BYTES {
-            self.reject_node(&n.crn, format_args!("properties exceed {MAX_PROPERTIES_BYTES} bytes"));
+            self.reject_node(n.crn, format_args!("properties exceed {MAX_PROPERTIES_BYTES} bytes"));
             return false;
         }
-        let key = self.syms.key(&crn);
+        let key = self.syms.crn_key(n.crn, &crn);
         let ty = self.syms.ty(&crn, key[2], key[3]);
-        let doc = std::str::from_utf8(&n.properties).ok().filter(|_| !self.tree_only);
+        let doc = std::str::from_utf8(n.properties).ok().filter(|_| !self.tree_only);
         let scanned = match doc {
             Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries).map(|()| doc),
             Some(doc) => {
@@ -195,7 +219,7 @@ impl<'a> Decoder<'a> {
             Some(doc) if self.node_scanned(doc, key_ref(key, crn.id), ty, n.cost, out) => {}
             Some(_) | None => {
                 // Documents the scanner leaves alone: serde_json decides.
-                let props = match self.parse_tree(n) {
+                let props = match self.parse_tree(&n) {
                     Some(props) => props,
                     None => return false,
                 };
@@ -207,21 +231,21 @@ impl<'a> Decoder<'a> {
     }
 
     /// Properties as a `serde_json` tree; `None` (the node rejected) when invalid.
-    fn parse_tree(&mut self, n: &pb::Node) -> Option<serde_json::Map<String, Value>> {
+    fn parse_tree(&mut self, n: &NodeView<'_>) -> Option<serde_json::Map<String, Value>> {
         if n.properties.is_empty() {
             return Some(serde_json::Map::new());
         }
-        match serde_json::from_slice::<Value>(&n.properties) {
+        match serde_json::from_slice::<Value>(n.properties) {
             Ok(Value::Object(m)) => Some(m),
             Ok(other) => {
                 self.reject_node(
-                    &n.crn,
+                    n.crn,
                     format_args!("properties must be a JSON object, not {}", kind(&other)),
                 );
                 None
             }
             Err(e) => {
-                self.reject_node(&n.crn, format_args!("properties are not valid JSON: {e}"));
+                self.reject_node(n.crn, format_args!("properties are not valid JSON: {e}"));
                 None
             }
         }
@@ -350,23 +374,32 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes one edge into `out`; `false` when it was rejected.
-    pub fn edge(&mut self, e: &pb::Edge, out: &mut EdgeBatch) -> bool {
-        let (src, dst) = match (CrnRef::parse(&e.source_crn), CrnRef::parse(&e.target_crn)) {
+    pub fn edge(&mut self, e: EdgeView<'_>, out: &mut EdgeBatch) -> bool {
+        let (src, dst) = match (CrnRef::parse(e.source_crn), CrnRef::parse(e.target_crn)) {
             (Ok(s), Ok(d)) => (s, d),
             (Err(err), _) | (_, Err(err)) => {
-                self.reject_edge(e, err);
+                self.reject_edge(&e, err);
                 return false;
             }
         };
-        let mapped = map_relation(&e.relation);
+        let mapped = map_relation(e.relation);
         if !mapped.known {
-            *self.stats.unknown_relations.entry(e.relation.clone()).or_default() += 1;
+            match self.stats.unknown_relations.get_mut(e.relation) {
+                Some(count) => *count += 1,
+                None => {
+                    self.stats.unknown_relations.insert(e.relation.to_owned(), 1);
+                }
+            }
         }
-        let (from, to) = if mapped.reversed { (&dst, &src) } else { (&src, &dst) };
-        let from = key_ref(self.syms.key(from), from.id);
-        let to = key_ref(self.syms.key(to), to.id);
+        let ((from, from_text), (to, to_text)) = if mapped.reversed {
+            ((&dst, e.target_crn), (&src, e.source_crn))
+        } else {
+            ((&src, e.source_crn), (&dst, e.target_crn))
+        };
+        let from = key_ref(self.syms.crn_key(from_text, from), from.id);
+        let to = key_ref(self.syms.crn_key(to_text, to), to.id);
         let relation = self.relation;
-        out.push(from, to, mapped.relation, |w| w.str(relation, &e.relation));
+        out.push(from, to, mapped.relation, |w| w.str(relation, e.relation));
         self.stats.edges += 1;
         true
     }
@@ -374,11 +407,24 @@ impl<'a> Decoder<'a> {
     /// Decodes a whole scan response.
     pub fn response(&mut self, r: &pb::ScanResponse, nodes: &mut NodeBatch, edges: &mut EdgeBatch) {
         for n in &r.nodes {
-            self.node(n, nodes);
+            self.node(n.into(), nodes);
         }
         for e in &r.edges {
-            self.edge(e, edges);
+            self.edge(e.into(), edges);
         }
+    }
+
+    /// Decodes a scan response straight from its wire bytes (see [`wire`]).
+    /// An `Err` means the bytes are not a `ScanResponse` at all: the items
+    /// before the fault are decoded, the rest are not.
+    pub fn wire(&mut self, bytes: &[u8], nodes: &mut NodeBatch, edges: &mut EdgeBatch) -> Result<(), WireError> {
+        for item in wire::items(bytes) {
+            match item? {
+                wire::Item::Node(n) => self.node(n, nodes),
+                wire::Item::Edge(e) => self.edge(e, edges),
+            };
+        }
+        Ok(())
     }
 }
 

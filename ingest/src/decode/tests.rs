@@ -29,7 +29,9 @@ fn ingest(resp: &pb::ScanResponse) -> (Graph, DecodeStats, Arc<Interner>) {
     let i = Arc::new(Interner::new());
     let mut d = Decoder::new(&i);
     let (mut nodes, mut edges) = (NodeBatch::default(), EdgeBatch::default());
-    d.response(resp, &mut nodes, &mut edges);
+    // Through the wire bytes, as the host decodes a plugin's stream.
+    d.wire(&prost::Message::encode_to_vec(resp), &mut nodes, &mut edges)
+        .expect("a valid ScanResponse");
     let stats = d.stats.clone();
     let mut g = Graph::new(i.clone());
     g.ingest_nodes(&[nodes], 1, 1);
@@ -177,7 +179,8 @@ fn same_both_ways(props: &str) {
         let mut d = Decoder::new(&i);
         d.tree_only = tree_only;
         let mut nodes = NodeBatch::default();
-        let ok = d.node(&node(VOL, props, 3.0), &mut nodes);
+        let n = node(VOL, props, 3.0);
+        let ok = d.node((&n).into(), &mut nodes);
         let mut g = Graph::new(i.clone());
         g.ingest_nodes(&[nodes], 1, 1);
         let seen = g.nodes().next().map(|n| {
@@ -240,4 +243,35 @@ proptest::proptest! {
     fn the_scanner_agrees_with_serde_json_on_any_text(doc in r#"\{("[a-c]{0,2}":([0-9.e+-]{1,4}|"[a-c\\u0-9]{0,4}"|\[[0-9, ]{0,4}\]|true|null|\{"[a-b]":[0-9"]{1,3}\}),?){0,4}\} ?"#) {
         same_both_ways(&doc);
     }
+}
+
+/// CRNs sharing the text before their ids (in either form, with or
+/// without `svc`, ids with colons) land where `Crn::parse` puts them,
+/// however warm the decoder's prefix table is.
+#[test]
+fn crns_sharing_a_prefix_keep_their_own_segments() {
+    let texts = [
+        "crn:svc:aws:us-east-1:123456789012:volume:vol-1",
+        "crn:svc:aws:us-east-1:123456789012:volume:vol-2",
+        "crn:aws:us-east-1:123456789012:volume:vol-3",
+        "crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-4",
+        "crn:svc:aws:us-east-1:ec2:volume:123456789012:arn:aws:ec2:vol-5",
+        "crn:svc:aws:us-east-1:123456789012:role:arn:aws:iam::1:role/x",
+        "crn:svc:aws:us-east-1:123456789012:role:arn:aws:iam::1:role/y",
+        "crn:svc:aws:us-east-1:123456789012:role:r-1",
+    ];
+    let resp = pb::ScanResponse {
+        nodes: texts.iter().chain(&texts).map(|t| node(t, "{}", 1.0)).collect(),
+        edges: texts.windows(2).map(|w| edge(w[0], w[1], "USES")).collect(),
+    };
+    let (g, stats, _) = ingest(&resp);
+    assert_eq!((stats.nodes, stats.rejected_nodes, stats.edges), (16, 0, 7));
+    for t in texts {
+        let crn = Crn::parse(t).expect("valid");
+        let id = g
+            .find(&crn)
+            .unwrap_or_else(|| panic!("{t} is not where Crn::parse puts it"));
+        assert_eq!(g.crn(id), crn.to_string());
+    }
+    assert_eq!(g.nodes().count(), texts.len());
 }

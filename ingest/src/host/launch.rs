@@ -28,7 +28,7 @@ use super::{HostError, status_text};
 /// Longest handshake line read from a plugin.
 const MAX_HANDSHAKE_LINE: u64 = 64 * 1024;
 /// Largest message accepted from a plugin.
-const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 
 /// How plugins are launched and stopped.
 #[derive(Clone, Debug)]

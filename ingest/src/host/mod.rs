@@ -19,6 +19,7 @@ pub mod heuristic;
 pub mod launch;
 mod logs;
 pub mod manifest;
+mod scan_call;
 pub mod source;
 
 use std::path::PathBuf;

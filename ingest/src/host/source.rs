@@ -10,21 +10,21 @@ use std::time::Duration;
 use crossbeam_channel::Sender;
 use tokio::sync::mpsc;
 
+use bytes::Bytes;
 use svc_engine::graph::{EdgeBatch, NodeBatch};
 use svc_engine::scan::{
     QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanSink, Source,
     SourceError,
 };
 use svc_proto::provider::v1 as pb;
-use svc_proto::provider::v1::provider_client::ProviderClient;
 use tokio::runtime::Handle;
 use tonic::transport::Channel;
 use tracing::Instrument;
 
-use super::launch::{LaunchOptions, PluginProcess, exited_after_error, fmt_duration, plugin_name};
+use super::launch::{LaunchOptions, MAX_MESSAGE_BYTES, PluginProcess, exited_after_error, fmt_duration, plugin_name};
 use super::manifest::Role;
-use super::{HostError, status_text};
-use crate::decode::{DecodeStats, Decoder};
+use super::{HostError, scan_call, status_text};
+use crate::decode::{DecodeStats, Decoder, WireError};
 
 /// Rejection reasons repeated in the log after a scan.
 const LOGGED_REASONS: usize = 5;
@@ -162,11 +162,11 @@ impl PluginSource {
 
     async fn scan_async(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
         let name = self.name.clone();
-        let client = self
+        let channel = self
             .running()
             .await
             .map_err(|e| SourceError::Failed(e.to_string()))?
-            .provider();
+            .channel();
         let mut config: HashMap<String, String> = ctx.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         config.insert("scan_seq".to_owned(), ctx.scan_seq.to_string());
         self.preflight(&config).await?;
@@ -176,9 +176,9 @@ impl PluginSource {
         let batch = self.opts.batch_size.max(1);
         let workers = self.opts.decode_workers.max(1);
         let handle = self.handle.clone();
-        let (raw_tx, raw_rx) = mpsc::channel::<pb::ScanResponse>(workers * MESSAGES_PER_WORKER);
+        let (raw_tx, raw_rx) = mpsc::channel::<Bytes>(workers * MESSAGES_PER_WORKER);
         let raw_rx = Mutex::new(raw_rx);
-        let (outcome, stats) = std::thread::scope(|scope| {
+        let (outcome, stats, malformed) = std::thread::scope(|scope| {
             let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(workers * BATCHES_PER_WORKER);
             let decoders: Vec<_> = (0..workers)
                 .map(|_| {
@@ -188,7 +188,7 @@ impl PluginSource {
                 .collect();
             drop(out_tx);
             let reader = scope.spawn(move || {
-                let stream = stream_scan(client, config, raw_tx).instrument(span);
+                let stream = stream_scan(channel, config, raw_tx).instrument(span);
                 handle.block_on(async move { tokio::time::timeout(limit, stream).await })
             });
             // Batches reach the sink on this thread, as the decoders finish them.
@@ -199,15 +199,17 @@ impl PluginSource {
                 }
             }
             let mut stats = DecodeStats::default();
+            let mut malformed = None;
             for d in decoders {
-                if let Ok(s) = d.join() {
+                if let Ok((s, fault)) = d.join() {
                     stats.merge(s);
+                    malformed = malformed.or(fault);
                 }
             }
             let outcome = reader
                 .join()
                 .unwrap_or_else(|_| Ok(Err(tonic::Status::internal("the plugin stream reader panicked"))));
-            (outcome, stats)
+            (outcome, stats, malformed)
         });
         self.last_stats = stats;
         let stats = &self.last_stats;
@@ -215,6 +217,11 @@ impl PluginSource {
             let first = &stats.reasons[..stats.reasons.len().min(LOGGED_REASONS)];
             tracing::warn!(plugin = %name, rejected_nodes = stats.rejected_nodes, rejected_edges = stats.rejected_edges,
                 first = ?first, "plugin sent malformed items; they were skipped");
+        }
+        if let Some(fault) = malformed {
+            return Err(SourceError::Failed(format!(
+                "plugin {name} sent a malformed ScanResponse: {fault}"
+            )));
         }
         match outcome {
             Ok(Ok(())) => {
@@ -342,11 +349,11 @@ impl Source for PluginSource {
 /// Reads one scan's messages into the decoders' queue; waits (and so
 /// stops reading) while the queue is full.
 async fn stream_scan(
-    mut client: ProviderClient<Channel>,
+    channel: Channel,
     config: HashMap<String, String>,
-    raw: mpsc::Sender<pb::ScanResponse>,
+    raw: mpsc::Sender<Bytes>,
 ) -> Result<(), tonic::Status> {
-    let mut stream = client.scan(pb::ScanRequest { config }).await?.into_inner();
+    let mut stream = scan_call::scan(channel, pb::ScanRequest { config }, MAX_MESSAGE_BYTES).await?;
     while let Some(msg) = stream.message().await? {
         if raw.send(msg).await.is_err() {
             // Every decoder is gone; nothing would land.
@@ -358,12 +365,15 @@ async fn stream_scan(
 
 /// One decode worker: takes raw messages until the reader is done, decodes
 /// them into batches of `batch` nodes or edges, and hands full batches on.
+/// A message that is not a `ScanResponse` closes the queue (the reader
+/// stops, the scan fails) and is returned.
 fn decode_worker(
     interner: &svc_engine::Interner,
-    raw: &Mutex<mpsc::Receiver<pb::ScanResponse>>,
+    raw: &Mutex<mpsc::Receiver<Bytes>>,
     out: Sender<Decoded>,
     batch: usize,
-) -> DecodeStats {
+) -> (DecodeStats, Option<WireError>) {
+    let mut fault = None;
     let mut decoder = Decoder::new(interner);
     let mut nodes = NodeBatch::with_capacity(batch);
     let mut edges = EdgeBatch::with_capacity(batch);
@@ -374,7 +384,13 @@ fn decode_worker(
             Err(_) => None,
         };
         let Some(msg) = msg else { break };
-        decoder.response(&msg, &mut nodes, &mut edges);
+        if let Err(e) = decoder.wire(&msg, &mut nodes, &mut edges) {
+            if let Ok(mut rx) = raw.lock() {
+                rx.close();
+            }
+            fault = Some(e);
+            break;
+        }
         drop(msg);
         if nodes.len() >= batch {
             let full = std::mem::replace(&mut nodes, NodeBatch::with_capacity(batch));
@@ -395,7 +411,7 @@ fn decode_worker(
     if !edges.is_empty() {
         let _ = out.send(Decoded::Edges(edges));
     }
-    decoder.stats
+    (decoder.stats, fault)
 }
 
 #[cfg(test)]
@@ -404,21 +420,22 @@ mod tests {
 
     use super::*;
 
-    fn message(k: usize) -> pb::ScanResponse {
-        pb::ScanResponse {
+    fn message(k: usize) -> Bytes {
+        let m = pb::ScanResponse {
             nodes: vec![pb::Node {
                 crn: format!("crn:svc:aws:us-east-1:1:volume:vol-{k}"),
                 properties: br#"{"state":"in-use"}"#.to_vec(),
                 cost: 1.0,
             }],
             edges: vec![],
-        }
+        };
+        Bytes::from(prost::Message::encode_to_vec(&m))
     }
 
     #[test]
     fn a_stalled_sink_stops_the_reader_after_a_bounded_number_of_messages() {
         let interner = svc_engine::Interner::new();
-        let (raw_tx, raw_rx) = mpsc::channel::<pb::ScanResponse>(2);
+        let (raw_tx, raw_rx) = mpsc::channel::<Bytes>(2);
         let raw_rx = Mutex::new(raw_rx);
         let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(1);
         std::thread::scope(|s| {
@@ -443,15 +460,15 @@ mod tests {
                     Decoded::Edges(b) => b.len(),
                 })
                 .sum();
-            let stats = worker.join().expect("worker");
-            assert_eq!((landed, stats.nodes as usize), (accepted, accepted));
+            let (stats, fault) = worker.join().expect("worker");
+            assert_eq!((landed, stats.nodes as usize, fault), (accepted, accepted, None));
         });
     }
 
     #[test]
     fn decoders_share_one_stream_and_every_message_lands_once() {
         let interner = svc_engine::Interner::new();
-        let (raw_tx, raw_rx) = mpsc::channel::<pb::ScanResponse>(4);
+        let (raw_tx, raw_rx) = mpsc::channel::<Bytes>(4);
         let raw_rx = Mutex::new(raw_rx);
         let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(4);
         let stats = std::thread::scope(|s| {
@@ -477,10 +494,29 @@ mod tests {
             assert_eq!(landed, 1000);
             let mut stats = DecodeStats::default();
             for w in workers {
-                stats.merge(w.join().expect("worker"));
+                let (s, fault) = w.join().expect("worker");
+                assert_eq!(fault, None);
+                stats.merge(s);
             }
             stats
         });
         assert_eq!((stats.nodes, stats.rejected_nodes), (1000, 0));
+    }
+
+    #[test]
+    fn a_message_that_is_not_a_scan_response_closes_the_queue_and_is_reported() {
+        let interner = svc_engine::Interner::new();
+        let (raw_tx, raw_rx) = mpsc::channel::<Bytes>(8);
+        let raw_rx = Mutex::new(raw_rx);
+        let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(8);
+        raw_tx.try_send(message(0)).expect("room");
+        // Field 1 (nodes) claiming 5 bytes, with 1 left.
+        raw_tx.try_send(Bytes::from_static(&[0x0a, 0x05, 0x0a])).expect("room");
+        raw_tx.try_send(message(1)).expect("room");
+        let (stats, fault) = decode_worker(&interner, &raw_rx, out_tx, 100);
+        assert!(matches!(fault, Some(WireError::Length { .. })), "{fault:?}");
+        assert!(raw_tx.try_send(message(2)).is_err(), "the reader sees the queue closed");
+        assert_eq!(stats.nodes, 1, "the message before the fault is decoded");
+        assert_eq!(out_rx.iter().count(), 1);
     }
 }
