@@ -241,8 +241,8 @@ fn prove(
     crn: &Crn,
     plan: &Plan,
 ) -> Proof {
-    let canonical = crn.to_string();
     if let Some(source) = source_for(sources, crn, served).filter(|s| s.checks_reversibility()) {
+        let canonical = crn.to_string();
         let mut props = BTreeMap::new();
         if let Some(n) = graph.node(id) {
             let reader = graph.interner().reader();
@@ -493,11 +493,17 @@ impl Engine {
                 Some((crn, _)) => crn.clone(),
                 None => match Crn::parse(&item.crn) {
                     Ok(crn) => crn,
-                    Err(_) => return dirty,
+                    Err(_) => return false,
                 },
             };
             *analyzed += 1;
             let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
+            // The plan just built is the one a saga would run: its hash
+            // stands, whatever an earlier pass recorded (an item moved back
+            // to `flagged` keeps its old hash until it is proved again).
+            if plan.hash != item.plan_hash && new_hash.is_none() {
+                new_hash = Some((crn.clone(), plan.hash.clone()));
+            }
             item.proof = Some(prove(graph, sources, served, id, &crn, &plan));
             item.blast_radius = crate::blast::blast_radius(graph, id, 0).map_or(0, |b| b.count as u64);
             item.set_stage(Phase::Analyzed, now_us);
