@@ -1,8 +1,10 @@
 //! Every built-in waste rule over a 1M-node mock estate (waste issue budget:
 //! 20 ms on 2 cores): the parallel pass that selects each node's rules by
 //! type, honours `svc:ignore`, evaluates conditions on properties and
-//! edges, and writes findings with their reasons and savings. Also the join
-//! that turns those findings into verdicts in the graph, measured apart.
+//! edges, and writes findings with their reasons and savings
+//! (`all_rules`). Measured apart: deciding which rules fire with what
+//! savings (`decide`), rendering the reasons of those hits (`render`), and
+//! the join that turns findings into verdicts in the graph.
 
 use std::sync::Arc;
 
@@ -44,6 +46,13 @@ fn builtin_rules(c: &mut Criterion) {
     group.throughput(Throughput::Elements(g.node_rows() as u64));
     group.bench_function(format!("all_rules/{nodes}"), |b| {
         b.iter(|| builtin::run(&g, 2, as_of, &selection).findings.len())
+    });
+    group.bench_function(format!("decide/{nodes}"), |b| {
+        b.iter(|| builtin::decide(&g, 2, as_of, &selection).hits.len())
+    });
+    let hits = builtin::decide(&g, 2, as_of, &selection).hits;
+    group.bench_function(format!("render/{nodes}"), |b| {
+        b.iter(|| builtin::render(&g, 2, as_of, &hits).len())
     });
     let set = FindingSet::new(1, out.findings, Vec::new());
     let mut now = 3;

@@ -3,7 +3,9 @@
 use std::fmt;
 
 use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, RuleKind, STALE_DAYS, Unused, attached_machine, bytes, days, unused_machine, usd};
+use super::{
+    GRACE_DAYS, Hit, Rule, RuleKind, STALE_DAYS, Unused, Why, attached_machine, bytes, days, unused_machine, usd,
+};
 use crate::prices;
 use crate::relation::Relation::{AttachedTo, Contains, Uses};
 
@@ -14,7 +16,7 @@ const fn waste(
     action: &'static str,
     suggestion: &'static str,
     condition: &'static str,
-    check: fn(&Node<'_>) -> Option<Hit>,
+    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
 ) -> Rule {
     Rule {
         name,
@@ -36,7 +38,7 @@ const fn optimize(
     action: &'static str,
     suggestion: &'static str,
     condition: &'static str,
-    check: fn(&Node<'_>) -> Option<Hit>,
+    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
 ) -> Rule {
     Rule {
         kind: RuleKind::Optimize,
@@ -272,12 +274,13 @@ pub(super) static RULES: &[Rule] = &[
     ),
 ];
 
-fn volume_facts(n: &Node<'_>) -> impl fmt::Display {
-    let k = n.keys();
-    let size = n.num(k.size_gib).unwrap_or(0.0);
-    let class = n.str(k.volume_type).unwrap_or("unknown type");
-    let cost = n.cost();
-    fmt::from_fn(move |f| write!(f, "{size:.0} GiB {class}, {}", usd(cost)))
+fn volume_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
+    fmt::from_fn(move |f| {
+        let k = n.keys();
+        let size = n.num(k.size_gib).unwrap_or(0.0);
+        let class = n.str(k.volume_type).unwrap_or("unknown type");
+        write!(f, "{size:.0} GiB {class}, {}", usd(n.cost()))
+    })
 }
 
 /// Days a volume has been attached to nothing, when that is past the grace period.
@@ -293,35 +296,35 @@ fn unattached_days(n: &Node<'_>) -> Option<u64> {
     (d >= GRACE_DAYS).then_some(d)
 }
 
-fn ebs_unattached(n: &Node<'_>) -> Option<Hit> {
+fn ebs_unattached(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let d = unattached_days(n)?;
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("unattached for {}, {}", days(d), volume_facts(n)),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("unattached for {}, {}", days(d), volume_facts(n)),
+    ))
 }
 
-fn ebs_on_stopped(n: &Node<'_>) -> Option<Hit> {
+fn ebs_on_stopped(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let (instance, Unused::Stopped(d)) = attached_machine(n)? else {
         return None;
     };
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("attached to {instance}, stopped for {}; {}", days(d), volume_facts(n)),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("attached to {instance}, stopped for {}; {}", days(d), volume_facts(n)),
+    ))
 }
 
-fn ebs_on_idle(n: &Node<'_>) -> Option<Hit> {
+fn ebs_on_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let (instance, idle @ Unused::Idle(..)) = attached_machine(n)? else {
         return None;
     };
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("attached to {instance}, {}; {}", idle.describe(), volume_facts(n)),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("attached to {instance}, {}; {}", idle.describe(), volume_facts(n)),
+    ))
 }
 
-fn ebs_gp2(n: &Node<'_>) -> Option<Hit> {
+fn ebs_gp2(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.str(k.volume_type) != Some("gp2") {
         return None;
@@ -333,58 +336,61 @@ fn ebs_gp2(n: &Node<'_>) -> Option<Hit> {
     let size = n.num(k.size_gib)?;
     let per_gib = prices::rate("aws", "gp2", n.region())? - prices::rate("aws", "gp3", n.region())?;
     let savings = size * per_gib;
-    (savings >= 0.01).then(|| Hit {
-        savings,
-        reason: format!("{size:.0} GiB gp2; gp3 costs {} less", usd(savings)),
+    (savings >= 0.01).then(|| {
+        why.hit(
+            savings,
+            format_args!("{size:.0} GiB gp2; gp3 costs {} less", usd(savings)),
+        )
     })
 }
 
-fn ec2_idle(n: &Node<'_>) -> Option<Hit> {
+fn ec2_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let Unused::Idle(cpu, net) = unused_machine(n)? else {
         return None;
     };
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("{} {}", Unused::Idle(cpu, net).describe(), machine_facts(n)),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("{} {}", Unused::Idle(cpu, net).describe(), machine_facts(n)),
+    ))
 }
 
 /// "(m5.large spot, $35.04/mo)".
-pub(super) fn machine_facts(n: &Node<'_>) -> impl fmt::Display {
-    let k = n.keys();
-    let size = [k.instance_type, k.machine_type, k.vm_size]
-        .into_iter()
-        .find_map(|key| n.str(key))
-        .unwrap_or("machine");
-    let spot = if n.str(k.lifecycle) == Some("spot") {
-        " spot"
-    } else {
-        ""
-    };
-    let cost = n.cost();
-    fmt::from_fn(move |f| write!(f, "({size}{spot}, {})", usd(cost)))
+pub(super) fn machine_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
+    fmt::from_fn(move |f| {
+        let k = n.keys();
+        let size = [k.instance_type, k.machine_type, k.vm_size]
+            .into_iter()
+            .find_map(|key| n.str(key))
+            .unwrap_or("machine");
+        let spot = if n.str(k.lifecycle) == Some("spot") {
+            " spot"
+        } else {
+            ""
+        };
+        write!(f, "({size}{spot}, {})", usd(n.cost()))
+    })
 }
 
-fn ec2_stopped(n: &Node<'_>) -> Option<Hit> {
+fn ec2_stopped(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let Unused::Stopped(d) = unused_machine(n)? else {
         return None;
     };
     let volumes: Vec<Node<'_>> = n.inc(AttachedTo).collect();
     let held: f64 = volumes.iter().map(Node::cost).sum();
-    Some(Hit {
-        // The instance bills nothing while stopped; its volumes are their own findings.
-        savings: n.cost(),
-        reason: format!(
+    // The instance bills nothing while stopped; its volumes are their own findings.
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "stopped for {}; its {} volume{} still bill {}",
             days(d),
             volumes.len(),
             if volumes.len() == 1 { "" } else { "s" },
             usd(held)
         ),
-    })
+    ))
 }
 
-fn eip_unassociated(n: &Node<'_>) -> Option<Hit> {
+fn eip_unassociated(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.out(AttachedTo).next().is_some() || !n.is_empty(k.association_id) || !n.is_empty(k.attached_to) {
         return None;
@@ -394,13 +400,13 @@ fn eip_unassociated(n: &Node<'_>) -> Option<Hit> {
         return None;
     }
     let d = n.age_days();
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("{ip} associated with nothing ({} old), {}", days(d), usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("{ip} associated with nothing ({} old), {}", days(d), usd(n.cost())),
+    ))
 }
 
-fn snapshot_orphaned(n: &Node<'_>) -> Option<Hit> {
+fn snapshot_orphaned(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let source = n.str(k.source_volume_id)?;
     let d = n.age_days();
@@ -408,41 +414,41 @@ fn snapshot_orphaned(n: &Node<'_>) -> Option<Hit> {
         return None;
     }
     let size = n.num(k.size_gib).unwrap_or(0.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "{} old, volume {source} no longer exists, {size:.0} GiB, {}",
             days(d),
             usd(n.cost())
         ),
-    })
+    ))
 }
 
-fn ami_unused(n: &Node<'_>) -> Option<Hit> {
+fn ami_unused(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let d = n.age_days();
     if d < 90 || n.inc(Uses).any(|u| u.ty() == "ec2:instance") {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("{} old, no instance runs from it, {}", days(d), usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("{} old, no instance runs from it, {}", days(d), usd(n.cost())),
+    ))
 }
 
-fn logs_silent(n: &Node<'_>) -> Option<Hit> {
+fn logs_silent(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let ingested = n.num(k.ingested_bytes_30d)?;
     let stored = n.num(k.stored_gib).unwrap_or(0.0);
     if ingested > 0.0 || stored <= 0.0 || n.age_days() < 30 {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("nothing written for 30 days, {stored:.1} GiB stored, {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("nothing written for 30 days, {stored:.1} GiB stored, {}", usd(n.cost())),
+    ))
 }
 
-fn logs_never_expire(n: &Node<'_>) -> Option<Hit> {
+fn logs_never_expire(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let ingested = n.num(k.ingested_bytes_30d)?;
     let stored = n.num(k.stored_gib)?;
@@ -453,13 +459,15 @@ fn logs_never_expire(n: &Node<'_>) -> Option<Hit> {
     // With 30 days of retention about one month of ingest stays stored.
     let excess = stored - ingested / 1_073_741_824.0;
     let savings = excess * prices::rate("aws", "logs-storage", n.region())?;
-    (savings >= 0.01).then(|| Hit {
-        savings,
-        reason: format!(
-            "never expires, {stored:.1} GiB stored and {} written in 30 days; 30-day retention saves {}",
-            bytes(ingested),
-            usd(savings)
-        ),
+    (savings >= 0.01).then(|| {
+        why.hit(
+            savings,
+            format_args!(
+                "never expires, {stored:.1} GiB stored and {} written in 30 days; 30-day retention saves {}",
+                bytes(ingested),
+                usd(savings)
+            ),
+        )
     })
 }
 
@@ -475,78 +483,78 @@ fn all_zero(n: &Node<'_>, keys: &[Option<crate::ids::Sym>]) -> bool {
     present
 }
 
-fn nat_idle(n: &Node<'_>) -> Option<Hit> {
+fn nat_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.state() != "available" || !all_zero(n, &[k.bytes_processed_7d, k.connections_7d]) {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("no bytes processed in 7 days, {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("no bytes processed in 7 days, {}", usd(n.cost())),
+    ))
 }
 
-fn elb_idle(n: &Node<'_>) -> Option<Hit> {
+fn elb_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if !all_zero(n, &[k.request_count_7d, k.connections_7d]) {
         return None;
     }
     let targets = n.num(k.healthy_targets).unwrap_or(0.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "no requests or connections in 7 days, {targets:.0} healthy targets, {}",
             usd(n.cost())
         ),
-    })
+    ))
 }
 
-fn vpce_idle(n: &Node<'_>) -> Option<Hit> {
+fn vpce_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if !all_zero(n, &[k.bytes_processed_7d]) {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("no bytes processed in 7 days, {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("no bytes processed in 7 days, {}", usd(n.cost())),
+    ))
 }
 
-fn rds_idle(n: &Node<'_>) -> Option<Hit> {
+fn rds_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.state() != "available" || !all_zero(n, &[k.connections_7d]) {
         return None;
     }
     let cpu = n.num(k.cpu_avg_7d).unwrap_or(0.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("no connections in 7 days ({cpu:.1}% CPU), {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("no connections in 7 days ({cpu:.1}% CPU), {}", usd(n.cost())),
+    ))
 }
 
-fn rds_stopped(n: &Node<'_>) -> Option<Hit> {
+fn rds_stopped(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     if n.state() != "stopped" {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("stopped, storage still billed: {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("stopped, storage still billed: {}", usd(n.cost())),
+    ))
 }
 
-fn cache_idle(n: &Node<'_>) -> Option<Hit> {
+fn cache_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if !all_zero(n, &[k.connections_7d]) {
         return None;
     }
     let nodes = n.num(k.cache_nodes).unwrap_or(1.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("no connections in 7 days, {nodes:.0} node(s), {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("no connections in 7 days, {nodes:.0} node(s), {}", usd(n.cost())),
+    ))
 }
 
-fn cache_overprovisioned(n: &Node<'_>) -> Option<Hit> {
+fn cache_overprovisioned(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let nodes = n.num(k.cache_nodes)?;
     let cpu = n.num(k.cpu_avg_7d)?;
@@ -555,17 +563,17 @@ fn cache_overprovisioned(n: &Node<'_>) -> Option<Hit> {
         return None;
     }
     let savings = n.cost() / nodes;
-    Some(Hit {
+    Some(why.hit(
         savings,
-        reason: format!("{nodes:.0} nodes at {cpu:.1}% CPU; one fewer saves {}", usd(savings)),
-    })
+        format_args!("{nodes:.0} nodes at {cpu:.1}% CPU; one fewer saves {}", usd(savings)),
+    ))
 }
 
 fn provisioned(n: &Node<'_>) -> bool {
     n.str(n.keys().billing_mode) == Some("PROVISIONED")
 }
 
-fn dynamodb_idle(n: &Node<'_>) -> Option<Hit> {
+fn dynamodb_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if !provisioned(n) || !all_zero(n, &[k.consumed_read_7d, k.consumed_write_7d]) {
         return None;
@@ -574,19 +582,19 @@ fn dynamodb_idle(n: &Node<'_>) -> Option<Hit> {
         n.num(k.read_capacity).unwrap_or(0.0),
         n.num(k.write_capacity).unwrap_or(0.0),
     );
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "no reads or writes in 7 days, {rcu:.0} RCU / {wcu:.0} WCU provisioned, {}",
             usd(n.cost())
         ),
-    })
+    ))
 }
 
 /// Seconds in 7 days: capacity units are per second.
 const WEEK_S: f64 = 604_800.0;
 
-fn dynamodb_overprovisioned(n: &Node<'_>) -> Option<Hit> {
+fn dynamodb_overprovisioned(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if !provisioned(n) {
         return None;
@@ -608,38 +616,40 @@ fn dynamodb_overprovisioned(n: &Node<'_>) -> Option<Hit> {
     let month = 30.0 / 7.0;
     let on_demand = reads * month / 1e6 * 0.25 + writes * month / 1e6 * 1.25;
     let savings = capacity - on_demand;
-    (savings >= 1.0).then(|| Hit {
-        savings,
-        reason: format!(
-            "uses {:.0}% of read and {:.0}% of write capacity; on-demand saves {}",
-            ru * 100.0,
-            wu * 100.0,
-            usd(savings)
-        ),
+    (savings >= 1.0).then(|| {
+        why.hit(
+            savings,
+            format_args!(
+                "uses {:.0}% of read and {:.0}% of write capacity; on-demand saves {}",
+                ru * 100.0,
+                wu * 100.0,
+                usd(savings)
+            ),
+        )
     })
 }
 
-fn lambda_uninvoked(n: &Node<'_>) -> Option<Hit> {
+fn lambda_uninvoked(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.num(k.invocations_90d)? > 0.0 {
         return None;
     }
-    let since = n.days_since_prop(k.last_invoked_at).map_or_else(
-        || "never invoked".to_owned(),
-        |d| format!("last invoked {} ago", days(d)),
-    );
-    let pc = n.num(k.provisioned_concurrency).unwrap_or(0.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
-            "no invocations in 90 days ({since}), provisioned concurrency {pc:.0}, {}",
+    let since = fmt::from_fn(|f| match n.days_since_prop(k.last_invoked_at) {
+        Some(d) => write!(f, "last invoked {} ago", days(d)),
+        None => f.write_str("never invoked"),
+    });
+    let pc = fmt::from_fn(|f| write!(f, "{:.0}", n.num(k.provisioned_concurrency).unwrap_or(0.0)));
+    Some(why.hit(
+        n.cost(),
+        format_args!(
+            "no invocations in 90 days ({since}), provisioned concurrency {pc}, {}",
             usd(n.cost())
         ),
-    })
+    ))
 }
 
 /// Storage with no requests in 30 days and no access in [`STALE_DAYS`].
-pub(super) fn stale_storage(n: &Node<'_>, requests: Option<crate::ids::Sym>) -> Option<Hit> {
+pub(super) fn stale_storage(n: &Node<'_>, why: &mut Why<'_>, requests: Option<crate::ids::Sym>) -> Option<Hit> {
     let k = n.keys();
     if n.num(requests)? > 0.0 {
         return None;
@@ -649,55 +659,55 @@ pub(super) fn stale_storage(n: &Node<'_>, requests: Option<crate::ids::Sym>) -> 
         return None;
     }
     let size = n.num(k.size_gib).unwrap_or(0.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "no requests in 30 days, last accessed {} ago, {size:.0} GiB, {}",
             days(d),
             usd(n.cost())
         ),
-    })
+    ))
 }
 
-fn s3_stale(n: &Node<'_>) -> Option<Hit> {
-    stale_storage(n, n.keys().requests_30d)
+fn s3_stale(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
+    stale_storage(n, why, n.keys().requests_30d)
 }
 
-fn s3_multipart(n: &Node<'_>) -> Option<Hit> {
+fn s3_multipart(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let gib = n.num(n.keys().incomplete_multipart_gib)?;
     if gib <= 0.0 {
         return None;
     }
     let savings = gib * prices::rate("aws", "s3-standard", n.region())?;
-    Some(Hit {
+    Some(why.hit(
         savings,
-        reason: format!("{gib:.1} GiB of incomplete multipart uploads, {}", usd(savings)),
-    })
+        format_args!("{gib:.1} GiB of incomplete multipart uploads, {}", usd(savings)),
+    ))
 }
 
-fn eks_empty(n: &Node<'_>) -> Option<Hit> {
+fn eks_empty(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     if n.out(Contains).any(|g| g.ty() == "eks:nodegroup") || n.age_days() < GRACE_DAYS {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("no node groups; the control plane alone bills {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("no node groups; the control plane alone bills {}", usd(n.cost())),
+    ))
 }
 
-fn nodegroup_idle(n: &Node<'_>) -> Option<Hit> {
+fn nodegroup_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let members: Vec<Node<'_>> = n.out(Contains).filter(|m| m.ty() == "ec2:instance").collect();
     if members.is_empty() || !members.iter().all(|m| unused_machine(m).is_some()) {
         return None;
     }
     let held: f64 = members.iter().map(Node::cost).sum();
-    Some(Hit {
-        // Its instances are findings of their own; counting them again would double the savings.
-        savings: 0.0,
-        reason: format!(
+    // Its instances are findings of their own; counting them again would double the savings.
+    Some(why.hit(
+        0.0,
+        format_args!(
             "all {} instances idle or stopped ({} between them)",
             members.len(),
             usd(held)
         ),
-    })
+    ))
 }

@@ -4,7 +4,7 @@ use super::aws::{machine_facts, stale_storage};
 use std::fmt;
 
 use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, RuleKind, Unused, attached_machine, days, unused_machine, usd};
+use super::{GRACE_DAYS, Hit, Rule, RuleKind, Unused, Why, attached_machine, days, unused_machine, usd};
 use crate::relation::Relation::{AttachedTo, FlowsTo};
 
 use RuleKind::Waste;
@@ -16,7 +16,7 @@ const fn rule(
     action: &'static str,
     suggestion: &'static str,
     condition: &'static str,
-    check: fn(&Node<'_>) -> Option<Hit>,
+    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
 ) -> Rule {
     Rule {
         name,
@@ -106,62 +106,62 @@ pub(super) static RULES: &[Rule] = &[
     ),
 ];
 
-fn disk_facts(n: &Node<'_>) -> impl fmt::Display {
-    let k = n.keys();
-    let size = n.num(k.size_gib).unwrap_or(0.0);
-    let sku = n.str(k.sku).unwrap_or("disk");
-    let cost = n.cost();
-    fmt::from_fn(move |f| write!(f, "{size:.0} GiB {sku}, {}", usd(cost)))
+fn disk_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
+    fmt::from_fn(move |f| {
+        let k = n.keys();
+        let size = n.num(k.size_gib).unwrap_or(0.0);
+        let sku = n.str(k.sku).unwrap_or("disk");
+        write!(f, "{size:.0} GiB {sku}, {}", usd(n.cost()))
+    })
 }
 
-fn disk_unattached(n: &Node<'_>) -> Option<Hit> {
+fn disk_unattached(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let unattached = n.state() == "Unattached" || n.str(k.attachment_state) == Some("Unattached");
     if !unattached || n.out(AttachedTo).next().is_some() || !n.is_empty(k.attached_to) {
         return None;
     }
     let d = n.days_since_prop(k.last_detached_at).unwrap_or_else(|| n.age_days());
-    (d >= GRACE_DAYS).then(|| Hit {
-        savings: n.cost(),
-        reason: format!("attached to nothing ({} old), {}", days(d), disk_facts(n)),
+    (d >= GRACE_DAYS).then(|| {
+        why.hit(
+            n.cost(),
+            format_args!("attached to nothing ({} old), {}", days(d), disk_facts(n)),
+        )
     })
 }
 
-fn disk_on_unused(n: &Node<'_>) -> Option<Hit> {
-    let (vm, why) = attached_machine(n)?;
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("attached to {vm}, {}; {}", why.describe(), disk_facts(n)),
-    })
+fn disk_on_unused(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
+    let (vm, unused) = attached_machine(n)?;
+    Some(why.hit(
+        n.cost(),
+        format_args!("attached to {vm}, {}; {}", unused.describe(), disk_facts(n)),
+    ))
 }
 
-fn vm_stopped(n: &Node<'_>) -> Option<Hit> {
+fn vm_stopped(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let Unused::Stopped(d) = unused_machine(n)? else {
         return None;
     };
     let deallocated = n.str(n.keys().power_state).is_some_and(|p| p.ends_with("deallocated"));
-    let billing = if deallocated {
-        "deallocated".to_owned()
-    } else {
-        format!("not deallocated, so compute still bills {}", usd(n.cost()))
-    };
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("stopped for {}, {billing}", days(d)),
-    })
+    let cost = n.cost();
+    let billing = fmt::from_fn(move |f| {
+        if deallocated {
+            f.write_str("deallocated")
+        } else {
+            write!(f, "not deallocated, so compute still bills {}", usd(cost))
+        }
+    });
+    Some(why.hit(cost, format_args!("stopped for {}, {billing}", days(d))))
 }
 
-fn vm_idle(n: &Node<'_>) -> Option<Hit> {
+fn vm_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let idle @ Unused::Idle(..) = unused_machine(n)? else {
         return None;
     };
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("{} {}", idle.describe(), machine_facts(n)),
-    })
+    Some(why.hit(n.cost(), format_args!("{} {}", idle.describe(), machine_facts(n))))
 }
 
-fn public_ip_unassociated(n: &Node<'_>) -> Option<Hit> {
+fn public_ip_unassociated(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.out(AttachedTo).next().is_some() || !n.is_empty(k.attached_to) {
         return None;
@@ -170,17 +170,17 @@ fn public_ip_unassociated(n: &Node<'_>) -> Option<Hit> {
     if n.index().dns_targets.contains(ip) {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "{ip} attached to nothing ({} old), {}",
             days(n.age_days()),
             usd(n.cost())
         ),
-    })
+    ))
 }
 
-fn lb_idle(n: &Node<'_>) -> Option<Hit> {
+fn lb_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let pool = n.num(k.backend_pool_size);
     let bytes = n.num(k.bytes_processed_7d);
@@ -188,29 +188,29 @@ fn lb_idle(n: &Node<'_>) -> Option<Hit> {
     if !(empty || bytes == Some(0.0)) || n.age_days() < GRACE_DAYS {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "{} backends, {} processed in 7 days, {}",
             pool.unwrap_or(0.0),
             super::bytes(bytes.unwrap_or(0.0)),
             usd(n.cost())
         ),
-    })
+    ))
 }
 
-fn sql_idle(n: &Node<'_>) -> Option<Hit> {
+fn sql_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.num(k.connections_7d)? > 0.0 {
         return None;
     }
     let dtu = n.num(k.dtu_avg_7d).unwrap_or(0.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("no connections in 7 days ({dtu:.1}% DTU), {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("no connections in 7 days ({dtu:.1}% DTU), {}", usd(n.cost())),
+    ))
 }
 
-fn storage_stale(n: &Node<'_>) -> Option<Hit> {
-    stale_storage(n, n.keys().transactions_30d)
+fn storage_stale(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
+    stale_storage(n, why, n.keys().transactions_30d)
 }

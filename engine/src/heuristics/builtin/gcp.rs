@@ -4,7 +4,7 @@ use super::aws::{machine_facts, stale_storage};
 use std::fmt;
 
 use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, RuleKind, Unused, attached_machine, days, unused_machine, usd};
+use super::{GRACE_DAYS, Hit, Rule, RuleKind, Unused, Why, attached_machine, days, unused_machine, usd};
 use crate::relation::Relation::{AttachedTo, Contains};
 
 use RuleKind::Waste;
@@ -16,7 +16,7 @@ const fn rule(
     action: &'static str,
     suggestion: &'static str,
     condition: &'static str,
-    check: fn(&Node<'_>) -> Option<Hit>,
+    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
 ) -> Rule {
     Rule {
         name,
@@ -115,56 +115,51 @@ pub(super) static RULES: &[Rule] = &[
     ),
 ];
 
-fn disk_facts(n: &Node<'_>) -> impl fmt::Display {
-    let k = n.keys();
-    let size = n.num(k.size_gib).unwrap_or(0.0);
-    let class = n.str(k.disk_type).or_else(|| n.str(k.volume_type)).unwrap_or("disk");
-    let cost = n.cost();
-    fmt::from_fn(move |f| write!(f, "{size:.0} GiB {class}, {}", usd(cost)))
+fn disk_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
+    fmt::from_fn(move |f| {
+        let k = n.keys();
+        let size = n.num(k.size_gib).unwrap_or(0.0);
+        let class = n.str(k.disk_type).or_else(|| n.str(k.volume_type)).unwrap_or("disk");
+        write!(f, "{size:.0} GiB {class}, {}", usd(n.cost()))
+    })
 }
 
-fn disk_unattached(n: &Node<'_>) -> Option<Hit> {
+fn disk_unattached(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.out(AttachedTo).next().is_some() || !n.is_empty(k.users) || !n.is_empty(k.attached_to) {
         return None;
     }
     let d = n.days_since_prop(k.last_detached_at).unwrap_or_else(|| n.age_days());
-    (d >= GRACE_DAYS).then(|| Hit {
-        savings: n.cost(),
-        reason: format!("no users for {}, {}", days(d), disk_facts(n)),
-    })
+    (d >= GRACE_DAYS).then(|| why.hit(n.cost(), format_args!("no users for {}, {}", days(d), disk_facts(n))))
 }
 
-fn disk_on_unused(n: &Node<'_>) -> Option<Hit> {
-    let (instance, why) = attached_machine(n)?;
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("attached to {instance}, {}; {}", why.describe(), disk_facts(n)),
-    })
+fn disk_on_unused(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
+    let (instance, unused) = attached_machine(n)?;
+    Some(why.hit(
+        n.cost(),
+        format_args!("attached to {instance}, {}; {}", unused.describe(), disk_facts(n)),
+    ))
 }
 
-fn instance_idle(n: &Node<'_>) -> Option<Hit> {
+fn instance_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let idle @ Unused::Idle(..) = unused_machine(n)? else {
         return None;
     };
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("{} {}", idle.describe(), machine_facts(n)),
-    })
+    Some(why.hit(n.cost(), format_args!("{} {}", idle.describe(), machine_facts(n))))
 }
 
-fn instance_stopped(n: &Node<'_>) -> Option<Hit> {
+fn instance_stopped(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let Unused::Stopped(d) = unused_machine(n)? else {
         return None;
     };
     let disks: f64 = n.inc(AttachedTo).map(|d| d.cost()).sum();
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("terminated for {}; its disks still bill {}", days(d), usd(disks)),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("terminated for {}; its disks still bill {}", days(d), usd(disks)),
+    ))
 }
 
-fn address_unused(n: &Node<'_>) -> Option<Hit> {
+fn address_unused(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.state() != "RESERVED" || !n.is_empty(k.users) || n.out(AttachedTo).next().is_some() {
         return None;
@@ -173,53 +168,53 @@ fn address_unused(n: &Node<'_>) -> Option<Hit> {
     if n.index().dns_targets.contains(ip) {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "{ip} reserved and used by nothing ({} old), {}",
             days(n.age_days()),
             usd(n.cost())
         ),
-    })
+    ))
 }
 
-fn snapshot_orphaned(n: &Node<'_>) -> Option<Hit> {
+fn snapshot_orphaned(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let source = n.str(k.source_disk)?;
     let d = n.age_days();
     if n.index().disks.contains(source) || d < 30 {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("{} old, disk {source} no longer exists, {}", days(d), usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("{} old, disk {source} no longer exists, {}", days(d), usd(n.cost())),
+    ))
 }
 
-fn sql_idle(n: &Node<'_>) -> Option<Hit> {
+fn sql_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.state() != "RUNNABLE" || n.num(k.connections_7d)? > 0.0 {
         return None;
     }
     let cpu = n.num(k.cpu_avg_7d).unwrap_or(0.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("no connections in 7 days ({cpu:.1}% CPU), {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("no connections in 7 days ({cpu:.1}% CPU), {}", usd(n.cost())),
+    ))
 }
 
-fn bucket_stale(n: &Node<'_>) -> Option<Hit> {
-    stale_storage(n, n.keys().requests_30d)
+fn bucket_stale(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
+    stale_storage(n, why, n.keys().requests_30d)
 }
 
-fn gke_empty(n: &Node<'_>) -> Option<Hit> {
+fn gke_empty(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let nodes = n.num(k.node_count).unwrap_or(0.0);
     if nodes > 0.0 || n.out(Contains).next().is_some() || n.age_days() < GRACE_DAYS {
         return None;
     }
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("no nodes; the cluster fee alone is {}", usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("no nodes; the cluster fee alone is {}", usd(n.cost())),
+    ))
 }

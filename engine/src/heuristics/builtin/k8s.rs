@@ -1,7 +1,7 @@
 //! Kubernetes rules.
 
 use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, RuleKind, days, usd};
+use super::{GRACE_DAYS, Hit, Rule, RuleKind, Why, days, usd};
 use crate::relation::Relation::{Runs, Uses};
 
 use RuleKind::Waste;
@@ -13,7 +13,7 @@ const fn rule(
     action: &'static str,
     suggestion: &'static str,
     condition: &'static str,
-    check: fn(&Node<'_>) -> Option<Hit>,
+    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
 ) -> Rule {
     Rule {
         name,
@@ -58,35 +58,35 @@ pub(super) static RULES: &[Rule] = &[
     ),
 ];
 
-fn node_empty(n: &Node<'_>) -> Option<Hit> {
+fn node_empty(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let cordoned = n.flag(k.unschedulable) == Some(true);
     let requests = n.num(k.cpu_requests_pct);
     if !(cordoned || requests == Some(0.0)) || n.inc(Runs).next().is_some() {
         return None;
     }
-    let why = if cordoned { "cordoned" } else { "no CPU requested" };
-    Some(Hit {
-        // The machine underneath carries the bill, and its own finding.
-        savings: n.cost(),
-        reason: format!("{why}, runs no pods ({} old)", days(n.age_days())),
-    })
+    let state = if cordoned { "cordoned" } else { "no CPU requested" };
+    // The machine underneath carries the bill, and its own finding.
+    Some(why.hit(
+        n.cost(),
+        format_args!("{state}, runs no pods ({} old)", days(n.age_days())),
+    ))
 }
 
-fn pvc_unmounted(n: &Node<'_>) -> Option<Hit> {
+fn pvc_unmounted(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let d = n.age_days();
     if !n.is_empty(k.mounted_by) || n.inc(Uses).next().is_some() || d < GRACE_DAYS {
         return None;
     }
     let size = n.num(k.size_gib).unwrap_or(0.0);
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!("mounted by nothing, {size:.0} GiB, {} old, {}", days(d), usd(n.cost())),
-    })
+    Some(why.hit(
+        n.cost(),
+        format_args!("mounted by nothing, {size:.0} GiB, {} old, {}", days(d), usd(n.cost())),
+    ))
 }
 
-fn lb_service_no_endpoints(n: &Node<'_>) -> Option<Hit> {
+fn lb_service_no_endpoints(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     if n.str(k.service_type) != Some("LoadBalancer") || n.num(k.endpoints)? > 0.0 {
         return None;
@@ -95,11 +95,11 @@ fn lb_service_no_endpoints(n: &Node<'_>) -> Option<Hit> {
         return None;
     }
     let ip = n.str(k.external_ip).unwrap_or("no external IP");
-    Some(Hit {
-        savings: n.cost(),
-        reason: format!(
+    Some(why.hit(
+        n.cost(),
+        format_args!(
             "LoadBalancer ({ip}) with no endpoints and no requests in 7 days, {}",
             usd(n.cost())
         ),
-    })
+    ))
 }

@@ -47,16 +47,43 @@ impl RuleKind {
     }
 }
 
-/// What a rule found on one node.
-#[derive(Clone, Debug, PartialEq)]
+/// What a rule found on one node: what the suggested action saves.
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Hit {
     /// USD a month the suggested action saves.
     pub savings: f64,
-    /// Why, with the numbers: "unattached for 43 days, 500 GiB gp2, $50.00/mo".
-    pub reason: String,
+}
+
+/// Where a rule writes why it fired: nowhere while the pass decides which
+/// nodes are waste, into a string once a finding is rendered. A rule
+/// writes its reason as `format_args!`, so the numbers in it are only
+/// formatted when someone reads them.
+pub struct Why<'w> {
+    out: Option<&'w mut String>,
+}
+
+impl<'w> Why<'w> {
+    /// Reasons are dropped.
+    pub fn silent() -> Why<'static> {
+        Why { out: None }
+    }
+    /// Reasons are written to `out`.
+    pub fn to(out: &'w mut String) -> Why<'w> {
+        Why { out: Some(out) }
+    }
+    /// A hit saving `savings` USD a month, because of `reason`
+    /// ("unattached for 43 days, 500 GiB gp2, $50.00/mo").
+    pub fn hit(&mut self, savings: f64, reason: fmt::Arguments<'_>) -> Hit {
+        if let Some(out) = self.out.as_deref_mut() {
+            // Writing to a String cannot fail.
+            let _ = out.write_fmt(reason);
+        }
+        Hit { savings }
+    }
 }
 
 /// One built-in rule.
+#[derive(Debug)]
 pub struct Rule {
     /// Stable name: the node's `verdict` and the finding's `rule`.
     pub name: &'static str,
@@ -71,7 +98,7 @@ pub struct Rule {
     pub suggestion: &'static str,
     /// The condition, in words (for docs and `GET /api/v1/heuristics/status`).
     pub condition: &'static str,
-    pub check: fn(&Node<'_>) -> Option<Hit>,
+    pub check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
 }
 
 /// Every built-in rule.
@@ -111,6 +138,26 @@ impl Selection {
     }
 }
 
+/// One rule that fired on one node, before its reason is rendered.
+#[derive(Copy, Clone, Debug)]
+pub struct RuleHit {
+    pub node: NodeId,
+    pub rule: &'static Rule,
+    /// USD a month.
+    pub savings: f64,
+}
+
+/// Which nodes the built-in rules found, without reasons.
+#[derive(Debug, Default)]
+pub struct Decided {
+    pub hits: Vec<RuleHit>,
+    /// Nodes the `svc:ignore` tag kept out, with why.
+    pub ignored: Vec<(NodeId, Ignore)>,
+    /// Nodes evaluated (of a type some rule reads), and rules run on them.
+    pub evaluated: u64,
+    pub checks: u64,
+}
+
 /// What the built-in pass produced.
 #[derive(Debug, Default)]
 pub struct BuiltinOutcome {
@@ -124,12 +171,53 @@ pub struct BuiltinOutcome {
 
 /// Runs the selected built-in rules over the nodes visible at `now_us`. `as_of_s`
 /// is when the estate was observed (Unix seconds), for ages such as
-/// "stopped for 43 days".
+/// "stopped for 43 days". Deciding which nodes are waste and rendering
+/// the reasons of those that are are two passes: [`decide`] and then
+/// [`render`] over its hits.
 pub fn run(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> BuiltinOutcome {
+    with_pass(graph, now_us, as_of_s, selection, |ctx, by_type| {
+        let decided = decide_in(graph, ctx, by_type);
+        BuiltinOutcome {
+            findings: render_in(ctx, &decided.hits),
+            ignored: decided.ignored,
+            evaluated: decided.evaluated,
+            checks: decided.checks,
+        }
+    })
+    .unwrap_or_default()
+}
+
+/// Which nodes the selected rules fire on, with what each saves; the
+/// reasons are left to [`render`].
+pub fn decide(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> Decided {
+    with_pass(graph, now_us, as_of_s, selection, |ctx, by_type| {
+        decide_in(graph, ctx, by_type)
+    })
+    .unwrap_or_default()
+}
+
+/// The findings of `hits` (from [`decide`] over the same graph, at the
+/// same times), each with its reason.
+pub fn render(graph: &Graph, now_us: u64, as_of_s: u64, hits: &[RuleHit]) -> Vec<Finding> {
+    with_pass(graph, now_us, as_of_s, &Selection::default(), |ctx, _| {
+        render_in(ctx, hits)
+    })
+    .unwrap_or_default()
+}
+
+/// Calls `f` with what every rule of one pass shares; `None` when no
+/// selected rule reads a type the graph holds.
+fn with_pass<R>(
+    graph: &Graph,
+    now_us: u64,
+    as_of_s: u64,
+    selection: &Selection,
+    f: impl FnOnce(&view::Ctx<'_>, &[Vec<(Sym, &'static Rule)>]) -> R,
+) -> Option<R> {
     let reader = graph.interner().reader();
     let by_type = rules_by_type(&reader, selection);
     if by_type.iter().all(Vec::is_empty) {
-        return BuiltinOutcome::default();
+        return None;
     }
     let keys = Keys::new(&reader);
     let index = Index::build(graph, &reader, &keys, now_us);
@@ -141,12 +229,18 @@ pub fn run(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> B
         now_us,
         as_of_s,
     };
-    let parts: Vec<BuiltinOutcome> = graph
+    Some(f(&ctx, &by_type))
+}
+
+fn decide_in(graph: &Graph, ctx: &view::Ctx<'_>, by_type: &[Vec<(Sym, &'static Rule)>]) -> Decided {
+    let now_us = ctx.now_us;
+    let parts: Vec<Decided> = graph
         .node_shards()
         .par_iter()
         .enumerate()
         .map(|(s, shard)| {
-            let mut out = BuiltinOutcome::default();
+            let mut out = Decided::default();
+            let mut why = Why::silent();
             for r in 0..shard.len() {
                 if !visible(shard.valid_to[r], now_us) {
                     continue;
@@ -156,7 +250,7 @@ pub fn run(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> B
                     _ => continue,
                 };
                 let id = NodeId::new(s, r as u32, shard.generation);
-                let node = Node::new(&ctx, id);
+                let node = Node::new(ctx, id);
                 out.evaluated += 1;
                 if let Some(why) = ignore::check(&node) {
                     out.ignored.push((id, why));
@@ -166,17 +260,22 @@ pub fn run(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> B
                 let provider = shard.key[r][0];
                 for (_, rule) in rules.iter().filter(|(p, _)| *p == provider) {
                     out.checks += 1;
-                    if let Some(hit) = (rule.check)(&node) {
-                        out.findings.push(finding(id, rule, hit));
+                    if let Some(hit) = (rule.check)(&node, &mut why) {
+                        out.hits.push(RuleHit {
+                            node: id,
+                            rule,
+                            savings: hit.savings,
+                        });
                     }
                 }
             }
             out
         })
         .collect();
-    let mut all = BuiltinOutcome::default();
+    let mut all = Decided::default();
+    all.hits.reserve(parts.iter().map(|p| p.hits.len()).sum());
     for mut p in parts {
-        all.findings.append(&mut p.findings);
+        all.hits.append(&mut p.hits);
         all.ignored.append(&mut p.ignored);
         all.evaluated += p.evaluated;
         all.checks += p.checks;
@@ -184,14 +283,30 @@ pub fn run(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> B
     all
 }
 
-fn finding(node: NodeId, rule: &Rule, hit: Hit) -> Finding {
+/// Renders each hit's reason by running its rule again on its node, this
+/// time writing what it found.
+fn render_in(ctx: &view::Ctx<'_>, hits: &[RuleHit]) -> Vec<Finding> {
+    hits.par_iter()
+        .with_min_len(1024)
+        .map(|hit| {
+            let mut reason = String::new();
+            let node = Node::new(ctx, hit.node);
+            let again = (hit.rule.check)(&node, &mut Why::to(&mut reason));
+            debug_assert_eq!(again.map(|h| h.savings), Some(hit.savings), "{}", hit.rule.name);
+            finding(hit, reason)
+        })
+        .collect()
+}
+
+fn finding(hit: &RuleHit, reason: String) -> Finding {
+    let rule = hit.rule;
     Finding {
-        node,
+        node: hit.node,
         source: FindingSource::Builtin,
         rule: Cow::Borrowed(rule.name),
         is_waste: rule.kind == RuleKind::Waste,
         risk_score: rule.risk,
-        reason: hit.reason,
+        reason,
         suggested_action: Cow::Borrowed(rule.suggestion),
         projected_savings_usd_mo: (hit.savings.max(0.0) * 100.0).round() / 100.0,
         annotations: Vec::new(),
