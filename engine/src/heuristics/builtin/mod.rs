@@ -396,17 +396,25 @@ pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
     (net < IDLE_NET_BYTES_7D).then_some(Unused::Idle(cpu, net))
 }
 
-/// The unused machine a volume or disk is attached to: its name (the last
-/// segment of its id, so an Azure resource id reads as the VM's name) and why.
-/// Worked out once per node and pass, however many rules ask.
-pub fn attached_machine<'a>(n: &Node<'a>) -> Option<(&'a str, Unused)> {
+/// The unused machine a volume or disk is attached to, and why it is
+/// unused. Worked out once per node and pass, however many rules ask.
+pub fn attached_machine<'a>(n: &Node<'a>) -> Option<(MachineName<'a>, Unused)> {
     *n.attached_machine.get_or_init(|| {
-        n.out(crate::relation::Relation::AttachedTo).find_map(|m| {
-            let id = m.physical_id();
-            let name = id.rsplit('/').next().unwrap_or(id);
-            unused_machine(&m).map(|u| (name, u))
-        })
+        n.out(crate::relation::Relation::AttachedTo)
+            .find_map(|m| unused_machine(&m).map(|u| (MachineName(m.graph_ref()), u)))
     })
+}
+
+/// A machine's name, as a reason shows it: the last segment of its id, so
+/// an Azure resource id reads as the VM's name. Read only when rendered.
+#[derive(Copy, Clone)]
+pub struct MachineName<'a>(crate::graph::NodeRef<'a>);
+
+impl fmt::Display for MachineName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = self.0.physical_id();
+        f.write_str(id.rsplit('/').next().unwrap_or(id))
+    }
 }
 
 /// `$1,234.50/mo`, written where it is formatted (no allocation).

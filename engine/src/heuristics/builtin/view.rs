@@ -2,7 +2,10 @@
 
 use std::cell::{Cell, OnceCell};
 
-use rustc_hash::FxHashSet;
+use std::hash::Hasher;
+
+use rayon::prelude::*;
+use rustc_hash::{FxHashSet, FxHasher};
 
 use crate::graph::{Graph, NodeRef, visible};
 use crate::ids::{NodeId, Sym};
@@ -101,67 +104,112 @@ keys!(
 );
 
 /// Facts about the whole estate that single nodes are checked against,
-/// gathered in one pass before the rules run.
+/// gathered in one parallel pass before the rules run. Each set holds
+/// hashes of the strings, not the strings: a collision can only make a
+/// resource look referenced, so it hides a finding and never invents one.
 #[derive(Default)]
-pub struct Index<'g> {
+pub struct Index {
     /// Addresses and names DNS records point at.
-    pub dns_targets: FxHashSet<&'g str>,
+    dns_targets: FxHashSet<u64>,
     /// Physical ids of the EBS volumes that exist.
-    pub volumes: FxHashSet<&'g str>,
+    volumes: FxHashSet<u64>,
     /// Names of the GCP disks that exist.
-    pub disks: FxHashSet<&'g str>,
+    disks: FxHashSet<u64>,
 }
 
 /// DNS record types whose values name addresses or hosts.
 const DNS_TYPES: [&str; 3] = ["route53:record", "dns:record-set", "network:dns-record"];
 
-impl<'g> Index<'g> {
-    pub fn build(graph: &'g Graph, reader: &InternerReader<'_>, keys: &Keys, now_us: u64) -> Index<'g> {
+fn text_hash(s: &str) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(s.as_bytes());
+    h.finish()
+}
+
+/// What one shard contributes to the [`Index`].
+#[derive(Default)]
+struct IndexPart {
+    dns_targets: Vec<u64>,
+    volumes: Vec<u64>,
+    disks: Vec<u64>,
+}
+
+impl Index {
+    pub fn build(graph: &Graph, reader: &InternerReader<'_>, keys: &Keys, now_us: u64) -> Index {
         let dns: Vec<Sym> = DNS_TYPES.iter().filter_map(|t| reader.get(t)).collect();
         let volume = reader.get("ec2:volume");
         let disk = reader.get("compute:disk");
         let gcp = reader.get("gcp");
-        let mut index = Index::default();
         if dns.is_empty() && volume.is_none() && disk.is_none() {
-            return index;
+            return Index::default();
         }
-        for (s, shard) in graph.node_shards().iter().enumerate() {
-            for r in 0..shard.len() {
-                let ty = shard.ty[r];
-                if !visible(shard.valid_to[r], now_us) {
-                    continue;
-                }
-                let is_dns = dns.contains(&ty);
-                if !is_dns && Some(ty) != volume && Some(ty) != disk {
-                    continue;
-                }
-                let Some(node) = graph.node(NodeId::new(s, r as u32, shard.generation)) else {
-                    continue;
-                };
-                if is_dns {
-                    for key in [keys.record_value, keys.rrdatas] {
-                        let Some(v) = key.and_then(|k| node.props().get(k)) else {
-                            continue;
-                        };
-                        match v {
-                            ValueRef::Str(s) => {
-                                index
-                                    .dns_targets
-                                    .extend(s.split([',', ' ']).map(|t| t.trim_end_matches('.')));
-                            }
-                            ValueRef::Json(text) => index.dns_targets.extend(json_strings(text)),
-                            _ => {}
-                        }
+        let parts: Vec<IndexPart> = graph
+            .node_shards()
+            .par_iter()
+            .enumerate()
+            .map(|(s, shard)| {
+                let mut part = IndexPart::default();
+                for r in 0..shard.len() {
+                    let ty = shard.ty[r];
+                    let is_dns = dns.contains(&ty);
+                    if !is_dns && Some(ty) != volume && Some(ty) != disk || !visible(shard.valid_to[r], now_us) {
+                        continue;
                     }
-                } else if Some(ty) == volume {
-                    index.volumes.insert(node.physical_id());
-                } else if gcp.is_some_and(|p| node.provider() == p) {
-                    index.disks.insert(node.physical_id());
+                    let Some(node) = graph.node(NodeId::new(s, r as u32, shard.generation)) else {
+                        continue;
+                    };
+                    if is_dns {
+                        for key in [keys.record_value, keys.rrdatas] {
+                            let Some(v) = key.and_then(|k| node.props().get(k)) else {
+                                continue;
+                            };
+                            let targets = &mut part.dns_targets;
+                            match v {
+                                ValueRef::Str(s) => targets.extend(
+                                    s.split([',', ' '])
+                                        .map(|t| t.trim_end_matches('.'))
+                                        .filter(|t| !t.is_empty())
+                                        .map(text_hash),
+                                ),
+                                ValueRef::Json(text) => {
+                                    targets.extend(json_strings(text).filter(|t| !t.is_empty()).map(text_hash))
+                                }
+                                _ => {}
+                            }
+                        }
+                    } else if Some(ty) == volume {
+                        part.volumes.push(text_hash(node.physical_id()));
+                    } else if gcp.is_some_and(|p| node.provider() == p) {
+                        part.disks.push(text_hash(node.physical_id()));
+                    }
                 }
-            }
+                part
+            })
+            .collect();
+        let mut index = Index::default();
+        let sum = |f: fn(&IndexPart) -> usize| parts.iter().map(f).sum::<usize>();
+        index.dns_targets.reserve(sum(|p| p.dns_targets.len()));
+        index.volumes.reserve(sum(|p| p.volumes.len()));
+        index.disks.reserve(sum(|p| p.disks.len()));
+        for p in parts {
+            index.dns_targets.extend(p.dns_targets);
+            index.volumes.extend(p.volumes);
+            index.disks.extend(p.disks);
         }
-        index.dns_targets.remove("");
         index
+    }
+
+    /// Whether a DNS record points at this address or name.
+    pub fn dns_points_at(&self, target: &str) -> bool {
+        !target.is_empty() && self.dns_targets.contains(&text_hash(target))
+    }
+    /// Whether an EBS volume with this id exists.
+    pub fn volume_exists(&self, id: &str) -> bool {
+        self.volumes.contains(&text_hash(id))
+    }
+    /// Whether a GCP disk with this name exists.
+    pub fn disk_exists(&self, name: &str) -> bool {
+        self.disks.contains(&text_hash(name))
     }
 }
 
@@ -176,7 +224,7 @@ pub struct Ctx<'g> {
     pub graph: &'g Graph,
     pub reader: &'g InternerReader<'g>,
     pub keys: &'g Keys,
-    pub index: &'g Index<'g>,
+    pub index: &'g Index,
     pub now_us: u64,
     /// When the estate was observed, Unix seconds.
     pub as_of_s: u64,
@@ -188,7 +236,7 @@ pub struct Node<'a> {
     ctx: &'a Ctx<'a>,
     n: NodeRef<'a>,
     cost: Cell<Option<f64>>,
-    pub(super) attached_machine: OnceCell<Option<(&'a str, super::Unused)>>,
+    pub(super) attached_machine: OnceCell<Option<(super::MachineName<'a>, super::Unused)>>,
 }
 
 impl<'a> Node<'a> {
@@ -216,7 +264,7 @@ impl<'a> Node<'a> {
     pub fn keys(&self) -> &'a Keys {
         self.ctx.keys
     }
-    pub fn index(&self) -> &'a Index<'a> {
+    pub fn index(&self) -> &'a Index {
         self.ctx.index
     }
     pub fn provider(&self) -> &'a str {
@@ -234,6 +282,10 @@ impl<'a> Node<'a> {
     }
     pub fn physical_id(&self) -> &'a str {
         self.n.physical_id()
+    }
+    /// The graph's view of the node, for what is read only when a reason is rendered.
+    pub(super) fn graph_ref(&self) -> NodeRef<'a> {
+        self.n
     }
     pub fn creation_ts(&self) -> u64 {
         self.n.creation_ts()
