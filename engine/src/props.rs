@@ -111,26 +111,23 @@ impl<'a> Props<'a> {
     /// entries by their lengths without decoding them.
     pub fn get(&self, key: Sym) -> Option<ValueRef<'a>> {
         let want = key.to_raw();
-        let mut b = self.buf;
         let mut found = None;
-        while b.len() >= 5 {
-            let k = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-            let entry = b;
-            let skip = match (b[4], b.get(5..9)) {
-                (NULL | FALSE | TRUE, _) => 5,
-                (INT | FLOAT, _) => 13,
-                (STR | JSON, Some(len)) => 9 + u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
-                // Malformed: what was read so far stands.
-                _ => break,
-            };
-            let Some(rest) = b.get(skip..) else { break };
-            if k == want {
-                found = Some(entry);
+        for (k, at) in self.offsets() {
+            if k.to_raw() == want {
+                found = Some(at);
             }
-            b = rest;
         }
         // Decodes just the entry found (and checks it as the iterator would).
-        found.and_then(|e| Props::new(e).next()).map(|(_, v)| v)
+        self.at(found?)
+    }
+    /// Each entry's key and where it starts, skipping the values by their
+    /// lengths without decoding them. A malformed blob ends the iteration.
+    pub fn offsets(&self) -> Offsets<'a> {
+        Offsets { buf: self.buf, at: 0 }
+    }
+    /// The value of the entry starting at `offset` (from [`Props::offsets`]).
+    pub fn at(&self, offset: usize) -> Option<ValueRef<'a>> {
+        Props::new(self.buf.get(offset..)?).next().map(|(_, v)| v)
     }
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
@@ -159,12 +156,7 @@ impl<'a, F: Fn(Sym) -> bool> Iterator for Matching<'a, F> {
                 self.buf = &[];
                 return None;
             }
-            let skip = match (b[4], b.get(5..9)) {
-                (NULL | FALSE | TRUE, _) => 5,
-                (INT | FLOAT, _) => 13,
-                (STR | JSON, Some(len)) => 9 + u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize,
-                _ => usize::MAX,
-            };
+            let skip = entry_len(b).unwrap_or(usize::MAX);
             let (Some(entry), Some(rest)) = (b.get(..skip), b.get(skip..)) else {
                 // Malformed: the iteration ends, as [`Props`]' own does.
                 self.buf = &[];
@@ -176,6 +168,49 @@ impl<'a, F: Fn(Sym) -> bool> Iterator for Matching<'a, F> {
                 return Props::new(entry).next();
             }
         }
+    }
+}
+
+/// Iterator of [`Props::offsets`].
+pub struct Offsets<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl Iterator for Offsets<'_> {
+    type Item = (Sym, usize);
+
+    fn next(&mut self) -> Option<(Sym, usize)> {
+        let b = self.buf;
+        let Some(rest) = entry_len(b).and_then(|len| b.get(len..)) else {
+            self.buf = &[];
+            return None;
+        };
+        let key = Sym::from_raw(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        let at = self.at;
+        self.at += b.len() - rest.len();
+        self.buf = rest;
+        match key {
+            Some(key) => Some((key, at)),
+            None => {
+                self.buf = &[];
+                None
+            }
+        }
+    }
+}
+
+/// The length of the entry at the start of `b` (key, tag and value), or
+/// `None` when it is malformed.
+fn entry_len(b: &[u8]) -> Option<usize> {
+    if b.len() < 5 {
+        return None;
+    }
+    match (b[4], b.get(5..9)) {
+        (NULL | FALSE | TRUE, _) => Some(5),
+        (INT | FLOAT, _) => Some(13),
+        (STR | JSON, Some(len)) => Some(9 + u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize),
+        _ => None,
     }
 }
 
@@ -262,7 +297,8 @@ mod tests {
     use super::*;
     use crate::intern::Interner;
 
-    /// `get` agrees with the iterator: last entry wins, truncation ends the blob.
+    /// `get`, `matching` and `offsets` agree with the iterator: last entry
+    /// wins, truncation ends the blob.
     #[test]
     fn get_matches_the_iterator() {
         let i = Interner::new();
@@ -280,6 +316,12 @@ mod tests {
             for k in [a, b, c, i.intern("d")] {
                 let want = p.clone().filter(|(x, _)| *x == k).last().map(|(_, v)| v);
                 assert_eq!(p.get(k), want, "key {k:?} in the first {cut} bytes");
+            }
+            let entries: Vec<_> = p.clone().collect();
+            let located: Vec<_> = p.offsets().map(|(k, at)| (k, p.at(at))).collect();
+            assert_eq!(located.len(), entries.len(), "entries in the first {cut} bytes");
+            for ((k, v), (lk, lv)) in entries.iter().zip(&located) {
+                assert_eq!((k, Some(*v)), (lk, *lv), "in the first {cut} bytes");
             }
             for keys in [vec![a], vec![b, c], vec![a, b, c], vec![]] {
                 let want: Vec<_> = p.clone().filter(|(x, _)| keys.contains(x)).collect();

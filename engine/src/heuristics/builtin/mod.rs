@@ -367,8 +367,13 @@ impl Unused {
 }
 
 /// Whether a machine (EC2 instance, GCE instance, Azure VM) is unused:
-/// stopped for [`STOPPED_DAYS`] or more, or running idle.
+/// stopped for [`STOPPED_DAYS`] or more, or running idle. Worked out once
+/// per node and pass, however many rules ask.
 pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
+    *n.unused.get_or_init(|| machine_verdict(n))
+}
+
+fn machine_verdict(n: &Node<'_>) -> Option<Unused> {
     let k = n.keys();
     let stopped = match n.state() {
         "stopped" | "TERMINATED" | "deallocated" => true,
