@@ -221,13 +221,20 @@ fn with_pass<R>(
     }
     let keys = Keys::new(&reader);
     let index = Index::build(graph, &reader, &keys, now_us);
-    let ctx = view::Ctx {
+    let none = Machines::default();
+    let first = view::Ctx {
         graph,
         reader: &reader,
         keys: &keys,
         index: &index,
+        machines: &none,
         now_us,
         as_of_s,
+    };
+    let machines = Machines::build(&first);
+    let ctx = view::Ctx {
+        machines: &machines,
+        ..first
     };
     Some(f(&ctx, &by_type))
 }
@@ -368,9 +375,56 @@ impl Unused {
 
 /// Whether a machine (EC2 instance, GCE instance, Azure VM) is unused:
 /// stopped for [`STOPPED_DAYS`] or more, or running idle. Worked out once
-/// per node and pass, however many rules ask.
+/// per machine and pass ([`Machines`]), however many rules and volumes ask.
 pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
-    *n.unused.get_or_init(|| machine_verdict(n))
+    *n.unused
+        .get_or_init(|| n.machines().get(n.id()).unwrap_or_else(|| machine_verdict(n)))
+}
+
+/// Node types whose verdict [`Machines`] works out before the rules run.
+const MACHINE_TYPES: [&str; 3] = ["ec2:instance", "compute:instance", "compute:vm"];
+
+/// The verdict of every visible machine, worked out in one parallel pass
+/// before the rules run: a machine is read by its own rules and by each
+/// volume or disk attached to it.
+#[derive(Default)]
+pub struct Machines {
+    /// Per shard, each machine's row and verdict, by row.
+    shards: Vec<Vec<(u32, Option<Unused>)>>,
+}
+
+impl Machines {
+    fn build(ctx: &view::Ctx<'_>) -> Machines {
+        let types: Vec<Sym> = MACHINE_TYPES.iter().filter_map(|t| ctx.reader.get(t)).collect();
+        if types.is_empty() {
+            return Machines::default();
+        }
+        let shards = ctx
+            .graph
+            .node_shards()
+            .par_iter()
+            .enumerate()
+            .map(|(s, shard)| {
+                let mut rows = Vec::new();
+                for r in 0..shard.len() {
+                    if !types.contains(&shard.ty[r]) || !visible(shard.valid_to[r], ctx.now_us) {
+                        continue;
+                    }
+                    let node = Node::new(ctx, NodeId::new(s, r as u32, shard.generation));
+                    rows.push((r as u32, machine_verdict(&node)));
+                }
+                rows
+            })
+            .collect();
+        Machines { shards }
+    }
+
+    /// The machine's verdict, when `id` is one of the machines.
+    fn get(&self, id: NodeId) -> Option<Option<Unused>> {
+        let rows = self.shards.get(id.shard())?;
+        let at = rows.binary_search_by_key(&id.row(), |(r, _)| *r).ok()?;
+        Some(rows[at].1)
+    }
 }
 
 fn machine_verdict(n: &Node<'_>) -> Option<Unused> {

@@ -251,6 +251,7 @@ pub struct Ctx<'g> {
     pub reader: &'g InternerReader<'g>,
     pub keys: &'g Keys,
     pub index: &'g Index,
+    pub machines: &'g super::Machines,
     pub now_us: u64,
     /// When the estate was observed, Unix seconds.
     pub as_of_s: u64,
@@ -298,6 +299,9 @@ impl<'a> Node<'a> {
     }
     pub fn index(&self) -> &'a Index {
         self.ctx.index
+    }
+    pub(super) fn machines(&self) -> &'a super::Machines {
+        self.ctx.machines
     }
     pub fn provider(&self) -> &'a str {
         self.ctx.reader.resolve(self.n.provider())
