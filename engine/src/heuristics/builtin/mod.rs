@@ -296,7 +296,8 @@ fn render_in(ctx: &view::Ctx<'_>, hits: &[RuleHit]) -> Vec<Finding> {
     hits.par_iter()
         .with_min_len(1024)
         .map(|hit| {
-            let mut reason = String::new();
+            // Most reasons fit; the rest grow once.
+            let mut reason = String::with_capacity(96);
             let node = Node::new(ctx, hit.node);
             let again = (hit.rule.check)(&node, &mut Why::to(&mut reason));
             debug_assert_eq!(again.map(|h| h.savings), Some(hit.savings), "{}", hit.rule.name);
@@ -389,8 +390,14 @@ const MACHINE_TYPES: [&str; 3] = ["ec2:instance", "compute:instance", "compute:v
 /// volume or disk attached to it.
 #[derive(Default)]
 pub struct Machines {
-    /// Per shard, each machine's row and verdict, by row.
-    shards: Vec<Vec<(u32, Option<Unused>)>>,
+    shards: Vec<MachineShard>,
+}
+
+#[derive(Default)]
+struct MachineShard {
+    /// By row: 1 + the machine's place in `verdicts`, or 0 for other rows.
+    at: Vec<u32>,
+    verdicts: Vec<Option<Unused>>,
 }
 
 impl Machines {
@@ -405,15 +412,19 @@ impl Machines {
             .par_iter()
             .enumerate()
             .map(|(s, shard)| {
-                let mut rows = Vec::new();
+                let mut out = MachineShard {
+                    at: vec![0; shard.len()],
+                    verdicts: Vec::new(),
+                };
                 for r in 0..shard.len() {
                     if !types.contains(&shard.ty[r]) || !visible(shard.valid_to[r], ctx.now_us) {
                         continue;
                     }
                     let node = Node::new(ctx, NodeId::new(s, r as u32, shard.generation));
-                    rows.push((r as u32, machine_verdict(&node)));
+                    out.verdicts.push(machine_verdict(&node));
+                    out.at[r] = out.verdicts.len() as u32;
                 }
-                rows
+                out
             })
             .collect();
         Machines { shards }
@@ -421,9 +432,9 @@ impl Machines {
 
     /// The machine's verdict, when `id` is one of the machines.
     fn get(&self, id: NodeId) -> Option<Option<Unused>> {
-        let rows = self.shards.get(id.shard())?;
-        let at = rows.binary_search_by_key(&id.row(), |(r, _)| *r).ok()?;
-        Some(rows[at].1)
+        let shard = self.shards.get(id.shard())?;
+        let at = *shard.at.get(id.row() as usize)?;
+        at.checked_sub(1).map(|i| shard.verdicts[i as usize])
     }
 }
 
