@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::view::{Key, Node};
+use super::view::Node;
 use super::{
     GRACE_DAYS, Hit, Rule, RuleKind, STALE_DAYS, Unused, Why, attached_machine, bytes, days, unused_machine, usd,
 };
@@ -472,7 +472,7 @@ fn logs_never_expire(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
 }
 
 /// Every named metric present and zero.
-fn all_zero(n: &Node<'_>, keys: &[Key]) -> bool {
+fn all_zero(n: &Node<'_>, keys: &[Option<crate::ids::Sym>]) -> bool {
     let mut present = false;
     for v in keys.iter().filter_map(|k| n.num(*k)) {
         if v != 0.0 {
@@ -649,7 +649,7 @@ fn lambda_uninvoked(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
 }
 
 /// Storage with no requests in 30 days and no access in [`STALE_DAYS`].
-pub(super) fn stale_storage(n: &Node<'_>, why: &mut Why<'_>, requests: Key) -> Option<Hit> {
+pub(super) fn stale_storage(n: &Node<'_>, why: &mut Why<'_>, requests: Option<crate::ids::Sym>) -> Option<Hit> {
     let k = n.keys();
     if n.num(requests)? > 0.0 {
         return None;

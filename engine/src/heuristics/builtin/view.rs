@@ -16,46 +16,20 @@ use crate::relation::Relation;
 /// Seconds in a day.
 pub const DAY: u64 = 86_400;
 
-/// A property the rules read: its slot in a node's decoded table, and its
-/// symbol (`None` when no node has that key).
-#[derive(Copy, Clone, Debug)]
-pub struct Key {
-    slot: u8,
-    pub sym: Option<Sym>,
-}
-
 macro_rules! keys {
     ($($name:ident),* $(,)?) => {
-        /// The property and tag names the rules read, interned once per pass.
+        /// The property and tag names the rules read, interned once per pass
+        /// (`None` when no node has that key).
         pub struct Keys {
-            $(pub $name: Key,)*
+            $(pub $name: Option<Sym>,)*
             pub svc_ignore: Option<Sym>,
-            /// Slot + 1 of each key, by symbol index (0: not a key rules read).
-            slot_of: Vec<u8>,
         }
-
-        /// How many properties the rules read.
-        const KEYS: usize = [$(stringify!($name)),*].len();
 
         impl Keys {
             pub fn new(reader: &InternerReader<'_>) -> Keys {
-                let mut slot = 0u8;
-                let mut slot_of = Vec::new();
-                let mut key = |name: &str| {
-                    let sym = reader.get(name);
-                    if let Some(sym) = sym {
-                        if slot_of.len() <= sym.index() {
-                            slot_of.resize(sym.index() + 1, 0);
-                        }
-                        slot_of[sym.index()] = slot + 1;
-                    }
-                    slot += 1;
-                    Key { slot: slot - 1, sym }
-                };
                 Keys {
-                    $($name: key(stringify!($name)),)*
+                    $($name: reader.get(stringify!($name)),)*
                     svc_ignore: reader.get("svc:ignore"),
-                    slot_of,
                 }
             }
         }
@@ -186,7 +160,7 @@ impl Index {
                     };
                     if is_dns {
                         for key in [keys.record_value, keys.rrdatas] {
-                            let Some(v) = key.sym.and_then(|k| node.props().get(k)) else {
+                            let Some(v) = key.and_then(|k| node.props().get(k)) else {
                                 continue;
                             };
                             let targets = &mut part.dns_targets;
@@ -263,9 +237,6 @@ pub struct Node<'a> {
     ctx: &'a Ctx<'a>,
     n: NodeRef<'a>,
     cost: Cell<Option<f64>>,
-    /// Where each key's entry starts in the property blob, plus one (0:
-    /// absent); the blob is walked once, on the first read.
-    slots: OnceCell<[u32; KEYS]>,
     pub(super) unused: OnceCell<Option<super::Unused>>,
     pub(super) attached_machine: OnceCell<Option<(super::MachineName<'a>, super::Unused)>>,
 }
@@ -281,7 +252,6 @@ impl<'a> Node<'a> {
             ctx,
             n,
             cost: Cell::new(None),
-            slots: OnceCell::new(),
             unused: OnceCell::new(),
             attached_machine: OnceCell::new(),
         }
@@ -364,38 +334,23 @@ impl<'a> Node<'a> {
         crate::prices::estimate(&item).unwrap_or(0.0)
     }
 
-    fn prop(&self, key: Key) -> Option<ValueRef<'a>> {
-        key.sym?;
-        let slots = self.slots.get_or_init(|| {
-            let slot_of = &self.ctx.keys.slot_of;
-            let mut slots = [0; KEYS];
-            for (key, at) in self.n.props().offsets() {
-                if let Some(&slot) = slot_of.get(key.index()).filter(|s| **s > 0) {
-                    // The last entry of a key wins, as in `Props::get`.
-                    slots[usize::from(slot - 1)] = at as u32 + 1;
-                }
-            }
-            slots
-        });
-        match slots[usize::from(key.slot)] {
-            0 => None,
-            at => self.n.props().at(at as usize - 1),
-        }
+    fn prop(&self, key: Option<Sym>) -> Option<ValueRef<'a>> {
+        self.n.props().get(key?)
     }
 
     /// A string property.
-    pub fn str(&self, key: Key) -> Option<&'a str> {
+    pub fn str(&self, key: Option<Sym>) -> Option<&'a str> {
         match self.prop(key)? {
             ValueRef::Str(s) => Some(s),
             _ => None,
         }
     }
     /// A numeric property (an integer, a float, or a number written as text).
-    pub fn num(&self, key: Key) -> Option<f64> {
+    pub fn num(&self, key: Option<Sym>) -> Option<f64> {
         number_of(self.prop(key)?)
     }
     /// A boolean property (`true`/`false`, or the text of one).
-    pub fn flag(&self, key: Key) -> Option<bool> {
+    pub fn flag(&self, key: Option<Sym>) -> Option<bool> {
         match self.prop(key)? {
             ValueRef::Bool(b) => Some(b),
             ValueRef::Str(s) if s.eq_ignore_ascii_case("true") => Some(true),
@@ -404,7 +359,7 @@ impl<'a> Node<'a> {
         }
     }
     /// Whether the property is absent, null, empty text or an empty array.
-    pub fn is_empty(&self, key: Key) -> bool {
+    pub fn is_empty(&self, key: Option<Sym>) -> bool {
         match self.prop(key) {
             None | Some(ValueRef::Null) => true,
             Some(ValueRef::Str(s)) => s.is_empty(),
@@ -413,7 +368,7 @@ impl<'a> Node<'a> {
         }
     }
     /// A timestamp property (RFC 3339 text or Unix seconds), as Unix seconds.
-    pub fn time(&self, key: Key) -> Option<u64> {
+    pub fn time(&self, key: Option<Sym>) -> Option<u64> {
         match self.prop(key)? {
             ValueRef::Str(s) => parse_time(s),
             ValueRef::Int(i) => u64::try_from(i).ok(),
@@ -425,7 +380,7 @@ impl<'a> Node<'a> {
         self.ctx.as_of_s.saturating_sub(ts) / DAY
     }
     /// Days since the timestamp property, if it has one.
-    pub fn days_since_prop(&self, key: Key) -> Option<u64> {
+    pub fn days_since_prop(&self, key: Option<Sym>) -> Option<u64> {
         self.time(key).map(|t| self.days_since(t))
     }
     /// Days since the resource was created (0 when it was not reported).
@@ -455,7 +410,7 @@ impl<'a> Node<'a> {
     /// observed.
     pub fn observed_traffic_bytes(&self) -> f64 {
         let k = self.ctx.keys;
-        let (Some(bytes), Some(end), Some(by)) = (k.bytes.sym, k.window_end.sym, k.inferred_by.sym) else {
+        let (Some(bytes), Some(end), Some(by)) = (k.bytes, k.window_end, k.inferred_by) else {
             return 0.0;
         };
         let since = self.ctx.as_of_s.saturating_sub(7 * DAY) as f64;
