@@ -151,6 +151,8 @@ pub struct RuleHit {
 #[derive(Debug, Default)]
 pub struct Decided {
     pub hits: Vec<RuleHit>,
+    /// The reason of each hit, in order, when the pass wrote them.
+    pub reasons: Vec<String>,
     /// Nodes the `svc:ignore` tag kept out, with why.
     pub ignored: Vec<(NodeId, Ignore)>,
     /// Nodes evaluated (of a type some rule reads), and rules run on them.
@@ -171,14 +173,19 @@ pub struct BuiltinOutcome {
 
 /// Runs the selected built-in rules over the nodes visible at `now_us`. `as_of_s`
 /// is when the estate was observed (Unix seconds), for ages such as
-/// "stopped for 43 days". Deciding which nodes are waste and rendering
-/// the reasons of those that are are two passes: [`decide`] and then
-/// [`render`] over its hits.
+/// "stopped for 43 days". A rule formats its reason only when it fires;
+/// [`decide`] skips even that, and [`render`] writes the reasons of its
+/// hits later.
 pub fn run(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> BuiltinOutcome {
     with_pass(graph, now_us, as_of_s, selection, |ctx, by_type| {
-        let decided = decide_in(graph, ctx, by_type);
+        let decided = decide_in(graph, ctx, by_type, true);
         BuiltinOutcome {
-            findings: render_in(ctx, &decided.hits),
+            findings: decided
+                .hits
+                .iter()
+                .zip(decided.reasons)
+                .map(|(hit, reason)| finding(hit, reason))
+                .collect(),
             ignored: decided.ignored,
             evaluated: decided.evaluated,
             checks: decided.checks,
@@ -191,7 +198,7 @@ pub fn run(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> B
 /// reasons are left to [`render`].
 pub fn decide(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -> Decided {
     with_pass(graph, now_us, as_of_s, selection, |ctx, by_type| {
-        decide_in(graph, ctx, by_type)
+        decide_in(graph, ctx, by_type, false)
     })
     .unwrap_or_default()
 }
@@ -239,7 +246,10 @@ fn with_pass<R>(
     Some(f(&ctx, &by_type))
 }
 
-fn decide_in(graph: &Graph, ctx: &view::Ctx<'_>, by_type: &[Vec<(Sym, &'static Rule)>]) -> Decided {
+/// One pass of the selected rules over the visible nodes. With `reasons`,
+/// each hit's rule writes its reason as it fires (into `Decided::reasons`,
+/// in the order of the hits); without, nothing is formatted.
+fn decide_in(graph: &Graph, ctx: &view::Ctx<'_>, by_type: &[Vec<(Sym, &'static Rule)>], reasons: bool) -> Decided {
     let now_us = ctx.now_us;
     let parts: Vec<Decided> = graph
         .node_shards()
@@ -247,7 +257,7 @@ fn decide_in(graph: &Graph, ctx: &view::Ctx<'_>, by_type: &[Vec<(Sym, &'static R
         .enumerate()
         .map(|(s, shard)| {
             let mut out = Decided::default();
-            let mut why = Why::silent();
+            let mut reason = String::new();
             for r in 0..shard.len() {
                 if !visible(shard.valid_to[r], now_us) {
                     continue;
@@ -267,13 +277,19 @@ fn decide_in(graph: &Graph, ctx: &view::Ctx<'_>, by_type: &[Vec<(Sym, &'static R
                 let provider = shard.key[r][0];
                 for (_, rule) in rules.iter().filter(|(p, _)| *p == provider) {
                     out.checks += 1;
+                    let mut why = if reasons { Why::to(&mut reason) } else { Why::silent() };
                     if let Some(hit) = (rule.check)(&node, &mut why) {
                         out.hits.push(RuleHit {
                             node: id,
                             rule,
                             savings: hit.savings,
                         });
+                        if reasons {
+                            // One allocation of the exact size; the buffer is reused.
+                            out.reasons.push(reason.as_str().to_owned());
+                        }
                     }
+                    reason.clear();
                 }
             }
             out
@@ -281,8 +297,10 @@ fn decide_in(graph: &Graph, ctx: &view::Ctx<'_>, by_type: &[Vec<(Sym, &'static R
         .collect();
     let mut all = Decided::default();
     all.hits.reserve(parts.iter().map(|p| p.hits.len()).sum());
+    all.reasons.reserve(parts.iter().map(|p| p.reasons.len()).sum());
     for mut p in parts {
         all.hits.append(&mut p.hits);
+        all.reasons.append(&mut p.reasons);
         all.ignored.append(&mut p.ignored);
         all.evaluated += p.evaluated;
         all.checks += p.checks;
