@@ -14,13 +14,14 @@ use std::collections::{BTreeMap, HashMap};
 
 use rustc_hash::FxBuildHasher;
 use serde_json::Value;
-use svc_engine::crn::CrnRef;
+use svc_engine::crn::{CrnError, CrnRef};
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
 use svc_engine::props::PropWriter;
 use svc_engine::relation::map_relation;
 use svc_engine::{Interner, Sym};
 use svc_proto::provider::v1 as pb;
 
+mod crn;
 mod json;
 pub mod wire;
 
@@ -69,9 +70,16 @@ struct Symbols<'a> {
     interner: &'a Interner,
     strings: HashMap<Box<str>, Sym, FxBuildHasher>,
     types: HashMap<(Sym, Sym), Sym, FxBuildHasher>,
-    /// A CRN's fixed-segment symbols by its text before the id, which
-    /// thousands of a scan's CRNs share: one lookup instead of five.
-    prefixes: HashMap<Box<str>, [Sym; 5], FxBuildHasher>,
+    /// A CRN's fixed-segment symbols and type by its text before the id,
+    /// which thousands of a scan's CRNs share (see [`crn`]).
+    prefixes: HashMap<Box<str>, Prefix, FxBuildHasher>,
+}
+
+/// What a CRN prefix decides: the fixed segments' symbols and the node type.
+#[derive(Copy, Clone)]
+struct Prefix {
+    key: [Sym; 5],
+    ty: Sym,
 }
 
 impl Symbols<'_> {
@@ -87,22 +95,27 @@ impl Symbols<'_> {
         sym
     }
 
-    /// The symbols of `crn`'s fixed segments; `text` is what it was parsed from.
-    fn crn_key(&mut self, text: &str, crn: &CrnRef<'_>) -> [Sym; 5] {
-        // The id is the rest of the text after the fixed segments, so the
-        // prefix decides them (and the form).
-        let Some(prefix) = text.strip_suffix(crn.id) else {
-            return self.key(crn);
+    /// A CRN's prefix symbols and its id: looked up by prefix when one CRN
+    /// with that prefix was parsed before, parsed in full otherwise.
+    fn crn<'c>(&mut self, text: &'c str) -> Result<(Prefix, &'c str), CrnError> {
+        if let Some((prefix, id)) = crn::split(text)
+            && let Some(p) = self.prefixes.get(prefix)
+        {
+            return Ok((*p, id));
+        }
+        let (parsed, prefix) = crn::parse(text)?;
+        let key = self.key(&parsed);
+        let p = Prefix {
+            key,
+            ty: self.ty(&parsed, key[2], key[3]),
         };
-        if let Some(key) = self.prefixes.get(prefix) {
-            return *key;
+        if !prefix.is_empty() {
+            if self.prefixes.len() >= LOCAL_SYMBOLS {
+                self.prefixes.clear();
+            }
+            self.prefixes.insert(prefix.into(), p);
         }
-        if self.prefixes.len() >= LOCAL_SYMBOLS {
-            self.prefixes.clear();
-        }
-        let key = self.key(crn);
-        self.prefixes.insert(prefix.into(), key);
-        key
+        Ok((p, parsed.id))
     }
 
     fn key(&mut self, crn: &CrnRef<'_>) -> [Sym; 5] {
@@ -186,7 +199,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes one node into `out`; `false` when it was rejected.
     pub fn node(&mut self, n: NodeView<'_>, out: &mut NodeBatch) -> bool {
-        let crn = match CrnRef::parse(n.crn) {
+        let (prefix, id) = match self.syms.crn(n.crn) {
             Ok(c) => c,
             Err(e) => {
                 self.reject_node(n.crn, e);
@@ -204,8 +217,7 @@ impl<'a> Decoder<'a> {
             self.reject_node(n.crn, format_args!("properties exceed {MAX_PROPERTIES_BYTES} bytes"));
             return false;
         }
-        let key = self.syms.crn_key(n.crn, &crn);
-        let ty = self.syms.ty(&crn, key[2], key[3]);
+        let (key, ty) = (prefix.key, prefix.ty);
         let doc = std::str::from_utf8(n.properties).ok().filter(|_| !self.tree_only);
         let scanned = match doc {
             Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries).map(|()| doc),
@@ -216,14 +228,14 @@ impl<'a> Decoder<'a> {
             None => None,
         };
         match scanned {
-            Some(doc) if self.node_scanned(doc, key_ref(key, crn.id), ty, n.cost, out) => {}
+            Some(doc) if self.node_scanned(doc, key_ref(key, id), ty, n.cost, out) => {}
             Some(_) | None => {
                 // Documents the scanner leaves alone: serde_json decides.
                 let props = match self.parse_tree(&n) {
                     Some(props) => props,
                     None => return false,
                 };
-                self.node_tree(&props, key_ref(key, crn.id), ty, n.cost, out);
+                self.node_tree(&props, key_ref(key, id), ty, n.cost, out);
             }
         }
         self.stats.nodes += 1;
@@ -375,7 +387,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes one edge into `out`; `false` when it was rejected.
     pub fn edge(&mut self, e: EdgeView<'_>, out: &mut EdgeBatch) -> bool {
-        let (src, dst) = match (CrnRef::parse(e.source_crn), CrnRef::parse(e.target_crn)) {
+        let (src, dst) = match (self.syms.crn(e.source_crn), self.syms.crn(e.target_crn)) {
             (Ok(s), Ok(d)) => (s, d),
             (Err(err), _) | (_, Err(err)) => {
                 self.reject_edge(&e, err);
@@ -391,13 +403,9 @@ impl<'a> Decoder<'a> {
                 }
             }
         }
-        let ((from, from_text), (to, to_text)) = if mapped.reversed {
-            ((&dst, e.target_crn), (&src, e.source_crn))
-        } else {
-            ((&src, e.source_crn), (&dst, e.target_crn))
-        };
-        let from = key_ref(self.syms.crn_key(from_text, from), from.id);
-        let to = key_ref(self.syms.crn_key(to_text, to), to.id);
+        let (from, to) = if mapped.reversed { (dst, src) } else { (src, dst) };
+        let from = key_ref(from.0.key, from.1);
+        let to = key_ref(to.0.key, to.1);
         let relation = self.relation;
         out.push(from, to, mapped.relation, |w| w.str(relation, e.relation));
         self.stats.edges += 1;
