@@ -297,11 +297,66 @@ pub fn write_properties(
     PropertiesWriter::default().write(reader, props, state, tags, creation_ts, out);
 }
 
-/// [`write_properties`] with its sorting buffers kept from one node to the next.
+/// [`write_properties`] with its buffers kept from one node to the next,
+/// and the key order of the last property set (and tag set) remembered:
+/// nodes of one type mostly share their keys, so their keys are sorted and
+/// rendered once.
 #[derive(Default)]
 struct PropertiesWriter<'a> {
-    entries: Vec<(&'a str, Wire<'a>)>,
-    tags: Vec<(&'a str, &'a str)>,
+    keys: Vec<Sym>,
+    values: Vec<Wire<'a>>,
+    props: Shape,
+    tag_keys: Vec<Sym>,
+    tag_values: Vec<Sym>,
+    tags: Shape,
+}
+
+/// The keys every node's properties have besides its own, after them.
+const FIXED_KEYS: [&str; 3] = ["state", "tags", "creation_timestamp"];
+
+/// How one key sequence is written: which entries, in what order, each
+/// after its rendered key.
+#[derive(Default)]
+struct Shape {
+    keys: Option<Vec<Sym>>,
+    /// Entry index and the range of `text` to write before its value.
+    order: Vec<(usize, std::ops::Range<usize>)>,
+    /// `"key":` of each written entry, the ones after the first with a
+    /// leading comma.
+    text: Vec<u8>,
+}
+
+impl Shape {
+    /// Makes this the shape of `keys` (names by entry index, `fixed` after
+    /// the keys' own) unless it already is.
+    fn fit(&mut self, keys: &[Sym], reader: &InternerReader<'_>, fixed: &[&str]) {
+        if self.keys.as_deref() == Some(keys) {
+            return;
+        }
+        let mut names: Vec<(usize, &str)> = keys
+            .iter()
+            .map(|k| reader.resolve(*k))
+            .chain(fixed.iter().copied())
+            .enumerate()
+            .collect();
+        // Stable, so of equal keys the one inserted last stays last.
+        names.sort_by(|a, b| a.1.cmp(b.1));
+        self.order.clear();
+        self.text.clear();
+        for (i, (entry, name)) in names.iter().enumerate() {
+            if names.get(i + 1).is_some_and(|next| next.1 == *name) {
+                continue;
+            }
+            let start = self.text.len();
+            if !self.order.is_empty() {
+                self.text.push(b',');
+            }
+            write_str(&mut self.text, name);
+            self.text.push(b':');
+            self.order.push((*entry, start..self.text.len()));
+        }
+        self.keys = Some(keys.to_vec());
+    }
 }
 
 impl<'a> PropertiesWriter<'a> {
@@ -314,52 +369,57 @@ impl<'a> PropertiesWriter<'a> {
         creation_ts: u64,
         out: &mut Vec<u8>,
     ) {
-        let entries = &mut self.entries;
-        entries.clear();
-        entries.extend(props.map(|(k, v)| (reader.resolve(k), Wire::Value(v))));
-        entries.push(("state", Wire::Value(ValueRef::Str(state))));
-        entries.push(("tags", Wire::Tags));
-        entries.push(("creation_timestamp", Wire::Timestamp(creation_ts)));
-        // Stable, so of equal keys the one inserted last stays last.
-        entries.sort_by(|a, b| a.0.cmp(b.0));
+        self.keys.clear();
+        self.values.clear();
+        for (k, v) in props {
+            self.keys.push(k);
+            self.values.push(Wire::Value(v));
+        }
+        self.values.push(Wire::Value(ValueRef::Str(state)));
+        self.values.push(Wire::Tags);
+        self.values.push(Wire::Timestamp(creation_ts));
+        self.props.fit(&self.keys, reader, &FIXED_KEYS);
         out.push(b'{');
-        let mut first = true;
-        for (i, (key, value)) in entries.iter().enumerate() {
-            if entries.get(i + 1).is_some_and(|next| next.0 == *key) {
-                continue;
-            }
-            if !std::mem::take(&mut first) {
-                out.push(b',');
-            }
-            write_json(out, key);
-            out.push(b':');
-            match value {
-                Wire::Value(v) => write_value(out, *v),
-                Wire::Timestamp(ts) => write_json(out, ts),
-                Wire::Tags => {
-                    let sorted = &mut self.tags;
-                    sorted.clear();
-                    sorted.extend(tags.clone().map(|(k, v)| (reader.resolve(k), reader.resolve(v))));
-                    sorted.sort_by(|a, b| a.0.cmp(b.0));
+        for (entry, key) in &self.props.order {
+            out.extend_from_slice(&self.props.text[key.clone()]);
+            match self.values.get(*entry) {
+                Some(Wire::Value(v)) => write_value(out, *v),
+                Some(Wire::Timestamp(ts)) => write_json(out, ts),
+                Some(Wire::Tags) => {
+                    self.tag_keys.clear();
+                    self.tag_values.clear();
+                    for (k, v) in tags.clone() {
+                        self.tag_keys.push(k);
+                        self.tag_values.push(v);
+                    }
+                    self.tags.fit(&self.tag_keys, reader, &[]);
                     out.push(b'{');
-                    let mut first = true;
-                    for (i, (k, v)) in sorted.iter().enumerate() {
-                        if sorted.get(i + 1).is_some_and(|next| next.0 == *k) {
-                            continue;
+                    for (entry, key) in &self.tags.order {
+                        out.extend_from_slice(&self.tags.text[key.clone()]);
+                        if let Some(v) = self.tag_values.get(*entry) {
+                            write_str(out, reader.resolve(*v));
                         }
-                        if !std::mem::take(&mut first) {
-                            out.push(b',');
-                        }
-                        write_json(out, k);
-                        out.push(b':');
-                        write_json(out, v);
                     }
                     out.push(b'}');
                 }
+                None => {}
             }
         }
         out.push(b'}');
     }
+}
+
+/// A JSON string as `serde_json` writes it: text without quotes,
+/// backslashes or control characters is copied as it is.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        write_json(out, s);
+        return;
+    }
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
 }
 
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
@@ -373,7 +433,7 @@ fn write_value(out: &mut Vec<u8>, v: ValueRef<'_>) {
         ValueRef::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
         ValueRef::Int(i) => write_json(out, &i),
         ValueRef::Float(f) => write_json(out, &f),
-        ValueRef::Str(s) => write_json(out, s),
+        ValueRef::Str(s) => write_str(out, s),
         ValueRef::Json(_) => write_json(out, &json_value(v)),
     }
 }
