@@ -149,6 +149,19 @@ fn key_ref<'c>(syms: [Sym; 5], id: &'c str) -> NodeKeyRef<'c> {
     }
 }
 
+/// What one pass over a node's scanned entries found: the values that
+/// fill columns, the symbols of the other entries' keys, and how many of
+/// their values need `serde_json`.
+#[derive(Default)]
+struct Found {
+    state: Option<Tok>,
+    ts: Option<Tok>,
+    created_at: Option<Tok>,
+    tags: Option<Tok>,
+    keys: Vec<Sym>,
+    complex: usize,
+}
+
 /// Decodes plugin messages into batches; one per worker.
 pub struct Decoder<'a> {
     syms: Symbols<'a>,
@@ -157,6 +170,10 @@ pub struct Decoder<'a> {
     scratch_tags: Vec<(Sym, Sym)>,
     entries: Vec<Entry>,
     tag_entries: Vec<Entry>,
+    /// Property key symbols of the node being decoded.
+    keys: Vec<Sym>,
+    /// Its values that need `serde_json`, converted.
+    complex: Vec<Value>,
     /// Every document through `serde_json` (the reference the scanner is tested against).
     tree_only: bool,
     pub stats: DecodeStats,
@@ -176,6 +193,8 @@ impl<'a> Decoder<'a> {
             scratch_tags: Vec::new(),
             entries: Vec::new(),
             tag_entries: Vec::new(),
+            keys: Vec::new(),
+            complex: Vec::new(),
             tree_only: false,
             stats: DecodeStats::default(),
         }
@@ -266,17 +285,61 @@ impl<'a> Decoder<'a> {
     /// Writes a node from the scanned entries of `doc`; `false` when a
     /// value needs the tree after all (nothing is written then).
     fn node_scanned(&mut self, doc: &str, key: NodeKeyRef<'_>, ty: Sym, cost: f64, out: &mut NodeBatch) -> bool {
-        let entry = |name: &str| self.entries.iter().find(|e| e.key.of(doc) == name).map(|e| e.value);
-        let state = match entry("state") {
+        // One pass over the (sorted, deduplicated) entries: the ones that
+        // fill columns, and the property keys' symbols.
+        let tags_key = self.tags_key;
+        let mut found = Found {
+            keys: std::mem::take(&mut self.keys),
+            ..Found::default()
+        };
+        found.keys.clear();
+        for e in &self.entries {
+            let name = e.key.of(doc);
+            match name {
+                "state" => found.state = Some(e.value),
+                "creation_timestamp" => found.ts = Some(e.value),
+                "created_at" => found.created_at = Some(e.value),
+                _ if name == tags_key => {
+                    found.tags = Some(e.value);
+                    continue;
+                }
+                _ => {}
+            }
+            found.complex += usize::from(matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)));
+            found.keys.push(self.syms.get(name));
+        }
+        let written = self.node_entries(doc, key, ty, cost, &found, out);
+        self.keys = found.keys;
+        written
+    }
+
+    /// [`Self::node_scanned`] once the entries are sorted out.
+    fn node_entries(
+        &mut self,
+        doc: &str,
+        key: NodeKeyRef<'_>,
+        ty: Sym,
+        cost: f64,
+        found: &Found,
+        out: &mut NodeBatch,
+    ) -> bool {
+        let Found {
+            state,
+            ts,
+            created_at,
+            tags,
+            ref keys,
+            complex,
+        } = *found;
+        let state = match state {
             Some(Tok::Str(r, false)) => r.of(doc),
             Some(Tok::Str(..)) => return false,
             _ => "unknown",
         };
-        let creation_ts = match scanned_creation_time(doc, entry("creation_timestamp"), entry("created_at")) {
+        let creation_ts = match scanned_creation_time(doc, ts, created_at) {
             Some(ts) => ts,
             None => return false,
         };
-        let tags = entry(self.tags_key);
         self.scratch_tags.clear();
         if let Some(Tok::Nested(r)) = tags
             && doc.as_bytes().get(r.start as usize) == Some(&b'{')
@@ -308,25 +371,29 @@ impl<'a> Decoder<'a> {
             creation_ts,
         };
         // Values that need serde_json are converted before anything is written.
-        let mut complex: Vec<Value> = Vec::new();
-        for e in &self.entries {
-            if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)) && e.key.of(doc) != self.tags_key
-            {
-                match tree_value(doc, e.value) {
-                    Some(v) => complex.push(v),
-                    None => return false,
+        self.complex.clear();
+        if complex > 0 {
+            for e in &self.entries {
+                if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_))
+                    && e.key.of(doc) != self.tags_key
+                {
+                    match tree_value(doc, e.value) {
+                        Some(v) => self.complex.push(v),
+                        None => return false,
+                    }
                 }
             }
         }
-        let keys: Vec<Sym> = self.entries.iter().map(|e| self.syms.get(e.key.of(doc))).collect();
         let tags_key = self.tags_key;
-        let entries = &self.entries;
+        let (entries, complex) = (&self.entries, &self.complex);
         out.push(input, &self.scratch_tags, |w| {
             let mut complex = complex.iter();
-            for (e, k) in entries.iter().zip(keys) {
+            let mut keys = keys.iter();
+            for e in entries {
                 if e.key.of(doc) == tags_key {
                     continue;
                 }
+                let Some(&k) = keys.next() else { break };
                 match e.value {
                     Tok::Null => w.null(k),
                     Tok::Bool(b) => w.bool(k, b),
@@ -440,6 +507,14 @@ impl<'a> Decoder<'a> {
 /// integers, escaped strings, arrays and objects) as a tree.
 fn tree_value(doc: &str, tok: Tok) -> Option<Value> {
     let text = match tok {
+        Tok::Number(r) if r.of(doc).bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => {
+            // A fraction or exponent is a float to serde_json: read it as
+            // one, by the same parser, without building a tree.
+            return serde_json::from_str::<f64>(r.of(doc))
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number);
+        }
         Tok::Number(r) | Tok::Nested(r) => r.of(doc),
         Tok::Str(r, _) => doc.get(r.start as usize - 1..r.end as usize + 1)?,
         Tok::Null => return Some(Value::Null),
