@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 #[cfg(test)]
 use svc_engine::graph::EdgeRef;
@@ -298,27 +299,29 @@ pub fn write_properties(
 }
 
 /// [`write_properties`] with its buffers kept from one node to the next,
-/// and the key order of the last property set (and tag set) remembered:
-/// nodes of one type mostly share their keys, so their keys are sorted and
+/// and the key order of each property set (and tag set) remembered: nodes
+/// of one type mostly share their keys, so their keys are sorted and
 /// rendered once.
 #[derive(Default)]
 struct PropertiesWriter<'a> {
     keys: Vec<Sym>,
     values: Vec<Wire<'a>>,
-    props: Shape,
+    props: Shapes,
     tag_keys: Vec<Sym>,
     tag_values: Vec<Sym>,
-    tags: Shape,
+    tags: Shapes,
 }
 
 /// The keys every node's properties have besides its own, after them.
 const FIXED_KEYS: [&str; 3] = ["state", "tags", "creation_timestamp"];
 
+/// Key sequences remembered before the table starts over.
+const SHAPES: usize = 4096;
+
 /// How one key sequence is written: which entries, in what order, each
 /// after its rendered key.
 #[derive(Default)]
 struct Shape {
-    keys: Option<Vec<Sym>>,
     /// Entry index and the range of `text` to write before its value.
     order: Vec<(usize, std::ops::Range<usize>)>,
     /// `"key":` of each written entry, the ones after the first with a
@@ -326,13 +329,30 @@ struct Shape {
     text: Vec<u8>,
 }
 
-impl Shape {
-    /// Makes this the shape of `keys` (names by entry index, `fixed` after
-    /// the keys' own) unless it already is.
-    fn fit(&mut self, keys: &[Sym], reader: &InternerReader<'_>, fixed: &[&str]) {
-        if self.keys.as_deref() == Some(keys) {
-            return;
+/// The shapes of the key sequences seen so far.
+#[derive(Default)]
+struct Shapes(HashMap<Box<[Sym]>, Shape, FxBuildHasher>);
+
+impl Shapes {
+    /// The shape of `keys` (names by entry index, `fixed` after the keys'
+    /// own).
+    fn get(&mut self, keys: &[Sym], reader: &InternerReader<'_>, fixed: &[&str]) -> &Shape {
+        if !self.0.contains_key(keys) {
+            if self.0.len() >= SHAPES {
+                self.0.clear();
+            }
+            self.0.insert(keys.into(), Shape::new(keys, reader, fixed));
         }
+        static NONE: Shape = Shape {
+            order: Vec::new(),
+            text: Vec::new(),
+        };
+        self.0.get(keys).unwrap_or(&NONE)
+    }
+}
+
+impl Shape {
+    fn new(keys: &[Sym], reader: &InternerReader<'_>, fixed: &[&str]) -> Shape {
         let mut names: Vec<(usize, &str)> = keys
             .iter()
             .map(|k| reader.resolve(*k))
@@ -341,21 +361,20 @@ impl Shape {
             .collect();
         // Stable, so of equal keys the one inserted last stays last.
         names.sort_by(|a, b| a.1.cmp(b.1));
-        self.order.clear();
-        self.text.clear();
+        let mut shape = Shape::default();
         for (i, (entry, name)) in names.iter().enumerate() {
             if names.get(i + 1).is_some_and(|next| next.1 == *name) {
                 continue;
             }
-            let start = self.text.len();
-            if !self.order.is_empty() {
-                self.text.push(b',');
+            let start = shape.text.len();
+            if !shape.order.is_empty() {
+                shape.text.push(b',');
             }
-            write_str(&mut self.text, name);
-            self.text.push(b':');
-            self.order.push((*entry, start..self.text.len()));
+            write_str(&mut shape.text, name);
+            shape.text.push(b':');
+            shape.order.push((*entry, start..shape.text.len()));
         }
-        self.keys = Some(keys.to_vec());
+        shape
     }
 }
 
@@ -378,10 +397,10 @@ impl<'a> PropertiesWriter<'a> {
         self.values.push(Wire::Value(ValueRef::Str(state)));
         self.values.push(Wire::Tags);
         self.values.push(Wire::Timestamp(creation_ts));
-        self.props.fit(&self.keys, reader, &FIXED_KEYS);
+        let shape = self.props.get(&self.keys, reader, &FIXED_KEYS);
         out.push(b'{');
-        for (entry, key) in &self.props.order {
-            out.extend_from_slice(&self.props.text[key.clone()]);
+        for (entry, key) in &shape.order {
+            out.extend_from_slice(&shape.text[key.clone()]);
             match self.values.get(*entry) {
                 Some(Wire::Value(v)) => write_value(out, *v),
                 Some(Wire::Timestamp(ts)) => write_json(out, ts),
@@ -392,10 +411,10 @@ impl<'a> PropertiesWriter<'a> {
                         self.tag_keys.push(k);
                         self.tag_values.push(v);
                     }
-                    self.tags.fit(&self.tag_keys, reader, &[]);
+                    let tag_shape = self.tags.get(&self.tag_keys, reader, &[]);
                     out.push(b'{');
-                    for (entry, key) in &self.tags.order {
-                        out.extend_from_slice(&self.tags.text[key.clone()]);
+                    for (entry, key) in &tag_shape.order {
+                        out.extend_from_slice(&tag_shape.text[key.clone()]);
                         if let Some(v) = self.tag_values.get(*entry) {
                             write_str(out, reader.resolve(*v));
                         }
