@@ -137,9 +137,9 @@ fn with_malformed(first: EncodedScanResponse) -> EncodedScanResponse {
         nodes: malformed(&template),
         edges: Vec::new(),
     };
-    let mut bytes = first.into_bytes().to_vec();
+    let mut bytes = first.as_bytes().to_vec();
     bytes.extend_from_slice(&extra.encode_to_vec());
-    EncodedScanResponse::from_bytes(bytes.into())
+    EncodedScanResponse::from_bytes(&bytes)
 }
 
 /// Streams the estate as it is generated (in parallel, one ScanResponse per
