@@ -14,13 +14,14 @@ use std::collections::{BTreeMap, HashMap};
 
 use rustc_hash::FxBuildHasher;
 use serde_json::Value;
-use svc_engine::crn::CrnRef;
+use svc_engine::crn::{CrnError, CrnRef};
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
 use svc_engine::props::PropWriter;
 use svc_engine::relation::map_relation;
 use svc_engine::{Interner, Sym};
 use svc_proto::provider::v1 as pb;
 
+mod crn;
 mod json;
 pub mod wire;
 
@@ -69,9 +70,16 @@ struct Symbols<'a> {
     interner: &'a Interner,
     strings: HashMap<Box<str>, Sym, FxBuildHasher>,
     types: HashMap<(Sym, Sym), Sym, FxBuildHasher>,
-    /// A CRN's fixed-segment symbols by its text before the id, which
-    /// thousands of a scan's CRNs share: one lookup instead of five.
-    prefixes: HashMap<Box<str>, [Sym; 5], FxBuildHasher>,
+    /// A CRN's fixed-segment symbols and type by its text before the id,
+    /// which thousands of a scan's CRNs share (see [`crn`]).
+    prefixes: HashMap<Box<str>, Prefix, FxBuildHasher>,
+}
+
+/// What a CRN prefix decides: the fixed segments' symbols and the node type.
+#[derive(Copy, Clone)]
+struct Prefix {
+    key: [Sym; 5],
+    ty: Sym,
 }
 
 impl Symbols<'_> {
@@ -87,22 +95,27 @@ impl Symbols<'_> {
         sym
     }
 
-    /// The symbols of `crn`'s fixed segments; `text` is what it was parsed from.
-    fn crn_key(&mut self, text: &str, crn: &CrnRef<'_>) -> [Sym; 5] {
-        // The id is the rest of the text after the fixed segments, so the
-        // prefix decides them (and the form).
-        let Some(prefix) = text.strip_suffix(crn.id) else {
-            return self.key(crn);
+    /// A CRN's prefix symbols and its id: looked up by prefix when one CRN
+    /// with that prefix was parsed before, parsed in full otherwise.
+    fn crn<'c>(&mut self, text: &'c str) -> Result<(Prefix, &'c str), CrnError> {
+        if let Some((prefix, id)) = crn::split(text)
+            && let Some(p) = self.prefixes.get(prefix)
+        {
+            return Ok((*p, id));
+        }
+        let (parsed, prefix) = crn::parse(text)?;
+        let key = self.key(&parsed);
+        let p = Prefix {
+            key,
+            ty: self.ty(&parsed, key[2], key[3]),
         };
-        if let Some(key) = self.prefixes.get(prefix) {
-            return *key;
+        if !prefix.is_empty() {
+            if self.prefixes.len() >= LOCAL_SYMBOLS {
+                self.prefixes.clear();
+            }
+            self.prefixes.insert(prefix.into(), p);
         }
-        if self.prefixes.len() >= LOCAL_SYMBOLS {
-            self.prefixes.clear();
-        }
-        let key = self.key(crn);
-        self.prefixes.insert(prefix.into(), key);
-        key
+        Ok((p, parsed.id))
     }
 
     fn key(&mut self, crn: &CrnRef<'_>) -> [Sym; 5] {
@@ -136,6 +149,19 @@ fn key_ref<'c>(syms: [Sym; 5], id: &'c str) -> NodeKeyRef<'c> {
     }
 }
 
+/// What one pass over a node's scanned entries found: the values that
+/// fill columns, the symbols of the other entries' keys, and how many of
+/// their values need `serde_json`.
+#[derive(Default)]
+struct Found {
+    state: Option<Tok>,
+    ts: Option<Tok>,
+    created_at: Option<Tok>,
+    tags: Option<Tok>,
+    keys: Vec<Sym>,
+    complex: usize,
+}
+
 /// Decodes plugin messages into batches; one per worker.
 pub struct Decoder<'a> {
     syms: Symbols<'a>,
@@ -144,6 +170,10 @@ pub struct Decoder<'a> {
     scratch_tags: Vec<(Sym, Sym)>,
     entries: Vec<Entry>,
     tag_entries: Vec<Entry>,
+    /// Property key symbols of the node being decoded.
+    keys: Vec<Sym>,
+    /// Its values that need `serde_json`, converted.
+    complex: Vec<Value>,
     /// Every document through `serde_json` (the reference the scanner is tested against).
     tree_only: bool,
     pub stats: DecodeStats,
@@ -163,6 +193,8 @@ impl<'a> Decoder<'a> {
             scratch_tags: Vec::new(),
             entries: Vec::new(),
             tag_entries: Vec::new(),
+            keys: Vec::new(),
+            complex: Vec::new(),
             tree_only: false,
             stats: DecodeStats::default(),
         }
@@ -186,7 +218,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes one node into `out`; `false` when it was rejected.
     pub fn node(&mut self, n: NodeView<'_>, out: &mut NodeBatch) -> bool {
-        let crn = match CrnRef::parse(n.crn) {
+        let (prefix, id) = match self.syms.crn(n.crn) {
             Ok(c) => c,
             Err(e) => {
                 self.reject_node(n.crn, e);
@@ -204,8 +236,7 @@ impl<'a> Decoder<'a> {
             self.reject_node(n.crn, format_args!("properties exceed {MAX_PROPERTIES_BYTES} bytes"));
             return false;
         }
-        let key = self.syms.crn_key(n.crn, &crn);
-        let ty = self.syms.ty(&crn, key[2], key[3]);
+        let (key, ty) = (prefix.key, prefix.ty);
         let doc = std::str::from_utf8(n.properties).ok().filter(|_| !self.tree_only);
         let scanned = match doc {
             Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries).map(|()| doc),
@@ -216,14 +247,14 @@ impl<'a> Decoder<'a> {
             None => None,
         };
         match scanned {
-            Some(doc) if self.node_scanned(doc, key_ref(key, crn.id), ty, n.cost, out) => {}
+            Some(doc) if self.node_scanned(doc, key_ref(key, id), ty, n.cost, out) => {}
             Some(_) | None => {
                 // Documents the scanner leaves alone: serde_json decides.
                 let props = match self.parse_tree(&n) {
                     Some(props) => props,
                     None => return false,
                 };
-                self.node_tree(&props, key_ref(key, crn.id), ty, n.cost, out);
+                self.node_tree(&props, key_ref(key, id), ty, n.cost, out);
             }
         }
         self.stats.nodes += 1;
@@ -254,17 +285,61 @@ impl<'a> Decoder<'a> {
     /// Writes a node from the scanned entries of `doc`; `false` when a
     /// value needs the tree after all (nothing is written then).
     fn node_scanned(&mut self, doc: &str, key: NodeKeyRef<'_>, ty: Sym, cost: f64, out: &mut NodeBatch) -> bool {
-        let entry = |name: &str| self.entries.iter().find(|e| e.key.of(doc) == name).map(|e| e.value);
-        let state = match entry("state") {
+        // One pass over the (sorted, deduplicated) entries: the ones that
+        // fill columns, and the property keys' symbols.
+        let tags_key = self.tags_key;
+        let mut found = Found {
+            keys: std::mem::take(&mut self.keys),
+            ..Found::default()
+        };
+        found.keys.clear();
+        for e in &self.entries {
+            let name = e.key.of(doc);
+            match name {
+                "state" => found.state = Some(e.value),
+                "creation_timestamp" => found.ts = Some(e.value),
+                "created_at" => found.created_at = Some(e.value),
+                _ if name == tags_key => {
+                    found.tags = Some(e.value);
+                    continue;
+                }
+                _ => {}
+            }
+            found.complex += usize::from(matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)));
+            found.keys.push(self.syms.get(name));
+        }
+        let written = self.node_entries(doc, key, ty, cost, &found, out);
+        self.keys = found.keys;
+        written
+    }
+
+    /// [`Self::node_scanned`] once the entries are sorted out.
+    fn node_entries(
+        &mut self,
+        doc: &str,
+        key: NodeKeyRef<'_>,
+        ty: Sym,
+        cost: f64,
+        found: &Found,
+        out: &mut NodeBatch,
+    ) -> bool {
+        let Found {
+            state,
+            ts,
+            created_at,
+            tags,
+            ref keys,
+            complex,
+        } = *found;
+        let state = match state {
             Some(Tok::Str(r, false)) => r.of(doc),
             Some(Tok::Str(..)) => return false,
             _ => "unknown",
         };
-        let creation_ts = match scanned_creation_time(doc, entry("creation_timestamp"), entry("created_at")) {
+        let creation_ts = match scanned_creation_time(doc, ts, created_at) {
             Some(ts) => ts,
             None => return false,
         };
-        let tags = entry(self.tags_key);
         self.scratch_tags.clear();
         if let Some(Tok::Nested(r)) = tags
             && doc.as_bytes().get(r.start as usize) == Some(&b'{')
@@ -296,25 +371,29 @@ impl<'a> Decoder<'a> {
             creation_ts,
         };
         // Values that need serde_json are converted before anything is written.
-        let mut complex: Vec<Value> = Vec::new();
-        for e in &self.entries {
-            if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)) && e.key.of(doc) != self.tags_key
-            {
-                match tree_value(doc, e.value) {
-                    Some(v) => complex.push(v),
-                    None => return false,
+        self.complex.clear();
+        if complex > 0 {
+            for e in &self.entries {
+                if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_))
+                    && e.key.of(doc) != self.tags_key
+                {
+                    match tree_value(doc, e.value) {
+                        Some(v) => self.complex.push(v),
+                        None => return false,
+                    }
                 }
             }
         }
-        let keys: Vec<Sym> = self.entries.iter().map(|e| self.syms.get(e.key.of(doc))).collect();
         let tags_key = self.tags_key;
-        let entries = &self.entries;
+        let (entries, complex) = (&self.entries, &self.complex);
         out.push(input, &self.scratch_tags, |w| {
             let mut complex = complex.iter();
-            for (e, k) in entries.iter().zip(keys) {
+            let mut keys = keys.iter();
+            for e in entries {
                 if e.key.of(doc) == tags_key {
                     continue;
                 }
+                let Some(&k) = keys.next() else { break };
                 match e.value {
                     Tok::Null => w.null(k),
                     Tok::Bool(b) => w.bool(k, b),
@@ -375,7 +454,7 @@ impl<'a> Decoder<'a> {
 
     /// Decodes one edge into `out`; `false` when it was rejected.
     pub fn edge(&mut self, e: EdgeView<'_>, out: &mut EdgeBatch) -> bool {
-        let (src, dst) = match (CrnRef::parse(e.source_crn), CrnRef::parse(e.target_crn)) {
+        let (src, dst) = match (self.syms.crn(e.source_crn), self.syms.crn(e.target_crn)) {
             (Ok(s), Ok(d)) => (s, d),
             (Err(err), _) | (_, Err(err)) => {
                 self.reject_edge(&e, err);
@@ -391,13 +470,9 @@ impl<'a> Decoder<'a> {
                 }
             }
         }
-        let ((from, from_text), (to, to_text)) = if mapped.reversed {
-            ((&dst, e.target_crn), (&src, e.source_crn))
-        } else {
-            ((&src, e.source_crn), (&dst, e.target_crn))
-        };
-        let from = key_ref(self.syms.crn_key(from_text, from), from.id);
-        let to = key_ref(self.syms.crn_key(to_text, to), to.id);
+        let (from, to) = if mapped.reversed { (dst, src) } else { (src, dst) };
+        let from = key_ref(from.0.key, from.1);
+        let to = key_ref(to.0.key, to.1);
         let relation = self.relation;
         out.push(from, to, mapped.relation, |w| w.str(relation, e.relation));
         self.stats.edges += 1;
@@ -432,6 +507,14 @@ impl<'a> Decoder<'a> {
 /// integers, escaped strings, arrays and objects) as a tree.
 fn tree_value(doc: &str, tok: Tok) -> Option<Value> {
     let text = match tok {
+        Tok::Number(r) if r.of(doc).bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) => {
+            // A fraction or exponent is a float to serde_json: read it as
+            // one, by the same parser, without building a tree.
+            return serde_json::from_str::<f64>(r.of(doc))
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Value::Number);
+        }
         Tok::Number(r) | Tok::Nested(r) => r.of(doc),
         Tok::Str(r, _) => doc.get(r.start as usize - 1..r.end as usize + 1)?,
         Tok::Null => return Some(Value::Null),

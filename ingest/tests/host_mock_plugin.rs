@@ -15,7 +15,12 @@ use svc_proto::provider::v1 as pb;
 use tokio::runtime::Runtime;
 
 fn mock_binary() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/svc-plugin-mock");
+    // target/<profile>/deps/<this test> -> target/<profile>/svc-plugin-mock,
+    // wherever the target directory is.
+    let path = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("svc-plugin-mock")))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/debug/svc-plugin-mock"));
     assert!(
         path.is_file(),
         "{} is missing: run `cargo build -p svc-plugin-mock` first",

@@ -82,6 +82,7 @@ impl Scanner<'_> {
         let start = self.pos;
         let mut escaped = false;
         loop {
+            self.pos += plain_run(self.b.get(self.pos..)?);
             let c = *self.b.get(self.pos)?;
             match c {
                 b'"' => {
@@ -256,6 +257,38 @@ impl Scanner<'_> {
     }
 }
 
+/// Bytes that end a run of plain string content: `"`, `\\` and control characters.
+fn special(c: u8) -> bool {
+    c == b'"' || c == b'\\' || c < 0x20
+}
+
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+
+/// The high bit of each byte of `w` that is below `n` (`n` <= 0x80); exact
+/// for the lowest such byte, which is all [`plain_run`] reads.
+fn below(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS
+}
+
+/// How many bytes at the start of `b` are plain string content, eight at
+/// a time.
+fn plain_run(b: &[u8]) -> usize {
+    let mut words = b.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(bytes);
+        let hits = below(w ^ (ONES * u64::from(b'"')), 1) | below(w ^ (ONES * u64::from(b'\\')), 1) | below(w, 0x20);
+        if hits != 0 {
+            return at + (hits.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + words.remainder().iter().take_while(|c| !special(**c)).count()
+}
+
 /// The entries of the object `doc` (sorted by key, the last duplicate
 /// winning) into `out`; `None` when the document needs `serde_json`.
 pub fn object(doc: &str, out: &mut Vec<Entry>) -> Option<()> {
@@ -303,4 +336,37 @@ fn sort_dedup(doc: &str, out: &mut Vec<Entry>) {
         w += 1;
     }
     out.truncate(w);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(b: &[u8]) -> usize {
+        b.iter().take_while(|c| !special(**c)).count()
+    }
+
+    #[test]
+    fn plain_runs_end_at_the_first_special_byte() {
+        let mut text: Vec<u8> = b"abcdefghijklmnopqrstuvwxyz0123456789".to_vec();
+        text.extend([0xc3, 0xa9, 0xff, 0x7f, 0x80, 0x20, 0x21]);
+        for len in 0..text.len() {
+            for special_byte in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                for at in 0..=len {
+                    let mut b = text[..len].to_vec();
+                    b.insert(at, special_byte);
+                    assert_eq!(plain_run(&b), naive(&b), "{b:?}");
+                    assert_eq!(plain_run(&b), at);
+                }
+            }
+            assert_eq!(plain_run(&text[..len]), len);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn plain_runs_agree_with_a_byte_loop(b in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            proptest::prop_assert_eq!(plain_run(&b), naive(&b));
+        }
+    }
 }

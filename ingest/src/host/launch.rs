@@ -29,6 +29,11 @@ use super::{HostError, status_text};
 const MAX_HANDSHAKE_LINE: u64 = 64 * 1024;
 /// Largest message accepted from a plugin.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
+/// Largest HTTP/2 frame the host accepts (its SETTINGS_MAX_FRAME_SIZE): a
+/// plugin streaming large responses sends them in frames of up to this
+/// size instead of HTTP/2's default 16 KiB, so far fewer frames are read,
+/// parsed and reassembled.
+const MAX_FRAME_BYTES: u32 = 1024 * 1024;
 
 /// How plugins are launched and stopped.
 #[derive(Clone, Debug)]
@@ -381,7 +386,11 @@ async fn dial(handshake: &Handshake, connect_timeout: Duration) -> Result<Channe
     let result = match handshake.net {
         Net::Tcp => {
             let endpoint = Endpoint::from_shared(format!("http://{}", handshake.addr)).map_err(|e| error_chain(&e))?;
-            endpoint.connect_timeout(connect_timeout).connect().await
+            endpoint
+                .connect_timeout(connect_timeout)
+                .max_frame_size(MAX_FRAME_BYTES)
+                .connect()
+                .await
         }
         Net::Unix => {
             let path = PathBuf::from(&handshake.addr);
@@ -391,6 +400,7 @@ async fn dial(handshake: &Handshake, connect_timeout: Duration) -> Result<Channe
             });
             Endpoint::from_static("http://plugin.invalid")
                 .connect_timeout(connect_timeout)
+                .max_frame_size(MAX_FRAME_BYTES)
                 .connect_with_connector(connector)
                 .await
         }

@@ -42,5 +42,5 @@ async fn main() -> ExitCode {
         shared: Arc::new(provider::Shared::default()),
         fail,
     };
-    svc_plugin_sdk::exit_code(svc_plugin_sdk::serve_provider_with_remediator(plugin.clone(), plugin).await)
+    svc_plugin_sdk::exit_code(svc_plugin_sdk::serve_encoded_provider_with_remediator(plugin.clone(), plugin).await)
 }

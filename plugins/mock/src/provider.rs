@@ -4,8 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
+use prost::Message;
 use svc_engine::{Crn, Graph};
-use svc_plugin_sdk::{ScanStream, response_channel};
+use svc_plugin_sdk::{EncodedScan, EncodedScanResponse, EncodedScanStream, ScanStream, response_channel};
 use svc_proto::provider::v1::provider_server::Provider;
 use svc_proto::provider::v1::remediator_server::Remediator;
 use svc_proto::provider::v1::{
@@ -14,6 +15,7 @@ use svc_proto::provider::v1::{
     ScanResponse,
 };
 use tokio::sync::mpsc::Sender;
+use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 
 use crate::actions::{Effects, quarantine_status, remediate_status};
@@ -123,6 +125,23 @@ fn malformed(template: &str) -> Vec<Node> {
     ]
 }
 
+/// `first` (the first message with nodes) with the [`malformed`] nodes
+/// appended: repeated fields concatenate on the wire.
+fn with_malformed(first: EncodedScanResponse) -> EncodedScanResponse {
+    let template = first
+        .decode()
+        .ok()
+        .and_then(|r| r.nodes.into_iter().next())
+        .map_or_else(String::new, |n| n.crn);
+    let extra = ScanResponse {
+        nodes: malformed(&template),
+        edges: Vec::new(),
+    };
+    let mut bytes = first.as_bytes().to_vec();
+    bytes.extend_from_slice(&extra.encode_to_vec());
+    EncodedScanResponse::from_bytes(&bytes)
+}
+
 /// Streams the estate as it is generated (in parallel, one ScanResponse per
 /// generated batch); the bounded channel makes the generators wait for the
 /// daemon. Stops when the daemon goes. Earlier actions show: a deleted
@@ -132,14 +151,19 @@ fn produce(
     config: &ScanConfig,
     fail: FailMode,
     effects: &HashMap<String, String>,
-    tx: &Sender<Result<ScanResponse, Status>>,
+    tx: &Sender<Result<EncodedScanResponse, Status>>,
 ) {
     struct Cancelled;
-    let deleted = |crn: &str| effects.get(crn).is_some_and(|s| s == "deleted");
-    let mut sent = 0usize;
+    let (mut sent, mut nodes, mut edges) = (0usize, 0usize, 0usize);
     let mut inject = fail == FailMode::MalformedNodes;
-    let mut send = |resp: ScanResponse| -> Result<(), Cancelled> {
-        if tx.blocking_send(Ok(resp)).is_err() {
+    let streamed = estate::stream(config, effects, |m| {
+        (nodes, edges) = (nodes + m.nodes, edges + m.edges);
+        let response = if m.nodes > 0 && std::mem::take(&mut inject) {
+            with_malformed(m.response)
+        } else {
+            m.response
+        };
+        if tx.blocking_send(Ok(response)).is_err() {
             return Err(Cancelled);
         }
         sent += 1;
@@ -150,57 +174,16 @@ fn produce(
             svc_plugin_sdk::exit_now(CRASH_EXIT_CODE);
         }
         Ok(())
-    };
-    let streamed = estate::stream(config, |mut nodes, edges| {
-        if !effects.is_empty() {
-            nodes.retain_mut(|wire| match effects.get(&wire.crn) {
-                Some(state) if state == "deleted" => false,
-                Some(state) => {
-                    estate::set_state(wire, state);
-                    true
-                }
-                None => true,
-            });
-        }
-        if let Some(first) = nodes.first()
-            && std::mem::take(&mut inject)
-        {
-            let template = first.crn.clone();
-            nodes.extend(malformed(&template));
-        }
-        let edges: Vec<_> = edges
-            .into_iter()
-            .filter(|e| !deleted(&e.source_crn) && !deleted(&e.target_crn))
-            .collect();
-        if !nodes.is_empty() {
-            send(ScanResponse {
-                nodes,
-                edges: Vec::new(),
-            })?;
-        }
-        if !edges.is_empty() {
-            send(ScanResponse {
-                nodes: Vec::new(),
-                edges,
-            })?;
-        }
-        Ok(())
     });
     match streamed {
-        Ok(()) => tracing::info!("scan finished"),
+        Ok(()) => tracing::info!(nodes, edges, "scan finished"),
         Err(Cancelled) => tracing::info!("scan cancelled by the daemon"),
     }
 }
 
 #[tonic::async_trait]
-impl Provider for MockProvider {
-    async fn handshake(&self, request: Request<HandshakeRequest>) -> Result<Response<HandshakeResponse>, Status> {
-        Ok(Response::new(handshake(&request.get_ref().daemon_version, self.fail)))
-    }
-
-    type ScanStream = ScanStream;
-
-    async fn scan(&self, request: Request<ScanRequest>) -> Result<Response<ScanStream>, Status> {
+impl EncodedScan for MockProvider {
+    async fn scan_encoded(&self, request: Request<ScanRequest>) -> Result<Response<EncodedScanStream>, Status> {
         let config = ScanConfig::from_config(&request.get_ref().config).map_err(Status::invalid_argument)?;
         if self.fail == FailMode::Hang {
             tracing::warn!("scan hangs as asked by SVC_MOCK_FAIL");
@@ -231,6 +214,23 @@ impl Provider for MockProvider {
             produce(&config, fail, &effects, &tx);
         });
         Ok(Response::new(stream))
+    }
+}
+
+#[tonic::async_trait]
+impl Provider for MockProvider {
+    async fn handshake(&self, request: Request<HandshakeRequest>) -> Result<Response<HandshakeResponse>, Status> {
+        Ok(Response::new(handshake(&request.get_ref().daemon_version, self.fail)))
+    }
+
+    type ScanStream = ScanStream;
+
+    /// The same responses as [`EncodedScan::scan_encoded`] (which the plugin
+    /// serves), as prost messages.
+    async fn scan(&self, request: Request<ScanRequest>) -> Result<Response<ScanStream>, Status> {
+        let encoded = self.scan_encoded(request).await?.into_inner();
+        let decoded = encoded.map(|m| m.and_then(|m| m.decode().map_err(|e| Status::internal(e.to_string()))));
+        Ok(Response::new(Box::pin(decoded)))
     }
 
     async fn apply_quarantine(

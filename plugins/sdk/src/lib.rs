@@ -19,6 +19,7 @@
 //! # }
 //! ```
 
+pub mod encoded;
 mod framework;
 pub mod handshake;
 pub mod log;
@@ -35,6 +36,7 @@ use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
+pub use encoded::{EncodedProviderServer, EncodedScan, EncodedScanResponse, EncodedScanStream, ScanResponseWriter};
 pub use handshake::{Cookie, HEURISTIC_COOKIE, ListenAddr, PROVIDER_COOKIE};
 pub use serve::{SHUTDOWN_GRACE, check_startup, exit_now};
 
@@ -79,6 +81,24 @@ pub async fn serve_provider_with_remediator<P: Provider, R: Remediator>(
         &[provider_server::SERVICE_NAME, remediator_server::SERVICE_NAME],
         |r| {
             r.add_service(ProviderServer::new(provider))
+                .add_service(RemediatorServer::new(remediator))
+        },
+    )
+    .await
+}
+
+/// Serves a provider plugin with the optional `Remediator` service,
+/// answering `Scan` with the responses the plugin encodes itself
+/// ([`EncodedScan`]).
+pub async fn serve_encoded_provider_with_remediator<P: Provider + EncodedScan, R: Remediator>(
+    provider: P,
+    remediator: R,
+) -> Result<(), SdkError> {
+    serve::serve(
+        &PROVIDER_COOKIE,
+        &[provider_server::SERVICE_NAME, remediator_server::SERVICE_NAME],
+        |r| {
+            r.add_service(EncodedProviderServer::new(provider))
                 .add_service(RemediatorServer::new(remediator))
         },
     )

@@ -1,0 +1,196 @@
+//! CRNs read through their prefix: the text before the physical id
+//! (`crn:svc:<provider>:<region>:<service>:<kind>:<account>:`, or the plugin
+//! form's five segments) is shared by thousands of a scan's CRNs, so once one
+//! CRN with that prefix has been parsed and validated in full, the next ones
+//! only need their prefix found and looked up, and their id checked.
+//!
+//! What is accepted, and how it is split, is exactly [`CrnRef::parse`]'s: a
+//! CRN the fast path is not sure of (an unknown prefix, an id that is not
+//! printable ASCII, anything malformed) goes through `CrnRef::parse`, which
+//! decides and words the rejection.
+
+use svc_engine::crn::{CrnError, CrnRef, MAX_CRN_LEN};
+
+const LOW7: u64 = u64::from_ne_bytes([0x7f; 8]);
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+
+fn word(chunk: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(chunk);
+    u64::from_le_bytes(bytes)
+}
+
+/// The high bit of exactly those bytes of `w` that are `c`.
+fn bytes_equal(w: u64, c: u8) -> u64 {
+    let x = w ^ (ONES * u64::from(c));
+    !(((x & LOW7) + LOW7) | x | LOW7)
+}
+
+/// Where the physical id of `text` starts, by the rule [`CrnRef::parse`]
+/// splits with: after `crn:` and an optional `svc:`, six or more segments are
+/// the graph form (the id follows the fifth colon) and exactly five the
+/// plugin form (the id follows the fourth). `None` when `text` is neither.
+/// Colons are found eight bytes at a time.
+pub(super) fn id_start(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    if !b.starts_with(b"crn:") {
+        return None;
+    }
+    let mut at = 4;
+    if b[at..].starts_with(b"svc:") {
+        at += 4;
+    }
+    let mut colons = 0;
+    let mut fourth = 0;
+    let mut seen = |i: usize| -> Option<usize> {
+        colons += 1;
+        if colons == 4 {
+            fourth = i + 1;
+        }
+        (colons == 5).then_some(i + 1)
+    };
+    let rest = &b[at..];
+    let mut chunks = rest.chunks_exact(8);
+    for (k, chunk) in (&mut chunks).enumerate() {
+        let mut hits = bytes_equal(word(chunk), b':');
+        while hits != 0 {
+            if let Some(start) = seen(at + 8 * k + (hits.trailing_zeros() / 8) as usize) {
+                return Some(start);
+            }
+            hits &= hits - 1;
+        }
+    }
+    let tail = at + rest.len() - chunks.remainder().len();
+    for (i, c) in chunks.remainder().iter().enumerate() {
+        if *c == b':'
+            && let Some(start) = seen(tail + i)
+        {
+            return Some(start);
+        }
+    }
+    (colons == 4).then_some(fourth)
+}
+
+/// Whether `id` is accepted as a physical id without a closer look: not
+/// empty, printable ASCII (neither whitespace nor a control character).
+/// Checked eight bytes at a time.
+pub(super) fn plain_id(id: &[u8]) -> bool {
+    let mut chunks = id.chunks_exact(8);
+    for chunk in &mut chunks {
+        let w = word(chunk);
+        // Bytes below 0x21 (any hit means one exists), DEL, and anything
+        // with the high bit.
+        let below = w.wrapping_sub(ONES * 0x21) & !w & HIGHS;
+        if below | bytes_equal(w, 0x7f) | (w & HIGHS) != 0 {
+            return false;
+        }
+    }
+    !id.is_empty() && chunks.remainder().iter().all(|b| (0x21..0x7f).contains(b))
+}
+
+/// `text` split into its prefix and id when the fast path may answer for it
+/// (see [`id_start`] and [`plain_id`]); `None` sends it to [`CrnRef::parse`].
+pub(super) fn split(text: &str) -> Option<(&str, &str)> {
+    if text.len() > MAX_CRN_LEN {
+        return None;
+    }
+    let at = id_start(text)?;
+    let (prefix, id) = (text.get(..at)?, text.get(at..)?);
+    plain_id(id.as_bytes()).then_some((prefix, id))
+}
+
+/// The full parse, for a CRN whose prefix is not known yet; its prefix is
+/// the text before the id it parsed.
+pub(super) fn parse(text: &str) -> Result<(CrnRef<'_>, &str), CrnError> {
+    let crn = CrnRef::parse(text)?;
+    let prefix = text.strip_suffix(crn.id).unwrap_or("");
+    Ok((crn, prefix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The split agrees with `CrnRef::parse` wherever it answers, and
+    /// whether a split CRN parses depends on its prefix alone (so one parse
+    /// per prefix vouches for every later CRN with that prefix).
+    fn agrees(text: &str) {
+        match (split(text), CrnRef::parse(text)) {
+            (Some((prefix, id)), Ok(crn)) => {
+                assert_eq!(crn.id, id, "{text:?}");
+                assert_eq!(parse(text).map(|(_, p)| p), Ok(prefix), "{text:?}");
+            }
+            (Some((prefix, _)), Err(_)) => {
+                let other = format!("{prefix}other-id");
+                assert!(CrnRef::parse(&other).is_err(), "{text:?} fails but {other:?} parses");
+            }
+            (None, Ok(crn)) => {
+                // Only ids the fast path does not vouch for.
+                assert!(!plain_id(crn.id.as_bytes()), "{text:?} parses but was not split");
+            }
+            (None, Err(_)) => {}
+        }
+    }
+
+    #[test]
+    fn ids_start_where_the_parser_puts_them() {
+        for text in [
+            "crn:svc:aws:us-east-1:123456789012:volume:vol-1",
+            "crn:aws:us-east-1:123456789012:volume:vol-3",
+            "crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-4",
+            "crn:svc:aws:us-east-1:ec2:volume:123456789012:arn:aws:ec2:vol-5",
+            "crn:svc:aws:us-east-1:123456789012:role:arn:aws:iam::1:role/x",
+            "crn:svc:svc:r:a:t:id",
+            "crn:svc:aws:us-east-1:1:volume:",
+            "crn:svc:aws:us-east-1:1:volume:vol 1",
+            "crn:svc:aws:us-east-1:1:volume:vol-é",
+            "crn:svc:aws::1:volume:vol-1",
+            "crn:svc:aws:us east:1:volume:vol-1",
+            "crn:svc:aws:us-east-1:1:volume",
+            "crn:svc:aws",
+            "crn:",
+            "crn:svc:",
+            "arn:svc:aws:us-east-1:1:volume:vol-1",
+            "",
+        ] {
+            agrees(text);
+        }
+        let long = format!("crn:svc:aws:us-east-1:1:volume:{}", "x".repeat(MAX_CRN_LEN));
+        assert_eq!(split(&long), None);
+        assert!(CrnRef::parse(&long).is_err());
+    }
+
+    #[test]
+    fn plain_ids_are_printable_ascii() {
+        let text = b"vol-0123456789abcdef/arn:aws:x";
+        for len in 0..text.len() {
+            assert!(plain_id(&text[..len]) == (len > 0), "{len}");
+            for bad in [0x00, 0x09, b' ', 0x7f, 0x80, 0xc3, 0xff] {
+                for at in 0..=len {
+                    let mut id = text[..len].to_vec();
+                    id.insert(at, bad);
+                    assert!(!plain_id(&id), "{id:?}");
+                }
+            }
+            for good in [0x21, b'~', b':'] {
+                let mut id = text[..len].to_vec();
+                id.push(good);
+                assert!(plain_id(&id), "{id:?}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn plain_ids_agree_with_a_byte_loop(id in proptest::collection::vec(proptest::num::u8::ANY, 0..30)) {
+            proptest::prop_assert_eq!(plain_id(&id), !id.is_empty() && id.iter().all(|b| (0x21..0x7f).contains(b)));
+        }
+
+
+        #[test]
+        fn the_split_agrees_with_the_parser_on_any_text(text in "(crn:)?(svc:)?([a-c:\\- é\\t]{0,6}:){0,7}[a-c:\\- é\\t]{0,6}") {
+            agrees(&text);
+        }
+    }
+}
