@@ -1072,6 +1072,25 @@ fn every_rule_flags_its_resource_and_spares_the_look_alikes() {
     }
 }
 
+/// Deciding without reasons fires the same rules with the same savings as
+/// the scan's pass, and rendering those hits later writes the same reasons.
+#[test]
+fn deciding_then_rendering_matches_the_scan_pass() {
+    let (g, out, _) = run(estate());
+    let now_us = NOW * 1_000_000;
+    let decided = builtin::decide(&g, now_us, NOW, &Default::default());
+    assert!(decided.reasons.is_empty(), "deciding formats nothing");
+    assert_eq!((decided.evaluated, decided.checks), (out.evaluated, out.checks));
+    assert_eq!(decided.ignored, out.ignored);
+    let fired: Vec<_> = decided.hits.iter().map(|h| (h.node, h.rule.name)).collect();
+    let found: Vec<_> = out.findings.iter().map(|f| (f.node, &*f.rule)).collect();
+    assert_eq!(fired, found);
+    // Savings too: a rendered finding carries its hit's.
+    let rendered = builtin::render(&g, now_us, NOW, &decided.hits);
+    assert_eq!(rendered, out.findings);
+    assert!(out.findings.len() >= builtin::rules().count(), "every rule fires here");
+}
+
 #[test]
 fn reasons_carry_the_numbers() {
     let (g, out, crns) = run(estate());
