@@ -204,7 +204,8 @@ pub fn decide(graph: &Graph, now_us: u64, as_of_s: u64, selection: &Selection) -
 }
 
 /// The findings of `hits` (from [`decide`] over the same graph, at the
-/// same times), each with its reason.
+/// same times), each with its reason; a hit whose rule no longer fires
+/// there is left out.
 pub fn render(graph: &Graph, now_us: u64, as_of_s: u64, hits: &[RuleHit]) -> Vec<Finding> {
     with_pass(graph, now_us, as_of_s, &Selection::default(), |ctx, _| {
         render_in(ctx, hits)
@@ -313,13 +314,19 @@ fn decide_in(graph: &Graph, ctx: &view::Ctx<'_>, by_type: &[Vec<(Sym, &'static R
 fn render_in(ctx: &view::Ctx<'_>, hits: &[RuleHit]) -> Vec<Finding> {
     hits.par_iter()
         .with_min_len(1024)
-        .map(|hit| {
+        .filter_map(|hit| {
             // Most reasons fit; the rest grow once.
             let mut reason = String::with_capacity(96);
-            let node = Node::new(ctx, hit.node);
-            let again = (hit.rule.check)(&node, &mut Why::to(&mut reason));
-            debug_assert_eq!(again.map(|h| h.savings), Some(hit.savings), "{}", hit.rule.name);
-            finding(hit, reason)
+            let node = Node::find(ctx, hit.node)?;
+            // A hit from another graph or time that no longer fires is dropped.
+            let again = (hit.rule.check)(&node, &mut Why::to(&mut reason))?;
+            Some(finding(
+                &RuleHit {
+                    savings: again.savings,
+                    ..*hit
+                },
+                reason,
+            ))
         })
         .collect()
 }

@@ -247,6 +247,11 @@ impl<'a> Node<'a> {
         Node::with(ctx, n)
     }
 
+    /// The node `id`, if it is one of this graph's.
+    pub fn find(ctx: &'a Ctx<'a>, id: NodeId) -> Option<Node<'a>> {
+        ctx.graph.node(id).map(|n| Node::with(ctx, n))
+    }
+
     fn with(ctx: &'a Ctx<'a>, n: NodeRef<'a>) -> Node<'a> {
         Node {
             ctx,
