@@ -438,11 +438,16 @@ async fn export_to_a_directory_on_request_and_on_schedule() {
         );
         tokio::time::sleep(POLL_PAUSE).await;
     }
-    let metrics = d.anonymous().get("/metrics").await.text;
-    assert!(
-        metrics.contains(&format!("svc_ledger_exported_seq {}", last + 1)),
-        "{metrics}"
-    );
+    // The metric is set when the run ends, just after its object is written.
+    let exported = format!("svc_ledger_exported_seq {}", last + 1);
+    loop {
+        let metrics = d.anonymous().get("/metrics").await.text;
+        if metrics.contains(&exported) {
+            break;
+        }
+        assert!(Instant::now() < end, "{metrics}");
+        tokio::time::sleep(POLL_PAUSE).await;
+    }
 }
 
 #[tokio::test]
