@@ -4,7 +4,8 @@ use std::fmt;
 
 use super::view::Node;
 use super::{
-    GRACE_DAYS, Hit, Rule, RuleKind, STALE_DAYS, Unused, Why, attached_machine, bytes, days, unused_machine, usd,
+    GRACE_DAYS, Hit, Rule, RuleKind, STALE_DAYS, Unused, Why, attached_machine, bytes, days, storage_facts,
+    unused_machine, usd,
 };
 use crate::prices;
 use crate::relation::Relation::{AttachedTo, Contains, Uses};
@@ -275,12 +276,7 @@ pub(super) static RULES: &[Rule] = &[
 ];
 
 fn volume_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
-    fmt::from_fn(move |f| {
-        let k = n.keys();
-        let size = n.num(k.size_gib).unwrap_or(0.0);
-        let class = n.str(k.volume_type).unwrap_or("unknown type");
-        write!(f, "{size:.0} GiB {class}, {}", usd(n.cost()))
-    })
+    storage_facts(n, [n.keys().volume_type, None], "unknown type")
 }
 
 /// Days a volume has been attached to nothing, when that is past the grace period.

@@ -4,7 +4,9 @@ use super::aws::{machine_facts, stale_storage};
 use std::fmt;
 
 use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, RuleKind, Unused, Why, attached_machine, days, unused_machine, usd};
+use super::{
+    GRACE_DAYS, Hit, Rule, RuleKind, Unused, Why, days, disk_on_unused_machine, storage_facts, unused_machine, usd,
+};
 use crate::relation::Relation::{AttachedTo, FlowsTo};
 
 use RuleKind::Waste;
@@ -107,12 +109,7 @@ pub(super) static RULES: &[Rule] = &[
 ];
 
 fn disk_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
-    fmt::from_fn(move |f| {
-        let k = n.keys();
-        let size = n.num(k.size_gib).unwrap_or(0.0);
-        let sku = n.str(k.sku).unwrap_or("disk");
-        write!(f, "{size:.0} GiB {sku}, {}", usd(n.cost()))
-    })
+    storage_facts(n, [n.keys().sku, None], "disk")
 }
 
 fn disk_unattached(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
@@ -131,11 +128,7 @@ fn disk_unattached(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
 }
 
 fn disk_on_unused(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
-    let (vm, unused) = attached_machine(n)?;
-    Some(why.hit(
-        n.cost(),
-        format_args!("attached to {vm}, {}; {}", unused.describe(), disk_facts(n)),
-    ))
+    disk_on_unused_machine(n, why, disk_facts(n))
 }
 
 fn vm_stopped(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {

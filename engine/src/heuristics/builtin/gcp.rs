@@ -4,7 +4,9 @@ use super::aws::{machine_facts, stale_storage};
 use std::fmt;
 
 use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, RuleKind, Unused, Why, attached_machine, days, unused_machine, usd};
+use super::{
+    GRACE_DAYS, Hit, Rule, RuleKind, Unused, Why, days, disk_on_unused_machine, storage_facts, unused_machine, usd,
+};
 use crate::relation::Relation::{AttachedTo, Contains};
 
 use RuleKind::Waste;
@@ -116,12 +118,7 @@ pub(super) static RULES: &[Rule] = &[
 ];
 
 fn disk_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
-    fmt::from_fn(move |f| {
-        let k = n.keys();
-        let size = n.num(k.size_gib).unwrap_or(0.0);
-        let class = n.str(k.disk_type).or_else(|| n.str(k.volume_type)).unwrap_or("disk");
-        write!(f, "{size:.0} GiB {class}, {}", usd(n.cost()))
-    })
+    storage_facts(n, [n.keys().disk_type, n.keys().volume_type], "disk")
 }
 
 fn disk_unattached(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
@@ -134,11 +131,7 @@ fn disk_unattached(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
 }
 
 fn disk_on_unused(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
-    let (instance, unused) = attached_machine(n)?;
-    Some(why.hit(
-        n.cost(),
-        format_args!("attached to {instance}, {}; {}", unused.describe(), disk_facts(n)),
-    ))
+    disk_on_unused_machine(n, why, disk_facts(n))
 }
 
 fn instance_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {

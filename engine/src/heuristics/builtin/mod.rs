@@ -512,6 +512,30 @@ impl fmt::Display for MachineName<'_> {
     }
 }
 
+/// "500 GiB gp2, $50.00/mo": a volume's or disk's size, its class (the
+/// first of the `class` properties it has, else `fallback`) and its cost,
+/// read only when the reason is rendered.
+pub(crate) fn storage_facts<'a>(
+    n: &'a Node<'_>,
+    class: [Option<Sym>; 2],
+    fallback: &'static str,
+) -> impl fmt::Display + 'a {
+    fmt::from_fn(move |f| {
+        let size = n.num(n.keys().size_gib).unwrap_or(0.0);
+        let class = class.into_iter().find_map(|k| n.str(k)).unwrap_or(fallback);
+        write!(f, "{size:.0} GiB {class}, {}", usd(n.cost()))
+    })
+}
+
+/// A disk attached to an unused machine, described by `facts`.
+pub(crate) fn disk_on_unused_machine(n: &Node<'_>, why: &mut Why<'_>, facts: impl fmt::Display) -> Option<Hit> {
+    let (machine, unused) = attached_machine(n)?;
+    Some(why.hit(
+        n.cost(),
+        format_args!("attached to {machine}, {}; {facts}", unused.describe()),
+    ))
+}
+
 /// `$1,234.50/mo`, written where it is formatted (no allocation).
 pub(crate) fn usd(v: f64) -> impl fmt::Display {
     fmt::from_fn(move |f| {
