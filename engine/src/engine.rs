@@ -68,6 +68,8 @@ pub struct Engine {
     assessment: RwLock<Option<Arc<Assessment>>>,
     /// What the ghost linker did in the last scan.
     links: RwLock<Arc<LinkReport>>,
+    /// What each node offered and asked the linker in the last scan.
+    pub(crate) link_cache: Mutex<crate::analysis::linker::Cache>,
     /// What the pattern phase of the last scan found.
     pattern: RwLock<Arc<PatternReport>>,
     source_config: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
@@ -238,6 +240,7 @@ impl Engine {
             oracle: AtomicBool::new(true),
             assessment: RwLock::new(None),
             links: RwLock::new(Arc::new(LinkReport::default())),
+            link_cache: Mutex::new(Default::default()),
             pattern: RwLock::new(Arc::new(PatternReport::default())),
             source_config: RwLock::new(BTreeMap::new()),
             last_report: RwLock::new(None),

@@ -232,7 +232,9 @@ fn inferred_edges_are_marked_kept_and_retired() {
     let e = estate();
     let interner = e.interner.clone();
     let (mut g, crns) = e.graph();
-    let first = linker::run(&mut g, NOW_US, 2);
+    // The facts of each run are kept for the next, as a scan keeps them.
+    let mut cache = linker::Cache::default();
+    let first = linker::run_with(&mut cache, &mut g, NOW_US, 2);
     // www -> lb is reported by the provider; the six others are new.
     assert_eq!(first.added, 6, "{first:?}");
     assert_eq!(first.matched(), 7);
@@ -257,8 +259,9 @@ fn inferred_edges_are_marked_kept_and_retired() {
     assert!(!reported.inferred(), "a provider's edge stays as reported");
 
     // The next scan finds the same: nothing added, nothing retired.
-    let again = linker::run(&mut g, NOW_US + 10, 3);
+    let again = linker::run_with(&mut cache, &mut g, NOW_US + 10, 3);
     assert_eq!((again.added, again.retired), (0, 0));
+    assert_eq!(cache.read, 0, "nothing changed, nothing is read again");
 
     // The Kubernetes node moves to another machine: its old edge goes.
     let mut batch = NodeBatch::default();
@@ -273,8 +276,9 @@ fn inferred_edges_are_marked_kept_and_retired() {
     let pid = interner.intern("provider_id");
     batch.push(input, &[], |w| w.str(pid, "aws:///us-east-1a/i-gone"));
     g.ingest_nodes(&[batch], NOW_US + 20, 4);
-    let moved = linker::run(&mut g, NOW_US + 20, 4);
+    let moved = linker::run_with(&mut cache, &mut g, NOW_US + 20, 4);
     assert_eq!((moved.added, moved.retired), (0, 1));
+    assert_eq!(cache.read, 1, "only the node that moved is read again");
     g.rebuild_adjacency(NOW_US + 20);
     let node = g.node(id(&g, &crns, "ip-10-0-0-1")).expect("node");
     assert_eq!(node.out_edges().filter(|e| e.relation() == Runs).count(), 0);

@@ -261,3 +261,28 @@ fn estate_of_a_seed_is_pinned() {
         "crn:svc:aws:ap-southeast-2:ec2:eip:424467945387:eipalloc-044f80b9418d2f419"
     );
 }
+
+#[test]
+fn the_linker_reads_again_only_what_changed_and_finds_what_a_fresh_run_finds() {
+    use svc_engine::analysis::linker;
+    let estate = MockEstate::new(11, 20_000);
+    let mut scanned = scan(&estate, 0);
+    let mut cache = linker::Cache::default();
+    let first = linker::find_with(&mut cache, &scanned.graph, now(0));
+    assert!(!first.is_empty());
+    assert_eq!(first, linker::find(&scanned.graph, now(0)));
+    let visible = scanned.graph.node_rows() as u64;
+    assert_eq!(cache.read, visible, "a first run reads every node");
+    for epoch in 1..4 {
+        scanned = scan_into(scanned.graph, &estate, epoch);
+        let syms: Vec<_> = PROVIDERS.iter().map(|p| scanned.graph.interner().intern(p)).collect();
+        scanned.graph.retire_unseen(&syms, now(epoch), epoch as u32 + 1);
+        let kept = linker::find_with(&mut cache, &scanned.graph, now(epoch));
+        assert_eq!(kept, linker::find(&scanned.graph, now(epoch)), "epoch {epoch}");
+        let changed = (scanned.nodes.inserted + scanned.nodes.changed + scanned.nodes.revived) as u64;
+        assert_eq!(
+            cache.read, changed,
+            "epoch {epoch}: only new and changed nodes are read"
+        );
+    }
+}

@@ -327,79 +327,251 @@ fn facts(
     f
 }
 
+/// What each node offers and asks, kept by row across runs. A node's facts
+/// depend only on its own version (its type, state, tags and properties,
+/// which the row's content hash covers), so a later run reads the
+/// properties of the rows that changed and copies the rest.
+#[derive(Default)]
+pub struct Cache {
+    shards: Vec<CacheShard>,
+    /// Rows whose facts the last run read again (the rest were kept).
+    pub read: u64,
+}
+
+#[derive(Default)]
+struct CacheShard {
+    /// The node shard's generation the rows are numbered in.
+    generation: u32,
+    /// By row: the content hash the facts were read from, 0 when none
+    /// were kept (not visible, or never read).
+    stamp: Vec<u64>,
+    /// By row: where its items start in `items` (one more entry than rows).
+    start: Vec<u32>,
+    items: Vec<Item>,
+    /// The items' keys, end to end.
+    text: String,
+}
+
+/// One offer or ask of a node, its key in the shard's `text`.
+#[derive(Copy, Clone)]
+struct Item {
+    table: Table,
+    /// `(rule, relation, self is source)` of an ask; `None` for an offer.
+    ask: Option<(u8, Relation, bool)>,
+    key: (u32, u32),
+}
+
+impl CacheShard {
+    fn key(&self, item: &Item) -> &str {
+        let (at, len) = item.key;
+        self.text.get(at as usize..(at + len) as usize).unwrap_or("")
+    }
+
+    fn push(&mut self, table: Table, ask: Option<(u8, Relation, bool)>, key: &str) {
+        let at = self.text.len() as u32;
+        self.text.push_str(key);
+        self.items.push(Item {
+            table,
+            ask,
+            key: (at, key.len() as u32),
+        });
+    }
+
+    fn items(&self, row: usize) -> &[Item] {
+        match (self.start.get(row), self.start.get(row + 1)) {
+            (Some(&a), Some(&b)) => &self.items[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+}
+
+fn key_hash(table: Table, key: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write_u8(table as u8);
+    h.write(key.as_bytes());
+    h.finish()
+}
+
 /// Finds every match in the graph (visible nodes only), in parallel.
 pub fn find(graph: &Graph, now_us: u64) -> Vec<(NodeId, NodeId, Relation, &'static str)> {
+    find_with(&mut Cache::default(), graph, now_us)
+}
+
+/// [`find`], reading again only the rows whose facts `cache` does not hold
+/// for their current version, and keeping this run's facts in it.
+pub fn find_with(cache: &mut Cache, graph: &Graph, now_us: u64) -> Vec<(NodeId, NodeId, Relation, &'static str)> {
     let reader = graph.interner().reader();
     let keys = Keys::new(&reader);
     let segs = Segs::new(&reader);
     let slots = keys.slots();
-    // Types classed once: distinct type symbols, then their names.
-    let mut types: FxHashMap<Sym, TypeClass> = FxHashMap::default();
+    // Types classed once, by symbol: distinct type symbols, then their names.
+    let mut types: Vec<Option<TypeClass>> = Vec::new();
     for shard in graph.node_shards() {
         for (r, ty) in shard.ty.iter().enumerate() {
-            if !types.contains_key(ty) {
+            if types.get(ty.index()).is_none_or(Option::is_none) {
                 let key = shard.key[r];
                 let (service, kind) = (reader.resolve(key[2]), reader.resolve(key[3]));
-                types.insert(
-                    *ty,
-                    TypeClass {
-                        public: is_public_holder(kind),
-                        dns: is_dns(service, kind),
-                    },
-                );
+                if types.len() <= ty.index() {
+                    types.resize(ty.index() + 1, None);
+                }
+                types[ty.index()] = Some(TypeClass {
+                    public: is_public_holder(kind),
+                    dns: is_dns(service, kind),
+                });
             }
         }
     }
-    let per_shard: Vec<Vec<(NodeId, Facts)>> = graph
+    let mut old = std::mem::take(&mut cache.shards);
+    old.resize_with(graph.node_shards().len(), CacheShard::default);
+    let fresh: Vec<(CacheShard, u64)> = graph
         .node_shards()
         .par_iter()
+        .zip(old.into_par_iter())
         .enumerate()
-        .map(|(s, shard)| {
+        .map(|(s, (shard, old))| {
             let reader = graph.interner().reader();
-            (0..shard.len())
-                .filter(|&r| visible(shard.valid_to[r], now_us))
-                .filter_map(|r| {
-                    let id = NodeId::new(s, r as u32, shard.generation);
-                    let n = graph.node(id)?;
-                    let class = types.get(&shard.ty[r]).copied().unwrap_or_default();
-                    let f = facts(&n, &reader, &keys, &segs, &slots, class);
-                    (!f.offers.is_empty() || !f.asks.is_empty()).then_some((id, f))
-                })
-                .collect()
+            let same = old.generation == shard.generation;
+            let mut out = CacheShard {
+                generation: shard.generation,
+                stamp: vec![0; shard.len()],
+                start: Vec::with_capacity(shard.len() + 1),
+                items: Vec::with_capacity(old.items.len()),
+                text: String::with_capacity(old.text.len()),
+            };
+            let mut read = 0;
+            for r in 0..shard.len() {
+                out.start.push(out.items.len() as u32);
+                if !visible(shard.valid_to[r], now_us) {
+                    continue;
+                }
+                let content = shard.content[r];
+                if same && content != 0 && old.stamp.get(r) == Some(&content) {
+                    for item in old.items(r) {
+                        out.push(item.table, item.ask, old.key(item));
+                    }
+                    out.stamp[r] = content;
+                    continue;
+                }
+                let Some(n) = graph.node(NodeId::new(s, r as u32, shard.generation)) else {
+                    continue;
+                };
+                read += 1;
+                let class = types.get(shard.ty[r].index()).copied().flatten().unwrap_or_default();
+                let f = facts(&n, &reader, &keys, &segs, &slots, class);
+                for (table, key) in &f.offers {
+                    out.push(*table, None, key);
+                }
+                for (table, key, rule, rel, self_is_source) in &f.asks {
+                    out.push(*table, Some((*rule as u8, *rel, *self_is_source)), key);
+                }
+                out.stamp[r] = content;
+            }
+            out.start.push(out.items.len() as u32);
+            (out, read)
         })
         .collect();
-    let mut index: FxHashMap<(Table, &str), Vec<NodeId>> = FxHashMap::default();
-    for (id, f) in per_shard.iter().flatten() {
-        for (t, key) in &f.offers {
-            index.entry((*t, key.as_str())).or_default().push(*id);
-        }
-    }
-    let provider_of = |id: NodeId| graph.node_shards()[id.shard()].key[id.row() as usize][0];
-    let mut matches: Vec<Match> = Vec::new();
-    for (id, f) in per_shard.iter().flatten() {
-        for (t, key, rule, rel, self_is_source) in &f.asks {
-            let found = match t {
-                Table::IpPreferPublic => index
-                    .get(&(Table::PublicIp, key.as_str()))
-                    .or_else(|| index.get(&(Table::Ip, key.as_str()))),
-                t => index.get(&(*t, key.as_str())),
-            };
-            let Some(others) = found else { continue };
-            for &other in others {
-                if other == *id {
-                    continue;
+    cache.read = fresh.iter().map(|(_, n)| n).sum();
+    cache.shards = fresh.into_iter().map(|(c, _)| c).collect();
+    join(graph, &cache.shards)
+}
+
+/// Where an item is: `(shard, row, item index in the shard)`.
+type At = (u32, u32, u32);
+
+/// An offer by the hash of its table and key.
+type Offer = (u64, At);
+
+/// Matches every ask against the offers: both sorted by the hash of their
+/// table and key, keys compared in full.
+fn join(graph: &Graph, shards: &[CacheShard]) -> Vec<(NodeId, NodeId, Relation, &'static str)> {
+    let id_of = |(s, r, _): At| NodeId::new(s as usize, r, graph.node_shards()[s as usize].generation);
+    let (mut offers, asks): (Vec<Offer>, Vec<At>) = {
+        let per_shard: Vec<(Vec<Offer>, Vec<At>)> = shards
+            .par_iter()
+            .enumerate()
+            .map(|(s, c)| {
+                let (mut offers, mut asks) = (Vec::new(), Vec::new());
+                for r in 0..c.start.len().saturating_sub(1) {
+                    let a = c.start[r] as usize;
+                    for (i, item) in c.items(r).iter().enumerate() {
+                        let at = (s as u32, r as u32, (a + i) as u32);
+                        match item.ask {
+                            None => offers.push((key_hash(item.table, c.key(item)), at)),
+                            Some(_) => asks.push(at),
+                        }
+                    }
                 }
+                (offers, asks)
+            })
+            .collect();
+        let mut offers = Vec::with_capacity(per_shard.iter().map(|p| p.0.len()).sum());
+        let mut asks = Vec::with_capacity(per_shard.iter().map(|p| p.1.len()).sum());
+        for (o, a) in per_shard {
+            offers.extend(o);
+            asks.extend(a);
+        }
+        (offers, asks)
+    };
+    offers.par_sort_unstable_by_key(|o| o.0);
+    // Where each hash's offers start and end in `offers`.
+    let mut ranges: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
+    ranges.reserve(offers.len());
+    let mut from = 0;
+    while from < offers.len() {
+        let h = offers[from].0;
+        let to = from + offers[from..].iter().take_while(|o| o.0 == h).count();
+        ranges.insert(h, (from as u32, to as u32));
+        from = to;
+    }
+
+    let item = |(s, _, i): At| &shards[s as usize].items[i as usize];
+    let key = |at: At| shards[at.0 as usize].key(item(at));
+    // The nodes offering `key` in `table`.
+    let offered = |table: Table, k: &str| -> Vec<At> {
+        let Some(&(from, to)) = ranges.get(&key_hash(table, k)) else {
+            return Vec::new();
+        };
+        offers[from as usize..to as usize]
+            .iter()
+            .filter(|o| item(o.1).table == table && key(o.1) == k)
+            .map(|o| o.1)
+            .collect()
+    };
+    let provider_of = |id: NodeId| graph.node_shards()[id.shard()].key[id.row() as usize][0];
+    let mut matches: Vec<Match> = asks
+        .par_iter()
+        .flat_map_iter(|&at| {
+            let ask = item(at);
+            let k = key(at);
+            let (rule, rel, self_is_source) = ask.ask.unwrap_or((0, Relation::FlowsTo, true));
+            let me = id_of(at);
+            let found: Vec<At> = match ask.table {
+                // The public holder of an IP if there is one, else any holder.
+                Table::IpPreferPublic => {
+                    let public = offered(Table::PublicIp, k);
+                    if public.is_empty() {
+                        offered(Table::Ip, k)
+                    } else {
+                        public
+                    }
+                }
+                t => offered(t, k),
+            };
+            found.into_iter().filter_map(move |o| {
+                let other = id_of(o);
                 // Shared IPs and DNS names join providers; within one
                 // provider the provider's own edges say it.
-                if *rule == 3 && provider_of(other) == provider_of(*id) {
-                    continue;
+                if other == me || rule == 3 && provider_of(other) == provider_of(me) {
+                    return None;
                 }
-                let (src, dst) = if *self_is_source { (*id, other) } else { (other, *id) };
-                matches.push((src, dst, *rel, *rule));
-            }
-        }
-    }
-    matches.sort_unstable_by_key(|&(s, d, rel, rule)| (s, d, rel as u8, rule));
+                let (src, dst) = if self_is_source { (me, other) } else { (other, me) };
+                Some((src, dst, rel, rule as usize))
+            })
+        })
+        .collect();
+
+    matches.par_sort_unstable_by_key(|&(s, d, rel, rule)| (s, d, rel as u8, rule));
     matches.dedup_by_key(|&mut (s, d, rel, _)| (s, d, rel as u8));
     matches
         .into_iter()
@@ -412,8 +584,13 @@ pub fn find(graph: &Graph, now_us: u64) -> Vec<(NodeId, NodeId, Relation, &'stat
 /// longer holds. The caller rebuilds the adjacency index when
 /// `added + retired > 0`.
 pub fn run(graph: &mut Graph, now_us: u64, scan: u32) -> LinkReport {
+    run_with(&mut Cache::default(), graph, now_us, scan)
+}
+
+/// [`run`] with the facts of the last run kept in `cache` ([`find_with`]).
+pub fn run_with(cache: &mut Cache, graph: &mut Graph, now_us: u64, scan: u32) -> LinkReport {
     let started = Instant::now();
-    let matches = find(graph, now_us);
+    let matches = find_with(cache, graph, now_us);
     let interner = graph.interner().clone();
     let key = interner.intern(INFERRED_BY);
     let mut report = LinkReport {

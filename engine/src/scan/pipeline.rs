@@ -432,7 +432,10 @@ pub(crate) fn run(
     {
         let _s = info_span!("engine.ghost_linker").entered();
         let mut graph = engine.graph_mut();
-        let mut links = linker::run(&mut graph, now_us, report.scan_seq as u32);
+        let mut cache = engine.link_cache.lock();
+        let mut links = linker::run_with(&mut cache, &mut graph, now_us, report.scan_seq as u32);
+        let facts_read = cache.read;
+        drop(cache);
         links.expired_flows = traffic::expire(&mut graph, now_us, report.scan_seq as u32) as u64;
         if links.added + links.retired + links.expired_flows > 0 {
             graph.rebuild_adjacency(now_us);
@@ -441,6 +444,7 @@ pub(crate) fn run(
             matched = links.matched(),
             added = links.added,
             retired = links.retired,
+            facts_read,
             ms = links.duration_ms,
             "linked"
         );
