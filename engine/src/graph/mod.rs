@@ -626,6 +626,21 @@ impl Graph {
         adj.built_at = Some(now_us);
         adj.builds = builds;
         self.adj = adj;
+        self.clear_touched();
+    }
+
+    /// Rebuilds the adjacency index over the edges visible at `now_us` from
+    /// every edge row, whatever changed since the last build.
+    pub fn rebuild_adjacency_from_scratch(&mut self, now_us: u64) {
+        let mut builds = self.adj.builds;
+        builds.full += 1;
+        self.adj = self.full_adjacency(self.dense_base(), now_us);
+        self.adj.built_at = Some(now_us);
+        self.adj.builds = builds;
+        self.clear_touched();
+    }
+
+    fn clear_touched(&mut self) {
         for s in &mut self.nodes {
             s.touched.clear();
         }
