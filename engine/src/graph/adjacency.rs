@@ -1,7 +1,24 @@
 //! Compressed sparse row adjacency over the visible edges, rebuilt after each
 //! scan. Nodes are numbered densely: shard by shard, row by row.
+//!
+//! A rebuild after a small change patches the previous index instead of
+//! starting over ([`patch`]): the shards note the rows whose visibility may
+//! have changed since the last build ([`super::shard::Touched`]); every edge
+//! of such a row, or incident to such a node, is taken out of its source's
+//! and target's ranges and put back when it is visible now. Every other
+//! range is copied as it was, its offsets shifted by the edges added or
+//! removed before it and its neighbours renumbered when node shards grew.
+//! Within a range edges stay in ascending packed id order, so the result is
+//! the index a full build gives.
 
-use crate::ids::{EdgeId, NodeId};
+use crate::ids::{EdgeId, NODE_SHARDS, NodeId};
+
+/// How many times the index was built from scratch and patched.
+#[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
+pub struct Builds {
+    pub full: u64,
+    pub patched: u64,
+}
 
 #[derive(Default)]
 pub struct Adjacency {
@@ -14,6 +31,12 @@ pub struct Adjacency {
     pub(crate) in_off: Vec<u32>,
     pub(crate) in_edge: Vec<u32>,
     pub(crate) in_node: Vec<u32>,
+    /// `now_us` of the last build; `None` before the first.
+    pub(crate) built_at: Option<u64>,
+    /// The earliest `valid_to` later than `built_at` among the rows not
+    /// touched since: until then an untouched row looks as it did.
+    pub(crate) horizon: u64,
+    pub(crate) builds: Builds,
 }
 
 impl Adjacency {
@@ -54,6 +77,23 @@ impl Adjacency {
             .zip(self.in_node[a..b].iter().copied())
     }
 
+    /// Builds so far, from scratch and patched.
+    pub fn builds(&self) -> Builds {
+        self.builds
+    }
+
+    /// Whether both hold the same index (same numbering, same ranges in
+    /// the same order), however each was built.
+    pub fn same_index(&self, other: &Adjacency) -> bool {
+        self.base == other.base
+            && self.out_off == other.out_off
+            && self.out_edge == other.out_edge
+            && self.out_node == other.out_node
+            && self.in_off == other.in_off
+            && self.in_edge == other.in_edge
+            && self.in_node == other.in_node
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.base.capacity() * 4
             + (self.out_off.capacity() + self.in_off.capacity()) * 4
@@ -67,7 +107,7 @@ pub(crate) const MAX_EDGE_ROWS: usize = 1 << 25;
 
 /// An edge id in four bytes: 7 bits of edge shard, 25 bits of row.
 #[inline]
-fn pack(e: EdgeId) -> u32 {
+pub(crate) fn pack(e: EdgeId) -> u32 {
     debug_assert!((e.row() as usize) < MAX_EDGE_ROWS);
     ((e.shard() as u32) << 25) | e.row()
 }
@@ -123,5 +163,186 @@ pub(crate) fn build(base: Vec<u32>, edges: &[(EdgeId, u32, u32)]) -> Adjacency {
         in_off,
         in_edge,
         in_node,
+        ..Adjacency::default()
+    }
+}
+
+/// In a [`Change`], the edge is not visible now.
+pub(crate) const GONE: u32 = u32::MAX;
+
+/// A touched edge seen from one endpoint: `(dense endpoint, packed edge,
+/// dense other endpoint or GONE)`, in the new numbering.
+pub(crate) type Change = (u32, u32, u32);
+
+/// Patches `old` into the index over `base` (every node shard as long as
+/// in `old` or longer): each edge named in `out` and `inc` leaves the range
+/// of its endpoint and comes back when it has an other endpoint. No edge
+/// may be named twice on one side.
+pub(crate) fn patch(old: Adjacency, base: Vec<u32>, mut out: Vec<Change>, mut inc: Vec<Change>) -> Adjacency {
+    if out.is_empty() && inc.is_empty() && old.base == base {
+        return old;
+    }
+    let remap = Remap::new(&old.base, &base);
+    let (out_side, in_side) = rayon::join(
+        || {
+            out.sort_unstable();
+            patch_side(
+                &old.base,
+                &base,
+                (&old.out_off, &old.out_edge, &old.out_node),
+                &out,
+                &remap,
+            )
+        },
+        || {
+            inc.sort_unstable();
+            patch_side(
+                &old.base,
+                &base,
+                (&old.in_off, &old.in_edge, &old.in_node),
+                &inc,
+                &remap,
+            )
+        },
+    );
+    let (out_off, out_edge, out_node) = out_side;
+    let (in_off, in_edge, in_node) = in_side;
+    Adjacency {
+        base,
+        out_off,
+        out_edge,
+        out_node,
+        in_off,
+        in_edge,
+        in_node,
+        ..old
+    }
+}
+
+type Side = (Vec<u32>, Vec<u32>, Vec<u32>);
+
+/// One direction of [`patch`]; `changes` sorted.
+fn patch_side(
+    old_base: &[u32],
+    base: &[u32],
+    (off, edge, node): (&[u32], &[u32], &[u32]),
+    changes: &[Change],
+    remap: &Remap,
+) -> Side {
+    let n = base.last().copied().unwrap_or(0) as usize;
+    let added = changes.iter().filter(|c| c.2 != GONE).count();
+    let mut o_off = Vec::with_capacity(n + 1);
+    let mut o_edge = Vec::with_capacity(edge.len() + added);
+    let mut o_node = Vec::with_capacity(edge.len() + added);
+    let mut ci = 0;
+    for s in 0..NODE_SHARDS {
+        let (ob, ol) = (old_base[s], old_base[s + 1] - old_base[s]);
+        let (nb, nl) = (base[s], base[s + 1] - base[s]);
+        let mut row = 0;
+        while row < nl {
+            // The next row with changes, or the end of the shard.
+            let next = changes.get(ci).map_or(nl, |c| (c.0 - nb).min(nl));
+            // Rows that were there before: their ranges, as they were.
+            let end = next.min(ol);
+            if row < end {
+                let (a, b) = (off[(ob + row) as usize], off[(ob + end) as usize]);
+                let shift = (o_edge.len() as u32).wrapping_sub(a);
+                o_off.extend(
+                    off[(ob + row) as usize..(ob + end) as usize]
+                        .iter()
+                        .map(|&x| x.wrapping_add(shift)),
+                );
+                o_edge.extend_from_slice(&edge[a as usize..b as usize]);
+                remap.extend(&mut o_node, &node[a as usize..b as usize]);
+                row = end;
+            }
+            // New rows without edges.
+            while row < next {
+                o_off.push(o_edge.len() as u32);
+                row += 1;
+            }
+            if row == nl {
+                break;
+            }
+            // A row with changes: its old range merged with them by edge.
+            let d = nb + row;
+            let k = changes[ci..].iter().take_while(|c| c.0 == d).count();
+            let mine = &changes[ci..ci + k];
+            ci += k;
+            let (a, b) = if row < ol {
+                (off[(ob + row) as usize] as usize, off[(ob + row + 1) as usize] as usize)
+            } else {
+                (0, 0)
+            };
+            o_off.push(o_edge.len() as u32);
+            let (mut i, mut j) = (a, 0);
+            while i < b || j < mine.len() {
+                if j == mine.len() || (i < b && edge[i] < mine[j].1) {
+                    o_edge.push(edge[i]);
+                    o_node.push(remap.get(node[i]));
+                    i += 1;
+                } else {
+                    if i < b && edge[i] == mine[j].1 {
+                        i += 1;
+                    }
+                    if mine[j].2 != GONE {
+                        o_edge.push(mine[j].1);
+                        o_node.push(mine[j].2);
+                    }
+                    j += 1;
+                }
+            }
+            row += 1;
+        }
+    }
+    o_off.push(o_edge.len() as u32);
+    debug_assert_eq!(ci, changes.len());
+    (o_off, o_edge, o_node)
+}
+
+/// Renumbers dense ids of an old numbering into a new one where node
+/// shards may have grown: a table names the shard at the start of each
+/// bucket of ids, and the shard of an id is at most a few steps on.
+struct Remap<'a> {
+    old: &'a [u32],
+    new: &'a [u32],
+    /// `None` when no shard moved.
+    buckets: Option<(u32, Vec<u16>)>,
+}
+
+impl<'a> Remap<'a> {
+    fn new(old: &'a [u32], new: &'a [u32]) -> Remap<'a> {
+        let moved = old.iter().zip(new).any(|(a, b)| a != b);
+        let buckets = moved.then(|| {
+            let n = old.last().copied().unwrap_or(0);
+            // About two buckets per shard.
+            let shift = (32 - n.leading_zeros()).saturating_sub(9);
+            let table = (0..=(n >> shift))
+                .map(|b| (old.partition_point(|&x| x <= b << shift).saturating_sub(1)) as u16)
+                .collect();
+            (shift, table)
+        });
+        Remap { old, new, buckets }
+    }
+
+    #[inline]
+    fn get(&self, v: u32) -> u32 {
+        match &self.buckets {
+            None => v,
+            Some((shift, table)) => {
+                let mut s = table[(v >> shift) as usize] as usize;
+                while self.old[s + 1] <= v {
+                    s += 1;
+                }
+                v - self.old[s] + self.new[s]
+            }
+        }
+    }
+
+    fn extend(&self, out: &mut Vec<u32>, from: &[u32]) {
+        match self.buckets {
+            None => out.extend_from_slice(from),
+            Some(_) => out.extend(from.iter().map(|&v| self.get(v))),
+        }
     }
 }

@@ -18,7 +18,8 @@ use crate::ids::{EDGE_SHARDS, EdgeId, NODE_SHARDS, NodeId, Sym};
 use crate::intern::Interner;
 use crate::props::Props;
 use crate::relation::Relation;
-pub use adjacency::Adjacency;
+use adjacency::Change;
+pub use adjacency::{Adjacency, Builds};
 use batch::key_hash;
 pub use batch::{Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
 pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, Verdict, visible};
@@ -132,6 +133,19 @@ fn node_shard_of(hash: u64) -> usize {
 #[inline]
 fn edge_shard_of(src: NodeId) -> usize {
     src.shard() % EDGE_SHARDS
+}
+
+/// How many of `rows` node or edge rows may have changed for the adjacency
+/// index to be patched rather than built again: an eighth, and on a small
+/// graph a few hundred, where either takes microseconds.
+fn patch_limit(rows: usize) -> usize {
+    (rows / 8).max(256)
+}
+
+/// When a row with this `valid_to` stops being visible, if later than `now_us`.
+#[inline]
+fn expiry(valid_to: u64, now_us: u64) -> u64 {
+    if valid_to > now_us { valid_to } else { u64::MAX }
 }
 
 /// An edge row is visible when it and both its endpoints are (SPEC 3.3).
@@ -590,8 +604,53 @@ impl Graph {
             .is_some_and(|s| (id.row() as usize) < s.len() && s.generation == id.generation())
     }
 
-    /// Rebuilds the adjacency index over the edges visible at `now_us`.
+    /// Rebuilds the adjacency index over the edges visible at `now_us`:
+    /// patches the last one when few rows changed since it was built
+    /// ([`adjacency::patch`]), builds it from scratch otherwise.
     pub fn rebuild_adjacency(&mut self, now_us: u64) {
+        let base = self.dense_base();
+        let mut builds = self.adj.builds;
+        let mut adj = match self.adjacency_changes(&base, now_us) {
+            Some((out, inc, horizon)) => {
+                builds.patched += 1;
+                let old = std::mem::take(&mut self.adj);
+                let mut adj = adjacency::patch(old, base, out, inc);
+                adj.horizon = horizon;
+                adj
+            }
+            None => {
+                builds.full += 1;
+                self.full_adjacency(base, now_us)
+            }
+        };
+        adj.built_at = Some(now_us);
+        adj.builds = builds;
+        self.adj = adj;
+        self.clear_touched();
+    }
+
+    /// Rebuilds the adjacency index over the edges visible at `now_us` from
+    /// every edge row, whatever changed since the last build.
+    pub fn rebuild_adjacency_from_scratch(&mut self, now_us: u64) {
+        let mut builds = self.adj.builds;
+        builds.full += 1;
+        self.adj = self.full_adjacency(self.dense_base(), now_us);
+        self.adj.built_at = Some(now_us);
+        self.adj.builds = builds;
+        self.clear_touched();
+    }
+
+    fn clear_touched(&mut self) {
+        for s in &mut self.nodes {
+            s.touched.clear();
+        }
+        for s in &mut self.edges {
+            s.touched.clear();
+        }
+    }
+
+    /// The dense index of row 0 of each node shard, then the node count.
+    fn dense_base(&self) -> Vec<u32> {
         let mut base = Vec::with_capacity(NODE_SHARDS + 1);
         let mut total = 0u32;
         for s in &self.nodes {
@@ -599,6 +658,11 @@ impl Graph {
             total += s.len() as u32;
         }
         base.push(total);
+        base
+    }
+
+    /// The adjacency index over the edges visible at `now_us`, from every edge row.
+    fn full_adjacency(&self, base: Vec<u32>, now_us: u64) -> Adjacency {
         let nodes = &self.nodes;
         let dense = |id: NodeId| base[id.shard()] + id.row();
         let per_shard: Vec<Vec<(EdgeId, u32, u32)>> = self
@@ -613,7 +677,112 @@ impl Graph {
             })
             .collect();
         let all: Vec<(EdgeId, u32, u32)> = per_shard.into_iter().flatten().collect();
-        self.adj = adjacency::build(base, &all);
+        let mut adj = adjacency::build(base, &all);
+        // The first row, node or edge, to stop being visible after now.
+        let first = |valid_to: &[u64]| valid_to.iter().map(|&t| expiry(t, now_us)).min().unwrap_or(u64::MAX);
+        let nodes = nodes.par_iter().map(|s| first(&s.valid_to)).min();
+        let edges = self.edges.par_iter().map(|s| first(&s.valid_to)).min();
+        adj.horizon = nodes.into_iter().chain(edges).min().unwrap_or(u64::MAX);
+        adj
+    }
+
+    /// What patching the adjacency index into the one over `base` at
+    /// `now_us` takes: the touched edges seen from their sources and from
+    /// their targets, and the new horizon. `None` when a full build is
+    /// needed: never built, time went back or past the horizon, a shard
+    /// shrank (shards replaced), or too much changed.
+    fn adjacency_changes(&self, base: &[u32], now_us: u64) -> Option<(Vec<Change>, Vec<Change>, u64)> {
+        let old = &self.adj;
+        let built_at = old.built_at?;
+        if now_us < built_at || now_us >= old.horizon || old.base.len() != base.len() {
+            return None;
+        }
+        if old
+            .base
+            .windows(2)
+            .zip(base.windows(2))
+            .any(|(o, n)| n[1] - n[0] < o[1] - o[0])
+        {
+            return None;
+        }
+        if self.edges.iter().any(|s| s.touched.rows().is_none()) {
+            return None;
+        }
+        let n = base[NODE_SHARDS];
+        let appended = n - old.base[NODE_SHARDS];
+        let dense = |id: NodeId| base[id.shard()] + id.row();
+        // Nodes retired, revived or loaded: each of their edges is touched.
+        let mut marked: Option<BitSet> = None;
+        let (mut node_rows, mut horizon) = (0u32, old.horizon);
+        for (s, shard) in self.nodes.iter().enumerate() {
+            let rows = shard.touched.rows()?;
+            if !rows.is_empty() {
+                let m = marked.get_or_insert_with(|| BitSet::with_len(n as usize));
+                for &r in rows {
+                    m.set((base[s] + r) as usize, true);
+                    horizon = horizon.min(expiry(shard.valid_to[r as usize], now_us));
+                }
+            }
+            node_rows += rows.len() as u32;
+            let was = old.base[s + 1] - old.base[s];
+            for &t in &shard.valid_to[was as usize..] {
+                horizon = horizon.min(expiry(t, now_us));
+            }
+        }
+        if (node_rows + appended) as usize > patch_limit(n as usize) {
+            return None;
+        }
+        let marked = marked.as_ref();
+        let touched: Vec<Vec<u32>> = self
+            .edges
+            .par_iter()
+            .map(|shard| {
+                let mut rows = shard.touched.rows().map_or_else(Vec::new, <[u32]>::to_vec);
+                if let Some(m) = marked {
+                    for r in 0..shard.len() {
+                        if m.get(dense(shard.src[r]) as usize) || m.get(dense(shard.dst[r]) as usize) {
+                            rows.push(r as u32);
+                        }
+                    }
+                }
+                rows.sort_unstable();
+                rows.dedup();
+                rows
+            })
+            .collect();
+        let count: usize = touched.iter().map(Vec::len).sum();
+        if count > patch_limit(self.edge_rows()) {
+            return None;
+        }
+        let nodes = &self.nodes;
+        let per_shard: Vec<(Vec<Change>, Vec<Change>, u64)> = self
+            .edges
+            .par_iter()
+            .zip(&touched)
+            .enumerate()
+            .map(|(s, (shard, rows))| {
+                let (mut out, mut inc) = (Vec::with_capacity(rows.len()), Vec::with_capacity(rows.len()));
+                let mut horizon = u64::MAX;
+                for &r in rows {
+                    let p = adjacency::pack(EdgeId::new(s, r));
+                    let r = r as usize;
+                    let (a, b) = (dense(shard.src[r]), dense(shard.dst[r]));
+                    let shown = edge_row_visible(nodes, shard, r, now_us);
+                    out.push((a, p, if shown { b } else { adjacency::GONE }));
+                    inc.push((b, p, if shown { a } else { adjacency::GONE }));
+                    horizon = horizon.min(expiry(shard.valid_to[r], now_us));
+                }
+                (out, inc, horizon)
+            })
+            .collect();
+        let mut out = Vec::with_capacity(count);
+        let mut inc = Vec::with_capacity(count);
+        for (o, i, h) in per_shard {
+            out.extend(o);
+            inc.extend(i);
+            horizon = horizon.min(h);
+        }
+        Some((out, inc, horizon))
     }
 
     /// Frees the spare capacity of every column (after a large ingest).
@@ -993,3 +1162,5 @@ impl Graph {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_adjacency;

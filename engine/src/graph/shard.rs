@@ -127,6 +127,47 @@ impl BitSet {
     }
 }
 
+/// Rows whose visibility may have changed since the adjacency index was
+/// last built, in the order they changed, repeats allowed: the rows an
+/// incremental rebuild must look at again ([`super::adjacency`]). Past a
+/// bound it forgets the rows and only remembers that too many changed.
+#[derive(Default)]
+pub(crate) struct Touched {
+    rows: Vec<u32>,
+    overflow: bool,
+}
+
+impl Touched {
+    /// Notes `row` of a shard of `len` rows.
+    #[inline]
+    fn mark(&mut self, row: u32, len: usize) {
+        if self.overflow {
+            return;
+        }
+        if self.rows.len() >= len / 2 + 1024 {
+            self.overflow = true;
+            self.rows = Vec::new();
+            return;
+        }
+        self.rows.push(row);
+    }
+
+    /// The rows noted since the last [`Touched::clear`]; `None` when there
+    /// were too many to keep.
+    pub(crate) fn rows(&self) -> Option<&[u32]> {
+        (!self.overflow).then_some(&self.rows[..])
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.rows.clear();
+        self.overflow = false;
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.rows.capacity() * 4
+    }
+}
+
 /// How an upsert changed a row.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Upsert {
@@ -167,6 +208,8 @@ pub struct NodeShard {
     /// Rows changed since the last commit, each once.
     pub(crate) dirty: Vec<u32>,
     pub(crate) dirty_set: BitSet,
+    /// Rows retired, revived or loaded since the adjacency index was built.
+    pub(crate) touched: Touched,
 }
 
 /// Everything a node row holds, owned; used to load rows from the store.
@@ -378,6 +421,9 @@ impl NodeShard {
         self.content[r] = content;
         self.seen[r] = scan;
         self.mark_dirty(row);
+        if outcome == Upsert::Revived {
+            self.touched.mark(row, self.hash.len());
+        }
         (row, outcome)
     }
 
@@ -403,6 +449,7 @@ impl NodeShard {
         self.tags[r] = push_bytes(&mut self.arena, &n.tags);
         self.props[r] = push_bytes(&mut self.arena, &n.props);
         self.content[r] = content_hash(n.ty, n.state, n.cost_usd_mo, n.creation_ts, &n.tags, &n.props);
+        self.touched.mark(row, self.hash.len());
         row
     }
 
@@ -414,6 +461,7 @@ impl NodeShard {
         }
         self.valid_to[r] = now_us;
         self.mark_dirty(row);
+        self.touched.mark(row, self.hash.len());
         true
     }
 
@@ -535,6 +583,7 @@ impl NodeShard {
             + v(&self.arena)
             + v(&self.dirty)
             + self.dirty_set.heap_bytes()
+            + self.touched.heap_bytes()
             + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
     }
 }
@@ -555,6 +604,9 @@ pub struct EdgeShard {
     pub(crate) index: HashTable<u32>,
     pub(crate) dirty: Vec<u32>,
     pub(crate) dirty_set: BitSet,
+    /// Rows inserted, revived, retired or loaded since the adjacency index
+    /// was built (unlike `dirty`, not cleared by a commit).
+    pub(crate) touched: Touched,
 }
 
 pub(crate) fn edge_hash(src: NodeId, dst: NodeId, rel: Relation) -> u64 {
@@ -654,6 +706,8 @@ impl EdgeShard {
         self.inferred.set(r, inferred);
         self.props[r] = push_bytes(&mut self.arena, props);
         self.seen[r] = scan;
+        // A changed row that stays visible keeps its place in the index.
+        let visibility = loaded.is_some() || outcome != Upsert::Changed;
         match loaded {
             Some((from, to)) => {
                 self.valid_from[r] = from;
@@ -665,6 +719,9 @@ impl EdgeShard {
                 self.mark_dirty(row);
             }
         }
+        if visibility {
+            self.touched.mark(row, self.src.len());
+        }
         outcome
     }
 
@@ -675,6 +732,7 @@ impl EdgeShard {
         }
         self.valid_to[r] = now_us;
         self.mark_dirty(row);
+        self.touched.mark(row, self.src.len());
         true
     }
 
@@ -709,6 +767,7 @@ impl EdgeShard {
             + v(&self.arena)
             + v(&self.dirty)
             + self.dirty_set.heap_bytes()
+            + self.touched.heap_bytes()
             + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
     }
 }
