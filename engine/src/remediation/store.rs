@@ -571,7 +571,7 @@ mod tests {
 
         // A crash now keeps only the durable write.
         let crashed = Arc::new(disk.after_crash());
-        assert_eq!(stored_crns(&store_on(&crashed)), [a.crn.clone()]);
+        assert_eq!(stored_crns(&store_on(&crashed)), std::slice::from_ref(&a.crn));
 
         // A sync makes it durable.
         store.sync().unwrap();
