@@ -1076,6 +1076,7 @@ fn remediation_cases(f: &Fixture) -> Vec<Case> {
     let pending: Vec<(String, String)> = f
         .engine
         .remediation_items()
+        .unwrap()
         .into_iter()
         .filter(|i| i.stage == svc_engine::graph::Phase::Pending && i.rejected.is_none())
         .map(|i| (i.crn, i.plan_hash))

@@ -593,9 +593,13 @@ impl Engine {
             ..meta
         };
         let t = std::time::Instant::now();
+        // The scan's `engine.sau` pass wrote its items without waiting for
+        // the disk; this durable commit of the same database makes them so.
+        let sau_writes = self.remediation.writes();
         let commit_us = self
             .store
             .commit(*persisted, &fresh, changes, || graph.all_versions(), meta)?;
+        self.remediation.made_durable(sau_writes);
         let store_ms = t.elapsed().as_millis() as u64;
         let t = std::time::Instant::now();
         let meta = CommitMeta { commit_us, ..meta };

@@ -115,7 +115,7 @@ pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQue
         })?)),
     };
     blocking(move || {
-        let mut items = engine.remediation_items();
+        let mut items = engine.remediation_items().map_err(api_error)?;
         items.sort_by(|a, b| a.stage_us.cmp(&b.stage_us).then(a.crn.cmp(&b.crn)));
         let mut stages = serde_json::Map::new();
         let mut counts = serde_json::Map::new();

@@ -977,6 +977,17 @@ impl Graph {
             .map(|row| NodeId::new(s, row, shard.generation))
     }
 
+    /// The hash of a node's key (the parts of its CRN), which never changes
+    /// for a row; `None` for an id from another generation. Lets a caller
+    /// that kept an id across scans check it still names the same resource.
+    pub fn key_hash(&self, id: NodeId) -> Option<u64> {
+        let shard = self.nodes.get(id.shard())?;
+        if shard.generation != id.generation() {
+            return None;
+        }
+        shard.hash.get(id.row() as usize).copied()
+    }
+
     /// A view of a node; `None` for an id from another graph or generation.
     pub fn node(&self, id: NodeId) -> Option<NodeRef<'_>> {
         let shard = self.nodes.get(id.shard())?;

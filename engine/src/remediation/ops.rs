@@ -35,12 +35,50 @@ pub struct Remediation {
 #[derive(Default)]
 struct State {
     /// By CRN; hashed, since a scan looks up every waste resource's item.
-    items: FxHashMap<String, Item>,
+    items: FxHashMap<String, Entry>,
     isolation: BTreeMap<String, Isolation>,
     /// Sagas found running at start: the daemon stopped mid-saga.
     interrupted: Vec<Saga>,
     /// Whether a pass since the start rechecked every item's plan hash.
     planned: bool,
+    /// Item writes of `engine.sau` passes, and how many of them are known
+    /// to be durable: a pass writes without waiting for the disk (see
+    /// [`Engine::sau_pass`]).
+    written: u64,
+    durable: u64,
+}
+
+impl State {
+    /// Records a pass's write.
+    fn wrote(&mut self, durable: bool) {
+        self.written += 1;
+        if durable {
+            self.durable = self.written;
+        }
+    }
+}
+
+/// An item and the node it was matched to.
+struct Entry {
+    item: Item,
+    /// The waste node the last pass matched the item to, and that node's
+    /// key hash. A row never changes key, so while the id (with its shard
+    /// generation) and the hash still agree, the node is the item's
+    /// resource and the next pass need not find it by CRN. `None` for an
+    /// item loaded at start until a pass matches it.
+    node: Option<(NodeId, u64)>,
+    /// Whether the last pass changed the item.
+    dirty: bool,
+}
+
+impl Entry {
+    fn new(item: Item, node: Option<(NodeId, u64)>) -> Entry {
+        Entry {
+            item,
+            node,
+            dirty: false,
+        }
+    }
 }
 
 /// What one `engine.sau` pass did.
@@ -59,6 +97,8 @@ pub struct SauReport {
     pub held: u64,
     pub expired_isolations: u64,
     pub recovered_sagas: u64,
+    /// How long reconciling the items took (not in the ledger payload).
+    pub duration: std::time::Duration,
 }
 
 /// How a saga ended.
@@ -88,15 +128,34 @@ impl Drop for CrnLock<'_> {
 impl Remediation {
     pub(crate) fn load(loaded: super::store::Loaded) -> Remediation {
         let state = State {
-            items: loaded.items.into_iter().map(|i| (i.crn.clone(), i)).collect(),
+            items: loaded
+                .items
+                .into_iter()
+                .map(|i| (i.crn.clone(), Entry::new(i, None)))
+                .collect(),
             isolation: loaded.isolations.into_iter().map(|i| (i.crn.clone(), i)).collect(),
             interrupted: loaded.sagas.into_iter().filter(|g| g.status == "running").collect(),
             planned: false,
+            written: 0,
+            durable: 0,
         };
         Remediation {
             state: Mutex::new(state),
             ..Remediation::default()
         }
+    }
+
+    /// How many pass writes there were so far; after a durable commit of
+    /// `graph.redb` that started later, [`Remediation::made_durable`] with it.
+    pub(crate) fn writes(&self) -> u64 {
+        self.state.lock().written
+    }
+
+    /// Records that the pass writes up to `writes` are durable (a durable
+    /// commit of the same database made them so).
+    pub(crate) fn made_durable(&self, writes: u64) {
+        let mut st = self.state.lock();
+        st.durable = st.durable.max(writes);
     }
 
     fn lock_crn(&self, crn: &str, wait: std::time::Duration) -> Option<CrnLock<'_>> {
@@ -232,15 +291,16 @@ fn remediate_on(
     }
 }
 
-/// The source's proof for one item, else the built-in rules'.
-fn prove(
+/// The proof of the source that answers for an item, when it checks
+/// reversibility and answered; else the built-in rules decide.
+fn source_proof(
     graph: &Graph,
     sources: &mut [Box<dyn Source>],
     served: &BTreeMap<String, String>,
     id: NodeId,
     crn: &Crn,
     plan: &Plan,
-) -> Proof {
+) -> Option<Proof> {
     if let Some(source) = source_for(sources, crn, served).filter(|s| s.checks_reversibility()) {
         let canonical = crn.to_string();
         let mut props = BTreeMap::new();
@@ -260,11 +320,11 @@ fn prove(
         props.insert("intent".into(), plan.intent.to_owned());
         match source.check_reversibility(&canonical, &props) {
             Some(Ok(p)) => {
-                return Proof {
+                return Some(Proof {
                     safe: p.safe,
                     reason: p.reason,
                     source: "plugin".into(),
-                };
+                });
             }
             Some(Err(e)) => {
                 warn!(crn = %canonical, error = %e, "CheckReversibility failed; the built-in rules decide")
@@ -272,13 +332,118 @@ fn prove(
             None => {}
         }
     }
-    builtin_proof(graph, id, plan.intent)
+    None
+}
+
+/// What a pass does with an item beyond bringing its finding up to date.
+enum Check {
+    /// Proved, and its plan stands: only the gate.
+    Gate,
+    /// Not proved yet, or its plan changed: proved and planned again, which
+    /// counts against `ANALYZE_PER_SCAN`.
+    Prove(Crn),
+    /// Its CRN does not parse: it stays as it is.
+    Stay,
+}
+
+/// `replan` when what the plan is made of changed (or it has none yet).
+fn plan_check(item: &Item, replan: bool) -> Check {
+    let unproved = item.stage == Phase::Flagged || item.proof.is_none();
+    if !unproved && !replan {
+        return Check::Gate;
+    }
+    let Ok(crn) = Crn::parse(&item.crn) else {
+        return Check::Stay;
+    };
+    if unproved || plan::hash(&crn, &item.ty, &item.state, &item.rule, &item.action) != item.plan_hash {
+        Check::Prove(crn)
+    } else {
+        Check::Gate
+    }
+}
+
+/// The gate, the last step of advancing an item: holds it at `sau_gate`
+/// while something blocks it (a policy, an unsafe proof, an operator),
+/// else lets it wait at `pending`. `before` is its stage (and since when)
+/// before this pass moved it. Returns whether the item changed.
+fn gate(
+    item: &mut Item,
+    id: NodeId,
+    before: (Phase, u64),
+    now_us: u64,
+    blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
+) -> bool {
+    if item.rejected.is_some() {
+        return (item.stage, item.stage_us) != before;
+    }
+    let mut dirty = false;
+    let mut blockers = blocked(id);
+    if let Some(p) = item.proof.as_ref().filter(|p| !p.safe) {
+        blockers.push(format!("unsafe: {}", p.reason));
+    }
+    if let Some(who) = &item.held_by {
+        blockers.push(format!("held by {who}"));
+    }
+    if item.blockers != blockers {
+        item.blockers = blockers;
+        dirty = true;
+    }
+    let overridden = item
+        .override_by
+        .as_ref()
+        .is_some_and(|o| o.plan_hash == item.plan_hash && item.held_by.is_none());
+    if item.blockers.is_empty() || overridden {
+        item.set_stage(Phase::Pending, now_us);
+    } else {
+        item.set_stage(Phase::SauGate, now_us);
+    }
+    dirty || (item.stage, item.stage_us) != before
+}
+
+/// What the end of a pass counts over every item.
+#[derive(Default)]
+struct Tally<'a> {
+    counts: [u64; super::STAGES.len()],
+    held: u64,
+    /// Each item's node and stage, for the graph's `phase` column.
+    phases: Vec<(NodeId, Phase)>,
+    /// The items this pass changed.
+    changed: Vec<&'a Item>,
+}
+
+impl Tally<'_> {
+    fn merge(mut self, other: Self) -> Self {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        self.held += other.held;
+        self.phases.extend(other.phases);
+        self.changed.extend(other.changed);
+        self
+    }
 }
 
 impl Engine {
     /// The `engine.sau` pass: brings the pipeline in line with the scan's
     /// verdicts and advances every item as far as it can go. `blocked(id)`
     /// names the enforcing `block` policies matching a node.
+    ///
+    /// At a large estate almost every item is unchanged from one scan to the
+    /// next, so the pass is built around that case: an item remembers the
+    /// node it was matched to (rows keep their key, so the match holds until
+    /// the node stops being waste), only nodes new to the pipeline have their
+    /// CRN rendered, the unchanged items are compared in parallel, and only
+    /// the items that need a proof or a new plan go one by one, in CRN order
+    /// (the order they are proved in when a scan cannot prove them all).
+    ///
+    /// The changed items are written without waiting for the disk: the
+    /// scan's commit, a few phases later in the same scan, makes them
+    /// durable with the graph versions they go with. Until then nothing else
+    /// shows them: [`Engine::remediation_items`] and the operator actions
+    /// make them durable first (see [`Engine::durable_state`]), and an item
+    /// leaving with a ledger record is written durably before the record is
+    /// appended. A crash before the commit loses the pass together with the
+    /// scan's graph changes; the next scan does it again.
     pub(crate) fn sau_pass(
         &self,
         sources: &mut [Box<dyn Source>],
@@ -295,24 +460,24 @@ impl Engine {
         let findings = self.findings();
         let graph = self.graph();
         let reader = graph.interner().reader();
-        // Every waste node with its CRN, in CRN order (the order items are
-        // proved in when a scan cannot prove them all).
-        let mut waste: Vec<(NodeId, String)> = findings
+        // Every waste node, and its position in `waste`.
+        let waste: Vec<NodeId> = findings
             .by_node
             .keys()
             .copied()
             .collect::<Vec<_>>()
             .into_par_iter()
             .filter(|id| findings.deciding(*id).is_some_and(|f| f.is_waste) && graph.is_node_visible(*id, now_us))
-            .map(|id| (id, graph.crn_with(&reader, id)))
             .collect();
-        waste.par_sort_unstable_by(|a, b| a.1.cmp(&b.1));
-        let by_crn: FxHashMap<&str, NodeId> = waste.iter().map(|(id, c)| (c.as_str(), *id)).collect();
-        let collected_ms = t0.elapsed().as_millis();
+        let slot: FxHashMap<NodeId, usize> = waste.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        // The waste node an entry's remembered node still is, if any.
+        let matched = |e: &Entry| {
+            e.node
+                .filter(|(id, key)| graph.key_hash(*id) == Some(*key))
+                .and_then(|(id, _)| slot.get(&id).copied())
+        };
 
         let mut events = Vec::new();
-        let mut changed: Vec<&str> = Vec::new();
-        let mut removed: Vec<String> = Vec::new();
         let mut st = self.remediation.state.lock();
         let State {
             items,
@@ -321,16 +486,46 @@ impl Engine {
             ..
         } = &mut *st;
 
+        // Waste nodes no item is matched to yet: new to the pipeline, or
+        // not matched since the start. Only these have their CRN rendered.
+        let mut claimed = vec![false; waste.len()];
+        for i in items.par_iter().filter_map(|(_, e)| matched(e)).collect::<Vec<_>>() {
+            claimed[i] = true;
+        }
+        let fresh: Vec<(NodeId, String)> = waste
+            .par_iter()
+            .zip(claimed.par_iter())
+            .filter(|(_, c)| !**c)
+            .map(|(id, _)| (*id, graph.crn_with(&reader, *id)))
+            .collect();
+        drop(claimed);
+        for (id, crn) in fresh {
+            let Some(key) = graph.key_hash(id) else { continue };
+            if isolation.contains_key(&crn) {
+                continue;
+            }
+            match items.get_mut(&crn) {
+                Some(e) => e.node = Some((id, key)),
+                None => {
+                    report.entered += 1;
+                    items.insert(crn.clone(), Entry::new(Item::new(crn, now_us), Some((id, key))));
+                }
+            }
+        }
+        let collected_ms = t0.elapsed().as_millis();
+
         // Items whose resource is no longer waste, or is ignored, leave.
         let mut leaving: Vec<String> = items
-            .keys()
-            .filter(|c| !by_crn.contains_key(c.as_str()) || isolation.contains_key(c.as_str()))
-            .cloned()
+            .par_iter()
+            .filter(|(c, e)| matched(e).is_none() || isolation.contains_key(c.as_str()))
+            .map(|(c, _)| c.clone())
             .collect();
-        leaving.sort_unstable();
-        for crn in leaving {
-            let Some(item) = items.remove(&crn) else { continue };
-            let why = if isolation.contains_key(&crn) {
+        leaving.par_sort_unstable();
+        for crn in &leaving {
+            let Some(Entry { item, .. }) = items.remove(crn) else {
+                continue;
+            };
+            let why = if isolation.contains_key(crn) {
                 "on the ignore list"
             } else if item.stage == Phase::Applied {
                 "remediated; no longer waste"
@@ -348,95 +543,112 @@ impl Engine {
             if decided {
                 events.push(event(
                     "PIPELINE_MOVE",
-                    Some(&crn),
+                    Some(crn),
                     "engine",
                     format!("{crn} left the pipeline at {}: {why}", item.stage.name()),
                     json!({"crn": crn, "from": item.stage.name(), "to": "removed", "reason": why, "actor": "engine"}),
                 ));
             }
             *report.left_reasons.entry(why).or_default() += 1;
-            removed.push(crn);
             report.left += 1;
         }
 
-        let mut analyzed = 0usize;
-        // Read once: proofs of up to ANALYZE_PER_SCAN items route through it.
-        let served = self.served();
-        // A few dozen rules, each looked up by name once.
+        // Every remaining item is matched to a waste node. In parallel: bring
+        // its finding up to date and, when nothing needs proving or planning,
+        // pass it through the gate; the others wait in `slow`.
         let mut actions: FxHashMap<&str, &'static str> = FxHashMap::default();
-        let mut stage_of: FxHashMap<NodeId, Phase> = FxHashMap::default();
-        stage_of.reserve(waste.len());
-        for (id, crn) in &waste {
-            if isolation.contains_key(crn) {
-                continue;
-            }
-            let (Some(f), Some(n)) = (findings.deciding(*id), graph.node(*id)) else {
-                continue;
-            };
-            let item = match items.get_mut(crn) {
-                Some(item) => item,
-                None => {
-                    report.entered += 1;
-                    items
-                        .entry(crn.clone())
-                        .or_insert_with(|| Item::new(crn.clone(), now_us))
-                }
-            };
-            let action = *actions
-                .entry(&f.rule)
-                .or_insert_with(|| crate::heuristics::builtin::rule(&f.rule).map_or("delete", |r| r.action));
-            // The plan is a function of these four (and the CRN); after a
-            // restart every plan is checked once, in case planning changed.
-            let mut inputs = set_text(&mut item.ty, reader.resolve(n.ty()));
-            inputs |= set_text(&mut item.state, reader.resolve(n.state()));
-            inputs |= set_text(&mut item.rule, &f.rule);
-            inputs |= set_text(&mut item.action, action);
-            let replan = inputs || item.plan_hash.is_empty() || !*planned;
-            let mut dirty = inputs | set_text(&mut item.reason, &f.reason);
-            dirty |= set_value(&mut item.savings_usd_mo, f.projected_savings_usd_mo);
-            dirty |= set_value(&mut item.risk_score, f64::from(n.risk_score()));
-            dirty |= set_text(&mut item.reachability, n.reachability().name());
-            if item.stage != Phase::Applied {
-                dirty |= self.advance(
-                    &graph,
-                    (sources, &served),
-                    *id,
-                    item,
-                    replan,
-                    now_us,
-                    blocked,
-                    &mut analyzed,
-                );
-            }
-            if item.stage == Phase::SauGate {
-                report.held += 1;
-            }
-            if dirty {
-                changed.push(crn);
-            }
-            if item.rejected.is_none() {
-                stage_of.insert(*id, item.stage);
-            }
+        for r in crate::heuristics::builtin::rules() {
+            actions.entry(r.name).or_insert(r.action);
         }
+        let all_planned = *planned;
+        let mut slow: Vec<(&str, &mut Entry, NodeId, Crn)> = items
+            .par_iter_mut()
+            .filter_map(|(crn, e)| {
+                let (id, _) = e.node?;
+                let (Some(f), Some(n)) = (findings.deciding(id), graph.node(id)) else {
+                    e.dirty = false;
+                    return None;
+                };
+                let item = &mut e.item;
+                let action = actions.get(f.rule.as_ref()).copied().unwrap_or("delete");
+                // The plan is a function of these four (and the CRN); after a
+                // restart every plan is checked once, in case planning changed.
+                let mut inputs = set_text(&mut item.ty, reader.resolve(n.ty()));
+                inputs |= set_text(&mut item.state, reader.resolve(n.state()));
+                inputs |= set_text(&mut item.rule, &f.rule);
+                inputs |= set_text(&mut item.action, action);
+                let replan = inputs || item.plan_hash.is_empty() || !all_planned;
+                let mut dirty = inputs | set_text(&mut item.reason, &f.reason);
+                dirty |= set_value(&mut item.savings_usd_mo, f.projected_savings_usd_mo);
+                dirty |= set_value(&mut item.risk_score, f64::from(n.risk_score()));
+                dirty |= set_text(&mut item.reachability, n.reachability().name());
+                e.dirty = dirty;
+                if item.stage == Phase::Applied {
+                    return None;
+                }
+                match plan_check(item, replan) {
+                    Check::Gate => {
+                        let before = (item.stage, item.stage_us);
+                        e.dirty |= gate(item, id, before, now_us, blocked);
+                        None
+                    }
+                    Check::Prove(c) => Some((crn.as_str(), e, id, c)),
+                    Check::Stay => None,
+                }
+            })
+            .collect();
+        // Proved in CRN order, up to ANALYZE_PER_SCAN; the rest wait as
+        // they are for the next scan.
+        slow.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        slow.truncate(ANALYZE_PER_SCAN);
+        let analyzed = slow.len();
+        self.prove_all(&graph, sources, &mut slow, now_us, blocked);
+        drop(slow);
         *planned = true;
         let decided_ms = t0.elapsed().as_millis();
         report.analyzed = analyzed as u64;
-        let mut counts = [0u64; super::STAGES.len()];
-        for i in items.values().filter(|i| i.rejected.is_none()) {
-            if let Some(k) = super::STAGES.iter().position(|s| *s == i.stage) {
-                counts[k] += 1;
-            }
-        }
+
+        let Tally {
+            counts,
+            held,
+            phases,
+            changed,
+        } = items
+            .par_iter()
+            .fold(Tally::default, |mut t, (_, e)| {
+                let i = &e.item;
+                if i.stage == Phase::SauGate {
+                    t.held += 1;
+                }
+                if i.rejected.is_none() {
+                    if let Some(k) = super::STAGES.iter().position(|s| *s == i.stage) {
+                        t.counts[k] += 1;
+                    }
+                    if let Some((id, _)) = e.node {
+                        t.phases.push((id, i.stage));
+                    }
+                }
+                if e.dirty {
+                    t.changed.push(i);
+                }
+                t
+            })
+            .reduce(Tally::default, Tally::merge);
+        report.held = held;
         report.stages = super::STAGES.iter().map(|s| s.name()).zip(counts).collect();
         let batch = Batch {
-            items: changed.iter().filter_map(|c| items.get(*c)).collect(),
-            removed_items: removed.iter().map(String::as_str).collect(),
+            items: changed,
+            removed_items: leaving.iter().map(String::as_str).collect(),
             ..Batch::default()
         };
         let written = batch.items.len() + batch.removed_items.len();
         report.written = batch.items.len() as u64;
         if written > 0 {
-            self.store().put_remediation(&batch)?;
+            // Durable now only when a ledger record about it follows; else
+            // the scan's commit makes it durable (see above).
+            let durable = !events.is_empty();
+            self.store().put_remediation_with(&batch, durable)?;
+            st.wrote(durable);
         }
         drop(st);
         drop(reader);
@@ -445,6 +657,7 @@ impl Engine {
         if !events.is_empty() {
             self.ledger().append(events)?;
         }
+        let stage_of: FxHashMap<NodeId, Phase> = phases.into_iter().collect();
         self.graph_mut().apply_phases(now_us, |id| stage_of.get(&id).copied());
         debug!(
             items = waste.len(),
@@ -455,111 +668,91 @@ impl Engine {
             total_ms = t0.elapsed().as_millis(),
             "remediation items reconciled"
         );
+        report.duration = t0.elapsed();
         Ok(report)
     }
 
-    /// Moves one item forward: proof, plan, gate. `replan` when what the
-    /// plan is made of changed (or it has none yet). Returns whether the
-    /// item changed.
-    #[allow(clippy::too_many_arguments)]
-    fn advance(
+    /// Proves and plans `items` (in CRN order), then passes them through
+    /// the gate. Plans, blast radii and the built-in rules' proofs are
+    /// worked out on every core; a source that checks reversibility is
+    /// asked one item at a time, in order.
+    fn prove_all(
         &self,
         graph: &Graph,
-        (sources, served): (&mut [Box<dyn Source>], &BTreeMap<String, String>),
-        id: NodeId,
-        item: &mut Item,
-        replan: bool,
+        sources: &mut [Box<dyn Source>],
+        items: &mut [(&str, &mut Entry, NodeId, Crn)],
         now_us: u64,
         blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
-        analyzed: &mut usize,
-    ) -> bool {
-        let (stage, stage_us) = (item.stage, item.stage_us);
-        let unproved = item.stage == Phase::Flagged || item.proof.is_none();
-        if unproved && *analyzed >= ANALYZE_PER_SCAN {
-            return false;
-        }
-        let mut dirty = false;
-        let mut new_hash = None;
-        if replan {
-            let Ok(crn) = Crn::parse(&item.crn) else { return false };
-            let hash = plan::hash(&crn, &item.ty, &item.state, &item.rule, &item.action);
-            new_hash = Some((crn, hash)).filter(|(_, h)| *h != item.plan_hash);
-        }
-        if unproved || new_hash.is_some() {
-            if *analyzed >= ANALYZE_PER_SCAN {
-                return false;
-            }
-            let crn = match &new_hash {
-                Some((crn, _)) => crn.clone(),
-                None => match Crn::parse(&item.crn) {
-                    Ok(crn) => crn,
-                    Err(_) => return false,
-                },
-            };
-            *analyzed += 1;
-            let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
-            // The plan just built is the one a saga would run: its hash
-            // stands, whatever an earlier pass recorded (an item moved back
-            // to `flagged` keeps its old hash until it is proved again).
-            if plan.hash != item.plan_hash && new_hash.is_none() {
-                new_hash = Some((crn.clone(), plan.hash.clone()));
-            }
-            item.proof = Some(prove(graph, sources, served, id, &crn, &plan));
-            item.blast_radius = crate::blast::blast_radius(graph, id, 0).map_or(0, |b| b.count as u64);
-            item.set_stage(Phase::Analyzed, now_us);
-            dirty = true;
-        }
-        if let Some((_, hash)) = new_hash {
-            // A new plan: earlier decisions were about another one.
-            item.plan_hash = hash;
-            item.rejected = None;
-            item.failure = None;
-            item.set_stage(Phase::Codegen, now_us);
-            dirty = true;
-        }
-        if item.rejected.is_some() {
-            return dirty || (item.stage, item.stage_us) != (stage, stage_us);
-        }
-        let mut blockers = blocked(id);
-        if let Some(p) = item.proof.as_ref().filter(|p| !p.safe) {
-            blockers.push(format!("unsafe: {}", p.reason));
-        }
-        if let Some(who) = &item.held_by {
-            blockers.push(format!("held by {who}"));
-        }
-        if item.blockers != blockers {
-            item.blockers = blockers;
-            dirty = true;
-        }
-        let overridden = item
-            .override_by
-            .as_ref()
-            .is_some_and(|o| o.plan_hash == item.plan_hash && item.held_by.is_none());
-        if item.blockers.is_empty() || overridden {
-            item.set_stage(Phase::Pending, now_us);
-        } else {
-            item.set_stage(Phase::SauGate, now_us);
-        }
-        dirty || (item.stage, item.stage_us) != (stage, stage_us)
+    ) {
+        let worked: Vec<(Plan, u64)> = items
+            .par_iter()
+            .map(|(_, e, id, crn)| {
+                let i = &e.item;
+                let plan = plan::build(crn, &i.ty, &i.state, &i.rule, &i.action);
+                let blast = crate::blast::blast_radius(graph, *id, 0).map_or(0, |b| b.count as u64);
+                (plan, blast)
+            })
+            .collect();
+        let served = self.served();
+        let asked: Vec<Option<Proof>> = items
+            .iter()
+            .zip(&worked)
+            .map(|((_, _, id, crn), (plan, _))| source_proof(graph, sources, &served, *id, crn, plan))
+            .collect();
+        items
+            .par_iter_mut()
+            .zip(worked)
+            .zip(asked)
+            .for_each(|(((_, e, id, _), (plan, blast)), asked)| {
+                let item = &mut e.item;
+                let before = (item.stage, item.stage_us);
+                item.proof = Some(asked.unwrap_or_else(|| builtin_proof(graph, *id, plan.intent)));
+                item.blast_radius = blast;
+                item.set_stage(Phase::Analyzed, now_us);
+                // The plan just built is the one a saga would run: its hash
+                // stands, whatever an earlier pass recorded (an item moved
+                // back to `flagged` keeps its old hash until it is proved
+                // again). A new plan: earlier decisions were about another one.
+                if plan.hash != item.plan_hash {
+                    item.plan_hash = plan.hash;
+                    item.rejected = None;
+                    item.failure = None;
+                    item.set_stage(Phase::Codegen, now_us);
+                }
+                gate(item, *id, before, now_us, blocked);
+                e.dirty = true;
+            });
     }
 
     /// Every item, by CRN.
-    pub fn remediation_items(&self) -> Vec<Item> {
-        let mut items: Vec<Item> = self.remediation.state.lock().items.values().cloned().collect();
-        items.sort_unstable_by(|a, b| a.crn.cmp(&b.crn));
-        items
+    pub fn remediation_items(&self) -> Result<Vec<Item>, RemediationError> {
+        let st = self.durable_state()?;
+        let mut items: Vec<Item> = st.items.values().map(|e| e.item.clone()).collect();
+        drop(st);
+        items.par_sort_unstable_by(|a, b| a.crn.cmp(&b.crn));
+        Ok(items)
     }
 
     /// One item.
     pub fn remediation_item(&self, crn: &str) -> Result<Item, RemediationError> {
         let crn = canonical_crn(crn)?.to_string();
-        self.remediation
-            .state
-            .lock()
+        self.durable_state()?
             .items
             .get(&crn)
-            .cloned()
+            .map(|e| e.item.clone())
             .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))
+    }
+
+    /// The items' state, locked, once what a pass wrote is durable: nothing
+    /// is shown (or decided on) that a crash could still take back. Costs a
+    /// sync only in the short window between a pass and its scan's commit.
+    fn durable_state(&self) -> Result<parking_lot::MutexGuard<'_, State>, RemediationError> {
+        let mut st = self.remediation.state.lock();
+        if st.durable < st.written {
+            self.store().sync()?;
+            st.durable = st.written;
+        }
+        Ok(st)
     }
 
     /// The plan of an item (or of any waste resource, computed now).
@@ -595,10 +788,11 @@ impl Engine {
     ) -> Result<Item, RemediationError> {
         let crn = canonical_crn(crn)?.to_string();
         let now_us = self.clock().now_us();
-        let mut st = self.remediation.state.lock();
+        let mut st = self.durable_state()?;
         let item = st
             .items
             .get_mut(&crn)
+            .map(|e| &mut e.item)
             .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))?;
         let mut next = item.clone();
         let ev = f(&mut next, now_us)?;
@@ -989,10 +1183,11 @@ impl Engine {
 
     fn decide_quietly(&self, crn: &str, f: impl FnOnce(&mut Item, u64)) -> Result<Item, RemediationError> {
         let now_us = self.clock().now_us();
-        let mut st = self.remediation.state.lock();
+        let mut st = self.durable_state()?;
         let item = st
             .items
             .get_mut(crn)
+            .map(|e| &mut e.item)
             .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))?;
         f(item, now_us);
         let next = item.clone();
@@ -1262,3 +1457,7 @@ impl Engine {
         Ok(due.len())
     }
 }
+
+#[cfg(test)]
+#[path = "pass_tests.rs"]
+mod pass_tests;

@@ -11,7 +11,8 @@
 
 use std::collections::BTreeMap;
 
-use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError};
+use rayon::prelude::*;
+use redb::{Durability, ReadableDatabase, ReadableTable, TableDefinition, TableError};
 use serde_json::{Value, json};
 
 use super::{Compensation, Isolation, Item, Override, Proof, Saga, SagaStep, stage_named};
@@ -334,16 +335,37 @@ impl GraphStore {
 
     /// Writes a batch of remediation changes durably.
     pub fn put_remediation(&self, b: &Batch<'_>) -> Result<(), StoreError> {
+        self.put_remediation_with(b, true)
+    }
+
+    /// Writes a batch of remediation changes, durably or not. A write that
+    /// is not durable is seen by every later transaction but survives a
+    /// crash only once a later durable commit of `graph.redb` (any of them:
+    /// a scan's, a durable batch, [`GraphStore::sync`]) has returned.
+    pub fn put_remediation_with(&self, b: &Batch<'_>, durable: bool) -> Result<(), StoreError> {
         let err = self.rem_err();
-        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        // Items encoded on every core before the write transaction, and
+        // inserted in key order.
+        let mut items: Vec<(&str, Vec<u8>)> = b
+            .items
+            .par_iter()
+            .map(|i| {
+                let mut buf = Vec::with_capacity(768);
+                write_item(&mut buf, i);
+                (i.crn.as_str(), buf)
+            })
+            .collect();
+        items.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        if !durable {
+            txn.set_durability(Durability::None)
+                .map_err(|e| err(redb::Error::from(e)))?;
+        }
         {
             let bytes = |v: Value| serde_json::to_vec(&v).unwrap_or_default();
             let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
-            let mut buf = Vec::with_capacity(1024);
-            for i in &b.items {
-                buf.clear();
-                write_item(&mut buf, i);
-                t.insert(i.crn.as_str(), buf.as_slice()).map_err(|e| err(e.into()))?;
+            for (crn, bytes) in &items {
+                t.insert(*crn, bytes.as_slice()).map_err(|e| err(e.into()))?;
             }
             for crn in &b.removed_items {
                 t.remove(*crn).map_err(|e| err(e.into()))?;
@@ -367,6 +389,16 @@ impl GraphStore {
                 t.remove(*crn).map_err(|e| err(e.into()))?;
             }
         }
+        txn.commit().map_err(|e| err(e.into()))?;
+        Ok(())
+    }
+
+    /// Makes every earlier write durable (an empty durable commit).
+    pub fn sync(&self) -> Result<(), StoreError> {
+        let err = self.rem_err();
+        let mut txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| err(redb::Error::from(e)))?;
         txn.commit().map_err(|e| err(e.into()))?;
         Ok(())
     }
@@ -427,8 +459,146 @@ impl GraphStore {
 /// The stage names, for tests of the encoding.
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use parking_lot::Mutex;
+    use redb::{Database, StorageBackend};
+
     use super::*;
-    use crate::graph::Phase;
+    use crate::graph::{Changes, Phase};
+    use crate::store::CommitMeta;
+
+    /// A disk that keeps what was written up to the last `sync_data`: a
+    /// crash is reopening from [`Disk::after_crash`].
+    #[derive(Debug, Default)]
+    struct Disk {
+        live: Mutex<Vec<u8>>,
+        synced: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl Disk {
+        fn after_crash(&self) -> Disk {
+            let synced = self.synced.lock().clone();
+            Disk {
+                live: Mutex::new(synced.clone()),
+                synced: Arc::new(Mutex::new(synced)),
+            }
+        }
+    }
+
+    /// The same disk, shared with the test while a database has it.
+    #[derive(Debug)]
+    struct Shared(Arc<Disk>);
+
+    impl StorageBackend for Shared {
+        fn len(&self) -> Result<u64, std::io::Error> {
+            Ok(self.0.live.lock().len() as u64)
+        }
+        fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+            let live = self.0.live.lock();
+            let at = offset as usize;
+            let src = live
+                .get(at..at + out.len())
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "read past the end"))?;
+            out.copy_from_slice(src);
+            Ok(())
+        }
+        fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+            self.0.live.lock().resize(len as usize, 0);
+            Ok(())
+        }
+        fn sync_data(&self) -> Result<(), std::io::Error> {
+            let live = self.0.live.lock().clone();
+            *self.0.synced.lock() = live;
+            Ok(())
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+            let mut live = self.0.live.lock();
+            let at = offset as usize;
+            if live.len() < at + data.len() {
+                live.resize(at + data.len(), 0);
+            }
+            live[at..at + data.len()].copy_from_slice(data);
+            Ok(())
+        }
+    }
+
+    fn store_on(disk: &Arc<Disk>) -> GraphStore {
+        let db = Database::builder().create_with_backend(Shared(disk.clone())).unwrap();
+        GraphStore::on(db, Path::new("graph.redb")).unwrap()
+    }
+
+    fn stored_crns(store: &GraphStore) -> Vec<String> {
+        store
+            .load_remediation()
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|i| i.crn)
+            .collect()
+    }
+
+    /// What a pass writes without waiting for the disk is lost by a crash
+    /// until a durable commit (the scan's, or a sync before it is shown)
+    /// follows; after one it survives.
+    #[test]
+    fn item_writes_that_do_not_wait_are_durable_after_the_next_durable_commit() {
+        let item = |n: u32| Item::new(format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{n}"), 7);
+        let (a, b, c) = (item(1), item(2), item(3));
+        let write = |store: &GraphStore, i: &Item| {
+            store
+                .put_remediation_with(
+                    &Batch {
+                        items: vec![i],
+                        ..Batch::default()
+                    },
+                    false,
+                )
+                .unwrap()
+        };
+        let disk = Arc::new(Disk::default());
+        let store = store_on(&disk);
+        store
+            .put_remediation(&Batch {
+                items: vec![&a],
+                ..Batch::default()
+            })
+            .unwrap();
+        write(&store, &b);
+        // Seen by later reads at once.
+        assert_eq!(stored_crns(&store).len(), 2);
+
+        // A crash now keeps only the durable write.
+        let crashed = Arc::new(disk.after_crash());
+        assert_eq!(stored_crns(&store_on(&crashed)), std::slice::from_ref(&a.crn));
+
+        // A sync makes it durable.
+        store.sync().unwrap();
+        let crashed = Arc::new(disk.after_crash());
+        let mut crns = stored_crns(&store_on(&crashed));
+        crns.sort();
+        assert_eq!(crns, [a.crn.clone(), b.crn.clone()]);
+
+        // So does a scan's commit of the graph.
+        write(&store, &c);
+        store
+            .commit(
+                0,
+                &[],
+                &Changes::default(),
+                Changes::default,
+                CommitMeta {
+                    commit_us: 10,
+                    ..CommitMeta::default()
+                },
+            )
+            .unwrap();
+        let crashed = Arc::new(disk.after_crash());
+        let mut crns = stored_crns(&store_on(&crashed));
+        crns.sort();
+        assert_eq!(crns, [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
+    }
 
     #[test]
     fn items_round_trip() {

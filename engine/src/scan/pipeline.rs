@@ -487,12 +487,14 @@ pub(crate) fn run(
         // Enforcing `block` rules as the last policy pass left them; what
         // this scan's pass adds holds items from the next one, and approve
         // checks again.
+        // Read once: the pass asks for every item.
+        let outcome = engine.policies().outcome();
         let blocked = |id: NodeId| {
-            engine
-                .blocked_by(id)
-                .into_iter()
-                .map(|rule| format!("policy:{rule}"))
-                .collect()
+            outcome
+                .blocked
+                .get(&id)
+                .map(|rules| rules.iter().map(|rule| format!("policy:{rule}")).collect())
+                .unwrap_or_default()
         };
         match engine.sau_pass(sources, now_us, &blocked) {
             Ok(sau) => {

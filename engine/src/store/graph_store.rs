@@ -185,6 +185,15 @@ impl GraphStore {
             cause: Box::new(e),
         };
         let db = Database::create(path).map_err(|e| open_err(e.into()))?;
+        GraphStore::on(db, path)
+    }
+
+    /// The store over an open database (`path` names it in errors).
+    pub(crate) fn on(db: Database, path: &Path) -> Result<GraphStore, StoreError> {
+        let open_err = |e: redb::Error| StoreError::Open {
+            path: path.to_owned(),
+            cause: Box::new(e),
+        };
         let store = GraphStore {
             db,
             path: path.to_owned(),
