@@ -482,12 +482,15 @@ type At = (u32, u32, u32);
 /// An offer by the hash of its table and key.
 type Offer = (u64, At);
 
+/// An ask where it is, with its `(rule, relation, self is source)`.
+type Ask = (At, (u8, Relation, bool));
+
 /// Matches every ask against the offers: both sorted by the hash of their
 /// table and key, keys compared in full.
 fn join(graph: &Graph, shards: &[CacheShard]) -> Vec<(NodeId, NodeId, Relation, &'static str)> {
     let id_of = |(s, r, _): At| NodeId::new(s as usize, r, graph.node_shards()[s as usize].generation);
-    let (mut offers, asks): (Vec<Offer>, Vec<At>) = {
-        let per_shard: Vec<(Vec<Offer>, Vec<At>)> = shards
+    let (mut offers, asks): (Vec<Offer>, Vec<Ask>) = {
+        let per_shard: Vec<(Vec<Offer>, Vec<Ask>)> = shards
             .par_iter()
             .enumerate()
             .map(|(s, c)| {
@@ -498,7 +501,7 @@ fn join(graph: &Graph, shards: &[CacheShard]) -> Vec<(NodeId, NodeId, Relation, 
                         let at = (s as u32, r as u32, (a + i) as u32);
                         match item.ask {
                             None => offers.push((key_hash(item.table, c.key(item)), at)),
-                            Some(_) => asks.push(at),
+                            Some(ask) => asks.push((at, ask)),
                         }
                     }
                 }
@@ -541,10 +544,9 @@ fn join(graph: &Graph, shards: &[CacheShard]) -> Vec<(NodeId, NodeId, Relation, 
     let provider_of = |id: NodeId| graph.node_shards()[id.shard()].key[id.row() as usize][0];
     let mut matches: Vec<Match> = asks
         .par_iter()
-        .flat_map_iter(|&at| {
+        .flat_map_iter(|&(at, (rule, rel, self_is_source))| {
             let ask = item(at);
             let k = key(at);
-            let (rule, rel, self_is_source) = ask.ask.unwrap_or((0, Relation::FlowsTo, true));
             let me = id_of(at);
             let found: Vec<At> = match ask.table {
                 // The public holder of an IP if there is one, else any holder.
