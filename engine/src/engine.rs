@@ -70,6 +70,8 @@ pub struct Engine {
     links: RwLock<Arc<LinkReport>>,
     /// What each node offered and asked the linker in the last scan.
     pub(crate) link_cache: Mutex<crate::analysis::linker::Cache>,
+    /// Each node's built-in rule answer of the last scan, with what it read.
+    pub(crate) rule_cache: Mutex<crate::heuristics::builtin::Cache>,
     /// What the pattern phase of the last scan found.
     pattern: RwLock<Arc<PatternReport>>,
     source_config: RwLock<BTreeMap<String, BTreeMap<String, String>>>,
@@ -241,6 +243,7 @@ impl Engine {
             assessment: RwLock::new(None),
             links: RwLock::new(Arc::new(LinkReport::default())),
             link_cache: Mutex::new(Default::default()),
+            rule_cache: Mutex::new(Default::default()),
             pattern: RwLock::new(Arc::new(PatternReport::default())),
             source_config: RwLock::new(BTreeMap::new()),
             last_report: RwLock::new(None),

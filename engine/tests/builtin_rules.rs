@@ -13,7 +13,7 @@ use svc_engine::relation::Relation::{AttachedTo, Contains, FlowsTo, Runs, Uses};
 
 mod common;
 
-use common::{AWS, AZ, Estate, GCP, K8S, NOW, ago};
+use common::{AWS, AZ, DAY, Estate, GCP, K8S, NOW, ago};
 
 fn run(e: Estate) -> (Graph, BuiltinOutcome, BTreeMap<&'static str, String>) {
     let (g, crns) = e.graph();
@@ -1176,4 +1176,97 @@ fn the_selection_switches_rules_off() {
         },
     );
     assert!(none.findings.is_empty() && none.evaluated == 0);
+}
+
+/// Every finding of a pass as `(node, rule, reason)`, sorted.
+fn answers<'a>(findings: impl Iterator<Item = &'a svc_engine::heuristics::Finding>) -> BTreeSet<String> {
+    findings
+        .map(|f| format!("{:?} {} {}", f.node, f.rule, f.reason))
+        .collect()
+}
+
+#[test]
+fn a_later_pass_works_out_again_only_what_a_change_reaches() {
+    let (mut g, crns) = estate().graph();
+    let id = |g: &Graph, name: &str| {
+        g.find(&svc_engine::Crn::parse(&crns[name]).expect("crn"))
+            .expect("node")
+    };
+    let selection = builtin::Selection::default();
+    let mut cache = builtin::Cache::default();
+    let now = NOW * 1_000_000;
+    let changes = g.take_edge_changes();
+    let first = cache.run(&g, &changes, now, NOW, &selection);
+    assert!(first.full);
+    let eip = id(&g, "eip-free");
+    assert!(
+        cache.findings_of(eip).iter().any(|f| f.rule == "aws-eip-unassociated"),
+        "an address nothing names is flagged"
+    );
+    let fresh = builtin::run(&g, now, NOW, &selection);
+    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+
+    // A new DNS record names the address: the address's answer is worked
+    // out again though its own row did not change.
+    let mut e = Estate::with(g.interner().clone());
+    e.node(
+        ("aws", "global", "123456789012"),
+        "route53:record",
+        "Z1/new.acme.io./A",
+        "INSYNC",
+        0.0,
+        1,
+        json!({"record_type": "A", "record_value": "3.3.3.3"}),
+        &[],
+    );
+    g.ingest_nodes(&[e.nodes], now + 1, 2);
+    g.rebuild_adjacency(now + 1);
+    let changes = g.take_edge_changes();
+    let pass = cache.run(&g, &changes, now + 1, NOW, &selection);
+    assert!(!pass.full);
+    assert!(pass.touched.contains(&eip), "the named address is evaluated again");
+    assert!(pass.evaluated <= 3, "{} evaluated", pass.evaluated);
+    assert!(cache.findings_of(eip).is_empty(), "a DNS-named address is not waste");
+    let fresh = builtin::run(&g, now + 1, NOW, &selection);
+    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+
+    // A machine stops: the volume attached to it (unchanged) is evaluated
+    // again with it.
+    let vol = id(&g, "vol-gp3");
+    let mut e = Estate::with(g.interner().clone());
+    e.node(
+        AWS,
+        "ec2:instance",
+        "i-busy",
+        "stopped",
+        70.08,
+        300,
+        json!({"cpu_avg_7d": 40.0, "network_bytes_7d": 5_000_000_000_i64, "instance_type": "m5.large", "stopped_at": ago(45)}),
+        &[],
+    );
+    g.ingest_nodes(&[e.nodes], now + 2, 3);
+    g.rebuild_adjacency(now + 2);
+    let changes = g.take_edge_changes();
+    let pass = cache.run(&g, &changes, now + 2, NOW, &selection);
+    assert!(pass.touched.contains(&vol), "the attached volume is evaluated again");
+    let fresh = builtin::run(&g, now + 2, NOW, &selection);
+    assert!(
+        fresh.findings.iter().any(|f| f.node == vol),
+        "a volume on a stopped machine is flagged"
+    );
+    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+
+    // Forty days on with nothing changed: ages tick over and the answers
+    // that read them are worked out again; the rest stand.
+    let later = NOW + 40 * DAY;
+    let changes = g.take_edge_changes();
+    let pass = cache.run(&g, &changes, now + 3, later, &selection);
+    assert!(pass.evaluated > 0 && pass.kept > 0, "{pass:?}");
+    let fresh = builtin::run(&g, now + 3, later, &selection);
+    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+    assert_eq!(
+        cache.ignored().count(),
+        fresh.ignored.len(),
+        "the svc:ignore answers match too"
+    );
 }

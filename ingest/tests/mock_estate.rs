@@ -286,3 +286,89 @@ fn the_linker_reads_again_only_what_changed_and_finds_what_a_fresh_run_finds() {
         );
     }
 }
+
+/// Every built-in finding and `svc:ignore` answer of a pass, comparable.
+fn builtin_answers(
+    findings: impl Iterator<Item = svc_engine::heuristics::Finding>,
+    ignored: impl Iterator<Item = (svc_engine::NodeId, String)>,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    (
+        findings
+            .map(|f| {
+                format!(
+                    "{:?} {} {} {} {}",
+                    f.node, f.rule, f.reason, f.projected_savings_usd_mo, f.risk_score
+                )
+            })
+            .collect(),
+        ignored.map(|(id, why)| format!("{id:?} {why}")).collect(),
+    )
+}
+
+#[test]
+fn kept_rule_answers_equal_a_fresh_pass_over_epochs() {
+    use svc_engine::heuristics::builtin::{self, Cache};
+    let estate = MockEstate::new(5, 20_000);
+    let mut scanned = scan(&estate, 0);
+    scanned.graph.rebuild_adjacency(now(0));
+    let mut cache = Cache::default();
+    let selection = builtin::Selection::default();
+    let changes = scanned.graph.take_edge_changes();
+    let first = cache.run(&scanned.graph, &changes, now(0), epoch_time(0), &selection);
+    assert!(first.full);
+    let mut kept_total = 0;
+    // 30 hourly epochs: a day boundary passes for every age the rules read.
+    for epoch in 0..30u64 {
+        if epoch > 0 {
+            scanned = scan_into(scanned.graph, &estate, epoch);
+            let syms: Vec<_> = PROVIDERS.iter().map(|p| scanned.graph.interner().intern(p)).collect();
+            scanned.graph.retire_unseen(&syms, now(epoch), epoch as u32 + 1);
+            scanned.graph.rebuild_adjacency(now(epoch));
+        }
+        let pass = if epoch > 0 {
+            let changes = scanned.graph.take_edge_changes();
+            cache.run(&scanned.graph, &changes, now(epoch), epoch_time(epoch), &selection)
+        } else {
+            first_pass_again(&mut cache, &mut scanned.graph, &selection)
+        };
+        let fresh = builtin::run(&scanned.graph, now(epoch), epoch_time(epoch), &selection);
+        assert!(!fresh.findings.is_empty());
+        let want = builtin_answers(
+            fresh.findings.into_iter(),
+            fresh.ignored.into_iter().map(|(id, why)| (id, why.describe())),
+        );
+        let got = builtin_answers(
+            cache.findings().cloned(),
+            cache.ignored().map(|(id, why)| (id, why.describe())),
+        );
+        assert_eq!(got.0.len(), want.0.len(), "epoch {epoch}: number of findings");
+        assert_eq!(got, want, "epoch {epoch}");
+        assert_eq!(pass.findings as usize, want.0.len());
+        if epoch > 0 {
+            assert!(!pass.full, "epoch {epoch}");
+            assert!(pass.evaluated > 0, "epoch {epoch}: new and changed nodes are evaluated");
+            assert!(
+                pass.kept > pass.evaluated,
+                "epoch {epoch}: most answers are kept ({} kept, {} evaluated)",
+                pass.kept,
+                pass.evaluated
+            );
+            kept_total += pass.kept;
+        }
+    }
+    assert!(kept_total > 0);
+}
+
+/// A second pass over an unchanged graph at the same times keeps every answer.
+fn first_pass_again(
+    cache: &mut svc_engine::heuristics::builtin::Cache,
+    g: &mut Graph,
+    selection: &svc_engine::heuristics::builtin::Selection,
+) -> svc_engine::heuristics::builtin::cache::Pass {
+    let changes = g.take_edge_changes();
+    let pass = cache.run(g, &changes, now(0) + 1, epoch_time(0), selection);
+    assert!(!pass.full);
+    assert_eq!(pass.evaluated, 0, "nothing changed, nothing is evaluated again");
+    assert!(pass.touched.is_empty());
+    pass
+}

@@ -94,6 +94,16 @@ pub struct EdgeVersion {
 }
 
 /// An edge the engine inferred, between nodes already in the graph.
+/// Edge rows changed between two calls of [`Graph::take_edge_changes`].
+#[derive(Clone, Debug, Default)]
+pub struct EdgeChanges {
+    /// By edge shard: the rows, repeats allowed; `None` where too many
+    /// changed to list.
+    pub rows: Vec<Option<Vec<u32>>>,
+    /// From this time (µs) a row's visibility may change without a write.
+    pub horizon: u64,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct InferredEdge {
     pub src: NodeId,
@@ -640,6 +650,25 @@ impl Graph {
         self.clear_touched();
     }
 
+    /// The edge rows inserted, changed, revived, retired or loaded since
+    /// the last call, by edge shard (`None` where too many changed to
+    /// list), and the time from which a row's visibility may change without
+    /// a write (a stored future `valid_to`; `u64::MAX` when none).
+    pub fn take_edge_changes(&mut self) -> EdgeChanges {
+        EdgeChanges {
+            rows: self
+                .edges
+                .iter_mut()
+                .map(|s| {
+                    let rows = s.changed.rows().map(<[u32]>::to_vec);
+                    s.changed.clear();
+                    rows
+                })
+                .collect(),
+            horizon: self.adj.horizon,
+        }
+    }
+
     fn clear_touched(&mut self) {
         for s in &mut self.nodes {
             s.touched.clear();
@@ -1058,13 +1087,14 @@ impl Graph {
     }
 
     /// Sets one node's verdict; a change is versioned.
-    pub fn set_verdict(&mut self, id: NodeId, verdict: &Verdict<'_>, now_us: u64) {
+    pub fn set_verdict(&mut self, id: NodeId, verdict: &Verdict<'_>, now_us: u64) -> bool {
         if let Some(shard) = self.nodes.get_mut(id.shard())
             && (id.row() as usize) < shard.len()
             && shard.generation == id.generation()
         {
-            shard.set_verdict(id.row(), verdict, now_us);
+            return shard.set_verdict(id.row(), verdict, now_us);
         }
+        false
     }
 
     /// Sets the verdict of every node visible at `now_us`, shard by shard in

@@ -607,6 +607,9 @@ pub struct EdgeShard {
     /// Rows inserted, revived, retired or loaded since the adjacency index
     /// was built (unlike `dirty`, not cleared by a commit).
     pub(crate) touched: Touched,
+    /// Rows inserted, changed, revived, retired or loaded since the last
+    /// [`super::Graph::take_edge_changes`].
+    pub(crate) changed: Touched,
 }
 
 pub(crate) fn edge_hash(src: NodeId, dst: NodeId, rel: Relation) -> u64 {
@@ -722,6 +725,7 @@ impl EdgeShard {
         if visibility {
             self.touched.mark(row, self.src.len());
         }
+        self.changed.mark(row, self.src.len());
         outcome
     }
 
@@ -733,6 +737,7 @@ impl EdgeShard {
         self.valid_to[r] = now_us;
         self.mark_dirty(row);
         self.touched.mark(row, self.src.len());
+        self.changed.mark(row, self.src.len());
         true
     }
 
@@ -768,6 +773,7 @@ impl EdgeShard {
             + v(&self.dirty)
             + self.dirty_set.heap_bytes()
             + self.touched.heap_bytes()
+            + self.changed.heap_bytes()
             + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
     }
 }

@@ -24,6 +24,33 @@ pub fn precedence(a: &Finding, b: &Finding) -> Ordering {
         .then(a.rule.cmp(&b.rule))
 }
 
+/// Writes the verdicts of `set` into `graph` for the visible nodes among
+/// `nodes` only: the nodes whose findings may have changed since the
+/// verdicts were last joined. Returns how many nodes changed.
+pub fn apply_to(graph: &mut Graph, set: &FindingSet, now_us: u64, nodes: &[crate::ids::NodeId]) -> usize {
+    let interner = graph.interner().clone();
+    let mut rules: HashMap<&str, Sym> = HashMap::new();
+    let mut changed = 0;
+    for id in nodes {
+        if !graph.is_node_visible(*id, now_us) {
+            continue;
+        }
+        let v = match set.deciding(*id) {
+            Some(f) => {
+                let rule = *rules.entry(&f.rule).or_insert_with(|| interner.intern(&f.rule));
+                Verdict {
+                    is_waste: f.is_waste,
+                    reason: &f.reason,
+                    rule: Some(rule),
+                }
+            }
+            None => Verdict::CLEAR,
+        };
+        changed += usize::from(graph.set_verdict(*id, &v, now_us));
+    }
+    changed
+}
+
 /// Writes the verdicts of `set` into `graph` (every visible node, in
 /// parallel); returns how many nodes changed. A node's deciding finding
 /// sets its verdict (rule) and reason, and `is_waste` when it is a

@@ -80,9 +80,12 @@ pub struct FindingSet {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BuiltinStats {
     pub rules: u64,
-    /// Nodes of a type some rule reads, and rule checks run on them.
+    /// Nodes of a type some rule reads whose answer was worked out in this
+    /// scan, and rule checks run on them.
     pub evaluated: u64,
     pub checks: u64,
+    /// Nodes whose answer from the scan before stood (nothing it read changed).
+    pub kept: u64,
     pub findings: u64,
     pub ignored: u64,
     pub duration_ms: u64,
@@ -92,7 +95,7 @@ impl BuiltinStats {
     /// The numbers as they appear in `SCAN_COMPLETED` and the heuristics status.
     pub fn payload(&self) -> serde_json::Value {
         serde_json::json!({
-            "rules": self.rules, "evaluated": self.evaluated, "checks": self.checks,
+            "rules": self.rules, "evaluated": self.evaluated, "checks": self.checks, "kept": self.kept,
             "findings": self.findings, "ignored": self.ignored, "duration_ms": self.duration_ms,
         })
     }

@@ -295,7 +295,9 @@ fn apply_flags(engine: &Engine, rules: &[Rule], flagged: &HashMap<NodeId, usize>
                     now_us,
                 );
             }
-            None => graph.set_verdict(id, &Verdict::CLEAR, now_us),
+            None => {
+                graph.set_verdict(id, &Verdict::CLEAR, now_us);
+            }
         }
         let after = graph
             .node(id)

@@ -367,48 +367,111 @@ pub(crate) fn run(
         };
         let started = Instant::now();
         let selection = engine.rule_selection();
-        let builtin = heuristics::builtin::run(&engine.graph(), now_us, report.observed_at, &selection);
+        // Edge rows changed since the last pass (the adjacency index is
+        // current): whose ends' answers may differ.
+        let changes = engine.graph_mut().take_edge_changes();
+        let mut rules = engine.rule_cache.lock();
+        let pass = rules.run(&engine.graph(), &changes, now_us, report.observed_at, &selection);
+        drop(changes);
         let builtin_ms = started.elapsed().as_millis() as u64;
         // Plugins run after the built-in rules.
-        let (plugin_findings, mut outcomes) = {
+        let (mut others, mut outcomes) = {
             let graph = engine.graph();
             heuristics::analyzer::run_analyzers(&graph, analyzers, now_us, timeout)
         };
-        let mut findings = builtin.findings;
         let stats = BuiltinStats {
             rules: heuristics::builtin::rules().filter(|r| selection.allows(r)).count() as u64,
-            evaluated: builtin.evaluated,
-            checks: builtin.checks,
-            findings: findings.len() as u64,
-            ignored: builtin.ignored.len() as u64,
+            evaluated: pass.evaluated,
+            checks: pass.checks,
+            kept: pass.kept,
+            findings: pass.findings,
+            ignored: pass.ignored,
             duration_ms: builtin_ms,
         };
-        findings.extend(plugin_findings);
-        carry_over(engine, now_us, &mut findings, &mut outcomes);
+        carry_over(engine, now_us, &mut others, &mut outcomes);
         // Policy verdicts of rules still in the book stand until the
         // policy phase decides again.
-        findings.extend(crate::policy::phase::carried(engine, now_us));
-        let mut set = FindingSet::new(report.scan_seq, findings, outcomes);
-        set.ignored = builtin.ignored.into_iter().collect();
-        set.builtin = stats.clone();
-        set.as_of_s = report.observed_at;
-        report.findings = set.len() as u64;
+        others.extend(crate::policy::phase::carried(engine, now_us));
         let t = Instant::now();
-        report.verdicts_changed = heuristics::join::apply(&mut engine.graph_mut(), &set, now_us) as u64;
+        if pass.full {
+            let mut findings: Vec<Finding> = rules.findings().cloned().collect();
+            findings.extend(others);
+            let mut set = FindingSet::new(report.scan_seq, findings, outcomes);
+            set.ignored = rules.ignored().map(|(id, why)| (id, why.clone())).collect();
+            drop(rules);
+            set.builtin = stats.clone();
+            set.as_of_s = report.observed_at;
+            report.findings = set.len() as u64;
+            report.verdicts_changed = heuristics::join::apply(&mut engine.graph_mut(), &set, now_us) as u64;
+            report.heuristics = set.analyzers.clone();
+            engine.set_findings(set);
+        } else {
+            // The last scan's findings, changed where this scan's differ:
+            // the built-in answers worked out again, and every plugin and
+            // carried policy finding replaced.
+            let builtin_touched = pass.touched;
+            let mut touched = builtin_touched.clone();
+            engine.update_findings(|set| {
+                let mut emptied = Vec::new();
+                for (id, list) in set.by_node.iter_mut() {
+                    if list.iter().any(|f| f.source != FindingSource::Builtin) {
+                        list.retain(|f| f.source == FindingSource::Builtin);
+                        touched.push(*id);
+                        if list.is_empty() {
+                            emptied.push(*id);
+                        }
+                    }
+                }
+                for id in emptied {
+                    set.by_node.remove(&id);
+                }
+                for id in &builtin_touched {
+                    match rules.findings_of(*id) {
+                        [] => set.by_node.remove(id),
+                        found => set.by_node.insert(*id, found.to_vec()),
+                    };
+                    match rules.ignored_of(*id) {
+                        Some(why) => set.ignored.insert(*id, why.clone()),
+                        None => set.ignored.remove(id),
+                    };
+                }
+                for f in others {
+                    touched.push(f.node);
+                    set.by_node.entry(f.node).or_default().push(f);
+                }
+                touched.sort_unstable();
+                touched.dedup();
+                for id in &touched {
+                    if let Some(list) = set.by_node.get_mut(id) {
+                        list.sort_by(heuristics::join::precedence);
+                    }
+                }
+                set.scan_seq = report.scan_seq;
+                set.analyzers = outcomes;
+                set.builtin = stats.clone();
+                set.as_of_s = report.observed_at;
+                report.findings = set.len() as u64;
+                report.heuristics = set.analyzers.clone();
+            });
+            drop(rules);
+            let set = engine.findings();
+            report.verdicts_changed =
+                heuristics::join::apply_to(&mut engine.graph_mut(), &set, now_us, &touched) as u64;
+        }
         debug!(
             join_ms = t.elapsed().as_millis() as u64,
             heuristics_ms = started.elapsed().as_millis() as u64,
             "joined"
         );
-        report.heuristics = set.analyzers.clone();
         report.builtin = stats;
         debug!(
             findings = report.findings,
             changed = report.verdicts_changed,
             builtin_ms,
+            evaluated = report.builtin.evaluated,
+            kept = report.builtin.kept,
             "verdicts joined"
         );
-        engine.set_findings(set);
     }
 
     {

@@ -29,8 +29,13 @@ pub struct Estate {
 
 impl Estate {
     pub fn new() -> Estate {
+        Estate::with(Arc::new(Interner::new()))
+    }
+
+    /// An estate interning into `interner` (to ingest into a graph built before).
+    pub fn with(interner: Arc<Interner>) -> Estate {
         Estate {
-            interner: Arc::new(Interner::new()),
+            interner,
             nodes: NodeBatch::default(),
             edges: EdgeBatch::default(),
             crns: BTreeMap::new(),

@@ -392,7 +392,7 @@ fn eip_unassociated(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
         return None;
     }
     let ip = n.str(k.public_ip).unwrap_or("");
-    if n.index().dns_points_at(ip) {
+    if n.dns_points_at(ip) {
         return None;
     }
     let d = n.age_days();
@@ -406,7 +406,7 @@ fn snapshot_orphaned(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let source = n.str(k.source_volume_id)?;
     let d = n.age_days();
-    if n.index().volume_exists(source) || d < 30 {
+    if n.volume_exists(source) || d < 30 {
         return None;
     }
     let size = n.num(k.size_gib).unwrap_or(0.0);

@@ -160,7 +160,7 @@ fn public_ip_unassociated(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
         return None;
     }
     let ip = n.str(k.address).unwrap_or("");
-    if n.index().dns_points_at(ip) {
+    if n.dns_points_at(ip) {
         return None;
     }
     Some(why.hit(

@@ -158,7 +158,7 @@ fn address_unused(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
         return None;
     }
     let ip = n.str(k.address).unwrap_or("");
-    if n.index().dns_points_at(ip) {
+    if n.dns_points_at(ip) {
         return None;
     }
     Some(why.hit(
@@ -175,7 +175,7 @@ fn snapshot_orphaned(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let k = n.keys();
     let source = n.str(k.source_disk)?;
     let d = n.age_days();
-    if n.index().disk_exists(source) || d < 30 {
+    if n.disk_exists(source) || d < 30 {
         return None;
     }
     Some(why.hit(

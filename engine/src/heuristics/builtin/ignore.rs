@@ -57,7 +57,11 @@ pub fn parse(value: &str, changed_s: u64, now_s: u64) -> Option<Ignore> {
 /// Whether the node's `svc:ignore` tag keeps it out of the rules now.
 pub fn check(node: &Node<'_>) -> Option<Ignore> {
     let value = node.tag(node.keys().svc_ignore)?;
-    parse(value, node.changed_s(), node.now_s())
+    let ignore = parse(value, node.changed_s(), node.now_s());
+    if let Some(Ignore::Until(until)) = ignore {
+        node.holds_until(until);
+    }
+    ignore
 }
 
 /// `2026-12-31`.

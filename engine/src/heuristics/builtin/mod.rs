@@ -12,10 +12,13 @@
 
 mod aws;
 mod azure;
+pub mod cache;
 mod gcp;
 pub mod ignore;
 mod k8s;
 pub mod view;
+
+pub use cache::Cache;
 
 use std::borrow::Cow;
 use std::fmt::{self, Write as _};
@@ -403,8 +406,15 @@ impl Unused {
 /// stopped for [`STOPPED_DAYS`] or more, or running idle. Worked out once
 /// per machine and pass ([`Machines`]), however many rules and volumes ask.
 pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
-    *n.unused
-        .get_or_init(|| n.machines().get(n.id()).unwrap_or_else(|| machine_verdict(n)))
+    *n.unused.get_or_init(|| match n.machines().get(n.id()) {
+        Some((verdict, until)) => {
+            if let Some(reads) = n.reads() {
+                reads.bound_as_of(until);
+            }
+            verdict
+        }
+        None => machine_verdict(n),
+    })
 }
 
 /// Node types whose verdict [`Machines`] works out before the rules run.
@@ -422,7 +432,9 @@ pub struct Machines {
 struct MachineShard {
     /// By row: 1 + the machine's place in `verdicts`, or 0 for other rows.
     at: Vec<u32>,
-    verdicts: Vec<Option<Unused>>,
+    /// Each machine's verdict, and the observation time (Unix seconds)
+    /// from which it may read differently.
+    verdicts: Vec<(Option<Unused>, u64)>,
 }
 
 impl Machines {
@@ -445,8 +457,10 @@ impl Machines {
                     if !types.contains(&shard.ty[r]) || !visible(shard.valid_to[r], ctx.now_us) {
                         continue;
                     }
-                    let node = Node::new(ctx, NodeId::new(s, r as u32, shard.generation));
-                    out.verdicts.push(machine_verdict(&node));
+                    let reads = view::Reads::default();
+                    let node = Node::recording(ctx, NodeId::new(s, r as u32, shard.generation), &reads);
+                    let verdict = machine_verdict(&node);
+                    out.verdicts.push((verdict, reads.until_as_of.get()));
                     out.at[r] = out.verdicts.len() as u32;
                 }
                 out
@@ -455,8 +469,9 @@ impl Machines {
         Machines { shards }
     }
 
-    /// The machine's verdict, when `id` is one of the machines.
-    fn get(&self, id: NodeId) -> Option<Option<Unused>> {
+    /// The machine's verdict and until when it holds, when `id` is one of
+    /// the machines.
+    fn get(&self, id: NodeId) -> Option<(Option<Unused>, u64)> {
         let shard = self.shards.get(id.shard())?;
         let at = *shard.at.get(id.row() as usize)?;
         at.checked_sub(1).map(|i| shard.verdicts[i as usize])

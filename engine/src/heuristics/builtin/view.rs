@@ -1,11 +1,11 @@
 //! What a rule sees of a node.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 
 use std::hash::Hasher;
 
 use rayon::prelude::*;
-use rustc_hash::{FxHashSet, FxHasher};
+use rustc_hash::{FxHashMap, FxHasher};
 
 use crate::graph::{Graph, NodeRef, visible};
 use crate::ids::{NodeId, Sym};
@@ -103,113 +103,146 @@ keys!(
     write_capacity,
 );
 
-/// Facts about the whole estate that single nodes are checked against,
-/// gathered in one parallel pass before the rules run. Each set holds
-/// hashes of the strings, not the strings: a collision can only make a
+/// Facts about the whole estate that single nodes are checked against:
+/// hashes of DNS targets, EBS volume ids and GCP disk names, each with the
+/// number of nodes that contribute it (so one kept by a later scan can be
+/// added and taken away node by node). A collision can only make a
 /// resource look referenced, so it hides a finding and never invents one.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Index {
-    /// Addresses and names DNS records point at.
-    dns_targets: FxHashSet<u64>,
-    /// Physical ids of the EBS volumes that exist.
-    volumes: FxHashSet<u64>,
-    /// Names of the GCP disks that exist.
-    disks: FxHashSet<u64>,
+    counts: FxHashMap<u64, u32>,
 }
 
 /// DNS record types whose values name addresses or hosts.
 const DNS_TYPES: [&str; 3] = ["route53:record", "dns:record-set", "network:dns-record"];
 
-fn text_hash(s: &str) -> u64 {
+/// What an [`Index`] entry says exists.
+#[derive(Copy, Clone)]
+enum Fact {
+    DnsTarget = 1,
+    Volume = 2,
+    Disk = 3,
+}
+
+/// The index key of `text` as a `fact`.
+fn fact_key(fact: Fact, text: &str) -> u64 {
     let mut h = FxHasher::default();
-    h.write(s.as_bytes());
+    h.write_u8(fact as u8);
+    h.write(text.as_bytes());
     h.finish()
 }
 
-/// What one shard contributes to the [`Index`].
-#[derive(Default)]
-struct IndexPart {
-    dns_targets: Vec<u64>,
-    volumes: Vec<u64>,
-    disks: Vec<u64>,
+/// The node types that contribute to the [`Index`], interned.
+pub(crate) struct Contributors {
+    dns: Vec<Sym>,
+    volume: Option<Sym>,
+    disk: Option<Sym>,
+    gcp: Option<Sym>,
+    record_value: Option<Sym>,
+    rrdatas: Option<Sym>,
+}
+
+impl Contributors {
+    pub(crate) fn new(reader: &InternerReader<'_>, keys: &Keys) -> Contributors {
+        Contributors {
+            dns: DNS_TYPES.iter().filter_map(|t| reader.get(t)).collect(),
+            volume: reader.get("ec2:volume"),
+            disk: reader.get("compute:disk"),
+            gcp: reader.get("gcp"),
+            record_value: keys.record_value,
+            rrdatas: keys.rrdatas,
+        }
+    }
+
+    fn none(&self) -> bool {
+        self.dns.is_empty() && self.volume.is_none() && self.disk.is_none()
+    }
+
+    /// Whether rows of type `ty` may contribute.
+    pub(crate) fn reads(&self, ty: Sym) -> bool {
+        self.dns.contains(&ty) || Some(ty) == self.volume || Some(ty) == self.disk
+    }
+
+    /// The index keys node `n` contributes, appended to `out`.
+    pub(crate) fn keys_of(&self, n: NodeRef<'_>, out: &mut Vec<u64>) {
+        let ty = n.ty();
+        if self.dns.contains(&ty) {
+            for key in [self.record_value, self.rrdatas] {
+                match key.and_then(|k| n.props().get(k)) {
+                    Some(ValueRef::Str(s)) => out.extend(
+                        s.split([',', ' '])
+                            .map(|t| t.trim_end_matches('.'))
+                            .filter(|t| !t.is_empty())
+                            .map(|t| fact_key(Fact::DnsTarget, t)),
+                    ),
+                    Some(ValueRef::Json(text)) => out.extend(
+                        json_strings(text)
+                            .filter(|t| !t.is_empty())
+                            .map(|t| fact_key(Fact::DnsTarget, t)),
+                    ),
+                    _ => {}
+                }
+            }
+        } else if Some(ty) == self.volume {
+            out.push(fact_key(Fact::Volume, n.physical_id()));
+        } else if Some(ty) == self.disk && self.gcp.is_some_and(|p| n.provider() == p) {
+            out.push(fact_key(Fact::Disk, n.physical_id()));
+        }
+    }
 }
 
 impl Index {
     pub fn build(graph: &Graph, reader: &InternerReader<'_>, keys: &Keys, now_us: u64) -> Index {
-        let dns: Vec<Sym> = DNS_TYPES.iter().filter_map(|t| reader.get(t)).collect();
-        let volume = reader.get("ec2:volume");
-        let disk = reader.get("compute:disk");
-        let gcp = reader.get("gcp");
-        if dns.is_empty() && volume.is_none() && disk.is_none() {
+        let who = Contributors::new(reader, keys);
+        if who.none() {
             return Index::default();
         }
-        let parts: Vec<IndexPart> = graph
+        let parts: Vec<Vec<u64>> = graph
             .node_shards()
             .par_iter()
             .enumerate()
             .map(|(s, shard)| {
-                let mut part = IndexPart::default();
+                let mut part = Vec::new();
                 for r in 0..shard.len() {
-                    let ty = shard.ty[r];
-                    let is_dns = dns.contains(&ty);
-                    if !is_dns && Some(ty) != volume && Some(ty) != disk || !visible(shard.valid_to[r], now_us) {
+                    if !who.reads(shard.ty[r]) || !visible(shard.valid_to[r], now_us) {
                         continue;
                     }
-                    let Some(node) = graph.node(NodeId::new(s, r as u32, shard.generation)) else {
-                        continue;
-                    };
-                    if is_dns {
-                        for key in [keys.record_value, keys.rrdatas] {
-                            let Some(v) = key.and_then(|k| node.props().get(k)) else {
-                                continue;
-                            };
-                            let targets = &mut part.dns_targets;
-                            match v {
-                                ValueRef::Str(s) => targets.extend(
-                                    s.split([',', ' '])
-                                        .map(|t| t.trim_end_matches('.'))
-                                        .filter(|t| !t.is_empty())
-                                        .map(text_hash),
-                                ),
-                                ValueRef::Json(text) => {
-                                    targets.extend(json_strings(text).filter(|t| !t.is_empty()).map(text_hash))
-                                }
-                                _ => {}
-                            }
-                        }
-                    } else if Some(ty) == volume {
-                        part.volumes.push(text_hash(node.physical_id()));
-                    } else if gcp.is_some_and(|p| node.provider() == p) {
-                        part.disks.push(text_hash(node.physical_id()));
+                    if let Some(node) = graph.node(NodeId::new(s, r as u32, shard.generation)) {
+                        who.keys_of(node, &mut part);
                     }
                 }
                 part
             })
             .collect();
         let mut index = Index::default();
-        let sum = |f: fn(&IndexPart) -> usize| parts.iter().map(f).sum::<usize>();
-        index.dns_targets.reserve(sum(|p| p.dns_targets.len()));
-        index.volumes.reserve(sum(|p| p.volumes.len()));
-        index.disks.reserve(sum(|p| p.disks.len()));
-        for p in parts {
-            index.dns_targets.extend(p.dns_targets);
-            index.volumes.extend(p.volumes);
-            index.disks.extend(p.disks);
+        index.counts.reserve(parts.iter().map(Vec::len).sum());
+        for key in parts.into_iter().flatten() {
+            index.add(key);
         }
         index
     }
 
-    /// Whether a DNS record points at this address or name.
-    pub fn dns_points_at(&self, target: &str) -> bool {
-        !target.is_empty() && self.dns_targets.contains(&text_hash(target))
+    pub(crate) fn add(&mut self, key: u64) {
+        *self.counts.entry(key).or_default() += 1;
     }
-    /// Whether an EBS volume with this id exists.
-    pub fn volume_exists(&self, id: &str) -> bool {
-        self.volumes.contains(&text_hash(id))
+
+    /// Takes one contribution of `key` away; returns whether none is left.
+    pub(crate) fn remove(&mut self, key: u64) -> bool {
+        match self.counts.get_mut(&key) {
+            Some(c) if *c > 1 => {
+                *c -= 1;
+                false
+            }
+            Some(_) => {
+                self.counts.remove(&key);
+                true
+            }
+            None => false,
+        }
     }
-    /// Whether a GCP disk with this name exists.
-    pub fn disk_exists(&self, name: &str) -> bool {
-        self.disks.contains(&text_hash(name))
+
+    pub(crate) fn contains(&self, key: u64) -> bool {
+        self.counts.contains_key(&key)
     }
 }
 
@@ -231,11 +264,51 @@ pub struct Ctx<'g> {
     pub as_of_s: u64,
 }
 
+/// What one node's evaluation read besides the node's own row, so a later
+/// pass knows when its answer may have changed: the other nodes it looked
+/// at, the [`Index`] keys it asked about, and the times until which the
+/// answer holds (ages count whole days; an `svc:ignore` date or window
+/// ends).
+pub struct Reads {
+    pub(crate) deps: RefCell<Vec<NodeId>>,
+    pub(crate) keys: RefCell<Vec<u64>>,
+    /// The answer may change once the estate is observed at or after this
+    /// (Unix seconds; `u64::MAX`: never by itself).
+    pub(crate) until_as_of: Cell<u64>,
+    /// The answer may change once a scan runs at or after this (Unix seconds).
+    pub(crate) until_now: Cell<u64>,
+    /// Whether it read when the node's current version started.
+    pub(crate) changed_s: Cell<bool>,
+}
+
+impl Default for Reads {
+    fn default() -> Self {
+        Reads {
+            deps: RefCell::new(Vec::new()),
+            keys: RefCell::new(Vec::new()),
+            until_as_of: Cell::new(u64::MAX),
+            until_now: Cell::new(u64::MAX),
+            changed_s: Cell::new(false),
+        }
+    }
+}
+
+impl Reads {
+    pub(crate) fn bound_as_of(&self, until: u64) {
+        self.until_as_of.set(self.until_as_of.get().min(until));
+    }
+    pub(crate) fn bound_now(&self, until: u64) {
+        self.until_now.set(self.until_now.get().min(until));
+    }
+}
+
 /// A node as a rule reads it. What several rules of one node ask for
 /// (its cost, the machine it is attached to) is worked out once.
 pub struct Node<'a> {
     ctx: &'a Ctx<'a>,
     n: NodeRef<'a>,
+    /// Where the evaluation notes what it read, when someone keeps the answer.
+    reads: Option<&'a Reads>,
     cost: Cell<Option<f64>>,
     pub(super) unused: OnceCell<Option<super::Unused>>,
     pub(super) attached_machine: OnceCell<Option<(super::MachineName<'a>, super::Unused)>>,
@@ -244,26 +317,41 @@ pub struct Node<'a> {
 impl<'a> Node<'a> {
     pub fn new(ctx: &'a Ctx<'a>, id: NodeId) -> Node<'a> {
         let n = ctx.graph.node(id).expect("ids come from the shards being walked");
-        Node::with(ctx, n)
+        Node::with(ctx, n, None)
+    }
+
+    /// The node `id`, noting in `reads` what its evaluation reads.
+    pub fn recording(ctx: &'a Ctx<'a>, id: NodeId, reads: &'a Reads) -> Node<'a> {
+        let n = ctx.graph.node(id).expect("ids come from the shards being walked");
+        Node::with(ctx, n, Some(reads))
     }
 
     /// The node `id`, if it is one of this graph's.
     pub fn find(ctx: &'a Ctx<'a>, id: NodeId) -> Option<Node<'a>> {
-        ctx.graph.node(id).map(|n| Node::with(ctx, n))
+        ctx.graph.node(id).map(|n| Node::with(ctx, n, None))
     }
 
-    fn with(ctx: &'a Ctx<'a>, n: NodeRef<'a>) -> Node<'a> {
+    fn with(ctx: &'a Ctx<'a>, n: NodeRef<'a>, reads: Option<&'a Reads>) -> Node<'a> {
         Node {
             ctx,
             n,
+            reads,
             cost: Cell::new(None),
             unused: OnceCell::new(),
             attached_machine: OnceCell::new(),
         }
     }
 
+    /// A neighbour, read as part of this node's evaluation.
     fn of(&self, n: NodeRef<'a>) -> Node<'a> {
-        Node::with(self.ctx, n)
+        if let Some(reads) = self.reads {
+            reads.deps.borrow_mut().push(n.id());
+        }
+        Node::with(self.ctx, n, self.reads)
+    }
+
+    pub(crate) fn reads(&self) -> Option<&'a Reads> {
+        self.reads
     }
 
     pub fn id(&self) -> NodeId {
@@ -272,8 +360,24 @@ impl<'a> Node<'a> {
     pub fn keys(&self) -> &'a Keys {
         self.ctx.keys
     }
-    pub fn index(&self) -> &'a Index {
-        self.ctx.index
+    fn knows(&self, fact: Fact, text: &str) -> bool {
+        let key = fact_key(fact, text);
+        if let Some(reads) = self.reads {
+            reads.keys.borrow_mut().push(key);
+        }
+        self.ctx.index.contains(key)
+    }
+    /// Whether a DNS record points at this address or name.
+    pub fn dns_points_at(&self, target: &str) -> bool {
+        !target.is_empty() && self.knows(Fact::DnsTarget, target)
+    }
+    /// Whether an EBS volume with this id exists.
+    pub fn volume_exists(&self, id: &str) -> bool {
+        self.knows(Fact::Volume, id)
+    }
+    /// Whether a GCP disk with this name exists.
+    pub fn disk_exists(&self, name: &str) -> bool {
+        self.knows(Fact::Disk, name)
     }
     pub(super) fn machines(&self) -> &'a super::Machines {
         self.ctx.machines
@@ -305,8 +409,18 @@ impl<'a> Node<'a> {
     pub fn now_s(&self) -> u64 {
         self.ctx.now_us / 1_000_000
     }
+    /// Notes that what was read of [`Node::now_s`] holds only while scans
+    /// run before `until` (Unix seconds).
+    pub fn holds_until(&self, until: u64) {
+        if let Some(reads) = self.reads {
+            reads.bound_now(until);
+        }
+    }
     /// The start of the node's current version, Unix seconds.
     pub fn changed_s(&self) -> u64 {
+        if let Some(reads) = self.reads {
+            reads.changed_s.set(true);
+        }
         self.n.valid_from() / 1_000_000
     }
 
@@ -382,7 +496,12 @@ impl<'a> Node<'a> {
     }
     /// Whole days from `ts` (Unix seconds) to when the estate was observed.
     pub fn days_since(&self, ts: u64) -> u64 {
-        self.ctx.as_of_s.saturating_sub(ts) / DAY
+        let d = self.ctx.as_of_s.saturating_sub(ts) / DAY;
+        if let Some(reads) = self.reads {
+            // The count goes up by one on this second.
+            reads.bound_as_of(ts.saturating_add((d + 1).saturating_mul(DAY)));
+        }
+        d
     }
     /// Days since the timestamp property, if it has one.
     pub fn days_since_prop(&self, key: Option<Sym>) -> Option<u64> {
@@ -426,7 +545,12 @@ impl<'a> Node<'a> {
             .filter_map(|e| {
                 let p = e.props();
                 let traffic = p.get(by)?.as_str() == Some(crate::analysis::traffic::SOURCE);
-                let recent = p.get(end)?.as_f64()? >= since;
+                let end = p.get(end)?.as_f64()?;
+                let recent = end >= since;
+                if let (true, true, Some(reads)) = (traffic, recent, self.reads) {
+                    // The window stops counting 7 days after it ended.
+                    reads.bound_as_of(end.max(0.0) as u64 + 7 * DAY);
+                }
                 (traffic && recent).then(|| p.get(bytes)?.as_f64()).flatten()
             })
             .sum()
