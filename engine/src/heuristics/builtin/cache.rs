@@ -176,13 +176,12 @@ impl Cache {
 
         // The estate facts: contributions of changed rows taken away and
         // added again; keys that appeared or went away.
-        let fresh: Vec<Vec<(u32, Vec<u64>)>> = self
-            .shards
+        let fresh: Vec<Vec<(u32, Vec<u64>)>> = graph
+            .node_shards()
             .par_iter()
-            .zip(graph.node_shards())
             .zip(&changed)
             .enumerate()
-            .map(|(s, ((_, g), rows))| {
+            .map(|(s, (g, rows))| {
                 let mut out = Vec::new();
                 for &r in rows {
                     let ri = r as usize;
