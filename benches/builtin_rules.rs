@@ -31,11 +31,11 @@ fn estate(nodes: usize) -> Graph {
 
 /// The kept answers of a pass over epoch 0, then epoch 1 ingested into the
 /// same graph (scan time 2 µs) with its edge changes.
-fn later_scan(nodes: usize) -> (Graph, builtin::Cache, svc_engine::graph::EdgeChanges) {
+fn later_scan(nodes: usize) -> (Graph, builtin::Cache, svc_engine::graph::RowChanges) {
     let mut g = estate(nodes);
     let mut cache = builtin::Cache::default();
     let selection = builtin::Selection::default();
-    let changes = g.take_edge_changes();
+    let changes = g.take_row_changes();
     cache.run(&g, &changes, 1, epoch_time(0), &selection);
     let (n, e) = MockEstate::new(42, nodes).generate(g.interner(), 1, SCAN_BATCH);
     g.ingest_nodes(&n, 2, 2);
@@ -43,7 +43,7 @@ fn later_scan(nodes: usize) -> (Graph, builtin::Cache, svc_engine::graph::EdgeCh
     let providers: Vec<_> = PROVIDERS.iter().map(|p| g.interner().intern(p)).collect();
     g.retire_unseen(&providers, 2, 2);
     g.rebuild_adjacency(2);
-    let changes = g.take_edge_changes();
+    let changes = g.take_row_changes();
     (g, cache, changes)
 }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 use svc_engine::Graph;
 use svc_engine::heuristics::builtin::{self, BuiltinOutcome, RuleKind, ignore};
-use svc_engine::relation::Relation::{AttachedTo, Contains, FlowsTo, Runs, Uses};
+use svc_engine::relation::Relation::{AttachedTo, Contains, FlowsTo, Grants, Runs, Uses};
 
 mod common;
 
@@ -1195,7 +1195,7 @@ fn a_later_pass_works_out_again_only_what_a_change_reaches() {
     let selection = builtin::Selection::default();
     let mut cache = builtin::Cache::default();
     let now = NOW * 1_000_000;
-    let changes = g.take_edge_changes();
+    let changes = g.take_row_changes();
     let first = cache.run(&g, &changes, now, NOW, &selection);
     assert!(first.full);
     let eip = id(&g, "eip-free");
@@ -1221,7 +1221,7 @@ fn a_later_pass_works_out_again_only_what_a_change_reaches() {
     );
     g.ingest_nodes(&[e.nodes], now + 1, 2);
     g.rebuild_adjacency(now + 1);
-    let changes = g.take_edge_changes();
+    let changes = g.take_row_changes();
     let pass = cache.run(&g, &changes, now + 1, NOW, &selection);
     assert!(!pass.full);
     assert!(pass.touched.contains(&eip), "the named address is evaluated again");
@@ -1246,7 +1246,7 @@ fn a_later_pass_works_out_again_only_what_a_change_reaches() {
     );
     g.ingest_nodes(&[e.nodes], now + 2, 3);
     g.rebuild_adjacency(now + 2);
-    let changes = g.take_edge_changes();
+    let changes = g.take_row_changes();
     let pass = cache.run(&g, &changes, now + 2, NOW, &selection);
     assert!(pass.touched.contains(&vol), "the attached volume is evaluated again");
     let fresh = builtin::run(&g, now + 2, NOW, &selection);
@@ -1259,7 +1259,7 @@ fn a_later_pass_works_out_again_only_what_a_change_reaches() {
     // Forty days on with nothing changed: ages tick over and the answers
     // that read them are worked out again; the rest stand.
     let later = NOW + 40 * DAY;
-    let changes = g.take_edge_changes();
+    let changes = g.take_row_changes();
     let pass = cache.run(&g, &changes, now + 3, later, &selection);
     assert!(pass.evaluated > 0 && pass.kept > 0, "{pass:?}");
     let fresh = builtin::run(&g, now + 3, later, &selection);
@@ -1269,4 +1269,127 @@ fn a_later_pass_works_out_again_only_what_a_change_reaches() {
         fresh.ignored.len(),
         "the svc:ignore answers match too"
     );
+}
+
+/// A pass with the rows changed since the last one.
+fn later_pass(
+    cache: &mut builtin::Cache,
+    g: &mut Graph,
+    now_us: u64,
+    as_of: u64,
+    selection: &builtin::Selection,
+) -> builtin::cache::Pass {
+    let changes = g.take_row_changes();
+    cache.run(g, &changes, now_us, as_of, selection)
+}
+
+#[test]
+fn a_later_pass_follows_only_the_edges_and_ages_an_answer_read() {
+    let (mut g, crns) = estate().graph();
+    let id = |g: &Graph, name: &str| {
+        g.find(&svc_engine::Crn::parse(&crns[name]).expect("crn"))
+            .expect("node")
+    };
+    let selection = builtin::Selection::default();
+    let mut cache = builtin::Cache::default();
+    let now = NOW * 1_000_000;
+    let changes = g.take_row_changes();
+    assert!(cache.run(&g, &changes, now, NOW, &selection).full);
+    let (loose, new) = (id(&g, "vol-loose"), id(&g, "vol-new"));
+    let unattached = |cache: &builtin::Cache, v| cache.findings_of(v).iter().any(|f| f.rule == "aws-ebs-unattached");
+    assert!(unattached(&cache, loose) && !unattached(&cache, new));
+    let check = |cache: &builtin::Cache, g: &Graph, now_us: u64, as_of: u64| {
+        let fresh = builtin::run(g, now_us, as_of, &selection);
+        assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+        assert_eq!(cache.ignored().count(), fresh.ignored.len());
+    };
+
+    // An edge of a relation no answer at either end reads: nothing to redo.
+    let mut e = Estate::with(g.interner().clone());
+    e.crns = crns.clone();
+    e.edge("vol-loose", Grants, "vol-nocost");
+    g.ingest_edges(&[e.edges], now + 1, 2);
+    g.rebuild_adjacency(now + 1);
+    let pass = later_pass(&mut cache, &mut g, now + 1, NOW, &selection);
+    assert!(!pass.full);
+    assert_eq!(pass.evaluated, 0, "{pass:?}");
+    check(&cache, &g, now + 1, NOW);
+
+    // An edge the volume's answer reads: it is attached now.
+    let mut e = Estate::with(g.interner().clone());
+    e.crns = crns.clone();
+    e.edge("vol-loose", AttachedTo, "i-busy");
+    g.ingest_edges(&[e.edges], now + 2, 3);
+    g.rebuild_adjacency(now + 2);
+    let pass = later_pass(&mut cache, &mut g, now + 2, NOW, &selection);
+    assert!(pass.touched.contains(&loose), "{pass:?}");
+    assert!(!unattached(&cache, loose), "an attached volume is not unattached");
+    check(&cache, &g, now + 2, NOW);
+
+    // A day on, the volume detached 2 days ago is still inside its 7-day
+    // grace: its answer read only that it was, which holds until day 7.
+    let pass = later_pass(&mut cache, &mut g, now + 3, NOW + DAY, &selection);
+    assert!(!pass.touched.contains(&new), "{pass:?}");
+    check(&cache, &g, now + 3, NOW + DAY);
+    // On day 7 it is flagged.
+    let pass = later_pass(&mut cache, &mut g, now + 4, NOW + 5 * DAY, &selection);
+    assert!(pass.touched.contains(&new) && unattached(&cache, new), "{pass:?}");
+    check(&cache, &g, now + 4, NOW + 5 * DAY);
+}
+
+#[test]
+fn a_later_pass_starts_over_when_changes_were_not_all_listed() {
+    let (mut g, _) = estate().graph();
+    let selection = builtin::Selection::default();
+    let mut cache = builtin::Cache::default();
+    let now = NOW * 1_000_000;
+    assert!(later_pass(&mut cache, &mut g, now, NOW, &selection).full);
+
+    // One node changed back and forth more often than its shard keeps a
+    // list of: the pass cannot know which rows changed and redoes them all.
+    let mut t = now;
+    for i in 0..1200 {
+        let mut e = Estate::with(g.interner().clone());
+        let state = if i % 2 == 0 { "in-use" } else { "available" };
+        e.node(
+            AWS,
+            "ec2:volume",
+            "vol-flip",
+            state,
+            5.0,
+            300,
+            json!({"volume_type": "gp3"}),
+            &[],
+        );
+        t += 1;
+        g.ingest_nodes(&[e.nodes], t, 2 + i);
+    }
+    g.rebuild_adjacency(t);
+    let changes = g.take_row_changes();
+    assert!(changes.nodes.iter().any(Option::is_none), "a list overflowed");
+    let pass = cache.run(&g, &changes, t, NOW, &selection);
+    assert!(pass.full);
+    let fresh = builtin::run(&g, t, NOW, &selection);
+    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+
+    // Every AWS row is retired as of a later time: visible until then, gone
+    // after, with no write in between. Past that time the pass starts over.
+    let aws = g.interner().intern("aws");
+    let gone = t + 1_000;
+    g.retire_unseen(&[aws], gone, 5_000);
+    g.rebuild_adjacency(t + 1);
+    let pass = later_pass(&mut cache, &mut g, t + 1, NOW, &selection);
+    assert!(!pass.full);
+    let fresh = builtin::run(&g, t + 1, NOW, &selection);
+    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+    let pass = later_pass(&mut cache, &mut g, gone + 1, NOW, &selection);
+    assert!(pass.full, "a stored future valid_to passed");
+    let fresh = builtin::run(&g, gone + 1, NOW, &selection);
+    assert!(
+        fresh
+            .findings
+            .iter()
+            .all(|f| g.node(f.node).is_some_and(|n| n.provider() != aws))
+    );
+    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
 }

@@ -313,7 +313,7 @@ fn kept_rule_answers_equal_a_fresh_pass_over_epochs() {
     scanned.graph.rebuild_adjacency(now(0));
     let mut cache = Cache::default();
     let selection = builtin::Selection::default();
-    let changes = scanned.graph.take_edge_changes();
+    let changes = scanned.graph.take_row_changes();
     let first = cache.run(&scanned.graph, &changes, now(0), epoch_time(0), &selection);
     assert!(first.full);
     let mut kept_total = 0;
@@ -326,7 +326,7 @@ fn kept_rule_answers_equal_a_fresh_pass_over_epochs() {
             scanned.graph.rebuild_adjacency(now(epoch));
         }
         let pass = if epoch > 0 {
-            let changes = scanned.graph.take_edge_changes();
+            let changes = scanned.graph.take_row_changes();
             cache.run(&scanned.graph, &changes, now(epoch), epoch_time(epoch), &selection)
         } else {
             first_pass_again(&mut cache, &mut scanned.graph, &selection)
@@ -365,7 +365,7 @@ fn first_pass_again(
     g: &mut Graph,
     selection: &svc_engine::heuristics::builtin::Selection,
 ) -> svc_engine::heuristics::builtin::cache::Pass {
-    let changes = g.take_edge_changes();
+    let changes = g.take_row_changes();
     let pass = cache.run(g, &changes, now(0) + 1, epoch_time(0), selection);
     assert!(!pass.full);
     assert_eq!(pass.evaluated, 0, "nothing changed, nothing is evaluated again");

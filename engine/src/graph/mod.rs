@@ -93,17 +93,19 @@ pub struct EdgeVersion {
     pub props: Vec<u8>,
 }
 
-/// An edge the engine inferred, between nodes already in the graph.
-/// Edge rows changed between two calls of [`Graph::take_edge_changes`].
+/// Node and edge rows changed between two calls of [`Graph::take_row_changes`].
 #[derive(Clone, Debug, Default)]
-pub struct EdgeChanges {
-    /// By edge shard: the rows, repeats allowed; `None` where too many
-    /// changed to list.
-    pub rows: Vec<Option<Vec<u32>>>,
+pub struct RowChanges {
+    /// By node shard: the rows inserted, changed, revived, retired or
+    /// loaded, repeats allowed; `None` where too many changed to list.
+    pub nodes: Vec<Option<Vec<u32>>>,
+    /// By edge shard, the same for edge rows.
+    pub edges: Vec<Option<Vec<u32>>>,
     /// From this time (µs) a row's visibility may change without a write.
     pub horizon: u64,
 }
 
+/// An edge the engine inferred, between nodes already in the graph.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InferredEdge {
     pub src: NodeId,
@@ -650,21 +652,19 @@ impl Graph {
         self.clear_touched();
     }
 
-    /// The edge rows inserted, changed, revived, retired or loaded since
-    /// the last call, by edge shard (`None` where too many changed to
-    /// list), and the time from which a row's visibility may change without
-    /// a write (a stored future `valid_to`; `u64::MAX` when none).
-    pub fn take_edge_changes(&mut self) -> EdgeChanges {
-        EdgeChanges {
-            rows: self
-                .edges
-                .iter_mut()
-                .map(|s| {
-                    let rows = s.changed.rows().map(<[u32]>::to_vec);
-                    s.changed.clear();
-                    rows
-                })
-                .collect(),
+    /// The node and edge rows inserted, changed, revived, retired or
+    /// loaded since the last call, by shard (`None` where too many changed
+    /// to list), and the time from which a row's visibility may change
+    /// without a write (a stored future `valid_to`; `u64::MAX` when none).
+    pub fn take_row_changes(&mut self) -> RowChanges {
+        fn take(t: &mut shard::Touched) -> Option<Vec<u32>> {
+            let rows = t.rows().map(<[u32]>::to_vec);
+            t.clear();
+            rows
+        }
+        RowChanges {
+            nodes: self.nodes.iter_mut().map(|s| take(&mut s.changed)).collect(),
+            edges: self.edges.iter_mut().map(|s| take(&mut s.changed)).collect(),
             horizon: self.adj.horizon,
         }
     }

@@ -210,6 +210,9 @@ pub struct NodeShard {
     pub(crate) dirty_set: BitSet,
     /// Rows retired, revived or loaded since the adjacency index was built.
     pub(crate) touched: Touched,
+    /// Rows inserted, changed, revived, retired or loaded since the last
+    /// [`super::Graph::take_row_changes`].
+    pub(crate) changed: Touched,
 }
 
 /// Everything a node row holds, owned; used to load rows from the store.
@@ -406,6 +409,7 @@ impl NodeShard {
                 self.content.push(content);
                 self.seen.push(scan);
                 self.mark_dirty(row);
+                self.changed.mark(row, self.hash.len());
                 return (row, Upsert::Inserted);
             }
         };
@@ -424,6 +428,7 @@ impl NodeShard {
         if outcome == Upsert::Revived {
             self.touched.mark(row, self.hash.len());
         }
+        self.changed.mark(row, self.hash.len());
         (row, outcome)
     }
 
@@ -450,6 +455,7 @@ impl NodeShard {
         self.props[r] = push_bytes(&mut self.arena, &n.props);
         self.content[r] = content_hash(n.ty, n.state, n.cost_usd_mo, n.creation_ts, &n.tags, &n.props);
         self.touched.mark(row, self.hash.len());
+        self.changed.mark(row, self.hash.len());
         row
     }
 
@@ -462,6 +468,7 @@ impl NodeShard {
         self.valid_to[r] = now_us;
         self.mark_dirty(row);
         self.touched.mark(row, self.hash.len());
+        self.changed.mark(row, self.hash.len());
         true
     }
 
@@ -584,6 +591,7 @@ impl NodeShard {
             + v(&self.dirty)
             + self.dirty_set.heap_bytes()
             + self.touched.heap_bytes()
+            + self.changed.heap_bytes()
             + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
     }
 }
@@ -608,7 +616,7 @@ pub struct EdgeShard {
     /// was built (unlike `dirty`, not cleared by a commit).
     pub(crate) touched: Touched,
     /// Rows inserted, changed, revived, retired or loaded since the last
-    /// [`super::Graph::take_edge_changes`].
+    /// [`super::Graph::take_row_changes`].
     pub(crate) changed: Touched,
 }
 

@@ -367,9 +367,9 @@ pub(crate) fn run(
         };
         let started = Instant::now();
         let selection = engine.rule_selection();
-        // Edge rows changed since the last pass (the adjacency index is
-        // current): whose ends' answers may differ.
-        let changes = engine.graph_mut().take_edge_changes();
+        // Node and edge rows changed since the last pass (the adjacency
+        // index is current): whose answers, and whose ends', may differ.
+        let changes = engine.graph_mut().take_row_changes();
         let mut rules = engine.rule_cache.lock();
         let pass = rules.run(&engine.graph(), &changes, now_us, report.observed_at, &selection);
         drop(changes);

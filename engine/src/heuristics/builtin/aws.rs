@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::view::Node;
+use super::view::{Days, Node};
 use super::{
     GRACE_DAYS, Hit, Rule, RuleKind, STALE_DAYS, Unused, Why, attached_machine, bytes, days, storage_facts,
     unused_machine, usd,
@@ -280,7 +280,7 @@ fn volume_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
 }
 
 /// Days a volume has been attached to nothing, when that is past the grace period.
-fn unattached_days(n: &Node<'_>) -> Option<u64> {
+fn unattached_days<'a>(n: &Node<'a>) -> Option<Days<'a>> {
     let k = n.keys();
     let attached = n.out(AttachedTo).next().is_some()
         || !n.is_empty(k.attached_to)

@@ -5,9 +5,9 @@
 //! A kept answer is evaluated again when
 //! - the node's row changed (its content hash, the one ingest uses to call
 //!   a node unchanged), appeared, or stopped being visible;
-//! - one of its edges was added, changed or retired since the last pass
-//!   (an edge row stamped at or after that pass), or a node it read (a
-//!   neighbour, or a neighbour's neighbour through it) did either;
+//! - one of its edges was added, changed or retired since the last pass,
+//!   or a node it read (a neighbour, or a neighbour's neighbour through
+//!   it) changed or had an edge changed;
 //! - an estate fact it asked about (a DNS target, an EBS volume id, a GCP
 //!   disk name) appeared or went away;
 //! - time moved past a bound it read: the observation time at which an age
@@ -15,10 +15,21 @@
 //!   which an `svc:ignore` date or window ends, or the start of the node's
 //!   current version that an `Nd` window counts from moved;
 //! - and every answer when the rule selection changed, a clock went
-//!   backwards, or a shard was renumbered.
+//!   backwards, a shard was renumbered, a list of changed rows overflowed,
+//!   or a stored future `valid_to` passed.
+//!
+//! A pass finds those nodes without walking every row: the graph lists the
+//! rows changed since the last pass ([`Graph::take_row_changes`]), the cache
+//! keeps who read each node and who asked about each fact, and queues rows
+//! by the time their answer may change.
 //!
 //! The answers are exactly those of [`super::run`] over the same graph at
-//! the same times; `tests_cache.rs` checks that over many random changes.
+//! the same times; `ingest/tests/mock_estate.rs` checks that over many
+//! hourly epochs of the mock estate and `engine/tests/builtin_rules.rs` on
+//! hand-built changes.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -27,7 +38,7 @@ use super::ignore::{self, Ignore};
 use super::view::{self, Contributors, Index, Keys, Node, Reads};
 use super::{Machines, Rule, Selection, Why, finding, rules_by_type};
 use crate::graph::shard::BitSet;
-use crate::graph::{EdgeChanges, Graph, visible};
+use crate::graph::{Graph, RowChanges, visible};
 use crate::heuristics::Finding;
 use crate::ids::{NodeId, Sym};
 
@@ -36,11 +47,16 @@ use crate::ids::{NodeId, Sym};
 pub struct Cache {
     shards: Vec<Shard>,
     index: Index,
+    /// By node: the nodes whose kept answers read it.
+    readers: FxHashMap<NodeId, Vec<NodeId>>,
+    /// By estate fact ([`Index`] key): the nodes whose kept answers asked
+    /// about it.
+    askers: FxHashMap<u64, Vec<NodeId>>,
     /// The selection, scan time (µs) and observation time (s) of the last
     /// pass; `None` before the first.
     last: Option<(Selection, u64, u64)>,
-    /// From this scan time (µs) an edge may stop being visible without a
-    /// write ([`EdgeChanges::horizon`] at the last pass).
+    /// From this scan time (µs) a row may stop being visible without a
+    /// write ([`RowChanges::horizon`] at the last pass).
     horizon: u64,
     /// Findings and ignored nodes kept, in all.
     findings: u64,
@@ -51,12 +67,16 @@ pub struct Cache {
 struct Shard {
     /// The node shard's generation the rows are numbered in.
     generation: u32,
-    /// By row: the content hash the answer was worked out from when the row
-    /// was visible at the last pass, else 0.
-    hash: Vec<u64>,
+    /// By row: whether it has an answer (it was visible and of a type some
+    /// selected rule reads), and how many do.
+    answered: BitSet,
+    answers: u64,
     /// By row: the observation time (Unix seconds) from which the answer
-    /// may differ; `u64::MAX` when only a change can alter it.
+    /// may differ; `u64::MAX` when only a change can alter it, or when the
+    /// row has no answer.
     until: Vec<u64>,
+    /// By row: which of its own edges the answer read ([`view::edge_bit`]).
+    edges: Vec<u16>,
     /// By row: 1 + where its [`Kept`] is in `kept`, or 0 for a row whose
     /// answer has no findings, no `svc:ignore` answer and read nothing but
     /// its own row (most rows).
@@ -66,9 +86,17 @@ struct Shard {
     free: Vec<u32>,
     /// The index keys each contributing row added to the [`Index`].
     facts: FxHashMap<u32, Box<[u64]>>,
+    /// Rows by the observation time from which their answer may differ,
+    /// earliest first. An entry whose time is no longer the row's `until`
+    /// is stale and skipped.
+    due: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The same by scan time (Unix seconds), for [`Kept::until_now`].
+    due_now: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Rows whose answer read when the node's version started.
+    versioned: FxHashSet<u32>,
 }
 
-/// What a node's answer holds besides its hash and time bound.
+/// What a node's answer holds besides its time bound.
 #[derive(Clone, Default)]
 struct Kept {
     findings: Vec<Finding>,
@@ -101,46 +129,61 @@ pub struct Pass {
 
 /// One evaluated node's answer, before it is stored.
 struct Answer {
-    row: u32,
     until: u64,
+    edges: u16,
     kept: Option<Kept>,
     checks: u64,
+}
+
+/// What storing one shard's answers did.
+#[derive(Default)]
+struct Stored {
+    touched: Vec<NodeId>,
+    evaluated: u64,
+    checks: u64,
+    findings_in: u64,
+    findings_out: u64,
+    ignored_in: u64,
+    ignored_out: u64,
+    /// (node read, reader, whether the reader now reads it or stopped).
+    deps: Vec<(NodeId, NodeId, bool)>,
+    /// (index key, asker, whether it now asks or stopped).
+    keys: Vec<(u64, NodeId, bool)>,
+    /// The answers replaced, freed after the pass.
+    replaced: Vec<Kept>,
 }
 
 impl Cache {
     /// Runs the selected rules over the nodes visible at `now_us`, observed
     /// at `as_of_s`, evaluating only the nodes whose answer may differ from
-    /// the last pass. `edges` are the edge rows changed since the last pass
-    /// ([`Graph::take_edge_changes`], taken after the adjacency index was
-    /// last built).
+    /// the last pass. `changes` are the rows changed since the last pass
+    /// ([`Graph::take_row_changes`], taken after the adjacency index was last
+    /// built).
     pub fn run(
         &mut self,
         graph: &Graph,
-        edges: &EdgeChanges,
+        changes: &RowChanges,
         now_us: u64,
         as_of_s: u64,
         selection: &Selection,
     ) -> Pass {
+        let nodes = graph.node_shards();
         let full = match &self.last {
             None => true,
             Some((sel, last_now, last_as_of)) => {
                 sel != selection
                     || now_us < *last_now
                     || now_us >= self.horizon
-                    || edges.rows.len() != graph.edge_shards().len()
-                    || edges.rows.iter().any(Option::is_none)
                     || as_of_s < *last_as_of
-                    || self.shards.len() != graph.node_shards().len()
-                    || self
-                        .shards
-                        .iter()
-                        .zip(graph.node_shards())
-                        .any(|(c, g)| c.generation != g.generation)
+                    || changes.nodes.len() != nodes.len()
+                    || changes.edges.len() != graph.edge_shards().len()
+                    || changes.nodes.iter().chain(&changes.edges).any(Option::is_none)
+                    || self.shards.len() != nodes.len()
+                    || self.shards.iter().zip(nodes).any(|(c, g)| c.generation != g.generation)
             }
         };
         if full {
-            self.shards = graph
-                .node_shards()
+            self.shards = nodes
                 .iter()
                 .map(|g| Shard {
                     generation: g.generation,
@@ -148,36 +191,33 @@ impl Cache {
                 })
                 .collect();
             self.index = Index::default();
+            self.readers.clear();
+            self.askers.clear();
             (self.findings, self.ignored) = (0, 0);
         }
         let reader = graph.interner().reader();
         let keys = Keys::new(&reader);
         let who = Contributors::new(&reader, &keys);
 
-        // Rows whose own content or visibility changed.
-        let changed: Vec<Vec<u32>> = self
-            .shards
-            .par_iter()
-            .zip(graph.node_shards())
-            .map(|(c, g)| {
-                (0..g.len())
-                    .filter(|&r| {
-                        let now = if visible(g.valid_to[r], now_us) {
-                            g.content[r]
-                        } else {
-                            0
-                        };
-                        c.hash.get(r).copied().unwrap_or(0) != now
-                    })
-                    .map(|r| r as u32)
-                    .collect()
-            })
-            .collect();
+        // Rows whose own content or visibility changed: every row on a full pass.
+        let changed: Vec<Vec<u32>> = if full {
+            nodes.iter().map(|g| (0..g.len() as u32).collect()).collect()
+        } else {
+            changes
+                .nodes
+                .par_iter()
+                .map(|rows| {
+                    let mut rows = rows.clone().unwrap_or_default();
+                    rows.sort_unstable();
+                    rows.dedup();
+                    rows
+                })
+                .collect()
+        };
 
         // The estate facts: contributions of changed rows taken away and
         // added again; keys that appeared or went away.
-        let fresh: Vec<Vec<(u32, Vec<u64>)>> = graph
-            .node_shards()
+        let fresh: Vec<Vec<(u32, Vec<u64>)>> = nodes
             .par_iter()
             .zip(&changed)
             .enumerate()
@@ -198,19 +238,19 @@ impl Cache {
                 out
             })
             .collect();
-        let old: Vec<(usize, u32, Box<[u64]>)> = changed
+        let old: Vec<Box<[u64]>> = changed
             .iter()
             .enumerate()
             .flat_map(|(s, rows)| rows.iter().map(move |r| (s, *r)))
-            .filter_map(|(s, r)| Some((s, r, self.shards[s].facts.remove(&r)?)))
+            .filter_map(|(s, r)| self.shards[s].facts.remove(&r))
             .collect();
         let before: FxHashMap<u64, bool> = old
             .iter()
-            .flat_map(|(_, _, keys)| keys.iter())
+            .flat_map(|keys| keys.iter())
             .chain(fresh.iter().flatten().flat_map(|(_, keys)| keys))
             .map(|k| (*k, self.index.contains(*k)))
             .collect();
-        for k in old.iter().flat_map(|(_, _, keys)| keys.iter()) {
+        for k in old.iter().flat_map(|keys| keys.iter()) {
             self.index.remove(*k);
         }
         for (s, rows) in fresh.into_iter().enumerate() {
@@ -221,29 +261,63 @@ impl Cache {
                 }
             }
         }
-        let flipped: FxHashSet<u64> = before
-            .into_iter()
-            .filter(|(k, was)| self.index.contains(*k) != *was)
-            .map(|(k, _)| k)
-            .collect();
 
-        // Nodes whose neighbourhood changed: the rows above and both ends
-        // of every edge stamped since the last pass.
-        let mut moved: Vec<BitSet> = graph.node_shards().iter().map(|_| BitSet::default()).collect();
-        for (s, rows) in changed.iter().enumerate() {
-            for &r in rows {
-                moved[s].set(r as usize, true);
-            }
-        }
+        // Which rows to work out again, by shard: the changed rows, the ends
+        // of every changed edge row whose answer read edges of its relation
+        // and direction, the readers of any of these rows, and the askers of
+        // a fact that appeared or went away. Each shard adds the rows whose
+        // time bound passed.
+        let mut todo = changed;
         if !full {
-            for (e, rows) in graph.edge_shards().iter().zip(&edges.rows) {
-                for &r in rows.iter().flatten() {
-                    let r = r as usize;
-                    for id in [e.src[r], e.dst[r]] {
-                        if let Some(set) = moved.get_mut(id.shard()) {
-                            set.set(id.row() as usize, true);
+            let mut moved: Vec<BitSet> = nodes.iter().map(|g| BitSet::with_len(g.len())).collect();
+            let mut ids: Vec<NodeId> = Vec::new();
+            for (s, rows) in todo.iter().enumerate() {
+                for &r in rows {
+                    moved[s].set(r as usize, true);
+                    ids.push(NodeId::new(s, r, nodes[s].generation));
+                }
+            }
+            // Both ends of each changed edge row, and whether the end's
+            // answer read edges of its relation and direction.
+            let shards = &self.shards;
+            let ends: Vec<Vec<(NodeId, bool)>> = graph
+                .edge_shards()
+                .par_iter()
+                .zip(&changes.edges)
+                .map(|(e, rows)| {
+                    let rows = rows.as_deref().unwrap_or_default();
+                    let mut out = Vec::with_capacity(2 * rows.len());
+                    for &r in rows {
+                        let r = r as usize;
+                        for (id, outgoing) in [(e.src[r], true), (e.dst[r], false)] {
+                            let read = shards.get(id.shard()).and_then(|c| c.edges.get(id.row() as usize));
+                            let bit = view::edge_bit(e.rel[r], outgoing);
+                            out.push((id, read.is_some_and(|b| b & bit != 0)));
                         }
                     }
+                    out
+                })
+                .collect();
+            for (id, read) in ends.into_iter().flatten() {
+                let (s, row) = (id.shard(), id.row());
+                if read {
+                    todo[s].push(row);
+                }
+                if moved[s].insert(row as usize) {
+                    ids.push(id);
+                }
+            }
+            let flipped = before.into_iter().filter(|(k, was)| self.index.contains(*k) != *was);
+            let mut again: Vec<NodeId> = ids
+                .par_iter()
+                .filter_map(|id| self.readers.get(id))
+                .flatten()
+                .copied()
+                .collect();
+            again.extend(flipped.filter_map(|(k, _)| self.askers.get(&k)).flatten());
+            for id in again {
+                if let Some(rows) = todo.get_mut(id.shard()) {
+                    rows.push(id.row());
                 }
             }
         }
@@ -269,121 +343,75 @@ impl Cache {
             ..first
         };
         let now_s = now_us / 1_000_000;
-        let moved = &moved;
-        let flipped = &flipped;
-        let by_type = &by_type;
-        let ctx = &ctx;
+        let (by_type, ctx) = (&by_type, &ctx);
 
-        // Which rows to work out again, then their answers, shard by shard.
-        let results: Vec<(Vec<Answer>, Vec<u32>, u64)> = self
-            .shards
-            .par_iter()
-            .zip(graph.node_shards())
-            .enumerate()
-            .map(|(s, (c, g))| {
-                let mut answers = Vec::new();
-                let mut dropped = Vec::new();
-                let mut kept = 0u64;
-                for r in 0..g.len() {
-                    let vis = visible(g.valid_to[r], now_us);
-                    let rules = match by_type.get(g.ty[r].index()) {
-                        Some(rules) if vis && !rules.is_empty() => Some(rules),
-                        _ => None,
-                    };
-                    let old = match c.slot.get(r) {
-                        Some(&at) if at > 0 => c.kept.get(at as usize - 1),
-                        _ => None,
-                    };
-                    let Some(rules) = rules else {
-                        if old.is_some() {
-                            dropped.push(r as u32);
-                        }
-                        continue;
-                    };
-                    let again = full
-                        || moved[s].get(r)
-                        || c.until.get(r).is_none_or(|u| *u <= as_of_s)
-                        || old.is_some_and(|k| {
-                            k.until_now <= now_s
-                                || k.changed_us.is_some_and(|v| v != g.valid_from[r])
-                                || k.deps
-                                    .iter()
-                                    .any(|d| moved.get(d.shard()).is_some_and(|m| m.get(d.row() as usize)))
-                                || k.keys.iter().any(|key| flipped.contains(key))
-                        });
-                    if !again {
-                        kept += 1;
-                        continue;
-                    }
-                    let id = NodeId::new(s, r as u32, g.generation);
-                    answers.push(evaluate(ctx, id, g.key[r][0], rules));
-                }
-                (answers, dropped, kept)
-            })
-            .collect();
-
-        // Answers stored shard by shard in parallel: (touched, evaluated,
-        // checks, kept, findings added, findings taken, ignored added,
-        // ignored taken).
-        type Stored = (Vec<NodeId>, u64, u64, u64, u64, u64, u64, u64);
+        // Each shard works out its rows' answers and stores them.
         let stored: Vec<Stored> = self
             .shards
             .par_iter_mut()
-            .zip(graph.node_shards())
-            .zip(results)
-            .zip(&changed)
+            .zip(nodes)
+            .zip(todo)
             .enumerate()
-            .map(|(s, (((c, g), (answers, dropped, kept)), changed))| {
-                let mut out: Stored = (Vec::new(), 0, 0, kept, 0, 0, 0, 0);
-                for r in dropped {
-                    let (f, i) = c.put(r, None);
-                    out.5 += f;
-                    out.7 += i;
-                    out.0.push(NodeId::new(s, r, g.generation));
+            .map(|(s, ((c, g), mut todo))| {
+                if !full {
+                    c.due_rows(&mut todo, g.valid_from.as_slice(), as_of_s, now_s);
+                    todo.sort_unstable();
+                    todo.dedup();
                 }
-                c.until.resize(g.len(), 0);
-                for a in answers {
-                    out.1 += 1;
-                    out.2 += a.checks;
-                    c.until[a.row as usize] = a.until;
-                    if let Some(k) = &a.kept {
-                        out.4 += k.findings.len() as u64;
-                        out.6 += u64::from(k.ignored.is_some());
-                    }
-                    let (f, i) = c.put(a.row, a.kept);
-                    out.5 += f;
-                    out.7 += i;
-                    out.0.push(NodeId::new(s, a.row, g.generation));
-                }
-                c.hash.resize(g.len(), 0);
-                for &r in changed {
-                    let r = r as usize;
-                    c.hash[r] = if visible(g.valid_to[r], now_us) {
-                        g.content[r]
-                    } else {
-                        0
+                c.until.resize(g.len(), u64::MAX);
+                c.edges.resize(g.len(), 0);
+                let mut out = Stored::default();
+                for r in todo {
+                    let ri = r as usize;
+                    let id = NodeId::new(s, r, g.generation);
+                    let rules = match by_type.get(g.ty[ri].index()) {
+                        Some(rules) if !rules.is_empty() && visible(g.valid_to[ri], now_us) => rules,
+                        _ => {
+                            if c.answered.get(ri) {
+                                c.store(id, None, as_of_s, now_s, &mut out);
+                            }
+                            continue;
+                        }
                     };
+                    let answer = evaluate(ctx, id, g.key[ri][0], rules);
+                    out.evaluated += 1;
+                    out.checks += answer.checks;
+                    c.store(id, Some(answer), as_of_s, now_s, &mut out);
                 }
+                c.compact();
                 out
             })
             .collect();
+
         let mut pass = Pass {
             full,
             ..Pass::default()
         };
-        pass.touched.reserve(stored.iter().map(|o| o.0.len()).sum());
-        for (touched, evaluated, checks, kept, f_in, f_out, i_in, i_out) in stored {
-            pass.touched.extend(touched);
-            pass.evaluated += evaluated;
-            pass.checks += checks;
-            pass.kept += kept;
-            self.findings = self.findings + f_in - f_out;
-            self.ignored = self.ignored + i_in - i_out;
+        pass.touched.reserve(stored.iter().map(|o| o.touched.len()).sum());
+        let mut replaced = Vec::new();
+        for out in stored {
+            pass.touched.extend(out.touched);
+            pass.evaluated += out.evaluated;
+            pass.checks += out.checks;
+            self.findings = self.findings + out.findings_in - out.findings_out;
+            self.ignored = self.ignored + out.ignored_in - out.ignored_out;
+            for (dep, reader, add) in out.deps {
+                note(&mut self.readers, dep, reader, add);
+            }
+            for (key, asker, add) in out.keys {
+                note(&mut self.askers, key, asker, add);
+            }
+            replaced.push(out.replaced);
         }
+        // The replaced answers (their findings' reasons) are freed off the scan's path.
+        if replaced.iter().map(Vec::len).sum::<usize>() > 4096 {
+            std::thread::spawn(move || drop(replaced));
+        }
+        pass.kept = self.shards.iter().map(|c| c.answers).sum::<u64>() - pass.evaluated;
         pass.findings = self.findings;
         pass.ignored = self.ignored;
         self.last = Some((selection.clone(), now_us, as_of_s));
-        self.horizon = edges.horizon;
+        self.horizon = changes.horizon;
         pass
     }
 
@@ -417,20 +445,118 @@ impl Cache {
         if c.generation != id.generation() {
             return None;
         }
-        let at = c.slot.get(id.row() as usize)?.checked_sub(1)?;
-        c.kept.get(at as usize)
+        c.kept_of(id.row())
     }
 }
 
 impl Shard {
-    /// Stores `kept` as row `r`'s (or nothing); returns the findings and
-    /// ignored answers (0 or 1) the row had.
-    fn put(&mut self, r: u32, kept: Option<Kept>) -> (u64, u64) {
+    /// Adds to `todo` the rows whose time bound passed (observation time
+    /// `as_of_s`, scan time `now_s`) or whose version started anew.
+    fn due_rows(&mut self, todo: &mut Vec<u32>, valid_from: &[u64], as_of_s: u64, now_s: u64) {
+        while let Some(&Reverse((t, r))) = self.due.peek() {
+            if t > as_of_s {
+                break;
+            }
+            self.due.pop();
+            if self.until.get(r as usize) == Some(&t) {
+                todo.push(r);
+            }
+        }
+        while let Some(&Reverse((t, r))) = self.due_now.peek() {
+            if t > now_s {
+                break;
+            }
+            self.due_now.pop();
+            if self.kept_of(r).is_some_and(|k| k.until_now == t) {
+                todo.push(r);
+            }
+        }
+        for &r in &self.versioned {
+            let read = self.kept_of(r).and_then(|k| k.changed_us);
+            if read != valid_from.get(r as usize).copied() {
+                todo.push(r);
+            }
+        }
+    }
+
+    /// Rebuilds a queue once most of its entries are stale.
+    fn compact(&mut self) {
+        if self.due.len() > 2 * self.answers as usize + 1024 {
+            let live = self.until.iter().enumerate().filter(|(_, u)| **u != u64::MAX);
+            self.due = live.map(|(r, u)| Reverse((*u, r as u32))).collect();
+        }
+        if self.due_now.len() > 2 * self.kept.len() + 1024 {
+            let slots = self
+                .slot
+                .iter()
+                .enumerate()
+                .filter_map(|(r, at)| Some((r, at.checked_sub(1)?)));
+            let live = slots.map(|(r, at)| (r, self.kept[at as usize].until_now));
+            self.due_now = live
+                .filter(|(_, u)| *u != u64::MAX)
+                .map(|(r, u)| Reverse((u, r as u32)))
+                .collect();
+        }
+    }
+
+    fn kept_of(&self, r: u32) -> Option<&Kept> {
+        let at = self.slot.get(r as usize)?.checked_sub(1)?;
+        self.kept.get(at as usize)
+    }
+
+    /// Stores row `id`'s answer (`None`: it has none any more), noting in
+    /// `out` what it changed: findings, ignore answers, the nodes and facts
+    /// it reads, and the answer it replaced.
+    fn store(&mut self, id: NodeId, answer: Option<Answer>, as_of_s: u64, now_s: u64, out: &mut Stored) {
+        let r = id.row() as usize;
+        let old_until = self.until[r];
+        let until = answer.as_ref().map_or(u64::MAX, |a| a.until);
+        self.until[r] = until;
+        self.edges[r] = answer.as_ref().map_or(0, |a| a.edges);
+        if until != u64::MAX && (until != old_until || old_until <= as_of_s) {
+            self.due.push(Reverse((until, id.row())));
+        }
+        let has = answer.is_some();
+        if has != self.answered.get(r) {
+            self.answered.set(r, has);
+            if has {
+                self.answers += 1;
+            } else {
+                self.answers -= 1;
+            }
+        }
+        let old = self.put(id.row(), answer.and_then(|a| a.kept));
+        let empty = Kept {
+            until_now: u64::MAX,
+            ..Kept::default()
+        };
+        let (was, now) = (old.as_ref().unwrap_or(&empty), self.kept_of(id.row()).unwrap_or(&empty));
+        out.findings_in += now.findings.len() as u64;
+        out.findings_out += was.findings.len() as u64;
+        out.ignored_in += u64::from(now.ignored.is_some());
+        out.ignored_out += u64::from(was.ignored.is_some());
+        diff(&was.deps, &now.deps, |d, add| out.deps.push((d, id, add)));
+        diff(&was.keys, &now.keys, |k, add| out.keys.push((k, id, add)));
+        let (old_now, until_now, versioned) = (was.until_now, now.until_now, now.changed_us.is_some());
+        if until_now != u64::MAX && (until_now != old_now || old_now <= now_s) {
+            self.due_now.push(Reverse((until_now, id.row())));
+        }
+        if versioned {
+            self.versioned.insert(id.row());
+        } else if !self.versioned.is_empty() {
+            self.versioned.remove(&id.row());
+        }
+        out.touched.push(id);
+        out.replaced.extend(old);
+    }
+
+    /// Puts `kept` as row `r`'s (or nothing); returns what the row had.
+    fn put(&mut self, r: u32, kept: Option<Kept>) -> Option<Kept> {
         let r = r as usize;
         if self.slot.len() <= r {
             self.slot.resize(r + 1, 0);
         }
-        let old = match self.slot[r].checked_sub(1) {
+        match self.slot[r].checked_sub(1) {
             Some(at) => {
                 let old = std::mem::take(&mut self.kept[at as usize]);
                 match kept {
@@ -458,8 +584,45 @@ impl Shard {
                 }
                 None
             }
-        };
-        old.map_or((0, 0), |o| (o.findings.len() as u64, u64::from(o.ignored.is_some())))
+        }
+    }
+}
+
+/// Calls `f(x, true)` for each `x` in `new` and not in `old`, and
+/// `f(x, false)` for each in `old` and not in `new` (both sorted).
+fn diff<T: Ord + Copy>(old: &[T], new: &[T], mut f: impl FnMut(T, bool)) {
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        match (old.get(i), new.get(j)) {
+            (Some(a), Some(b)) if a == b => (i, j) = (i + 1, j + 1),
+            (Some(a), Some(b)) if a < b => {
+                f(*a, false);
+                i += 1;
+            }
+            (Some(a), None) => {
+                f(*a, false);
+                i += 1;
+            }
+            (_, Some(b)) => {
+                f(*b, true);
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+}
+
+/// Notes in `map` that `who` now reads `what` (`add`) or stopped.
+fn note<K: std::hash::Hash + Eq>(map: &mut FxHashMap<K, Vec<NodeId>>, what: K, who: NodeId, add: bool) {
+    if add {
+        map.entry(what).or_default().push(who);
+    } else if let Some(list) = map.get_mut(&what) {
+        if let Some(i) = list.iter().position(|x| *x == who) {
+            list.swap_remove(i);
+        }
+        if list.is_empty() {
+            map.remove(&what);
+        }
     }
 }
 
@@ -506,8 +669,8 @@ fn evaluate(ctx: &view::Ctx<'_>, id: NodeId, provider: Sym, rules: &[(Sym, &'sta
         || kept.until_now != u64::MAX
         || kept.changed_us.is_some();
     Answer {
-        row: id.row(),
         until: reads.until_as_of.get(),
+        edges: reads.edges.get(),
         kept: worth.then_some(kept),
         checks,
     }

@@ -498,7 +498,7 @@ fn machine_verdict(n: &Node<'_>) -> Option<Unused> {
     if stopped {
         // Without a stop time the resource's own age bounds it.
         let d = n.days_since_prop(k.stopped_at).unwrap_or_else(|| n.age_days());
-        return (d >= STOPPED_DAYS).then_some(Unused::Stopped(d));
+        return (d >= STOPPED_DAYS).then(|| Unused::Stopped(d.get()));
     }
     let cpu = n.num(k.cpu_avg_7d).filter(|c| *c < IDLE_CPU_PCT)?;
     // Flow records svc has seen count with the provider's own metric.
@@ -600,7 +600,8 @@ pub(crate) fn bytes(v: f64) -> impl fmt::Display {
 }
 
 /// "43 days", "1 day".
-pub(crate) fn days(d: u64) -> impl fmt::Display {
+pub(crate) fn days(d: impl Into<u64>) -> impl fmt::Display {
+    let d: u64 = d.into();
     fmt::from_fn(move |f| {
         if d == 1 {
             f.write_str("1 day")
@@ -671,7 +672,7 @@ mod tests {
         assert_eq!(bytes(20.0 * 1024.0 * 1024.0).to_string(), "20 MiB");
         assert_eq!(bytes(1.5 * 1024.0 * 1024.0 * 1024.0).to_string(), "1.5 GiB");
         assert_eq!(bytes(0.0).to_string(), "0 B");
-        assert_eq!(days(1).to_string(), "1 day");
-        assert_eq!(days(43).to_string(), "43 days");
+        assert_eq!(days(1_u64).to_string(), "1 day");
+        assert_eq!(days(43_u64).to_string(), "43 days");
     }
 }

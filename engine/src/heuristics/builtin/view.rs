@@ -279,6 +279,14 @@ pub struct Reads {
     pub(crate) until_now: Cell<u64>,
     /// Whether it read when the node's current version started.
     pub(crate) changed_s: Cell<bool>,
+    /// Which of the node's own edges it read: bit `r` for outgoing edges of
+    /// relation `r`, bit `8 + r` for incoming ones ([`edge_bit`]).
+    pub(crate) edges: Cell<u16>,
+}
+
+/// The bit of [`Reads::edges`] for edges of `rel`, outgoing or incoming.
+pub(crate) fn edge_bit(rel: Relation, outgoing: bool) -> u16 {
+    1 << (rel as u16 + if outgoing { 0 } else { 8 })
 }
 
 impl Default for Reads {
@@ -289,6 +297,7 @@ impl Default for Reads {
             until_as_of: Cell::new(u64::MAX),
             until_now: Cell::new(u64::MAX),
             changed_s: Cell::new(false),
+            edges: Cell::new(0),
         }
     }
 }
@@ -300,6 +309,9 @@ impl Reads {
     pub(crate) fn bound_now(&self, until: u64) {
         self.until_now.set(self.until_now.get().min(until));
     }
+    fn edges(&self, bits: u16) {
+        self.edges.set(self.edges.get() | bits);
+    }
 }
 
 /// A node as a rule reads it. What several rules of one node ask for
@@ -309,6 +321,8 @@ pub struct Node<'a> {
     n: NodeRef<'a>,
     /// Where the evaluation notes what it read, when someone keeps the answer.
     reads: Option<&'a Reads>,
+    /// Whether this is the node being evaluated (not a neighbour it read).
+    own: bool,
     cost: Cell<Option<f64>>,
     pub(super) unused: OnceCell<Option<super::Unused>>,
     pub(super) attached_machine: OnceCell<Option<(super::MachineName<'a>, super::Unused)>>,
@@ -317,25 +331,26 @@ pub struct Node<'a> {
 impl<'a> Node<'a> {
     pub fn new(ctx: &'a Ctx<'a>, id: NodeId) -> Node<'a> {
         let n = ctx.graph.node(id).expect("ids come from the shards being walked");
-        Node::with(ctx, n, None)
+        Node::with(ctx, n, None, true)
     }
 
     /// The node `id`, noting in `reads` what its evaluation reads.
     pub fn recording(ctx: &'a Ctx<'a>, id: NodeId, reads: &'a Reads) -> Node<'a> {
         let n = ctx.graph.node(id).expect("ids come from the shards being walked");
-        Node::with(ctx, n, Some(reads))
+        Node::with(ctx, n, Some(reads), true)
     }
 
     /// The node `id`, if it is one of this graph's.
     pub fn find(ctx: &'a Ctx<'a>, id: NodeId) -> Option<Node<'a>> {
-        ctx.graph.node(id).map(|n| Node::with(ctx, n, None))
+        ctx.graph.node(id).map(|n| Node::with(ctx, n, None, true))
     }
 
-    fn with(ctx: &'a Ctx<'a>, n: NodeRef<'a>, reads: Option<&'a Reads>) -> Node<'a> {
+    fn with(ctx: &'a Ctx<'a>, n: NodeRef<'a>, reads: Option<&'a Reads>, own: bool) -> Node<'a> {
         Node {
             ctx,
             n,
             reads,
+            own,
             cost: Cell::new(None),
             unused: OnceCell::new(),
             attached_machine: OnceCell::new(),
@@ -347,7 +362,15 @@ impl<'a> Node<'a> {
         if let Some(reads) = self.reads {
             reads.deps.borrow_mut().push(n.id());
         }
-        Node::with(self.ctx, n, self.reads)
+        Node::with(self.ctx, n, self.reads, false)
+    }
+
+    /// Notes that the evaluation read the node's own edges of `bits`
+    /// ([`edge_bit`]); a neighbour's are covered by its being read.
+    fn read_edges(&self, bits: u16) {
+        if let (true, Some(reads)) = (self.own, self.reads) {
+            reads.edges(bits);
+        }
     }
 
     pub(crate) fn reads(&self) -> Option<&'a Reads> {
@@ -495,22 +518,25 @@ impl<'a> Node<'a> {
         }
     }
     /// Whole days from `ts` (Unix seconds) to when the estate was observed.
-    pub fn days_since(&self, ts: u64) -> u64 {
-        let d = self.ctx.as_of_s.saturating_sub(ts) / DAY;
-        if let Some(reads) = self.reads {
-            // The count goes up by one on this second.
-            reads.bound_as_of(ts.saturating_add((d + 1).saturating_mul(DAY)));
+    pub fn days_since(&self, ts: u64) -> Days<'a> {
+        Days {
+            n: self.ctx.as_of_s.saturating_sub(ts) / DAY,
+            from: Some(ts),
+            reads: self.reads,
         }
-        d
     }
     /// Days since the timestamp property, if it has one.
-    pub fn days_since_prop(&self, key: Option<Sym>) -> Option<u64> {
+    pub fn days_since_prop(&self, key: Option<Sym>) -> Option<Days<'a>> {
         self.time(key).map(|t| self.days_since(t))
     }
     /// Days since the resource was created (0 when it was not reported).
-    pub fn age_days(&self) -> u64 {
+    pub fn age_days(&self) -> Days<'a> {
         match self.creation_ts() {
-            0 => 0,
+            0 => Days {
+                n: 0,
+                from: None,
+                reads: None,
+            },
             ts => self.days_since(ts),
         }
     }
@@ -522,6 +548,7 @@ impl<'a> Node<'a> {
 
     /// Neighbours over visible outgoing edges of `rel`.
     pub fn out(&self, rel: Relation) -> impl Iterator<Item = Node<'a>> + '_ {
+        self.read_edges(edge_bit(rel, true));
         let g = self.ctx.graph;
         self.n
             .out_edges()
@@ -537,6 +564,7 @@ impl<'a> Node<'a> {
         let (Some(bytes), Some(end), Some(by)) = (k.bytes, k.window_end, k.inferred_by) else {
             return 0.0;
         };
+        self.read_edges(edge_bit(Relation::FlowsTo, true) | edge_bit(Relation::FlowsTo, false));
         let since = self.ctx.as_of_s.saturating_sub(7 * DAY) as f64;
         self.n
             .out_edges()
@@ -557,12 +585,86 @@ impl<'a> Node<'a> {
     }
     /// Neighbours over visible incoming edges of `rel`.
     pub fn inc(&self, rel: Relation) -> impl Iterator<Item = Node<'a>> + '_ {
+        self.read_edges(edge_bit(rel, false));
         let g = self.ctx.graph;
         self.n
             .in_edges()
             .filter(move |e| e.relation() == rel && visible(e.valid_to(), self.ctx.now_us))
             .filter_map(move |e| g.node(e.source()))
             .map(|n| self.of(n))
+    }
+}
+
+/// Whole days from a time to when the estate was observed.
+///
+/// A kept answer holds only as long as what it read of the count: a rule
+/// that compares the count with a threshold reads only which side of it
+/// the count is on, which changes once (the count only grows while the
+/// observation time does); a rule that shows the number reads the number,
+/// which changes every day. So comparing notes the moment the comparison
+/// flips, and [`Days::get`] the next day.
+#[derive(Copy, Clone)]
+pub struct Days<'a> {
+    n: u64,
+    /// The Unix second the count runs from; `None`: it never grows.
+    from: Option<u64>,
+    reads: Option<&'a Reads>,
+}
+
+impl Days<'_> {
+    /// The number of days.
+    pub fn get(self) -> u64 {
+        self.holds_until(self.n + 1);
+        self.n
+    }
+
+    /// Notes that what was read holds until the count reaches `days`.
+    fn holds_until(self, days: u64) {
+        if let (Some(from), Some(reads)) = (self.from, self.reads) {
+            reads.bound_as_of(from.saturating_add(days.saturating_mul(DAY)));
+        }
+    }
+}
+
+impl From<Days<'_>> for u64 {
+    fn from(d: Days<'_>) -> u64 {
+        d.get()
+    }
+}
+
+impl PartialEq<u64> for Days<'_> {
+    fn eq(&self, t: &u64) -> bool {
+        self.partial_cmp(t) == Some(std::cmp::Ordering::Equal)
+    }
+}
+
+impl PartialOrd<u64> for Days<'_> {
+    fn partial_cmp(&self, t: &u64) -> Option<std::cmp::Ordering> {
+        // Below `t` until it reaches `t`; equal until `t + 1`; then above for good.
+        match self.n.cmp(t) {
+            std::cmp::Ordering::Less => self.holds_until(*t),
+            std::cmp::Ordering::Equal => self.holds_until(t.saturating_add(1)),
+            std::cmp::Ordering::Greater => {}
+        }
+        Some(self.n.cmp(t))
+    }
+    fn lt(&self, t: &u64) -> bool {
+        if self.n < *t {
+            self.holds_until(*t);
+        }
+        self.n < *t
+    }
+    fn ge(&self, t: &u64) -> bool {
+        !self.lt(t)
+    }
+    fn gt(&self, t: &u64) -> bool {
+        if self.n <= *t {
+            self.holds_until(t.saturating_add(1));
+        }
+        self.n > *t
+    }
+    fn le(&self, t: &u64) -> bool {
+        !self.gt(t)
     }
 }
 
