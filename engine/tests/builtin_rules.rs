@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 use svc_engine::Graph;
+use svc_engine::analysis::traffic;
 use svc_engine::heuristics::builtin::{self, BuiltinOutcome, RuleKind, ignore};
 use svc_engine::relation::Relation::{AttachedTo, Contains, FlowsTo, Grants, Runs, Uses};
 
@@ -1326,15 +1327,42 @@ fn a_later_pass_follows_only_the_edges_and_ages_an_answer_read() {
     assert!(!unattached(&cache, loose), "an attached volume is not unattached");
     check(&cache, &g, now + 2, NOW);
 
+    // Traffic observed to the idle machine: the machine's answer (its
+    // verdict from the pass's machine table) read its flow edges, so it is
+    // worked out again, and so is the volume that read the machine.
+    let (idle, vol) = (id(&g, "i-idle"), id(&g, "vol-i"));
+    let flagged = |cache: &builtin::Cache, n| cache.findings_of(n).iter().any(|f| f.is_waste);
+    assert!(flagged(&cache, idle) && flagged(&cache, vol));
+    let record = traffic::FlowRecord {
+        source: crns["i-busy"].clone(),
+        destination: crns["i-idle"].clone(),
+        bytes: 400_000_000,
+        packets: 300_000,
+        start_s: NOW - 3_600,
+        end_s: NOW - 60,
+    };
+    let ips = traffic::IpIndex::build(&g, now + 3);
+    let mut report = traffic::TrafficReport::default();
+    traffic::apply(&mut g, &ips, &[record], now + 3, 4, &mut report);
+    assert_eq!(report.edges_added, 1, "{report:?}");
+    g.rebuild_adjacency(now + 3);
+    let pass = later_pass(&mut cache, &mut g, now + 3, NOW, &selection);
+    assert!(pass.touched.contains(&idle) && pass.touched.contains(&vol), "{pass:?}");
+    check(&cache, &g, now + 3, NOW);
+    assert!(
+        !flagged(&cache, idle) && !flagged(&cache, vol),
+        "a busy machine and its volume"
+    );
+
     // A day on, the volume detached 2 days ago is still inside its 7-day
     // grace: its answer read only that it was, which holds until day 7.
-    let pass = later_pass(&mut cache, &mut g, now + 3, NOW + DAY, &selection);
+    let pass = later_pass(&mut cache, &mut g, now + 4, NOW + DAY, &selection);
     assert!(!pass.touched.contains(&new), "{pass:?}");
-    check(&cache, &g, now + 3, NOW + DAY);
+    check(&cache, &g, now + 4, NOW + DAY);
     // On day 7 it is flagged.
-    let pass = later_pass(&mut cache, &mut g, now + 4, NOW + 5 * DAY, &selection);
+    let pass = later_pass(&mut cache, &mut g, now + 5, NOW + 5 * DAY, &selection);
     assert!(pass.touched.contains(&new) && unattached(&cache, new), "{pass:?}");
-    check(&cache, &g, now + 4, NOW + 5 * DAY);
+    check(&cache, &g, now + 5, NOW + 5 * DAY);
 }
 
 #[test]

@@ -407,10 +407,11 @@ impl Unused {
 /// per machine and pass ([`Machines`]), however many rules and volumes ask.
 pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
     *n.unused.get_or_init(|| match n.machines().get(n.id()) {
-        Some((verdict, until)) => {
+        Some((verdict, until, edges)) => {
             if let Some(reads) = n.reads() {
                 reads.bound_as_of(until);
             }
+            n.read_edges(edges);
             verdict
         }
         None => machine_verdict(n),
@@ -432,9 +433,10 @@ pub struct Machines {
 struct MachineShard {
     /// By row: 1 + the machine's place in `verdicts`, or 0 for other rows.
     at: Vec<u32>,
-    /// Each machine's verdict, and the observation time (Unix seconds)
-    /// from which it may read differently.
-    verdicts: Vec<(Option<Unused>, u64)>,
+    /// Each machine's verdict, the observation time (Unix seconds) from
+    /// which it may read differently, and which of the machine's own edges
+    /// it read ([`view::edge_bit`]).
+    verdicts: Vec<(Option<Unused>, u64, u16)>,
 }
 
 impl Machines {
@@ -460,7 +462,7 @@ impl Machines {
                     let reads = view::Reads::default();
                     let node = Node::recording(ctx, NodeId::new(s, r as u32, shard.generation), &reads);
                     let verdict = machine_verdict(&node);
-                    out.verdicts.push((verdict, reads.until_as_of.get()));
+                    out.verdicts.push((verdict, reads.until_as_of.get(), reads.edges.get()));
                     out.at[r] = out.verdicts.len() as u32;
                 }
                 out
@@ -469,9 +471,9 @@ impl Machines {
         Machines { shards }
     }
 
-    /// The machine's verdict and until when it holds, when `id` is one of
-    /// the machines.
-    fn get(&self, id: NodeId) -> Option<(Option<Unused>, u64)> {
+    /// The machine's verdict, until when it holds and which of its own
+    /// edges it read, when `id` is one of the machines.
+    fn get(&self, id: NodeId) -> Option<(Option<Unused>, u64, u16)> {
         let shard = self.shards.get(id.shard())?;
         let at = *shard.at.get(id.row() as usize)?;
         at.checked_sub(1).map(|i| shard.verdicts[i as usize])

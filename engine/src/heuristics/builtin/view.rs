@@ -367,7 +367,7 @@ impl<'a> Node<'a> {
 
     /// Notes that the evaluation read the node's own edges of `bits`
     /// ([`edge_bit`]); a neighbour's are covered by its being read.
-    fn read_edges(&self, bits: u16) {
+    pub(super) fn read_edges(&self, bits: u16) {
         if let (true, Some(reads)) = (self.own, self.reads) {
             reads.edges(bits);
         }
@@ -560,11 +560,13 @@ impl<'a> Node<'a> {
     /// this node whose window ended in the 7 days before the estate was
     /// observed.
     pub fn observed_traffic_bytes(&self) -> f64 {
+        // Read even when no traffic was ever recorded: the first flow edge
+        // changes the answer.
+        self.read_edges(edge_bit(Relation::FlowsTo, true) | edge_bit(Relation::FlowsTo, false));
         let k = self.ctx.keys;
         let (Some(bytes), Some(end), Some(by)) = (k.bytes, k.window_end, k.inferred_by) else {
             return 0.0;
         };
-        self.read_edges(edge_bit(Relation::FlowsTo, true) | edge_bit(Relation::FlowsTo, false));
         let since = self.ctx.as_of_s.saturating_sub(7 * DAY) as f64;
         self.n
             .out_edges()
