@@ -361,6 +361,7 @@ impl Cache {
                 c.until.resize(g.len(), u64::MAX);
                 c.edges.resize(g.len(), 0);
                 let mut out = Stored::default();
+                let mut scratch = Scratch::default();
                 for r in todo {
                     let ri = r as usize;
                     let id = NodeId::new(s, r, g.generation);
@@ -373,7 +374,7 @@ impl Cache {
                             continue;
                         }
                     };
-                    let answer = evaluate(ctx, id, g.key[ri][0], rules);
+                    let answer = evaluate(ctx, id, g.key[ri][0], rules, &mut scratch);
                     out.evaluated += 1;
                     out.checks += answer.checks;
                     c.store(id, Some(answer), as_of_s, now_s, &mut out);
@@ -626,19 +627,34 @@ fn note<K: std::hash::Hash + Eq>(map: &mut FxHashMap<K, Vec<NodeId>>, what: K, w
     }
 }
 
+/// What evaluating a node needs besides the node, kept from one node to
+/// the next so its memory is reused.
+#[derive(Default)]
+struct Scratch {
+    reads: Reads,
+    reason: String,
+}
+
 /// Works out one node's answer, noting what it read.
-fn evaluate(ctx: &view::Ctx<'_>, id: NodeId, provider: Sym, rules: &[(Sym, &'static Rule)]) -> Answer {
-    let reads = Reads::default();
-    let node = Node::recording(ctx, id, &reads);
+fn evaluate(
+    ctx: &view::Ctx<'_>,
+    id: NodeId,
+    provider: Sym,
+    rules: &[(Sym, &'static Rule)],
+    scratch: &mut Scratch,
+) -> Answer {
+    scratch.reads.reset();
+    let (reads, reason) = (&scratch.reads, &mut scratch.reason);
+    let node = Node::recording(ctx, id, reads);
     let mut kept = Kept::default();
     let mut checks = 0;
     if let Some(why) = ignore::check(&node) {
         kept.ignored = Some(why);
     } else {
-        let mut reason = String::new();
         for (_, rule) in rules.iter().filter(|(p, _)| *p == provider) {
             checks += 1;
-            if let Some(hit) = (rule.check)(&node, &mut Why::to(&mut reason)) {
+            reason.clear();
+            if let Some(hit) = (rule.check)(&node, &mut Why::to(reason)) {
                 kept.findings.push(finding(
                     &super::RuleHit {
                         node: id,
@@ -648,18 +664,17 @@ fn evaluate(ctx: &view::Ctx<'_>, id: NodeId, provider: Sym, rules: &[(Sym, &'sta
                     reason.as_str().to_owned(),
                 ));
             }
-            reason.clear();
         }
     }
     let changed_us = reads.changed_s.get().then(|| node.graph_ref().valid_from());
-    let mut deps = reads.deps.into_inner();
+    let mut deps = reads.deps.borrow_mut();
     deps.sort_unstable();
     deps.dedup();
-    let mut keys = reads.keys.into_inner();
+    let mut keys = reads.keys.borrow_mut();
     keys.sort_unstable();
     keys.dedup();
-    kept.deps = deps.into_boxed_slice();
-    kept.keys = keys.into_boxed_slice();
+    kept.deps = Box::from(&deps[..]);
+    kept.keys = Box::from(&keys[..]);
     kept.until_now = reads.until_now.get();
     kept.changed_us = changed_us;
     let worth = !kept.findings.is_empty()

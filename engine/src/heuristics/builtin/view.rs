@@ -303,6 +303,15 @@ impl Default for Reads {
 }
 
 impl Reads {
+    /// Forgets what was read, keeping the lists' memory for the next node.
+    pub(crate) fn reset(&mut self) {
+        self.deps.get_mut().clear();
+        self.keys.get_mut().clear();
+        self.until_as_of.set(u64::MAX);
+        self.until_now.set(u64::MAX);
+        self.changed_s.set(false);
+        self.edges.set(0);
+    }
     pub(crate) fn bound_as_of(&self, until: u64) {
         self.until_as_of.set(self.until_as_of.get().min(until));
     }
