@@ -406,7 +406,9 @@ impl Cache {
         }
         // The replaced answers (their findings' reasons) are freed off the scan's path.
         if replaced.iter().map(Vec::len).sum::<usize>() > 4096 {
-            std::thread::spawn(move || drop(replaced));
+            let _ = std::thread::Builder::new()
+                .name("svc-free".into())
+                .spawn(move || drop(replaced));
         }
         pass.kept = self.shards.iter().map(|c| c.answers).sum::<u64>() - pass.evaluated;
         pass.findings = self.findings;
