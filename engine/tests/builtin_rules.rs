@@ -1186,30 +1186,79 @@ fn answers<'a>(findings: impl Iterator<Item = &'a svc_engine::heuristics::Findin
         .collect()
 }
 
+/// The hand-built estate with the built-in rule cache after a first pass
+/// at [`NOW`].
+struct Cached {
+    g: Graph,
+    crns: BTreeMap<&'static str, String>,
+    cache: builtin::Cache,
+    selection: builtin::Selection,
+}
+
+/// [`NOW`] as a scan time.
+const NOW_US: u64 = NOW * 1_000_000;
+
+impl Cached {
+    fn new() -> Cached {
+        let (g, crns) = estate().graph();
+        let mut c = Cached {
+            g,
+            crns,
+            cache: builtin::Cache::default(),
+            selection: builtin::Selection::default(),
+        };
+        assert!(c.pass(NOW_US, NOW).full, "the first pass works out every answer");
+        c
+    }
+
+    fn id(&self, name: &str) -> svc_engine::NodeId {
+        let crn = svc_engine::Crn::parse(&self.crns[name]).expect("crn");
+        self.g.find(&crn).expect("node")
+    }
+
+    /// An estate interning into the graph's interner that knows the names
+    /// of the graph's nodes (for edges between them).
+    fn estate(&self) -> Estate {
+        let mut e = Estate::with(self.g.interner().clone());
+        e.crns = self.crns.clone();
+        e
+    }
+
+    /// A pass with the rows changed since the last one.
+    fn pass(&mut self, now_us: u64, as_of: u64) -> builtin::cache::Pass {
+        let changes = self.g.take_row_changes();
+        self.cache.run(&self.g, &changes, now_us, as_of, &self.selection)
+    }
+
+    /// The kept answers are those of a fresh pass; returns its findings.
+    fn matches_fresh(&self, now_us: u64, as_of: u64) -> Vec<svc_engine::heuristics::Finding> {
+        let fresh = builtin::run(&self.g, now_us, as_of, &self.selection);
+        assert_eq!(answers(self.cache.findings()), answers(fresh.findings.iter()));
+        assert_eq!(
+            self.cache.ignored().count(),
+            fresh.ignored.len(),
+            "the svc:ignore answers match too"
+        );
+        fresh.findings
+    }
+}
+
 #[test]
 fn a_later_pass_works_out_again_only_what_a_change_reaches() {
-    let (mut g, crns) = estate().graph();
-    let id = |g: &Graph, name: &str| {
-        g.find(&svc_engine::Crn::parse(&crns[name]).expect("crn"))
-            .expect("node")
-    };
-    let selection = builtin::Selection::default();
-    let mut cache = builtin::Cache::default();
-    let now = NOW * 1_000_000;
-    let changes = g.take_row_changes();
-    let first = cache.run(&g, &changes, now, NOW, &selection);
-    assert!(first.full);
-    let eip = id(&g, "eip-free");
+    let mut c = Cached::new();
+    let eip = c.id("eip-free");
     assert!(
-        cache.findings_of(eip).iter().any(|f| f.rule == "aws-eip-unassociated"),
+        c.cache
+            .findings_of(eip)
+            .iter()
+            .any(|f| f.rule == "aws-eip-unassociated"),
         "an address nothing names is flagged"
     );
-    let fresh = builtin::run(&g, now, NOW, &selection);
-    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+    c.matches_fresh(NOW_US, NOW);
 
     // A new DNS record names the address: the address's answer is worked
     // out again though its own row did not change.
-    let mut e = Estate::with(g.interner().clone());
+    let mut e = c.estate();
     e.node(
         ("aws", "global", "123456789012"),
         "route53:record",
@@ -1220,21 +1269,19 @@ fn a_later_pass_works_out_again_only_what_a_change_reaches() {
         json!({"record_type": "A", "record_value": "3.3.3.3"}),
         &[],
     );
-    g.ingest_nodes(&[e.nodes], now + 1, 2);
-    g.rebuild_adjacency(now + 1);
-    let changes = g.take_row_changes();
-    let pass = cache.run(&g, &changes, now + 1, NOW, &selection);
+    c.g.ingest_nodes(&[e.nodes], NOW_US + 1, 2);
+    c.g.rebuild_adjacency(NOW_US + 1);
+    let pass = c.pass(NOW_US + 1, NOW);
     assert!(!pass.full);
     assert!(pass.touched.contains(&eip), "the named address is evaluated again");
     assert!(pass.evaluated <= 3, "{} evaluated", pass.evaluated);
-    assert!(cache.findings_of(eip).is_empty(), "a DNS-named address is not waste");
-    let fresh = builtin::run(&g, now + 1, NOW, &selection);
-    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+    assert!(c.cache.findings_of(eip).is_empty(), "a DNS-named address is not waste");
+    c.matches_fresh(NOW_US + 1, NOW);
 
     // A machine stops: the volume attached to it (unchanged) is evaluated
     // again with it.
-    let vol = id(&g, "vol-gp3");
-    let mut e = Estate::with(g.interner().clone());
+    let vol = c.id("vol-gp3");
+    let mut e = c.estate();
     e.node(
         AWS,
         "ec2:instance",
@@ -1245,139 +1292,98 @@ fn a_later_pass_works_out_again_only_what_a_change_reaches() {
         json!({"cpu_avg_7d": 40.0, "network_bytes_7d": 5_000_000_000_i64, "instance_type": "m5.large", "stopped_at": ago(45)}),
         &[],
     );
-    g.ingest_nodes(&[e.nodes], now + 2, 3);
-    g.rebuild_adjacency(now + 2);
-    let changes = g.take_row_changes();
-    let pass = cache.run(&g, &changes, now + 2, NOW, &selection);
+    c.g.ingest_nodes(&[e.nodes], NOW_US + 2, 3);
+    c.g.rebuild_adjacency(NOW_US + 2);
+    let pass = c.pass(NOW_US + 2, NOW);
     assert!(pass.touched.contains(&vol), "the attached volume is evaluated again");
-    let fresh = builtin::run(&g, now + 2, NOW, &selection);
+    let fresh = c.matches_fresh(NOW_US + 2, NOW);
     assert!(
-        fresh.findings.iter().any(|f| f.node == vol),
+        fresh.iter().any(|f| f.node == vol),
         "a volume on a stopped machine is flagged"
     );
-    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
 
     // Forty days on with nothing changed: ages tick over and the answers
     // that read them are worked out again; the rest stand.
     let later = NOW + 40 * DAY;
-    let changes = g.take_row_changes();
-    let pass = cache.run(&g, &changes, now + 3, later, &selection);
+    let pass = c.pass(NOW_US + 3, later);
     assert!(pass.evaluated > 0 && pass.kept > 0, "{pass:?}");
-    let fresh = builtin::run(&g, now + 3, later, &selection);
-    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
-    assert_eq!(
-        cache.ignored().count(),
-        fresh.ignored.len(),
-        "the svc:ignore answers match too"
-    );
-}
-
-/// A pass with the rows changed since the last one.
-fn later_pass(
-    cache: &mut builtin::Cache,
-    g: &mut Graph,
-    now_us: u64,
-    as_of: u64,
-    selection: &builtin::Selection,
-) -> builtin::cache::Pass {
-    let changes = g.take_row_changes();
-    cache.run(g, &changes, now_us, as_of, selection)
+    c.matches_fresh(NOW_US + 3, later);
 }
 
 #[test]
 fn a_later_pass_follows_only_the_edges_and_ages_an_answer_read() {
-    let (mut g, crns) = estate().graph();
-    let id = |g: &Graph, name: &str| {
-        g.find(&svc_engine::Crn::parse(&crns[name]).expect("crn"))
-            .expect("node")
-    };
-    let selection = builtin::Selection::default();
-    let mut cache = builtin::Cache::default();
-    let now = NOW * 1_000_000;
-    let changes = g.take_row_changes();
-    assert!(cache.run(&g, &changes, now, NOW, &selection).full);
-    let (loose, new) = (id(&g, "vol-loose"), id(&g, "vol-new"));
+    let mut c = Cached::new();
+    let (loose, new) = (c.id("vol-loose"), c.id("vol-new"));
     let unattached = |cache: &builtin::Cache, v| cache.findings_of(v).iter().any(|f| f.rule == "aws-ebs-unattached");
-    assert!(unattached(&cache, loose) && !unattached(&cache, new));
-    let check = |cache: &builtin::Cache, g: &Graph, now_us: u64, as_of: u64| {
-        let fresh = builtin::run(g, now_us, as_of, &selection);
-        assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
-        assert_eq!(cache.ignored().count(), fresh.ignored.len());
-    };
+    assert!(unattached(&c.cache, loose) && !unattached(&c.cache, new));
 
     // An edge of a relation no answer at either end reads: nothing to redo.
-    let mut e = Estate::with(g.interner().clone());
-    e.crns = crns.clone();
+    let mut e = c.estate();
     e.edge("vol-loose", Grants, "vol-nocost");
-    g.ingest_edges(&[e.edges], now + 1, 2);
-    g.rebuild_adjacency(now + 1);
-    let pass = later_pass(&mut cache, &mut g, now + 1, NOW, &selection);
+    c.g.ingest_edges(&[e.edges], NOW_US + 1, 2);
+    c.g.rebuild_adjacency(NOW_US + 1);
+    let pass = c.pass(NOW_US + 1, NOW);
     assert!(!pass.full);
     assert_eq!(pass.evaluated, 0, "{pass:?}");
-    check(&cache, &g, now + 1, NOW);
+    c.matches_fresh(NOW_US + 1, NOW);
 
     // An edge the volume's answer reads: it is attached now.
-    let mut e = Estate::with(g.interner().clone());
-    e.crns = crns.clone();
+    let mut e = c.estate();
     e.edge("vol-loose", AttachedTo, "i-busy");
-    g.ingest_edges(&[e.edges], now + 2, 3);
-    g.rebuild_adjacency(now + 2);
-    let pass = later_pass(&mut cache, &mut g, now + 2, NOW, &selection);
+    c.g.ingest_edges(&[e.edges], NOW_US + 2, 3);
+    c.g.rebuild_adjacency(NOW_US + 2);
+    let pass = c.pass(NOW_US + 2, NOW);
     assert!(pass.touched.contains(&loose), "{pass:?}");
-    assert!(!unattached(&cache, loose), "an attached volume is not unattached");
-    check(&cache, &g, now + 2, NOW);
+    assert!(!unattached(&c.cache, loose), "an attached volume is not unattached");
+    c.matches_fresh(NOW_US + 2, NOW);
 
     // Traffic observed to the idle machine: the machine's answer (its
     // verdict from the pass's machine table) read its flow edges, so it is
     // worked out again, and so is the volume that read the machine.
-    let (idle, vol) = (id(&g, "i-idle"), id(&g, "vol-i"));
+    let (idle, vol) = (c.id("i-idle"), c.id("vol-i"));
     let flagged = |cache: &builtin::Cache, n| cache.findings_of(n).iter().any(|f| f.is_waste);
-    assert!(flagged(&cache, idle) && flagged(&cache, vol));
+    assert!(flagged(&c.cache, idle) && flagged(&c.cache, vol));
     let record = traffic::FlowRecord {
-        source: crns["i-busy"].clone(),
-        destination: crns["i-idle"].clone(),
+        source: c.crns["i-busy"].clone(),
+        destination: c.crns["i-idle"].clone(),
         bytes: 400_000_000,
         packets: 300_000,
         start_s: NOW - 3_600,
         end_s: NOW - 60,
     };
-    let ips = traffic::IpIndex::build(&g, now + 3);
+    let ips = traffic::IpIndex::build(&c.g, NOW_US + 3);
     let mut report = traffic::TrafficReport::default();
-    traffic::apply(&mut g, &ips, &[record], now + 3, 4, &mut report);
+    traffic::apply(&mut c.g, &ips, &[record], NOW_US + 3, 4, &mut report);
     assert_eq!(report.edges_added, 1, "{report:?}");
-    g.rebuild_adjacency(now + 3);
-    let pass = later_pass(&mut cache, &mut g, now + 3, NOW, &selection);
+    c.g.rebuild_adjacency(NOW_US + 3);
+    let pass = c.pass(NOW_US + 3, NOW);
     assert!(pass.touched.contains(&idle) && pass.touched.contains(&vol), "{pass:?}");
-    check(&cache, &g, now + 3, NOW);
+    c.matches_fresh(NOW_US + 3, NOW);
     assert!(
-        !flagged(&cache, idle) && !flagged(&cache, vol),
+        !flagged(&c.cache, idle) && !flagged(&c.cache, vol),
         "a busy machine and its volume"
     );
 
     // A day on, the volume detached 2 days ago is still inside its 7-day
     // grace: its answer read only that it was, which holds until day 7.
-    let pass = later_pass(&mut cache, &mut g, now + 4, NOW + DAY, &selection);
+    let pass = c.pass(NOW_US + 4, NOW + DAY);
     assert!(!pass.touched.contains(&new), "{pass:?}");
-    check(&cache, &g, now + 4, NOW + DAY);
+    c.matches_fresh(NOW_US + 4, NOW + DAY);
     // On day 7 it is flagged.
-    let pass = later_pass(&mut cache, &mut g, now + 5, NOW + 5 * DAY, &selection);
-    assert!(pass.touched.contains(&new) && unattached(&cache, new), "{pass:?}");
-    check(&cache, &g, now + 5, NOW + 5 * DAY);
+    let pass = c.pass(NOW_US + 5, NOW + 5 * DAY);
+    assert!(pass.touched.contains(&new) && unattached(&c.cache, new), "{pass:?}");
+    c.matches_fresh(NOW_US + 5, NOW + 5 * DAY);
 }
 
 #[test]
 fn a_later_pass_starts_over_when_changes_were_not_all_listed() {
-    let (mut g, _) = estate().graph();
-    let selection = builtin::Selection::default();
-    let mut cache = builtin::Cache::default();
-    let now = NOW * 1_000_000;
-    assert!(later_pass(&mut cache, &mut g, now, NOW, &selection).full);
+    let mut c = Cached::new();
 
     // One node changed back and forth more often than its shard keeps a
     // list of: the pass cannot know which rows changed and redoes them all.
-    let mut t = now;
+    let mut t = NOW_US;
     for i in 0..1200 {
-        let mut e = Estate::with(g.interner().clone());
+        let mut e = c.estate();
         let state = if i % 2 == 0 { "in-use" } else { "available" };
         e.node(
             AWS,
@@ -1390,34 +1396,30 @@ fn a_later_pass_starts_over_when_changes_were_not_all_listed() {
             &[],
         );
         t += 1;
-        g.ingest_nodes(&[e.nodes], t, 2 + i);
+        c.g.ingest_nodes(&[e.nodes], t, 2 + i);
     }
-    g.rebuild_adjacency(t);
-    let changes = g.take_row_changes();
+    c.g.rebuild_adjacency(t);
+    let changes = c.g.take_row_changes();
     assert!(changes.nodes.iter().any(Option::is_none), "a list overflowed");
-    let pass = cache.run(&g, &changes, t, NOW, &selection);
+    let pass = c.cache.run(&c.g, &changes, t, NOW, &c.selection);
     assert!(pass.full);
-    let fresh = builtin::run(&g, t, NOW, &selection);
-    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
+    c.matches_fresh(t, NOW);
 
     // Every AWS row is retired as of a later time: visible until then, gone
     // after, with no write in between. Past that time the pass starts over.
-    let aws = g.interner().intern("aws");
+    let aws = c.g.interner().intern("aws");
     let gone = t + 1_000;
-    g.retire_unseen(&[aws], gone, 5_000);
-    g.rebuild_adjacency(t + 1);
-    let pass = later_pass(&mut cache, &mut g, t + 1, NOW, &selection);
+    c.g.retire_unseen(&[aws], gone, 5_000);
+    c.g.rebuild_adjacency(t + 1);
+    let pass = c.pass(t + 1, NOW);
     assert!(!pass.full);
-    let fresh = builtin::run(&g, t + 1, NOW, &selection);
-    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
-    let pass = later_pass(&mut cache, &mut g, gone + 1, NOW, &selection);
+    c.matches_fresh(t + 1, NOW);
+    let pass = c.pass(gone + 1, NOW);
     assert!(pass.full, "a stored future valid_to passed");
-    let fresh = builtin::run(&g, gone + 1, NOW, &selection);
+    let fresh = c.matches_fresh(gone + 1, NOW);
     assert!(
         fresh
-            .findings
             .iter()
-            .all(|f| g.node(f.node).is_some_and(|n| n.provider() != aws))
+            .all(|f| c.g.node(f.node).is_some_and(|n| n.provider() != aws))
     );
-    assert_eq!(answers(cache.findings()), answers(fresh.findings.iter()));
 }

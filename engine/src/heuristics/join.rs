@@ -27,25 +27,16 @@ pub fn precedence(a: &Finding, b: &Finding) -> Ordering {
 /// Writes the verdicts of `set` into `graph` for the visible nodes among
 /// `nodes` only: the nodes whose findings may have changed since the
 /// verdicts were last joined. Returns how many nodes changed.
-pub fn apply_to(graph: &mut Graph, set: &FindingSet, now_us: u64, nodes: &[crate::ids::NodeId]) -> usize {
+pub fn apply_to<'s>(graph: &mut Graph, set: &'s FindingSet, now_us: u64, nodes: &[crate::ids::NodeId]) -> usize {
     let interner = graph.interner().clone();
-    let mut rules: HashMap<&str, Sym> = HashMap::new();
+    let mut rules: HashMap<&'s str, Sym> = HashMap::new();
     let mut changed = 0;
     for id in nodes {
         if !graph.is_node_visible(*id, now_us) {
             continue;
         }
-        let v = match set.deciding(*id) {
-            Some(f) => {
-                let rule = *rules.entry(&f.rule).or_insert_with(|| interner.intern(&f.rule));
-                Verdict {
-                    is_waste: f.is_waste,
-                    reason: &f.reason,
-                    rule: Some(rule),
-                }
-            }
-            None => Verdict::CLEAR,
-        };
+        let rule = |r: &'s str| Some(*rules.entry(r).or_insert_with(|| interner.intern(r)));
+        let v = verdict(set, *id, rule).unwrap_or(Verdict::CLEAR);
         changed += usize::from(graph.set_verdict(*id, &v, now_us));
     }
     changed
@@ -64,12 +55,20 @@ pub fn apply(graph: &mut Graph, set: &FindingSet, now_us: u64) -> usize {
             rules.insert(&f.rule, interner.intern(&f.rule));
         }
     }
-    graph.apply_verdicts(now_us, |id| {
-        let f = set.deciding(id)?;
-        Some(Verdict {
-            is_waste: f.is_waste,
-            reason: &f.reason,
-            rule: rules.get(&*f.rule).copied(),
-        })
+    graph.apply_verdicts(now_us, |id| verdict(set, id, |r| rules.get(r).copied()))
+}
+
+/// The verdict of `id`'s deciding finding in `set`, if it has one, with
+/// its rule's symbol from `rule`.
+fn verdict<'s>(
+    set: &'s FindingSet,
+    id: crate::ids::NodeId,
+    rule: impl FnOnce(&'s str) -> Option<Sym>,
+) -> Option<Verdict<'s>> {
+    let f = set.deciding(id)?;
+    Some(Verdict {
+        is_waste: f.is_waste,
+        reason: &f.reason,
+        rule: rule(&f.rule),
     })
 }
