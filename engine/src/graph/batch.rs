@@ -7,6 +7,7 @@
 
 use std::hash::Hasher;
 
+use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
 use crate::ids::Sym;
@@ -114,9 +115,14 @@ pub struct NodeBatch {
 
 impl NodeBatch {
     pub fn with_capacity(nodes: usize) -> NodeBatch {
+        NodeBatch::with_capacity_bytes(nodes, nodes * 160)
+    }
+
+    /// Room for `nodes` nodes whose ids, tags and properties take `bytes`.
+    pub fn with_capacity_bytes(nodes: usize, bytes: usize) -> NodeBatch {
         NodeBatch {
             rows: Vec::with_capacity(nodes),
-            buf: Vec::with_capacity(nodes * 160),
+            buf: Vec::with_capacity(bytes),
         }
     }
 
@@ -235,10 +241,11 @@ pub(crate) struct BatchKey {
     pub id: Span,
 }
 
+/// An edge of a batch: its endpoints are indexes into the batch's keys.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct BatchEdge {
-    pub src: BatchKey,
-    pub dst: BatchKey,
+    pub src: u32,
+    pub dst: u32,
     pub rel: Relation,
     pub inferred: bool,
     pub props: Span,
@@ -247,26 +254,76 @@ pub(crate) struct BatchEdge {
 /// A batch of edges between nodes named by key. Endpoints are resolved when
 /// the batch is ingested, after every node of the scan has arrived, so an
 /// edge may name a node from a later batch or another provider.
+///
+/// Each distinct endpoint is kept once: the edges of a batch mostly join
+/// the resources of a few applications, so a batch names each node about
+/// four times, and resolving (and storing) each key once spares most of the
+/// lookups in the node shards.
 #[derive(Default)]
 pub struct EdgeBatch {
     pub(crate) rows: Vec<BatchEdge>,
+    /// The distinct endpoints, in order of first mention.
+    pub(crate) keys: Vec<BatchKey>,
     pub(crate) buf: Vec<u8>,
+    /// `keys` by hash while the batch is written (empty once sealed).
+    index: HashTable<u32>,
 }
 
 impl EdgeBatch {
     pub fn with_capacity(edges: usize) -> EdgeBatch {
+        EdgeBatch::with_capacity_bytes(edges, edges * 48)
+    }
+
+    /// Room for `edges` edges whose endpoint ids and properties take `bytes`.
+    pub fn with_capacity_bytes(edges: usize, bytes: usize) -> EdgeBatch {
         EdgeBatch {
             rows: Vec::with_capacity(edges),
-            buf: Vec::with_capacity(edges * 48),
+            keys: Vec::with_capacity(edges / 2),
+            buf: Vec::with_capacity(bytes),
+            index: HashTable::new(),
         }
     }
 
-    fn key(&mut self, k: NodeKeyRef<'_>) -> BatchKey {
-        BatchKey {
-            hash: k.hash(),
-            syms: k.syms(),
-            id: push_bytes(&mut self.buf, k.id.as_bytes()),
+    /// The index of endpoint `k` in `keys`, added if new.
+    fn key(&mut self, k: NodeKeyRef<'_>) -> u32 {
+        let (keys, buf) = (&mut self.keys, &mut self.buf);
+        if self.index.len() < keys.len() {
+            // Sealed, then written to again: index what is there.
+            self.index.clear();
+            for (i, key) in keys.iter().enumerate() {
+                self.index.insert_unique(key.hash, i as u32, |&j| keys[j as usize].hash);
+            }
         }
+        let hash = k.hash();
+        let syms = k.syms();
+        let id = k.id.as_bytes();
+        let entry = self.index.entry(
+            hash,
+            |&j| {
+                let key = &keys[j as usize];
+                key.hash == hash && key.syms == syms && key.id.get(buf) == id
+            },
+            |&j| keys[j as usize].hash,
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let at = keys.len() as u32;
+                keys.push(BatchKey {
+                    hash,
+                    syms,
+                    id: push_bytes(buf, id),
+                });
+                v.insert(at);
+                at
+            }
+        }
+    }
+
+    /// Drops the index of the batch's keys, kept only while it is written:
+    /// a batch on its way to the graph needs only the keys.
+    pub fn seal(&mut self) {
+        self.index = HashTable::new();
     }
 
     /// Adds an edge from `src` to `dst`; `props` writes its properties (for
@@ -315,11 +372,25 @@ impl EdgeBatch {
         self.rows.is_empty()
     }
 
+    /// Distinct endpoints the edges name.
+    pub fn endpoints(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Bytes held by the batch buffer.
+    pub fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+
     /// The edges as written, in order.
     pub fn iter(&self) -> impl Iterator<Item = BatchEdgeRef<'_>> {
-        self.rows.iter().map(|r| BatchEdgeRef {
-            src: (r.src.syms, r.src.id.get_str(&self.buf)),
-            dst: (r.dst.syms, r.dst.id.get_str(&self.buf)),
+        let key = |k: u32| {
+            let key = &self.keys[k as usize];
+            (key.syms, key.id.get_str(&self.buf))
+        };
+        self.rows.iter().map(move |r| BatchEdgeRef {
+            src: key(r.src),
+            dst: key(r.dst),
             relation: r.rel,
             inferred: r.inferred,
             props: Props::new(r.props.get(&self.buf)),

@@ -188,7 +188,9 @@ impl Staged {
     pub fn edges(b: &EdgeBatch) -> Staged {
         let (off, perm) = partition(
             EDGE_SHARDS,
-            b.rows.iter().map(|e| node_shard_of(e.src.hash) % EDGE_SHARDS),
+            b.rows
+                .iter()
+                .map(|e| node_shard_of(b.keys[e.src as usize].hash) % EDGE_SHARDS),
         );
         Staged { off, perm }
     }
@@ -202,17 +204,19 @@ impl Staged {
     }
 }
 
-/// The target of every edge of `batches`, by batch and row (`None` when no
-/// node has its key), resolved in order of the owning node shard.
-fn resolve_targets(
+/// The node of every distinct endpoint of `batches`, by batch and key
+/// (`None` when no node has its key), resolved in order of the owning node
+/// shard, so each shard's index and ids are read together instead of at
+/// random.
+fn resolve_keys(
     batches: &[EdgeBatch],
     resolve: &(impl Fn(&batch::BatchKey, &[u8]) -> Option<NodeId> + Sync),
 ) -> Vec<Vec<ResolvedId>> {
-    let total: usize = batches.iter().map(|b| b.rows.len()).sum();
+    let total: usize = batches.iter().map(|b| b.keys.len()).sum();
     let mut off = vec![0u32; NODE_SHARDS + 1];
     for b in batches {
-        for e in &b.rows {
-            off[node_shard_of(e.dst.hash) + 1] += 1;
+        for k in &b.keys {
+            off[node_shard_of(k.hash) + 1] += 1;
         }
     }
     for i in 0..NODE_SHARDS {
@@ -220,8 +224,8 @@ fn resolve_targets(
     }
     let mut refs = vec![(0u32, 0u32); total];
     for (bi, b) in batches.iter().enumerate() {
-        for (i, e) in b.rows.iter().enumerate() {
-            let slot = &mut off[node_shard_of(e.dst.hash)];
+        for (i, k) in b.keys.iter().enumerate() {
+            let slot = &mut off[node_shard_of(k.hash)];
             refs[*slot as usize] = (bi as u32, i as u32);
             *slot += 1;
         }
@@ -231,10 +235,10 @@ fn resolve_targets(
         .with_min_len(1024)
         .map(|&(bi, i)| {
             let b = &batches[bi as usize];
-            ResolvedId::of(resolve(&b.rows[i as usize].dst, &b.buf))
+            ResolvedId::of(resolve(&b.keys[i as usize], &b.buf))
         })
         .collect();
-    let mut out: Vec<Vec<ResolvedId>> = batches.iter().map(|b| vec![ResolvedId::NONE; b.rows.len()]).collect();
+    let mut out: Vec<Vec<ResolvedId>> = batches.iter().map(|b| vec![ResolvedId::NONE; b.keys.len()]).collect();
     for (&(bi, i), id) in refs.iter().zip(found) {
         out[bi as usize][i as usize] = id;
     }
@@ -393,9 +397,8 @@ impl Graph {
 
     /// [`Graph::ingest_edges`] for batches already split by the edge shard
     /// their source node will land in (`staged[i]` is [`Staged::edges`] of
-    /// `batches[i]`). Each edge shard resolves its own edges' endpoints
-    /// against the node shards, so call this after every node of the scan
-    /// is in.
+    /// `batches[i]`). Endpoints are resolved against the node shards, so
+    /// call this after every node of the scan is in.
     pub fn ingest_staged_edges(
         &mut self,
         batches: &[EdgeBatch],
@@ -411,21 +414,19 @@ impl Graph {
                 .find(k.hash, &k.syms, k.id.get(buf))
                 .map(|row| NodeId::new(s, row, shard.generation))
         };
-        // An edge shard's sources live in two node shards, so they are
-        // resolved as the edges are applied. Targets are anywhere: they are
-        // resolved first, grouped by the node shard that owns them, so each
-        // shard's index and ids are read together instead of at random.
-        let targets = resolve_targets(batches, &resolve);
+        // Each distinct endpoint of a batch is resolved once, before the
+        // edges are applied, grouped by the node shard that owns it.
+        let ids = resolve_keys(batches, &resolve);
         self.edges
             .par_iter_mut()
             .enumerate()
             .map(|(s, shard)| {
                 let mut st = IngestStats::default();
-                for ((b, part), dsts) in batches.iter().zip(staged).zip(&targets) {
+                for ((b, part), ids) in batches.iter().zip(staged).zip(&ids) {
                     for &i in &part.perm[part.off[s] as usize..part.off[s + 1] as usize] {
                         let e = &b.rows[i as usize];
-                        let dst = dsts[i as usize].get().map(NodeId::from_raw);
-                        match (resolve(&e.src, &b.buf), dst) {
+                        let end = |k: u32| ids[k as usize].get().map(NodeId::from_raw);
+                        match (end(e.src), end(e.dst)) {
                             (Some(src), Some(dst)) => {
                                 let u =
                                     shard.upsert(src, dst, e.rel, e.inferred, e.props.get(&b.buf), now_us, scan, None);

@@ -362,3 +362,45 @@ fn edges_are_unchanged_until_their_properties_change() {
     assert_eq!(changes.edges.len(), 1);
     assert_eq!(changes.edges[0].valid_from, 300);
 }
+
+#[test]
+fn an_edge_batch_keeps_each_endpoint_once_and_edges_resolve_through_it() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    let (vpc, sub, vm, vol) = (
+        crn("vpc", "vpc-1"),
+        crn("subnet", "subnet-1"),
+        crn("instance", "i-1"),
+        crn("volume", "vol-1"),
+    );
+    for c in [&vpc, &sub, &vm, &vol] {
+        e.node(c, "available", 1.0);
+    }
+    e.edge(&sub, &vpc, Relation::Contains)
+        .edge(&vm, &sub, Relation::Contains)
+        .edge(&vol, &vm, Relation::AttachedTo);
+    // Written again after sealing: the keys are indexed anew, not repeated.
+    e.edges.seal();
+    e.edge(&vm, &vpc, Relation::Uses)
+        .edge(&vol, &crn("volume", "vol-nowhere"), Relation::Uses);
+    assert_eq!((e.edges.len(), e.edges.endpoints()), (5, 5));
+    let written: Vec<(String, String)> = e
+        .edges
+        .iter()
+        .map(|r| (r.src.1.to_owned(), r.dst.1.to_owned()))
+        .collect();
+    let pairs = [
+        ("subnet-1", "vpc-1"),
+        ("i-1", "subnet-1"),
+        ("vol-1", "i-1"),
+        ("i-1", "vpc-1"),
+        ("vol-1", "vol-nowhere"),
+    ];
+    assert_eq!(written, pairs.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    let (_, st) = e.scan_into(&mut g, 1, 1);
+    assert_eq!((st.inserted, st.dangling), (4, 1));
+    let (vm, vpc) = (find(&g, &vm), find(&g, &vpc));
+    assert!(g.find_edge(vm, vpc, Relation::Uses).is_some());
+    assert!(g.find_edge(find(&g, &vol), vm, Relation::AttachedTo).is_some());
+}

@@ -92,7 +92,8 @@ impl EdgePool {
 
     /// One worker: groups batches until every sender is gone.
     pub fn work(&self) {
-        for (source, batch) in self.rx.iter() {
+        for (source, mut batch) in self.rx.iter() {
+            batch.seal();
             let n = batch.len();
             let staged = Staged::edges(&batch);
             self.credit.give(n);

@@ -363,10 +363,105 @@ async fn stream_scan(
     Ok(())
 }
 
+/// How full a decode worker lets its batches get, and how large it
+/// allocates them: a message's rows go into a batch whole, so a batch is
+/// handed on before the next message of the last one's size would overflow
+/// it, and its byte buffer is sized from the bytes per row seen so far, so a
+/// batch is allocated once instead of doubled and copied as it fills.
+struct Fill {
+    rows: usize,
+    per_message: usize,
+    bytes_per_row: usize,
+}
+
+impl Fill {
+    fn new(rows: usize, bytes_per_row: usize) -> Fill {
+        Fill {
+            rows,
+            per_message: 0,
+            bytes_per_row,
+        }
+    }
+
+    /// Rows the next batch has room for.
+    fn capacity(&self) -> usize {
+        self.rows.max(self.per_message)
+    }
+
+    /// Buffer bytes the next batch has room for, an eighth over the average seen.
+    fn bytes(&self) -> usize {
+        self.capacity() * (self.bytes_per_row + self.bytes_per_row / 8)
+    }
+
+    /// Whether a batch of `len` rows is handed on before the next message
+    /// (it would overflow) or after the last (it is full).
+    fn full(&self, len: usize, before_next: bool) -> bool {
+        len >= self.rows || (before_next && len > 0 && len + self.per_message > self.capacity())
+    }
+
+    /// Learns from a message that added `added` rows.
+    fn message(&mut self, added: usize) {
+        if added > 0 {
+            self.per_message = added;
+        }
+    }
+}
+
+/// A batch a decode worker fills.
+trait Fillable: Sized {
+    fn allocate(fill: &Fill) -> Self;
+    fn rows(&self) -> usize;
+    fn bytes(&self) -> usize;
+    fn decoded(self) -> Decoded;
+}
+
+impl Fillable for NodeBatch {
+    fn allocate(fill: &Fill) -> Self {
+        NodeBatch::with_capacity_bytes(fill.capacity(), fill.bytes())
+    }
+    fn rows(&self) -> usize {
+        self.len()
+    }
+    fn bytes(&self) -> usize {
+        self.buffer_len()
+    }
+    fn decoded(self) -> Decoded {
+        Decoded::Nodes(self)
+    }
+}
+
+impl Fillable for EdgeBatch {
+    fn allocate(fill: &Fill) -> Self {
+        EdgeBatch::with_capacity_bytes(fill.capacity(), fill.bytes())
+    }
+    fn rows(&self) -> usize {
+        self.len()
+    }
+    fn bytes(&self) -> usize {
+        self.buffer_len()
+    }
+    fn decoded(self) -> Decoded {
+        Decoded::Edges(self)
+    }
+}
+
+/// Hands `batch` on when `fill` says it is full, with a fresh one in its
+/// place; `false` when the sink is gone.
+fn hand_on<B: Fillable>(fill: &mut Fill, batch: &mut B, before_next: bool, out: &Sender<Decoded>) -> bool {
+    if !fill.full(batch.rows(), before_next) {
+        return true;
+    }
+    if batch.rows() > 0 {
+        fill.bytes_per_row = batch.bytes().div_ceil(batch.rows());
+    }
+    let full = std::mem::replace(batch, B::allocate(fill));
+    out.send(full.decoded()).is_ok()
+}
+
 /// One decode worker: takes raw messages until the reader is done, decodes
-/// them into batches of `batch` nodes or edges, and hands full batches on.
-/// A message that is not a `ScanResponse` closes the queue (the reader
-/// stops, the scan fails) and is returned.
+/// them into batches of about `batch` nodes or edges, and hands full
+/// batches on. A message that is not a `ScanResponse` closes the queue (the
+/// reader stops, the scan fails) and is returned.
 fn decode_worker(
     interner: &svc_engine::Interner,
     raw: &Mutex<mpsc::Receiver<Bytes>>,
@@ -375,8 +470,9 @@ fn decode_worker(
 ) -> (DecodeStats, Option<WireError>) {
     let mut fault = None;
     let mut decoder = Decoder::new(interner);
-    let mut nodes = NodeBatch::with_capacity(batch);
-    let mut edges = EdgeBatch::with_capacity(batch);
+    let (mut node_fill, mut edge_fill) = (Fill::new(batch, 160), Fill::new(batch, 48));
+    let mut nodes = NodeBatch::allocate(&node_fill);
+    let mut edges = EdgeBatch::allocate(&edge_fill);
     loop {
         // The lock is held only while waiting for the next message.
         let msg = match raw.lock() {
@@ -384,6 +480,10 @@ fn decode_worker(
             Err(_) => None,
         };
         let Some(msg) = msg else { break };
+        if !hand_on(&mut node_fill, &mut nodes, true, &out) || !hand_on(&mut edge_fill, &mut edges, true, &out) {
+            break;
+        }
+        let before = (nodes.len(), edges.len());
         if let Err(e) = decoder.wire(&msg, &mut nodes, &mut edges) {
             if let Ok(mut rx) = raw.lock() {
                 rx.close();
@@ -392,17 +492,10 @@ fn decode_worker(
             break;
         }
         drop(msg);
-        if nodes.len() >= batch {
-            let full = std::mem::replace(&mut nodes, NodeBatch::with_capacity(batch));
-            if out.send(Decoded::Nodes(full)).is_err() {
-                break;
-            }
-        }
-        if edges.len() >= batch {
-            let full = std::mem::replace(&mut edges, EdgeBatch::with_capacity(batch));
-            if out.send(Decoded::Edges(full)).is_err() {
-                break;
-            }
+        node_fill.message(nodes.len() - before.0);
+        edge_fill.message(edges.len() - before.1);
+        if !hand_on(&mut node_fill, &mut nodes, false, &out) || !hand_on(&mut edge_fill, &mut edges, false, &out) {
+            break;
         }
     }
     if !nodes.is_empty() {
@@ -430,6 +523,31 @@ mod tests {
             edges: vec![],
         };
         Bytes::from(prost::Message::encode_to_vec(&m))
+    }
+
+    #[test]
+    fn a_batch_is_handed_on_before_the_next_message_would_overflow_it() {
+        let mut fill = Fill::new(4096, 160);
+        let (mut len, mut handed) = (0, Vec::new());
+        for _ in 0..9 {
+            if fill.full(len, true) {
+                handed.push(len);
+                len = 0;
+            }
+            len += 2000;
+            fill.message(2000);
+            if fill.full(len, false) {
+                handed.push(len);
+                len = 0;
+            }
+        }
+        assert_eq!((handed, len), (vec![4000; 4], 2000));
+        assert_eq!(fill.capacity(), 4096);
+        // A message larger than a batch gets a batch of its own size.
+        fill.message(10_000);
+        assert!(fill.full(1, true));
+        assert_eq!(fill.capacity(), 10_000);
+        assert_eq!(fill.bytes(), 10_000 * 180);
     }
 
     #[test]
