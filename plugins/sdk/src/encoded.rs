@@ -17,7 +17,7 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -44,6 +44,51 @@ const PREFIX: usize = 5;
 const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// Responses handed to HTTP/2 ahead of the connection's progress.
 const RESPONSES_AHEAD: usize = 2;
+/// Sent message buffers kept for the next responses, and the largest kept.
+const SPARE_BUFFERS: usize = 8;
+const SPARE_MAX_BYTES: usize = 16 << 20;
+
+/// Message buffers HTTP/2 is done with. A response of a few thousand nodes
+/// takes hundreds of kilobytes, which the allocator would otherwise map
+/// fresh (and the kernel zero) for every message.
+static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+/// An empty buffer with room for `bytes`: a spare one when there is one.
+fn spare_buffer(bytes: usize) -> Vec<u8> {
+    let spare = SPARE.lock().ok().and_then(|mut spare| spare.pop());
+    match spare {
+        Some(mut buf) => {
+            buf.reserve(bytes);
+            buf
+        }
+        None => Vec::with_capacity(bytes),
+    }
+}
+
+/// A message buffer that goes back to the spares once the last `Bytes`
+/// of it is dropped.
+struct Recycled(Vec<u8>);
+
+impl AsRef<[u8]> for Recycled {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for Recycled {
+    fn drop(&mut self) {
+        let mut buf = std::mem::take(&mut self.0);
+        if buf.capacity() == 0 || buf.capacity() > SPARE_MAX_BYTES {
+            return;
+        }
+        buf.clear();
+        if let Ok(mut spare) = SPARE.lock()
+            && spare.len() < SPARE_BUFFERS
+        {
+            spare.push(buf);
+        }
+    }
+}
 
 /// The wire bytes of one `svc.provider.v1.ScanResponse`, kept behind its
 /// gRPC message prefix.
@@ -66,7 +111,7 @@ impl EncodedScanResponse {
             prefix[0] = 0;
             prefix[1..].copy_from_slice(&len);
         }
-        EncodedScanResponse(Bytes::from(buf))
+        EncodedScanResponse(Bytes::from_owner(Recycled(buf)))
     }
 
     /// The bytes of an already encoded response (no check is made: the
@@ -159,6 +204,9 @@ impl ScanResponseWriter {
     /// The buffer, with the prefix's room at its start.
     fn started(&mut self) -> &mut Vec<u8> {
         if self.buf.is_empty() {
+            if self.buf.capacity() == 0 {
+                self.buf = spare_buffer(PREFIX);
+            }
             self.buf.extend_from_slice(&[0; PREFIX]);
         }
         &mut self.buf
@@ -467,6 +515,31 @@ mod tests {
             assert!(body.is_empty());
             assert_ne!(trailers["grpc-status"], "0");
         }
+    }
+
+    #[test]
+    fn a_buffer_sent_and_reused_holds_only_the_next_response() {
+        let node = |k: usize| Node {
+            crn: format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{k}"),
+            properties: format!(r#"{{"size_gib":{k}}}"#).into_bytes(),
+            cost: k as f64,
+        };
+        for round in 0..3 * SPARE_BUFFERS {
+            let count = if round % 2 == 0 { 500 } else { 3 };
+            let mut w = ScanResponseWriter::default();
+            for k in 0..count {
+                let n = node(round * 1000 + k);
+                w.node(&n.crn, &n.properties, n.cost);
+            }
+            let sent = w.finish();
+            let expected = ScanResponse {
+                nodes: (0..count).map(|k| node(round * 1000 + k)).collect(),
+                edges: Vec::new(),
+            };
+            assert_eq!(sent.decode().ok(), Some(expected), "round {round}");
+            // Dropped here: its buffer becomes a spare for the next round.
+        }
+        assert!(SPARE.lock().map_or(0, |s| s.len()) <= SPARE_BUFFERS);
     }
 
     #[test]
