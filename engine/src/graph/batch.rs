@@ -382,6 +382,20 @@ impl EdgeBatch {
         self.buf.len()
     }
 
+    /// The distinct endpoints (CRN segments and id), in order of first mention.
+    pub fn endpoint_keys(&self) -> impl Iterator<Item = ([Sym; 5], &str)> {
+        self.keys.iter().map(|k| (k.syms, k.id.get_str(&self.buf)))
+    }
+
+    /// The edges as written, in order, each with its endpoints' indexes in
+    /// [`EdgeBatch::endpoint_keys`].
+    pub fn iter_indexed(&self) -> impl Iterator<Item = (usize, usize, BatchEdgeRef<'_>)> {
+        self.rows
+            .iter()
+            .zip(self.iter())
+            .map(|(r, e)| (r.src as usize, r.dst as usize, e))
+    }
+
     /// The edges as written, in order.
     pub fn iter(&self) -> impl Iterator<Item = BatchEdgeRef<'_>> {
         let key = |k: u32| {

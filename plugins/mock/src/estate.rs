@@ -135,7 +135,10 @@ struct WireWriter<'r> {
     relation_key: Option<Sym>,
     out: ScanResponseWriter,
     crn: String,
-    target: String,
+    /// The CRNs of the batch's endpoints, one after another, and where
+    /// each is, with whether an earlier action deleted it.
+    crns: String,
+    endpoints: Vec<(std::ops::Range<usize>, bool)>,
     relation: String,
     props: PropertiesWriter<'r>,
     properties: Vec<u8>,
@@ -149,7 +152,8 @@ impl<'r> WireWriter<'r> {
             relation_key: reader.get("relation"),
             out: ScanResponseWriter::default(),
             crn: String::with_capacity(128),
-            target: String::with_capacity(128),
+            crns: String::new(),
+            endpoints: Vec::new(),
             relation: String::new(),
             props: PropertiesWriter::default(),
             properties: Vec::with_capacity(512),
@@ -181,13 +185,25 @@ impl<'r> WireWriter<'r> {
         self.finish()
     }
 
-    /// The batch's edges as one message; `None` when none is left.
+    /// The batch's edges as one message; `None` when none is left. Each
+    /// distinct endpoint's CRN is written once and copied into its edges.
     fn edges(&mut self, batch: &'r EdgeBatch) -> Option<Message> {
         self.out.reserve(batch.len() * EDGE_BYTES);
-        for e in batch.iter() {
-            crn_into(&mut self.crn, self.reader, e.src.0, e.src.1);
-            crn_into(&mut self.target, self.reader, e.dst.0, e.dst.1);
-            if self.effect(&self.crn) == Some("deleted") || self.effect(&self.target) == Some("deleted") {
+        self.endpoints.clear();
+        self.crns.clear();
+        for (syms, id) in batch.endpoint_keys() {
+            crn_into(&mut self.crn, self.reader, syms, id);
+            let start = self.crns.len();
+            self.crns.push_str(&self.crn);
+            let deleted = self.effect(&self.crn) == Some("deleted");
+            self.endpoints.push((start..self.crns.len(), deleted));
+        }
+        for (src, dst, e) in batch.iter_indexed() {
+            let (Some((src, src_gone)), Some((dst, dst_gone))) = (self.endpoints.get(src), self.endpoints.get(dst))
+            else {
+                continue;
+            };
+            if *src_gone || *dst_gone {
                 continue;
             }
             let raw = self.relation_key.and_then(|k| e.props.get(k));
@@ -198,7 +214,10 @@ impl<'r> WireWriter<'r> {
                     &self.relation
                 }
             };
-            self.out.edge(&self.crn, &self.target, relation);
+            let (Some(source), Some(target)) = (self.crns.get(src.clone()), self.crns.get(dst.clone())) else {
+                continue;
+            };
+            self.out.edge(source, target, relation);
         }
         self.finish()
     }
