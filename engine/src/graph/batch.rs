@@ -14,6 +14,8 @@ use crate::ids::Sym;
 use crate::props::{PropWriter, Props, Tags, write_tag};
 use crate::relation::Relation;
 
+use super::shard::content_hash;
+
 /// A byte range in a batch buffer or a shard arena.
 #[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
 pub struct Span {
@@ -104,6 +106,23 @@ pub(crate) struct BatchNode {
     pub id: Span,
     pub tags: Span,
     pub props: Span,
+    /// The row's content hash ([`content_hash`]), taken as it is written,
+    /// while its bytes are in the writer's cache: a later scan finds most
+    /// rows unchanged by comparing it, without reading their bytes again.
+    pub content: u64,
+}
+
+impl BatchNode {
+    fn content(&self, buf: &[u8]) -> u64 {
+        content_hash(
+            self.ty,
+            self.state,
+            self.cost,
+            self.creation_ts,
+            self.tags.get(buf),
+            self.props.get(buf),
+        )
+    }
 }
 
 /// A batch of nodes, usually a few thousand.
@@ -143,7 +162,7 @@ impl NodeBatch {
             off: props_off,
             len: self.buf.len() as u32 - props_off,
         };
-        self.rows.push(BatchNode {
+        let mut row = BatchNode {
             hash: node.key.hash(),
             syms: node.key.syms(),
             ty: node.ty,
@@ -157,7 +176,10 @@ impl NodeBatch {
             id,
             tags,
             props,
-        });
+            content: 0,
+        };
+        row.content = row.content(&self.buf);
+        self.rows.push(row);
     }
 
     pub fn len(&self) -> usize {
@@ -178,6 +200,7 @@ impl NodeBatch {
             Adjust::Drop => false,
             Adjust::State(s) => {
                 r.state = s;
+                r.content = r.content(buf);
                 true
             }
         });

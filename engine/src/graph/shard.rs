@@ -364,7 +364,7 @@ impl NodeShard {
     pub(crate) fn upsert(&mut self, n: &BatchNode, buf: &[u8], now_us: u64, scan: u32) -> (u32, Upsert) {
         let tags = n.tags.get(buf);
         let props = n.props.get(buf);
-        let content = content_hash(n.ty, n.state, n.cost, n.creation_ts, tags, props);
+        let content = n.content;
         let id = n.id.get(buf);
         let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
         let entry = self.index.entry(

@@ -404,3 +404,26 @@ fn an_edge_batch_keeps_each_endpoint_once_and_edges_resolve_through_it() {
     assert!(g.find_edge(vm, vpc, Relation::Uses).is_some());
     assert!(g.find_edge(find(&g, &vol), vm, Relation::AttachedTo).is_some());
 }
+
+#[test]
+fn a_state_adjusted_in_the_batch_is_seen_as_a_change_and_then_as_unchanged() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let vol = crn("volume", "vol-1");
+    let mut e = Estate::new(i.clone());
+    e.node(&vol, "in-use", 1.0);
+    let (st, _) = e.scan_into(&mut g, 1, 1);
+    assert_eq!(st.inserted, 1);
+    // The same node, its state replaced after it was written.
+    e.node(&vol, "in-use", 1.0);
+    let stopped = i.intern("stopped");
+    e.nodes.adjust(|_, _, _| crate::graph::Adjust::State(stopped));
+    let (st, _) = e.scan_into(&mut g, 2, 2);
+    assert_eq!((st.changed, st.unchanged), (1, 0));
+    let id = find(&g, &vol);
+    assert_eq!(g.node(id).map(|n| n.state()), Some(stopped));
+    // Written as stopped from the start: the same content.
+    e.node(&vol, "stopped", 1.0);
+    let (st, _) = e.scan_into(&mut g, 3, 3);
+    assert_eq!((st.changed, st.unchanged), (0, 1));
+}
