@@ -290,6 +290,17 @@ pub struct EdgeBatch {
     pub(crate) buf: Vec<u8>,
     /// `keys` by hash while the batch is written (empty once sealed).
     index: HashTable<u32>,
+    /// Properties written so far, by their bytes (empty once sealed).
+    props_index: HashTable<Span>,
+}
+
+/// Properties longer than this are not looked up among earlier edges'.
+const MAX_SHARED_PROPS: usize = 256;
+
+fn props_hash(bytes: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(bytes);
+    fmix64(h.finish())
 }
 
 impl EdgeBatch {
@@ -304,6 +315,7 @@ impl EdgeBatch {
             keys: Vec::with_capacity(edges / 2),
             buf: Vec::with_capacity(bytes),
             index: HashTable::new(),
+            props_index: HashTable::new(),
         }
     }
 
@@ -343,10 +355,44 @@ impl EdgeBatch {
         }
     }
 
-    /// Drops the index of the batch's keys, kept only while it is written:
-    /// a batch on its way to the graph needs only the keys.
+    /// Writes an edge's properties; the same bytes as an earlier edge's
+    /// (most edges carry only their relation's name) are kept once.
+    fn props(&mut self, write: impl FnOnce(&mut PropWriter<'_>)) -> Span {
+        let off = self.buf.len();
+        write(&mut PropWriter::new(&mut self.buf));
+        let span = Span {
+            off: off as u32,
+            len: (self.buf.len() - off) as u32,
+        };
+        let Some(bytes) = self.buf.get(off..) else {
+            return span;
+        };
+        if bytes.is_empty() || bytes.len() > MAX_SHARED_PROPS {
+            return span;
+        }
+        let buf = &self.buf;
+        let hash = props_hash(bytes);
+        let entry = self
+            .props_index
+            .entry(hash, |s| s.get(buf) == bytes, |s| props_hash(s.get(buf)));
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => {
+                let earlier = *e.get();
+                self.buf.truncate(off);
+                earlier
+            }
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert(span);
+                span
+            }
+        }
+    }
+
+    /// Drops the indexes of the batch's keys and properties, kept only
+    /// while it is written: a batch on its way to the graph needs neither.
     pub fn seal(&mut self) {
         self.index = HashTable::new();
+        self.props_index = HashTable::new();
     }
 
     /// Adds an edge from `src` to `dst`; `props` writes its properties (for
@@ -372,12 +418,7 @@ impl EdgeBatch {
     ) {
         let src = self.key(src);
         let dst = self.key(dst);
-        let props_off = self.buf.len() as u32;
-        props(&mut PropWriter::new(&mut self.buf));
-        let props = Span {
-            off: props_off,
-            len: self.buf.len() as u32 - props_off,
-        };
+        let props = self.props(props);
         self.rows.push(BatchEdge {
             src,
             dst,

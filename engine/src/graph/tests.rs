@@ -427,3 +427,52 @@ fn a_state_adjusted_in_the_batch_is_seen_as_a_change_and_then_as_unchanged() {
     let (st, _) = e.scan_into(&mut g, 3, 3);
     assert_eq!((st.changed, st.unchanged), (0, 1));
 }
+
+#[test]
+fn edges_with_the_same_properties_share_them_in_the_batch_and_keep_their_own_in_the_graph() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    let vols: Vec<String> = (0..50).map(|k| crn("volume", &format!("vol-{k}"))).collect();
+    let vm = crn("instance", "i-1");
+    e.node(&vm, "running", 1.0);
+    for v in &vols {
+        e.node(v, "in-use", 1.0).edge(v, &vm, Relation::AttachedTo);
+    }
+    e.edge(&vm, &vols[0], Relation::Uses);
+    let one_copy = e.edges.buffer_len();
+    let relations: Vec<String> = e
+        .edges
+        .iter()
+        .map(|r| {
+            r.props
+                .get(i.intern("relation"))
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        })
+        .collect();
+    let (attached, uses) = (Relation::AttachedTo.name(), Relation::Uses.name());
+    assert_eq!(relations.iter().filter(|r| *r == attached).count(), 50);
+    assert_eq!(relations.last().map(String::as_str), Some(uses));
+    // The ids, plus the two properties once each.
+    let ids: usize = vols
+        .iter()
+        .map(|v| v.rsplit(':').next().unwrap_or("").len())
+        .sum::<usize>()
+        + "i-1".len();
+    assert!(one_copy < ids + 2 * 32, "{one_copy} bytes for {ids} bytes of ids");
+    let (_, st) = e.scan_into(&mut g, 1, 1);
+    assert_eq!(st.inserted, 51);
+    let vm = find(&g, &vm);
+    let back = g
+        .find_edge(vm, find(&g, &vols[0]), Relation::Uses)
+        .and_then(|id| g.edge(id));
+    assert_eq!(
+        back.and_then(|e| e
+            .props()
+            .get(i.intern("relation"))
+            .and_then(|v| v.as_str().map(str::to_owned)))
+            .as_deref(),
+        Some(uses)
+    );
+}
