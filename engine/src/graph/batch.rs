@@ -257,6 +257,16 @@ pub struct BatchEdgeRef<'a> {
     pub props: Props<'a>,
 }
 
+/// One edge of an [`EdgeBatch`], read back with its endpoints as indexes
+/// into [`EdgeBatch::endpoint_keys`].
+pub struct IndexedEdgeRef<'a> {
+    pub src: usize,
+    pub dst: usize,
+    pub relation: Relation,
+    pub inferred: bool,
+    pub props: Props<'a>,
+}
+
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct BatchKey {
     pub hash: u64,
@@ -451,13 +461,16 @@ impl EdgeBatch {
         self.keys.iter().map(|k| (k.syms, k.id.get_str(&self.buf)))
     }
 
-    /// The edges as written, in order, each with its endpoints' indexes in
-    /// [`EdgeBatch::endpoint_keys`].
-    pub fn iter_indexed(&self) -> impl Iterator<Item = (usize, usize, BatchEdgeRef<'_>)> {
-        self.rows
-            .iter()
-            .zip(self.iter())
-            .map(|(r, e)| (r.src as usize, r.dst as usize, e))
+    /// The edges as written, in order, each naming its endpoints by their
+    /// indexes in [`EdgeBatch::endpoint_keys`].
+    pub fn iter_indexed(&self) -> impl Iterator<Item = IndexedEdgeRef<'_>> {
+        self.rows.iter().map(|r| IndexedEdgeRef {
+            src: r.src as usize,
+            dst: r.dst as usize,
+            relation: r.rel,
+            inferred: r.inferred,
+            props: Props::new(r.props.get(&self.buf)),
+        })
     }
 
     /// The edges as written, in order.

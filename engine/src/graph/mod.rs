@@ -21,7 +21,9 @@ use crate::relation::Relation;
 use adjacency::Change;
 pub use adjacency::{Adjacency, Builds};
 use batch::key_hash;
-pub use batch::{Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Span};
+pub use batch::{
+    Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, Span,
+};
 pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, Verdict, visible};
 pub use view::{EdgeRef, NodeRef};
 

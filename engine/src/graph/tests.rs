@@ -398,6 +398,23 @@ fn an_edge_batch_keeps_each_endpoint_once_and_edges_resolve_through_it() {
         ("vol-1", "vol-nowhere"),
     ];
     assert_eq!(written, pairs.map(|(a, b)| (a.to_owned(), b.to_owned())));
+    // The same edges by endpoint index, in the same order, with their relations.
+    let ids: Vec<&str> = e.edges.endpoint_keys().map(|(_, id)| id).collect();
+    assert_eq!(ids, ["subnet-1", "vpc-1", "i-1", "vol-1", "vol-nowhere"]);
+    let indexed: Vec<(&str, &str, Relation)> = e
+        .edges
+        .iter_indexed()
+        .map(|r| (ids[r.src], ids[r.dst], r.relation))
+        .collect();
+    let relations = [
+        Relation::Contains,
+        Relation::Contains,
+        Relation::AttachedTo,
+        Relation::Uses,
+        Relation::Uses,
+    ];
+    let want: Vec<(&str, &str, Relation)> = pairs.iter().zip(relations).map(|((a, b), r)| (*a, *b, r)).collect();
+    assert_eq!(indexed, want);
     let (_, st) = e.scan_into(&mut g, 1, 1);
     assert_eq!((st.inserted, st.dangling), (4, 1));
     let (vm, vpc) = (find(&g, &vm), find(&g, &vpc));

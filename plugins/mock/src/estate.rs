@@ -198,8 +198,8 @@ impl<'r> WireWriter<'r> {
             let deleted = self.effect(&self.crn) == Some("deleted");
             self.endpoints.push((start..self.crns.len(), deleted));
         }
-        for (src, dst, e) in batch.iter_indexed() {
-            let (Some((src, src_gone)), Some((dst, dst_gone))) = (self.endpoints.get(src), self.endpoints.get(dst))
+        for e in batch.iter_indexed() {
+            let (Some((src, src_gone)), Some((dst, dst_gone))) = (self.endpoints.get(e.src), self.endpoints.get(e.dst))
             else {
                 continue;
             };
