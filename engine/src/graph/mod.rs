@@ -1205,6 +1205,6 @@ impl Graph {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_adjacency;

@@ -615,6 +615,7 @@ pub(crate) fn run(
     // Commit: versions to graph.redb in one transaction, then SCAN_COMPLETED.
     let commit_started = Instant::now();
     let changes = engine.graph_mut().take_changes();
+    let taken_ms = commit_started.elapsed().as_millis() as u64;
     report.versions_written = (changes.nodes.len() + changes.edges.len()) as u64;
     report.generation = engine.graph().generation();
     engine.commit(
@@ -627,8 +628,17 @@ pub(crate) fn run(
             observed_s: report.observed_at,
         },
     )?;
+    let t = Instant::now();
     drop(changes);
+    let dropped_ms = t.elapsed().as_millis() as u64;
+    let t = Instant::now();
     engine.signal().install(engine.store(), engine.interner(), signal);
+    debug!(
+        taken_ms,
+        dropped_ms,
+        signal_ms = t.elapsed().as_millis() as u64,
+        "versions taken, committed, freed; cost history stored"
+    );
     report.duration_ms = started.elapsed().as_millis() as u64;
     info!(
         scan_seq = report.scan_seq,

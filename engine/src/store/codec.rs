@@ -3,6 +3,8 @@
 //! Little-endian, length-prefixed, versioned by a leading byte. Decoding
 //! never panics: a truncated or foreign value is an error naming what broke.
 
+use std::io::Write as _;
+
 use crate::graph::{EdgeVersion, NodeRow, Phase, Reachability};
 use crate::ids::Sym;
 use crate::relation::Relation;
@@ -72,8 +74,16 @@ impl<'a> Reader<'a> {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn encode_node(n: &NodeRow) -> Vec<u8> {
-    let mut w = Writer(Vec::with_capacity(96 + n.id.len() + n.tags.len() + n.props.len()));
+    let mut out = Vec::with_capacity(96 + n.id.len() + n.tags.len() + n.props.len());
+    encode_node_into(n, &mut out);
+    out
+}
+
+/// [`encode_node`], appended to `out`.
+pub(crate) fn encode_node_into(n: &NodeRow, out: &mut Vec<u8>) {
+    let mut w = Writer(std::mem::take(out));
     w.u8(NODE_V1);
     for s in n.key {
         w.u32(s.to_raw());
@@ -93,7 +103,7 @@ pub(crate) fn encode_node(n: &NodeRow) -> Vec<u8> {
     w.u32(n.verdict.map_or(0, Sym::to_raw));
     w.bytes(&n.tags);
     w.bytes(&n.props);
-    w.0
+    *out = w.0;
 }
 
 pub(crate) fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
@@ -133,18 +143,35 @@ pub(crate) fn edge_key(e: &EdgeVersion) -> String {
     format!("{}\u{1}{}\u{1}{}", e.src, e.relation as u8, e.dst)
 }
 
+/// [`edge_key`]'s bytes, appended to `out`.
+pub(crate) fn edge_key_into(e: &EdgeVersion, out: &mut Vec<u8>) {
+    out.extend_from_slice(e.src.as_bytes());
+    out.push(1);
+    let _ = write!(out, "{}", e.relation as u8);
+    out.push(1);
+    out.extend_from_slice(e.dst.as_bytes());
+}
+
 const EDGE_KEYED_V1: u8 = 2;
 
 /// An edge's fields without its endpoints, which its key ([`edge_key`]) carries.
+#[cfg(test)]
 pub(crate) fn encode_edge_value(e: &EdgeVersion) -> Vec<u8> {
-    let mut w = Writer(Vec::with_capacity(24 + e.props.len()));
+    let mut out = Vec::with_capacity(24 + e.props.len());
+    encode_edge_value_into(e, &mut out);
+    out
+}
+
+/// [`encode_edge_value`], appended to `out`.
+pub(crate) fn encode_edge_value_into(e: &EdgeVersion, out: &mut Vec<u8>) {
+    let mut w = Writer(std::mem::take(out));
     w.u8(EDGE_KEYED_V1);
     w.u8(e.relation as u8);
     w.u8(u8::from(e.inferred));
     w.u64(e.valid_from);
     w.u64(e.valid_to);
     w.bytes(&e.props);
-    w.0
+    *out = w.0;
 }
 
 /// Rebuilds an edge from its key and [`encode_edge_value`] bytes.

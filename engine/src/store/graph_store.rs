@@ -24,7 +24,9 @@ use rayon::prelude::*;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use thiserror::Error;
 
-use super::codec::{DecodeError, decode_edge_keyed, decode_node, edge_key, encode_edge_value, encode_node};
+use super::codec::{
+    DecodeError, decode_edge_keyed, decode_node, edge_key, edge_key_into, encode_edge_value_into, encode_node_into,
+};
 use crate::graph::{Changes, EdgeVersion, NodeRow, NodeVersion};
 
 const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
@@ -164,16 +166,52 @@ fn records(mut buf: &[u8]) -> impl Iterator<Item = Result<(&[u8], &[u8]), Decode
 }
 
 /// Groups versions into per-shard record buffers.
-fn segments<'a, T: 'a>(
-    items: impl Iterator<Item = &'a T>,
-    key_value: impl Fn(&T) -> (Vec<u8>, Vec<u8>),
+fn segments<T: Sync>(
+    items: &[T],
+    key: impl Fn(&T, &mut Vec<u8>) + Sync,
+    value: impl Fn(&T, &mut Vec<u8>) + Sync,
 ) -> Vec<Vec<u8>> {
-    let mut out = vec![Vec::new(); SEGMENT_SHARDS as usize];
-    for item in items {
-        let (k, v) = key_value(item);
-        put_record(&mut out[segment_shard(&k) as usize], &k, &v);
+    // Each item's segment shard, from its key.
+    let shard: Vec<u16> = items
+        .par_iter()
+        .with_min_len(4096)
+        .map_init(Vec::new, |k, item| {
+            k.clear();
+            key(item, k);
+            segment_shard(k)
+        })
+        .collect();
+    // The items of each shard, in order (a counting sort).
+    let mut off = vec![0usize; SEGMENT_SHARDS as usize + 1];
+    for &s in &shard {
+        off[s as usize + 1] += 1;
     }
-    out
+    for i in 0..SEGMENT_SHARDS as usize {
+        off[i + 1] += off[i];
+    }
+    let mut order = vec![0u32; items.len()];
+    let mut next = off.clone();
+    for (i, &s) in shard.iter().enumerate() {
+        order[next[s as usize]] = i as u32;
+        next[s as usize] += 1;
+    }
+    // Each shard's records written by one worker, keys and values into
+    // buffers reused from one item to the next.
+    (0..SEGMENT_SHARDS as usize)
+        .into_par_iter()
+        .map(|s| {
+            let (mut out, mut k, mut v) = (Vec::new(), Vec::new(), Vec::new());
+            for &i in &order[off[s]..off[s + 1]] {
+                let item = &items[i as usize];
+                k.clear();
+                v.clear();
+                key(item, &mut k);
+                value(item, &mut v);
+                put_record(&mut out, &k, &v);
+            }
+            out
+        })
+        .collect()
 }
 
 impl GraphStore {
@@ -320,15 +358,13 @@ impl GraphStore {
             if due || !changes.is_empty() {
                 let (nodes, edges) = rayon::join(
                     || {
-                        segments(written.nodes.iter(), |n| {
-                            (n.crn.as_bytes().to_vec(), encode_node(&n.row))
-                        })
+                        segments(
+                            &written.nodes,
+                            |n, k| k.extend_from_slice(n.crn.as_bytes()),
+                            |n, v| encode_node_into(&n.row, v),
+                        )
                     },
-                    || {
-                        segments(written.edges.iter(), |e| {
-                            (edge_key(e).into_bytes(), encode_edge_value(e))
-                        })
-                    },
+                    || segments(&written.edges, edge_key_into, encode_edge_value_into),
                 );
                 let mut seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
                 for (part, shards) in [(PART_NODES, nodes), (PART_EDGES, edges)] {
@@ -524,4 +560,66 @@ fn replay(segs: &[Vec<u8>]) -> Result<HashMap<&[u8], &[u8]>, DecodeError> {
         }
     }
     Ok(map)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::graph::Graph;
+    use crate::graph::tests::Estate;
+    use crate::intern::Interner;
+    use crate::relation::Relation;
+    use crate::store::codec::{encode_edge_value, encode_node};
+
+    /// The segments built in parallel hold exactly the records a single
+    /// pass in item order writes: same shards, same order, same bytes.
+    #[test]
+    fn segments_built_in_parallel_equal_one_pass_in_item_order() {
+        let interner = Arc::new(Interner::new());
+        let mut e = Estate::new(interner.clone());
+        let crn = |n: usize| format!("crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-{n}");
+        for n in 0..20_000 {
+            e.node(&crn(n), if n % 3 == 0 { "available" } else { "in-use" }, n as f32);
+        }
+        for n in 1..20_000 {
+            e.edge(&crn(n), &crn(n / 2), Relation::AttachedTo);
+        }
+        let mut g = Graph::new(interner);
+        e.scan_into(&mut g, 1, 1);
+        let all = g.all_versions();
+        assert_eq!((all.nodes.len(), all.edges.len()), (20_000, 19_999));
+
+        let one_pass = |records: Vec<(Vec<u8>, Vec<u8>)>| {
+            let mut out = vec![Vec::new(); SEGMENT_SHARDS as usize];
+            for (k, v) in records {
+                put_record(&mut out[segment_shard(&k) as usize], &k, &v);
+            }
+            out
+        };
+        let nodes = one_pass(
+            all.nodes
+                .iter()
+                .map(|n| (n.crn.as_bytes().to_vec(), encode_node(&n.row)))
+                .collect(),
+        );
+        let edges = one_pass(
+            all.edges
+                .iter()
+                .map(|e| (edge_key(e).into_bytes(), encode_edge_value(e)))
+                .collect(),
+        );
+        let parallel_nodes = segments(
+            &all.nodes,
+            |n, k| k.extend_from_slice(n.crn.as_bytes()),
+            |n, v| encode_node_into(&n.row, v),
+        );
+        assert_eq!(parallel_nodes, nodes);
+        assert_eq!(segments(&all.edges, edge_key_into, encode_edge_value_into), edges);
+        // Every shard is used and every record reads back.
+        assert!(nodes.iter().all(|s| !s.is_empty()));
+        let records: usize = parallel_nodes.iter().map(|s| records(s).count()).sum();
+        assert_eq!(records, 20_000);
+    }
 }
