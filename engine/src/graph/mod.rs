@@ -860,36 +860,39 @@ impl Graph {
     fn versions(&self, node_rows: &[Vec<u32>], edge_rows: &[Vec<u32>]) -> Changes {
         let reader = self.interner.reader();
         let reader = &reader;
-        let nodes: Vec<NodeVersion> = node_rows
-            .par_iter()
-            .enumerate()
-            .flat_map_iter(|(s, rows)| {
-                rows.iter().map(move |&row| {
-                    let id = NodeId::new(s, row, self.nodes[s].generation);
-                    NodeVersion {
-                        crn: self.crn_with(reader, id),
-                        row: self.nodes[s].row(row),
-                    }
-                })
+        // (shard, row) of each version, so the versions are collected into
+        // one allocation of their exact size instead of grown and appended.
+        let flat = |rows: &[Vec<u32>]| -> Vec<(u32, u32)> {
+            let mut out = Vec::with_capacity(rows.iter().map(Vec::len).sum());
+            for (s, rows) in rows.iter().enumerate() {
+                out.extend(rows.iter().map(|&row| (s as u32, row)));
+            }
+            out
+        };
+        let nodes: Vec<NodeVersion> = flat(node_rows)
+            .into_par_iter()
+            .map(|(s, row)| {
+                let s = s as usize;
+                let id = NodeId::new(s, row, self.nodes[s].generation);
+                NodeVersion {
+                    crn: self.crn_with(reader, id),
+                    row: self.nodes[s].row(row),
+                }
             })
             .collect();
-        let edges: Vec<EdgeVersion> = edge_rows
-            .par_iter()
-            .enumerate()
-            .flat_map_iter(|(s, rows)| {
-                let shard = &self.edges[s];
-                rows.iter().map(move |&row| {
-                    let r = row as usize;
-                    EdgeVersion {
-                        src: self.crn_with(reader, shard.src[r]),
-                        dst: self.crn_with(reader, shard.dst[r]),
-                        relation: shard.rel[r],
-                        inferred: shard.inferred.get(r),
-                        valid_from: shard.valid_from[r],
-                        valid_to: shard.valid_to[r],
-                        props: shard.props[r].get(&shard.arena).to_vec(),
-                    }
-                })
+        let edges: Vec<EdgeVersion> = flat(edge_rows)
+            .into_par_iter()
+            .map(|(s, row)| {
+                let (shard, r) = (&self.edges[s as usize], row as usize);
+                EdgeVersion {
+                    src: self.crn_with(reader, shard.src[r]),
+                    dst: self.crn_with(reader, shard.dst[r]),
+                    relation: shard.rel[r],
+                    inferred: shard.inferred.get(r),
+                    valid_from: shard.valid_from[r],
+                    valid_to: shard.valid_to[r],
+                    props: shard.props[r].get(&shard.arena).to_vec(),
+                }
             })
             .collect();
         Changes { nodes, edges }

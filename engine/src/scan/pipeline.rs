@@ -629,7 +629,14 @@ pub(crate) fn run(
         },
     )?;
     let t = Instant::now();
-    drop(changes);
+    // A first scan's millions of versions are freed off the scan's path.
+    if report.versions_written > 10_000 {
+        let _ = std::thread::Builder::new()
+            .name("svc-free".into())
+            .spawn(move || drop(changes));
+    } else {
+        drop(changes);
+    }
     let dropped_ms = t.elapsed().as_millis() as u64;
     let t = Instant::now();
     engine.signal().install(engine.store(), engine.interner(), signal);

@@ -81,6 +81,27 @@ pub(crate) fn encode_node(n: &NodeRow) -> Vec<u8> {
     out
 }
 
+/// How many bytes [`encode_node_into`] appends for `n`.
+pub(crate) fn encoded_node_len(n: &NodeRow) -> usize {
+    // Version, five key symbols, type, state, cost, three times, waste,
+    // risk, reachability, phase, verdict, and four length prefixes.
+    1 + 5 * 4
+        + 4
+        + 4
+        + 4
+        + 3 * 8
+        + 1
+        + 4
+        + 1
+        + 1
+        + 4
+        + 4 * 4
+        + n.id.len()
+        + n.waste_reason.len()
+        + n.tags.len()
+        + n.props.len()
+}
+
 /// [`encode_node`], appended to `out`.
 pub(crate) fn encode_node_into(n: &NodeRow, out: &mut Vec<u8>) {
     let mut w = Writer(std::mem::take(out));
@@ -160,6 +181,25 @@ pub(crate) fn encode_edge_value(e: &EdgeVersion) -> Vec<u8> {
     let mut out = Vec::with_capacity(24 + e.props.len());
     encode_edge_value_into(e, &mut out);
     out
+}
+
+/// How many bytes [`encode_edge_value_into`] appends for `e`.
+pub(crate) fn encoded_edge_value_len(e: &EdgeVersion) -> usize {
+    // Version, relation, inferred, two times and the properties' length prefix.
+    1 + 1 + 1 + 2 * 8 + 4 + e.props.len()
+}
+
+/// [`edge_key`]'s length in bytes.
+pub(crate) fn edge_key_len(e: &EdgeVersion) -> usize {
+    let rel = e.relation as u8;
+    let digits = if rel >= 100 {
+        3
+    } else if rel >= 10 {
+        2
+    } else {
+        1
+    };
+    e.src.len() + 1 + digits + 1 + e.dst.len()
 }
 
 /// [`encode_edge_value`], appended to `out`.
