@@ -402,6 +402,9 @@ proptest! {
         let rules: Vec<EvalRule<'_>> = compiled.iter().map(|c| EvalRule { compiled: c, collect_hits: true }).collect();
         let fast = evaluate(&g, &rules, &o);
         let slow = evaluate(&g, &rules, &EvalOptions { interpreter_only: true, ..o.clone() });
+        // With no rule the pass only counts the visible nodes, the same ones.
+        prop_assert_eq!(evaluate(&g, &[], &o).nodes, fast.nodes);
+        prop_assert_eq!(slow.nodes, fast.nodes);
         for (f, s) in fast.rules.iter().zip(&slow.rules) {
             prop_assert_eq!(f.matches, s.matches);
             prop_assert_eq!(f.errors, s.errors);

@@ -114,6 +114,9 @@ pub struct Book {
     write: Mutex<()>,
     last: RwLock<Arc<LastEvaluation>>,
     outcome: RwLock<Arc<PolicyOutcome>>,
+    /// The evaluations in the store, sorted by rule id: a scan that would
+    /// write the same (no rule installed) writes nothing.
+    written: Mutex<Vec<StoredEvaluation>>,
 }
 
 fn stored(r: &Rule) -> StoredRule {
@@ -223,7 +226,9 @@ impl Book {
             }
         }
         let mut last = LastEvaluation::default();
-        for e in store.load_policy_evaluations()? {
+        let mut written = store.load_policy_evaluations()?;
+        written.sort_by(|a, b| a.id.cmp(&b.id));
+        for e in written.iter().cloned() {
             last.by_rule.insert(
                 e.id.clone(),
                 RuleState {
@@ -243,6 +248,7 @@ impl Book {
             write: Mutex::new(()),
             last: RwLock::new(Arc::new(last)),
             outcome: RwLock::new(Arc::new(PolicyOutcome::default())),
+            written: Mutex::new(written),
         })
     }
 
@@ -269,7 +275,7 @@ impl Book {
 
     /// Records a scan's evaluation, in memory and in the store.
     pub(crate) fn set_last(&self, last: LastEvaluation, store: &GraphStore) {
-        let stored: Vec<StoredEvaluation> = last
+        let mut stored: Vec<StoredEvaluation> = last
             .by_rule
             .iter()
             .map(|(id, s)| StoredEvaluation {
@@ -282,9 +288,15 @@ impl Book {
                 first_error: s.first_error.clone(),
             })
             .collect();
-        if let Err(e) = store.put_policy_evaluations(&stored) {
-            warn!(error = %e, "cannot store the policy evaluation; the mesh shows it until a restart");
+        stored.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut written = self.written.lock();
+        if *written != stored {
+            match store.put_policy_evaluations(&stored) {
+                Ok(()) => *written = stored,
+                Err(e) => warn!(error = %e, "cannot store the policy evaluation; the mesh shows it until a restart"),
+            }
         }
+        drop(written);
         *self.last.write() = Arc::new(last);
     }
 

@@ -239,6 +239,18 @@ pub(crate) fn run(engine: &Engine, scan_seq: u64, now_us: u64, as_of_s: u64) -> 
 /// Replaces the policy findings with this scan's and joins the verdicts
 /// of every node whose policy findings changed. Returns verdicts changed.
 fn apply_flags(engine: &Engine, rules: &[Rule], flagged: &HashMap<NodeId, usize>, now_us: u64) -> usize {
+    // Nothing flagged and no policy finding to take back: the findings stay
+    // as they are, without copying them for a write.
+    if flagged.is_empty()
+        && !engine
+            .findings()
+            .by_node
+            .values()
+            .flatten()
+            .any(|f| f.source == FindingSource::Policy)
+    {
+        return 0;
+    }
     let interner = engine.interner().clone();
     let mut touched: Vec<NodeId> = Vec::new();
     engine.update_findings(|set| {
