@@ -14,13 +14,13 @@ use crate::analysis::pattern::PatternReport;
 use crate::analysis::reach::{self, Assessment};
 use crate::analysis::traffic::{self, FlowRecord, TrafficReport};
 use crate::clock::Clock;
-use crate::graph::{Changes, Graph};
+use crate::graph::{DirtyRows, Graph};
 use crate::heuristics::{Analyzer, FindingSet};
 use crate::intern::Interner;
 use crate::scan::{ScanReport, Source};
 use crate::store::ledger::{Ledger, LedgerError};
 use crate::store::snapshot::{self, SnapshotKey};
-use crate::store::{CommitMeta, GraphStore, StoreError};
+use crate::store::{CommitMeta, GraphStore, GraphVersions, StoreError};
 
 /// File names under the data directory.
 pub const GRAPH_FILE: &str = "graph.redb";
@@ -403,7 +403,7 @@ impl Engine {
             if report.edges_added + report.edges_updated > 0 {
                 g.rebuild_adjacency(now_us);
             }
-            g.take_changes()
+            g.take_dirty_rows()
         };
         if !changes.is_empty() {
             let meta = CommitMeta {
@@ -413,7 +413,7 @@ impl Engine {
                 rows: 0,
                 observed_s: self.observed_s(),
             };
-            self.commit(&changes, meta)?;
+            self.commit(changes, meta)?;
         }
         Ok(Some(report))
     }
@@ -587,7 +587,7 @@ impl Engine {
 
     /// Writes new symbols and changed versions durably, then advances the
     /// scan sequence.
-    pub(crate) fn commit(&self, changes: &Changes, meta: CommitMeta) -> Result<(), EngineError> {
+    pub(crate) fn commit(&self, rows: DirtyRows, meta: CommitMeta) -> Result<(), EngineError> {
         let mut persisted = self.persisted_symbols.lock();
         let fresh = self.interner.strings_from(*persisted);
         let graph = self.graph();
@@ -599,15 +599,20 @@ impl Engine {
         // The scan's `engine.sau` pass wrote its items without waiting for
         // the disk; this durable commit of the same database makes them so.
         let sau_writes = self.remediation.writes();
-        let commit_us = self
-            .store
-            .commit(*persisted, &fresh, changes, || graph.all_versions(), meta)?;
+        let versions = GraphVersions { graph: &graph, rows };
+        let all = || GraphVersions {
+            graph: &graph,
+            rows: graph.all_rows(),
+        };
+        let commit_us = self.store.commit(*persisted, &fresh, &versions, all, meta)?;
+        let changed = !versions.rows.is_empty();
+        drop(versions);
         self.remediation.made_durable(sau_writes);
         let store_ms = t.elapsed().as_millis() as u64;
         let t = std::time::Instant::now();
         let meta = CommitMeta { commit_us, ..meta };
         *persisted += fresh.len();
-        if !changes.is_empty() {
+        if changed {
             // Encoded under the read lock, written behind the commit: the
             // store is the truth, and a snapshot that is late or fails to
             // write only slows the next start.

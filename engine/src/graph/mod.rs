@@ -131,6 +131,26 @@ impl Changes {
     }
 }
 
+/// The node and edge rows changed since they were last taken, by shard:
+/// the versions a commit writes, read from the graph as they are encoded.
+#[derive(Clone, Debug, Default)]
+pub struct DirtyRows {
+    pub nodes: Vec<Vec<u32>>,
+    pub edges: Vec<Vec<u32>>,
+}
+
+impl DirtyRows {
+    /// Node and edge rows.
+    pub fn counts(&self) -> (usize, usize) {
+        let sum = |rows: &[Vec<u32>]| rows.iter().map(Vec::len).sum();
+        (sum(&self.nodes), sum(&self.edges))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counts() == (0, 0)
+    }
+}
+
 pub struct Graph {
     interner: Arc<Interner>,
     pub(crate) nodes: Vec<NodeShard>,
@@ -841,23 +861,38 @@ impl Graph {
     /// Takes the rows changed since the last call, as versions to commit.
     /// Bumps the generation when anything changed.
     pub fn take_changes(&mut self) -> Changes {
-        let dirty_nodes: Vec<Vec<u32>> = self.nodes.iter_mut().map(NodeShard::take_dirty).collect();
-        let dirty_edges: Vec<Vec<u32>> = self.edges.iter_mut().map(EdgeShard::take_dirty).collect();
-        let changes = self.versions(&dirty_nodes, &dirty_edges);
-        if !changes.is_empty() {
+        let rows = self.take_dirty_rows();
+        self.versions(&rows.nodes, &rows.edges)
+    }
+
+    /// The rows changed since the last call (or [`Graph::take_changes`]),
+    /// without copying them; the generation moves on when there are any.
+    pub fn take_dirty_rows(&mut self) -> DirtyRows {
+        let rows = DirtyRows {
+            nodes: self.nodes.iter_mut().map(NodeShard::take_dirty).collect(),
+            edges: self.edges.iter_mut().map(EdgeShard::take_dirty).collect(),
+        };
+        if !rows.is_empty() {
             self.generation += 1;
         }
-        changes
+        rows
+    }
+
+    /// Every row, visible or not (a checkpoint of the graph).
+    pub fn all_rows(&self) -> DirtyRows {
+        DirtyRows {
+            nodes: self.nodes.iter().map(|s| (0..s.len() as u32).collect()).collect(),
+            edges: self.edges.iter().map(|s| (0..s.len() as u32).collect()).collect(),
+        }
     }
 
     /// Every row, visible or not, as versions (a checkpoint of the graph).
     pub fn all_versions(&self) -> Changes {
-        let nodes: Vec<Vec<u32>> = self.nodes.iter().map(|s| (0..s.len() as u32).collect()).collect();
-        let edges: Vec<Vec<u32>> = self.edges.iter().map(|s| (0..s.len() as u32).collect()).collect();
-        self.versions(&nodes, &edges)
+        let rows = self.all_rows();
+        self.versions(&rows.nodes, &rows.edges)
     }
 
-    fn versions(&self, node_rows: &[Vec<u32>], edge_rows: &[Vec<u32>]) -> Changes {
+    pub(crate) fn versions(&self, node_rows: &[Vec<u32>], edge_rows: &[Vec<u32>]) -> Changes {
         let reader = self.interner.reader();
         let reader = &reader;
         // (shard, row) of each version, so the versions are collected into
@@ -1132,6 +1167,26 @@ impl Graph {
     pub fn crn(&self, id: NodeId) -> String {
         let reader = self.interner.reader();
         self.crn_with(&reader, id)
+    }
+
+    /// The CRN of a node, in graph form, appended to `out` ([`crate::crn::write_crn`]'s text).
+    pub(crate) fn crn_into(&self, reader: &crate::intern::InternerReader<'_>, id: NodeId, out: &mut Vec<u8>) {
+        let shard = &self.nodes[id.shard()];
+        let r = id.row() as usize;
+        let k = shard.key[r];
+        out.extend_from_slice(b"crn:");
+        out.extend_from_slice(crate::crn::NAMESPACE.as_bytes());
+        for part in [
+            reader.resolve(k[0]).as_bytes(),
+            reader.resolve(k[1]).as_bytes(),
+            reader.resolve(k[2]).as_bytes(),
+            reader.resolve(k[3]).as_bytes(),
+            reader.resolve(k[4]).as_bytes(),
+            shard.id[r].get(&shard.arena),
+        ] {
+            out.push(b':');
+            out.extend_from_slice(part);
+        }
     }
 
     pub(crate) fn crn_with(&self, reader: &crate::intern::InternerReader<'_>, id: NodeId) -> String {

@@ -516,6 +516,29 @@ impl NodeShard {
         true
     }
 
+    /// A row's fields as the store encodes them, borrowed.
+    pub(crate) fn fields(&self, row: u32) -> crate::store::codec::NodeFields<'_> {
+        let r = row as usize;
+        crate::store::codec::NodeFields {
+            key: self.key[r],
+            id: self.id[r].get(&self.arena),
+            ty: self.ty[r],
+            state: self.state[r],
+            cost_usd_mo: self.cost[r],
+            creation_ts: self.creation_ts[r],
+            valid_from: self.valid_from[r],
+            valid_to: self.valid_to[r],
+            is_waste: self.waste.get(r),
+            waste_reason: self.waste_reason[r].get(&self.arena),
+            risk_score: self.risk[r],
+            reachability: self.reach[r],
+            phase: self.phase[r],
+            verdict: self.verdict[r],
+            tags: self.tags[r].get(&self.arena),
+            props: self.props[r].get(&self.arena),
+        }
+    }
+
     /// Owned copy of a row.
     pub(crate) fn row(&self, row: u32) -> NodeRow {
         let r = row as usize;

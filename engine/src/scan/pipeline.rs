@@ -614,12 +614,13 @@ pub(crate) fn run(
 
     // Commit: versions to graph.redb in one transaction, then SCAN_COMPLETED.
     let commit_started = Instant::now();
-    let changes = engine.graph_mut().take_changes();
+    let rows = engine.graph_mut().take_dirty_rows();
     let taken_ms = commit_started.elapsed().as_millis() as u64;
-    report.versions_written = (changes.nodes.len() + changes.edges.len()) as u64;
+    let (nodes, edges) = rows.counts();
+    report.versions_written = (nodes + edges) as u64;
     report.generation = engine.graph().generation();
     engine.commit(
-        &changes,
+        rows,
         CommitMeta {
             generation: report.generation,
             scan_seq: report.scan_seq,
@@ -629,22 +630,11 @@ pub(crate) fn run(
         },
     )?;
     let t = Instant::now();
-    // A first scan's millions of versions are freed off the scan's path.
-    if report.versions_written > 10_000 {
-        let _ = std::thread::Builder::new()
-            .name("svc-free".into())
-            .spawn(move || drop(changes));
-    } else {
-        drop(changes);
-    }
-    let dropped_ms = t.elapsed().as_millis() as u64;
-    let t = Instant::now();
     engine.signal().install(engine.store(), engine.interner(), signal);
     debug!(
         taken_ms,
-        dropped_ms,
         signal_ms = t.elapsed().as_millis() as u64,
-        "versions taken, committed, freed; cost history stored"
+        "versions taken and committed; cost history stored"
     );
     report.duration_ms = started.elapsed().as_millis() as u64;
     info!(

@@ -81,50 +81,91 @@ pub(crate) fn encode_node(n: &NodeRow) -> Vec<u8> {
     out
 }
 
+/// A node version's fields, borrowed: from an owned [`NodeRow`] or
+/// straight from a shard's columns, encoded the same either way.
+pub(crate) struct NodeFields<'a> {
+    pub key: [Sym; 5],
+    pub id: &'a [u8],
+    pub ty: Sym,
+    pub state: Sym,
+    pub cost_usd_mo: f32,
+    pub creation_ts: u64,
+    pub valid_from: u64,
+    pub valid_to: u64,
+    pub is_waste: bool,
+    pub waste_reason: &'a [u8],
+    pub risk_score: f32,
+    pub reachability: Reachability,
+    pub phase: Phase,
+    pub verdict: Option<Sym>,
+    pub tags: &'a [u8],
+    pub props: &'a [u8],
+}
+
+impl<'a> NodeFields<'a> {
+    pub(crate) fn of(n: &'a NodeRow) -> NodeFields<'a> {
+        NodeFields {
+            key: n.key,
+            id: n.id.as_bytes(),
+            ty: n.ty,
+            state: n.state,
+            cost_usd_mo: n.cost_usd_mo,
+            creation_ts: n.creation_ts,
+            valid_from: n.valid_from,
+            valid_to: n.valid_to,
+            is_waste: n.is_waste,
+            waste_reason: n.waste_reason.as_bytes(),
+            risk_score: n.risk_score,
+            reachability: n.reachability,
+            phase: n.phase,
+            verdict: n.verdict,
+            tags: &n.tags,
+            props: &n.props,
+        }
+    }
+
+    /// How many bytes [`NodeFields::encode_into`] appends.
+    pub(crate) fn encoded_len(&self) -> usize {
+        // Version, five key symbols, type, state, cost, three times, waste,
+        // risk, reachability, phase, verdict, and four length prefixes.
+        let fixed = 1 + 5 * 4 + 4 + 4 + 4 + 3 * 8 + 1 + 4 + 1 + 1 + 4 + 4 * 4;
+        fixed + self.id.len() + self.waste_reason.len() + self.tags.len() + self.props.len()
+    }
+
+    /// The node's stored value, appended to `out`.
+    pub(crate) fn encode_into(&self, out: &mut Vec<u8>) {
+        let mut w = Writer(std::mem::take(out));
+        w.u8(NODE_V1);
+        for s in self.key {
+            w.u32(s.to_raw());
+        }
+        w.bytes(self.id);
+        w.u32(self.ty.to_raw());
+        w.u32(self.state.to_raw());
+        w.u32(self.cost_usd_mo.to_bits());
+        w.u64(self.creation_ts);
+        w.u64(self.valid_from);
+        w.u64(self.valid_to);
+        w.u8(u8::from(self.is_waste));
+        w.bytes(self.waste_reason);
+        w.u32(self.risk_score.to_bits());
+        w.u8(self.reachability as u8);
+        w.u8(self.phase as u8);
+        w.u32(self.verdict.map_or(0, Sym::to_raw));
+        w.bytes(self.tags);
+        w.bytes(self.props);
+        *out = w.0;
+    }
+}
+
 /// How many bytes [`encode_node_into`] appends for `n`.
 pub(crate) fn encoded_node_len(n: &NodeRow) -> usize {
-    // Version, five key symbols, type, state, cost, three times, waste,
-    // risk, reachability, phase, verdict, and four length prefixes.
-    1 + 5 * 4
-        + 4
-        + 4
-        + 4
-        + 3 * 8
-        + 1
-        + 4
-        + 1
-        + 1
-        + 4
-        + 4 * 4
-        + n.id.len()
-        + n.waste_reason.len()
-        + n.tags.len()
-        + n.props.len()
+    NodeFields::of(n).encoded_len()
 }
 
 /// [`encode_node`], appended to `out`.
 pub(crate) fn encode_node_into(n: &NodeRow, out: &mut Vec<u8>) {
-    let mut w = Writer(std::mem::take(out));
-    w.u8(NODE_V1);
-    for s in n.key {
-        w.u32(s.to_raw());
-    }
-    w.bytes(n.id.as_bytes());
-    w.u32(n.ty.to_raw());
-    w.u32(n.state.to_raw());
-    w.u32(n.cost_usd_mo.to_bits());
-    w.u64(n.creation_ts);
-    w.u64(n.valid_from);
-    w.u64(n.valid_to);
-    w.u8(u8::from(n.is_waste));
-    w.bytes(n.waste_reason.as_bytes());
-    w.u32(n.risk_score.to_bits());
-    w.u8(n.reachability as u8);
-    w.u8(n.phase as u8);
-    w.u32(n.verdict.map_or(0, Sym::to_raw));
-    w.bytes(&n.tags);
-    w.bytes(&n.props);
-    *out = w.0;
+    NodeFields::of(n).encode_into(out);
 }
 
 pub(crate) fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
@@ -167,10 +208,15 @@ pub(crate) fn edge_key(e: &EdgeVersion) -> String {
 /// [`edge_key`]'s bytes, appended to `out`.
 pub(crate) fn edge_key_into(e: &EdgeVersion, out: &mut Vec<u8>) {
     out.extend_from_slice(e.src.as_bytes());
-    out.push(1);
-    let _ = write!(out, "{}", e.relation as u8);
-    out.push(1);
+    relation_key_into(e.relation, out);
     out.extend_from_slice(e.dst.as_bytes());
+}
+
+/// The part of an edge key between its endpoints.
+pub(crate) fn relation_key_into(relation: Relation, out: &mut Vec<u8>) {
+    out.push(1);
+    let _ = write!(out, "{}", relation as u8);
+    out.push(1);
 }
 
 const EDGE_KEYED_V1: u8 = 2;
@@ -185,32 +231,36 @@ pub(crate) fn encode_edge_value(e: &EdgeVersion) -> Vec<u8> {
 
 /// How many bytes [`encode_edge_value_into`] appends for `e`.
 pub(crate) fn encoded_edge_value_len(e: &EdgeVersion) -> usize {
-    // Version, relation, inferred, two times and the properties' length prefix.
-    1 + 1 + 1 + 2 * 8 + 4 + e.props.len()
+    edge_value_len(e.props.len())
 }
 
-/// [`edge_key`]'s length in bytes.
-pub(crate) fn edge_key_len(e: &EdgeVersion) -> usize {
-    let rel = e.relation as u8;
-    let digits = if rel >= 100 {
-        3
-    } else if rel >= 10 {
-        2
-    } else {
-        1
-    };
-    e.src.len() + 1 + digits + 1 + e.dst.len()
+/// How many bytes an edge value with `props` bytes of properties takes.
+pub(crate) fn edge_value_len(props: usize) -> usize {
+    // Version, relation, inferred, two times and the properties' length prefix.
+    1 + 1 + 1 + 2 * 8 + 4 + props
 }
 
 /// [`encode_edge_value`], appended to `out`.
 pub(crate) fn encode_edge_value_into(e: &EdgeVersion, out: &mut Vec<u8>) {
+    encode_edge_fields_into(e.relation, e.inferred, e.valid_from, e.valid_to, &e.props, out);
+}
+
+/// An edge's stored value from its fields, appended to `out`.
+pub(crate) fn encode_edge_fields_into(
+    relation: Relation,
+    inferred: bool,
+    valid_from: u64,
+    valid_to: u64,
+    props: &[u8],
+    out: &mut Vec<u8>,
+) {
     let mut w = Writer(std::mem::take(out));
     w.u8(EDGE_KEYED_V1);
-    w.u8(e.relation as u8);
-    w.u8(u8::from(e.inferred));
-    w.u64(e.valid_from);
-    w.u64(e.valid_to);
-    w.bytes(&e.props);
+    w.u8(relation as u8);
+    w.u8(u8::from(inferred));
+    w.u64(valid_from);
+    w.u64(valid_to);
+    w.bytes(props);
     *out = w.0;
 }
 

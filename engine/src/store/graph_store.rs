@@ -25,10 +25,11 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use thiserror::Error;
 
 use super::codec::{
-    DecodeError, decode_edge_keyed, decode_node, edge_key, edge_key_into, edge_key_len, encode_edge_value_into,
-    encode_node_into, encoded_edge_value_len, encoded_node_len,
+    DecodeError, decode_edge_keyed, decode_node, edge_key, edge_key_into, edge_value_len, encode_edge_fields_into,
+    encode_edge_value_into, encode_node_into, encoded_edge_value_len, encoded_node_len, relation_key_into,
 };
-use crate::graph::{Changes, EdgeVersion, NodeRow, NodeVersion};
+use crate::graph::{Changes, DirtyRows, EdgeVersion, Graph, NodeRow, NodeVersion};
+use crate::ids::NodeId;
 
 const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
 /// `commit_us -> kind` (delta or checkpoint).
@@ -200,46 +201,47 @@ fn plain(stored: &(bool, Vec<u8>)) -> Result<std::borrow::Cow<'_, [u8]>, DecodeE
 }
 
 /// Groups versions into per-shard record buffers, each allocated at its
-/// size (`len` is the length of an item's key and value).
+/// size (`value_len` is the length of an item's value).
 fn segments<T: Sync>(
     items: &[T],
     key: impl Fn(&T, &mut Vec<u8>) + Sync,
     value: impl Fn(&T, &mut Vec<u8>) + Sync,
-    len: impl Fn(&T) -> usize + Sync,
+    value_len: impl Fn(&T) -> usize + Sync,
 ) -> Vec<Vec<u8>> {
-    // Each item's segment shard, from its key.
-    let shard: Vec<u16> = items
+    // Each item's segment shard, from its key, and its record's length.
+    let placed: Vec<(u16, u32)> = items
         .par_iter()
         .with_min_len(4096)
         .map_init(Vec::new, |k, item| {
             k.clear();
             key(item, k);
-            segment_shard(k)
+            (segment_shard(k), (8 + k.len() + value_len(item)) as u32)
         })
         .collect();
-    // The items of each shard, in order (a counting sort).
-    let mut off = vec![0usize; SEGMENT_SHARDS as usize + 1];
-    for &s in &shard {
+    // The items of each shard, in order (a counting sort), and its size.
+    let shards = SEGMENT_SHARDS as usize;
+    let mut off = vec![0usize; shards + 1];
+    let mut size = vec![0usize; shards];
+    for &(s, len) in &placed {
         off[s as usize + 1] += 1;
+        size[s as usize] += len as usize;
     }
-    for i in 0..SEGMENT_SHARDS as usize {
+    for i in 0..shards {
         off[i + 1] += off[i];
     }
     let mut order = vec![0u32; items.len()];
     let mut next = off.clone();
-    for (i, &s) in shard.iter().enumerate() {
+    for (i, &(s, _)) in placed.iter().enumerate() {
         order[next[s as usize]] = i as u32;
         next[s as usize] += 1;
     }
-    // Each shard's records written by one worker into a buffer of their
-    // size, keys and values through buffers reused from one item to the next.
-    (0..SEGMENT_SHARDS as usize)
+    // Each shard's records written by one worker, keys and values through
+    // buffers reused from one item to the next.
+    (0..shards)
         .into_par_iter()
         .map(|s| {
-            let mine = &order[off[s]..off[s + 1]];
-            let size = mine.iter().map(|&i| 8 + len(&items[i as usize])).sum();
-            let (mut out, mut k, mut v) = (Vec::with_capacity(size), Vec::new(), Vec::new());
-            for &i in mine {
+            let (mut out, mut k, mut v) = (Vec::with_capacity(size[s]), Vec::new(), Vec::new());
+            for &i in &order[off[s]..off[s + 1]] {
                 let item = &items[i as usize];
                 k.clear();
                 v.clear();
@@ -250,6 +252,156 @@ fn segments<T: Sync>(
             out
         })
         .collect()
+}
+
+/// What a commit writes: node and edge versions, as segments.
+pub trait Versions: Sync {
+    /// How many node and edge versions.
+    fn counts(&self) -> (usize, usize);
+    /// The node and the edge segments, by segment shard, uncompressed.
+    fn segments(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>);
+}
+
+impl Versions for Changes {
+    fn counts(&self) -> (usize, usize) {
+        (self.nodes.len(), self.edges.len())
+    }
+
+    fn segments(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        rayon::join(
+            || {
+                segments(
+                    &self.nodes,
+                    |n, k| k.extend_from_slice(n.crn.as_bytes()),
+                    |n, v| encode_node_into(&n.row, v),
+                    |n| encoded_node_len(&n.row),
+                )
+            },
+            || {
+                segments(
+                    &self.edges,
+                    edge_key_into,
+                    encode_edge_value_into,
+                    encoded_edge_value_len,
+                )
+            },
+        )
+    }
+}
+
+/// Every node's CRN text, by node shard and row.
+struct CrnTable {
+    /// Per node shard: the texts one after another, and where each row's starts.
+    shards: Vec<(Vec<u8>, Vec<u32>)>,
+    generations: Vec<u32>,
+}
+
+impl CrnTable {
+    fn build(g: &Graph, reader: &crate::intern::InternerReader<'_>) -> CrnTable {
+        let shards = g
+            .node_shards()
+            .par_iter()
+            .enumerate()
+            .map(|(s, shard)| {
+                let mut text = Vec::with_capacity(shard.len() * 72);
+                let mut at = Vec::with_capacity(shard.len() + 1);
+                at.push(0);
+                for r in 0..shard.len() as u32 {
+                    g.crn_into(reader, NodeId::new(s, r, shard.generation), &mut text);
+                    at.push(text.len() as u32);
+                }
+                (text, at)
+            })
+            .collect();
+        let generations = g.node_shards().iter().map(|s| s.generation).collect();
+        CrnTable { shards, generations }
+    }
+
+    fn get(&self, id: NodeId) -> Option<&[u8]> {
+        if self.generations.get(id.shard()) != Some(&id.generation()) {
+            return None;
+        }
+        let (text, at) = self.shards.get(id.shard())?;
+        let r = id.row() as usize;
+        text.get(*at.get(r)? as usize..*at.get(r + 1)? as usize)
+    }
+}
+
+/// Rows of a graph, encoded straight from its shards: the same segments
+/// [`Changes`] of those rows give, without an owned copy of every version.
+pub struct GraphVersions<'g> {
+    pub graph: &'g Graph,
+    pub rows: DirtyRows,
+}
+
+impl Versions for GraphVersions<'_> {
+    fn counts(&self) -> (usize, usize) {
+        self.rows.counts()
+    }
+
+    fn segments(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let g = self.graph;
+        let reader = g.interner().reader();
+        let reader = &reader;
+        // (shard, row) of each version; rows are only ever appended, so a
+        // row past a shard's end cannot be named, and is skipped if it is.
+        let flat = |rows: &[Vec<u32>], len: &dyn Fn(usize) -> usize| -> Vec<(u32, u32)> {
+            let mut out = Vec::with_capacity(rows.iter().map(Vec::len).sum());
+            for (s, rows) in rows.iter().enumerate() {
+                let n = len(s);
+                out.extend(rows.iter().filter(|&&r| (r as usize) < n).map(|&r| (s as u32, r)));
+            }
+            out
+        };
+        let nodes = flat(&self.rows.nodes, &|s| g.node_shards().get(s).map_or(0, |x| x.len()));
+        let edges = flat(&self.rows.edges, &|s| g.edge_shards().get(s).map_or(0, |x| x.len()));
+        let node_id = |&(s, r): &(u32, u32)| NodeId::new(s as usize, r, g.node_shards()[s as usize].generation);
+        let edge = |&(s, r): &(u32, u32)| (&g.edge_shards()[s as usize], r as usize);
+        // When most rows are written (a first scan, a checkpoint), every
+        // node's CRN is rendered once, not once per mention and pass.
+        let table = (nodes.len() + 2 * edges.len() > g.node_rows()).then(|| CrnTable::build(g, reader));
+        let crn = |id: NodeId, k: &mut Vec<u8>| match table.as_ref().and_then(|t| t.get(id)) {
+            Some(text) => k.extend_from_slice(text),
+            None => g.crn_into(reader, id, k),
+        };
+        rayon::join(
+            || {
+                segments(
+                    &nodes,
+                    |n, k| crn(node_id(n), k),
+                    |&(s, r), v| g.node_shards()[s as usize].fields(r).encode_into(v),
+                    |&(s, r)| g.node_shards()[s as usize].fields(r).encoded_len(),
+                )
+            },
+            || {
+                segments(
+                    &edges,
+                    |e, k| {
+                        let (shard, r) = edge(e);
+                        crn(shard.src[r], k);
+                        relation_key_into(shard.rel[r], k);
+                        crn(shard.dst[r], k);
+                    },
+                    |e, v| {
+                        let (shard, r) = edge(e);
+                        let props = shard.props[r].get(&shard.arena);
+                        encode_edge_fields_into(
+                            shard.rel[r],
+                            shard.inferred.get(r),
+                            shard.valid_from[r],
+                            shard.valid_to[r],
+                            props,
+                            v,
+                        );
+                    },
+                    |e| {
+                        let (shard, r) = edge(e);
+                        edge_value_len(shard.props[r].len as usize)
+                    },
+                )
+            },
+        )
+    }
 }
 
 impl GraphStore {
@@ -355,12 +507,12 @@ impl GraphStore {
     /// `full` produces) and the bookkeeping in one durable transaction.
     /// Returns the commit's time key (`meta.commit_us`, moved past the
     /// previous commit if the clock did not advance).
-    pub fn commit(
+    pub fn commit<V: Versions, F: Versions>(
         &self,
         symbols_start: usize,
         symbols: &[Arc<str>],
-        changes: &Changes,
-        full: impl FnOnce() -> Changes,
+        changes: &V,
+        full: impl FnOnce() -> F,
         meta: CommitMeta,
     ) -> Result<u64, StoreError> {
         let err = self.db_err();
@@ -380,35 +532,20 @@ impl GraphStore {
             };
             let last = get(&m, META_LAST_COMMIT)?;
             let checkpoint = get(&m, META_CHECKPOINT)?;
-            let delta_rows = get(&m, META_DELTA_ROWS)? + (changes.nodes.len() + changes.edges.len()) as u64;
+            let (nodes, edges) = changes.counts();
+            let changed = (nodes + edges) as u64;
+            let delta_rows = get(&m, META_DELTA_ROWS)? + changed;
             // Commit keys must increase even if the clock did not.
             commit_us = meta.commit_us.max(last + 1);
             let due = checkpoint == 0 || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1);
-            let full_state;
-            let (kind, written) = if due {
+            let kind = if due { KIND_CHECKPOINT } else { KIND_DELTA };
+            if due || changed > 0 {
                 // When every row changed (a first scan), the changes are the checkpoint.
-                let every_row = (changes.nodes.len() + changes.edges.len()) as u64 == meta.rows;
-                full_state = if every_row { None } else { Some(full()) };
-                (KIND_CHECKPOINT, full_state.as_ref().unwrap_or(changes))
-            } else {
-                (KIND_DELTA, changes)
-            };
-            if due || !changes.is_empty() {
-                let (nodes, edges) = rayon::join(
-                    || {
-                        segments(
-                            &written.nodes,
-                            |n, k| k.extend_from_slice(n.crn.as_bytes()),
-                            |n, v| encode_node_into(&n.row, v),
-                            |n| n.crn.len() + encoded_node_len(&n.row),
-                        )
-                    },
-                    || {
-                        segments(&written.edges, edge_key_into, encode_edge_value_into, |e| {
-                            edge_key_len(e) + encoded_edge_value_len(e)
-                        })
-                    },
-                );
+                let (nodes, edges) = if due && changed != meta.rows {
+                    full().segments()
+                } else {
+                    changes.segments()
+                };
                 // Compressed in parallel: a first scan's ~870 MB at 1M nodes
                 // is written and synced as about a fifth of that.
                 let compressed = |shards: Vec<Vec<u8>>| -> Vec<Vec<u8>> {
@@ -671,16 +808,8 @@ mod tests {
                 .map(|e| (edge_key(e).into_bytes(), encode_edge_value(e)))
                 .collect(),
         );
-        let parallel_nodes = segments(
-            &all.nodes,
-            |n, k| k.extend_from_slice(n.crn.as_bytes()),
-            |n, v| encode_node_into(&n.row, v),
-            |n| n.crn.len() + encoded_node_len(&n.row),
-        );
+        let (parallel_nodes, parallel_edges) = all.segments();
         assert_eq!(parallel_nodes, nodes);
-        let parallel_edges = segments(&all.edges, edge_key_into, encode_edge_value_into, |e| {
-            edge_key_len(e) + encoded_edge_value_len(e)
-        });
         assert_eq!(parallel_edges, edges);
         // Each buffer was allocated at its size: the lengths are exact.
         for n in &all.nodes {
@@ -688,7 +817,6 @@ mod tests {
         }
         for e in &all.edges {
             assert_eq!(encoded_edge_value_len(e), encode_edge_value(e).len());
-            assert_eq!(edge_key_len(e), edge_key(e).len());
         }
         assert!(
             parallel_nodes
@@ -840,6 +968,66 @@ mod tests {
                 Err(other) => panic!("expected corruption, got {other}"),
                 Ok(_) => panic!("a damaged segment must not read"),
             }
+        }
+    }
+
+    /// Rows encoded straight from the shards give the segments their owned
+    /// versions give: every row (a checkpoint), and the rows a later scan
+    /// changed, waste verdicts and reasons included.
+    #[test]
+    fn versions_read_from_the_graph_encode_as_their_owned_copies() {
+        use crate::graph::Verdict;
+        let dir = tempfile::tempdir().unwrap();
+        let store = GraphStore::open(&dir.path().join("graph.redb")).unwrap();
+        let mut g = Graph::new(Arc::new(Interner::new()));
+        scan(&store, &mut g, 100, 1, 3000, "available");
+        let rule = g.interner().intern("unattached-volume");
+        let ids: Vec<NodeId> = g.nodes().map(|n| n.id()).step_by(7).collect();
+        for id in &ids {
+            let verdict = Verdict {
+                is_waste: true,
+                reason: "unattached for 43 days, 500 GiB gp2, $40.00/mo",
+                rule: Some(rule),
+            };
+            g.set_verdict(*id, &verdict, 150);
+        }
+        let crn = |n: usize| format!("crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-{n}");
+        let mut e = Estate::new(g.interner().clone());
+        for i in 0..2900 {
+            e.node(&crn(i), if i % 5 == 0 { "stopped" } else { "in-use" }, i as f32);
+        }
+        for i in 1..2900 {
+            e.edge(&crn(i), &crn(i / 3), Relation::Uses);
+        }
+        e.scan_into(&mut g, 200, 2);
+        let aws = g.interner().intern("aws");
+        g.retire_unseen(&[aws], 200, 2);
+
+        let rows = g.take_dirty_rows();
+        let (nodes, edges) = rows.counts();
+        assert!(nodes > 100 && edges > 100 && nodes < g.node_rows());
+        let owned = g.versions(&rows.nodes, &rows.edges);
+        let read = GraphVersions { graph: &g, rows };
+        assert_eq!(read.counts(), owned.counts());
+        assert_eq!(read.segments(), owned.segments());
+        let all = GraphVersions {
+            graph: &g,
+            rows: g.all_rows(),
+        };
+        assert_eq!(all.segments(), g.all_versions().segments());
+        // A few rows: their CRNs are rendered one by one instead.
+        for id in ids.iter().take(10) {
+            g.set_verdict(*id, &Verdict::CLEAR, 250);
+        }
+        let rows = g.take_dirty_rows();
+        assert_eq!(rows.counts(), (10, 0));
+        let owned = g.versions(&rows.nodes, &rows.edges);
+        assert_eq!(GraphVersions { graph: &g, rows }.segments(), owned.segments());
+        let reader = g.interner().reader();
+        for n in g.nodes().take(50) {
+            let mut out = Vec::new();
+            g.crn_into(&reader, n.id(), &mut out);
+            assert_eq!(out, g.crn_with(&reader, n.id()).into_bytes());
         }
     }
 }

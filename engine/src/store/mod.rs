@@ -1,7 +1,7 @@
 //! Persistent stores under the data directory: `graph.redb` (every node and
 //! edge version) and `events.redb` (the audit ledger).
 
-mod codec;
+pub(crate) mod codec;
 pub mod graph_store;
 pub mod ledger;
 mod policy_store;
@@ -9,5 +9,8 @@ mod signal_store;
 pub mod snapshot;
 
 pub use codec::DecodeError;
-pub use graph_store::{CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, Loaded, StoreError, StoreStats};
+pub use graph_store::{
+    CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, GraphVersions, Loaded, StoreError, StoreStats,
+    Versions,
+};
 pub use policy_store::{StoredEvaluation, StoredRule};
