@@ -357,9 +357,11 @@ impl Versions for GraphVersions<'_> {
         let edges = flat(&self.rows.edges, &|s| g.edge_shards().get(s).map_or(0, |x| x.len()));
         let node_id = |&(s, r): &(u32, u32)| NodeId::new(s as usize, r, g.node_shards()[s as usize].generation);
         let edge = |&(s, r): &(u32, u32)| (&g.edge_shards()[s as usize], r as usize);
-        // When most rows are written (a first scan, a checkpoint), every
-        // node's CRN is rendered once, not once per mention and pass.
-        let table = (nodes.len() + 2 * edges.len() > g.node_rows()).then(|| CrnTable::build(g, reader));
+        // Unless few rows are written, every node's CRN is rendered once,
+        // shard by shard in row order, instead of at each mention and pass
+        // from rows scattered over the graph (a later scan's ~100k
+        // versions mention ~250k nodes twice each).
+        let table = (nodes.len() + 2 * edges.len() > g.node_rows() / 16).then(|| CrnTable::build(g, reader));
         let crn = |id: NodeId, k: &mut Vec<u8>| match table.as_ref().and_then(|t| t.get(id)) {
             Some(text) => k.extend_from_slice(text),
             None => g.crn_into(reader, id, k),
