@@ -396,7 +396,7 @@ impl Engine {
         };
         let now_us = self.now_us();
         let scan_seq = self.scans_completed();
-        let changes = {
+        let rows = {
             let mut g = self.graph_mut();
             let ips = traffic::IpIndex::build(&g, now_us);
             traffic::apply(&mut g, &ips, records, now_us, scan_seq as u32, &mut report);
@@ -405,7 +405,7 @@ impl Engine {
             }
             g.take_dirty_rows()
         };
-        if !changes.is_empty() {
+        if !rows.is_empty() {
             let meta = CommitMeta {
                 generation: self.graph().generation(),
                 scan_seq,
@@ -413,7 +413,7 @@ impl Engine {
                 rows: 0,
                 observed_s: self.observed_s(),
             };
-            self.commit(changes, meta)?;
+            self.commit(rows, meta)?;
         }
         Ok(Some(report))
     }

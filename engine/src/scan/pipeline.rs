@@ -615,7 +615,6 @@ pub(crate) fn run(
     // Commit: versions to graph.redb in one transaction, then SCAN_COMPLETED.
     let commit_started = Instant::now();
     let rows = engine.graph_mut().take_dirty_rows();
-    let taken_ms = commit_started.elapsed().as_millis() as u64;
     let (nodes, edges) = rows.counts();
     report.versions_written = (nodes + edges) as u64;
     report.generation = engine.graph().generation();
@@ -631,11 +630,7 @@ pub(crate) fn run(
     )?;
     let t = Instant::now();
     engine.signal().install(engine.store(), engine.interner(), signal);
-    debug!(
-        taken_ms,
-        signal_ms = t.elapsed().as_millis() as u64,
-        "versions taken and committed; cost history stored"
-    );
+    debug!(ms = t.elapsed().as_millis() as u64, "cost history stored");
     report.duration_ms = started.elapsed().as_millis() as u64;
     info!(
         scan_seq = report.scan_seq,
