@@ -131,6 +131,9 @@ impl Changes {
     }
 }
 
+/// `(shard, row)` pairs.
+pub(crate) type RowRefs = Vec<(u32, u32)>;
+
 /// The node and edge rows changed since they were last taken, by shard:
 /// the versions a commit writes, read from the graph as they are encoded.
 #[derive(Clone, Debug, Default)]
@@ -140,6 +143,24 @@ pub struct DirtyRows {
 }
 
 impl DirtyRows {
+    /// `(shard, row)` of every node row that `graph` has, in shard order,
+    /// then of every edge row: rows are only ever appended, so a row past
+    /// its shard's end cannot be named, and is skipped if it is.
+    pub(crate) fn flat(&self, graph: &Graph) -> (RowRefs, RowRefs) {
+        fn flat(rows: &[Vec<u32>], len: impl Fn(usize) -> usize) -> Vec<(u32, u32)> {
+            let mut out = Vec::with_capacity(rows.iter().map(Vec::len).sum());
+            for (s, rows) in rows.iter().enumerate() {
+                let n = len(s);
+                out.extend(rows.iter().filter(|&&r| (r as usize) < n).map(|&r| (s as u32, r)));
+            }
+            out
+        }
+        (
+            flat(&self.nodes, |s| graph.nodes.get(s).map_or(0, NodeShard::len)),
+            flat(&self.edges, |s| graph.edges.get(s).map_or(0, EdgeShard::len)),
+        )
+    }
+
     /// Node and edge rows.
     pub fn counts(&self) -> (usize, usize) {
         let sum = |rows: &[Vec<u32>]| rows.iter().map(Vec::len).sum();
@@ -862,7 +883,7 @@ impl Graph {
     /// Bumps the generation when anything changed.
     pub fn take_changes(&mut self) -> Changes {
         let rows = self.take_dirty_rows();
-        self.versions(&rows.nodes, &rows.edges)
+        self.versions(&rows)
     }
 
     /// The rows changed since the last call (or [`Graph::take_changes`]),
@@ -888,23 +909,15 @@ impl Graph {
 
     /// Every row, visible or not, as versions (a checkpoint of the graph).
     pub fn all_versions(&self) -> Changes {
-        let rows = self.all_rows();
-        self.versions(&rows.nodes, &rows.edges)
+        self.versions(&self.all_rows())
     }
 
-    pub(crate) fn versions(&self, node_rows: &[Vec<u32>], edge_rows: &[Vec<u32>]) -> Changes {
+    pub(crate) fn versions(&self, rows: &DirtyRows) -> Changes {
         let reader = self.interner.reader();
         let reader = &reader;
-        // (shard, row) of each version, so the versions are collected into
-        // one allocation of their exact size instead of grown and appended.
-        let flat = |rows: &[Vec<u32>]| -> Vec<(u32, u32)> {
-            let mut out = Vec::with_capacity(rows.iter().map(Vec::len).sum());
-            for (s, rows) in rows.iter().enumerate() {
-                out.extend(rows.iter().map(|&row| (s as u32, row)));
-            }
-            out
-        };
-        let nodes: Vec<NodeVersion> = flat(node_rows)
+        // Collected into one allocation of their exact size, not grown and appended.
+        let (node_rows, edge_rows) = rows.flat(self);
+        let nodes: Vec<NodeVersion> = node_rows
             .into_par_iter()
             .map(|(s, row)| {
                 let s = s as usize;
@@ -915,7 +928,7 @@ impl Graph {
                 }
             })
             .collect();
-        let edges: Vec<EdgeVersion> = flat(edge_rows)
+        let edges: Vec<EdgeVersion> = edge_rows
             .into_par_iter()
             .map(|(s, row)| {
                 let (shard, r) = (&self.edges[s as usize], row as usize);

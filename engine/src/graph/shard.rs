@@ -541,25 +541,7 @@ impl NodeShard {
 
     /// Owned copy of a row.
     pub(crate) fn row(&self, row: u32) -> NodeRow {
-        let r = row as usize;
-        NodeRow {
-            key: self.key[r],
-            id: self.id[r].get_str(&self.arena).to_owned(),
-            ty: self.ty[r],
-            state: self.state[r],
-            cost_usd_mo: self.cost[r],
-            creation_ts: self.creation_ts[r],
-            valid_from: self.valid_from[r],
-            valid_to: self.valid_to[r],
-            is_waste: self.waste.get(r),
-            waste_reason: self.waste_reason[r].get_str(&self.arena).to_owned(),
-            risk_score: self.risk[r],
-            reachability: self.reach[r],
-            phase: self.phase[r],
-            verdict: self.verdict[r],
-            tags: self.tags[r].get(&self.arena).to_vec(),
-            props: self.props[r].get(&self.arena).to_vec(),
-        }
+        self.fields(row).to_row()
     }
 
     pub(crate) fn shrink(&mut self) {

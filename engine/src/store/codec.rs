@@ -124,6 +124,29 @@ impl<'a> NodeFields<'a> {
         }
     }
 
+    /// An owned copy (text that is not UTF-8, which the arena never holds, reads as empty).
+    pub(crate) fn to_row(&self) -> NodeRow {
+        let text = |b: &[u8]| std::str::from_utf8(b).unwrap_or("").to_owned();
+        NodeRow {
+            key: self.key,
+            id: text(self.id),
+            ty: self.ty,
+            state: self.state,
+            cost_usd_mo: self.cost_usd_mo,
+            creation_ts: self.creation_ts,
+            valid_from: self.valid_from,
+            valid_to: self.valid_to,
+            is_waste: self.is_waste,
+            waste_reason: text(self.waste_reason),
+            risk_score: self.risk_score,
+            reachability: self.reachability,
+            phase: self.phase,
+            verdict: self.verdict,
+            tags: self.tags.to_vec(),
+            props: self.props.to_vec(),
+        }
+    }
+
     /// How many bytes [`NodeFields::encode_into`] appends.
     pub(crate) fn encoded_len(&self) -> usize {
         // Version, five key symbols, type, state, cost, three times, waste,

@@ -343,18 +343,7 @@ impl Versions for GraphVersions<'_> {
         let g = self.graph;
         let reader = g.interner().reader();
         let reader = &reader;
-        // (shard, row) of each version; rows are only ever appended, so a
-        // row past a shard's end cannot be named, and is skipped if it is.
-        let flat = |rows: &[Vec<u32>], len: &dyn Fn(usize) -> usize| -> Vec<(u32, u32)> {
-            let mut out = Vec::with_capacity(rows.iter().map(Vec::len).sum());
-            for (s, rows) in rows.iter().enumerate() {
-                let n = len(s);
-                out.extend(rows.iter().filter(|&&r| (r as usize) < n).map(|&r| (s as u32, r)));
-            }
-            out
-        };
-        let nodes = flat(&self.rows.nodes, &|s| g.node_shards().get(s).map_or(0, |x| x.len()));
-        let edges = flat(&self.rows.edges, &|s| g.edge_shards().get(s).map_or(0, |x| x.len()));
+        let (nodes, edges) = self.rows.flat(g);
         let node_id = |&(s, r): &(u32, u32)| NodeId::new(s as usize, r, g.node_shards()[s as usize].generation);
         let edge = |&(s, r): &(u32, u32)| (&g.edge_shards()[s as usize], r as usize);
         // Unless few rows are written, every node's CRN is rendered once,
@@ -1008,7 +997,7 @@ mod tests {
         let rows = g.take_dirty_rows();
         let (nodes, edges) = rows.counts();
         assert!(nodes > 100 && edges > 100 && nodes < g.node_rows());
-        let owned = g.versions(&rows.nodes, &rows.edges);
+        let owned = g.versions(&rows);
         let read = GraphVersions { graph: &g, rows };
         assert_eq!(read.counts(), owned.counts());
         assert_eq!(read.segments(), owned.segments());
@@ -1023,7 +1012,7 @@ mod tests {
         }
         let rows = g.take_dirty_rows();
         assert_eq!(rows.counts(), (10, 0));
-        let owned = g.versions(&rows.nodes, &rows.edges);
+        let owned = g.versions(&rows);
         assert_eq!(GraphVersions { graph: &g, rows }.segments(), owned.segments());
         let reader = g.interner().reader();
         for n in g.nodes().take(50) {
