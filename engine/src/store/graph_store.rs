@@ -143,13 +143,6 @@ fn segment_shard(key: &[u8]) -> u16 {
     (h % u64::from(SEGMENT_SHARDS)) as u16
 }
 
-fn put_record(buf: &mut Vec<u8>, key: &[u8], value: &[u8]) {
-    buf.extend_from_slice(&(key.len() as u32).to_le_bytes());
-    buf.extend_from_slice(key);
-    buf.extend_from_slice(&(value.len() as u32).to_le_bytes());
-    buf.extend_from_slice(value);
-}
-
 /// Iterates `(key, value)` records; `Err` at the first malformed one.
 fn records(mut buf: &[u8]) -> impl Iterator<Item = Result<(&[u8], &[u8]), DecodeError>> {
     std::iter::from_fn(move || {
@@ -200,58 +193,88 @@ fn plain(stored: &(bool, Vec<u8>)) -> Result<std::borrow::Cow<'_, [u8]>, DecodeE
     }
 }
 
+/// A run's records, each as (segment shard, length), and its bytes per shard.
+type RunPlacement = (Vec<(u16, u32)>, Vec<usize>);
+
 /// Groups versions into per-shard record buffers, each allocated at its
 /// size (`value_len` is the length of an item's value).
+///
+/// Items are read in their own order, twice: once for each record's shard
+/// and length, once to write it. The items are cut into runs and each run
+/// owns, in every shard's buffer, the piece its records fill, so a run's
+/// worker writes them in item order with no other worker in that piece:
+/// reads stay sequential over the rows (which are scattered over the shards)
+/// and each shard's buffer still holds its records in item order.
 fn segments<T: Sync>(
     items: &[T],
     key: impl Fn(&T, &mut Vec<u8>) + Sync,
     value: impl Fn(&T, &mut Vec<u8>) + Sync,
     value_len: impl Fn(&T) -> usize + Sync,
 ) -> Vec<Vec<u8>> {
-    // Each item's segment shard, from its key, and its record's length.
-    let placed: Vec<(u16, u32)> = items
-        .par_iter()
-        .with_min_len(4096)
-        .map_init(Vec::new, |k, item| {
-            k.clear();
-            key(item, k);
-            (segment_shard(k), (8 + k.len() + value_len(item)) as u32)
+    let shards = SEGMENT_SHARDS as usize;
+    let run = items.len().div_ceil(4 * rayon::current_num_threads()).max(4096);
+    // Each item's segment shard, from its key, and its record's length;
+    // each run's bytes per shard.
+    let placed: Vec<RunPlacement> = items
+        .par_chunks(run)
+        .map(|run| {
+            let (mut k, mut size) = (Vec::new(), vec![0usize; shards]);
+            let placed = run
+                .iter()
+                .map(|item| {
+                    k.clear();
+                    key(item, &mut k);
+                    let (shard, len) = (segment_shard(&k), 8 + k.len() + value_len(item));
+                    size[usize::from(shard)] += len;
+                    (shard, len as u32)
+                })
+                .collect();
+            (placed, size)
         })
         .collect();
-    // The items of each shard, in order (a counting sort), and its size.
-    let shards = SEGMENT_SHARDS as usize;
-    let mut off = vec![0usize; shards + 1];
-    let mut size = vec![0usize; shards];
-    for &(s, len) in &placed {
-        off[s as usize + 1] += 1;
-        size[s as usize] += len as usize;
+    let mut out: Vec<Vec<u8>> = (0..shards)
+        .map(|s| vec![0u8; placed.iter().map(|(_, size)| size[s]).sum()])
+        .collect();
+    // Per run, its piece of every shard's buffer.
+    let mut pieces: Vec<Vec<&mut [u8]>> = placed.iter().map(|_| Vec::with_capacity(shards)).collect();
+    for (s, buf) in out.iter_mut().enumerate() {
+        let mut rest = buf.as_mut_slice();
+        for ((_, size), piece) in placed.iter().zip(&mut pieces) {
+            let (mine, after) = rest.split_at_mut(size[s]);
+            piece.push(mine);
+            rest = after;
+        }
     }
-    for i in 0..shards {
-        off[i + 1] += off[i];
-    }
-    let mut order = vec![0u32; items.len()];
-    let mut next = off.clone();
-    for (i, &(s, _)) in placed.iter().enumerate() {
-        order[next[s as usize]] = i as u32;
-        next[s as usize] += 1;
-    }
-    // Each shard's records written by one worker, keys and values through
-    // buffers reused from one item to the next.
-    (0..shards)
+    pieces
         .into_par_iter()
-        .map(|s| {
-            let (mut out, mut k, mut v) = (Vec::with_capacity(size[s]), Vec::new(), Vec::new());
-            for &i in &order[off[s]..off[s + 1]] {
-                let item = &items[i as usize];
+        .zip(items.par_chunks(run))
+        .zip(&placed)
+        .for_each(|((mut piece, run), (placed, _))| {
+            let (mut k, mut v) = (Vec::new(), Vec::new());
+            for (item, &(shard, len)) in run.iter().zip(placed) {
                 k.clear();
                 v.clear();
                 key(item, &mut k);
                 value(item, &mut v);
-                put_record(&mut out, &k, &v);
+                let dst = std::mem::take(&mut piece[usize::from(shard)]);
+                let (record, rest) = dst.split_at_mut(len as usize);
+                write_record(record, &k, &v);
+                piece[usize::from(shard)] = rest;
             }
-            out
-        })
-        .collect()
+        });
+    out
+}
+
+/// A record: key length, key, value length, value (lengths `u32` little
+/// endian), into a slice of exactly its length.
+fn write_record(dst: &mut [u8], key: &[u8], value: &[u8]) {
+    let (klen, rest) = dst.split_at_mut(4);
+    klen.copy_from_slice(&(key.len() as u32).to_le_bytes());
+    let (k, rest) = rest.split_at_mut(key.len());
+    k.copy_from_slice(key);
+    let (vlen, v) = rest.split_at_mut(4);
+    vlen.copy_from_slice(&(value.len() as u32).to_le_bytes());
+    v.copy_from_slice(value);
 }
 
 /// What a commit writes: node and edge versions, as segments.
@@ -783,7 +806,10 @@ mod tests {
         let one_pass = |records: Vec<(Vec<u8>, Vec<u8>)>| {
             let mut out = vec![Vec::new(); SEGMENT_SHARDS as usize];
             for (k, v) in records {
-                put_record(&mut out[segment_shard(&k) as usize], &k, &v);
+                let out = &mut out[segment_shard(&k) as usize];
+                let at = out.len();
+                out.resize(at + 8 + k.len() + v.len(), 0);
+                write_record(&mut out[at..], &k, &v);
             }
             out
         };
