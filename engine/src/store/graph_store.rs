@@ -133,14 +133,27 @@ fn live_at(valid_from: u64, valid_to: u64, ts: u64) -> bool {
     valid_from <= ts && (valid_to == 0 || valid_to > ts)
 }
 
-/// FNV-1a: stable across versions, so a key's segment shard never moves.
+/// A key's segment shard is its FNV-1a hash modulo [`SEGMENT_SHARDS`]:
+/// stable across versions, so a key's segment shard never moves.
 fn segment_shard(key: &[u8]) -> u16 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in key {
+    shard_of(fnv(FNV_START, key))
+}
+
+/// FNV-1a's state before any byte.
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a's state after `bytes`, from state `h`: a key's hash can be
+/// carried on from the hash of its first part.
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for b in bytes {
         h ^= u64::from(*b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
-    (h % u64::from(SEGMENT_SHARDS)) as u16
+    h
+}
+
+fn shard_of(hash: u64) -> u16 {
+    (hash % u64::from(SEGMENT_SHARDS)) as u16
 }
 
 /// Iterates `(key, value)` records; `Err` at the first malformed one.
@@ -197,7 +210,9 @@ fn plain(stored: &(bool, Vec<u8>)) -> Result<std::borrow::Cow<'_, [u8]>, DecodeE
 type RunPlacement = (Vec<(u16, u32)>, Vec<usize>);
 
 /// Groups versions into per-shard record buffers, each allocated at its
-/// size (`value_len` is the length of an item's value).
+/// size. `place` gives an item's segment shard and key length (it may use
+/// the scratch buffer it is given), `key` and `value` write its key and
+/// value, `value_len` is its value's length.
 ///
 /// Items are read in their own order, twice: once for each record's shard
 /// and length, once to write it. The items are cut into runs and each run
@@ -207,6 +222,7 @@ type RunPlacement = (Vec<(u16, u32)>, Vec<usize>);
 /// and each shard's buffer still holds its records in item order.
 fn segments<T: Sync>(
     items: &[T],
+    place: impl Fn(&T, &mut Vec<u8>) -> (u16, usize) + Sync,
     key: impl Fn(&T, &mut Vec<u8>) + Sync,
     value: impl Fn(&T, &mut Vec<u8>) + Sync,
     value_len: impl Fn(&T) -> usize + Sync,
@@ -223,8 +239,8 @@ fn segments<T: Sync>(
                 .iter()
                 .map(|item| {
                     k.clear();
-                    key(item, &mut k);
-                    let (shard, len) = (segment_shard(&k), 8 + k.len() + value_len(item));
+                    let (shard, key_len) = place(item, &mut k);
+                    let len = 8 + key_len + value_len(item);
                     size[usize::from(shard)] += len;
                     (shard, len as u32)
                 })
@@ -295,6 +311,7 @@ impl Versions for Changes {
             || {
                 segments(
                     &self.nodes,
+                    |n, _| (segment_shard(n.crn.as_bytes()), n.crn.len()),
                     |n, k| k.extend_from_slice(n.crn.as_bytes()),
                     |n, v| encode_node_into(&n.row, v),
                     |n| encoded_node_len(&n.row),
@@ -303,6 +320,10 @@ impl Versions for Changes {
             || {
                 segments(
                     &self.edges,
+                    |e, k| {
+                        edge_key_into(e, k);
+                        (segment_shard(k), k.len())
+                    },
                     edge_key_into,
                     encode_edge_value_into,
                     encoded_edge_value_len,
@@ -312,11 +333,18 @@ impl Versions for Changes {
     }
 }
 
-/// Every node's CRN text, by node shard and row.
+/// Every node's CRN text, by node shard and row, and its FNV-1a hash
+/// (which places the node's versions, and starts its edges' keys).
 struct CrnTable {
-    /// Per node shard: the texts one after another, and where each row's starts.
-    shards: Vec<(Vec<u8>, Vec<u32>)>,
+    shards: Vec<CrnShard>,
     generations: Vec<u32>,
+}
+
+struct CrnShard {
+    /// The texts one after another, and where each row's starts.
+    text: Vec<u8>,
+    at: Vec<u32>,
+    hash: Vec<u64>,
 }
 
 impl CrnTable {
@@ -328,25 +356,32 @@ impl CrnTable {
             .map(|(s, shard)| {
                 let mut text = Vec::with_capacity(shard.len() * 72);
                 let mut at = Vec::with_capacity(shard.len() + 1);
+                let mut hash = Vec::with_capacity(shard.len());
                 at.push(0);
                 for r in 0..shard.len() as u32 {
+                    let start = text.len();
                     g.crn_into(reader, NodeId::new(s, r, shard.generation), &mut text);
+                    hash.push(fnv(FNV_START, &text[start..]));
                     at.push(text.len() as u32);
                 }
-                (text, at)
+                CrnShard { text, at, hash }
             })
             .collect();
         let generations = g.node_shards().iter().map(|s| s.generation).collect();
         CrnTable { shards, generations }
     }
 
-    fn get(&self, id: NodeId) -> Option<&[u8]> {
+    /// A node's CRN text and its hash.
+    fn get(&self, id: NodeId) -> Option<(&[u8], u64)> {
         if self.generations.get(id.shard()) != Some(&id.generation()) {
             return None;
         }
-        let (text, at) = self.shards.get(id.shard())?;
+        let shard = self.shards.get(id.shard())?;
         let r = id.row() as usize;
-        text.get(*at.get(r)? as usize..*at.get(r + 1)? as usize)
+        let text = shard
+            .text
+            .get(*shard.at.get(r)? as usize..*shard.at.get(r + 1)? as usize)?;
+        Some((text, *shard.hash.get(r)?))
     }
 }
 
@@ -375,13 +410,30 @@ impl Versions for GraphVersions<'_> {
         // versions mention ~250k nodes twice each).
         let table = (nodes.len() + 2 * edges.len() > g.node_rows() / 16).then(|| CrnTable::build(g, reader));
         let crn = |id: NodeId, k: &mut Vec<u8>| match table.as_ref().and_then(|t| t.get(id)) {
-            Some(text) => k.extend_from_slice(text),
+            Some((text, _)) => k.extend_from_slice(text),
             None => g.crn_into(reader, id, k),
+        };
+        // A key's shard and length, from the table's hashes where it has
+        // them (without writing the key), else from the key written into
+        // `k`.
+        let placed = |k: &[u8]| (segment_shard(k), k.len());
+        let edge_key = |e: &(u32, u32), k: &mut Vec<u8>| {
+            let (shard, r) = edge(e);
+            crn(shard.src[r], k);
+            relation_key_into(shard.rel[r], k);
+            crn(shard.dst[r], k);
         };
         rayon::join(
             || {
                 segments(
                     &nodes,
+                    |n, k| match table.as_ref().and_then(|t| t.get(node_id(n))) {
+                        Some((text, hash)) => (shard_of(hash), text.len()),
+                        None => {
+                            crn(node_id(n), k);
+                            placed(k)
+                        }
+                    },
                     |n, k| crn(node_id(n), k),
                     |&(s, r), v| g.node_shards()[s as usize].fields(r).encode_into(v),
                     |&(s, r)| g.node_shards()[s as usize].fields(r).encoded_len(),
@@ -392,10 +444,22 @@ impl Versions for GraphVersions<'_> {
                     &edges,
                     |e, k| {
                         let (shard, r) = edge(e);
-                        crn(shard.src[r], k);
-                        relation_key_into(shard.rel[r], k);
-                        crn(shard.dst[r], k);
+                        let ends = table
+                            .as_ref()
+                            .and_then(|t| Some((t.get(shard.src[r])?, t.get(shard.dst[r])?)));
+                        match ends {
+                            Some(((src, hash), (dst, _))) => {
+                                relation_key_into(shard.rel[r], k);
+                                let hash = fnv(fnv(hash, k), dst);
+                                (shard_of(hash), src.len() + k.len() + dst.len())
+                            }
+                            None => {
+                                edge_key(e, k);
+                                placed(k)
+                            }
+                        }
                     },
+                    edge_key,
                     |e, v| {
                         let (shard, r) = edge(e);
                         let props = shard.props[r].get(&shard.arena);
