@@ -3,7 +3,6 @@
 //! Little-endian, length-prefixed, versioned by a leading byte. Decoding
 //! never panics: a truncated or foreign value is an error naming what broke.
 
-use std::io::Write as _;
 
 use crate::graph::{EdgeVersion, NodeRow, Phase, Reachability};
 use crate::ids::Sym;
@@ -235,10 +234,18 @@ pub(crate) fn edge_key_into(e: &EdgeVersion, out: &mut Vec<u8>) {
     out.extend_from_slice(e.dst.as_bytes());
 }
 
-/// The part of an edge key between its endpoints.
+/// The part of an edge key between its endpoints: the relation's number in
+/// decimal between two 1 bytes.
 pub(crate) fn relation_key_into(relation: Relation, out: &mut Vec<u8>) {
+    let n = relation as u8;
     out.push(1);
-    let _ = write!(out, "{}", relation as u8);
+    if n >= 100 {
+        out.push(b'0' + n / 100);
+    }
+    if n >= 10 {
+        out.push(b'0' + n / 10 % 10);
+    }
+    out.push(b'0' + n % 10);
     out.push(1);
 }
 
@@ -307,4 +314,18 @@ pub(crate) fn decode_edge_keyed(key: &[u8], value: &[u8]) -> Result<EdgeVersion,
         valid_to: r.u64("valid_to")?,
         props: r.bytes("props")?.to_vec(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relation_key_is_its_number_in_decimal_as_stored_before() {
+        for r in Relation::ALL {
+            let mut key = Vec::new();
+            relation_key_into(r, &mut key);
+            assert_eq!(key, [&[1u8][..], (r as u8).to_string().as_bytes(), &[1]].concat());
+        }
+    }
 }
