@@ -119,6 +119,40 @@ impl FindingSet {
         }
     }
 
+    /// A set from findings grouped by node (each node once) and more
+    /// findings to add to them; every node's list is put in precedence order.
+    pub fn grouped(
+        scan_seq: u64,
+        mut grouped: Vec<(NodeId, Vec<Finding>)>,
+        more: Vec<Finding>,
+        analyzers: Vec<AnalyzerOutcome>,
+    ) -> FindingSet {
+        use rayon::prelude::*;
+        grouped
+            .par_iter_mut()
+            .for_each(|(_, list)| list.sort_by(join::precedence));
+        let mut by_node: FxHashMap<NodeId, Vec<Finding>> = FxHashMap::default();
+        by_node.reserve(grouped.len() + more.len());
+        by_node.extend(grouped);
+        let mut added: Vec<NodeId> = more.iter().map(|f| f.node).collect();
+        for f in more {
+            by_node.entry(f.node).or_default().push(f);
+        }
+        added.sort_unstable();
+        added.dedup();
+        for id in added {
+            if let Some(list) = by_node.get_mut(&id) {
+                list.sort_by(join::precedence);
+            }
+        }
+        FindingSet {
+            scan_seq,
+            by_node,
+            analyzers,
+            ..FindingSet::default()
+        }
+    }
+
     /// Findings about `node`, the deciding one first.
     pub fn of(&self, node: NodeId) -> &[Finding] {
         self.by_node.get(&node).map_or(&[], Vec::as_slice)

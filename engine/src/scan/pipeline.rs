@@ -394,9 +394,7 @@ pub(crate) fn run(
         others.extend(crate::policy::phase::carried(engine, now_us));
         let t = Instant::now();
         if pass.full {
-            let mut findings: Vec<Finding> = rules.findings().cloned().collect();
-            findings.extend(others);
-            let mut set = FindingSet::new(report.scan_seq, findings, outcomes);
+            let mut set = FindingSet::grouped(report.scan_seq, rules.findings_by_node(), others, outcomes);
             set.ignored = rules.ignored().map(|(id, why)| (id, why.clone())).collect();
             drop(rules);
             set.builtin = stats.clone();

@@ -3,7 +3,6 @@
 //! Little-endian, length-prefixed, versioned by a leading byte. Decoding
 //! never panics: a truncated or foreign value is an error naming what broke.
 
-
 use crate::graph::{EdgeVersion, NodeRow, Phase, Reachability};
 use crate::ids::Sym;
 use crate::relation::Relation;

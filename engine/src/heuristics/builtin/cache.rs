@@ -433,6 +433,16 @@ impl Cache {
         self.shards.iter().flat_map(|c| &c.kept).flat_map(|k| &k.findings)
     }
 
+    /// The last pass's findings, each node's together (in the order the
+    /// rules gave them), copied on every core.
+    pub fn findings_by_node(&self) -> Vec<(NodeId, Vec<Finding>)> {
+        self.shards
+            .par_iter()
+            .flat_map_iter(|c| &c.kept)
+            .filter_map(|k| Some((k.findings.first()?.node, k.findings.clone())))
+            .collect()
+    }
+
     /// Every node the last pass kept out, with why.
     pub fn ignored(&self) -> impl Iterator<Item = (NodeId, &Ignore)> {
         self.shards.iter().enumerate().flat_map(|(s, c)| {
