@@ -9,6 +9,8 @@
 
 use std::collections::VecDeque;
 
+use rustc_hash::FxHashSet;
+
 use crate::graph::{BitSet, Graph};
 use crate::ids::NodeId;
 use crate::relation::Relation;
@@ -54,8 +56,8 @@ pub fn blast_radius(graph: &Graph, root: NodeId, list_limit: usize) -> Option<Bl
     };
     let Some(start) = adj.dense(root) else { return Some(out) };
     let generation_of = |s: usize| graph.node_shards()[s].generation;
-    let mut seen = BitSet::with_len(adj.node_count());
-    seen.set(start as usize, true);
+    let mut seen = Seen::Few(FxHashSet::default());
+    seen.insert(start, adj.node_count());
     let mut queue = VecDeque::from([(start, 0u32)]);
     while let Some((u, depth)) = queue.pop_front() {
         let via = adj.node_id(u, generation_of);
@@ -66,7 +68,7 @@ pub fn blast_radius(graph: &Graph, root: NodeId, list_limit: usize) -> Option<Bl
             .inc(u)
             .filter(|(e, _)| edge_rel(graph, *e).is_some_and(Relation::source_depends_on_target));
         for (e, v) in downstream.chain(upstream) {
-            if !seen.insert(v as usize) {
+            if !seen.insert(v, adj.node_count()) {
                 continue;
             }
             let id = adj.node_id(v, generation_of);
@@ -94,4 +96,52 @@ pub fn blast_radius(graph: &Graph, root: NodeId, list_limit: usize) -> Option<Bl
 
 fn edge_rel(graph: &Graph, e: crate::ids::EdgeId) -> Option<Relation> {
     graph.edge(e).map(|e| e.relation())
+}
+
+/// The nodes a walk has reached: a hash set while they are few (most
+/// removals reach a handful of nodes), a bit per node of the index once
+/// that is smaller.
+enum Seen {
+    Few(FxHashSet<u32>),
+    Many(BitSet),
+}
+
+impl Seen {
+    /// Adds `v` (of `nodes` in the index); whether it was new.
+    fn insert(&mut self, v: u32, nodes: usize) -> bool {
+        match self {
+            Seen::Few(set) => {
+                let new = set.insert(v);
+                // About 16 bytes per entry against one bit per node.
+                if set.len() > nodes / 128 {
+                    let mut bits = BitSet::with_len(nodes);
+                    for &u in set.iter() {
+                        bits.set(u as usize, true);
+                    }
+                    *self = Seen::Many(bits);
+                }
+                new
+            }
+            Seen::Many(bits) => bits.insert(v as usize),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reached_nodes_are_the_same_before_and_after_the_set_turns_into_bits() {
+        let mut seen = Seen::Few(FxHashSet::default());
+        let mut reference = std::collections::HashSet::new();
+        for k in 0..64u32 {
+            let v = (k * 37) % 40;
+            assert_eq!(seen.insert(v, 1024), reference.insert(v), "node {v}");
+        }
+        assert!(matches!(seen, Seen::Many(_)));
+        let mut few = Seen::Few(FxHashSet::default());
+        assert!(few.insert(5, 1 << 20) && !few.insert(5, 1 << 20));
+        assert!(matches!(few, Seen::Few(_)));
+    }
 }

@@ -340,8 +340,10 @@ enum Check {
     /// Proved, and its plan stands: only the gate.
     Gate,
     /// Not proved yet, or its plan changed: proved and planned again, which
-    /// counts against `ANALYZE_PER_SCAN`.
-    Prove(Crn),
+    /// counts against `ANALYZE_PER_SCAN`. With its CRN when it had to be
+    /// parsed to tell; an item not proved yet has it parsed only once it is
+    /// chosen.
+    Prove(Option<Crn>),
     /// Its CRN does not parse: it stays as it is.
     Stay,
 }
@@ -349,14 +351,17 @@ enum Check {
 /// `replan` when what the plan is made of changed (or it has none yet).
 fn plan_check(item: &Item, replan: bool) -> Check {
     let unproved = item.stage == Phase::Flagged || item.proof.is_none();
-    if !unproved && !replan {
+    if unproved {
+        return Check::Prove(None);
+    }
+    if !replan {
         return Check::Gate;
     }
     let Ok(crn) = Crn::parse(&item.crn) else {
         return Check::Stay;
     };
-    if unproved || plan::hash(&crn, &item.ty, &item.state, &item.rule, &item.action) != item.plan_hash {
-        Check::Prove(crn)
+    if plan::hash(&crn, &item.ty, &item.state, &item.rule, &item.action) != item.plan_hash {
+        Check::Prove(Some(crn))
     } else {
         Check::Gate
     }
@@ -561,7 +566,7 @@ impl Engine {
             actions.entry(r.name).or_insert(r.action);
         }
         let all_planned = *planned;
-        let mut slow: Vec<(&str, &mut Entry, NodeId, Crn)> = items
+        let mut slow: Vec<(&str, &mut Entry, NodeId, Option<Crn>)> = items
             .par_iter_mut()
             .filter_map(|(crn, e)| {
                 let (id, _) = e.node?;
@@ -598,9 +603,17 @@ impl Engine {
             })
             .collect();
         // Proved in CRN order, up to ANALYZE_PER_SCAN; the rest wait as
-        // they are for the next scan.
+        // they are for the next scan, and an item whose CRN does not parse
+        // stays as it is.
         slow.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
-        slow.truncate(ANALYZE_PER_SCAN);
+        let mut slow: Vec<(&str, &mut Entry, NodeId, Crn)> = slow
+            .into_iter()
+            .filter_map(|(c, e, id, crn)| {
+                let crn = crn.or_else(|| Crn::parse(&e.item.crn).ok())?;
+                Some((c, e, id, crn))
+            })
+            .take(ANALYZE_PER_SCAN)
+            .collect();
         let analyzed = slow.len();
         self.prove_all(&graph, sources, &mut slow, now_us, blocked);
         drop(slow);
