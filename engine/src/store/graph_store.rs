@@ -147,13 +147,38 @@ const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
 fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
     for b in bytes {
         h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+        h = h.wrapping_mul(FNV_PRIME);
     }
     h
 }
 
+const FNV_PRIME: u64 = 0x0100_0000_01b3;
+
 fn shard_of(hash: u64) -> u16 {
     (hash % u64::from(SEGMENT_SHARDS)) as u16
+}
+
+/// [`fnv`] of each `(state, bytes)`, the state replaced by the result. Four
+/// at a time: one hash is a chain of dependent multiplies, four are
+/// independent chains the processor runs side by side.
+fn fnv_all(jobs: &mut [(u64, &[u8])]) {
+    let mut quads = jobs.chunks_exact_mut(4);
+    for q in &mut quads {
+        let n = q.iter().map(|(_, b)| b.len()).min().unwrap_or(0);
+        let mut h = [q[0].0, q[1].0, q[2].0, q[3].0];
+        for (((a, b), c), d) in q[0].1[..n].iter().zip(&q[1].1[..n]).zip(&q[2].1[..n]).zip(&q[3].1[..n]) {
+            h[0] = (h[0] ^ u64::from(*a)).wrapping_mul(FNV_PRIME);
+            h[1] = (h[1] ^ u64::from(*b)).wrapping_mul(FNV_PRIME);
+            h[2] = (h[2] ^ u64::from(*c)).wrapping_mul(FNV_PRIME);
+            h[3] = (h[3] ^ u64::from(*d)).wrapping_mul(FNV_PRIME);
+        }
+        for (job, h) in q.iter_mut().zip(h) {
+            job.0 = fnv(h, &job.1[n..]);
+        }
+    }
+    for job in quads.into_remainder() {
+        job.0 = fnv(job.0, job.1);
+    }
 }
 
 /// Iterates `(key, value)` records; `Err` at the first malformed one.
@@ -210,9 +235,9 @@ fn plain(stored: &(bool, Vec<u8>)) -> Result<std::borrow::Cow<'_, [u8]>, DecodeE
 type RunPlacement = (Vec<(u16, u32)>, Vec<usize>);
 
 /// Groups versions into per-shard record buffers, each allocated at its
-/// size. `place` gives an item's segment shard and key length (it may use
-/// the scratch buffer it is given), `key` and `value` write its key and
-/// value, `value_len` is its value's length.
+/// size. `place` pushes the segment shard and key length of each item of a
+/// run, in order; `key` and `value` write an item's key and value,
+/// `value_len` is its value's length.
 ///
 /// Items are read in their own order, twice: once for each record's shard
 /// and length, once to write it. The items are cut into runs and each run
@@ -222,7 +247,7 @@ type RunPlacement = (Vec<(u16, u32)>, Vec<usize>);
 /// and each shard's buffer still holds its records in item order.
 fn segments<T: Sync>(
     items: &[T],
-    place: impl Fn(&T, &mut Vec<u8>) -> (u16, usize) + Sync,
+    place: impl Fn(&[T], &mut Vec<(u16, u32)>) + Sync,
     key: impl Fn(&T, &mut Vec<u8>) + Sync,
     value: impl Fn(&T, &mut Vec<u8>) + Sync,
     value_len: impl Fn(&T) -> usize + Sync,
@@ -234,17 +259,12 @@ fn segments<T: Sync>(
     let placed: Vec<RunPlacement> = items
         .par_chunks(run)
         .map(|run| {
-            let (mut k, mut size) = (Vec::new(), vec![0usize; shards]);
-            let placed = run
-                .iter()
-                .map(|item| {
-                    k.clear();
-                    let (shard, key_len) = place(item, &mut k);
-                    let len = 8 + key_len + value_len(item);
-                    size[usize::from(shard)] += len;
-                    (shard, len as u32)
-                })
-                .collect();
+            let (mut placed, mut size) = (Vec::with_capacity(run.len()), vec![0usize; shards]);
+            place(run, &mut placed);
+            for (item, (shard, len)) in run.iter().zip(&mut placed) {
+                *len += (8 + value_len(item)) as u32;
+                size[usize::from(*shard)] += *len as usize;
+            }
             (placed, size)
         })
         .collect();
@@ -281,6 +301,19 @@ fn segments<T: Sync>(
     out
 }
 
+/// A `place` for [`segments`] from each item's key, written into a scratch
+/// buffer and hashed.
+fn by_key<T>(key: impl Fn(&T, &mut Vec<u8>)) -> impl Fn(&[T], &mut Vec<(u16, u32)>) {
+    move |run, placed| {
+        let mut k = Vec::new();
+        placed.extend(run.iter().map(|item| {
+            k.clear();
+            key(item, &mut k);
+            (segment_shard(&k), k.len() as u32)
+        }));
+    }
+}
+
 /// A record: key length, key, value length, value (lengths `u32` little
 /// endian), into a slice of exactly its length.
 fn write_record(dst: &mut [u8], key: &[u8], value: &[u8]) {
@@ -311,7 +344,7 @@ impl Versions for Changes {
             || {
                 segments(
                     &self.nodes,
-                    |n, _| (segment_shard(n.crn.as_bytes()), n.crn.len()),
+                    by_key(|n: &NodeVersion, k| k.extend_from_slice(n.crn.as_bytes())),
                     |n, k| k.extend_from_slice(n.crn.as_bytes()),
                     |n, v| encode_node_into(&n.row, v),
                     |n| encoded_node_len(&n.row),
@@ -320,10 +353,7 @@ impl Versions for Changes {
             || {
                 segments(
                     &self.edges,
-                    |e, k| {
-                        edge_key_into(e, k);
-                        (segment_shard(k), k.len())
-                    },
+                    by_key(edge_key_into),
                     edge_key_into,
                     encode_edge_value_into,
                     encoded_edge_value_len,
@@ -356,14 +386,17 @@ impl CrnTable {
             .map(|(s, shard)| {
                 let mut text = Vec::with_capacity(shard.len() * 72);
                 let mut at = Vec::with_capacity(shard.len() + 1);
-                let mut hash = Vec::with_capacity(shard.len());
                 at.push(0);
                 for r in 0..shard.len() as u32 {
-                    let start = text.len();
                     g.crn_into(reader, NodeId::new(s, r, shard.generation), &mut text);
-                    hash.push(fnv(FNV_START, &text[start..]));
                     at.push(text.len() as u32);
                 }
+                let mut jobs: Vec<(u64, &[u8])> = at
+                    .windows(2)
+                    .map(|w| (FNV_START, &text[w[0] as usize..w[1] as usize]))
+                    .collect();
+                fnv_all(&mut jobs);
+                let hash = jobs.into_iter().map(|(h, _)| h).collect();
                 CrnShard { text, at, hash }
             })
             .collect();
@@ -416,7 +449,7 @@ impl Versions for GraphVersions<'_> {
         // A key's shard and length, from the table's hashes where it has
         // them (without writing the key), else from the key written into
         // `k`.
-        let placed = |k: &[u8]| (segment_shard(k), k.len());
+        let node_key = |n: &(u32, u32), k: &mut Vec<u8>| crn(node_id(n), k);
         let edge_key = |e: &(u32, u32), k: &mut Vec<u8>| {
             let (shard, r) = edge(e);
             crn(shard.src[r], k);
@@ -427,14 +460,19 @@ impl Versions for GraphVersions<'_> {
             || {
                 segments(
                     &nodes,
-                    |n, k| match table.as_ref().and_then(|t| t.get(node_id(n))) {
-                        Some((text, hash)) => (shard_of(hash), text.len()),
-                        None => {
-                            crn(node_id(n), k);
-                            placed(k)
+                    |run, placed| match &table {
+                        // The table has every node's hash.
+                        Some(t) => {
+                            for n in run {
+                                match t.get(node_id(n)) {
+                                    Some((text, hash)) => placed.push((shard_of(hash), text.len() as u32)),
+                                    None => by_key(node_key)(std::slice::from_ref(n), placed),
+                                }
+                            }
                         }
+                        None => by_key(node_key)(run, placed),
                     },
-                    |n, k| crn(node_id(n), k),
+                    node_key,
                     |&(s, r), v| g.node_shards()[s as usize].fields(r).encode_into(v),
                     |&(s, r)| g.node_shards()[s as usize].fields(r).encoded_len(),
                 )
@@ -442,21 +480,32 @@ impl Versions for GraphVersions<'_> {
             || {
                 segments(
                     &edges,
-                    |e, k| {
-                        let (shard, r) = edge(e);
-                        let ends = table
-                            .as_ref()
-                            .and_then(|t| Some((t.get(shard.src[r])?, t.get(shard.dst[r])?)));
-                        match ends {
-                            Some(((src, hash), (dst, _))) => {
-                                relation_key_into(shard.rel[r], k);
-                                let hash = fnv(fnv(hash, k), dst);
-                                (shard_of(hash), src.len() + k.len() + dst.len())
+                    |run, placed| {
+                        let Some(t) = &table else {
+                            return by_key(edge_key)(run, placed);
+                        };
+                        // An edge's key hash carried on from its source's,
+                        // over the relation and the target's CRN; hashed
+                        // together once the run's are known.
+                        let mut rel = Vec::new();
+                        let mut jobs: Vec<(u64, &[u8])> = Vec::with_capacity(run.len());
+                        let mut hashed = Vec::with_capacity(run.len());
+                        for e in run {
+                            let (shard, r) = edge(e);
+                            match (t.get(shard.src[r]), t.get(shard.dst[r])) {
+                                (Some((src, hash)), Some((dst, _))) => {
+                                    rel.clear();
+                                    relation_key_into(shard.rel[r], &mut rel);
+                                    jobs.push((fnv(hash, &rel), dst));
+                                    hashed.push(placed.len());
+                                    placed.push((0, (src.len() + rel.len() + dst.len()) as u32));
+                                }
+                                _ => by_key(edge_key)(std::slice::from_ref(e), placed),
                             }
-                            None => {
-                                edge_key(e, k);
-                                placed(k)
-                            }
+                        }
+                        fnv_all(&mut jobs);
+                        for (i, (hash, _)) in hashed.into_iter().zip(jobs) {
+                            placed[i].0 = shard_of(hash);
                         }
                     },
                     edge_key,
@@ -851,6 +900,25 @@ mod tests {
 
     /// The segments built in parallel hold exactly the records a single
     /// pass in item order writes: same shards, same order, same bytes.
+    #[test]
+    fn hashes_four_at_a_time_equal_one_at_a_time() {
+        let texts: Vec<Vec<u8>> = (0..11)
+            .map(|n| (0..n * 7 % 23).map(|b| b as u8 ^ 0x5a).collect())
+            .collect();
+        let mut jobs: Vec<(u64, &[u8])> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (FNV_START ^ i as u64, &t[..]))
+            .collect();
+        let expected: Vec<u64> = jobs.iter().map(|(h, t)| fnv(*h, t)).collect();
+        fnv_all(&mut jobs);
+        assert_eq!(jobs.iter().map(|(h, _)| *h).collect::<Vec<_>>(), expected);
+        assert_eq!(
+            segment_shard(b"crn:svc:aws"),
+            shard_of(fnv(fnv(FNV_START, b"crn:"), b"svc:aws"))
+        );
+    }
+
     #[test]
     fn segments_built_in_parallel_equal_one_pass_in_item_order() {
         let interner = Arc::new(Interner::new());
