@@ -504,6 +504,7 @@ impl Engine {
             .map(|(id, _)| (*id, graph.crn_with(&reader, *id)))
             .collect();
         drop(claimed);
+        items.reserve(fresh.len());
         for (id, crn) in fresh {
             let Some(key) = graph.key_hash(id) else { continue };
             if isolation.contains_key(&crn) {
