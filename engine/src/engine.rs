@@ -96,6 +96,7 @@ pub struct Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        self.remediation.settle();
         self.wait_snapshot();
     }
 }
@@ -597,7 +598,8 @@ impl Engine {
         };
         let t = std::time::Instant::now();
         // The scan's `engine.sau` pass wrote its items without waiting for
-        // the disk; this durable commit of the same database makes them so.
+        // the disk, behind the scan; this durable commit of the same
+        // database, whose write transaction waits for that one, makes them so.
         let sau_writes = self.remediation.writes();
         let versions = GraphVersions { graph: &graph, rows };
         let all = || GraphVersions {

@@ -20,6 +20,7 @@ use crate::engine::Engine;
 use crate::graph::{Graph, Phase};
 use crate::ids::NodeId;
 use crate::scan::{RemediateRequest, Source};
+use crate::store::StoreError;
 use crate::store::ledger::NewEvent;
 
 /// Items, ignore entries and sagas cut short, in memory; the store holds
@@ -46,9 +47,25 @@ struct State {
     /// [`Engine::sau_pass`]).
     written: u64,
     durable: u64,
+    /// A pass's write still running behind the scan (see
+    /// [`Engine::sau_pass`]).
+    behind: Option<std::thread::JoinHandle<Result<(), StoreError>>>,
 }
 
 impl State {
+    /// Waits for a write running behind the scan, if any; a failed one is
+    /// logged (its items stay as they are in memory, and the next pass that
+    /// changes them writes them again).
+    fn settle(&mut self) {
+        if let Some(handle) = self.behind.take() {
+            match handle.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => warn!(error = %e, "the remediation pass's items could not be written"),
+                Err(_) => warn!("the remediation pass's item writer stopped unexpectedly"),
+            }
+        }
+    }
+
     /// Records a pass's write.
     fn wrote(&mut self, durable: bool) {
         self.written += 1;
@@ -138,6 +155,7 @@ impl Remediation {
             planned: false,
             written: 0,
             durable: 0,
+            behind: None,
         };
         Remediation {
             state: Mutex::new(state),
@@ -152,10 +170,16 @@ impl Remediation {
     }
 
     /// Records that the pass writes up to `writes` are durable (a durable
-    /// commit of the same database made them so).
+    /// commit of the same database, which began after them, made them so).
     pub(crate) fn made_durable(&self, writes: u64) {
         let mut st = self.state.lock();
+        st.settle();
         st.durable = st.durable.max(writes);
+    }
+
+    /// Waits for a pass's write still running behind the scan.
+    pub(crate) fn settle(&self) {
+        self.state.lock().settle();
     }
 
     fn lock_crn(&self, crn: &str, wait: std::time::Duration) -> Option<CrnLock<'_>> {
@@ -484,6 +508,7 @@ impl Engine {
 
         let mut events = Vec::new();
         let mut st = self.remediation.state.lock();
+        st.settle();
         let State {
             items,
             isolation,
@@ -659,9 +684,15 @@ impl Engine {
         report.written = batch.items.len() as u64;
         if written > 0 {
             // Durable now only when a ledger record about it follows; else
-            // the scan's commit makes it durable (see above).
+            // written behind the scan's next phases, and the scan's commit,
+            // which waits for it, makes it durable (see above).
             let durable = !events.is_empty();
-            self.store().put_remediation_with(&batch, durable)?;
+            if durable {
+                self.store().put_remediation_with(&batch, true)?;
+            } else {
+                let behind = self.store().put_items_behind(&batch.items, &batch.removed_items)?;
+                st.behind = Some(behind);
+            }
             st.wrote(durable);
         }
         drop(st);
@@ -763,7 +794,9 @@ impl Engine {
     fn durable_state(&self) -> Result<parking_lot::MutexGuard<'_, State>, RemediationError> {
         let mut st = self.remediation.state.lock();
         if st.durable < st.written {
+            // Waits for a write behind the scan, then makes it durable.
             self.store().sync()?;
+            st.settle();
             st.durable = st.written;
         }
         Ok(st)

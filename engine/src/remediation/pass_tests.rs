@@ -182,7 +182,14 @@ fn items_are_shown_once_durable() {
     let st = engine.remediation.state.lock();
     assert!(st.durable < st.written);
     drop(st);
-    engine.remediation_items().unwrap();
+    let shown = engine.remediation_items().unwrap();
     let st = engine.remediation.state.lock();
     assert_eq!(st.durable, st.written);
+    assert!(st.behind.is_none(), "the write behind the pass was waited for");
+    drop(st);
+    // What is shown is what the store holds.
+    let mut stored = engine.store().load_remediation().unwrap().items;
+    stored.sort_by(|a, b| a.crn.cmp(&b.crn));
+    assert_eq!(stored, shown);
+    assert!(shown.iter().all(|i| i.reason != "stale"));
 }

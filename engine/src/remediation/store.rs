@@ -127,6 +127,20 @@ pub(crate) fn write_item(buf: &mut Vec<u8>, i: &Item) {
     o.end();
 }
 
+/// Items encoded on every core, in key order (the order they insert fastest in).
+fn encode_items(items: &[&Item]) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = items
+        .par_iter()
+        .map(|i| {
+            let mut buf = Vec::with_capacity(768);
+            write_item(&mut buf, i);
+            (i.crn.clone(), buf)
+        })
+        .collect();
+    out.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
 /// A JSON string literal, escaped as serde_json escapes it.
 fn text(out: &mut Vec<u8>, s: &str) {
     // Writing into a Vec cannot fail.
@@ -344,18 +358,7 @@ impl GraphStore {
     /// a scan's, a durable batch, [`GraphStore::sync`]) has returned.
     pub fn put_remediation_with(&self, b: &Batch<'_>, durable: bool) -> Result<(), StoreError> {
         let err = self.rem_err();
-        // Items encoded on every core before the write transaction, and
-        // inserted in key order.
-        let mut items: Vec<(&str, Vec<u8>)> = b
-            .items
-            .par_iter()
-            .map(|i| {
-                let mut buf = Vec::with_capacity(768);
-                write_item(&mut buf, i);
-                (i.crn.as_str(), buf)
-            })
-            .collect();
-        items.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let items = encode_items(&b.items);
         let mut txn = self.database().begin_write().map_err(|e| err(e.into()))?;
         if !durable {
             txn.set_durability(Durability::None)
@@ -365,7 +368,7 @@ impl GraphStore {
             let bytes = |v: Value| serde_json::to_vec(&v).unwrap_or_default();
             let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
             for (crn, bytes) in &items {
-                t.insert(*crn, bytes.as_slice()).map_err(|e| err(e.into()))?;
+                t.insert(crn.as_str(), bytes.as_slice()).map_err(|e| err(e.into()))?;
             }
             for crn in &b.removed_items {
                 t.remove(*crn).map_err(|e| err(e.into()))?;
@@ -391,6 +394,49 @@ impl GraphStore {
         }
         txn.commit().map_err(|e| err(e.into()))?;
         Ok(())
+    }
+
+    /// Writes items and removes others without waiting for the disk, and
+    /// without holding up the caller: the write transaction begins here, so
+    /// every later write of `graph.redb` (a scan's commit, a durable batch,
+    /// [`GraphStore::sync`]) waits for this one and, being durable, makes
+    /// it durable too. The items are encoded here, on every core; the
+    /// inserts and the commit run on a thread of their own, whose handle
+    /// gives the outcome.
+    pub fn put_items_behind(
+        &self,
+        items: &[&Item],
+        removed: &[&str],
+    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
+        let at = |path: std::path::PathBuf| {
+            move |e: redb::Error| StoreError::Db {
+                path: path.clone(),
+                cause: Box::new(e),
+            }
+        };
+        let err = at(self.path().to_owned());
+        let mut txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        txn.set_durability(Durability::None)
+            .map_err(|e| err(redb::Error::from(e)))?;
+        let items = encode_items(items);
+        let removed: Vec<String> = removed.iter().map(|c| (*c).to_owned()).collect();
+        let write = move || -> Result<(), StoreError> {
+            {
+                let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
+                for (crn, bytes) in &items {
+                    t.insert(crn.as_str(), bytes.as_slice()).map_err(|e| err(e.into()))?;
+                }
+                for crn in &removed {
+                    t.remove(crn.as_str()).map_err(|e| err(e.into()))?;
+                }
+            }
+            txn.commit().map_err(|e| err(e.into()))
+        };
+        std::thread::Builder::new()
+            .name("svc-items".into())
+            .spawn(write)
+            // The transaction went with the closure: nothing was written.
+            .map_err(|e| at(self.path().to_owned())(redb::Error::Io(e)))
     }
 
     /// Makes every earlier write durable (an empty durable commit).

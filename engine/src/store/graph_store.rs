@@ -643,45 +643,58 @@ impl GraphStore {
         meta: CommitMeta,
     ) -> Result<u64, StoreError> {
         let err = self.db_err();
+        // Read before the write transaction, whose bookkeeping only commits
+        // change (and commits do not overlap): the segments are encoded
+        // while an earlier write of this database (a remediation pass's)
+        // may still be finishing.
+        let (last, checkpoint, delta_rows) = {
+            let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
+            match txn.open_table(META) {
+                Ok(m) => {
+                    let get = |k: &str| -> Result<u64, StoreError> {
+                        Ok(m.get(k).map_err(|e| err(e.into()))?.map(|v| v.value()).unwrap_or(0))
+                    };
+                    (get(META_LAST_COMMIT)?, get(META_CHECKPOINT)?, get(META_DELTA_ROWS)?)
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => (0, 0, 0),
+                Err(e) => return Err(err(e.into())),
+            }
+        };
+        let (nodes, edges) = changes.counts();
+        let changed = (nodes + edges) as u64;
+        let delta_rows = delta_rows + changed;
+        // Commit keys must increase even if the clock did not.
+        let commit_us = meta.commit_us.max(last + 1);
+        let due = checkpoint == 0 || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1);
+        let kind = if due { KIND_CHECKPOINT } else { KIND_DELTA };
+        let segments = (due || changed > 0).then(|| {
+            // When every row changed (a first scan), the changes are the checkpoint.
+            let (nodes, edges) = if due && changed != meta.rows {
+                full().segments()
+            } else {
+                changes.segments()
+            };
+            // Compressed in parallel: a first scan's ~870 MB at 1M nodes
+            // is written and synced as about a third of that.
+            let compressed = |shards: Vec<Vec<u8>>| -> Vec<Vec<u8>> {
+                shards
+                    .into_par_iter()
+                    .map(|s| if s.is_empty() { s } else { compress(&s) })
+                    .collect()
+            };
+            rayon::join(|| compressed(nodes), || compressed(edges))
+        });
+
         let mut txn = self.db.begin_write().map_err(|e| err(e.into()))?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| err(redb::Error::from(e)))?;
-        let commit_us;
         {
             let mut sym = txn.open_table(SYMBOLS).map_err(|e| err(e.into()))?;
             for (i, s) in symbols.iter().enumerate() {
                 sym.insert((symbols_start + i) as u32, &**s)
                     .map_err(|e| err(e.into()))?;
             }
-            let mut m = txn.open_table(META).map_err(|e| err(e.into()))?;
-            let get = |m: &redb::Table<&str, u64>, k: &str| -> Result<u64, StoreError> {
-                Ok(m.get(k).map_err(|e| err(e.into()))?.map(|v| v.value()).unwrap_or(0))
-            };
-            let last = get(&m, META_LAST_COMMIT)?;
-            let checkpoint = get(&m, META_CHECKPOINT)?;
-            let (nodes, edges) = changes.counts();
-            let changed = (nodes + edges) as u64;
-            let delta_rows = get(&m, META_DELTA_ROWS)? + changed;
-            // Commit keys must increase even if the clock did not.
-            commit_us = meta.commit_us.max(last + 1);
-            let due = checkpoint == 0 || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1);
-            let kind = if due { KIND_CHECKPOINT } else { KIND_DELTA };
-            if due || changed > 0 {
-                // When every row changed (a first scan), the changes are the checkpoint.
-                let (nodes, edges) = if due && changed != meta.rows {
-                    full().segments()
-                } else {
-                    changes.segments()
-                };
-                // Compressed in parallel: a first scan's ~870 MB at 1M nodes
-                // is written and synced as about a fifth of that.
-                let compressed = |shards: Vec<Vec<u8>>| -> Vec<Vec<u8>> {
-                    shards
-                        .into_par_iter()
-                        .map(|s| if s.is_empty() { s } else { compress(&s) })
-                        .collect()
-                };
-                let (nodes, edges) = rayon::join(|| compressed(nodes), || compressed(edges));
+            if let Some((nodes, edges)) = segments {
                 let mut seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
                 for (part, shards) in [(PART_NODES_LZ4, nodes), (PART_EDGES_LZ4, edges)] {
                     for (shard, bytes) in shards.iter().enumerate() {
@@ -696,6 +709,7 @@ impl GraphStore {
                     .insert(commit_us, kind)
                     .map_err(|e| err(e.into()))?;
             }
+            let mut m = txn.open_table(META).map_err(|e| err(e.into()))?;
             if due {
                 m.insert(META_CHECKPOINT, commit_us).map_err(|e| err(e.into()))?;
                 m.insert(META_DELTA_ROWS, 0).map_err(|e| err(e.into()))?;
