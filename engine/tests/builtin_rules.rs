@@ -1234,6 +1234,17 @@ impl Cached {
     fn matches_fresh(&self, now_us: u64, as_of: u64) -> Vec<svc_engine::heuristics::Finding> {
         let fresh = builtin::run(&self.g, now_us, as_of, &self.selection);
         assert_eq!(answers(self.cache.findings()), answers(fresh.findings.iter()));
+        // Grouped by node: each node once, with its findings and only them.
+        let grouped = self.cache.findings_by_node();
+        assert!(grouped.iter().all(|(id, list)| list.iter().all(|f| f.node == *id)));
+        let mut nodes: Vec<_> = grouped.iter().map(|(id, _)| *id).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        assert_eq!(nodes.len(), grouped.len());
+        assert_eq!(
+            answers(grouped.iter().flat_map(|(_, l)| l)),
+            answers(fresh.findings.iter())
+        );
         assert_eq!(
             self.cache.ignored().count(),
             fresh.ignored.len(),

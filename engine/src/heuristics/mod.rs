@@ -103,20 +103,7 @@ impl BuiltinStats {
 
 impl FindingSet {
     pub fn new(scan_seq: u64, findings: Vec<Finding>, analyzers: Vec<AnalyzerOutcome>) -> FindingSet {
-        let mut by_node: FxHashMap<NodeId, Vec<Finding>> = FxHashMap::default();
-        by_node.reserve(findings.len());
-        for f in findings {
-            by_node.entry(f.node).or_default().push(f);
-        }
-        for list in by_node.values_mut() {
-            list.sort_by(join::precedence);
-        }
-        FindingSet {
-            scan_seq,
-            by_node,
-            analyzers,
-            ..FindingSet::default()
-        }
+        FindingSet::grouped(scan_seq, Vec::new(), findings, analyzers)
     }
 
     /// A set from findings grouped by node (each node once) and more
