@@ -597,9 +597,9 @@ impl Engine {
             ..meta
         };
         let t = std::time::Instant::now();
-        // The scan's `engine.sau` pass wrote its items without waiting for
-        // the disk, behind the scan; this durable commit of the same
-        // database, whose write transaction waits for that one, makes them so.
+        // The scan's `engine.sau` pass wrote its items behind the scan; this
+        // commit's write transaction waits for that one, so once it returns
+        // they are durable.
         let sau_writes = self.remediation.writes();
         let versions = GraphVersions { graph: &graph, rows };
         let all = || GraphVersions {

@@ -43,7 +43,7 @@ struct State {
     /// Whether a pass since the start rechecked every item's plan hash.
     planned: bool,
     /// Item writes of `engine.sau` passes, and how many of them are known
-    /// to be durable: a pass writes without waiting for the disk (see
+    /// to be durable: a pass writes behind the scan (see
     /// [`Engine::sau_pass`]).
     written: u64,
     durable: u64,
@@ -465,14 +465,16 @@ impl Engine {
     /// the items that need a proof or a new plan go one by one, in CRN order
     /// (the order they are proved in when a scan cannot prove them all).
     ///
-    /// The changed items are written without waiting for the disk: the
-    /// scan's commit, a few phases later in the same scan, makes them
-    /// durable with the graph versions they go with. Until then nothing else
+    /// The changed items are written on a thread of their own while the
+    /// scan goes on (`GraphStore::put_items_behind`); the scan's commit, a
+    /// few phases later, waits for that write. Until it is done nothing else
     /// shows them: [`Engine::remediation_items`] and the operator actions
-    /// make them durable first (see [`Engine::durable_state`]), and an item
-    /// leaving with a ledger record is written durably before the record is
-    /// appended. A crash before the commit loses the pass together with the
-    /// scan's graph changes; the next scan does it again.
+    /// wait for it and sync first (see [`Engine::durable_state`]), and an
+    /// item leaving with a ledger record is written durably, in line, before
+    /// the record is appended. A crash before the scan's commit may keep the
+    /// pass's items without the scan's graph changes: the next start checks
+    /// every item's plan again and the next scan reconciles the items with
+    /// its verdicts.
     pub(crate) fn sau_pass(
         &self,
         sources: &mut [Box<dyn Source>],
@@ -683,9 +685,8 @@ impl Engine {
         let written = batch.items.len() + batch.removed_items.len();
         report.written = batch.items.len() as u64;
         if written > 0 {
-            // Durable now only when a ledger record about it follows; else
-            // written behind the scan's next phases, and the scan's commit,
-            // which waits for it, makes it durable (see above).
+            // In line when a ledger record about it follows; else behind
+            // the scan's next phases (see above).
             let durable = !events.is_empty();
             if durable {
                 self.store().put_remediation_with(&batch, true)?;

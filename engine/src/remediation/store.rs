@@ -396,13 +396,12 @@ impl GraphStore {
         Ok(())
     }
 
-    /// Writes items and removes others without waiting for the disk, and
-    /// without holding up the caller: the write transaction begins here, so
-    /// every later write of `graph.redb` (a scan's commit, a durable batch,
-    /// [`GraphStore::sync`]) waits for this one and, being durable, makes
-    /// it durable too. The items are encoded here, on every core; the
-    /// inserts and the commit run on a thread of their own, whose handle
-    /// gives the outcome.
+    /// Writes items and removes others durably, without holding up the
+    /// caller: the items are encoded here, on every core, and the write
+    /// transaction begins here, so every later write of `graph.redb` (a
+    /// scan's commit, a durable batch, [`GraphStore::sync`]) comes after
+    /// this one; the inserts, the commit and its sync run on a thread of
+    /// their own, whose handle gives the outcome.
     pub fn put_items_behind(
         &self,
         items: &[&Item],
@@ -415,9 +414,7 @@ impl GraphStore {
             }
         };
         let err = at(self.path().to_owned());
-        let mut txn = self.database().begin_write().map_err(|e| err(e.into()))?;
-        txn.set_durability(Durability::None)
-            .map_err(|e| err(redb::Error::from(e)))?;
+        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
         let items = encode_items(items);
         let removed: Vec<String> = removed.iter().map(|c| (*c).to_owned()).collect();
         let write = move || -> Result<(), StoreError> {
