@@ -597,10 +597,6 @@ impl Engine {
             ..meta
         };
         let t = std::time::Instant::now();
-        // The scan's `engine.sau` pass wrote its items behind the scan; this
-        // commit's write transaction waits for that one, so once it returns
-        // they are durable.
-        let sau_writes = self.remediation.writes();
         let versions = GraphVersions { graph: &graph, rows };
         let all = || GraphVersions {
             graph: &graph,
@@ -609,7 +605,9 @@ impl Engine {
         let commit_us = self.store.commit(*persisted, &fresh, &versions, all, meta)?;
         let changed = !versions.rows.is_empty();
         drop(versions);
-        self.remediation.made_durable(sau_writes);
+        // The scan's `engine.sau` pass wrote its items behind the scan; this
+        // commit's write transaction came after that one.
+        self.remediation.settle();
         let store_ms = t.elapsed().as_millis() as u64;
         let t = std::time::Instant::now();
         let meta = CommitMeta { commit_us, ..meta };

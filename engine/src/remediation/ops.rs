@@ -42,12 +42,7 @@ struct State {
     interrupted: Vec<Saga>,
     /// Whether a pass since the start rechecked every item's plan hash.
     planned: bool,
-    /// Item writes of `engine.sau` passes, and how many of them are known
-    /// to be durable: a pass writes behind the scan (see
-    /// [`Engine::sau_pass`]).
-    written: u64,
-    durable: u64,
-    /// A pass's write still running behind the scan (see
+    /// A pass's write of its items still running behind the scan (see
     /// [`Engine::sau_pass`]).
     behind: Option<std::thread::JoinHandle<Result<(), StoreError>>>,
 }
@@ -63,14 +58,6 @@ impl State {
                 Ok(Err(e)) => warn!(error = %e, "the remediation pass's items could not be written"),
                 Err(_) => warn!("the remediation pass's item writer stopped unexpectedly"),
             }
-        }
-    }
-
-    /// Records a pass's write.
-    fn wrote(&mut self, durable: bool) {
-        self.written += 1;
-        if durable {
-            self.durable = self.written;
         }
     }
 }
@@ -153,28 +140,12 @@ impl Remediation {
             isolation: loaded.isolations.into_iter().map(|i| (i.crn.clone(), i)).collect(),
             interrupted: loaded.sagas.into_iter().filter(|g| g.status == "running").collect(),
             planned: false,
-            written: 0,
-            durable: 0,
             behind: None,
         };
         Remediation {
             state: Mutex::new(state),
             ..Remediation::default()
         }
-    }
-
-    /// How many pass writes there were so far; after a durable commit of
-    /// `graph.redb` that started later, [`Remediation::made_durable`] with it.
-    pub(crate) fn writes(&self) -> u64 {
-        self.state.lock().written
-    }
-
-    /// Records that the pass writes up to `writes` are durable (a durable
-    /// commit of the same database, which began after them, made them so).
-    pub(crate) fn made_durable(&self, writes: u64) {
-        let mut st = self.state.lock();
-        st.settle();
-        st.durable = st.durable.max(writes);
     }
 
     /// Waits for a pass's write still running behind the scan.
@@ -469,7 +440,7 @@ impl Engine {
     /// scan goes on (`GraphStore::put_items_behind`); the scan's commit, a
     /// few phases later, waits for that write. Until it is done nothing else
     /// shows them: [`Engine::remediation_items`] and the operator actions
-    /// wait for it and sync first (see [`Engine::durable_state`]), and an
+    /// wait for it first (see [`Engine::durable_state`]), and an
     /// item leaving with a ledger record is written durably, in line, before
     /// the record is appended. A crash before the scan's commit may keep the
     /// pass's items without the scan's graph changes: the next start checks
@@ -689,12 +660,11 @@ impl Engine {
             // the scan's next phases (see above).
             let durable = !events.is_empty();
             if durable {
-                self.store().put_remediation_with(&batch, true)?;
+                self.store().put_remediation(&batch)?;
             } else {
                 let behind = self.store().put_items_behind(&batch.items, &batch.removed_items)?;
                 st.behind = Some(behind);
             }
-            st.wrote(durable);
         }
         drop(st);
         drop(reader);
@@ -790,16 +760,11 @@ impl Engine {
     }
 
     /// The items' state, locked, once what a pass wrote is durable: nothing
-    /// is shown (or decided on) that a crash could still take back. Costs a
-    /// sync only in the short window between a pass and its scan's commit.
+    /// is shown (or decided on) that a crash could still take back. Waits
+    /// only in the short window between a pass and its scan's commit.
     fn durable_state(&self) -> Result<parking_lot::MutexGuard<'_, State>, RemediationError> {
         let mut st = self.remediation.state.lock();
-        if st.durable < st.written {
-            // Waits for a write behind the scan, then makes it durable.
-            self.store().sync()?;
-            st.settle();
-            st.durable = st.written;
-        }
+        st.settle();
         Ok(st)
     }
 

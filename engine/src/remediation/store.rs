@@ -349,21 +349,9 @@ impl GraphStore {
 
     /// Writes a batch of remediation changes durably.
     pub fn put_remediation(&self, b: &Batch<'_>) -> Result<(), StoreError> {
-        self.put_remediation_with(b, true)
-    }
-
-    /// Writes a batch of remediation changes, durably or not. A write that
-    /// is not durable is seen by every later transaction but survives a
-    /// crash only once a later durable commit of `graph.redb` (any of them:
-    /// a scan's, a durable batch, [`GraphStore::sync`]) has returned.
-    pub fn put_remediation_with(&self, b: &Batch<'_>, durable: bool) -> Result<(), StoreError> {
         let err = self.rem_err();
         let items = encode_items(&b.items);
-        let mut txn = self.database().begin_write().map_err(|e| err(e.into()))?;
-        if !durable {
-            txn.set_durability(Durability::None)
-                .map_err(|e| err(redb::Error::from(e)))?;
-        }
+        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
         {
             let bytes = |v: Value| serde_json::to_vec(&v).unwrap_or_default();
             let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
@@ -509,8 +497,7 @@ mod tests {
     use redb::{Database, StorageBackend};
 
     use super::*;
-    use crate::graph::{Changes, Phase};
-    use crate::store::CommitMeta;
+    use crate::graph::Phase;
 
     /// A disk that keeps what was written up to the last `sync_data`: a
     /// crash is reopening from [`Disk::after_crash`].
@@ -582,24 +569,12 @@ mod tests {
             .collect()
     }
 
-    /// What a pass writes without waiting for the disk is lost by a crash
-    /// until a durable commit (the scan's, or a sync before it is shown)
-    /// follows; after one it survives.
+    /// Items written behind the caller survive a crash once their write is
+    /// done, and a write begun after them comes after them.
     #[test]
-    fn item_writes_that_do_not_wait_are_durable_after_the_next_durable_commit() {
+    fn items_written_behind_are_durable_once_done_and_before_later_writes() {
         let item = |n: u32| Item::new(format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{n}"), 7);
         let (a, b, c) = (item(1), item(2), item(3));
-        let write = |store: &GraphStore, i: &Item| {
-            store
-                .put_remediation_with(
-                    &Batch {
-                        items: vec![i],
-                        ..Batch::default()
-                    },
-                    false,
-                )
-                .unwrap()
-        };
         let disk = Arc::new(Disk::default());
         let store = store_on(&disk);
         store
@@ -608,39 +583,28 @@ mod tests {
                 ..Batch::default()
             })
             .unwrap();
-        write(&store, &b);
-        // Seen by later reads at once.
-        assert_eq!(stored_crns(&store).len(), 2);
+        let crns = |disk: &Disk| {
+            let mut crns = stored_crns(&store_on(&Arc::new(disk.after_crash())));
+            crns.sort();
+            crns
+        };
 
-        // A crash now keeps only the durable write.
-        let crashed = Arc::new(disk.after_crash());
-        assert_eq!(stored_crns(&store_on(&crashed)), std::slice::from_ref(&a.crn));
+        store.put_items_behind(&[&b, &c], &[]).unwrap().join().unwrap().unwrap();
+        assert_eq!(crns(&disk), [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
 
-        // A sync makes it durable.
-        store.sync().unwrap();
-        let crashed = Arc::new(disk.after_crash());
-        let mut crns = stored_crns(&store_on(&crashed));
-        crns.sort();
-        assert_eq!(crns, [a.crn.clone(), b.crn.clone()]);
-
-        // So does a scan's commit of the graph.
-        write(&store, &c);
+        // A removal behind, then at once a write of the same item: the
+        // write waits for the removal, so the item is back.
+        let removal = store.put_items_behind(&[], &[&a.crn]).unwrap();
         store
-            .commit(
-                0,
-                &[],
-                &Changes::default(),
-                Changes::default,
-                CommitMeta {
-                    commit_us: 10,
-                    ..CommitMeta::default()
-                },
-            )
+            .put_remediation(&Batch {
+                items: vec![&a],
+                ..Batch::default()
+            })
             .unwrap();
-        let crashed = Arc::new(disk.after_crash());
-        let mut crns = stored_crns(&store_on(&crashed));
-        crns.sort();
-        assert_eq!(crns, [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
+        removal.join().unwrap().unwrap();
+        assert_eq!(crns(&disk), [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
+        store.put_items_behind(&[], &[&b.crn]).unwrap().join().unwrap().unwrap();
+        assert_eq!(crns(&disk), [a.crn.clone(), c.crn.clone()]);
     }
 
     #[test]

@@ -253,11 +253,11 @@ fn segments<T: Sync>(
     value_len: impl Fn(&T) -> usize + Sync,
 ) -> Vec<Vec<u8>> {
     let shards = SEGMENT_SHARDS as usize;
-    let run = items.len().div_ceil(4 * rayon::current_num_threads()).max(4096);
+    let run_len = items.len().div_ceil(4 * rayon::current_num_threads()).max(4096);
     // Each item's segment shard, from its key, and its record's length;
     // each run's bytes per shard.
     let placed: Vec<RunPlacement> = items
-        .par_chunks(run)
+        .par_chunks(run_len)
         .map(|run| {
             let (mut placed, mut size) = (Vec::with_capacity(run.len()), vec![0usize; shards]);
             place(run, &mut placed);
@@ -283,7 +283,7 @@ fn segments<T: Sync>(
     }
     pieces
         .into_par_iter()
-        .zip(items.par_chunks(run))
+        .zip(items.par_chunks(run_len))
         .zip(&placed)
         .for_each(|((mut piece, run), (placed, _))| {
             let (mut k, mut v) = (Vec::new(), Vec::new());
@@ -371,9 +371,11 @@ struct CrnTable {
 }
 
 struct CrnShard {
-    /// The texts one after another, and where each row's starts.
+    /// The texts one after another.
     text: Vec<u8>,
+    /// Where each row's text starts (and, one on, ends).
     at: Vec<u32>,
+    /// Each row's text's hash.
     hash: Vec<u64>,
 }
 
@@ -446,9 +448,6 @@ impl Versions for GraphVersions<'_> {
             Some((text, _)) => k.extend_from_slice(text),
             None => g.crn_into(reader, id, k),
         };
-        // A key's shard and length, from the table's hashes where it has
-        // them (without writing the key), else from the key written into
-        // `k`.
         let node_key = |n: &(u32, u32), k: &mut Vec<u8>| crn(node_id(n), k);
         let edge_key = |e: &(u32, u32), k: &mut Vec<u8>| {
             let (shard, r) = edge(e);
@@ -456,6 +455,8 @@ impl Versions for GraphVersions<'_> {
             relation_key_into(shard.rel[r], k);
             crn(shard.dst[r], k);
         };
+        // A key's shard and length come from the table's hashes where it
+        // has them (without writing the key), else from the key written out.
         rayon::join(
             || {
                 segments(
@@ -643,10 +644,10 @@ impl GraphStore {
         meta: CommitMeta,
     ) -> Result<u64, StoreError> {
         let err = self.db_err();
-        // Read before the write transaction, whose bookkeeping only commits
-        // change (and commits do not overlap): the segments are encoded
-        // while an earlier write of this database (a remediation pass's)
-        // may still be finishing.
+        // The bookkeeping is read before the write transaction (only
+        // commits change it, and they do not overlap), so the segments are
+        // encoded while an earlier write of this database (a remediation
+        // pass's) may still be finishing.
         let (last, checkpoint, delta_rows) = {
             let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
             match txn.open_table(META) {
@@ -922,8 +923,8 @@ mod tests {
     use crate::relation::Relation;
     use crate::store::codec::{encode_edge_value, encode_node};
 
-    /// The segments built in parallel hold exactly the records a single
-    /// pass in item order writes: same shards, same order, same bytes.
+    /// Four hashes side by side equal each worked out alone (whatever the
+    /// lengths), and a hash carries on from its key's first part.
     #[test]
     fn hashes_four_at_a_time_equal_one_at_a_time() {
         let texts: Vec<Vec<u8>> = (0..11)
@@ -943,6 +944,8 @@ mod tests {
         );
     }
 
+    /// The segments built in parallel hold exactly the records a single
+    /// pass in item order writes: same shards, same order, same bytes.
     #[test]
     fn segments_built_in_parallel_equal_one_pass_in_item_order() {
         let interner = Arc::new(Interner::new());
