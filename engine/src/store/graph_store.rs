@@ -1195,8 +1195,12 @@ mod tests {
         for id in ids.iter().take(10) {
             g.set_verdict(*id, &Verdict::CLEAR, 250);
         }
+        let mut e = Estate::new(g.interner().clone());
+        e.edge(&crn(5), &crn(7), Relation::FlowsTo);
+        e.edge(&crn(7), &crn(5), Relation::FlowsTo);
+        e.scan_into(&mut g, 250, 3);
         let rows = g.take_dirty_rows();
-        assert_eq!(rows.counts(), (10, 0));
+        assert_eq!(rows.counts(), (10, 2));
         let owned = g.versions(&rows);
         assert_eq!(GraphVersions { graph: &g, rows }.segments(), owned.segments());
         let reader = g.interner().reader();
