@@ -84,7 +84,7 @@ struct Shard {
     kept: Vec<Kept>,
     /// Places in `kept` free for reuse.
     free: Vec<u32>,
-    /// The index keys each contributing row added to the [`Index`].
+    /// The index keys each contributing row added to the [`Index`], sorted.
     facts: FxHashMap<u32, Box<[u64]>>,
     /// Rows by the observation time from which their answer may differ,
     /// earliest first. An entry whose time is no longer the row's `until`
@@ -215,51 +215,46 @@ impl Cache {
                 .collect()
         };
 
-        // The estate facts: contributions of changed rows taken away and
-        // added again; keys that appeared or went away.
-        let fresh: Vec<Vec<(u32, Vec<u64>)>> = nodes
-            .par_iter()
+        // The estate facts: each changed row's contributions worked out
+        // again, shard by shard in parallel; only those that differ from
+        // what the row had contributed (most rows' stay the same) change
+        // the index. Then the keys that appeared or went away.
+        let contributed: Vec<(Vec<u64>, Vec<u64>)> = self
+            .shards
+            .par_iter_mut()
+            .zip(nodes)
             .zip(&changed)
             .enumerate()
-            .map(|(s, (g, rows))| {
-                let mut out = Vec::new();
+            .map(|(s, ((c, g), rows))| {
+                let (mut gone, mut came, mut keys) = (Vec::new(), Vec::new(), Vec::new());
                 for &r in rows {
                     let ri = r as usize;
-                    if !who.reads(g.ty[ri]) || !visible(g.valid_to[ri], now_us) {
-                        continue;
+                    keys.clear();
+                    if who.reads(g.ty[ri])
+                        && visible(g.valid_to[ri], now_us)
+                        && let Some(node) = graph.node(NodeId::new(s, r, g.generation))
+                    {
+                        who.keys_of(node, &mut keys);
                     }
-                    let Some(node) = graph.node(NodeId::new(s, r, g.generation)) else {
-                        continue;
-                    };
-                    let mut keys = Vec::new();
-                    who.keys_of(node, &mut keys);
-                    out.push((r, keys));
+                    keys.sort_unstable();
+                    let old = c.facts.remove(&r);
+                    let old = old.as_deref().unwrap_or_default();
+                    diff(old, &keys, |k, add| if add { came.push(k) } else { gone.push(k) });
+                    if !keys.is_empty() {
+                        c.facts.insert(r, keys.as_slice().into());
+                    }
                 }
-                out
+                (gone, came)
             })
             .collect();
-        let old: Vec<Box<[u64]>> = changed
+        let before: FxHashMap<u64, bool> = contributed
             .iter()
-            .enumerate()
-            .flat_map(|(s, rows)| rows.iter().map(move |r| (s, *r)))
-            .filter_map(|(s, r)| self.shards[s].facts.remove(&r))
-            .collect();
-        let before: FxHashMap<u64, bool> = old
-            .iter()
-            .flat_map(|keys| keys.iter())
-            .chain(fresh.iter().flatten().flat_map(|(_, keys)| keys))
+            .flat_map(|(gone, came)| gone.iter().chain(came))
             .map(|k| (*k, self.index.contains(*k)))
             .collect();
-        for k in old.iter().flat_map(|keys| keys.iter()) {
-            self.index.remove(*k);
-        }
-        for (s, rows) in fresh.into_iter().enumerate() {
-            for (r, keys) in rows {
-                keys.iter().for_each(|k| self.index.add(*k));
-                if !keys.is_empty() {
-                    self.shards[s].facts.insert(r, keys.into_boxed_slice());
-                }
-            }
+        for (gone, came) in &contributed {
+            gone.iter().for_each(|k| _ = self.index.remove(*k));
+            came.iter().for_each(|k| self.index.add(*k));
         }
 
         // Which rows to work out again, by shard: the changed rows, the ends
