@@ -505,14 +505,24 @@ mod tests {
     struct Disk {
         live: Mutex<Vec<u8>>,
         synced: Arc<Mutex<Vec<u8>>>,
+        /// Writes and syncs fail while set.
+        full: std::sync::atomic::AtomicBool,
     }
 
     impl Disk {
+        fn fail_if_full(&self) -> Result<(), std::io::Error> {
+            if self.full.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(std::io::Error::other("no space left on the disk"));
+            }
+            Ok(())
+        }
+
         fn after_crash(&self) -> Disk {
             let synced = self.synced.lock().clone();
             Disk {
                 live: Mutex::new(synced.clone()),
                 synced: Arc::new(Mutex::new(synced)),
+                full: Default::default(),
             }
         }
     }
@@ -539,11 +549,13 @@ mod tests {
             Ok(())
         }
         fn sync_data(&self) -> Result<(), std::io::Error> {
+            self.0.fail_if_full()?;
             let live = self.0.live.lock().clone();
             *self.0.synced.lock() = live;
             Ok(())
         }
         fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+            self.0.fail_if_full()?;
             let mut live = self.0.live.lock();
             let at = offset as usize;
             if live.len() < at + data.len() {
@@ -605,6 +617,21 @@ mod tests {
         assert_eq!(crns(&disk), [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
         store.put_items_behind(&[], &[&b.crn]).unwrap().join().unwrap().unwrap();
         assert_eq!(crns(&disk), [a.crn.clone(), c.crn.clone()]);
+    }
+
+    /// A write behind the caller that the disk refuses reports the error
+    /// through its handle, and what was durable before stays.
+    #[test]
+    fn a_refused_write_behind_reports_its_error_and_loses_nothing_earlier() {
+        let item = |n: u32| Item::new(format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{n}"), 7);
+        let (a, b) = (item(1), item(2));
+        let disk = Arc::new(Disk::default());
+        let store = store_on(&disk);
+        store.put_items_behind(&[&a], &[]).unwrap().join().unwrap().unwrap();
+        disk.full.store(true, std::sync::atomic::Ordering::Relaxed);
+        let refused = store.put_items_behind(&[&b], &[&a.crn]).unwrap().join().unwrap();
+        assert!(matches!(refused, Err(StoreError::Db { .. })), "{refused:?}");
+        assert_eq!(stored_crns(&store_on(&Arc::new(disk.after_crash()))), [a.crn.clone()]);
     }
 
     #[test]
