@@ -3,7 +3,7 @@
 //! (`SVC_MOCK_FAIL`) giving the documented outcome.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,6 +76,7 @@ fn scans_into_the_graph(transport: &[(&str, &str)], net: Net) {
     assert_eq!(process.handshake().net, net);
     assert!(!process.plugin_version().is_empty());
     let pid = process.id().expect("pid");
+    let socket = PathBuf::from(&process.handshake().addr);
 
     let stats = source.last_stats().clone();
     assert_eq!(
@@ -104,6 +105,24 @@ fn scans_into_the_graph(transport: &[(&str, &str)], net: Net) {
     rt.block_on(source.shutdown());
     assert!(source.process().is_none());
     assert!(!is_running(pid), "plugin {pid} still running after shutdown");
+    if net == Net::Unix {
+        assert_socket_dir_removed(&socket);
+    }
+}
+
+/// The socket's directory, and the host's directory above it, are gone.
+fn assert_socket_dir_removed(socket: &Path) {
+    let dir = socket.parent().expect("socket directory");
+    let host_dir = dir.parent().expect("host socket directory");
+    assert!(
+        host_dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("svc-plugin-sock-")),
+        "the plugin was not given the host's socket directory: {}",
+        socket.display()
+    );
+    assert!(!dir.exists(), "{} left behind", dir.display());
+    assert!(!host_dir.exists(), "{} left behind", host_dir.display());
 }
 
 #[test]
@@ -154,6 +173,7 @@ fn host_hanging_scan_times_out_and_the_plugin_is_killed() {
     let interner = Interner::new();
     rt.block_on(source.running()).expect("plugin starts");
     let pid = source.process().and_then(PluginProcess::id).expect("pid");
+    let socket = PathBuf::from(&source.process().expect("plugin").handshake().addr);
     let (result, _) = scan(&mut source, &interner, 1);
     assert_eq!(result, Err(SourceError::Timeout("2s".to_owned())));
     assert_eq!(
@@ -162,6 +182,7 @@ fn host_hanging_scan_times_out_and_the_plugin_is_killed() {
     );
     assert!(source.process().is_none());
     assert!(!is_running(pid), "plugin {pid} still running after the timeout");
+    assert_socket_dir_removed(&socket);
 }
 
 #[tokio::test]

@@ -70,6 +70,11 @@ pub struct PluginProcess {
     handshake: Handshake,
     plugin_version: String,
     shutdown_grace: Duration,
+    /// The directory the plugin is told to put its Unix socket in
+    /// (`PLUGIN_UNIX_SOCKET_DIR`); removed with everything in it when the
+    /// process value is dropped, so a plugin that is killed, or crashes,
+    /// leaves nothing behind.
+    _socket_dir: tempfile::TempDir,
 }
 
 /// The plugin name of a binary: its file name without `svc-plugin-`.
@@ -89,6 +94,13 @@ impl PluginProcess {
     /// when any step fails and when the returned value is dropped.
     pub async fn launch(path: &Path, role: Role, opts: &LaunchOptions) -> Result<PluginProcess, HostError> {
         let name = plugin_name(path);
+        let socket_dir = tempfile::Builder::new()
+            .prefix("svc-plugin-sock-")
+            .tempdir()
+            .map_err(|source| HostError::Spawn {
+                name: name.clone(),
+                source,
+            })?;
         let mut cmd = Command::new(path);
         match role {
             Role::Provider => cmd.env("SVC_PLUGIN", "svc"),
@@ -97,6 +109,7 @@ impl PluginProcess {
         cmd.env("PLUGIN_PROTOCOL_VERSIONS", "1")
             .env("PLUGIN_MIN_PORT", "10000")
             .env("PLUGIN_MAX_PORT", "25000")
+            .env("PLUGIN_UNIX_SOCKET_DIR", socket_dir.path())
             .envs(opts.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -125,6 +138,7 @@ impl PluginProcess {
                     handshake,
                     plugin_version,
                     shutdown_grace: opts.shutdown_grace,
+                    _socket_dir: socket_dir,
                 })
             }
             Err(e) => {
