@@ -63,7 +63,7 @@ pub struct Cache {
     ignored: u64,
 }
 
-#[derive(Clone, Default)]
+#[derive(Default)]
 struct Shard {
     /// The node shard's generation the rows are numbered in.
     generation: u32,
@@ -94,6 +94,35 @@ struct Shard {
     due_now: BinaryHeap<Reverse<(u64, u32)>>,
     /// Rows whose answer read when the node's version started.
     versioned: FxHashSet<u32>,
+}
+
+/// A copy with the room of the original: a later pass on the copy grows its
+/// lists as one on the original would (exactly full lists would be moved
+/// to bigger ones on the first row added).
+impl Clone for Shard {
+    fn clone(&self) -> Shard {
+        Shard {
+            generation: self.generation,
+            answered: self.answered.clone(),
+            answers: self.answers,
+            until: roomy(&self.until, self.until.capacity()),
+            edges: roomy(&self.edges, self.edges.capacity()),
+            slot: roomy(&self.slot, self.slot.capacity()),
+            kept: roomy(&self.kept, self.kept.capacity()),
+            free: roomy(&self.free, self.free.capacity()),
+            facts: self.facts.clone(),
+            due: roomy(self.due.as_slice(), self.due.capacity()).into(),
+            due_now: roomy(self.due_now.as_slice(), self.due_now.capacity()).into(),
+            versioned: self.versioned.clone(),
+        }
+    }
+}
+
+/// `v` copied into a list of capacity `room` (at least its length).
+fn roomy<T: Clone>(v: &[T], room: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(room.max(v.len()));
+    out.extend_from_slice(v);
+    out
 }
 
 /// What a node's answer holds besides its time bound.
