@@ -40,6 +40,30 @@ pub struct Adjacency {
 }
 
 impl Adjacency {
+    /// Starts loading where dense node `d`'s edges are listed.
+    pub(crate) fn prefetch_offsets(&self, d: u32) {
+        let d = d as usize;
+        for off in [&self.out_off, &self.in_off] {
+            if let Some(x) = off.get(d) {
+                super::shard::prefetch(x);
+            }
+        }
+    }
+
+    /// Starts loading dense node `d`'s edge lists.
+    pub(crate) fn prefetch_lists(&self, d: u32) {
+        for (off, edge, node) in [
+            (&self.out_off, &self.out_edge, &self.out_node),
+            (&self.in_off, &self.in_edge, &self.in_node),
+        ] {
+            let (a, _) = range(off, d);
+            if let (Some(e), Some(n)) = (edge.get(a), node.get(a)) {
+                super::shard::prefetch(e);
+                super::shard::prefetch(n);
+            }
+        }
+    }
+
     pub fn node_count(&self) -> usize {
         self.base.last().copied().unwrap_or(0) as usize
     }

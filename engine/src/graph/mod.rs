@@ -172,6 +172,13 @@ impl DirtyRows {
     }
 }
 
+/// A step of [`Graph::prefetch_node`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Prefetch {
+    Row,
+    Lists,
+}
+
 pub struct Graph {
     interner: Arc<Interner>,
     pub(crate) nodes: Vec<NodeShard>,
@@ -1076,6 +1083,32 @@ impl Graph {
     }
 
     /// A view of a node; `None` for an id from another graph or generation.
+    /// Starts loading what reading node `id` touches, one step of the chain
+    /// at a time, for a walk that reads many nodes far apart:
+    /// [`Prefetch::Row`] its columns and where its edges are listed, then,
+    /// a few nodes later once those are in, [`Prefetch::Lists`] its tags,
+    /// properties and edge lists. Reads nothing into the program.
+    pub fn prefetch_node(&self, id: NodeId, stage: Prefetch) {
+        let Some(shard) = self.nodes.get(id.shard()) else {
+            return;
+        };
+        let (r, dense) = (id.row() as usize, self.adj.dense(id));
+        match stage {
+            Prefetch::Row => {
+                shard.prefetch_row(r, stage);
+                if let Some(d) = dense {
+                    self.adj.prefetch_offsets(d);
+                }
+            }
+            Prefetch::Lists => {
+                shard.prefetch_row(r, stage);
+                if let Some(d) = dense {
+                    self.adj.prefetch_lists(d);
+                }
+            }
+        }
+    }
+
     pub fn node(&self, id: NodeId) -> Option<NodeRef<'_>> {
         let shard = self.nodes.get(id.shard())?;
         ((id.row() as usize) < shard.len() && shard.generation == id.generation()).then(|| NodeRef::new(self, id))

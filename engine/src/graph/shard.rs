@@ -266,7 +266,52 @@ pub(crate) fn content_hash(ty: Sym, state: Sym, cost: f32, creation_ts: u64, tag
     fmix64(h.finish())
 }
 
+/// Asks the processor to start loading the cache line holding `x`, so a
+/// read of it soon after does not wait on memory. Changes nothing else.
+#[inline(always)]
+pub(crate) fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing into the program,
+    // cannot fault, and `x` is a valid reference besides; SSE is part of
+    // every x86_64 processor.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 impl NodeShard {
+    /// Starts loading what reading row `r` touches ([`super::Graph::prefetch_node`]).
+    pub(crate) fn prefetch_row(&self, r: usize, stage: super::Prefetch) {
+        if r >= self.ty.len() {
+            return;
+        }
+        match stage {
+            super::Prefetch::Row => {
+                prefetch(&self.ty[r]);
+                prefetch(&self.key[r]);
+                prefetch(&self.state[r]);
+                prefetch(&self.cost[r]);
+                prefetch(&self.creation_ts[r]);
+                prefetch(&self.valid_from[r]);
+                prefetch(&self.valid_to[r]);
+                prefetch(&self.id[r]);
+                prefetch(&self.tags[r]);
+                prefetch(&self.props[r]);
+            }
+            super::Prefetch::Lists => {
+                for span in [self.tags[r], self.props[r]] {
+                    let end = (span.off as usize + span.len as usize).min(self.arena.len());
+                    for at in (span.off as usize..end).step_by(64) {
+                        prefetch(&self.arena[at]);
+                    }
+                }
+            }
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.hash.len()
     }

@@ -38,7 +38,7 @@ use super::ignore::{self, Ignore};
 use super::view::{self, Contributors, Index, Keys, Node, Reads};
 use super::{Machines, Rule, Selection, Why, finding, rules_by_type};
 use crate::graph::shard::BitSet;
-use crate::graph::{Graph, RowChanges, visible};
+use crate::graph::{Graph, Prefetch, RowChanges, visible};
 use crate::heuristics::Finding;
 use crate::ids::{NodeId, Sym};
 
@@ -386,7 +386,15 @@ impl Cache {
                 c.edges.resize(g.len(), 0);
                 let mut out = Stored::default();
                 let mut scratch = Scratch::default();
-                for r in todo {
+                for (i, &r) in todo.iter().enumerate() {
+                    // The rows are far apart: what the next ones read is
+                    // asked for while this one is worked out.
+                    for (ahead, stage) in [(12, Prefetch::Row), (6, Prefetch::Lists)] {
+                        if let Some(&r) = todo.get(i + ahead) {
+                            graph.prefetch_node(NodeId::new(s, r, g.generation), stage);
+                            c.prefetch(r as usize, stage);
+                        }
+                    }
                     let ri = r as usize;
                     let id = NodeId::new(s, r, g.generation);
                     let rules = match by_type.get(g.ty[ri].index()) {
@@ -487,6 +495,28 @@ impl Cache {
 }
 
 impl Shard {
+    /// Starts loading what storing row `r`'s answer touches: the row's
+    /// entries, then ([`Prefetch::Lists`], once those are in) its kept answer.
+    fn prefetch(&self, r: usize, stage: Prefetch) {
+        use crate::graph::shard::prefetch;
+        match stage {
+            Prefetch::Row => {
+                self.until.get(r).map(prefetch);
+                self.edges.get(r).map(prefetch);
+                self.slot.get(r).map(prefetch);
+            }
+            Prefetch::Lists => {
+                if let Some(k) = self
+                    .slot
+                    .get(r)
+                    .and_then(|at| self.kept.get(at.checked_sub(1)? as usize))
+                {
+                    prefetch(k);
+                }
+            }
+        }
+    }
+
     /// Adds to `todo` the rows whose time bound passed (observation time
     /// `as_of_s`, scan time `now_s`) or whose version started anew.
     fn due_rows(&mut self, todo: &mut Vec<u32>, valid_from: &[u64], as_of_s: u64, now_s: u64) {
