@@ -133,6 +133,26 @@ pub struct NodeBatch {
 }
 
 impl NodeBatch {
+    /// Starts loading row `i` ([`super::Prefetch::Row`]), then, once that is
+    /// in, its id, tags and properties ([`super::Prefetch::Lists`]).
+    pub(crate) fn prefetch(&self, i: usize, stage: super::Prefetch) {
+        use super::shard::prefetch;
+        let Some(row) = self.rows.get(i) else {
+            return;
+        };
+        match stage {
+            super::Prefetch::Row => prefetch(row),
+            super::Prefetch::Lists => {
+                for span in [row.id, row.tags, row.props] {
+                    let end = (span.off as usize + span.len as usize).min(self.buf.len());
+                    for at in (span.off as usize..end).step_by(64) {
+                        prefetch(&self.buf[at]);
+                    }
+                }
+            }
+        }
+    }
+
     pub fn with_capacity(nodes: usize) -> NodeBatch {
         NodeBatch::with_capacity_bytes(nodes, nodes * 160)
     }
@@ -314,6 +334,39 @@ fn props_hash(bytes: &[u8]) -> u64 {
 }
 
 impl EdgeBatch {
+    /// Starts loading endpoint `i` ([`super::Prefetch::Row`]), then, once
+    /// that is in, its id ([`super::Prefetch::Lists`]).
+    pub(crate) fn prefetch_key(&self, i: usize, stage: super::Prefetch) {
+        use super::shard::prefetch;
+        let Some(key) = self.keys.get(i) else {
+            return;
+        };
+        match stage {
+            super::Prefetch::Row => prefetch(key),
+            super::Prefetch::Lists => {
+                self.buf.get(key.id.off as usize).map(prefetch);
+            }
+        }
+    }
+
+    /// Starts loading row `i` ([`super::Prefetch::Row`]), then, once that is
+    /// in, its endpoints' entries in `ends` and its properties
+    /// ([`super::Prefetch::Lists`]).
+    pub(crate) fn prefetch<T>(&self, i: usize, stage: super::Prefetch, ends: &[T]) {
+        use super::shard::prefetch;
+        let Some(row) = self.rows.get(i) else {
+            return;
+        };
+        match stage {
+            super::Prefetch::Row => prefetch(row),
+            super::Prefetch::Lists => {
+                ends.get(row.src as usize).map(prefetch);
+                ends.get(row.dst as usize).map(prefetch);
+                self.buf.get(row.props.off as usize).map(prefetch);
+            }
+        }
+    }
+
     pub fn with_capacity(edges: usize) -> EdgeBatch {
         EdgeBatch::with_capacity_bytes(edges, edges * 48)
     }

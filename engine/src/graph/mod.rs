@@ -281,11 +281,19 @@ fn resolve_keys(
         }
     }
     let found: Vec<ResolvedId> = refs
-        .par_iter()
-        .with_min_len(1024)
-        .map(|&(bi, i)| {
-            let b = &batches[bi as usize];
-            ResolvedId::of(resolve(&b.keys[i as usize], &b.buf))
+        .par_chunks(1024)
+        .flat_map_iter(|chunk| {
+            chunk.iter().enumerate().map(|(j, &(bi, i))| {
+                // The keys are scattered over the batches: the next ones'
+                // are asked for while one is looked up.
+                for (ahead, stage) in [(16, Prefetch::Row), (8, Prefetch::Lists)] {
+                    if let Some(&(bi, i)) = chunk.get(j + ahead) {
+                        batches[bi as usize].prefetch_key(i as usize, stage);
+                    }
+                }
+                let b = &batches[bi as usize];
+                ResolvedId::of(resolve(&b.keys[i as usize], &b.buf))
+            })
         })
         .collect();
     let mut out: Vec<Vec<ResolvedId>> = batches.iter().map(|b| vec![ResolvedId::NONE; b.keys.len()]).collect();
@@ -431,7 +439,15 @@ impl Graph {
                     shard.reserve(rows, bytes + bytes / 8);
                 }
                 for (b, (off, perm)) in batches.iter().zip(&parts) {
-                    for &i in &perm[off[s] as usize..off[s + 1] as usize] {
+                    // A shard's rows are scattered over each batch: what
+                    // the next ones read is asked for while one is written.
+                    let mine = &perm[off[s] as usize..off[s + 1] as usize];
+                    for (j, &i) in mine.iter().enumerate() {
+                        for (ahead, stage) in [(16, Prefetch::Row), (8, Prefetch::Lists)] {
+                            if let Some(&next) = mine.get(j + ahead) {
+                                b.prefetch(next as usize, stage);
+                            }
+                        }
                         let (_, outcome) = shard.upsert(&b.rows[i as usize], &b.buf, now_us, scan);
                         st.add(outcome);
                     }
@@ -477,7 +493,13 @@ impl Graph {
             .map(|(s, shard)| {
                 let mut st = IngestStats::default();
                 for ((b, part), ids) in batches.iter().zip(staged).zip(&ids) {
-                    for &i in &part.perm[part.off[s] as usize..part.off[s + 1] as usize] {
+                    let mine = &part.perm[part.off[s] as usize..part.off[s + 1] as usize];
+                    for (j, &i) in mine.iter().enumerate() {
+                        for (ahead, stage) in [(16, Prefetch::Row), (8, Prefetch::Lists)] {
+                            if let Some(&next) = mine.get(j + ahead) {
+                                b.prefetch(next as usize, stage, ids);
+                            }
+                        }
                         let e = &b.rows[i as usize];
                         let end = |k: u32| ids[k as usize].get().map(NodeId::from_raw);
                         match (end(e.src), end(e.dst)) {
