@@ -670,6 +670,17 @@ pub struct EdgeShard {
     pub(crate) changed: Touched,
 }
 
+impl EdgeShard {
+    /// Starts loading row `r`'s relation and ends.
+    pub(crate) fn prefetch_row(&self, r: usize) {
+        if r < self.rel.len() {
+            prefetch(&self.rel[r]);
+            prefetch(&self.dst[r]);
+            prefetch(&self.src[r]);
+        }
+    }
+}
+
 pub(crate) fn edge_hash(src: NodeId, dst: NodeId, rel: Relation) -> u64 {
     let mut h = FxHasher::default();
     h.write_u64(src.to_raw());

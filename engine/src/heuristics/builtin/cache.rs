@@ -37,7 +37,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::ignore::{self, Ignore};
 use super::view::{self, Contributors, Index, Keys, Node, Reads};
 use super::{Machines, Rule, Selection, Why, finding, rules_by_type};
-use crate::graph::shard::BitSet;
+use crate::graph::shard::{BitSet, prefetch};
 use crate::graph::{Graph, Prefetch, RowChanges, visible};
 use crate::heuristics::Finding;
 use crate::ids::{NodeId, Sym};
@@ -311,7 +311,21 @@ impl Cache {
                 .map(|(e, rows)| {
                     let rows = rows.as_deref().unwrap_or_default();
                     let mut out = Vec::with_capacity(2 * rows.len());
-                    for &r in rows {
+                    for (i, &r) in rows.iter().enumerate() {
+                        // The ends are far apart: the next edges' are asked
+                        // for while this one's are read.
+                        if let Some(&next) = rows.get(i + 16) {
+                            e.prefetch_row(next as usize);
+                        }
+                        if let Some(&next) = rows.get(i + 8) {
+                            let next = next as usize;
+                            for id in [e.src.get(next), e.dst.get(next)].into_iter().flatten() {
+                                if let Some(read) = shards.get(id.shard()).and_then(|c| c.edges.get(id.row() as usize))
+                                {
+                                    prefetch(read);
+                                }
+                            }
+                        }
                         let r = r as usize;
                         for (id, outgoing) in [(e.src[r], true), (e.dst[r], false)] {
                             let read = shards.get(id.shard()).and_then(|c| c.edges.get(id.row() as usize));
@@ -498,7 +512,6 @@ impl Shard {
     /// Starts loading what storing row `r`'s answer touches: the row's
     /// entries, then ([`Prefetch::Lists`], once those are in) its kept answer.
     fn prefetch(&self, r: usize, stage: Prefetch) {
-        use crate::graph::shard::prefetch;
         match stage {
             Prefetch::Row => {
                 self.until.get(r).map(prefetch);
