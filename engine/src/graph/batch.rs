@@ -134,8 +134,10 @@ pub struct NodeBatch {
 
 impl NodeBatch {
     /// Starts loading row `i` ([`super::Prefetch::Row`]), then, once that is
-    /// in, its id, tags and properties ([`super::Prefetch::Lists`]).
-    pub(crate) fn prefetch(&self, i: usize, stage: super::Prefetch) {
+    /// in, its id, tags and properties ([`super::Prefetch::Lists`]): all of
+    /// them when the row is to be copied (`whole`), else where each starts
+    /// (an unchanged row compares its id and content hash only).
+    pub(crate) fn prefetch(&self, i: usize, stage: super::Prefetch, whole: bool) {
         use super::shard::prefetch;
         let Some(row) = self.rows.get(i) else {
             return;
@@ -144,8 +146,12 @@ impl NodeBatch {
             super::Prefetch::Row => prefetch(row),
             super::Prefetch::Lists => {
                 for span in [row.id, row.tags, row.props] {
-                    let end = (span.off as usize + span.len as usize).min(self.buf.len());
-                    for at in (span.off as usize..end).step_by(64) {
+                    let end = if whole {
+                        span.off as usize + span.len as usize
+                    } else {
+                        span.off as usize + 1
+                    };
+                    for at in (span.off as usize..end.min(self.buf.len())).step_by(64) {
                         prefetch(&self.buf[at]);
                     }
                 }

@@ -422,7 +422,10 @@ impl Graph {
             .enumerate()
             .map(|(s, shard)| {
                 let mut st = IngestStats::default();
-                if shard.is_empty() {
+                // Every row of a first ingest is copied in; most of a later
+                // one's are found unchanged.
+                let fresh = shard.is_empty();
+                if fresh {
                     // A first ingest: size every column once.
                     let (mut rows, mut bytes) = (0usize, 0usize);
                     for (b, (off, perm)) in batches.iter().zip(&parts) {
@@ -445,7 +448,7 @@ impl Graph {
                     for (j, &i) in mine.iter().enumerate() {
                         for (ahead, stage) in [(16, Prefetch::Row), (8, Prefetch::Lists)] {
                             if let Some(&next) = mine.get(j + ahead) {
-                                b.prefetch(next as usize, stage);
+                                b.prefetch(next as usize, stage, fresh);
                             }
                         }
                         let (_, outcome) = shard.upsert(&b.rows[i as usize], &b.buf, now_us, scan);
