@@ -172,10 +172,14 @@ impl DirtyRows {
     }
 }
 
-/// A step of [`Graph::prefetch_node`].
+/// A step of asking memory for a row ahead of reading it
+/// ([`Graph::prefetch_node`], and the ingest apply's loops): the row's own
+/// entries first, then what they point at once they are in.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Prefetch {
+    /// The row's entries in its columns (or its batch's rows).
     Row,
+    /// What those entries point at: bytes in an arena or a buffer, edge lists.
     Lists,
 }
 
@@ -1107,7 +1111,6 @@ impl Graph {
         shard.hash.get(id.row() as usize).copied()
     }
 
-    /// A view of a node; `None` for an id from another graph or generation.
     /// Starts loading what reading node `id` touches, one step of the chain
     /// at a time, for a walk that reads many nodes far apart:
     /// [`Prefetch::Row`] its columns and where its edges are listed, then,
@@ -1117,23 +1120,15 @@ impl Graph {
         let Some(shard) = self.nodes.get(id.shard()) else {
             return;
         };
-        let (r, dense) = (id.row() as usize, self.adj.dense(id));
-        match stage {
-            Prefetch::Row => {
-                shard.prefetch_row(r, stage);
-                if let Some(d) = dense {
-                    self.adj.prefetch_offsets(d);
-                }
-            }
-            Prefetch::Lists => {
-                shard.prefetch_row(r, stage);
-                if let Some(d) = dense {
-                    self.adj.prefetch_lists(d);
-                }
-            }
+        shard.prefetch_row(id.row() as usize, stage);
+        match (self.adj.dense(id), stage) {
+            (Some(d), Prefetch::Row) => self.adj.prefetch_offsets(d),
+            (Some(d), Prefetch::Lists) => self.adj.prefetch_lists(d),
+            (None, _) => {}
         }
     }
 
+    /// A view of a node; `None` for an id from another graph or generation.
     pub fn node(&self, id: NodeId) -> Option<NodeRef<'_>> {
         let shard = self.nodes.get(id.shard())?;
         ((id.row() as usize) < shard.len() && shard.generation == id.generation()).then(|| NodeRef::new(self, id))
