@@ -1321,6 +1321,42 @@ fn a_later_pass_works_out_again_only_what_a_change_reaches() {
     c.matches_fresh(NOW_US + 3, later);
 }
 
+/// A copy of the kept answers (its time queues rebuilt from their lists)
+/// goes on exactly as the original: the same rows worked out again, the
+/// same answers, those of a fresh pass.
+#[test]
+fn a_copy_of_the_cache_goes_on_as_the_original() {
+    let mut c = Cached::new();
+    let mut copy = c.cache.clone();
+    let later = NOW + 40 * DAY;
+    let changes = c.g.take_row_changes();
+    let original = c.cache.run(&c.g, &changes, NOW_US + 1, later, &c.selection);
+    let copied = copy.run(&c.g, &changes, NOW_US + 1, later, &c.selection);
+    assert!(!original.full && original.evaluated > 0, "{original:?}");
+    assert_eq!(
+        (
+            copied.full,
+            copied.evaluated,
+            copied.kept,
+            copied.findings,
+            copied.ignored
+        ),
+        (
+            original.full,
+            original.evaluated,
+            original.kept,
+            original.findings,
+            original.ignored
+        )
+    );
+    let (mut a, mut b) = (original.touched, copied.touched);
+    a.sort_unstable();
+    b.sort_unstable();
+    assert_eq!(a, b);
+    assert_eq!(answers(copy.findings()), answers(c.cache.findings()));
+    c.matches_fresh(NOW_US + 1, later);
+}
+
 #[test]
 fn a_later_pass_follows_only_the_edges_and_ages_an_answer_read() {
     let mut c = Cached::new();
