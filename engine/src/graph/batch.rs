@@ -138,7 +138,7 @@ impl NodeBatch {
     /// them when the row is to be copied (`whole`), else where each starts
     /// (an unchanged row compares its id and content hash only).
     pub(crate) fn prefetch(&self, i: usize, stage: super::Prefetch, whole: bool) {
-        use super::shard::prefetch;
+        use super::shard::{prefetch, prefetch_bytes};
         let Some(row) = self.rows.get(i) else {
             return;
         };
@@ -146,14 +146,7 @@ impl NodeBatch {
             super::Prefetch::Row => prefetch(row),
             super::Prefetch::Lists => {
                 for span in [row.id, row.tags, row.props] {
-                    let end = if whole {
-                        span.off as usize + span.len as usize
-                    } else {
-                        span.off as usize + 1
-                    };
-                    for at in (span.off as usize..end.min(self.buf.len())).step_by(64) {
-                        prefetch(&self.buf[at]);
-                    }
+                    prefetch_bytes(&self.buf, span, if whole { usize::MAX } else { 1 });
                 }
             }
         }

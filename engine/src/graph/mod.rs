@@ -183,6 +183,18 @@ pub enum Prefetch {
     Lists,
 }
 
+/// For item `i` of a walk over `items`: asks `f` to [`Prefetch::Row`] the
+/// item `far` ahead and to [`Prefetch::Lists`] the one `far / 2` ahead,
+/// whose row the first step loaded a while before.
+pub(crate) fn prefetch_ahead<T: Copy>(items: &[T], i: usize, far: usize, mut f: impl FnMut(T, Prefetch)) {
+    if let Some(&next) = items.get(i + far) {
+        f(next, Prefetch::Row);
+    }
+    if let Some(&next) = items.get(i + far / 2) {
+        f(next, Prefetch::Lists);
+    }
+}
+
 pub struct Graph {
     interner: Arc<Interner>,
     pub(crate) nodes: Vec<NodeShard>,
@@ -290,11 +302,9 @@ fn resolve_keys(
             chunk.iter().enumerate().map(|(j, &(bi, i))| {
                 // The keys are scattered over the batches: the next ones'
                 // are asked for while one is looked up.
-                for (ahead, stage) in [(16, Prefetch::Row), (8, Prefetch::Lists)] {
-                    if let Some(&(bi, i)) = chunk.get(j + ahead) {
-                        batches[bi as usize].prefetch_key(i as usize, stage);
-                    }
-                }
+                prefetch_ahead(chunk, j, 16, |(bi, i), stage| {
+                    batches[bi as usize].prefetch_key(i as usize, stage);
+                });
                 let b = &batches[bi as usize];
                 ResolvedId::of(resolve(&b.keys[i as usize], &b.buf))
             })
@@ -450,11 +460,7 @@ impl Graph {
                     // the next ones read is asked for while one is written.
                     let mine = &perm[off[s] as usize..off[s + 1] as usize];
                     for (j, &i) in mine.iter().enumerate() {
-                        for (ahead, stage) in [(16, Prefetch::Row), (8, Prefetch::Lists)] {
-                            if let Some(&next) = mine.get(j + ahead) {
-                                b.prefetch(next as usize, stage, fresh);
-                            }
-                        }
+                        prefetch_ahead(mine, j, 16, |next, stage| b.prefetch(next as usize, stage, fresh));
                         let (_, outcome) = shard.upsert(&b.rows[i as usize], &b.buf, now_us, scan);
                         st.add(outcome);
                     }
@@ -502,11 +508,7 @@ impl Graph {
                 for ((b, part), ids) in batches.iter().zip(staged).zip(&ids) {
                     let mine = &part.perm[part.off[s] as usize..part.off[s + 1] as usize];
                     for (j, &i) in mine.iter().enumerate() {
-                        for (ahead, stage) in [(16, Prefetch::Row), (8, Prefetch::Lists)] {
-                            if let Some(&next) = mine.get(j + ahead) {
-                                b.prefetch(next as usize, stage, ids);
-                            }
-                        }
+                        prefetch_ahead(mine, j, 16, |next, stage| b.prefetch(next as usize, stage, ids));
                         let e = &b.rows[i as usize];
                         let end = |k: u32| ids[k as usize].get().map(NodeId::from_raw);
                         match (end(e.src), end(e.dst)) {

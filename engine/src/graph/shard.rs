@@ -282,6 +282,15 @@ pub(crate) fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
+/// [`prefetch`]es every cache line of the first `len` bytes of `span` in `buf`.
+pub(crate) fn prefetch_bytes(buf: &[u8], span: Span, len: usize) {
+    let start = span.off as usize;
+    let end = (start + len.min(span.len as usize)).min(buf.len());
+    for at in (start..end).step_by(64) {
+        prefetch(&buf[at]);
+    }
+}
+
 impl NodeShard {
     /// Starts loading what reading row `r` touches ([`super::Graph::prefetch_node`]).
     pub(crate) fn prefetch_row(&self, r: usize, stage: super::Prefetch) {
@@ -303,10 +312,7 @@ impl NodeShard {
             }
             super::Prefetch::Lists => {
                 for span in [self.tags[r], self.props[r]] {
-                    let end = (span.off as usize + span.len as usize).min(self.arena.len());
-                    for at in (span.off as usize..end).step_by(64) {
-                        prefetch(&self.arena[at]);
-                    }
+                    prefetch_bytes(&self.arena, span, usize::MAX);
                 }
             }
         }

@@ -38,7 +38,7 @@ use super::ignore::{self, Ignore};
 use super::view::{self, Contributors, Index, Keys, Node, Reads};
 use super::{Machines, Rule, Selection, Why, finding, rules_by_type};
 use crate::graph::shard::{BitSet, prefetch};
-use crate::graph::{Graph, Prefetch, RowChanges, visible};
+use crate::graph::{Graph, Prefetch, RowChanges, prefetch_ahead, visible};
 use crate::heuristics::Finding;
 use crate::ids::{NodeId, Sym};
 
@@ -314,18 +314,18 @@ impl Cache {
                     for (i, &r) in rows.iter().enumerate() {
                         // The ends are far apart: the next edges' are asked
                         // for while this one's are read.
-                        if let Some(&next) = rows.get(i + 16) {
-                            e.prefetch_row(next as usize);
-                        }
-                        if let Some(&next) = rows.get(i + 8) {
+                        prefetch_ahead(rows, i, 16, |next, stage| {
                             let next = next as usize;
-                            for id in [e.src.get(next), e.dst.get(next)].into_iter().flatten() {
-                                if let Some(read) = shards.get(id.shard()).and_then(|c| c.edges.get(id.row() as usize))
-                                {
-                                    prefetch(read);
+                            match stage {
+                                Prefetch::Row => e.prefetch_row(next),
+                                Prefetch::Lists => {
+                                    for id in [e.src.get(next), e.dst.get(next)].into_iter().flatten() {
+                                        let c = shards.get(id.shard());
+                                        c.and_then(|c| c.edges.get(id.row() as usize)).map(prefetch);
+                                    }
                                 }
                             }
-                        }
+                        });
                         let r = r as usize;
                         for (id, outgoing) in [(e.src[r], true), (e.dst[r], false)] {
                             let read = shards.get(id.shard()).and_then(|c| c.edges.get(id.row() as usize));
@@ -403,12 +403,10 @@ impl Cache {
                 for (i, &r) in todo.iter().enumerate() {
                     // The rows are far apart: what the next ones read is
                     // asked for while this one is worked out.
-                    for (ahead, stage) in [(12, Prefetch::Row), (6, Prefetch::Lists)] {
-                        if let Some(&r) = todo.get(i + ahead) {
-                            graph.prefetch_node(NodeId::new(s, r, g.generation), stage);
-                            c.prefetch(r as usize, stage);
-                        }
-                    }
+                    prefetch_ahead(&todo, i, 12, |r, stage| {
+                        graph.prefetch_node(NodeId::new(s, r, g.generation), stage);
+                        c.prefetch(r as usize, stage);
+                    });
                     let ri = r as usize;
                     let id = NodeId::new(s, r, g.generation);
                     let rules = match by_type.get(g.ty[ri].index()) {
