@@ -266,20 +266,29 @@ pub(crate) fn content_hash(ty: Sym, state: Sym, cost: f32, creation_ts: u64, tag
     fmix64(h.finish())
 }
 
-/// Asks the processor to start loading the cache line holding `x`, so a
+/// Asks the processor to start loading the cache lines holding `x`, so a
 /// read of it soon after does not wait on memory. Changes nothing else.
 #[inline(always)]
 pub(crate) fn prefetch<T>(x: &T) {
+    let start = (x as *const T).cast::<u8>();
+    let lines = (start as usize % 64 + std::mem::size_of::<T>().max(1) - 1) / 64 + 1;
+    for line in 0..lines {
+        prefetch_line(start.wrapping_add(64 * line));
+    }
+}
+
+#[inline(always)]
+fn prefetch_line(at: *const u8) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint: it reads nothing into the program,
-    // cannot fault, and `x` is a valid reference besides; SSE is part of
-    // every x86_64 processor.
+    // SAFETY: a prefetch is a hint: it reads nothing into the program and
+    // cannot fault, whatever the address (here always inside a value the
+    // caller holds a reference to); SSE is part of every x86_64 processor.
     #[allow(unsafe_code)]
     unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((x as *const T).cast());
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
+    let _ = at;
 }
 
 /// [`prefetch`]es every cache line of the first `len` bytes of `span` in `buf`.

@@ -28,11 +28,11 @@
 //! hourly epochs of the mock estate and `engine/tests/builtin_rules.rs` on
 //! hand-built changes.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
 
 use super::ignore::{self, Ignore};
 use super::view::{self, Contributors, Index, Keys, Node, Reads};
@@ -86,12 +86,11 @@ struct Shard {
     free: Vec<u32>,
     /// The index keys each contributing row added to the [`Index`], sorted.
     facts: FxHashMap<u32, Box<[u64]>>,
-    /// Rows by the observation time from which their answer may differ,
-    /// earliest first. An entry whose time is no longer the row's `until`
-    /// is stale and skipped.
-    due: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Rows by the observation time from which their answer may differ. An
+    /// entry whose time is no longer the row's `until` is stale and skipped.
+    due: TimeQueue,
     /// The same by scan time (Unix seconds), for [`Kept::until_now`].
-    due_now: BinaryHeap<Reverse<(u64, u32)>>,
+    due_now: TimeQueue,
     /// Rows whose answer read when the node's version started.
     versioned: FxHashSet<u32>,
 }
@@ -111,8 +110,8 @@ impl Clone for Shard {
             kept: roomy(&self.kept, self.kept.capacity()),
             free: roomy(&self.free, self.free.capacity()),
             facts: self.facts.clone(),
-            due: roomy(self.due.as_slice(), self.due.capacity()).into(),
-            due_now: roomy(self.due_now.as_slice(), self.due_now.capacity()).into(),
+            due: self.due.clone(),
+            due_now: self.due_now.clone(),
             versioned: self.versioned.clone(),
         }
     }
@@ -125,12 +124,22 @@ fn roomy<T: Clone>(v: &[T], room: usize) -> Vec<T> {
     out
 }
 
+/// Lengthens `v` to `len` rows of `fill`. A list that must move to a
+/// bigger one gets an eighth more room: estates grow a little every scan.
+fn lengthen<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
+    if v.capacity() < len {
+        v.reserve_exact(len + len / 8 - v.len());
+    }
+    v.resize(len, fill);
+}
+
 /// What a node's answer holds besides its time bound.
 #[derive(Clone, Default)]
 struct Kept {
     findings: Vec<Finding>,
     ignored: Option<Ignore>,
-    deps: Box<[NodeId]>,
+    /// Kept in place: most answers read one node or two besides their own.
+    deps: SmallVec<[NodeId; 2]>,
     keys: Box<[u64]>,
     /// The scan time (Unix seconds) from which the answer may differ.
     until_now: u64,
@@ -180,6 +189,19 @@ struct Stored {
     keys: Vec<(u64, NodeId, bool)>,
     /// The answers replaced, freed after the pass.
     replaced: Vec<Kept>,
+}
+
+impl Stored {
+    /// Room for storing `rows` answers, each reading a node or a fact or two.
+    fn with_room(rows: usize) -> Stored {
+        Stored {
+            touched: Vec::with_capacity(rows),
+            deps: Vec::with_capacity(rows),
+            keys: Vec::with_capacity(rows / 4),
+            replaced: Vec::with_capacity(rows),
+            ..Stored::default()
+        }
+    }
 }
 
 impl Cache {
@@ -259,8 +281,12 @@ impl Cache {
                 for &r in rows {
                     let ri = r as usize;
                     keys.clear();
-                    if who.reads(g.ty[ri])
-                        && visible(g.valid_to[ri], now_us)
+                    // A row's type never changes: a row of a type no fact
+                    // comes from never contributed one.
+                    if !who.reads(g.ty[ri]) {
+                        continue;
+                    }
+                    if visible(g.valid_to[ri], now_us)
                         && let Some(node) = graph.node(NodeId::new(s, r, g.generation))
                     {
                         who.keys_of(node, &mut keys);
@@ -396,9 +422,9 @@ impl Cache {
                     todo.sort_unstable();
                     todo.dedup();
                 }
-                c.until.resize(g.len(), u64::MAX);
-                c.edges.resize(g.len(), 0);
-                let mut out = Stored::default();
+                lengthen(&mut c.until, g.len(), u64::MAX);
+                lengthen(&mut c.edges, g.len(), 0);
+                let mut out = Stored::with_room(todo.len());
                 let mut scratch = Scratch::default();
                 for (i, &r) in todo.iter().enumerate() {
                     // The rows are far apart: what the next ones read is
@@ -531,26 +557,28 @@ impl Shard {
     /// Adds to `todo` the rows whose time bound passed (observation time
     /// `as_of_s`, scan time `now_s`) or whose version started anew.
     fn due_rows(&mut self, todo: &mut Vec<u32>, valid_from: &[u64], as_of_s: u64, now_s: u64) {
-        while let Some(&Reverse((t, r))) = self.due.peek() {
-            if t > as_of_s {
-                break;
-            }
-            self.due.pop();
-            if self.until.get(r as usize) == Some(&t) {
+        let Shard {
+            until,
+            slot,
+            kept,
+            due,
+            due_now,
+            versioned,
+            ..
+        } = self;
+        let kept_of = |r: u32| kept.get(slot.get(r as usize)?.checked_sub(1)? as usize);
+        due.take_due(as_of_s, |t, r| {
+            if until.get(r as usize) == Some(&t) {
                 todo.push(r);
             }
-        }
-        while let Some(&Reverse((t, r))) = self.due_now.peek() {
-            if t > now_s {
-                break;
-            }
-            self.due_now.pop();
-            if self.kept_of(r).is_some_and(|k| k.until_now == t) {
+        });
+        due_now.take_due(now_s, |t, r| {
+            if kept_of(r).is_some_and(|k| k.until_now == t) {
                 todo.push(r);
             }
-        }
-        for &r in &self.versioned {
-            let read = self.kept_of(r).and_then(|k| k.changed_us);
+        });
+        for &r in versioned.iter() {
+            let read = kept_of(r).and_then(|k| k.changed_us);
             if read != valid_from.get(r as usize).copied() {
                 todo.push(r);
             }
@@ -561,7 +589,7 @@ impl Shard {
     fn compact(&mut self) {
         if self.due.len() > 2 * self.answers as usize + 1024 {
             let live = self.until.iter().enumerate().filter(|(_, u)| **u != u64::MAX);
-            self.due = live.map(|(r, u)| Reverse((*u, r as u32))).collect();
+            self.due = live.map(|(r, u)| (*u, r as u32)).collect();
         }
         if self.due_now.len() > 2 * self.kept.len() + 1024 {
             let slots = self
@@ -572,7 +600,7 @@ impl Shard {
             let live = slots.map(|(r, at)| (r, self.kept[at as usize].until_now));
             self.due_now = live
                 .filter(|(_, u)| *u != u64::MAX)
-                .map(|(r, u)| Reverse((u, r as u32)))
+                .map(|(r, u)| (u, r as u32))
                 .collect();
         }
     }
@@ -592,7 +620,7 @@ impl Shard {
         self.until[r] = until;
         self.edges[r] = answer.as_ref().map_or(0, |a| a.edges);
         if until != u64::MAX && (until != old_until || old_until <= as_of_s) {
-            self.due.push(Reverse((until, id.row())));
+            self.due.push(until, id.row());
         }
         let has = answer.is_some();
         if has != self.answered.get(r) {
@@ -617,7 +645,7 @@ impl Shard {
         diff(&was.keys, &now.keys, |k, add| out.keys.push((k, id, add)));
         let (old_now, until_now, versioned) = (was.until_now, now.until_now, now.changed_us.is_some());
         if until_now != u64::MAX && (until_now != old_now || old_now <= now_s) {
-            self.due_now.push(Reverse((until_now, id.row())));
+            self.due_now.push(until_now, id.row());
         }
         if versioned {
             self.versioned.insert(id.row());
@@ -663,6 +691,81 @@ impl Shard {
                 None
             }
         }
+    }
+}
+
+/// Rows by a time (Unix seconds), in buckets of [`TimeQueue::BUCKET`]
+/// seconds: a pass takes the few earliest buckets whole and pushes each row
+/// onto the end of its bucket, where a heap of every bound would walk from
+/// its root to a leaf far apart in memory for each.
+#[derive(Default)]
+struct TimeQueue {
+    buckets: BTreeMap<u64, Vec<(u64, u32)>>,
+    len: usize,
+}
+
+/// A copy with the room of the original's buckets (as [`Shard`]'s).
+impl Clone for TimeQueue {
+    fn clone(&self) -> TimeQueue {
+        TimeQueue {
+            buckets: self.buckets.iter().map(|(b, v)| (*b, roomy(v, v.capacity()))).collect(),
+            len: self.len,
+        }
+    }
+}
+
+impl TimeQueue {
+    /// Seconds in a bucket, as a shift: a bucket spans about 68 minutes.
+    const BUCKET: u32 = 12;
+
+    fn push(&mut self, t: u64, r: u32) {
+        self.buckets.entry(t >> Self::BUCKET).or_default().push((t, r));
+        self.len += 1;
+    }
+
+    /// Entries, stale ones included.
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Takes out every entry whose time is at or before `to`, calling
+    /// `f(time, row)` for each.
+    fn take_due(&mut self, to: u64, mut f: impl FnMut(u64, u32)) {
+        while let Some(mut first) = self.buckets.first_entry() {
+            let bucket = *first.key();
+            if bucket > to >> Self::BUCKET {
+                break;
+            }
+            if bucket < to >> Self::BUCKET {
+                let entries = first.remove();
+                self.len -= entries.len();
+                entries.into_iter().for_each(|(t, r)| f(t, r));
+                continue;
+            }
+            // The bucket `to` falls in: only its entries up to `to`.
+            let entries = first.get_mut();
+            let before = entries.len();
+            entries.retain(|&(t, r)| {
+                let due = t <= to;
+                if due {
+                    f(t, r);
+                }
+                !due
+            });
+            self.len -= before - entries.len();
+            if entries.is_empty() {
+                first.remove();
+            }
+            break;
+        }
+    }
+}
+
+impl FromIterator<(u64, u32)> for TimeQueue {
+    fn from_iter<I: IntoIterator<Item = (u64, u32)>>(entries: I) -> TimeQueue {
+        let mut queue = TimeQueue::default();
+        entries.into_iter().for_each(|(t, r)| queue.push(t, r));
+        queue
     }
 }
 
@@ -732,6 +835,8 @@ fn evaluate(
             checks += 1;
             reason.clear();
             if let Some(hit) = (rule.check)(&node, &mut Why::to(reason)) {
+                // Most nodes have one finding: no room for four.
+                kept.findings.reserve_exact(1);
                 kept.findings.push(finding(
                     &super::RuleHit {
                         node: id,
@@ -750,7 +855,7 @@ fn evaluate(
     let mut keys = reads.keys.borrow_mut();
     keys.sort_unstable();
     keys.dedup();
-    kept.deps = Box::from(&deps[..]);
+    kept.deps = SmallVec::from_slice(&deps);
     kept.keys = Box::from(&keys[..]);
     kept.until_now = reads.until_now.get();
     kept.changed_us = changed_us;
@@ -765,5 +870,44 @@ fn evaluate(
         edges: reads.edges.get(),
         kept: worth.then_some(kept),
         checks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TimeQueue;
+
+    fn taken(q: &mut TimeQueue, to: u64) -> Vec<(u64, u32)> {
+        let mut out = Vec::new();
+        q.take_due(to, |t, r| out.push((t, r)));
+        out.sort_unstable();
+        out
+    }
+
+    #[test]
+    fn a_time_queue_gives_each_entry_once_when_its_time_comes() {
+        let b = 1 << TimeQueue::BUCKET;
+        let mut q: TimeQueue = [
+            (5 * b + 10, 1),
+            (5 * b + 20, 2),
+            (2 * b, 3),
+            (9 * b, 4),
+            (5 * b + 10, 5),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(q.len(), 5);
+        assert_eq!(taken(&mut q, b), vec![]);
+        // Whole buckets before `to`, and the part of its own up to it.
+        assert_eq!(
+            taken(&mut q, 5 * b + 10),
+            vec![(2 * b, 3), (5 * b + 10, 1), (5 * b + 10, 5)]
+        );
+        assert_eq!(q.len(), 2);
+        q.push(5 * b + 15, 6);
+        assert_eq!(taken(&mut q, 5 * b + 15), vec![(5 * b + 15, 6)]);
+        assert_eq!(taken(&mut q, u64::MAX), vec![(5 * b + 20, 2), (9 * b, 4)]);
+        assert_eq!(q.len(), 0);
+        assert!(q.buckets.is_empty());
     }
 }
