@@ -48,10 +48,10 @@ pub struct Cache {
     shards: Vec<Shard>,
     index: Index,
     /// By node: the nodes whose kept answers read it.
-    readers: FxHashMap<NodeId, Vec<NodeId>>,
+    readers: FxHashMap<NodeId, Who>,
     /// By estate fact ([`Index`] key): the nodes whose kept answers asked
     /// about it.
-    askers: FxHashMap<u64, Vec<NodeId>>,
+    askers: FxHashMap<u64, Who>,
     /// The selection, scan time (µs) and observation time (s) of the last
     /// pass; `None` before the first.
     last: Option<(Selection, u64, u64)>,
@@ -132,6 +132,9 @@ fn lengthen<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
     }
     v.resize(len, fill);
 }
+
+/// The index keys a shard's changed rows stopped and started contributing.
+type Facts = (Vec<u64>, Vec<u64>);
 
 /// What a node's answer holds besides its time bound.
 #[derive(Clone, Default)]
@@ -250,45 +253,42 @@ impl Cache {
         let keys = Keys::new(&reader);
         let who = Contributors::new(&reader, &keys);
 
-        // Rows whose own content or visibility changed: every row on a full pass.
-        let changed: Vec<Vec<u32>> = if full {
-            nodes.iter().map(|g| (0..g.len() as u32).collect()).collect()
-        } else {
-            changes
-                .nodes
-                .par_iter()
-                .map(|rows| {
-                    let mut rows = rows.clone().unwrap_or_default();
-                    rows.sort_unstable();
-                    rows.dedup();
-                    rows
-                })
-                .collect()
-        };
-
-        // The estate facts: each changed row's contributions worked out
-        // again, shard by shard in parallel; only those that differ from
-        // what the row had contributed (most rows' stay the same) change
-        // the index. Then the keys that appeared or went away.
-        let contributed: Vec<(Vec<u64>, Vec<u64>)> = self
+        // The rows whose own content or visibility changed (every row on a
+        // full pass), and the estate facts: each changed row's contributions
+        // worked out again, shard by shard in parallel; only those that
+        // differ from what the row had contributed (most rows' stay the
+        // same) change the index. Then the keys that appeared or went away.
+        let (changed, contributed): (Vec<Vec<u32>>, Vec<Facts>) = self
             .shards
             .par_iter_mut()
             .zip(nodes)
-            .zip(&changed)
             .enumerate()
-            .map(|(s, ((c, g), rows))| {
+            .map(|(s, (c, g))| {
+                let rows: Vec<u32> = match changes.nodes.get(s) {
+                    Some(Some(rows)) if !full => {
+                        let mut rows = rows.clone();
+                        rows.sort_unstable();
+                        rows.dedup();
+                        rows
+                    }
+                    _ => (0..g.len() as u32).collect(),
+                };
                 let (mut gone, mut came, mut keys) = (Vec::new(), Vec::new(), Vec::new());
-                for &r in rows {
+                for &r in &rows {
                     let ri = r as usize;
                     keys.clear();
                     // A row's type never changes: a row of a type no fact
                     // comes from never contributed one.
-                    if !who.reads(g.ty[ri]) {
+                    let ty = g.ty[ri];
+                    if !who.reads(ty) {
                         continue;
                     }
-                    if visible(g.valid_to[ri], now_us)
-                        && let Some(node) = graph.node(NodeId::new(s, r, g.generation))
-                    {
+                    let seen = visible(g.valid_to[ri], now_us);
+                    // Nor do its identity's facts while it stays visible.
+                    if seen && who.fixed(ty) && c.facts.contains_key(&r) {
+                        continue;
+                    }
+                    if seen && let Some(node) = graph.node(NodeId::new(s, r, g.generation)) {
                         who.keys_of(node, &mut keys);
                     }
                     keys.sort_unstable();
@@ -299,9 +299,9 @@ impl Cache {
                         c.facts.insert(r, keys.as_slice().into());
                     }
                 }
-                (gone, came)
+                (rows, (gone, came))
             })
-            .collect();
+            .unzip();
         let before: FxHashMap<u64, bool> = contributed
             .iter()
             .flat_map(|(gone, came)| gone.iter().chain(came))
@@ -374,9 +374,7 @@ impl Cache {
             let flipped = before.into_iter().filter(|(k, was)| self.index.contains(*k) != *was);
             let mut again: Vec<NodeId> = ids
                 .par_iter()
-                .filter_map(|id| self.readers.get(id))
-                .flatten()
-                .copied()
+                .flat_map_iter(|id| self.readers.get(id).into_iter().flatten().copied())
                 .collect();
             again.extend(flipped.filter_map(|(k, _)| self.askers.get(&k)).flatten());
             for id in again {
@@ -793,8 +791,12 @@ fn diff<T: Ord + Copy>(old: &[T], new: &[T], mut f: impl FnMut(T, bool)) {
     }
 }
 
+/// The nodes that read a node or asked about a fact: most often one or
+/// two, kept in place in the map.
+type Who = SmallVec<[NodeId; 2]>;
+
 /// Notes in `map` that `who` now reads `what` (`add`) or stopped.
-fn note<K: std::hash::Hash + Eq>(map: &mut FxHashMap<K, Vec<NodeId>>, what: K, who: NodeId, add: bool) {
+fn note<K: std::hash::Hash + Eq>(map: &mut FxHashMap<K, Who>, what: K, who: NodeId, add: bool) {
     if add {
         map.entry(what).or_default().push(who);
     } else if let Some(list) = map.get_mut(&what) {

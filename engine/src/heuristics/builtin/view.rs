@@ -163,6 +163,12 @@ impl Contributors {
         self.dns.contains(&ty) || Some(ty) == self.volume || Some(ty) == self.disk
     }
 
+    /// Whether what rows of type `ty` contribute comes from their identity
+    /// alone (a volume's or disk's id), never from their content.
+    pub(crate) fn fixed(&self, ty: Sym) -> bool {
+        Some(ty) == self.volume || Some(ty) == self.disk
+    }
+
     /// The index keys node `n` contributes, appended to `out`.
     pub(crate) fn keys_of(&self, n: NodeRef<'_>, out: &mut Vec<u64>) {
         let ty = n.ty();
