@@ -328,8 +328,9 @@ impl Cache {
                 }
             }
             // Both ends of each changed edge row, and whether the end's
-            // answer read edges of its relation and direction.
-            let shards = &self.shards;
+            // answer read edges of its relation and direction; an end whose
+            // own row changed is on both lists already.
+            let (shards, own) = (&self.shards, &moved);
             let ends: Vec<Vec<(NodeId, bool)>> = graph
                 .edge_shards()
                 .par_iter()
@@ -354,6 +355,9 @@ impl Cache {
                         });
                         let r = r as usize;
                         for (id, outgoing) in [(e.src[r], true), (e.dst[r], false)] {
+                            if own.get(id.shard()).is_some_and(|m| m.get(id.row() as usize)) {
+                                continue;
+                            }
                             let read = shards.get(id.shard()).and_then(|c| c.edges.get(id.row() as usize));
                             let bit = view::edge_bit(e.rel[r], outgoing);
                             out.push((id, read.is_some_and(|b| b & bit != 0)));
