@@ -30,10 +30,10 @@ use std::time::Instant;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::graph::adjacency::unpack;
 use crate::graph::batch::fmix64;
 use crate::graph::{Graph, visible};
 use crate::ids::{NodeId, Sym};
+use crate::relation::Relation;
 
 /// Refinement rounds: the neighbourhood depth a signature describes.
 pub const ROUNDS: usize = 2;
@@ -249,18 +249,11 @@ pub fn signatures(graph: &Graph, now_us: u64, rounds: usize) -> Signatures {
     if rounds == 0 {
         return Signatures { sig: cur };
     }
-    // Each adjacency slot's label (relation and direction), looked up once.
-    let label = |packed: &[u32], dir: u64| -> Vec<u64> {
-        packed
-            .par_iter()
-            .map(|&p| {
-                let e = unpack(p);
-                let rel = graph.edge_shards()[e.shard()].rel[e.row() as usize] as u64;
-                mix(0x5EED, rel * 2 + dir)
-            })
-            .collect()
+    // Each adjacency slot's label (relation and direction), worked out once.
+    let label = |rels: &[Relation], dir: u64| -> Vec<u64> {
+        rels.par_iter().map(|&rel| mix(0x5EED, rel as u64 * 2 + dir)).collect()
     };
-    let (out_label, in_label) = (label(&adj.out_edge, 0), label(&adj.in_edge, 1));
+    let (out_label, in_label) = (label(&adj.out_rel, 0), label(&adj.in_rel, 1));
     let mut next = vec![0u64; n];
     for _ in 0..rounds {
         let prev = &cur;

@@ -490,18 +490,16 @@ pub fn run(graph: &Graph, now_us: u64, scan_seq: u64, failed: &[Sym]) -> Assessm
         }
     }
     let entry_points = queue.len() as u64;
-    let edges = graph.edge_shards();
-    let rel_of = |e: EdgeId| edges[e.shard()].rel[e.row() as usize];
     while let Some(u) = queue.pop_front() {
         let u_entry = entry[u as usize];
-        for (e, v) in adj.out(u) {
-            if via[v as usize] == 0 && carries(rel_of(e), true, u_entry) {
+        for (e, v, rel) in adj.side(u, true) {
+            if via[v as usize] == 0 && carries(rel, true, u_entry) {
                 via[v as usize] = pack(Via::Edge(e));
                 queue.push_back(v);
             }
         }
-        for (e, w) in adj.inc(u) {
-            if via[w as usize] == 0 && carries(rel_of(e), false, u_entry) {
+        for (e, w, rel) in adj.side(u, false) {
+            if via[w as usize] == 0 && carries(rel, false, u_entry) {
                 via[w as usize] = pack(Via::Edge(e));
                 queue.push_back(w);
             }

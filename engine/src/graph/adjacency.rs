@@ -12,6 +12,7 @@
 //! the index a full build gives.
 
 use crate::ids::{EdgeId, NODE_SHARDS, NodeId};
+use crate::relation::Relation;
 
 /// How many times the index was built from scratch and patched.
 #[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
@@ -28,9 +29,13 @@ pub struct Adjacency {
     /// Edges packed as `shard << 25 | row` (see [`pack`]).
     pub(crate) out_edge: Vec<u32>,
     pub(crate) out_node: Vec<u32>,
+    /// Each listed edge's relation, beside it: a walk for one relation
+    /// does not read the edge rows of the others.
+    pub(crate) out_rel: Vec<Relation>,
     pub(crate) in_off: Vec<u32>,
     pub(crate) in_edge: Vec<u32>,
     pub(crate) in_node: Vec<u32>,
+    pub(crate) in_rel: Vec<Relation>,
     /// `now_us` of the last build; `None` before the first.
     pub(crate) built_at: Option<u64>,
     /// The earliest `valid_to` later than `built_at` among the rows not
@@ -52,14 +57,15 @@ impl Adjacency {
 
     /// Starts loading dense node `d`'s edge lists.
     pub(crate) fn prefetch_lists(&self, d: u32) {
-        for (off, edge, node) in [
-            (&self.out_off, &self.out_edge, &self.out_node),
-            (&self.in_off, &self.in_edge, &self.in_node),
+        for (off, edge, node, rel) in [
+            (&self.out_off, &self.out_edge, &self.out_node, &self.out_rel),
+            (&self.in_off, &self.in_edge, &self.in_node, &self.in_rel),
         ] {
             let (a, _) = range(off, d);
-            if let (Some(e), Some(n)) = (edge.get(a), node.get(a)) {
+            if let (Some(e), Some(n), Some(r)) = (edge.get(a), node.get(a), rel.get(a)) {
                 super::shard::prefetch(e);
                 super::shard::prefetch(n);
+                super::shard::prefetch(r);
             }
         }
     }
@@ -92,6 +98,36 @@ impl Adjacency {
             .zip(self.out_node[a..b].iter().copied())
     }
 
+    /// `(edge, dense other end, relation)` of a dense node's outgoing
+    /// (`outgoing`) or incoming edges.
+    pub fn side(&self, dense: u32, outgoing: bool) -> impl Iterator<Item = (EdgeId, u32, Relation)> + '_ {
+        let (off, edge, node, rel) = if outgoing {
+            (&self.out_off, &self.out_edge, &self.out_node, &self.out_rel)
+        } else {
+            (&self.in_off, &self.in_edge, &self.in_node, &self.in_rel)
+        };
+        let (a, b) = range(off, dense);
+        edge[a..b]
+            .iter()
+            .zip(&node[a..b])
+            .zip(&rel[a..b])
+            .map(|((&e, &n), &r)| (unpack(e), n, r))
+    }
+
+    /// `(edge, dense other end)` of a dense node's outgoing (`outgoing`) or
+    /// incoming edges of relation `rel`.
+    pub fn of_relation(&self, dense: u32, rel: Relation, outgoing: bool) -> impl Iterator<Item = (EdgeId, u32)> + '_ {
+        self.side(dense, outgoing)
+            .filter(move |&(_, _, r)| r == rel)
+            .map(|(e, n, _)| (e, n))
+    }
+
+    /// Whether every edge listed, and both its ends, is visible at `now_us`
+    /// (µs): from the build until the first listed row stops being visible.
+    pub fn all_visible(&self, now_us: u64) -> bool {
+        self.built_at.is_some_and(|b| b <= now_us) && now_us < self.horizon
+    }
+
     /// Incoming `(edge, dense source)` of a dense node.
     pub fn inc(&self, dense: u32) -> impl Iterator<Item = (EdgeId, u32)> + '_ {
         let (a, b) = range(&self.in_off, dense);
@@ -116,6 +152,8 @@ impl Adjacency {
             && self.in_off == other.in_off
             && self.in_edge == other.in_edge
             && self.in_node == other.in_node
+            && self.out_rel == other.out_rel
+            && self.in_rel == other.in_rel
     }
 
     pub fn heap_bytes(&self) -> usize {
@@ -123,6 +161,8 @@ impl Adjacency {
             + (self.out_off.capacity() + self.in_off.capacity()) * 4
             + (self.out_edge.capacity() + self.in_edge.capacity()) * 4
             + (self.out_node.capacity() + self.in_node.capacity()) * 4
+            + self.out_rel.capacity()
+            + self.in_rel.capacity()
     }
 }
 
@@ -149,12 +189,12 @@ fn range(off: &[u32], dense: u32) -> (usize, usize) {
     }
 }
 
-/// Builds the CSR from `(edge, dense source, dense target)` triples.
-pub(crate) fn build(base: Vec<u32>, edges: &[(EdgeId, u32, u32)]) -> Adjacency {
+/// Builds the CSR from `(edge, dense source, dense target, relation)`.
+pub(crate) fn build(base: Vec<u32>, edges: &[(EdgeId, u32, u32, Relation)]) -> Adjacency {
     let n = base.last().copied().unwrap_or(0) as usize;
     let mut out_off = vec![0u32; n + 1];
     let mut in_off = vec![0u32; n + 1];
-    for &(_, s, d) in edges {
+    for &(_, s, d, _) in edges {
         out_off[s as usize + 1] += 1;
         in_off[d as usize + 1] += 1;
     }
@@ -167,16 +207,20 @@ pub(crate) fn build(base: Vec<u32>, edges: &[(EdgeId, u32, u32)]) -> Adjacency {
     let mut out_node = vec![0u32; m];
     let mut in_edge = vec![0u32; m];
     let mut in_node = vec![0u32; m];
+    let mut out_rel = vec![Relation::Contains; m];
+    let mut in_rel = vec![Relation::Contains; m];
     let mut out_fill = out_off.clone();
     let mut in_fill = in_off.clone();
-    for &(e, s, d) in edges {
+    for &(e, s, d, rel) in edges {
         let o = &mut out_fill[s as usize];
         out_edge[*o as usize] = pack(e);
         out_node[*o as usize] = d;
+        out_rel[*o as usize] = rel;
         *o += 1;
         let i = &mut in_fill[d as usize];
         in_edge[*i as usize] = pack(e);
         in_node[*i as usize] = s;
+        in_rel[*i as usize] = rel;
         *i += 1;
     }
     Adjacency {
@@ -184,9 +228,11 @@ pub(crate) fn build(base: Vec<u32>, edges: &[(EdgeId, u32, u32)]) -> Adjacency {
         out_off,
         out_edge,
         out_node,
+        out_rel,
         in_off,
         in_edge,
         in_node,
+        in_rel,
         ..Adjacency::default()
     }
 }
@@ -195,8 +241,8 @@ pub(crate) fn build(base: Vec<u32>, edges: &[(EdgeId, u32, u32)]) -> Adjacency {
 pub(crate) const GONE: u32 = u32::MAX;
 
 /// A touched edge seen from one endpoint: `(dense endpoint, packed edge,
-/// dense other endpoint or GONE)`, in the new numbering.
-pub(crate) type Change = (u32, u32, u32);
+/// dense other endpoint or GONE, relation)`, in the new numbering.
+pub(crate) type Change = (u32, u32, u32, Relation);
 
 /// Patches `old` into the index over `base` (every node shard as long as
 /// in `old` or longer): each edge named in `out` and `inc` leaves the range
@@ -213,7 +259,7 @@ pub(crate) fn patch(old: Adjacency, base: Vec<u32>, mut out: Vec<Change>, mut in
             patch_side(
                 &old.base,
                 &base,
-                (&old.out_off, &old.out_edge, &old.out_node),
+                (&old.out_off, &old.out_edge, &old.out_node, &old.out_rel),
                 &out,
                 &remap,
             )
@@ -223,33 +269,35 @@ pub(crate) fn patch(old: Adjacency, base: Vec<u32>, mut out: Vec<Change>, mut in
             patch_side(
                 &old.base,
                 &base,
-                (&old.in_off, &old.in_edge, &old.in_node),
+                (&old.in_off, &old.in_edge, &old.in_node, &old.in_rel),
                 &inc,
                 &remap,
             )
         },
     );
-    let (out_off, out_edge, out_node) = out_side;
-    let (in_off, in_edge, in_node) = in_side;
+    let (out_off, out_edge, out_node, out_rel) = out_side;
+    let (in_off, in_edge, in_node, in_rel) = in_side;
     Adjacency {
         base,
         out_off,
         out_edge,
         out_node,
+        out_rel,
         in_off,
         in_edge,
         in_node,
+        in_rel,
         ..old
     }
 }
 
-type Side = (Vec<u32>, Vec<u32>, Vec<u32>);
+type Side = (Vec<u32>, Vec<u32>, Vec<u32>, Vec<Relation>);
 
 /// One direction of [`patch`]; `changes` sorted.
 fn patch_side(
     old_base: &[u32],
     base: &[u32],
-    (off, edge, node): (&[u32], &[u32], &[u32]),
+    (off, edge, node, rel): (&[u32], &[u32], &[u32], &[Relation]),
     changes: &[Change],
     remap: &Remap,
 ) -> Side {
@@ -258,6 +306,7 @@ fn patch_side(
     let mut o_off = Vec::with_capacity(n + 1);
     let mut o_edge = Vec::with_capacity(edge.len() + added);
     let mut o_node = Vec::with_capacity(edge.len() + added);
+    let mut o_rel = Vec::with_capacity(edge.len() + added);
     let mut ci = 0;
     for s in 0..NODE_SHARDS {
         let (ob, ol) = (old_base[s], old_base[s + 1] - old_base[s]);
@@ -277,6 +326,7 @@ fn patch_side(
                         .map(|&x| x.wrapping_add(shift)),
                 );
                 o_edge.extend_from_slice(&edge[a as usize..b as usize]);
+                o_rel.extend_from_slice(&rel[a as usize..b as usize]);
                 remap.extend(&mut o_node, &node[a as usize..b as usize]);
                 row = end;
             }
@@ -304,6 +354,7 @@ fn patch_side(
                 if j == mine.len() || (i < b && edge[i] < mine[j].1) {
                     o_edge.push(edge[i]);
                     o_node.push(remap.get(node[i]));
+                    o_rel.push(rel[i]);
                     i += 1;
                 } else {
                     if i < b && edge[i] == mine[j].1 {
@@ -312,6 +363,7 @@ fn patch_side(
                     if mine[j].2 != GONE {
                         o_edge.push(mine[j].1);
                         o_node.push(mine[j].2);
+                        o_rel.push(mine[j].3);
                     }
                     j += 1;
                 }
@@ -321,7 +373,7 @@ fn patch_side(
     }
     o_off.push(o_edge.len() as u32);
     debug_assert_eq!(ci, changes.len());
-    (o_off, o_edge, o_node)
+    (o_off, o_edge, o_node, o_rel)
 }
 
 /// Renumbers dense ids of an old numbering into a new one where node

@@ -780,18 +780,25 @@ impl Graph {
     fn full_adjacency(&self, base: Vec<u32>, now_us: u64) -> Adjacency {
         let nodes = &self.nodes;
         let dense = |id: NodeId| base[id.shard()] + id.row();
-        let per_shard: Vec<Vec<(EdgeId, u32, u32)>> = self
+        let per_shard: Vec<Vec<(EdgeId, u32, u32, Relation)>> = self
             .edges
             .par_iter()
             .enumerate()
             .map(|(s, shard)| {
                 (0..shard.len())
                     .filter(|&r| edge_row_visible(nodes, shard, r, now_us))
-                    .map(|r| (EdgeId::new(s, r as u32), dense(shard.src[r]), dense(shard.dst[r])))
+                    .map(|r| {
+                        (
+                            EdgeId::new(s, r as u32),
+                            dense(shard.src[r]),
+                            dense(shard.dst[r]),
+                            shard.rel[r],
+                        )
+                    })
                     .collect()
             })
             .collect();
-        let all: Vec<(EdgeId, u32, u32)> = per_shard.into_iter().flatten().collect();
+        let all: Vec<(EdgeId, u32, u32, Relation)> = per_shard.into_iter().flatten().collect();
         let mut adj = adjacency::build(base, &all);
         // The first row, node or edge, to stop being visible after now.
         let first = |valid_to: &[u64]| valid_to.iter().map(|&t| expiry(t, now_us)).min().unwrap_or(u64::MAX);
@@ -883,8 +890,9 @@ impl Graph {
                     let r = r as usize;
                     let (a, b) = (dense(shard.src[r]), dense(shard.dst[r]));
                     let shown = edge_row_visible(nodes, shard, r, now_us);
-                    out.push((a, p, if shown { b } else { adjacency::GONE }));
-                    inc.push((b, p, if shown { a } else { adjacency::GONE }));
+                    let rel = shard.rel[r];
+                    out.push((a, p, if shown { b } else { adjacency::GONE }, rel));
+                    inc.push((b, p, if shown { a } else { adjacency::GONE }, rel));
                     horizon = horizon.min(expiry(shard.valid_to[r], now_us));
                 }
                 (out, inc, horizon)
@@ -1128,6 +1136,26 @@ impl Graph {
             (Some(d), Prefetch::Lists) => self.adj.prefetch_lists(d),
             (None, _) => {}
         }
+    }
+
+    /// The nodes at the other end of node `id`'s edges of relation `rel`
+    /// visible at `now_us`, outgoing or incoming, in the adjacency index's
+    /// order. Reads no edge row while the index says every edge it lists is
+    /// visible ([`Adjacency::all_visible`]).
+    pub fn neighbours(
+        &self,
+        id: NodeId,
+        rel: Relation,
+        outgoing: bool,
+        now_us: u64,
+    ) -> impl Iterator<Item = NodeId> + '_ {
+        let adj = &self.adj;
+        let check = !adj.all_visible(now_us);
+        adj.dense(id)
+            .into_iter()
+            .flat_map(move |d| adj.of_relation(d, rel, outgoing))
+            .filter(move |(e, _)| !check || self.edge(*e).is_some_and(|e| visible(e.valid_to(), now_us)))
+            .map(move |(_, n)| adj.node_id(n, |s| self.nodes.get(s).map_or(0, |n| n.generation)))
     }
 
     /// A view of a node; `None` for an id from another graph or generation.

@@ -188,6 +188,95 @@ fn edges_resolve_across_batches_and_count_dangling() {
     assert_eq!(inc, vec![find(&g, &a)]);
 }
 
+#[test]
+fn neighbours_by_relation_are_the_visible_edges_of_that_relation() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    let (v, a, b, sg) = (
+        crn("volume", "v"),
+        crn("instance", "a"),
+        crn("instance", "b"),
+        crn("security-group", "s"),
+    );
+    for n in [&v, &a, &b, &sg] {
+        e.node(n, "running", 1.0);
+    }
+    e.edge(&v, &a, Relation::AttachedTo)
+        .edge(&v, &sg, Relation::SecuredBy)
+        .edge(&v, &b, Relation::AttachedTo)
+        .edge(&a, &sg, Relation::SecuredBy);
+    e.scan_into(&mut g, 10, 1);
+    g.rebuild_adjacency(10);
+    // What the edge rows say, read one by one.
+    let by_rows = |g: &Graph, id: NodeId, rel: Relation, out: bool, now: u64| -> Vec<NodeId> {
+        let n = g.node(id).unwrap();
+        let edges: Vec<_> = if out {
+            n.out_edges().collect()
+        } else {
+            n.in_edges().collect()
+        };
+        edges
+            .into_iter()
+            .filter(|e| e.relation() == rel && visible(e.valid_to(), now))
+            .map(|e| if out { e.target() } else { e.source() })
+            .collect()
+    };
+    let (vid, aid, bid, sid) = (find(&g, &v), find(&g, &a), find(&g, &b), find(&g, &sg));
+    let mut attached: Vec<_> = g.neighbours(vid, Relation::AttachedTo, true, 11).collect();
+    attached.sort_unstable();
+    let mut want = vec![aid, bid];
+    want.sort_unstable();
+    assert_eq!(attached, want);
+    assert_eq!(
+        g.neighbours(vid, Relation::SecuredBy, true, 11).collect::<Vec<_>>(),
+        vec![sid]
+    );
+    assert_eq!(g.neighbours(vid, Relation::Contains, true, 11).count(), 0);
+    assert_eq!(
+        g.neighbours(aid, Relation::AttachedTo, false, 11).collect::<Vec<_>>(),
+        vec![vid]
+    );
+    for (id, rel, out) in [
+        (vid, Relation::AttachedTo, true),
+        (sid, Relation::SecuredBy, false),
+        (aid, Relation::SecuredBy, true),
+    ] {
+        assert_eq!(
+            g.neighbours(id, rel, out, 11).collect::<Vec<_>>(),
+            by_rows(&g, id, rel, out, 11)
+        );
+    }
+
+    // The volume's edges are retired as of a later time, the index built
+    // before it: until then they are listed and visible, after it the
+    // edge rows are read and say they are gone.
+    e.node(&a, "running", 1.0)
+        .node(&b, "running", 1.0)
+        .node(&sg, "running", 1.0);
+    e.edge(&a, &sg, Relation::SecuredBy);
+    e.scan_into(&mut g, 20, 2);
+    let aws = i.intern("aws");
+    g.retire_unseen(&[aws], 100, 2);
+    g.rebuild_adjacency(21);
+    assert!(g.adjacency().all_visible(50));
+    assert_eq!(g.neighbours(sid, Relation::SecuredBy, false, 50).count(), 2);
+    assert!(!g.adjacency().all_visible(100));
+    assert_eq!(g.neighbours(vid, Relation::AttachedTo, true, 100).count(), 0);
+    assert_eq!(
+        g.neighbours(sid, Relation::SecuredBy, false, 100).collect::<Vec<_>>(),
+        vec![aid]
+    );
+    for (id, rel, out) in [(sid, Relation::SecuredBy, false), (vid, Relation::SecuredBy, true)] {
+        for now in [50, 100] {
+            assert_eq!(
+                g.neighbours(id, rel, out, now).collect::<Vec<_>>(),
+                by_rows(&g, id, rel, out, now)
+            );
+        }
+    }
+}
+
 /// vpc contains subnet contains instance; a volume is attached to the
 /// instance; a pod runs on the instance; a function uses a database; the
 /// instance is secured by a security group.

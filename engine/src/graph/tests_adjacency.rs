@@ -167,6 +167,9 @@ fn run(ops: &[Op]) -> Result<Builds, TestCaseError> {
                 g.rebuild_adjacency(now);
                 let full = g.full_adjacency(g.dense_base(), now);
                 prop_assert_eq!(arrays(&g.adj), arrays(&full), "{:?} at {}", op, now);
+                prop_assert_eq!(&g.adj.out_rel, &full.out_rel, "{:?} at {}", op, now);
+                prop_assert_eq!(&g.adj.in_rel, &full.in_rel, "{:?} at {}", op, now);
+                prop_assert!(g.adj.same_index(&full));
             }
         }
     }

@@ -565,10 +565,8 @@ impl<'a> Node<'a> {
     pub fn out(&self, rel: Relation) -> impl Iterator<Item = Node<'a>> + '_ {
         self.read_edges(edge_bit(rel, true));
         let g = self.ctx.graph;
-        self.n
-            .out_edges()
-            .filter(move |e| e.relation() == rel && visible(e.valid_to(), self.ctx.now_us))
-            .filter_map(move |e| g.node(e.target()))
+        g.neighbours(self.n.id(), rel, true, self.ctx.now_us)
+            .filter_map(move |id| g.node(id))
             .map(|n| self.of(n))
     }
     /// Bytes of observed traffic ([`crate::analysis::traffic`]) to or from
@@ -604,10 +602,8 @@ impl<'a> Node<'a> {
     pub fn inc(&self, rel: Relation) -> impl Iterator<Item = Node<'a>> + '_ {
         self.read_edges(edge_bit(rel, false));
         let g = self.ctx.graph;
-        self.n
-            .in_edges()
-            .filter(move |e| e.relation() == rel && visible(e.valid_to(), self.ctx.now_us))
-            .filter_map(move |e| g.node(e.source()))
+        g.neighbours(self.n.id(), rel, false, self.ctx.now_us)
+            .filter_map(move |id| g.node(id))
             .map(|n| self.of(n))
     }
 }
