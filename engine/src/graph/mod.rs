@@ -780,7 +780,7 @@ impl Graph {
     fn full_adjacency(&self, base: Vec<u32>, now_us: u64) -> Adjacency {
         let nodes = &self.nodes;
         let dense = |id: NodeId| base[id.shard()] + id.row();
-        let per_shard: Vec<Vec<(EdgeId, u32, u32, Relation)>> = self
+        let per_shard: Vec<Vec<(u32, u32, u32, Relation)>> = self
             .edges
             .par_iter()
             .enumerate()
@@ -789,7 +789,7 @@ impl Graph {
                     .filter(|&r| edge_row_visible(nodes, shard, r, now_us))
                     .map(|r| {
                         (
-                            EdgeId::new(s, r as u32),
+                            adjacency::pack(EdgeId::new(s, r as u32)),
                             dense(shard.src[r]),
                             dense(shard.dst[r]),
                             shard.rel[r],
@@ -798,7 +798,7 @@ impl Graph {
                     .collect()
             })
             .collect();
-        let all: Vec<(EdgeId, u32, u32, Relation)> = per_shard.into_iter().flatten().collect();
+        let all: Vec<(u32, u32, u32, Relation)> = per_shard.into_iter().flatten().collect();
         let mut adj = adjacency::build(base, &all);
         // The first row, node or edge, to stop being visible after now.
         let first = |valid_to: &[u64]| valid_to.iter().map(|&t| expiry(t, now_us)).min().unwrap_or(u64::MAX);
