@@ -696,7 +696,7 @@ impl Shard {
     }
 }
 
-/// Rows by a time (Unix seconds), in buckets of [`TimeQueue::BUCKET`]
+/// Rows by a time (Unix seconds), in buckets of 2^[`TimeQueue::BUCKET`]
 /// seconds: a pass takes the few earliest buckets whole and pushes each row
 /// onto the end of its bucket, where a heap of every bound would walk from
 /// its root to a leaf far apart in memory for each.
