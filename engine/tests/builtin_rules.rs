@@ -1470,3 +1470,75 @@ fn a_later_pass_starts_over_when_changes_were_not_all_listed() {
             .all(|f| c.g.node(f.node).is_some_and(|n| n.provider() != aws))
     );
 }
+
+/// A volume's fact (its id, which snapshots name) holds while the volume
+/// stays visible, whatever else of it changes, and goes when the volume
+/// does: a snapshot of it is orphaned then, and only then.
+#[test]
+fn a_volume_fact_stays_with_the_volume_and_goes_with_it() {
+    let mut c = Cached::new();
+    // The volume is listed by a source of its own, so it can disappear
+    // alone; the snapshot names it.
+    let elsewhere = ("backup", "us-east-1", "123456789012");
+    let mut e = c.estate();
+    e.node(
+        elsewhere,
+        "ec2:volume",
+        "vol-kept",
+        "available",
+        5.0,
+        300,
+        json!({"size_gib": 50}),
+        &[],
+    );
+    e.node(
+        AWS,
+        "ec2:snapshot",
+        "snap-of-kept",
+        "completed",
+        10.0,
+        200,
+        json!({"size_gib": 50, "source_volume_id": "vol-kept"}),
+        &[],
+    );
+    c.crns.extend(e.crns.clone());
+    c.g.ingest_nodes(&[e.nodes], NOW_US + 1, 2);
+    c.g.rebuild_adjacency(NOW_US + 1);
+    c.pass(NOW_US + 1, NOW);
+    let snap = c.id("snap-of-kept");
+    let orphaned = |c: &Cached| {
+        c.cache
+            .findings_of(snap)
+            .iter()
+            .any(|f| f.rule == "aws-ebs-snapshot-orphaned")
+    };
+    assert!(!orphaned(&c), "a snapshot of a volume that exists is not orphaned");
+    c.matches_fresh(NOW_US + 1, NOW);
+
+    // The volume changes and stays: its fact stands.
+    let mut e = c.estate();
+    e.node(
+        elsewhere,
+        "ec2:volume",
+        "vol-kept",
+        "in-use",
+        5.0,
+        300,
+        json!({"size_gib": 80}),
+        &[],
+    );
+    c.g.ingest_nodes(&[e.nodes], NOW_US + 2, 3);
+    c.g.rebuild_adjacency(NOW_US + 2);
+    let pass = c.pass(NOW_US + 2, NOW);
+    assert!(pass.touched.contains(&c.id("vol-kept")));
+    assert!(!orphaned(&c), "the volume still exists");
+    c.matches_fresh(NOW_US + 2, NOW);
+
+    // Its source lists it no more: the fact goes, the snapshot is orphaned.
+    let backup = c.g.interner().intern("backup");
+    c.g.retire_unseen(&[backup], NOW_US + 3, 4);
+    c.g.rebuild_adjacency(NOW_US + 3);
+    c.pass(NOW_US + 3, NOW);
+    assert!(orphaned(&c), "a snapshot of a volume gone is orphaned");
+    c.matches_fresh(NOW_US + 3, NOW);
+}
