@@ -34,6 +34,9 @@ pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// size instead of HTTP/2's default 16 KiB, so far fewer frames are read,
 /// parsed and reassembled.
 const MAX_FRAME_BYTES: u32 = 1024 * 1024;
+/// HTTP/2 flow-control window of a plugin's stream and connection: how far
+/// a plugin may send ahead of the decoders.
+const STREAM_WINDOW_BYTES: u32 = 16 * 1024 * 1024;
 
 /// How plugins are launched and stopped.
 #[derive(Clone, Debug)]
@@ -403,6 +406,8 @@ async fn dial(handshake: &Handshake, connect_timeout: Duration) -> Result<Channe
             endpoint
                 .connect_timeout(connect_timeout)
                 .max_frame_size(MAX_FRAME_BYTES)
+                .initial_stream_window_size(STREAM_WINDOW_BYTES)
+                .initial_connection_window_size(STREAM_WINDOW_BYTES)
                 .connect()
                 .await
         }
@@ -415,6 +420,8 @@ async fn dial(handshake: &Handshake, connect_timeout: Duration) -> Result<Channe
             Endpoint::from_static("http://plugin.invalid")
                 .connect_timeout(connect_timeout)
                 .max_frame_size(MAX_FRAME_BYTES)
+                .initial_stream_window_size(STREAM_WINDOW_BYTES)
+                .initial_connection_window_size(STREAM_WINDOW_BYTES)
                 .connect_with_connector(connector)
                 .await
         }
