@@ -505,6 +505,17 @@ impl Graph {
             .enumerate()
             .map(|(s, shard)| {
                 let mut st = IngestStats::default();
+                if shard.is_empty() {
+                    // A first ingest: size every column once.
+                    let (mut rows, mut bytes) = (0usize, 0usize);
+                    for (b, part) in batches.iter().zip(staged) {
+                        for &i in &part.perm[part.off[s] as usize..part.off[s + 1] as usize] {
+                            rows += 1;
+                            bytes += b.rows[i as usize].props.len as usize;
+                        }
+                    }
+                    shard.reserve(rows, bytes);
+                }
                 for ((b, part), ids) in batches.iter().zip(staged).zip(&ids) {
                     let mine = &part.perm[part.off[s] as usize..part.off[s + 1] as usize];
                     for (j, &i) in mine.iter().enumerate() {

@@ -12,12 +12,12 @@ use std::mem;
 
 use svc_engine::crn::write_crn;
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
-use svc_engine::props::PropWriter;
 use svc_engine::{Relation, Sym};
 
 use super::clock::{DAY, REFERENCE_TIME, epoch_time, rfc3339};
 use super::rng::{Rng, hash3, mix, round2};
 use super::syms::{S, Syms, Ty};
+use super::wire::{Json, W, WireOut};
 
 /// A churning slot lives in cycles of `CYCLE_MIN..CYCLE_MIN + CYCLE_SPAN`
 /// epochs. Each cycle starts with `GAP_MIN..GAP_MIN + GAP_SPAN` epochs
@@ -90,10 +90,11 @@ impl Out {
     }
 }
 
-/// What running a unit produces: batches, or (when planning the estate) the
-/// probability that each slot exists at a random epoch.
+/// What running a unit produces: batches, the wire form, or (when planning
+/// the estate) the probability that each slot exists at a random epoch.
 pub(crate) enum Mode<'o> {
     Emit(&'o mut Out),
+    Wire(&'o mut Json, &'o mut dyn WireOut),
     Plan(&'o mut Vec<f32>),
 }
 
@@ -167,12 +168,15 @@ pub(crate) struct Scope<'a> {
     pub account: S<'a>,
 }
 
-/// A written node: its key symbols and where its physical id is in the
-/// unit's id buffer.
+/// A written node: its key symbols, where its physical id is in the unit's
+/// id buffer and (in the wire form) where its CRN is in the CRN buffer and
+/// whether an earlier action deleted it.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct H {
     syms: [Sym; 5],
     id: (u32, u32),
+    crn: (u32, u32),
+    gone: bool,
 }
 
 /// The discovered fields of a node about to be written.
@@ -229,6 +233,7 @@ pub(crate) struct Unit<'a> {
     next: u32,
     mode: Mode<'a>,
     ids: String,
+    crns: String,
 }
 
 impl<'a> Unit<'a> {
@@ -262,6 +267,7 @@ impl<'a> Unit<'a> {
             next: 0,
             mode,
             ids: String::with_capacity(2048),
+            crns: String::new(),
         }
     }
 
@@ -355,10 +361,9 @@ impl<'a> Unit<'a> {
         slot: &Slot,
         n: N<'a>,
         id: fmt::Arguments<'_>,
-        props: impl FnOnce(&mut PropWriter<'_>),
+        props: impl FnOnce(&mut W<'_, '_>),
     ) -> Option<H> {
-        let Mode::Emit(out) = &mut self.mode else { return None };
-        if slot.j >= self.limit || !slot.alive {
+        if matches!(self.mode, Mode::Plan(_)) || slot.j >= self.limit || !slot.alive {
             return None;
         }
         let start = self.ids.len();
@@ -390,28 +395,12 @@ impl<'a> Unit<'a> {
                 len += 1;
             }
         }
+        let tags = &tags[..len];
         let stamp = rfc3339(n.created);
-        let input = NodeInput {
-            key,
-            ty: n.ty.ty,
-            state: n.state.sym,
-            cost_usd_mo: n.cost,
-            creation_ts: n.created,
-        };
-        out.node_batch().push(input, &tags[..len], |w| {
-            w.str(s.k.state, n.state.name);
-            w.str(s.k.created_at, stamp.as_str());
-            props(w);
-        });
-        out.total += 1;
-        if n.waste
-            && !ignored
-            && let Some(waste) = &mut out.waste
-        {
-            let mut crn = String::with_capacity(96);
-            let sc = n.scope;
+        let sc = n.scope;
+        let crn_of = |out: &mut String| {
             write_crn(
-                &mut crn,
+                out,
                 [
                     sc.provider.name,
                     sc.region.name,
@@ -421,31 +410,93 @@ impl<'a> Unit<'a> {
                     id,
                 ],
             );
-            waste.push(crn);
-        }
-        Some(H {
+        };
+        let mut h = H {
             syms: key.syms(),
             id: (start as u32, end as u32),
-        })
+            crn: (0, 0),
+            gone: false,
+        };
+        match &mut self.mode {
+            Mode::Plan(_) => return None,
+            Mode::Emit(out) => {
+                let input = NodeInput {
+                    key,
+                    ty: n.ty.ty,
+                    state: n.state.sym,
+                    cost_usd_mo: n.cost,
+                    creation_ts: n.created,
+                };
+                out.node_batch().push(input, tags, |w| {
+                    let mut w = W::Engine(w);
+                    w.str(s.k.state, n.state.name);
+                    w.str(s.k.created_at, stamp.as_str());
+                    props(&mut w);
+                });
+                out.total += 1;
+                if n.waste
+                    && !ignored
+                    && let Some(waste) = &mut out.waste
+                {
+                    let mut crn = String::with_capacity(96);
+                    crn_of(&mut crn);
+                    waste.push(crn);
+                }
+            }
+            Mode::Wire(json, out) => {
+                json.crn.clear();
+                crn_of(&mut json.crn);
+                let crn_start = self.crns.len();
+                self.crns.push_str(&json.crn);
+                h.crn = (crn_start as u32, self.crns.len() as u32);
+                json.state.clear();
+                match out.effect(&json.crn) {
+                    Some("deleted") => h.gone = true,
+                    Some(state) => json.state.push_str(state),
+                    None => json.state.push_str(n.state.name),
+                }
+                if !h.gone {
+                    let mut w = json.start();
+                    w.str(s.k.state, n.state.name);
+                    w.str(s.k.created_at, stamp.as_str());
+                    props(&mut w);
+                    json.finish(tags, n.created);
+                    out.node(&json.crn, &json.doc, f64::from(n.cost));
+                }
+            }
+        }
+        Some(h)
     }
 
     /// Writes an edge when both ends were written; `raw` is the relation
     /// string a provider plugin would report, kept as edge property `relation`.
     pub(crate) fn edge(&mut self, a: Option<H>, b: Option<H>, rel: Relation, raw: &str) {
-        let (Some(a), Some(b), Mode::Emit(out)) = (a, b, &mut self.mode) else {
+        let (Some(a), Some(b)) = (a, b) else {
             return;
         };
-        let ids = &self.ids;
-        let key = |h: H| NodeKeyRef {
-            provider: h.syms[0],
-            region: h.syms[1],
-            service: h.syms[2],
-            kind: h.syms[3],
-            account: h.syms[4],
-            id: ids.get(h.id.0 as usize..h.id.1 as usize).unwrap_or(""),
-        };
-        let relation = self.s.k.relation;
-        out.edge_batch().push(key(a), key(b), rel, |w| w.str(relation, raw));
+        match &mut self.mode {
+            Mode::Plan(_) => {}
+            Mode::Emit(out) => {
+                let ids = &self.ids;
+                let key = |h: H| NodeKeyRef {
+                    provider: h.syms[0],
+                    region: h.syms[1],
+                    service: h.syms[2],
+                    kind: h.syms[3],
+                    account: h.syms[4],
+                    id: ids.get(h.id.0 as usize..h.id.1 as usize).unwrap_or(""),
+                };
+                let relation = self.s.k.relation;
+                out.edge_batch().push(key(a), key(b), rel, |w| w.str(relation, raw));
+            }
+            Mode::Wire(_, out) => {
+                if a.gone || b.gone {
+                    return;
+                }
+                let crn = |h: H| self.crns.get(h.crn.0 as usize..h.crn.1 as usize).unwrap_or("");
+                out.edge(crn(a), crn(b), raw);
+            }
+        }
     }
 
     /// The physical id of a written node; empty for none.

@@ -27,6 +27,7 @@ mod k8s;
 mod names;
 mod rng;
 mod syms;
+mod wire;
 
 use std::fmt;
 use std::ops::Range;
@@ -43,6 +44,7 @@ use emit::{Mode, Out, Unit};
 use k8s::Host;
 use rng::{Rng, hash3};
 use syms::{S, Syms};
+pub use wire::WireOut;
 
 /// Nodes (and edges) per batch when scanning.
 pub const SCAN_BATCH: usize = 4096;
@@ -259,6 +261,50 @@ impl MockEstate {
                 .collect();
             for t in outs {
                 each(t)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Generates the estate at `epoch` in a provider plugin's wire form (see
+    /// [`WireOut`]): each chunk of units (as many slots as fit `batch_size`)
+    /// is written to a fresh `make()`, a window of chunks at a time in
+    /// parallel, and handed to `each` in the same order every time. Memory
+    /// holds one window, not the estate. Stops at the first `Err` from
+    /// `each`, which it returns.
+    pub fn generate_wire<O: WireOut + Send, E>(
+        &self,
+        epoch: u64,
+        batch_size: usize,
+        make: impl Fn() -> O + Sync,
+        mut each: impl FnMut(O) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let interner = Interner::new();
+        let syms = Syms::new(&interner, self.seed);
+        let clusters = self.clusters(&interner, &syms);
+        let names = std::sync::Arc::new(wire::Names::new(&interner));
+        let window = rayon::current_num_threads().max(1) * 2;
+        for group in self.chunks(batch_size.max(1)).chunks(window) {
+            let outs: Vec<O> = group
+                .par_iter()
+                .map_init(
+                    || wire::Json::new(names.clone()),
+                    |json, range| {
+                        let mut out = make();
+                        for i in range.clone() {
+                            let p = &self.units[i];
+                            let mode = Mode::Wire(json, &mut out);
+                            build(
+                                &mut Unit::new(&syms, (self.seed, i as u64, epoch), p.limit, clusters[i], mode),
+                                p.kind,
+                            );
+                        }
+                        out
+                    },
+                )
+                .collect();
+            for o in outs {
+                each(o)?;
             }
         }
         Ok(())

@@ -1,0 +1,296 @@
+//! The estate in a provider plugin's wire form: each node's CRN, JSON
+//! properties and cost, and each edge's CRNs and relation string, written
+//! as the estate is generated ([`super::MockEstate::generate_wire`]) rather
+//! than through engine batches and back.
+//!
+//! A node's properties are its generated properties (`state` and
+//! `created_at` first), then `state` again (the state an earlier action
+//! left it in, else its own), `tags` and `creation_timestamp` (Unix
+//! seconds); the document is what `serde_json` writes for that map: keys
+//! sorted, the last of a repeated key winning. Nodes of a type mostly share
+//! their keys, so each key sequence's order is worked out once
+//! ([`Shapes`]).
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use rustc_hash::FxBuildHasher;
+use svc_engine::props::PropWriter;
+use svc_engine::{Interner, Sym};
+
+/// Where the wire form of the estate goes: a provider plugin's messages.
+pub trait WireOut {
+    /// The state an earlier action left the resource `crn` in, if any;
+    /// `deleted` leaves it (and its edges) out.
+    fn effect(&self, crn: &str) -> Option<&str>;
+    /// A node: CRN (graph form), JSON properties, monthly cost in USD.
+    fn node(&mut self, crn: &str, properties: &[u8], cost: f64);
+    /// An edge between two written nodes, with the provider's relation string.
+    fn edge(&mut self, source: &str, target: &str, relation: &str);
+}
+
+/// Every interned string, and as a JSON string, by symbol index.
+pub(crate) struct Names(Vec<(Box<str>, Box<[u8]>)>);
+
+impl Names {
+    /// The interner must hold every key and tag symbol the estate writes.
+    pub(crate) fn new(interner: &Interner) -> Names {
+        Names(
+            interner
+                .strings_from(0)
+                .iter()
+                .map(|s| {
+                    let mut q = Vec::with_capacity(s.len() + 2);
+                    write_str(&mut q, s);
+                    (Box::from(&**s), q.into_boxed_slice())
+                })
+                .collect(),
+        )
+    }
+
+    fn name(&self, sym: Sym) -> &str {
+        self.0.get(sym.index()).map_or("", |(n, _)| n)
+    }
+
+    fn quoted(&self, sym: Sym) -> &[u8] {
+        self.0.get(sym.index()).map_or(b"\"\"", |(_, q)| q)
+    }
+}
+
+/// Where the estate's node properties are written: an engine batch's
+/// property writer, or JSON text for the wire.
+pub(crate) enum W<'a, 'b> {
+    Engine(&'a mut PropWriter<'b>),
+    Json(&'a mut JsonProps),
+}
+
+impl W<'_, '_> {
+    pub fn null(&mut self, key: Sym) {
+        match self {
+            W::Engine(w) => w.null(key),
+            W::Json(j) => j.push(key, |t| t.extend_from_slice(b"null")),
+        }
+    }
+    pub fn bool(&mut self, key: Sym, v: bool) {
+        match self {
+            W::Engine(w) => w.bool(key, v),
+            W::Json(j) => j.push(key, |t| t.extend_from_slice(if v { b"true" } else { b"false" })),
+        }
+    }
+    pub fn int(&mut self, key: Sym, v: i64) {
+        match self {
+            W::Engine(w) => w.int(key, v),
+            W::Json(j) => j.push(key, |t| write_json(t, &v)),
+        }
+    }
+    pub fn float(&mut self, key: Sym, v: f64) {
+        match self {
+            W::Engine(w) => w.float(key, v),
+            W::Json(j) => j.push(key, |t| write_json(t, &v)),
+        }
+    }
+    pub fn str(&mut self, key: Sym, v: &str) {
+        match self {
+            W::Engine(w) => w.str(key, v),
+            W::Json(j) => j.push(key, |t| write_str(t, v)),
+        }
+    }
+    /// An array or object given as JSON text.
+    pub fn json(&mut self, key: Sym, v: &str) {
+        match self {
+            W::Engine(w) => w.json(key, v),
+            W::Json(j) => j.push(key, |t| match serde_json::from_str::<serde_json::Value>(v) {
+                Ok(value) => write_json(t, &value),
+                Err(_) => write_str(t, v),
+            }),
+        }
+    }
+}
+
+/// One node's properties as JSON values, in the order written.
+#[derive(Default)]
+pub(crate) struct JsonProps {
+    keys: Vec<Sym>,
+    /// Where each value ends in `text`.
+    ends: Vec<usize>,
+    text: Vec<u8>,
+}
+
+impl JsonProps {
+    fn clear(&mut self) {
+        self.keys.clear();
+        self.ends.clear();
+        self.text.clear();
+    }
+
+    fn push(&mut self, key: Sym, value: impl FnOnce(&mut Vec<u8>)) {
+        value(&mut self.text);
+        self.keys.push(key);
+        self.ends.push(self.text.len());
+    }
+
+    fn value(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.text.get(start..self.ends[i]).unwrap_or_default()
+    }
+}
+
+/// The keys every node's properties have besides its own, after them.
+const FIXED_KEYS: [&str; 3] = ["state", "tags", "creation_timestamp"];
+
+/// Key sequences remembered before the table starts over.
+const SHAPES: usize = 4096;
+
+/// How one key sequence is written: which entries, in what order, each
+/// after its rendered key.
+#[derive(Default)]
+struct Shape {
+    /// Entry index and the range of `text` to write before its value.
+    order: Vec<(usize, Range<usize>)>,
+    /// `"key":` of each written entry, the ones after the first with a
+    /// leading comma.
+    text: Vec<u8>,
+}
+
+impl Shape {
+    /// `keys` by entry index, then `fixed`, sorted by name; of equal names
+    /// the last entry wins.
+    fn new(keys: &[Sym], names: &Names, fixed: &[&str]) -> Shape {
+        let mut sorted: Vec<(usize, &str)> = keys
+            .iter()
+            .map(|k| names.name(*k))
+            .chain(fixed.iter().copied())
+            .enumerate()
+            .collect();
+        // Stable, so of equal keys the one written last stays last.
+        sorted.sort_by(|a, b| a.1.cmp(b.1));
+        let mut shape = Shape::default();
+        for (i, (entry, name)) in sorted.iter().enumerate() {
+            if sorted.get(i + 1).is_some_and(|next| next.1 == *name) {
+                continue;
+            }
+            let start = shape.text.len();
+            if !shape.order.is_empty() {
+                shape.text.push(b',');
+            }
+            write_str(&mut shape.text, name);
+            shape.text.push(b':');
+            shape.order.push((*entry, start..shape.text.len()));
+        }
+        shape
+    }
+}
+
+/// The shapes of the key sequences seen so far.
+#[derive(Default)]
+struct Shapes(HashMap<Box<[Sym]>, Shape, FxBuildHasher>);
+
+impl Shapes {
+    fn get(&mut self, keys: &[Sym], names: &Names, fixed: &[&str]) -> &Shape {
+        if !self.0.contains_key(keys) {
+            if self.0.len() >= SHAPES {
+                self.0.clear();
+            }
+            self.0.insert(keys.into(), Shape::new(keys, names, fixed));
+        }
+        static NONE: Shape = Shape {
+            order: Vec::new(),
+            text: Vec::new(),
+        };
+        self.0.get(keys).unwrap_or(&NONE)
+    }
+}
+
+/// A generating thread's wire state: names, shapes and reused buffers.
+pub(crate) struct Json {
+    names: Arc<Names>,
+    pub(crate) props: JsonProps,
+    shapes: Shapes,
+    tag_shapes: Shapes,
+    tag_keys: Vec<Sym>,
+    /// The node being written: its CRN, effective state and document.
+    pub(crate) crn: String,
+    pub(crate) state: String,
+    pub(crate) doc: Vec<u8>,
+}
+
+impl Json {
+    pub(crate) fn new(names: Arc<Names>) -> Json {
+        Json {
+            names,
+            props: JsonProps::default(),
+            shapes: Shapes::default(),
+            tag_shapes: Shapes::default(),
+            tag_keys: Vec::new(),
+            crn: String::with_capacity(128),
+            state: String::new(),
+            doc: Vec::with_capacity(512),
+        }
+    }
+
+    /// Starts a node's properties.
+    pub(crate) fn start(&mut self) -> W<'_, '_> {
+        self.props.clear();
+        W::Json(&mut self.props)
+    }
+
+    /// Writes the document of the properties written since [`Json::start`],
+    /// with `state` (in `self.state`), `tags` and `creation_timestamp`.
+    pub(crate) fn finish(&mut self, tags: &[(Sym, Sym)], creation_ts: u64) {
+        let Json {
+            names,
+            props,
+            shapes,
+            tag_shapes,
+            tag_keys,
+            state,
+            doc,
+            ..
+        } = self;
+        let own = props.keys.len();
+        let shape = shapes.get(&props.keys, names, &FIXED_KEYS);
+        doc.clear();
+        doc.push(b'{');
+        for (entry, key) in &shape.order {
+            doc.extend_from_slice(shape.text.get(key.clone()).unwrap_or_default());
+            match entry.checked_sub(own) {
+                None => doc.extend_from_slice(props.value(*entry)),
+                Some(0) => write_str(doc, state),
+                Some(1) => {
+                    tag_keys.clear();
+                    tag_keys.extend(tags.iter().map(|(k, _)| *k));
+                    let tag_shape = tag_shapes.get(tag_keys, names, &[]);
+                    doc.push(b'{');
+                    for (i, key) in &tag_shape.order {
+                        doc.extend_from_slice(tag_shape.text.get(key.clone()).unwrap_or_default());
+                        if let Some((_, v)) = tags.get(*i) {
+                            doc.extend_from_slice(names.quoted(*v));
+                        }
+                    }
+                    doc.push(b'}');
+                }
+                Some(_) => write_json(doc, &creation_ts),
+            }
+        }
+        doc.push(b'}');
+    }
+}
+
+/// A JSON string as `serde_json` writes it: text without quotes,
+/// backslashes or control characters is copied as it is.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+        write_json(out, s);
+        return;
+    }
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(s.as_bytes());
+    out.push(b'"');
+}
+
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    // Writing into a Vec cannot fail, and these types always serialize.
+    let _ = serde_json::to_writer(&mut *out, v);
+}
