@@ -168,6 +168,9 @@ pub struct Decoder<'a> {
     tags_key: &'a str,
     relation: Sym,
     scratch_tags: Vec<(Sym, Sym)>,
+    /// The text of the tags object `scratch_tags` was read from (empty
+    /// when they were not read from one).
+    tags_text: Vec<u8>,
     entries: Vec<Entry>,
     tag_entries: Vec<Entry>,
     /// Property key symbols of the node being decoded.
@@ -191,6 +194,7 @@ impl<'a> Decoder<'a> {
             tags_key: "tags",
             relation: interner.intern("relation"),
             scratch_tags: Vec::new(),
+            tags_text: Vec::new(),
             entries: Vec::new(),
             tag_entries: Vec::new(),
             keys: Vec::new(),
@@ -340,27 +344,16 @@ impl<'a> Decoder<'a> {
             Some(ts) => ts,
             None => return false,
         };
-        self.scratch_tags.clear();
-        if let Some(Tok::Nested(r)) = tags
-            && doc.as_bytes().get(r.start as usize) == Some(&b'{')
-        {
-            if json::nested_object(doc, r, &mut self.tag_entries).is_none() {
-                return false;
+        match tags {
+            Some(Tok::Nested(r)) if doc.as_bytes().get(r.start as usize) == Some(&b'{') => {
+                // Neighbouring nodes mostly carry the same tags, word for word.
+                if r.of(doc).as_bytes() != self.tags_text.as_slice() && !self.scan_tags(doc, r) {
+                    return false;
+                }
             }
-            for e in &self.tag_entries {
-                let v = match e.value {
-                    Tok::Str(r, false) => self.syms.get(r.of(doc)),
-                    Tok::Int(i) => self.syms.get(itoa(i, &mut [0u8; 20])),
-                    Tok::Bool(b) => self.syms.get(if b { "true" } else { "false" }),
-                    Tok::Null => self.syms.get("null"),
-                    other => match tree_value(doc, other) {
-                        Some(Value::String(s)) => self.syms.get(&s),
-                        Some(v) => self.syms.get(&v.to_string()),
-                        None => return false,
-                    },
-                };
-                let k = self.syms.get(e.key.of(doc));
-                self.scratch_tags.push((k, v));
+            _ => {
+                self.scratch_tags.clear();
+                self.tags_text.clear();
             }
         }
         let input = NodeInput {
@@ -410,6 +403,33 @@ impl<'a> Decoder<'a> {
         true
     }
 
+    /// Reads the tags object at `r` of `doc` into the tag columns' symbols
+    /// (remembering its text); `false` when a value needs the tree after all.
+    fn scan_tags(&mut self, doc: &str, r: json::Range) -> bool {
+        self.scratch_tags.clear();
+        self.tags_text.clear();
+        if json::nested_object(doc, r, &mut self.tag_entries).is_none() {
+            return false;
+        }
+        for e in &self.tag_entries {
+            let v = match e.value {
+                Tok::Str(r, false) => self.syms.get(r.of(doc)),
+                Tok::Int(i) => self.syms.get(itoa(i, &mut [0u8; 20])),
+                Tok::Bool(b) => self.syms.get(if b { "true" } else { "false" }),
+                Tok::Null => self.syms.get("null"),
+                other => match tree_value(doc, other) {
+                    Some(Value::String(s)) => self.syms.get(&s),
+                    Some(v) => self.syms.get(&v.to_string()),
+                    None => return false,
+                },
+            };
+            let k = self.syms.get(e.key.of(doc));
+            self.scratch_tags.push((k, v));
+        }
+        self.tags_text.extend_from_slice(r.of(doc).as_bytes());
+        true
+    }
+
     /// Writes a node from its `serde_json` tree.
     fn node_tree(
         &mut self,
@@ -422,6 +442,7 @@ impl<'a> Decoder<'a> {
         let state = props.get("state").and_then(Value::as_str).unwrap_or("unknown");
         let creation_ts = creation_time(props);
         self.scratch_tags.clear();
+        self.tags_text.clear();
         if let Some(Value::Object(tags)) = props.get(self.tags_key) {
             for (k, v) in tags {
                 let v = match v {

@@ -275,3 +275,64 @@ fn crns_sharing_a_prefix_keep_their_own_segments() {
     }
     assert_eq!(g.nodes().count(), texts.len());
 }
+
+/// One decoder reading nodes one after another (tags repeated word for
+/// word, changed, missing, not an object, needing the tree) gives each
+/// node its own tags, as a fresh decoder through `serde_json` does.
+#[test]
+fn a_warm_decoder_lands_each_nodes_own_tags() {
+    let docs = [
+        r#"{"tags":{"env":"prod","team":"a"}}"#,
+        r#"{"tags":{"env":"prod","team":"a"}}"#,
+        r#"{"x":1}"#,
+        r#"{"tags":{"env":"prod","team":"a"}}"#,
+        r#"{"tags":{"env":"prod","team":"b"}}"#,
+        r#"{"tags":[1]}"#,
+        r#"{"tags":{"env":"prod","team":"b"}}"#,
+        r#"{"tags":{"env":"prod","team":"b"},"esc":"a\"b"}"#,
+        r#"{"tags":{"env":"prod","team":"b","o":{"y":1}}}"#,
+        r#"{"tags":{"env":"prod","team":"b"}}"#,
+        r#"{"tags":{}}"#,
+        r#"{"tags":{"env":"prod","team":"a"}}"#,
+    ];
+    let i = Arc::new(Interner::new());
+    let tags_of = |nodes: NodeBatch| -> Vec<Vec<(String, String)>> {
+        let mut g = Graph::new(i.clone());
+        g.ingest_nodes(&[nodes], 1, 1);
+        let mut by_id: Vec<(String, Vec<(String, String)>)> = g
+            .nodes()
+            .map(|n| {
+                let tags = n
+                    .tags()
+                    .map(|(k, v)| (i.resolve(k).to_string(), i.resolve(v).to_string()))
+                    .collect();
+                (n.crn(), tags)
+            })
+            .collect();
+        by_id.sort_by_key(|(crn, _)| crn.rsplit('-').next().and_then(|n| n.parse::<usize>().ok()));
+        by_id.into_iter().map(|(_, t)| t).collect()
+    };
+    let crn = |k: usize| format!("crn:svc:aws:us-east-1:123456789012:volume:vol-{k}");
+    let mut warm = Decoder::new(&i);
+    let mut nodes = NodeBatch::default();
+    for (k, doc) in docs.iter().enumerate() {
+        assert!(warm.node((&node(&crn(k), doc, 1.0)).into(), &mut nodes), "{doc}");
+    }
+    let mut want = NodeBatch::default();
+    for (k, doc) in docs.iter().enumerate() {
+        let mut cold = Decoder::new(&i);
+        cold.tree_only = true;
+        assert!(cold.node((&node(&crn(k), doc, 1.0)).into(), &mut want), "{doc}");
+    }
+    let (got, want) = (tags_of(nodes), tags_of(want));
+    assert_eq!(got.len(), docs.len());
+    assert_eq!(got, want);
+    assert_eq!(
+        got[1],
+        [
+            ("env".to_owned(), "prod".to_owned()),
+            ("team".to_owned(), "a".to_owned())
+        ]
+    );
+    assert!(got[2].is_empty() && got[5].is_empty() && got[10].is_empty());
+}
