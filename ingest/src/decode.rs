@@ -162,12 +162,72 @@ struct Found {
     complex: usize,
 }
 
+/// What a top-level key of a node's properties stands for.
+#[derive(Copy, Clone)]
+enum Role {
+    State(Sym),
+    Ts(Sym),
+    CreatedAt(Sym),
+    Tags,
+    Prop(Sym),
+}
+
+/// The keys of the last scanned node of a type, in entry order, with what
+/// each stands for: nodes of a type mostly share their keys, so the next
+/// one's are compared with these instead of looked up one by one.
+#[derive(Default)]
+struct KeyMemo {
+    /// The keys' text, one after another, and where each ends.
+    text: Vec<u8>,
+    ends: Vec<usize>,
+    roles: Vec<Role>,
+}
+
+impl KeyMemo {
+    fn matches(&self, entries: &[Entry], doc: &str) -> bool {
+        if entries.len() != self.ends.len() {
+            return false;
+        }
+        let mut start = 0;
+        for (e, &end) in entries.iter().zip(&self.ends) {
+            if e.key.of(doc).as_bytes() != self.text.get(start..end).unwrap_or_default() {
+                return false;
+            }
+            start = end;
+        }
+        true
+    }
+
+    fn learn(&mut self, entries: &[Entry], doc: &str, tags_key: &str, syms: &mut Symbols<'_>) {
+        self.text.clear();
+        self.ends.clear();
+        self.roles.clear();
+        for e in entries {
+            let name = e.key.of(doc);
+            self.text.extend_from_slice(name.as_bytes());
+            self.ends.push(self.text.len());
+            self.roles.push(match name {
+                _ if name == tags_key => Role::Tags,
+                "state" => Role::State(syms.get(name)),
+                "creation_timestamp" => Role::Ts(syms.get(name)),
+                "created_at" => Role::CreatedAt(syms.get(name)),
+                _ => Role::Prop(syms.get(name)),
+            });
+        }
+    }
+}
+
+/// Node types a decoder remembers the keys of before it starts over.
+const KEY_MEMOS: usize = 4096;
+
 /// Decodes plugin messages into batches; one per worker.
 pub struct Decoder<'a> {
     syms: Symbols<'a>,
     tags_key: &'a str,
     relation: Sym,
     scratch_tags: Vec<(Sym, Sym)>,
+    /// The last keys scanned, by node type.
+    key_memos: HashMap<Sym, KeyMemo, FxBuildHasher>,
     /// The text of the tags object `scratch_tags` was read from (empty
     /// when they were not read from one).
     tags_text: Vec<u8>,
@@ -195,6 +255,7 @@ impl<'a> Decoder<'a> {
             relation: interner.intern("relation"),
             scratch_tags: Vec::new(),
             tags_text: Vec::new(),
+            key_memos: HashMap::default(),
             entries: Vec::new(),
             tag_entries: Vec::new(),
             keys: Vec::new(),
@@ -291,26 +352,47 @@ impl<'a> Decoder<'a> {
     fn node_scanned(&mut self, doc: &str, key: NodeKeyRef<'_>, ty: Sym, cost: f64, out: &mut NodeBatch) -> bool {
         // One pass over the (sorted, deduplicated) entries: the ones that
         // fill columns, and the property keys' symbols.
-        let tags_key = self.tags_key;
         let mut found = Found {
             keys: std::mem::take(&mut self.keys),
             ..Found::default()
         };
         found.keys.clear();
-        for e in &self.entries {
-            let name = e.key.of(doc);
-            match name {
-                "state" => found.state = Some(e.value),
-                "creation_timestamp" => found.ts = Some(e.value),
-                "created_at" => found.created_at = Some(e.value),
-                _ if name == tags_key => {
+        let Decoder {
+            syms,
+            tags_key,
+            entries,
+            key_memos,
+            ..
+        } = self;
+        if key_memos.len() >= KEY_MEMOS && !key_memos.contains_key(&ty) {
+            key_memos.clear();
+        }
+        let memo = key_memos.entry(ty).or_default();
+        if !memo.matches(entries, doc) {
+            memo.learn(entries, doc, tags_key, syms);
+        }
+        for (e, role) in entries.iter().zip(&memo.roles) {
+            let sym = match *role {
+                Role::Tags => {
                     found.tags = Some(e.value);
                     continue;
                 }
-                _ => {}
-            }
+                Role::State(sym) => {
+                    found.state = Some(e.value);
+                    sym
+                }
+                Role::Ts(sym) => {
+                    found.ts = Some(e.value);
+                    sym
+                }
+                Role::CreatedAt(sym) => {
+                    found.created_at = Some(e.value);
+                    sym
+                }
+                Role::Prop(sym) => sym,
+            };
             found.complex += usize::from(matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)));
-            found.keys.push(self.syms.get(name));
+            found.keys.push(sym);
         }
         let written = self.node_entries(doc, key, ty, cost, &found, out);
         self.keys = found.keys;

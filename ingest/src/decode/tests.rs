@@ -276,11 +276,12 @@ fn crns_sharing_a_prefix_keep_their_own_segments() {
     assert_eq!(g.nodes().count(), texts.len());
 }
 
-/// One decoder reading nodes one after another (tags repeated word for
-/// word, changed, missing, not an object, needing the tree) gives each
-/// node its own tags, as a fresh decoder through `serde_json` does.
+/// One decoder reading nodes of one type one after another (tags repeated
+/// word for word, changed, missing, not an object, needing the tree; keys
+/// repeated, reordered, split differently, taking the columns' roles or
+/// not) lands each node as a fresh decoder through `serde_json` does.
 #[test]
-fn a_warm_decoder_lands_each_nodes_own_tags() {
+fn a_warm_decoder_lands_each_node_as_a_fresh_one_does() {
     let docs = [
         r#"{"tags":{"env":"prod","team":"a"}}"#,
         r#"{"tags":{"env":"prod","team":"a"}}"#,
@@ -294,23 +295,45 @@ fn a_warm_decoder_lands_each_nodes_own_tags() {
         r#"{"tags":{"env":"prod","team":"b"}}"#,
         r#"{"tags":{}}"#,
         r#"{"tags":{"env":"prod","team":"a"}}"#,
+        r#"{"ab":1,"c":2,"state":"on"}"#,
+        r#"{"a":1,"bc":2,"state":"on"}"#,
+        r#"{"ab":1,"c":2,"state":"on"}"#,
+        r#"{"c":2,"ab":1,"state":"off"}"#,
+        r#"{"ab":1,"c":2,"stat":"on"}"#,
+        r#"{"ab":1,"c":2,"created_at":"2024-05-01T10:00:00Z"}"#,
+        r#"{"ab":1,"c":2,"creation_timestamp":1700000000}"#,
+        r#"{"ab":1,"c":2,"creation_timestamp":1700000001}"#,
+        r#"{"ab":1,"c":2,"tags":{"k":"v"}}"#,
+        r#"{"ab":1,"c":2,"tagz":{"k":"v"}}"#,
+        r#"{"ab":"x","c":[1],"state":"on"}"#,
     ];
     let i = Arc::new(Interner::new());
-    let tags_of = |nodes: NodeBatch| -> Vec<Vec<(String, String)>> {
+    type Seen = (String, u64, Vec<(String, String)>, Vec<(String, String)>);
+    let landed = |nodes: NodeBatch| -> Vec<Seen> {
         let mut g = Graph::new(i.clone());
         g.ingest_nodes(&[nodes], 1, 1);
-        let mut by_id: Vec<(String, Vec<(String, String)>)> = g
+        let mut by_id: Vec<(usize, Seen)> = g
             .nodes()
             .map(|n| {
+                let k = n
+                    .crn()
+                    .rsplit('-')
+                    .next()
+                    .and_then(|k| k.parse().ok())
+                    .unwrap_or(usize::MAX);
+                let props = n
+                    .props()
+                    .map(|(k, v)| (i.resolve(k).to_string(), format!("{v:?}")))
+                    .collect();
                 let tags = n
                     .tags()
                     .map(|(k, v)| (i.resolve(k).to_string(), i.resolve(v).to_string()))
                     .collect();
-                (n.crn(), tags)
+                (k, (i.resolve(n.state()).to_string(), n.creation_ts(), props, tags))
             })
             .collect();
-        by_id.sort_by_key(|(crn, _)| crn.rsplit('-').next().and_then(|n| n.parse::<usize>().ok()));
-        by_id.into_iter().map(|(_, t)| t).collect()
+        by_id.sort_by_key(|(k, _)| *k);
+        by_id.into_iter().map(|(_, seen)| seen).collect()
     };
     let crn = |k: usize| format!("crn:svc:aws:us-east-1:123456789012:volume:vol-{k}");
     let mut warm = Decoder::new(&i);
@@ -324,15 +347,16 @@ fn a_warm_decoder_lands_each_nodes_own_tags() {
         cold.tree_only = true;
         assert!(cold.node((&node(&crn(k), doc, 1.0)).into(), &mut want), "{doc}");
     }
-    let (got, want) = (tags_of(nodes), tags_of(want));
+    let (got, want) = (landed(nodes), landed(want));
     assert_eq!(got.len(), docs.len());
-    assert_eq!(got, want);
-    assert_eq!(
-        got[1],
-        [
-            ("env".to_owned(), "prod".to_owned()),
-            ("team".to_owned(), "a".to_owned())
-        ]
-    );
-    assert!(got[2].is_empty() && got[5].is_empty() && got[10].is_empty());
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "{}", docs[k]);
+    }
+    let team_a = [
+        ("env".to_owned(), "prod".to_owned()),
+        ("team".to_owned(), "a".to_owned()),
+    ];
+    assert_eq!(got[1].3, team_a);
+    assert!(got[2].3.is_empty() && got[5].3.is_empty() && got[10].3.is_empty());
+    assert_eq!((got[15].0.as_str(), got[16].0.as_str()), ("off", "unknown"));
 }
