@@ -204,3 +204,35 @@ fn host_source_whose_plugin_cannot_start_fails_only_its_scan() {
     assert!(sink.nodes.is_empty() && sink.edges.is_empty());
     assert!(source.process().is_none());
 }
+
+/// The socket directories a killed host left behind are removed; those of
+/// running hosts (this one included) and anything not named like one stay.
+#[test]
+fn host_sweeps_socket_directories_of_hosts_that_are_gone() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let mut gone = std::process::Command::new("true").spawn().expect("spawn true");
+    let dead = gone.id();
+    gone.wait().expect("true exits");
+    let own = std::process::id();
+    let make_dir = |name: &str| {
+        let dir = temp.path().join(name);
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::write(dir.join("plugin.sock"), b"").expect("file inside");
+        dir
+    };
+    let stale = make_dir(&format!("svc-plugin-sock-{dead}-abc123"));
+    let kept = [
+        make_dir("svc-plugin-sock-1-init"),
+        make_dir(&format!("svc-plugin-sock-{own}-mine")),
+        make_dir("svc-plugin-sock-noPid"),
+        make_dir(&format!("other-{dead}-abc")),
+    ];
+    let file = temp.path().join(format!("svc-plugin-sock-{dead}-file"));
+    std::fs::write(&file, b"").expect("a file");
+    svc_ingest::host::launch::sweep_socket_dirs(temp.path());
+    assert!(!stale.exists(), "{} left behind", stale.display());
+    for k in &kept {
+        assert!(k.exists(), "{} removed", k.display());
+    }
+    assert!(file.exists(), "a file is not a socket directory");
+}

@@ -114,10 +114,11 @@ fn scans_into_the_graph(transport: &[(&str, &str)], net: Net) {
 fn assert_socket_dir_removed(socket: &Path) {
     let dir = socket.parent().expect("socket directory");
     let host_dir = dir.parent().expect("host socket directory");
+    let named = format!("svc-plugin-sock-{}-", std::process::id());
     assert!(
         host_dir
             .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("svc-plugin-sock-")),
+            .is_some_and(|n| n.to_string_lossy().starts_with(&named)),
         "the plugin was not given the host's socket directory: {}",
         socket.display()
     );

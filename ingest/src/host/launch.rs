@@ -80,6 +80,44 @@ pub struct PluginProcess {
     _socket_dir: tempfile::TempDir,
 }
 
+/// Socket directories are `<temp>/svc-plugin-sock-<host pid>-<random>`.
+const SOCKET_DIR_PREFIX: &str = "svc-plugin-sock-";
+
+/// Removes the socket directories in `temp` that a host process which no
+/// longer runs left behind (it was killed before it could stop its
+/// plugins, which stop by themselves once their host is gone). Directories
+/// of running processes, and any other entry, are left alone.
+pub fn sweep_socket_dirs(temp: &Path) {
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    let own = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SOCKET_DIR_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == own || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            match std::fs::remove_dir_all(entry.path()) {
+                Ok(()) => {
+                    tracing::info!(dir = %entry.path().display(), pid, "removed a stopped host's plugin socket directory")
+                }
+                Err(e) => {
+                    tracing::debug!(dir = %entry.path().display(), error = %e, "stale plugin socket directory not removed")
+                }
+            }
+        }
+    }
+}
+
 /// The plugin name of a binary: its file name without `svc-plugin-`.
 pub fn plugin_name(path: &Path) -> String {
     let file = path
@@ -97,8 +135,9 @@ impl PluginProcess {
     /// when any step fails and when the returned value is dropped.
     pub async fn launch(path: &Path, role: Role, opts: &LaunchOptions) -> Result<PluginProcess, HostError> {
         let name = plugin_name(path);
+        sweep_socket_dirs(&std::env::temp_dir());
         let socket_dir = tempfile::Builder::new()
-            .prefix("svc-plugin-sock-")
+            .prefix(&format!("{SOCKET_DIR_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(|source| HostError::Spawn {
                 name: name.clone(),

@@ -164,3 +164,49 @@ async fn unknown_fail_mode_is_refused() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("invalid SVC_MOCK_FAIL"));
 }
+
+/// A plugin whose host is killed (no shutdown call, no SIGTERM: the host
+/// had no chance to stop it) stops by itself and removes its socket.
+/// A shell stands in for the host: it starts the plugin, prints the
+/// plugin's pid and is killed.
+#[tokio::test]
+async fn a_plugin_whose_host_is_killed_stops_by_itself() {
+    let mut host = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{BIN}' & echo \"pid $!\"; wait"))
+        .env_remove("SVC_MOCK_FAIL")
+        .env_remove("SVC_PLUGIN_TRANSPORT")
+        .env("SVC_PLUGIN", "svc")
+        .env("PLUGIN_PROTOCOL_VERSIONS", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("sh starts");
+    let stdout = host.stdout.take().expect("piped stdout");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+    let (mut pid, mut handshake) = (None, None);
+    while pid.is_none() || handshake.is_none() {
+        let line = tokio::time::timeout(PROMPT, lines.next_line())
+            .await
+            .expect("a line within the bound")
+            .expect("stdout readable")
+            .expect("the pid and the handshake line before EOF");
+        match line.strip_prefix("pid ") {
+            Some(p) => pid = Some(p.to_owned()),
+            None => handshake = Some(parse_handshake(&line)),
+        }
+    }
+    let (pid, h) = (pid.unwrap_or_default(), handshake.expect("handshake"));
+    let mut c = clients(connect(&h).await);
+    assert!(is_serving(&mut c.health, "plugin").await);
+    host.kill().await.expect("the host is killed");
+    // The plugin shares the host's stdout: it ends when the plugin exits.
+    let end = tokio::time::timeout(PROMPT, lines.next_line())
+        .await
+        .unwrap_or_else(|_| panic!("plugin {pid} still running after its host was killed"));
+    assert!(matches!(end, Ok(None)), "{end:?}");
+    let dir = std::path::Path::new(&h.addr).parent().expect("socket in a directory");
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}

@@ -10,7 +10,9 @@
 //! `plugin`), `plugin.GRPCController` and `plugin.GRPCStdio`, and then prints
 //! one line on stdout: `1|1|unix|/path/plugin.sock|grpc|`. Logs go to stderr
 //! as hclog JSON lines. `GRPCController/Shutdown` stops the server and the
-//! call returns; the socket directory is removed.
+//! call returns; the socket directory is removed. So do SIGTERM and the end
+//! of the process that started the plugin (checked every 500 ms), so a
+//! daemon killed outright leaves no plugin running.
 //!
 //! ```no_run
 //! # use svc_proto::provider::v1::provider_server::Provider;

@@ -36,6 +36,23 @@ pub fn exit_now(code: i32) -> ! {
 /// may take before the plugin exits anyway.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
+/// How often a plugin checks that the process that started it still runs.
+const PARENT_CHECK: Duration = Duration::from_millis(500);
+
+/// Resolves once the process that started this one has gone (it was
+/// killed or crashed without stopping its plugins): the plugin is then a
+/// child of another process and stops instead of running on unreachable.
+async fn orphaned() {
+    let parent = std::os::unix::process::parent_id();
+    let mut every = tokio::time::interval(PARENT_CHECK);
+    loop {
+        every.tick().await;
+        if std::os::unix::process::parent_id() != parent {
+            return;
+        }
+    }
+}
+
 /// Checks the magic cookie and the offered protocol versions, printing the
 /// reason to stderr when the plugin must not start.
 pub fn check_startup(cookie: &Cookie) -> Result<(), SdkError> {
@@ -92,8 +109,9 @@ fn announce(addr: &ListenAddr) -> Result<(), SdkError> {
     Ok(())
 }
 
-/// Serves `add(framework services)` until `plugin.GRPCController/Shutdown`
-/// or SIGTERM, after printing the handshake line.
+/// Serves `add(framework services)` until `plugin.GRPCController/Shutdown`,
+/// SIGTERM or the end of the process that started it, after printing the
+/// handshake line.
 pub(crate) async fn serve(
     cookie: &Cookie,
     served: &[&str],
@@ -125,6 +143,7 @@ pub(crate) async fn serve(
             tokio::select! {
                 () = shutdown.notified() => {}
                 () = term => tracing::info!("terminated"),
+                () = orphaned() => tracing::warn!("the host process is gone; stopping"),
             }
         }
     };
