@@ -236,3 +236,29 @@ fn host_sweeps_socket_directories_of_hosts_that_are_gone() {
     }
     assert!(file.exists(), "a file is not a socket directory");
 }
+
+/// Without a place for its socket directory a plugin is not started, and
+/// the error says where the directory could not be made.
+#[tokio::test]
+async fn host_without_a_socket_directory_refuses_to_start_the_plugin() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let marker = dir.path().join("started");
+    let path = script(dir.path(), "nosock", &format!("touch '{}'\nexit 0", marker.display()));
+    let not_a_dir = dir.path().join("a-file");
+    std::fs::write(&not_a_dir, b"").expect("a file");
+    let opts = LaunchOptions {
+        socket_parent: Some(not_a_dir.clone()),
+        ..opts(Duration::from_secs(10))
+    };
+    let e = launch(&path, &opts).await;
+    assert!(matches!(e, HostError::SocketDir { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(&format!(
+            "plugin nosock failed to start: no socket directory could be made in {}: ",
+            not_a_dir.display()
+        )),
+        "{text}"
+    );
+    assert!(!marker.exists(), "the plugin was started");
+}

@@ -49,6 +49,9 @@ pub struct LaunchOptions {
     pub daemon_version: String,
     /// Extra environment for the plugin process.
     pub env: Vec<(String, String)>,
+    /// Where plugin socket directories are made; the system's temporary
+    /// directory when `None`.
+    pub socket_parent: Option<PathBuf>,
 }
 
 impl Default for LaunchOptions {
@@ -58,6 +61,7 @@ impl Default for LaunchOptions {
             shutdown_grace: Duration::from_secs(2),
             daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
             env: Vec::new(),
+            socket_parent: None,
         }
     }
 }
@@ -135,12 +139,14 @@ impl PluginProcess {
     /// when any step fails and when the returned value is dropped.
     pub async fn launch(path: &Path, role: Role, opts: &LaunchOptions) -> Result<PluginProcess, HostError> {
         let name = plugin_name(path);
-        sweep_socket_dirs(&std::env::temp_dir());
+        let parent = opts.socket_parent.clone().unwrap_or_else(std::env::temp_dir);
+        sweep_socket_dirs(&parent);
         let socket_dir = tempfile::Builder::new()
             .prefix(&format!("{SOCKET_DIR_PREFIX}{}-", std::process::id()))
-            .tempdir()
-            .map_err(|source| HostError::Spawn {
+            .tempdir_in(&parent)
+            .map_err(|source| HostError::SocketDir {
                 name: name.clone(),
+                parent: parent.clone(),
                 source,
             })?;
         let mut cmd = Command::new(path);

@@ -52,6 +52,13 @@ pub enum HostError {
         #[source]
         source: std::io::Error,
     },
+    #[error("plugin {name} failed to start: no socket directory could be made in {}: {source}", .parent.display())]
+    SocketDir {
+        name: String,
+        parent: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("plugin {name} failed to start: {source}")]
     Spawn {
         name: String,
