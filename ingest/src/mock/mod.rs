@@ -233,39 +233,6 @@ impl MockEstate {
         (nodes, edges)
     }
 
-    /// Generates the estate at `epoch` a window of chunks at a time, each
-    /// window in parallel, and hands `each` every chunk's batches after
-    /// `convert` has turned them into what the caller wants (on the
-    /// generating threads). Chunks arrive in the same order every time;
-    /// memory holds one window, not the estate. Stops at the first `Err`
-    /// from `each`, which it returns.
-    pub fn generate_each<T: Send, E>(
-        &self,
-        interner: &Interner,
-        epoch: u64,
-        batch_size: usize,
-        convert: impl Fn(Vec<NodeBatch>, Vec<EdgeBatch>) -> T + Sync,
-        mut each: impl FnMut(T) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let syms = Syms::new(interner, self.seed);
-        let clusters = self.clusters(interner, &syms);
-        let batch_size = batch_size.max(1);
-        let window = rayon::current_num_threads().max(1) * 2;
-        for group in self.chunks(batch_size).chunks(window) {
-            let outs: Vec<T> = group
-                .par_iter()
-                .map(|range| {
-                    let out = self.chunk(&syms, &clusters, range.clone(), epoch, batch_size, false);
-                    convert(out.nodes, out.edges)
-                })
-                .collect();
-            for t in outs {
-                each(t)?;
-            }
-        }
-        Ok(())
-    }
-
     /// Generates the estate at `epoch` in a provider plugin's wire form (see
     /// [`WireOut`]): each chunk of units (as many slots as fit `batch_size`)
     /// is written to a fresh `make()`, a window of chunks at a time in
