@@ -249,3 +249,35 @@ async fn host_remediation_rpcs_reach_the_running_plugin() {
     plugin.shutdown().await;
     assert!(!is_running(pid), "plugin {pid} still running after shutdown");
 }
+
+/// A scan the plugin refuses before it sends anything (an answer with the
+/// status in its headers, no body) fails with the plugin's own words, and
+/// the same plugin then serves a valid scan.
+#[test]
+fn host_scan_refused_at_once_fails_with_the_plugins_status() {
+    let rt = Runtime::new().expect("runtime");
+    let mut source = PluginSource::new(mock_binary(), options("", &[]), rt.handle().clone());
+    let interner = Interner::new();
+    let config = BTreeMap::from([("scale".to_owned(), "many".to_owned())]);
+    let ctx = ScanContext {
+        interner: &interner,
+        scan_seq: 1,
+        now_us: 1_700_000_000_000_000,
+        config: &config,
+        timeout: None,
+    };
+    let mut sink = CollectSink::default();
+    let result = source.scan(&ctx, &mut sink);
+    assert_eq!(
+        result,
+        Err(SourceError::Failed(
+            "plugin mock scan failed: InvalidArgument: invalid scan config scale \"many\": expected a non-negative integer"
+                .to_owned()
+        ))
+    );
+    assert!(sink.nodes.is_empty() && sink.edges.is_empty());
+    let (again, sink) = scan(&mut source, &interner, 1);
+    again.expect("a valid scan succeeds");
+    assert!(!sink.nodes.is_empty());
+    rt.block_on(source.shutdown());
+}
