@@ -3,7 +3,7 @@
 //! subprocess protocol and scans through them.
 //!
 //! - [`manifest`]: the `<binary>.yaml` registry manifest (SPEC 2.8).
-//! - [`discover`]: `svc-plugin-<name>` binaries in a directory, and their
+//! - [`discover`](mod@discover): `svc-plugin-<name>` binaries in a directory, and their
 //!   launch integrity check (executable, SHA-256 equal to the manifest's).
 //! - [`handshake`]: the `CORE|APP|NET|ADDR|PROTO|SERVERCERT[|MUX]` line.
 //! - [`launch`]: one running plugin process and its gRPC channel.

@@ -146,7 +146,8 @@ impl EncodedScanResponse {
 pub type EncodedScanStream = Pin<Box<dyn Stream<Item = Result<EncodedScanResponse, Status>> + Send + 'static>>;
 
 /// A provider whose `Scan` responses are encoded by the plugin (see the
-/// module documentation); served by [`crate::serve_encoded_provider`].
+/// module documentation); served by
+/// [`crate::serve_encoded_provider_with_remediator`].
 #[tonic::async_trait]
 pub trait EncodedScan: Send + Sync + 'static {
     async fn scan_encoded(&self, request: Request<ScanRequest>) -> Result<Response<EncodedScanStream>, Status>;
