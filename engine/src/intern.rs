@@ -29,7 +29,7 @@ const WELL_KNOWN: &[&str] = &[
     "deleted",
 ];
 
-/// Predeclared symbols (see [`WELL_KNOWN`]).
+/// Predeclared symbols (see `WELL_KNOWN`).
 pub mod well_known {
     use super::Sym;
     macro_rules! syms {

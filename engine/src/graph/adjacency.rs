@@ -2,8 +2,8 @@
 //! scan. Nodes are numbered densely: shard by shard, row by row.
 //!
 //! A rebuild after a small change patches the previous index instead of
-//! starting over ([`patch`]): the shards note the rows whose visibility may
-//! have changed since the last build ([`super::shard::Touched`]); every edge
+//! starting over (`patch`): the shards note the rows whose visibility may
+//! have changed since the last build (`Touched` in `shard`); every edge
 //! of such a row, or incident to such a node, is taken out of its source's
 //! and target's ranges and put back when it is visible now. Every other
 //! range is copied as it was, its offsets shifted by the edges added or

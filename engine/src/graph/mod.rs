@@ -715,7 +715,7 @@ impl Graph {
 
     /// Rebuilds the adjacency index over the edges visible at `now_us`:
     /// patches the last one when few rows changed since it was built
-    /// ([`adjacency::patch`]), builds it from scratch otherwise.
+    /// (`adjacency::patch`), builds it from scratch otherwise.
     pub fn rebuild_adjacency(&mut self, now_us: u64) {
         let base = self.dense_base();
         let mut builds = self.adj.builds;

@@ -32,7 +32,7 @@ pub struct TypeSummary {
     pub min_cost_usd_mo: f64,
     pub max_cost_usd_mo: f64,
     pub mean_cost_usd_mo: f64,
-    /// The last [`RECENT_POINTS`] scans, oldest first: `(scan_seq, totals)`.
+    /// The last `RECENT_POINTS` scans, oldest first: `(scan_seq, totals)`.
     pub recent: Vec<(u64, TypeTotals)>,
 }
 

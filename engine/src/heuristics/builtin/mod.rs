@@ -4,7 +4,7 @@
 //! may use 80 to 100; plugins cannot), a suggested action and what removing
 //! or changing the resource saves a month.
 //!
-//! - [`Rule`] and [`RULES`]: the catalogue, one module per provider.
+//! - [`Rule`] and `RULES`: the catalogue, one module per provider.
 //! - [`view`]: what a rule sees of a node: decoded properties, its
 //!   effective cost (reported, else priced from [`crate::prices`]), its
 //!   neighbours, and the time the estate was observed.
