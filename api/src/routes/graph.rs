@@ -2,7 +2,7 @@
 //! blast radius, the terminal UI's rows; the topology snapshot and the
 //! laid-out views live in the submodules.
 //!
-//! Every handler reads the graph inside `spawn_blocking` ([`blocking`]): the
+//! Every handler reads the graph inside `spawn_blocking` (`blocking`): the
 //! read lock is taken and released there, never held across an `.await`,
 //! and the JSON body is serialized there too.
 
