@@ -265,9 +265,12 @@ impl<'a> Unit<'a> {
             },
             limit,
             next: 0,
+            crns: match mode {
+                Mode::Wire(..) => String::with_capacity(8192),
+                _ => String::new(),
+            },
             mode,
             ids: String::with_capacity(2048),
-            crns: String::new(),
         }
     }
 

@@ -112,9 +112,11 @@ pub fn stream<E>(
     })
 }
 
-/// Bytes reserved per node and per edge of a message.
-const NODE_BYTES: usize = 320;
-const EDGE_BYTES: usize = 160;
+/// Bytes reserved per node and per edge of a message: the mock estate's
+/// average (~430 and ~205 with their framing) and some room, so a message
+/// is written without growing (and copying) its buffer.
+const NODE_BYTES: usize = 512;
+const EDGE_BYTES: usize = 256;
 
 /// One chunk of the estate as messages: its nodes, then its edges, each
 /// message cut at `batch_size` rows.
