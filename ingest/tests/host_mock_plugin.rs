@@ -281,3 +281,57 @@ fn host_scan_refused_at_once_fails_with_the_plugins_status() {
     assert!(!sink.nodes.is_empty());
     rt.block_on(source.shutdown());
 }
+
+/// A plugin left running by a host that no longer runs is stopped by the
+/// next host's sweep of socket directories, but only that very process
+/// (same pid and start time, as noted at launch).
+#[tokio::test]
+async fn host_sweep_stops_the_plugin_a_dead_host_left_running() {
+    let temp = tempfile::tempdir().expect("temp dir");
+    let opts = LaunchOptions {
+        socket_parent: Some(temp.path().to_owned()),
+        ..LaunchOptions::default()
+    };
+    let mut plugin = PluginProcess::launch(&mock_binary(), Role::Provider, &opts)
+        .await
+        .expect("the mock starts");
+    let pid = plugin.id().expect("pid");
+    let socket = PathBuf::from(&plugin.handshake().addr);
+    let host_dir = socket.parent().and_then(Path::parent).expect("host socket directory");
+    let noted = std::fs::read_to_string(host_dir.join("plugin.pid")).expect("the launch noted the plugin");
+    let (noted_pid, rest) = noted.split_once(' ').expect("pid, start time, path");
+    assert_eq!(noted_pid, pid.to_string());
+    let mut gone = std::process::Command::new("true").spawn().expect("spawn true");
+    let dead = gone.id();
+    gone.wait().expect("true exits");
+    // A note naming the same pid with another start time is another
+    // process: its directory goes, the plugin stays.
+    let (started, path) = rest.split_once(' ').expect("start time, path");
+    let other = temp.path().join(format!("svc-plugin-sock-{dead}-other"));
+    std::fs::create_dir(&other).expect("mkdir");
+    let later: u64 = started.parse::<u64>().expect("start time") + 1;
+    std::fs::write(other.join("plugin.pid"), format!("{pid} {later} {path}")).expect("write");
+    svc_ingest::host::launch::sweep_socket_dirs(temp.path());
+    assert!(!other.exists(), "stale directory removed");
+    let mut health = svc_proto::health::v1::health_client::HealthClient::new(plugin.channel());
+    let answer = health
+        .check(svc_proto::health::v1::HealthCheckRequest {
+            service: "plugin".to_owned(),
+        })
+        .await;
+    assert!(answer.is_ok(), "another process's note stopped the plugin: {answer:?}");
+    // The host "dies": its directory now names a process that is gone.
+    let stale = temp.path().join(format!("svc-plugin-sock-{dead}-x"));
+    std::fs::rename(host_dir, &stale).expect("rename");
+    svc_ingest::host::launch::sweep_socket_dirs(temp.path());
+    assert!(!stale.exists(), "stale directory removed");
+    let status = plugin
+        .wait_exit(Duration::from_secs(20))
+        .await
+        .expect("the plugin was stopped");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "{status}"
+    );
+}

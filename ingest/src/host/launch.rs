@@ -89,8 +89,10 @@ const SOCKET_DIR_PREFIX: &str = "svc-plugin-sock-";
 
 /// Removes the socket directories in `temp` that a host process which no
 /// longer runs left behind (it was killed before it could stop its
-/// plugins, which stop by themselves once their host is gone). Directories
-/// of running processes, and any other entry, are left alone.
+/// plugins), first stopping the plugin each names if that process still
+/// runs (plugins written with the SDK stop by themselves once their host is
+/// gone; others may not). Directories of running processes, and any other
+/// entry, are left alone.
 pub fn sweep_socket_dirs(temp: &Path) {
     let Ok(entries) = std::fs::read_dir(temp) else {
         return;
@@ -110,6 +112,7 @@ pub fn sweep_socket_dirs(temp: &Path) {
             continue;
         }
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            stop_orphan(&entry.path());
             match std::fs::remove_dir_all(entry.path()) {
                 Ok(()) => {
                     tracing::info!(dir = %entry.path().display(), pid, "removed a stopped host's plugin socket directory")
@@ -119,6 +122,55 @@ pub fn sweep_socket_dirs(temp: &Path) {
                 }
             }
         }
+    }
+}
+
+/// The file in a socket directory naming the plugin process launched with
+/// it: `<pid> <start time> <path>`, the start time as `/proc/<pid>/stat`
+/// gives it, so a later process with the same pid is never taken for it.
+const PLUGIN_PID_FILE: &str = "plugin.pid";
+
+/// When process `pid` started (clock ticks since boot), if it runs.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses)
+    // start at field 3; the start time is field 22.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Notes the plugin process launched with socket directory `dir`, for
+/// [`sweep_socket_dirs`] should this host end without stopping it.
+fn note_plugin(dir: &Path, pid: u32, path: &Path) {
+    let Some(started) = start_time(pid) else { return };
+    let line = format!("{pid} {started} {}\n", path.display());
+    if let Err(e) = std::fs::write(dir.join(PLUGIN_PID_FILE), line) {
+        tracing::debug!(dir = %dir.display(), error = %e, "plugin pid not noted");
+    }
+}
+
+/// Stops the plugin process a stopped host launched with socket directory
+/// `dir`, when that very process (same pid, same start time) still runs:
+/// a plugin that does not notice its host's end by itself would otherwise
+/// run on, unreachable, for good.
+fn stop_orphan(dir: &Path) {
+    let Ok(text) = std::fs::read_to_string(dir.join(PLUGIN_PID_FILE)) else {
+        return;
+    };
+    let mut fields = text.trim_end().splitn(3, ' ');
+    let (Some(Ok(pid)), Some(Ok(started)), path) = (
+        fields.next().map(str::parse::<u32>),
+        fields.next().map(str::parse::<u64>),
+        fields.next().unwrap_or(""),
+    ) else {
+        return;
+    };
+    if start_time(pid) != Some(started) {
+        return;
+    }
+    let Ok(raw) = i32::try_from(pid) else { return };
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), nix::sys::signal::Signal::SIGKILL) {
+        Ok(()) => tracing::warn!(pid, plugin = %path, "stopped a plugin left running by a host that no longer runs"),
+        Err(e) => tracing::debug!(pid, plugin = %path, error = %e, "orphaned plugin not stopped"),
     }
 }
 
@@ -170,6 +222,9 @@ impl PluginProcess {
                 source,
             },
         })?;
+        if let Some(pid) = child.id() {
+            note_plugin(socket_dir.path(), pid, path);
+        }
         if let Some(stderr) = child.stderr.take() {
             tokio::spawn(forward_lines(name.clone(), stderr, "stderr"));
         }
