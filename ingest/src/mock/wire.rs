@@ -182,23 +182,44 @@ impl Shape {
     }
 }
 
-/// The shapes of the key sequences seen so far.
+/// The shapes of the key sequences seen so far; the last one asked for is
+/// checked first (neighbouring nodes are often of one type).
 #[derive(Default)]
-struct Shapes(HashMap<Box<[Sym]>, Shape, FxBuildHasher>);
+struct Shapes {
+    index: HashMap<Box<[Sym]>, usize, FxBuildHasher>,
+    shapes: Vec<Shape>,
+    last: Option<(Vec<Sym>, usize)>,
+}
 
 impl Shapes {
     fn get(&mut self, keys: &[Sym], names: &Names, fixed: &[&str]) -> &Shape {
-        if !self.0.contains_key(keys) {
-            if self.0.len() >= SHAPES {
-                self.0.clear();
+        let at = match &self.last {
+            Some((last, at)) if last.as_slice() == keys => *at,
+            _ => {
+                let at = match self.index.get(keys) {
+                    Some(&at) => at,
+                    None => {
+                        if self.shapes.len() >= SHAPES {
+                            self.index.clear();
+                            self.shapes.clear();
+                        }
+                        self.shapes.push(Shape::new(keys, names, fixed));
+                        self.index.insert(keys.into(), self.shapes.len() - 1);
+                        self.shapes.len() - 1
+                    }
+                };
+                let last = self.last.get_or_insert_with(|| (Vec::new(), 0));
+                last.0.clear();
+                last.0.extend_from_slice(keys);
+                last.1 = at;
+                at
             }
-            self.0.insert(keys.into(), Shape::new(keys, names, fixed));
-        }
+        };
         static NONE: Shape = Shape {
             order: Vec::new(),
             text: Vec::new(),
         };
-        self.0.get(keys).unwrap_or(&NONE)
+        self.shapes.get(at).unwrap_or(&NONE)
     }
 }
 
@@ -280,7 +301,7 @@ impl Json {
 /// A JSON string as `serde_json` writes it: text without quotes,
 /// backslashes or control characters is copied as it is.
 fn write_str(out: &mut Vec<u8>, s: &str) {
-    if s.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\') {
+    if needs_escape(s.as_bytes()) {
         write_json(out, s);
         return;
     }
@@ -290,7 +311,56 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+
+/// Whether `b` holds a quote, a backslash or a control character, eight
+/// bytes at a time (a byte is below `n` when `(w - n) & !w` has its high bit).
+fn needs_escape(b: &[u8]) -> bool {
+    let below = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS;
+    let mut words = b.chunks_exact(8);
+    for chunk in &mut words {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(bytes);
+        if below(w ^ (ONES * u64::from(b'"')), 1) | below(w ^ (ONES * u64::from(b'\\')), 1) | below(w, 0x20) != 0 {
+            return true;
+        }
+    }
+    words.remainder().iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\')
+}
+
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     // Writing into a Vec cannot fail, and these types always serialize.
     let _ = serde_json::to_writer(&mut *out, v);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The word-at-a-time check agrees with a byte loop.
+        #[test]
+        fn escapes_are_found_as_a_byte_loop_finds_them(b in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            let naive = b.iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\');
+            proptest::prop_assert_eq!(needs_escape(&b), naive);
+        }
+    }
+
+    #[test]
+    fn each_special_byte_is_found_wherever_it_is() {
+        for len in 1..20 {
+            for at in 0..len {
+                for special in [b'"', b'\\', 0x00, 0x1f, b'\n'] {
+                    let mut b = vec![b'a'; len];
+                    b[at] = special;
+                    assert!(needs_escape(&b), "{b:?}");
+                }
+                let mut plain = vec![b'a'; len];
+                plain[at] = 0x80;
+                assert!(!needs_escape(&plain), "{plain:?}");
+            }
+        }
+    }
 }
