@@ -221,6 +221,17 @@ fn host_sweeps_socket_directories_of_hosts_that_are_gone() {
         dir
     };
     let stale = make_dir(&format!("svc-plugin-sock-{dead}-abc123"));
+    // A host that ended but was never reaped (a zombie) is gone too.
+    let mut zombie = std::process::Command::new("true").spawn().expect("spawn true");
+    let stat = format!("/proc/{}/stat", zombie.id());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(&stat)
+        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+    {
+        assert!(Instant::now() < deadline, "`true` did not end");
+        std::thread::yield_now();
+    }
+    let unreaped = make_dir(&format!("svc-plugin-sock-{}-zombie", zombie.id()));
     let kept = [
         make_dir("svc-plugin-sock-1-init"),
         make_dir(&format!("svc-plugin-sock-{own}-mine")),
@@ -231,6 +242,8 @@ fn host_sweeps_socket_directories_of_hosts_that_are_gone() {
     std::fs::write(&file, b"").expect("a file");
     svc_ingest::host::launch::sweep_socket_dirs(temp.path());
     assert!(!stale.exists(), "{} left behind", stale.display());
+    assert!(!unreaped.exists(), "{} left behind", unreaped.display());
+    zombie.wait().expect("reaped");
     for k in &kept {
         assert!(k.exists(), "{} removed", k.display());
     }

@@ -108,7 +108,7 @@ pub fn sweep_socket_dirs(temp: &Path) {
         else {
             continue;
         };
-        if pid == own || Path::new(&format!("/proc/{pid}")).exists() {
+        if pid == own || runs(pid) {
             continue;
         }
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -129,6 +129,25 @@ pub fn sweep_socket_dirs(temp: &Path) {
 /// it: `<pid> <start time> <path>`, the start time as `/proc/<pid>/stat`
 /// gives it, so a later process with the same pid is never taken for it.
 const PLUGIN_PID_FILE: &str = "plugin.pid";
+
+/// Whether process `pid` runs (or cannot be told apart from one that does).
+/// A zombie (ended, not yet reaped: under a container init that does not
+/// reap, for good) does not run.
+fn runs(pid: u32) -> bool {
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        return stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X");
+    }
+    let Ok(raw) = i32::try_from(pid) else { return true };
+    // Signal 0 checks for the process without sending anything; only "no
+    // such process" says it is gone.
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
 
 /// When process `pid` started (clock ticks since boot), if it runs.
 fn start_time(pid: u32) -> Option<u64> {
