@@ -130,15 +130,24 @@ pub fn sweep_socket_dirs(temp: &Path) {
 /// gives it, so a later process with the same pid is never taken for it.
 const PLUGIN_PID_FILE: &str = "plugin.pid";
 
+/// What `/proc/<pid>/stat` says of a process: its state letter and when it
+/// started (clock ticks since boot); `None` where there is no such file.
+fn proc_stat(pid: u32) -> Option<(String, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and parentheses)
+    // start at field 3, the state; the start time is field 22.
+    let mut fields = stat.rsplit_once(')')?.1.split_whitespace();
+    let state = fields.next()?.to_owned();
+    let started = fields.nth(18)?.parse().ok()?;
+    Some((state, started))
+}
+
 /// Whether process `pid` runs (or cannot be told apart from one that does).
 /// A zombie (ended, not yet reaped: under a container init that does not
 /// reap, for good) does not run.
 fn runs(pid: u32) -> bool {
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        return stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X");
+    if let Some((state, _)) = proc_stat(pid) {
+        return alive(&state);
     }
     let Ok(raw) = i32::try_from(pid) else { return true };
     // Signal 0 checks for the process without sending anything; only "no
@@ -149,12 +158,17 @@ fn runs(pid: u32) -> bool {
     )
 }
 
-/// When process `pid` started (clock ticks since boot), if it runs.
+/// When process `pid` started, if it runs.
 fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces and parentheses)
-    // start at field 3; the start time is field 22.
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+    proc_stat(pid)
+        .filter(|(state, _)| alive(state))
+        .map(|(_, started)| started)
+}
+
+/// Whether a process state letter is one of a process that has not ended
+/// (`Z` zombie and `X` dead have).
+fn alive(state: &str) -> bool {
+    state != "Z" && state != "X"
 }
 
 /// Notes the plugin process launched with socket directory `dir`, for
