@@ -45,22 +45,7 @@ pub async fn scan(mut channel: Channel, request: pb::ScanRequest, max_message: u
         .await
         .map_err(|e| Status::unknown(format!("service was not ready: {e}")))?;
     let response = ready.call(req).await.map_err(|e| Status::from_error(e.into()))?;
-    // A trailers-only response carries its status in the headers.
-    if let Some(status) = Status::from_header_map(response.headers()) {
-        if status.code() != Code::Ok {
-            return Err(status);
-        }
-        return Ok(Responses::new(response, max_message, true));
-    }
-    if let Some(encoding) = response.headers().get("grpc-encoding")
-        && encoding.as_bytes() != b"identity"
-    {
-        return Err(Status::unimplemented(format!(
-            "the plugin compressed its responses ({}); svc does not ask for compression",
-            String::from_utf8_lossy(encoding.as_bytes())
-        )));
-    }
-    Ok(Responses::new(response, max_message, false))
+    Responses::from_response(response, max_message)
 }
 
 /// The messages of one `Scan` response, as their protobuf bytes.
@@ -78,6 +63,26 @@ pub struct Responses {
 }
 
 impl Responses {
+    /// The messages of `response`, once its headers are checked: a
+    /// trailers-only answer's status, and no compression (none is asked for).
+    fn from_response(response: http::Response<Body>, max_message: usize) -> Result<Responses, Status> {
+        if let Some(status) = Status::from_header_map(response.headers()) {
+            if status.code() != Code::Ok {
+                return Err(status);
+            }
+            return Ok(Responses::new(response, max_message, true));
+        }
+        if let Some(encoding) = response.headers().get("grpc-encoding")
+            && encoding.as_bytes() != b"identity"
+        {
+            return Err(Status::unimplemented(format!(
+                "the plugin compressed its responses ({}); svc does not ask for compression",
+                String::from_utf8_lossy(encoding.as_bytes())
+            )));
+        }
+        Ok(Responses::new(response, max_message, false))
+    }
+
     fn new(response: http::Response<Body>, max_message: usize, trailers_only: bool) -> Responses {
         let http_status = response.status();
         Responses {
@@ -387,5 +392,41 @@ mod tests {
         let (got, end) = block_on(all(&mut response(&big, &[big.len()], Some(trailers(0, "")))));
         assert!(got.is_empty());
         assert_eq!(end.expect_err("too large").code(), Code::OutOfRange);
+    }
+
+    #[test]
+    fn the_headers_of_a_trailers_only_or_compressed_answer_decide_it() {
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut r = http::Response::new(Body::new(StreamBody::new(tokio_stream::iter(vec![Ok::<_, Status>(
+                Frame::data(Bytes::from(framed(&[b"a message"]))),
+            )]))));
+            for (k, v) in pairs {
+                r.headers_mut()
+                    .insert(HeaderName::from_static(k), HeaderValue::from_static(v));
+            }
+            Responses::from_response(r, 1 << 20)
+        };
+        let refused = with(&[("grpc-status", "3"), ("grpc-message", "bad config")])
+            .err()
+            .expect("status 3");
+        assert_eq!(
+            (refused.code(), refused.message()),
+            (Code::InvalidArgument, "bad config")
+        );
+        let mut ok = with(&[("grpc-status", "0")]).ok().expect("an empty stream");
+        assert_eq!(
+            block_on(all(&mut ok)).0,
+            Vec::<Vec<u8>>::new(),
+            "a trailers-only OK has no messages"
+        );
+        let gzip = with(&[("grpc-encoding", "gzip")]).err().expect("compressed");
+        assert_eq!(gzip.code(), Code::Unimplemented);
+        assert!(gzip.message().contains("(gzip)"), "{gzip:?}");
+        let mut plain = with(&[("grpc-encoding", "identity")])
+            .ok()
+            .expect("identity is no compression");
+        let (got, end) = block_on(all(&mut plain));
+        assert_eq!(got, vec![b"a message".to_vec()]);
+        assert!(end.is_err(), "no trailers: an error, after the message");
     }
 }
