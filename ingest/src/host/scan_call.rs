@@ -413,7 +413,7 @@ mod tests {
             (refused.code(), refused.message()),
             (Code::InvalidArgument, "bad config")
         );
-        let mut ok = with(&[("grpc-status", "0")]).ok().expect("an empty stream");
+        let mut ok = with(&[("grpc-status", "0")]).expect("an empty stream");
         assert_eq!(
             block_on(all(&mut ok)).0,
             Vec::<Vec<u8>>::new(),
