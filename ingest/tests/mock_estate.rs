@@ -372,3 +372,21 @@ fn first_pass_again(
     assert!(pass.touched.is_empty());
     pass
 }
+
+/// A larger estate, laid out from units planned many at a time, and seen
+/// at a later epoch: pinned as well.
+#[test]
+fn larger_estate_of_a_seed_is_pinned() {
+    let estate = MockEstate::new(3, 25_000);
+    let (nodes, edges) = estate.generate(&Interner::new(), 0, SCAN_BATCH);
+    let count = nodes.iter().map(NodeBatch::len).sum::<usize>();
+    let bytes = nodes.iter().map(NodeBatch::buffer_len).sum::<usize>();
+    let edge_count = edges.iter().map(EdgeBatch::len).sum::<usize>();
+    assert_eq!((count, edge_count, bytes), (24_941, 45_383, 5_592_380));
+    let (waste, total) = estate.waste_truth(5);
+    assert_eq!((waste.len(), total), (4_552, 24_938));
+    assert_eq!(
+        waste.last().map(String::as_str),
+        Some("crn:svc:kubernetes:westeurope:core:service:staging-aks-westeurope-be:payments/legacy-lb")
+    );
+}

@@ -143,6 +143,10 @@ fn lifecycle(h: u64, epoch: u64) -> (bool, u64, i64, f32) {
 
 /// The version of a slot's mutable properties at `epoch`, and the epoch it began.
 fn version(h: u64, epoch: u64) -> (u64, u64) {
+    if epoch == 0 {
+        // Every offset is below its period: the first version, since the start.
+        return (0, 0);
+    }
     let every = CHANGE_MIN + (h >> 11) % CHANGE_SPAN;
     let offset = (h >> 37) % every;
     let v = epoch.saturating_add(offset) / every;

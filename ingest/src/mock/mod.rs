@@ -48,6 +48,8 @@ pub use wire::WireOut;
 
 /// Nodes (and edges) per batch when scanning.
 pub const SCAN_BATCH: usize = 4096;
+/// Units planned at once, at most, while an estate is laid out.
+const PLAN_BLOCK: u64 = 512;
 /// The daemon's default scale.
 pub const DEFAULT_SCALE: usize = 300;
 /// The providers the estate reports (CRN provider segments).
@@ -125,17 +127,15 @@ impl MockEstate {
         let interner = Interner::new();
         let syms = Syms::new(&interner, seed);
         let target = scale as f64;
-        let mut units = Vec::new();
-        let mut acc = 0.0;
-        let mut expect = Vec::with_capacity(64);
-        let mut index = 0u64;
-        while acc + 0.5 < target {
+        // Each unit is planned on its own (its slots at epoch 0), several at
+        // once; they are then taken in order until the scale is reached.
+        let plan = |index: u64| {
             let kind = kind_of(seed, index);
             let cluster = match kind {
                 Kind::Cluster(host) => Some(k8s::cluster_name(seed, index, host)),
                 _ => None,
             };
-            expect.clear();
+            let mut expect = Vec::with_capacity(64);
             let name = S {
                 sym: syms.global.sym,
                 name: cluster.as_deref().unwrap_or(""),
@@ -144,16 +144,30 @@ impl MockEstate {
                 &mut Unit::new(&syms, (seed, index, 0), u32::MAX, name, Mode::Plan(&mut expect)),
                 kind,
             );
-            let mut limit = 0;
-            for e in &expect {
+            (kind, cluster, expect)
+        };
+        let mut units = Vec::new();
+        let mut acc = 0.0;
+        let mut index = 0u64;
+        let mut block = 8;
+        'plan: loop {
+            let planned: Vec<_> = (index..index + block).into_par_iter().map(plan).collect();
+            for (kind, cluster, expect) in planned {
                 if acc + 0.5 >= target {
-                    break;
+                    break 'plan;
                 }
-                acc += f64::from(*e);
-                limit += 1;
+                let mut limit = 0;
+                for e in &expect {
+                    if acc + 0.5 >= target {
+                        break;
+                    }
+                    acc += f64::from(*e);
+                    limit += 1;
+                }
+                units.push(UnitPlan { kind, limit, cluster });
+                index += 1;
             }
-            units.push(UnitPlan { kind, limit, cluster });
-            index += 1;
+            block = (block * 2).min(PLAN_BLOCK);
         }
         MockEstate {
             seed,
