@@ -53,12 +53,23 @@ impl<'a> PropWriter<'a> {
         PropWriter { buf }
     }
     fn key(&mut self, key: Sym, tag: u8) {
-        self.buf.extend_from_slice(&key.to_raw().to_le_bytes());
-        self.buf.push(tag);
+        let k = key.to_raw().to_le_bytes();
+        self.buf.extend_from_slice(&[k[0], k[1], k[2], k[3], tag]);
     }
-    fn bytes(&mut self, s: &str) {
+    /// An entry with an eight-byte value, written in one piece.
+    fn fixed(&mut self, key: Sym, tag: u8, v: [u8; 8]) {
+        let k = key.to_raw().to_le_bytes();
+        self.buf.extend_from_slice(&[
+            k[0], k[1], k[2], k[3], tag, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
+        ]);
+    }
+    /// An entry with a length-prefixed value: key, tag and length in one piece.
+    fn bytes(&mut self, key: Sym, tag: u8, s: &str) {
         let len = u32::try_from(s.len()).unwrap_or(u32::MAX);
-        self.buf.extend_from_slice(&len.to_le_bytes());
+        let (k, l) = (key.to_raw().to_le_bytes(), len.to_le_bytes());
+        self.buf.reserve(9 + len as usize);
+        self.buf
+            .extend_from_slice(&[k[0], k[1], k[2], k[3], tag, l[0], l[1], l[2], l[3]]);
         self.buf.extend_from_slice(&s.as_bytes()[..len as usize]);
     }
     pub fn null(&mut self, key: Sym) {
@@ -68,21 +79,17 @@ impl<'a> PropWriter<'a> {
         self.key(key, if v { TRUE } else { FALSE });
     }
     pub fn int(&mut self, key: Sym, v: i64) {
-        self.key(key, INT);
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.fixed(key, INT, v.to_le_bytes());
     }
     pub fn float(&mut self, key: Sym, v: f64) {
-        self.key(key, FLOAT);
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        self.fixed(key, FLOAT, v.to_le_bytes());
     }
     pub fn str(&mut self, key: Sym, v: &str) {
-        self.key(key, STR);
-        self.bytes(v);
+        self.bytes(key, STR, v);
     }
     /// An array or object given as JSON text (the caller has validated it).
     pub fn json(&mut self, key: Sym, v: &str) {
-        self.key(key, JSON);
-        self.bytes(v);
+        self.bytes(key, JSON, v);
     }
     pub fn value(&mut self, key: Sym, v: ValueRef<'_>) {
         match v {
@@ -263,8 +270,8 @@ impl<'a> Iterator for Props<'a> {
 
 /// Appends a tag entry to a tag blob.
 pub fn write_tag(buf: &mut Vec<u8>, key: Sym, value: Sym) {
-    buf.extend_from_slice(&key.to_raw().to_le_bytes());
-    buf.extend_from_slice(&value.to_raw().to_le_bytes());
+    let pair = u64::from(key.to_raw()) | u64::from(value.to_raw()) << 32;
+    buf.extend_from_slice(&pair.to_le_bytes());
 }
 
 /// Iterates the `(key, value)` entries of a tag blob.
