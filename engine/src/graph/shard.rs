@@ -291,6 +291,37 @@ fn prefetch_line(at: *const u8) {
     let _ = at;
 }
 
+/// Copies a batch row's id, tags and properties into `arena`: in one piece
+/// when the batch wrote them one after another (as [`NodeBatch::push`]
+/// does), one by one otherwise. Returns where each landed.
+///
+/// [`NodeBatch::push`]: super::NodeBatch::push
+fn push_row_bytes(arena: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> (Span, Span, Span) {
+    let (id, tags, props) = (n.id, n.tags, n.props);
+    let contiguous = id.off.checked_add(id.len) == Some(tags.off) && tags.off.checked_add(tags.len) == Some(props.off);
+    let end = props
+        .off
+        .checked_add(props.len)
+        .filter(|&end| end as usize <= buf.len());
+    if contiguous && let Some(end) = end {
+        let whole = Span {
+            off: id.off,
+            len: end - id.off,
+        };
+        let at = push_bytes(arena, whole.get(buf)).off;
+        let moved = |s: Span| Span {
+            off: at + (s.off - id.off),
+            len: s.len,
+        };
+        return (moved(id), moved(tags), moved(props));
+    }
+    (
+        push_bytes(arena, id.get(buf)),
+        push_bytes(arena, tags.get(buf)),
+        push_bytes(arena, props.get(buf)),
+    )
+}
+
 /// [`prefetch`]es every cache line of the first `len` bytes of `span` in `buf`.
 pub(crate) fn prefetch_bytes(buf: &[u8], span: Span, len: usize) {
     let start = span.off as usize;
@@ -446,9 +477,7 @@ impl NodeShard {
             hashbrown::hash_table::Entry::Vacant(v) => {
                 let row = self.hash.len() as u32;
                 v.insert(row);
-                let id = push_bytes(&mut self.arena, id);
-                let tags = push_bytes(&mut self.arena, tags);
-                let props = push_bytes(&mut self.arena, props);
+                let (id, tags, props) = push_row_bytes(&mut self.arena, n, buf);
                 self.hash.push(n.hash);
                 self.key.push(n.syms);
                 self.id.push(id);
@@ -878,5 +907,56 @@ impl EdgeShard {
             + self.touched.heap_bytes()
             + self.changed.heap_bytes()
             + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: Span, tags: Span, props: Span) -> BatchNode {
+        let sym = Sym::from_index(0);
+        BatchNode {
+            hash: 0,
+            syms: [sym; 5],
+            ty: sym,
+            state: sym,
+            cost: 0.0,
+            creation_ts: 0,
+            id,
+            tags,
+            props,
+            content: 0,
+        }
+    }
+
+    fn span(off: u32, len: u32) -> Span {
+        Span { off, len }
+    }
+
+    /// A row's bytes land in the arena as they were in the batch, whether
+    /// the batch wrote them one after another or not.
+    #[test]
+    fn row_bytes_are_copied_whole_or_one_by_one() {
+        let buf = b"..idTTTTpppp..".to_vec();
+        let mut arena = b"xyz".to_vec();
+        for n in [
+            row(span(2, 2), span(4, 4), span(8, 4)),
+            row(span(2, 2), span(4, 0), span(4, 8)),
+            row(span(8, 4), span(4, 4), span(2, 2)),
+            row(span(2, 2), span(5, 3), span(8, 4)),
+        ] {
+            let before = arena.len();
+            let (id, tags, props) = push_row_bytes(&mut arena, &n, &buf);
+            assert_eq!(id.get(&arena), n.id.get(&buf));
+            assert_eq!(tags.get(&arena), n.tags.get(&buf));
+            assert_eq!(props.get(&arena), n.props.get(&buf));
+            assert_eq!(arena.len() - before, (n.id.len + n.tags.len + n.props.len) as usize);
+        }
+        // Spans past the end of the batch copy nothing rather than panic.
+        let before = arena.len();
+        let (id, tags, props) = push_row_bytes(&mut arena, &row(span(2, 2), span(4, 4), span(8, 40)), &buf);
+        assert_eq!((id.get(&arena), tags.get(&arena)), (&b"id"[..], &b"TTTT"[..]));
+        assert!(props.get(&arena).is_empty() && arena.len() == before + 6);
     }
 }
