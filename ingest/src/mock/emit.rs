@@ -273,8 +273,12 @@ impl<'a> Unit<'a> {
                 Mode::Wire(..) => String::with_capacity(8192),
                 _ => String::new(),
             },
+            // A plan writes no ids.
+            ids: match mode {
+                Mode::Plan(_) => String::new(),
+                _ => String::with_capacity(2048),
+            },
             mode,
-            ids: String::with_capacity(2048),
         }
     }
 

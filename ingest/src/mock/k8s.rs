@@ -356,6 +356,7 @@ fn workload(
     u.edge(dep, claim, Uses, "USES");
     let mut rs = String::with_capacity(10);
     k8s_suffix(&mut rs, dslot.h, 10);
+    let mut id = String::with_capacity(ns.len() + app.len() + 18);
     for slot in pods {
         let node = (!nodes.is_empty()).then(|| nodes[(slot.ih() % nodes.len() as u64) as usize]);
         let mut v = slot.vrng();
@@ -365,7 +366,8 @@ fn workload(
             s.st.pending
         };
         let n = u.at(s.t.k8s_pod, state).created(u.created(&slot, 1, 60));
-        let mut id = format!("{ns}/{app}-{rs}-");
+        id.clear();
+        let _ = write!(id, "{ns}/{app}-{rs}-");
         k8s_suffix(&mut id, slot.ih(), 5);
         let cpu = [100, 250, 500, 1000][(slot.h % 4) as usize];
         let h = u.node(&slot, n, format_args!("{id}"), |w| {
