@@ -244,16 +244,22 @@ fn large_scale_generates() {
     assert!(e > n, "{e} edges for {n} nodes");
 }
 
+/// Nodes, edges and node batch bytes of `estate` at epoch 0.
+fn sizes(estate: &MockEstate) -> (usize, usize, usize) {
+    let (nodes, edges) = estate.generate(&Interner::new(), 0, SCAN_BATCH);
+    (
+        nodes.iter().map(NodeBatch::len).sum(),
+        edges.iter().map(EdgeBatch::len).sum(),
+        nodes.iter().map(NodeBatch::buffer_len).sum(),
+    )
+}
+
 /// The estate of a seed never changes with a dependency upgrade or a
 /// refactoring; a deliberate change to the generator updates these figures.
 #[test]
 fn estate_of_a_seed_is_pinned() {
     let estate = MockEstate::new(1, 300);
-    let (nodes, edges) = estate.generate(&Interner::new(), 0, SCAN_BATCH);
-    let count = nodes.iter().map(NodeBatch::len).sum::<usize>();
-    let bytes = nodes.iter().map(NodeBatch::buffer_len).sum::<usize>();
-    let edge_count = edges.iter().map(EdgeBatch::len).sum::<usize>();
-    assert_eq!((count, edge_count, bytes), (300, 514, 66_966));
+    assert_eq!(sizes(&estate), (300, 514, 66_966));
     let (waste, total) = estate.waste_truth(0);
     assert_eq!(total, 300);
     assert_eq!(
@@ -378,11 +384,7 @@ fn first_pass_again(
 #[test]
 fn larger_estate_of_a_seed_is_pinned() {
     let estate = MockEstate::new(3, 25_000);
-    let (nodes, edges) = estate.generate(&Interner::new(), 0, SCAN_BATCH);
-    let count = nodes.iter().map(NodeBatch::len).sum::<usize>();
-    let bytes = nodes.iter().map(NodeBatch::buffer_len).sum::<usize>();
-    let edge_count = edges.iter().map(EdgeBatch::len).sum::<usize>();
-    assert_eq!((count, edge_count, bytes), (24_941, 45_383, 5_592_380));
+    assert_eq!(sizes(&estate), (24_941, 45_383, 5_592_380));
     let (waste, total) = estate.waste_truth(5);
     assert_eq!((waste.len(), total), (4_552, 24_938));
     assert_eq!(
