@@ -304,7 +304,7 @@ impl<'a> Decoder<'a> {
         let (key, ty) = (prefix.key, prefix.ty);
         let doc = std::str::from_utf8(n.properties).ok().filter(|_| !self.tree_only);
         let scanned = match doc {
-            Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries).map(|()| doc),
+            Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries, &self.tags_text).map(|()| doc),
             Some(doc) => {
                 self.entries.clear();
                 Some(doc)

@@ -49,6 +49,8 @@ pub struct Entry {
 struct Scanner<'a> {
     b: &'a [u8],
     pos: usize,
+    /// A top-level array or object text known to be valid (see [`object`]).
+    known: &'a [u8],
 }
 
 impl Scanner<'_> {
@@ -175,7 +177,13 @@ impl Scanner<'_> {
             }
             b'{' | b'[' => {
                 let start = self.pos;
-                self.nested(depth + 1)?;
+                if depth == 1 && !self.known.is_empty() && self.b[start..].starts_with(self.known) {
+                    // The same text as a value checked before: it ends
+                    // where that one did, and is valid as that one was.
+                    self.pos += self.known.len();
+                } else {
+                    self.nested(depth + 1)?;
+                }
                 Some(Tok::Nested(Self::range(start, self.pos)))
             }
             b't' => self.literal(b"true", Tok::Bool(true)),
@@ -291,11 +299,18 @@ fn plain_run(b: &[u8]) -> usize {
 
 /// The entries of the object `doc` (sorted by key, the last duplicate
 /// winning) into `out`; `None` when the document needs `serde_json`.
-pub fn object(doc: &str, out: &mut Vec<Entry>) -> Option<()> {
+///
+/// `known` is the text of an array or object this scanner accepted as a
+/// top-level value of an earlier document (or empty): a top-level value
+/// that starts with that very text is that value, and is not checked
+/// again. (Neighbouring nodes mostly carry the same tags object, word for
+/// word.)
+pub fn object(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<()> {
     out.clear();
     let mut s = Scanner {
         b: doc.as_bytes(),
         pos: 0,
+        known,
     };
     s.ws();
     s.entries(out)?;
@@ -315,6 +330,7 @@ pub fn nested_object(doc: &str, range: Range, out: &mut Vec<Entry>) -> Option<()
     let mut s = Scanner {
         b: doc.as_bytes().get(..range.end as usize)?,
         pos: range.start as usize,
+        known: &[],
     };
     s.entries(out)?;
     sort_dedup(doc, out);
@@ -361,6 +377,36 @@ mod tests {
             }
             assert_eq!(plain_run(&text[..len]), len);
         }
+    }
+
+    /// A top-level value that starts with the known text is taken whole
+    /// without being read again; anything else is read as without it.
+    #[test]
+    fn known_values_are_taken_whole() {
+        let known = br#"{"env":"prod","team":"a"}"#;
+        let scan = |doc: &str, known: &[u8]| {
+            let mut out = Vec::new();
+            object(doc, &mut out, known).map(|()| out)
+        };
+        for doc in [
+            r#"{"tags":{"env":"prod","team":"a"},"x":1}"#,
+            r#"{"tags":{"env":"prod","team":"a"}}"#,
+            r#"{"a":{"env":"prod","team":"a"},"tags":{"env":"prod","team":"b"}}"#,
+            r#"{"tags":{"env":"prod","team":"ab"}}"#,
+            r#"{"tags":{"env":"prod","team":"a"}x}"#,
+            r#"{"tags":{"env":"prod","team":"a"},}"#,
+            r#"{"tags":{"env":"prod","team":"a""#,
+            r#"{"tags":{"env":"prod","team":{"env":"prod","team":"a"}}}"#,
+            r#"{"tags":[{"env":"prod","team":"a"}]}"#,
+        ] {
+            assert_eq!(scan(doc, known), scan(doc, &[]), "{doc}");
+        }
+        let out = scan(r#"{"tags":{"env":"prod","team":"a"},"x":1}"#, known).expect("scanned");
+        assert_eq!(out[0].value, Tok::Nested(Range { start: 8, end: 33 }));
+        // A value that only starts like the known text is read in full,
+        // and refused here.
+        assert_eq!(scan(r#"{"tags":{"a":1,"b":[}}"#, br#"{"a":1}"#), None);
+        assert!(scan(r#"{"tags":{"a":1,"b":[]}}"#, br#"{"a":1}"#).is_some());
     }
 
     proptest::proptest! {
