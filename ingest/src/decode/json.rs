@@ -80,6 +80,9 @@ impl Scanner<'_> {
     }
 
     /// A string after its opening quote: its content and whether it has escapes.
+    // Inlined, as `value` is: both run once or twice per entry, and a call
+    // returning its `Option` through memory cost about as much as the scan.
+    #[inline(always)]
     fn string(&mut self) -> Option<(Range, bool)> {
         let start = self.pos;
         let mut escaped = false;
@@ -168,6 +171,7 @@ impl Scanner<'_> {
     }
 
     /// Any value; arrays and objects are checked, not decoded.
+    #[inline(always)]
     fn value(&mut self, depth: usize) -> Option<Tok> {
         match self.peek()? {
             b'"' => {
