@@ -99,6 +99,8 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, 
 }
 
 fn plugin_ingest(c: &mut Criterion) {
+    // As the daemon does at start.
+    svc_engine::malloc::tune();
     let total: usize = std::env::var("SVC_BENCH_NODES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -15,6 +15,7 @@ use clap::Parser;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    svc_engine::malloc::tune();
     let args = cli::Cli::parse();
     match cli::run(args).await {
         Ok(code) => code,

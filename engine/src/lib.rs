@@ -16,6 +16,7 @@ pub mod graph;
 pub mod heuristics;
 pub mod ids;
 pub mod intern;
+pub mod malloc;
 pub mod policy;
 pub mod prices;
 pub mod props;

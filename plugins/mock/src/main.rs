@@ -20,6 +20,9 @@ use provider::MockProvider;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Its estate is written into buffers of hundreds of kilobytes, as the
+    // daemon's scans are.
+    svc_engine::malloc::tune();
     let fail = match FailMode::from_env() {
         Ok(f) => f,
         Err(e) => {
