@@ -29,11 +29,12 @@ use super::{HostError, status_text};
 const MAX_HANDSHAKE_LINE: u64 = 64 * 1024;
 /// Largest message accepted from a plugin.
 pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
-/// Largest HTTP/2 frame the host accepts (its SETTINGS_MAX_FRAME_SIZE): a
-/// plugin streaming large responses sends them in frames of up to this
-/// size instead of HTTP/2's default 16 KiB, so far fewer frames are read,
-/// parsed and reassembled.
-const MAX_FRAME_BYTES: u32 = 1024 * 1024;
+/// Largest HTTP/2 frame the host accepts (its SETTINGS_MAX_FRAME_SIZE):
+/// HTTP/2's own maximum, 2^24 - 1 bytes. A plugin streaming large
+/// responses may send each in one frame instead of HTTP/2's default 16 KiB,
+/// so far fewer frames are read and parsed, and a message that fits one
+/// frame is handed to the decoders as a slice of it, not copied together.
+const MAX_FRAME_BYTES: u32 = (1 << 24) - 1;
 /// HTTP/2 flow-control window of a plugin's stream and connection: how far
 /// a plugin may send ahead of the decoders.
 const STREAM_WINDOW_BYTES: u32 = 16 * 1024 * 1024;
