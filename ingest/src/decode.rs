@@ -272,12 +272,12 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn reject_edge(&mut self, e: &EdgeView<'_>, why: impl std::fmt::Display) {
+    fn reject_edge(&mut self, source: &str, target: &str, why: impl std::fmt::Display) {
         self.stats.rejected_edges += 1;
         if self.stats.reasons.len() < KEPT_REASONS {
             self.stats
                 .reasons
-                .push(format!("edge {:?} -> {:?} rejected: {why}", e.source_crn, e.target_crn));
+                .push(format!("edge {source:?} -> {target:?} rejected: {why}"));
         }
     }
 
@@ -555,14 +555,42 @@ impl<'a> Decoder<'a> {
         });
     }
 
-    /// Decodes one edge into `out`; `false` when it was rejected.
-    pub fn edge(&mut self, e: EdgeView<'_>, out: &mut EdgeBatch) -> bool {
-        let (src, dst) = match (self.syms.crn(e.source_crn), self.syms.crn(e.target_crn)) {
+    /// Decodes one edge into `out`: `Ok(false)` when it was rejected, an
+    /// `Err` when a CRN is not UTF-8 (the message is not a `ScanResponse`).
+    ///
+    /// A batch names each endpoint about four times, mostly by the same
+    /// CRN bytes: an endpoint named by bytes seen before in the batch is
+    /// taken as it is, its text neither checked nor parsed again.
+    pub fn edge(&mut self, e: EdgeView<'_>, out: &mut EdgeBatch) -> Result<bool, WireError> {
+        let known = (out.named_endpoint(e.source_crn), out.named_endpoint(e.target_crn));
+        // Text of an end not seen before, checked in wire order.
+        let src_text = match known.0 {
+            Some(_) => None,
+            None => Some(wire::edge_crn(e.source_crn, 1)?),
+        };
+        let dst_text = match known.1 {
+            Some(_) => None,
+            None => Some(wire::edge_crn(e.target_crn, 2)?),
+        };
+        let src_new = src_text.map(|t| self.syms.crn(t)).transpose();
+        let dst_new = dst_text.map(|t| self.syms.crn(t)).transpose();
+        let (src_new, dst_new) = match (src_new, dst_new) {
             (Ok(s), Ok(d)) => (s, d),
             (Err(err), _) | (_, Err(err)) => {
-                self.reject_edge(&e, err);
-                return false;
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                self.reject_edge(&text(e.source_crn), &text(e.target_crn), err);
+                return Ok(false);
             }
+        };
+        let src = match (known.0, src_new) {
+            (Some(at), _) => at,
+            (None, Some((p, id))) => out.endpoint_named(e.source_crn, key_ref(p.key, id)),
+            (None, None) => return Ok(false),
+        };
+        let dst = match (known.1, dst_new) {
+            (Some(at), _) => at,
+            (None, Some((p, id))) => out.endpoint_named(e.target_crn, key_ref(p.key, id)),
+            (None, None) => return Ok(false),
         };
         let mapped = map_relation(e.relation);
         if !mapped.known {
@@ -574,12 +602,10 @@ impl<'a> Decoder<'a> {
             }
         }
         let (from, to) = if mapped.reversed { (dst, src) } else { (src, dst) };
-        let from = key_ref(from.0.key, from.1);
-        let to = key_ref(to.0.key, to.1);
         let relation = self.relation;
-        out.push(from, to, mapped.relation, |w| w.str(relation, e.relation));
+        out.push_between(from, to, mapped.relation, |w| w.str(relation, e.relation));
         self.stats.edges += 1;
-        true
+        Ok(true)
     }
 
     /// Decodes a whole scan response.
@@ -588,7 +614,8 @@ impl<'a> Decoder<'a> {
             self.node(n.into(), nodes);
         }
         for e in &r.edges {
-            self.edge(e.into(), edges);
+            // A decoded message's strings are UTF-8 already.
+            let _ = self.edge(e.into(), edges);
         }
     }
 
@@ -599,7 +626,7 @@ impl<'a> Decoder<'a> {
         for item in wire::items(bytes) {
             match item? {
                 wire::Item::Node(n) => self.node(n, nodes),
-                wire::Item::Edge(e) => self.edge(e, edges),
+                wire::Item::Edge(e) => self.edge(e, edges)?,
             };
         }
         Ok(())

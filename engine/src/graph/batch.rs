@@ -321,12 +321,17 @@ pub struct EdgeBatch {
     index: HashTable<u32>,
     /// Properties written so far, by their bytes (empty once sealed).
     props_index: HashTable<Span>,
+    /// Endpoints by the text a writer named them with (see
+    /// [`EdgeBatch::endpoint_named`]), each a span of `names`, while the
+    /// batch is written (empty once sealed).
+    named: HashTable<(u32, Span)>,
+    names: Vec<u8>,
 }
 
 /// Properties longer than this are not looked up among earlier edges'.
 const MAX_SHARED_PROPS: usize = 256;
 
-fn props_hash(bytes: &[u8]) -> u64 {
+fn bytes_hash(bytes: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(bytes);
     fmix64(h.finish())
@@ -378,6 +383,10 @@ impl EdgeBatch {
             buf: Vec::with_capacity(bytes),
             index: HashTable::new(),
             props_index: HashTable::new(),
+            // Sized for a writer that names every endpoint (the decoder
+            // does), so it is not grown and rehashed as the batch fills.
+            named: HashTable::with_capacity(edges / 2),
+            names: Vec::new(),
         }
     }
 
@@ -433,10 +442,10 @@ impl EdgeBatch {
             return span;
         }
         let buf = &self.buf;
-        let hash = props_hash(bytes);
+        let hash = bytes_hash(bytes);
         let entry = self
             .props_index
-            .entry(hash, |s| s.get(buf) == bytes, |s| props_hash(s.get(buf)));
+            .entry(hash, |s| s.get(buf) == bytes, |s| bytes_hash(s.get(buf)));
         match entry {
             hashbrown::hash_table::Entry::Occupied(e) => {
                 let earlier = *e.get();
@@ -450,11 +459,60 @@ impl EdgeBatch {
         }
     }
 
-    /// Drops the indexes of the batch's keys and properties, kept only
-    /// while it is written: a batch on its way to the graph needs neither.
+    /// Drops the indexes of the batch's keys, names and properties, kept
+    /// only while it is written: a batch on its way to the graph needs none.
     pub fn seal(&mut self) {
         self.index = HashTable::new();
         self.props_index = HashTable::new();
+        self.named = HashTable::new();
+        self.names = Vec::new();
+    }
+
+    /// The endpoint named `name` earlier in this batch by
+    /// [`EdgeBatch::endpoint_named`], if any.
+    pub fn named_endpoint(&self, name: &[u8]) -> Option<u32> {
+        let names = &self.names;
+        self.named
+            .find(bytes_hash(name), |(_, s)| s.get(names) == name)
+            .map(|&(at, _)| at)
+    }
+
+    /// Endpoint `k` (added if new), remembered under `name` (the text the
+    /// writer knows it by, a CRN as a plugin sent it): a writer that names
+    /// the same node again finds it with [`EdgeBatch::named_endpoint`]
+    /// instead of working out its key. A name already remembered keeps its
+    /// endpoint.
+    pub fn endpoint_named(&mut self, name: &[u8], k: NodeKeyRef<'_>) -> u32 {
+        let hash = bytes_hash(name);
+        let names = &self.names;
+        if let Some(&(at, _)) = self.named.find(hash, |(_, s)| s.get(names) == name) {
+            return at;
+        }
+        let at = self.key(k);
+        let span = push_bytes(&mut self.names, name);
+        let names = &self.names;
+        self.named
+            .insert_unique(hash, (at, span), |(_, s)| bytes_hash(s.get(names)));
+        at
+    }
+
+    /// Adds an edge between endpoints `src` and `dst` of this batch (from
+    /// [`EdgeBatch::endpoint_named`] or [`EdgeBatch::named_endpoint`]);
+    /// `false`, and nothing added, when either is not one.
+    pub fn push_between(&mut self, src: u32, dst: u32, rel: Relation, props: impl FnOnce(&mut PropWriter<'_>)) -> bool {
+        let endpoints = self.keys.len();
+        if src as usize >= endpoints || dst as usize >= endpoints {
+            return false;
+        }
+        let props = self.props(props);
+        self.rows.push(BatchEdge {
+            src,
+            dst,
+            rel,
+            inferred: false,
+            props,
+        });
+        true
     }
 
     /// Adds an edge from `src` to `dst`; `props` writes its properties (for

@@ -512,6 +512,51 @@ fn an_edge_batch_keeps_each_endpoint_once_and_edges_resolve_through_it() {
 }
 
 #[test]
+fn named_endpoints_are_found_by_their_name_until_the_batch_is_sealed() {
+    let i = Arc::new(Interner::new());
+    let key = |text: &str| Crn::parse(text).unwrap();
+    let (vm, vol) = (crn("instance", "i-1"), crn("volume", "vol-1"));
+    let (vm_key, vol_key) = (key(&vm), key(&vol));
+    let mut b = EdgeBatch::with_capacity(8);
+    assert_eq!(b.named_endpoint(vm.as_bytes()), None);
+    let a = b.endpoint_named(vm.as_bytes(), NodeKeyRef::intern(&i, &vm_key));
+    let v = b.endpoint_named(vol.as_bytes(), NodeKeyRef::intern(&i, &vol_key));
+    assert_ne!(a, v);
+    assert_eq!(b.named_endpoint(vm.as_bytes()), Some(a));
+    assert_eq!(b.named_endpoint(vol.as_bytes()), Some(v));
+    // Another name for the same node is the same endpoint; a name already
+    // remembered keeps its endpoint whatever key comes with it.
+    assert_eq!(b.endpoint_named(b"the vm", NodeKeyRef::intern(&i, &vm_key)), a);
+    assert_eq!(b.endpoint_named(vm.as_bytes(), NodeKeyRef::intern(&i, &vol_key)), a);
+    assert_eq!(b.endpoints(), 2);
+    // A prefix or extension of a name is not that name.
+    assert_eq!(b.named_endpoint(&vm.as_bytes()[..vm.len() - 1]), None);
+    assert_eq!(b.named_endpoint(format!("{vm}0").as_bytes()), None);
+    let rel = i.intern("relation");
+    assert!(b.push_between(v, a, Relation::AttachedTo, |w| w.str(rel, "ATTACHED_TO")));
+    assert!(
+        !b.push_between(v, 2, Relation::Uses, |w| w.str(rel, "USES")),
+        "no endpoint 2"
+    );
+    assert_eq!(b.len(), 1);
+    b.seal();
+    assert_eq!(
+        b.named_endpoint(vm.as_bytes()),
+        None,
+        "names are dropped with the batch's indexes"
+    );
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    e.node(&vm, "running", 1.0).node(&vol, "in-use", 1.0);
+    g.ingest_nodes(&[std::mem::take(&mut e.nodes)], 1, 1);
+    assert_eq!(g.ingest_edges(&[b], 1, 1).inserted, 1);
+    assert!(
+        g.find_edge(find(&g, &vol), find(&g, &vm), Relation::AttachedTo)
+            .is_some()
+    );
+}
+
+#[test]
 fn a_state_adjusted_in_the_batch_is_seen_as_a_change_and_then_as_unchanged() {
     let i = Arc::new(Interner::new());
     let mut g = Graph::new(i.clone());

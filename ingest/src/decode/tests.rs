@@ -360,3 +360,60 @@ fn a_warm_decoder_lands_each_node_as_a_fresh_one_does() {
     assert!(got[2].3.is_empty() && got[5].3.is_empty() && got[10].3.is_empty());
     assert_eq!((got[15].0.as_str(), got[16].0.as_str()), ("off", "unknown"));
 }
+
+/// Endpoints named again by the same bytes are the same endpoints; a CRN
+/// that was rejected is rejected again; a CRN that is not UTF-8 fails the
+/// message where it stands, as it did before endpoints were remembered.
+#[test]
+fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
+    const BAD: &str = "crn:svc:aws:us-east-1:123456789012:instance:i-2";
+    let resp = pb::ScanResponse {
+        nodes: vec![node(VOL, "{}", 1.0), node(VM, "{}", 1.0)],
+        edges: vec![
+            edge(VOL, VM, "ATTACHED_TO"),
+            edge(VM, VOL, "USES"),
+            edge("crn:svc:aws", VM, "USES"),
+            edge("crn:svc:aws", VM, "USES"),
+            edge(VOL, BAD, "USES"),
+            edge(VM, VOL, "DEPENDS_ON"),
+        ],
+    };
+    let good = prost::Message::encode_to_vec(&resp);
+    // The same message with one byte of one CRN made invalid UTF-8.
+    let at = good
+        .windows(BAD.len())
+        .position(|w| w == BAD.as_bytes())
+        .expect("the CRN is in the message");
+    let mut bad = good.clone();
+    bad[at + BAD.len() - 1] = 0xff;
+    let i = Interner::new();
+    let decode = |bytes: &[u8]| {
+        let mut d = Decoder::new(&i);
+        let (mut nodes, mut edges) = (NodeBatch::default(), EdgeBatch::default());
+        let r = d.wire(bytes, &mut nodes, &mut edges);
+        (r, d.stats, edges)
+    };
+    let (r, stats, edges) = decode(&good);
+    assert_eq!(r, Ok(()));
+    assert_eq!((stats.edges, stats.rejected_edges), (4, 2));
+    assert!(
+        stats.reasons.iter().all(|r| r.starts_with("edge \"crn:svc:aws\"")),
+        "{:?}",
+        stats.reasons
+    );
+    let ids: Vec<&str> = edges.endpoint_keys().map(|(_, id)| id).collect();
+    assert_eq!(ids, ["vol-1", "i-1", "i-2"]);
+    // ATTACHED_TO and USES from the volume and the instance, each named
+    // by the same bytes, are the same two endpoints.
+    let ends: Vec<(usize, usize)> = edges.iter_indexed().map(|e| (e.src, e.dst)).collect();
+    assert_eq!(ends, [(0, 1), (1, 0), (0, 2), (1, 0)]);
+    let (r, stats, edges) = decode(&bad);
+    assert_eq!(
+        r,
+        Err(WireError::Utf8 {
+            message: "svc.provider.v1.Edge",
+            field: 2
+        })
+    );
+    assert_eq!((stats.edges, stats.rejected_edges, edges.len()), (2, 2, 2));
+}

@@ -33,12 +33,20 @@ pub struct NodeView<'a> {
     pub cost: f64,
 }
 
-/// An `Edge` of the response, borrowing from the message bytes.
+/// An `Edge` of the response, borrowing from the message bytes. Its CRNs
+/// are the bytes sent: the decoder checks that they are UTF-8 only when it
+/// has not seen the same bytes before (an endpoint is named about four
+/// times in a batch), and fails the message as [`string`] would if not.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct EdgeView<'a> {
-    pub source_crn: &'a str,
-    pub target_crn: &'a str,
+    pub source_crn: &'a [u8],
+    pub target_crn: &'a [u8],
     pub relation: &'a str,
+}
+
+/// An edge CRN's bytes as text; the error `string` gives for them.
+pub(super) fn edge_crn(bytes: &[u8], field: u32) -> Result<&str, WireError> {
+    std::str::from_utf8(bytes).map_err(|_| WireError::Utf8 { message: EDGE, field })
 }
 
 /// One entry of a response's `nodes` or `edges`.
@@ -61,8 +69,8 @@ impl<'a> From<&'a svc_proto::provider::v1::Node> for NodeView<'a> {
 impl<'a> From<&'a svc_proto::provider::v1::Edge> for EdgeView<'a> {
     fn from(e: &'a svc_proto::provider::v1::Edge) -> EdgeView<'a> {
         EdgeView {
-            source_crn: &e.source_crn,
-            target_crn: &e.target_crn,
+            source_crn: e.source_crn.as_bytes(),
+            target_crn: e.target_crn.as_bytes(),
             relation: &e.relation,
         }
     }
@@ -236,19 +244,30 @@ fn node<'a>(mut r: Reader<'a>) -> Result<NodeView<'a>, WireError> {
     Ok(n)
 }
 
+const EDGE: &str = "svc.provider.v1.Edge";
+
 fn edge<'a>(mut r: Reader<'a>) -> Result<EdgeView<'a>, WireError> {
-    const NAME: &str = "svc.provider.v1.Edge";
     let mut e = EdgeView {
-        source_crn: "",
-        target_crn: "",
+        source_crn: &[],
+        target_crn: &[],
         relation: "",
     };
     while !r.done() {
         let (field, wire) = r.key()?;
         match field {
-            1 => e.source_crn = string(&mut r, NAME, field, wire)?,
-            2 => e.target_crn = string(&mut r, NAME, field, wire)?,
-            3 => e.relation = string(&mut r, NAME, field, wire)?,
+            1 | 2 => {
+                expect(EDGE, field, wire, LEN)?;
+                let crn = if field == 1 {
+                    &mut e.source_crn
+                } else {
+                    &mut e.target_crn
+                };
+                // Of a repeated field the last value counts; the ones it
+                // replaces are checked here, the last by the decoder.
+                edge_crn(crn, field)?;
+                *crn = r.bytes()?;
+            }
+            3 => e.relation = string(&mut r, EDGE, field, wire)?,
             _ => r.skip(field, wire, RECURSION_LIMIT - 1)?,
         }
     }
