@@ -11,6 +11,7 @@
 //! counted; it never stops the rest.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::BuildHasher;
 
 use rustc_hash::FxBuildHasher;
 use serde_json::Value;
@@ -239,7 +240,62 @@ pub struct Decoder<'a> {
     complex: Vec<Value>,
     /// Every document through `serde_json` (the reference the scanner is tested against).
     tree_only: bool,
+    /// The endpoints of the edge batch being written, by CRN bytes.
+    ends: Ends,
     pub stats: DecodeStats,
+}
+
+/// CRN bytes the endpoints of the edge batch being written remember.
+const MAX_END_NAMES: usize = 8 << 20;
+
+/// The endpoints of the edge batch being written, by the CRN bytes that
+/// named them: a batch names each about four times, mostly by the same
+/// bytes, and an end found here is neither checked, parsed nor looked up
+/// again. Kept by the decoder, so its room is reused from batch to batch.
+#[derive(Default)]
+struct Ends {
+    /// [`EdgeBatch::serial`] of the batch the entries are of.
+    batch: Option<u64>,
+    /// Endpoint index, and where its CRN bytes are in `names`.
+    table: hashbrown::HashTable<(u32, u32, u32)>,
+    names: Vec<u8>,
+}
+
+impl Ends {
+    /// Starts over unless `out` is the batch the entries are of.
+    fn follow(&mut self, out: &EdgeBatch) {
+        if self.batch != Some(out.serial()) {
+            self.batch = Some(out.serial());
+            self.table.clear();
+            self.names.clear();
+        }
+    }
+
+    fn hash(name: &[u8]) -> u64 {
+        FxBuildHasher.hash_one(name)
+    }
+
+    fn name(names: &[u8], (_, off, len): (u32, u32, u32)) -> &[u8] {
+        names.get(off as usize..off as usize + len as usize).unwrap_or_default()
+    }
+
+    fn get(&self, name: &[u8], hash: u64) -> Option<u32> {
+        self.table
+            .find(hash, |&e| Ends::name(&self.names, e) == name)
+            .map(|&(at, _, _)| at)
+    }
+
+    fn insert(&mut self, name: &[u8], hash: u64, at: u32) {
+        if self.names.len() + name.len() > MAX_END_NAMES {
+            return;
+        }
+        let off = self.names.len() as u32;
+        self.names.extend_from_slice(name);
+        let names = &self.names;
+        self.table.insert_unique(hash, (at, off, name.len() as u32), |&e| {
+            Ends::hash(Ends::name(names, e))
+        });
+    }
 }
 
 impl<'a> Decoder<'a> {
@@ -261,6 +317,7 @@ impl<'a> Decoder<'a> {
             keys: Vec::new(),
             complex: Vec::new(),
             tree_only: false,
+            ends: Ends::default(),
             stats: DecodeStats::default(),
         }
     }
@@ -562,7 +619,12 @@ impl<'a> Decoder<'a> {
     /// CRN bytes: an endpoint named by bytes seen before in the batch is
     /// taken as it is, its text neither checked nor parsed again.
     pub fn edge(&mut self, e: EdgeView<'_>, out: &mut EdgeBatch) -> Result<bool, WireError> {
-        let known = (out.named_endpoint(e.source_crn), out.named_endpoint(e.target_crn));
+        self.ends.follow(out);
+        let hashes = (Ends::hash(e.source_crn), Ends::hash(e.target_crn));
+        let known = (
+            self.ends.get(e.source_crn, hashes.0),
+            self.ends.get(e.target_crn, hashes.1),
+        );
         // Text of an end not seen before, checked in wire order.
         let src_text = match known.0 {
             Some(_) => None,
@@ -584,12 +646,22 @@ impl<'a> Decoder<'a> {
         };
         let src = match (known.0, src_new) {
             (Some(at), _) => at,
-            (None, Some((p, id))) => out.endpoint_named(e.source_crn, key_ref(p.key, id)),
+            (None, Some((p, id))) => {
+                let at = out.endpoint(key_ref(p.key, id));
+                self.ends.insert(e.source_crn, hashes.0, at);
+                at
+            }
             (None, None) => return Ok(false),
         };
         let dst = match (known.1, dst_new) {
             (Some(at), _) => at,
-            (None, Some((p, id))) => out.endpoint_named(e.target_crn, key_ref(p.key, id)),
+            (None, Some((p, id))) => {
+                let at = out.endpoint(key_ref(p.key, id));
+                if e.target_crn != e.source_crn {
+                    self.ends.insert(e.target_crn, hashes.1, at);
+                }
+                at
+            }
             (None, None) => return Ok(false),
         };
         let mapped = map_relation(e.relation);

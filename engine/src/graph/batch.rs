@@ -311,7 +311,6 @@ pub(crate) struct BatchEdge {
 /// the resources of a few applications, so a batch names each node about
 /// four times, and resolving (and storing) each key once spares most of the
 /// lookups in the node shards.
-#[derive(Default)]
 pub struct EdgeBatch {
     pub(crate) rows: Vec<BatchEdge>,
     /// The distinct endpoints, in order of first mention.
@@ -321,12 +320,19 @@ pub struct EdgeBatch {
     index: HashTable<u32>,
     /// Properties written so far, by their bytes (empty once sealed).
     props_index: HashTable<Span>,
-    /// Endpoints by the text a writer named them with (see
-    /// [`EdgeBatch::endpoint_named`]), each a span of `names`, while the
-    /// batch is written (empty once sealed).
-    named: HashTable<(u32, Span)>,
-    names: Vec<u8>,
+    /// Tells this batch from every other of the process (see
+    /// [`EdgeBatch::serial`]).
+    serial: u64,
 }
+
+impl Default for EdgeBatch {
+    fn default() -> EdgeBatch {
+        EdgeBatch::with_capacity_bytes(0, 0)
+    }
+}
+
+/// The next [`EdgeBatch::serial`].
+static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Properties longer than this are not looked up among earlier edges'.
 const MAX_SHARED_PROPS: usize = 256;
@@ -383,10 +389,7 @@ impl EdgeBatch {
             buf: Vec::with_capacity(bytes),
             index: HashTable::new(),
             props_index: HashTable::new(),
-            // Sized for a writer that names every endpoint (the decoder
-            // does), so it is not grown and rehashed as the batch fills.
-            named: HashTable::with_capacity(edges / 2),
-            names: Vec::new(),
+            serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -464,41 +467,24 @@ impl EdgeBatch {
     pub fn seal(&mut self) {
         self.index = HashTable::new();
         self.props_index = HashTable::new();
-        self.named = HashTable::new();
-        self.names = Vec::new();
     }
 
-    /// The endpoint named `name` earlier in this batch by
-    /// [`EdgeBatch::endpoint_named`], if any.
-    pub fn named_endpoint(&self, name: &[u8]) -> Option<u32> {
-        let names = &self.names;
-        self.named
-            .find(bytes_hash(name), |(_, s)| s.get(names) == name)
-            .map(|&(at, _)| at)
+    /// A number no other batch of the process has: a writer that keeps
+    /// its own index of a batch's endpoints (the decoder, by CRN text)
+    /// knows from it when it is handed another batch.
+    pub fn serial(&self) -> u64 {
+        self.serial
     }
 
-    /// Endpoint `k` (added if new), remembered under `name` (the text the
-    /// writer knows it by, a CRN as a plugin sent it): a writer that names
-    /// the same node again finds it with [`EdgeBatch::named_endpoint`]
-    /// instead of working out its key. A name already remembered keeps its
-    /// endpoint.
-    pub fn endpoint_named(&mut self, name: &[u8], k: NodeKeyRef<'_>) -> u32 {
-        let hash = bytes_hash(name);
-        let names = &self.names;
-        if let Some(&(at, _)) = self.named.find(hash, |(_, s)| s.get(names) == name) {
-            return at;
-        }
-        let at = self.key(k);
-        let span = push_bytes(&mut self.names, name);
-        let names = &self.names;
-        self.named
-            .insert_unique(hash, (at, span), |(_, s)| bytes_hash(s.get(names)));
-        at
+    /// The index of endpoint `k` among the batch's endpoints, added if new,
+    /// for [`EdgeBatch::push_between`].
+    pub fn endpoint(&mut self, k: NodeKeyRef<'_>) -> u32 {
+        self.key(k)
     }
 
     /// Adds an edge between endpoints `src` and `dst` of this batch (from
-    /// [`EdgeBatch::endpoint_named`] or [`EdgeBatch::named_endpoint`]);
-    /// `false`, and nothing added, when either is not one.
+    /// [`EdgeBatch::endpoint`]); `false`, and nothing added, when either is
+    /// not one.
     pub fn push_between(&mut self, src: u32, dst: u32, rel: Relation, props: impl FnOnce(&mut PropWriter<'_>)) -> bool {
         let endpoints = self.keys.len();
         if src as usize >= endpoints || dst as usize >= endpoints {

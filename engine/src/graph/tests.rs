@@ -512,39 +512,36 @@ fn an_edge_batch_keeps_each_endpoint_once_and_edges_resolve_through_it() {
 }
 
 #[test]
-fn named_endpoints_are_found_by_their_name_until_the_batch_is_sealed() {
+fn edges_pushed_between_endpoint_indexes_land_as_edges_by_key() {
     let i = Arc::new(Interner::new());
-    let key = |text: &str| Crn::parse(text).unwrap();
     let (vm, vol) = (crn("instance", "i-1"), crn("volume", "vol-1"));
-    let (vm_key, vol_key) = (key(&vm), key(&vol));
+    let (vm_key, vol_key) = (Crn::parse(&vm).unwrap(), Crn::parse(&vol).unwrap());
     let mut b = EdgeBatch::with_capacity(8);
-    assert_eq!(b.named_endpoint(vm.as_bytes()), None);
-    let a = b.endpoint_named(vm.as_bytes(), NodeKeyRef::intern(&i, &vm_key));
-    let v = b.endpoint_named(vol.as_bytes(), NodeKeyRef::intern(&i, &vol_key));
+    let a = b.endpoint(NodeKeyRef::intern(&i, &vm_key));
+    let v = b.endpoint(NodeKeyRef::intern(&i, &vol_key));
     assert_ne!(a, v);
-    assert_eq!(b.named_endpoint(vm.as_bytes()), Some(a));
-    assert_eq!(b.named_endpoint(vol.as_bytes()), Some(v));
-    // Another name for the same node is the same endpoint; a name already
-    // remembered keeps its endpoint whatever key comes with it.
-    assert_eq!(b.endpoint_named(b"the vm", NodeKeyRef::intern(&i, &vm_key)), a);
-    assert_eq!(b.endpoint_named(vm.as_bytes(), NodeKeyRef::intern(&i, &vol_key)), a);
-    assert_eq!(b.endpoints(), 2);
-    // A prefix or extension of a name is not that name.
-    assert_eq!(b.named_endpoint(&vm.as_bytes()[..vm.len() - 1]), None);
-    assert_eq!(b.named_endpoint(format!("{vm}0").as_bytes()), None);
+    assert_eq!(
+        b.endpoint(NodeKeyRef::intern(&i, &vm_key)),
+        a,
+        "an endpoint is kept once"
+    );
     let rel = i.intern("relation");
     assert!(b.push_between(v, a, Relation::AttachedTo, |w| w.str(rel, "ATTACHED_TO")));
     assert!(
         !b.push_between(v, 2, Relation::Uses, |w| w.str(rel, "USES")),
         "no endpoint 2"
     );
-    assert_eq!(b.len(), 1);
-    b.seal();
-    assert_eq!(
-        b.named_endpoint(vm.as_bytes()),
-        None,
-        "names are dropped with the batch's indexes"
-    );
+    assert_eq!((b.len(), b.endpoints()), (1, 2));
+    // Every batch has a serial of its own.
+    let others = [
+        EdgeBatch::default(),
+        EdgeBatch::with_capacity(8),
+        EdgeBatch::with_capacity_bytes(1, 1),
+    ];
+    let mut serials: Vec<u64> = others.iter().chain([&b]).map(EdgeBatch::serial).collect();
+    serials.sort_unstable();
+    serials.dedup();
+    assert_eq!(serials.len(), 4);
     let mut g = Graph::new(i.clone());
     let mut e = Estate::new(i.clone());
     e.node(&vm, "running", 1.0).node(&vol, "in-use", 1.0);

@@ -367,6 +367,7 @@ fn a_warm_decoder_lands_each_node_as_a_fresh_one_does() {
 #[test]
 fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
     const BAD: &str = "crn:svc:aws:us-east-1:123456789012:instance:i-2";
+    const LOOP: &str = "crn:svc:aws:us-east-1:123456789012:instance:i-3";
     let resp = pb::ScanResponse {
         nodes: vec![node(VOL, "{}", 1.0), node(VM, "{}", 1.0)],
         edges: vec![
@@ -374,6 +375,7 @@ fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
             edge(VM, VOL, "USES"),
             edge("crn:svc:aws", VM, "USES"),
             edge("crn:svc:aws", VM, "USES"),
+            edge(LOOP, LOOP, "USES"),
             edge(VOL, BAD, "USES"),
             edge(VM, VOL, "DEPENDS_ON"),
         ],
@@ -395,18 +397,19 @@ fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
     };
     let (r, stats, edges) = decode(&good);
     assert_eq!(r, Ok(()));
-    assert_eq!((stats.edges, stats.rejected_edges), (4, 2));
+    assert_eq!((stats.edges, stats.rejected_edges), (5, 2));
     assert!(
         stats.reasons.iter().all(|r| r.starts_with("edge \"crn:svc:aws\"")),
         "{:?}",
         stats.reasons
     );
     let ids: Vec<&str> = edges.endpoint_keys().map(|(_, id)| id).collect();
-    assert_eq!(ids, ["vol-1", "i-1", "i-2"]);
+    assert_eq!(ids, ["vol-1", "i-1", "i-3", "i-2"]);
     // ATTACHED_TO and USES from the volume and the instance, each named
-    // by the same bytes, are the same two endpoints.
+    // by the same bytes, are the same two endpoints; an edge from a new
+    // node to itself names one.
     let ends: Vec<(usize, usize)> = edges.iter_indexed().map(|e| (e.src, e.dst)).collect();
-    assert_eq!(ends, [(0, 1), (1, 0), (0, 2), (1, 0)]);
+    assert_eq!(ends, [(0, 1), (1, 0), (2, 2), (0, 3), (1, 0)]);
     let (r, stats, edges) = decode(&bad);
     assert_eq!(
         r,
@@ -415,5 +418,42 @@ fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
             field: 2
         })
     );
-    assert_eq!((stats.edges, stats.rejected_edges, edges.len()), (2, 2, 2));
+    assert_eq!((stats.edges, stats.rejected_edges, edges.len()), (3, 2, 3));
+}
+
+/// The endpoints a decoder remembers by CRN bytes are those of the batch
+/// it writes: handed another batch, it starts over.
+#[test]
+fn a_decoder_handed_another_edge_batch_names_that_batch_s_endpoints() {
+    let message = |edges: Vec<pb::Edge>| prost::Message::encode_to_vec(&pb::ScanResponse { nodes: vec![], edges });
+    let first = message(vec![edge(VOL, VM, "ATTACHED_TO"), edge(SUBNET, VM, "CONTAINS")]);
+    let second = message(vec![edge(VM, SUBNET, "USES"), edge(VOL, VM, "ATTACHED_TO")]);
+    let i = Interner::new();
+    let mut d = Decoder::new(&i);
+    let mut nodes = NodeBatch::default();
+    let (mut a, mut b) = (EdgeBatch::with_capacity(8), EdgeBatch::with_capacity(8));
+    d.wire(&first, &mut nodes, &mut a).expect("valid");
+    d.wire(&second, &mut nodes, &mut b).expect("valid");
+    d.wire(&second, &mut nodes, &mut a).expect("valid");
+    let ends = |batch: &EdgeBatch| -> Vec<(String, String)> {
+        let ids: Vec<&str> = batch.endpoint_keys().map(|(_, id)| id).collect();
+        batch
+            .iter_indexed()
+            .map(|e| (ids[e.src].to_owned(), ids[e.dst].to_owned()))
+            .collect()
+    };
+    let pairs = |p: &[(&str, &str)]| -> Vec<(String, String)> {
+        p.iter().map(|(s, t)| ((*s).to_owned(), (*t).to_owned())).collect()
+    };
+    assert_eq!(ends(&b), pairs(&[("i-1", "subnet-1"), ("vol-1", "i-1")]));
+    assert_eq!(
+        ends(&a),
+        pairs(&[
+            ("vol-1", "i-1"),
+            ("subnet-1", "i-1"),
+            ("i-1", "subnet-1"),
+            ("vol-1", "i-1")
+        ])
+    );
+    assert_eq!((a.endpoints(), b.endpoints()), (3, 3));
 }
