@@ -36,7 +36,8 @@ pub struct NodeView<'a> {
 /// An `Edge` of the response, borrowing from the message bytes. Its CRNs
 /// are the bytes sent: the decoder checks that they are UTF-8 only when it
 /// has not seen the same bytes before (an endpoint is named about four
-/// times in a batch), and fails the message as [`string`] would if not.
+/// times in a batch), and fails the message with [`WireError::Utf8`] if
+/// not, as for any other string field.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct EdgeView<'a> {
     pub source_crn: &'a [u8],
