@@ -462,8 +462,8 @@ impl EdgeBatch {
         }
     }
 
-    /// Drops the indexes of the batch's keys, names and properties, kept
-    /// only while it is written: a batch on its way to the graph needs none.
+    /// Drops the indexes of the batch's keys and properties, kept only
+    /// while it is written: a batch on its way to the graph needs neither.
     pub fn seal(&mut self) {
         self.index = HashTable::new();
         self.props_index = HashTable::new();
