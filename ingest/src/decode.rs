@@ -245,7 +245,9 @@ pub struct Decoder<'a> {
     pub stats: DecodeStats,
 }
 
-/// CRN bytes the endpoints of the edge batch being written remember.
+/// Most CRN bytes a decoder keeps for the endpoints of one edge batch (a
+/// worker's batches of 4,096 edges take under one MiB); past it, further
+/// endpoints are not remembered.
 const MAX_END_NAMES: usize = 8 << 20;
 
 /// The endpoints of the edge batch being written, by the CRN bytes that
