@@ -23,7 +23,7 @@ use svc_engine::{Interner, Sym};
 use svc_proto::provider::v1 as pb;
 
 mod crn;
-mod json;
+pub(crate) mod json;
 pub mod wire;
 
 use json::{Entry, Tok};

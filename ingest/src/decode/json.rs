@@ -285,7 +285,7 @@ fn below(w: u64, n: u8) -> u64 {
 
 /// How many bytes at the start of `b` are plain string content, eight at
 /// a time.
-fn plain_run(b: &[u8]) -> usize {
+pub(crate) fn plain_run(b: &[u8]) -> usize {
     let mut words = b.chunks_exact(8);
     let mut at = 0;
     for chunk in &mut words {

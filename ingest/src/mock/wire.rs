@@ -311,23 +311,10 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
 }
 
-const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-
-/// Whether `b` holds a quote, a backslash or a control character, eight
-/// bytes at a time (a byte is below `n` when `(w - n) & !w` has its high bit).
+/// Whether `b` holds a quote, a backslash or a control character: the
+/// bytes that end the decoder's runs of plain string content.
 fn needs_escape(b: &[u8]) -> bool {
-    let below = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS;
-    let mut words = b.chunks_exact(8);
-    for chunk in &mut words {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(bytes);
-        if below(w ^ (ONES * u64::from(b'"')), 1) | below(w ^ (ONES * u64::from(b'\\')), 1) | below(w, 0x20) != 0 {
-            return true;
-        }
-    }
-    words.remainder().iter().any(|&c| c < 0x20 || c == b'"' || c == b'\\')
+    crate::decode::json::plain_run(b) < b.len()
 }
 
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
