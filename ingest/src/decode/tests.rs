@@ -457,3 +457,23 @@ fn a_decoder_handed_another_edge_batch_names_that_batch_s_endpoints() {
     );
     assert_eq!((a.endpoints(), b.endpoints()), (3, 3));
 }
+
+/// Past its byte limit a decoder remembers no more endpoints of the batch
+/// (the ones it has keep answering), and another batch starts it over.
+#[test]
+fn endpoints_past_the_byte_limit_are_not_remembered() {
+    let (first, other) = (EdgeBatch::default(), EdgeBatch::default());
+    let mut ends = Ends::default();
+    ends.follow(&first);
+    let (a, b) = (Ends::hash(b"a"), Ends::hash(b"b"));
+    ends.insert(b"a", a, 0);
+    ends.names.resize(MAX_END_NAMES, b'x');
+    ends.insert(b"b", b, 1);
+    assert_eq!((ends.get(b"a", a), ends.get(b"b", b)), (Some(0), None));
+    assert_eq!(ends.names.len(), MAX_END_NAMES);
+    ends.follow(&first);
+    assert_eq!(ends.get(b"a", a), Some(0), "the same batch keeps its endpoints");
+    ends.follow(&other);
+    assert_eq!(ends.get(b"a", a), None);
+    assert!(ends.names.is_empty());
+}
