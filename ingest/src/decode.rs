@@ -159,6 +159,8 @@ struct Found {
     ts: Option<Tok>,
     created_at: Option<Tok>,
     tags: Option<Tok>,
+    /// Which entry the tags are.
+    tags_at: Option<usize>,
     keys: Vec<Sym>,
     complex: usize,
 }
@@ -191,7 +193,7 @@ impl KeyMemo {
         }
         let mut start = 0;
         for (e, &end) in entries.iter().zip(&self.ends) {
-            if e.key.of(doc).as_bytes() != self.text.get(start..end).unwrap_or_default() {
+            if e.key.bytes(doc) != self.text.get(start..end).unwrap_or_default() {
                 return false;
             }
             start = end;
@@ -363,7 +365,9 @@ impl<'a> Decoder<'a> {
         let (key, ty) = (prefix.key, prefix.ty);
         let doc = std::str::from_utf8(n.properties).ok().filter(|_| !self.tree_only);
         let scanned = match doc {
-            Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries, &self.tags_text).map(|()| doc),
+            Some(doc) if !doc.is_empty() => {
+                json::object_in_order(doc, &mut self.entries, &self.tags_text).map(|()| doc)
+            }
             Some(doc) => {
                 self.entries.clear();
                 Some(doc)
@@ -426,14 +430,20 @@ impl<'a> Decoder<'a> {
         if key_memos.len() >= KEY_MEMOS && !key_memos.contains_key(&ty) {
             key_memos.clear();
         }
+        // The memo's keys are sorted and distinct: entries that match them
+        // in document order need no sorting.
         let memo = key_memos.entry(ty).or_default();
         if !memo.matches(entries, doc) {
-            memo.learn(entries, doc, tags_key, syms);
+            json::sort_dedup(doc, entries);
+            if !memo.matches(entries, doc) {
+                memo.learn(entries, doc, tags_key, syms);
+            }
         }
-        for (e, role) in entries.iter().zip(&memo.roles) {
+        for (i, (e, role)) in entries.iter().zip(&memo.roles).enumerate() {
             let sym = match *role {
                 Role::Tags => {
                     found.tags = Some(e.value);
+                    found.tags_at = Some(i);
                     continue;
                 }
                 Role::State(sym) => {
@@ -473,6 +483,7 @@ impl<'a> Decoder<'a> {
             ts,
             created_at,
             tags,
+            tags_at,
             ref keys,
             complex,
         } = *found;
@@ -507,10 +518,8 @@ impl<'a> Decoder<'a> {
         // Values that need serde_json are converted before anything is written.
         self.complex.clear();
         if complex > 0 {
-            for e in &self.entries {
-                if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_))
-                    && e.key.of(doc) != self.tags_key
-                {
+            for (i, e) in self.entries.iter().enumerate() {
+                if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)) && Some(i) != tags_at {
                     match tree_value(doc, e.value) {
                         Some(v) => self.complex.push(v),
                         None => return false,
@@ -518,13 +527,12 @@ impl<'a> Decoder<'a> {
                 }
             }
         }
-        let tags_key = self.tags_key;
         let (entries, complex) = (&self.entries, &self.complex);
         out.push(input, &self.scratch_tags, |w| {
             let mut complex = complex.iter();
             let mut keys = keys.iter();
-            for e in entries {
-                if e.key.of(doc) == tags_key {
+            for (i, e) in entries.iter().enumerate() {
+                if Some(i) == tags_at {
                     continue;
                 }
                 let Some(&k) = keys.next() else { break };

@@ -22,6 +22,13 @@ impl Range {
     pub fn of(self, doc: &str) -> &str {
         doc.get(self.start as usize..self.end as usize).unwrap_or("")
     }
+
+    /// [`Range::of`] as bytes, without the character boundary checks.
+    pub fn bytes(self, doc: &str) -> &[u8] {
+        doc.as_bytes()
+            .get(self.start as usize..self.end as usize)
+            .unwrap_or_default()
+    }
 }
 
 /// One value, by position in the document.
@@ -310,6 +317,15 @@ pub(crate) fn plain_run(b: &[u8]) -> usize {
 /// again. (Neighbouring nodes mostly carry the same tags object, word for
 /// word.)
 pub fn object(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<()> {
+    object_in_order(doc, out, known)?;
+    sort_dedup(doc, out);
+    Some(())
+}
+
+/// [`object`] with the entries in document order, duplicates and all: for
+/// a caller that knows the usual key order and sorts ([`sort_dedup`]) only
+/// when the document's differs from it.
+pub fn object_in_order(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<()> {
     out.clear();
     let mut s = Scanner {
         b: doc.as_bytes(),
@@ -319,11 +335,7 @@ pub fn object(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<()> {
     s.ws();
     s.entries(out)?;
     s.ws();
-    if s.pos != s.b.len() {
-        return None;
-    }
-    sort_dedup(doc, out);
-    Some(())
+    (s.pos == s.b.len()).then_some(())
 }
 
 /// The entries of the object at `range` of `doc` (a [`Tok::Nested`]
@@ -341,15 +353,16 @@ pub fn nested_object(doc: &str, range: Range, out: &mut Vec<Entry>) -> Option<()
     Some(())
 }
 
-fn sort_dedup(doc: &str, out: &mut Vec<Entry>) {
-    if out.is_sorted_by(|a, b| a.key.of(doc) < b.key.of(doc)) {
+/// Sorts `out` by key, keeping the last of equal keys, as `serde_json::Map` holds them.
+pub fn sort_dedup(doc: &str, out: &mut Vec<Entry>) {
+    if out.is_sorted_by(|a, b| a.key.bytes(doc) < b.key.bytes(doc)) {
         return;
     }
     // Stable: among equal keys the last one written stays last.
-    out.sort_by(|a, b| a.key.of(doc).cmp(b.key.of(doc)));
+    out.sort_by(|a, b| a.key.bytes(doc).cmp(b.key.bytes(doc)));
     let mut w = 0;
     for r in 0..out.len() {
-        if r + 1 < out.len() && out[r + 1].key.of(doc) == out[r].key.of(doc) {
+        if r + 1 < out.len() && out[r + 1].key.bytes(doc) == out[r].key.bytes(doc) {
             continue;
         }
         out[w] = out[r];

@@ -278,8 +278,8 @@ fn crns_sharing_a_prefix_keep_their_own_segments() {
 
 /// One decoder reading nodes of one type one after another (tags repeated
 /// word for word, changed, missing, not an object, needing the tree; keys
-/// repeated, reordered, split differently, taking the columns' roles or
-/// not) lands each node as a fresh decoder through `serde_json` does.
+/// repeated, reordered, duplicated, split differently, taking the
+/// columns' roles or not) lands each node as a fresh decoder through `serde_json` does.
 #[test]
 fn a_warm_decoder_lands_each_node_as_a_fresh_one_does() {
     let docs = [
@@ -306,6 +306,12 @@ fn a_warm_decoder_lands_each_node_as_a_fresh_one_does() {
         r#"{"ab":1,"c":2,"tags":{"k":"v"}}"#,
         r#"{"ab":1,"c":2,"tagz":{"k":"v"}}"#,
         r#"{"ab":"x","c":[1],"state":"on"}"#,
+        r#"{"ab":1,"ab":7,"c":2,"state":"on"}"#,
+        r#"{"c":2,"ab":1,"ab":5,"state":"on"}"#,
+        r#"{"ab":1,"c":2,"state":"on"}"#,
+        r#"{"z":[1],"tags":{"env":"prod","team":"a"},"a":2.5}"#,
+        r#"{"a":2.5,"tags":{"env":"prod","team":"a"},"z":[1]}"#,
+        r#"{"a":"s","tags":{"env":"prod","team":"a"},"z":"t"}"#,
     ];
     let i = Arc::new(Interner::new());
     type Seen = (String, u64, Vec<(String, String)>, Vec<(String, String)>);
