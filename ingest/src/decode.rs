@@ -223,6 +223,9 @@ impl KeyMemo {
 /// Node types a decoder remembers the keys of before it starts over.
 const KEY_MEMOS: usize = 4096;
 
+/// Tags objects a decoder remembers before it starts over.
+const TAG_SETS: usize = 4096;
+
 /// Decodes plugin messages into batches; one per worker.
 pub struct Decoder<'a> {
     syms: Symbols<'a>,
@@ -234,6 +237,9 @@ pub struct Decoder<'a> {
     /// The text of the tags object `scratch_tags` was read from (empty
     /// when they were not read from one).
     tags_text: Vec<u8>,
+    /// Tags objects read before, by their text: a type's nodes carry a
+    /// few sets, in turn (a unit's labels, with or without an owner).
+    tag_sets: HashMap<Box<[u8]>, Box<[(Sym, Sym)]>, FxBuildHasher>,
     entries: Vec<Entry>,
     tag_entries: Vec<Entry>,
     /// Property key symbols of the node being decoded.
@@ -315,6 +321,7 @@ impl<'a> Decoder<'a> {
             relation: interner.intern("relation"),
             scratch_tags: Vec::new(),
             tags_text: Vec::new(),
+            tag_sets: HashMap::default(),
             key_memos: HashMap::default(),
             entries: Vec::new(),
             tag_entries: Vec::new(),
@@ -499,7 +506,8 @@ impl<'a> Decoder<'a> {
         match tags {
             Some(Tok::Nested(r)) if doc.as_bytes().get(r.start as usize) == Some(&b'{') => {
                 // Neighbouring nodes mostly carry the same tags, word for word.
-                if r.of(doc).as_bytes() != self.tags_text.as_slice() && !self.scan_tags(doc, r) {
+                let text = r.bytes(doc);
+                if text != self.tags_text.as_slice() && !self.recall_tags(text) && !self.scan_tags(doc, r) {
                     return false;
                 }
             }
@@ -552,6 +560,19 @@ impl<'a> Decoder<'a> {
         true
     }
 
+    /// Takes the tags of a tags object read before from `text`; `false`
+    /// when there is none.
+    fn recall_tags(&mut self, text: &[u8]) -> bool {
+        let Some(tags) = self.tag_sets.get(text) else {
+            return false;
+        };
+        self.scratch_tags.clear();
+        self.scratch_tags.extend_from_slice(tags);
+        self.tags_text.clear();
+        self.tags_text.extend_from_slice(text);
+        true
+    }
+
     /// Reads the tags object at `r` of `doc` into the tag columns' symbols
     /// (remembering its text); `false` when a value needs the tree after all.
     fn scan_tags(&mut self, doc: &str, r: json::Range) -> bool {
@@ -575,7 +596,12 @@ impl<'a> Decoder<'a> {
             let k = self.syms.get(e.key.of(doc));
             self.scratch_tags.push((k, v));
         }
-        self.tags_text.extend_from_slice(r.of(doc).as_bytes());
+        self.tags_text.extend_from_slice(r.bytes(doc));
+        if self.tag_sets.len() >= TAG_SETS {
+            self.tag_sets.clear();
+        }
+        self.tag_sets
+            .insert(self.tags_text.as_slice().into(), self.scratch_tags.as_slice().into());
         true
     }
 
