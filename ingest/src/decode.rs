@@ -16,9 +16,9 @@ use std::hash::BuildHasher;
 use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 use svc_engine::crn::{CrnError, CrnRef};
-use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
+use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, SharedProps};
 use svc_engine::props::PropWriter;
-use svc_engine::relation::map_relation;
+use svc_engine::relation::{MappedRelation, map_relation};
 use svc_engine::{Interner, Sym};
 use svc_proto::provider::v1 as pb;
 
@@ -223,6 +223,9 @@ impl KeyMemo {
 /// Node types a decoder remembers the keys of before it starts over.
 const KEY_MEMOS: usize = 4096;
 
+/// The tags of one tags object: key and value symbols, sorted by key.
+type TagSet = Box<[(Sym, Sym)]>;
+
 /// Tags objects a decoder remembers before it starts over.
 const TAG_SETS: usize = 4096;
 
@@ -239,7 +242,7 @@ pub struct Decoder<'a> {
     tags_text: Vec<u8>,
     /// Tags objects read before, by their text: a type's nodes carry a
     /// few sets, in turn (a unit's labels, with or without an owner).
-    tag_sets: HashMap<Box<[u8]>, Box<[(Sym, Sym)]>, FxBuildHasher>,
+    tag_sets: HashMap<Box<[u8]>, TagSet, FxBuildHasher>,
     entries: Vec<Entry>,
     tag_entries: Vec<Entry>,
     /// Property key symbols of the node being decoded.
@@ -250,8 +253,22 @@ pub struct Decoder<'a> {
     tree_only: bool,
     /// The endpoints of the edge batch being written, by CRN bytes.
     ends: Ends,
+    /// Relation strings seen, by their bytes.
+    relations: HashMap<Box<[u8]>, RelationMemo, FxBuildHasher>,
     pub stats: DecodeStats,
 }
+
+/// What a relation string stands for, and the properties it gives the
+/// edges of the batch being written (the string under `relation`), once
+/// one edge with it was written there.
+#[derive(Copy, Clone)]
+struct RelationMemo {
+    mapped: MappedRelation,
+    props: Option<SharedProps>,
+}
+
+/// Relation strings a decoder remembers before it starts over.
+const RELATION_MEMOS: usize = 1024;
 
 /// Most CRN bytes a decoder keeps for the endpoints of one edge batch (a
 /// worker's batches of 4,096 edges take under one MiB); past it, further
@@ -329,6 +346,7 @@ impl<'a> Decoder<'a> {
             complex: Vec::new(),
             tree_only: false,
             ends: Ends::default(),
+            relations: HashMap::default(),
             stats: DecodeStats::default(),
         }
     }
@@ -372,9 +390,7 @@ impl<'a> Decoder<'a> {
         let (key, ty) = (prefix.key, prefix.ty);
         let doc = std::str::from_utf8(n.properties).ok().filter(|_| !self.tree_only);
         let scanned = match doc {
-            Some(doc) if !doc.is_empty() => {
-                json::object_in_order(doc, &mut self.entries, &self.tags_text).map(|()| doc)
-            }
+            Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries, &self.tags_text).map(|()| doc),
             Some(doc) => {
                 self.entries.clear();
                 Some(doc)
@@ -655,6 +671,20 @@ impl<'a> Decoder<'a> {
     /// CRN bytes: an endpoint named by bytes seen before in the batch is
     /// taken as it is, its text neither checked nor parsed again.
     pub fn edge(&mut self, e: EdgeView<'_>, out: &mut EdgeBatch) -> Result<bool, WireError> {
+        let relation = match self.relations.get(e.relation) {
+            Some(memo) => *memo,
+            None => {
+                let memo = RelationMemo {
+                    mapped: map_relation(wire::edge_str(e.relation, 3)?),
+                    props: None,
+                };
+                if self.relations.len() >= RELATION_MEMOS {
+                    self.relations.clear();
+                }
+                self.relations.insert(e.relation.into(), memo);
+                memo
+            }
+        };
         self.ends.follow(out);
         let hashes = (Ends::hash(e.source_crn), Ends::hash(e.target_crn));
         let known = (
@@ -664,11 +694,11 @@ impl<'a> Decoder<'a> {
         // Text of an end not seen before, checked in wire order.
         let src_text = match known.0 {
             Some(_) => None,
-            None => Some(wire::edge_crn(e.source_crn, 1)?),
+            None => Some(wire::edge_str(e.source_crn, 1)?),
         };
         let dst_text = match known.1 {
             Some(_) => None,
-            None => Some(wire::edge_crn(e.target_crn, 2)?),
+            None => Some(wire::edge_str(e.target_crn, 2)?),
         };
         let src_new = src_text.map(|t| self.syms.crn(t)).transpose();
         let dst_new = dst_text.map(|t| self.syms.crn(t)).transpose();
@@ -700,18 +730,29 @@ impl<'a> Decoder<'a> {
             }
             (None, None) => return Ok(false),
         };
-        let mapped = map_relation(e.relation);
+        // The relation's bytes were checked when it was first seen.
+        let text = || std::str::from_utf8(e.relation).unwrap_or_default();
+        let mapped = relation.mapped;
         if !mapped.known {
-            match self.stats.unknown_relations.get_mut(e.relation) {
+            let text = text();
+            match self.stats.unknown_relations.get_mut(text) {
                 Some(count) => *count += 1,
                 None => {
-                    self.stats.unknown_relations.insert(e.relation.to_owned(), 1);
+                    self.stats.unknown_relations.insert(text.to_owned(), 1);
                 }
             }
         }
         let (from, to) = if mapped.reversed { (dst, src) } else { (src, dst) };
-        let relation = self.relation;
-        out.push_between(from, to, mapped.relation, |w| w.str(relation, e.relation));
+        match relation.props {
+            Some(props) if out.push_sharing(from, to, mapped.relation, props) => {}
+            _ => {
+                let key = self.relation;
+                let props = out.push_between(from, to, mapped.relation, |w| w.str(key, text()));
+                if let Some(memo) = self.relations.get_mut(e.relation) {
+                    memo.props = props;
+                }
+            }
+        }
         self.stats.edges += 1;
         Ok(true)
     }

@@ -331,6 +331,14 @@ impl Default for EdgeBatch {
     }
 }
 
+/// The properties of an edge of one batch, for more edges of that batch
+/// ([`EdgeBatch::push_sharing`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SharedProps {
+    batch: u64,
+    span: Span,
+}
+
 /// The next [`EdgeBatch::serial`].
 static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -483,12 +491,18 @@ impl EdgeBatch {
     }
 
     /// Adds an edge between endpoints `src` and `dst` of this batch (from
-    /// [`EdgeBatch::endpoint`]); `false`, and nothing added, when either is
-    /// not one.
-    pub fn push_between(&mut self, src: u32, dst: u32, rel: Relation, props: impl FnOnce(&mut PropWriter<'_>)) -> bool {
-        let endpoints = self.keys.len();
-        if src as usize >= endpoints || dst as usize >= endpoints {
-            return false;
+    /// [`EdgeBatch::endpoint`]), returning its properties for
+    /// [`EdgeBatch::push_sharing`]; `None`, and nothing added, when either
+    /// is not one.
+    pub fn push_between(
+        &mut self,
+        src: u32,
+        dst: u32,
+        rel: Relation,
+        props: impl FnOnce(&mut PropWriter<'_>),
+    ) -> Option<SharedProps> {
+        if !self.are_endpoints(src, dst) {
+            return None;
         }
         let props = self.props(props);
         self.rows.push(BatchEdge {
@@ -498,7 +512,32 @@ impl EdgeBatch {
             inferred: false,
             props,
         });
+        Some(SharedProps {
+            batch: self.serial,
+            span: props,
+        })
+    }
+
+    /// [`EdgeBatch::push_between`] with the properties of an earlier edge
+    /// of this batch, not written again; `false`, and nothing added, when
+    /// `props` is another batch's or an endpoint is not one.
+    pub fn push_sharing(&mut self, src: u32, dst: u32, rel: Relation, props: SharedProps) -> bool {
+        if props.batch != self.serial || !self.are_endpoints(src, dst) {
+            return false;
+        }
+        self.rows.push(BatchEdge {
+            src,
+            dst,
+            rel,
+            inferred: false,
+            props: props.span,
+        });
         true
+    }
+
+    fn are_endpoints(&self, src: u32, dst: u32) -> bool {
+        let endpoints = self.keys.len();
+        (src as usize) < endpoints && (dst as usize) < endpoints
     }
 
     /// Adds an edge from `src` to `dst`; `props` writes its properties (for

@@ -22,7 +22,7 @@ use adjacency::Change;
 pub use adjacency::{Adjacency, Builds};
 use batch::key_hash;
 pub use batch::{
-    Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, Span,
+    Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, SharedProps, Span,
 };
 pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, Verdict, visible};
 pub use view::{EdgeRef, NodeRef};

@@ -512,7 +512,7 @@ fn an_edge_batch_keeps_each_endpoint_once_and_edges_resolve_through_it() {
 }
 
 #[test]
-fn edges_pushed_between_endpoint_indexes_land_as_edges_by_key() {
+fn edges_pushed_between_endpoint_indexes_land_as_edges_by_key_sharing_properties_within_their_batch() {
     let i = Arc::new(Interner::new());
     let (vm, vol) = (crn("instance", "i-1"), crn("volume", "vol-1"));
     let (vm_key, vol_key) = (Crn::parse(&vm).unwrap(), Crn::parse(&vol).unwrap());
@@ -526,12 +526,33 @@ fn edges_pushed_between_endpoint_indexes_land_as_edges_by_key() {
         "an endpoint is kept once"
     );
     let rel = i.intern("relation");
-    assert!(b.push_between(v, a, Relation::AttachedTo, |w| w.str(rel, "ATTACHED_TO")));
+    let attached = b.push_between(v, a, Relation::AttachedTo, |w| w.str(rel, "ATTACHED_TO"));
+    let attached = attached.expect("both are endpoints");
     assert!(
-        !b.push_between(v, 2, Relation::Uses, |w| w.str(rel, "USES")),
+        b.push_between(v, 2, Relation::Uses, |w| w.str(rel, "USES")).is_none(),
         "no endpoint 2"
     );
-    assert_eq!((b.len(), b.endpoints()), (1, 2));
+    assert!(!b.push_sharing(2, a, Relation::Uses, attached), "no endpoint 2");
+    // The reverse edge, with the first one's properties.
+    assert!(b.push_sharing(a, v, Relation::Uses, attached));
+    let mut other = EdgeBatch::with_capacity(8);
+    let (oa, ov) = (
+        other.endpoint(NodeKeyRef::intern(&i, &vm_key)),
+        other.endpoint(NodeKeyRef::intern(&i, &vol_key)),
+    );
+    assert!(
+        !other.push_sharing(oa, ov, Relation::Uses, attached),
+        "properties of another batch"
+    );
+    assert_eq!((b.len(), b.endpoints(), other.len()), (2, 2, 0));
+    let relations: Vec<String> = b
+        .iter()
+        .map(|e| match e.props.get(rel) {
+            Some(ValueRef::Str(s)) => s.to_owned(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(relations, ["ATTACHED_TO", "ATTACHED_TO"]);
     // Every batch has a serial of its own.
     let others = [
         EdgeBatch::default(),
@@ -546,11 +567,12 @@ fn edges_pushed_between_endpoint_indexes_land_as_edges_by_key() {
     let mut e = Estate::new(i.clone());
     e.node(&vm, "running", 1.0).node(&vol, "in-use", 1.0);
     g.ingest_nodes(&[std::mem::take(&mut e.nodes)], 1, 1);
-    assert_eq!(g.ingest_edges(&[b], 1, 1).inserted, 1);
+    assert_eq!(g.ingest_edges(&[b], 1, 1).inserted, 2);
     assert!(
         g.find_edge(find(&g, &vol), find(&g, &vm), Relation::AttachedTo)
             .is_some()
     );
+    assert!(g.find_edge(find(&g, &vm), find(&g, &vol), Relation::Uses).is_some());
 }
 
 #[test]

@@ -5,8 +5,10 @@
 //! keys have no escapes, nested no deeper than [`MAX_DEPTH`]. Anything else
 //! (invalid JSON, another top-level type, escaped keys) gives `None`, and the
 //! caller falls back to `serde_json`, which decides and words the rejection.
-//! Entries come out as `serde_json::Map` would hold them: sorted by key, the
-//! last of duplicate keys winning.
+//! Entries come out in document order; [`sort_dedup`] puts them as
+//! `serde_json::Map` would hold them: sorted by key, the last of duplicate
+//! keys winning. (A caller that knows a document's usual keys compares them
+//! first, and sorts only when they differ.)
 
 /// Nesting accepted by the scanner; deeper documents go to `serde_json`.
 const MAX_DEPTH: usize = 100;
@@ -308,8 +310,8 @@ pub(crate) fn plain_run(b: &[u8]) -> usize {
     at + words.remainder().iter().take_while(|c| !special(**c)).count()
 }
 
-/// The entries of the object `doc` (sorted by key, the last duplicate
-/// winning) into `out`; `None` when the document needs `serde_json`.
+/// The entries of the object `doc`, in document order, duplicates and
+/// all, into `out`; `None` when the document needs `serde_json`.
 ///
 /// `known` is the text of an array or object this scanner accepted as a
 /// top-level value of an earlier document (or empty): a top-level value
@@ -317,15 +319,6 @@ pub(crate) fn plain_run(b: &[u8]) -> usize {
 /// again. (Neighbouring nodes mostly carry the same tags object, word for
 /// word.)
 pub fn object(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<()> {
-    object_in_order(doc, out, known)?;
-    sort_dedup(doc, out);
-    Some(())
-}
-
-/// [`object`] with the entries in document order, duplicates and all: for
-/// a caller that knows the usual key order and sorts ([`sort_dedup`]) only
-/// when the document's differs from it.
-pub fn object_in_order(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<()> {
     out.clear();
     let mut s = Scanner {
         b: doc.as_bytes(),
@@ -339,8 +332,8 @@ pub fn object_in_order(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<
 }
 
 /// The entries of the object at `range` of `doc` (a [`Tok::Nested`]
-/// already checked by [`object`]); `None` when it is not an object or
-/// needs `serde_json`.
+/// already checked by [`object`]), sorted as [`sort_dedup`] leaves them;
+/// `None` when it is not an object or needs `serde_json`.
 pub fn nested_object(doc: &str, range: Range, out: &mut Vec<Entry>) -> Option<()> {
     out.clear();
     let mut s = Scanner {
@@ -403,7 +396,10 @@ mod tests {
         let known = br#"{"env":"prod","team":"a"}"#;
         let scan = |doc: &str, known: &[u8]| {
             let mut out = Vec::new();
-            object(doc, &mut out, known).map(|()| out)
+            object(doc, &mut out, known).map(|()| {
+                sort_dedup(doc, &mut out);
+                out
+            })
         };
         for doc in [
             r#"{"tags":{"env":"prod","team":"a"},"x":1}"#,

@@ -371,7 +371,7 @@ fn a_warm_decoder_lands_each_node_as_a_fresh_one_does() {
 /// that was rejected is rejected again; a CRN that is not UTF-8 fails the
 /// message where it stands, as it did before endpoints were remembered.
 #[test]
-fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
+fn edges_naming_an_endpoint_again_and_a_crn_or_relation_that_is_not_utf8() {
     const BAD: &str = "crn:svc:aws:us-east-1:123456789012:instance:i-2";
     const LOOP: &str = "crn:svc:aws:us-east-1:123456789012:instance:i-3";
     let resp = pb::ScanResponse {
@@ -383,6 +383,8 @@ fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
             edge("crn:svc:aws", VM, "USES"),
             edge(LOOP, LOOP, "USES"),
             edge(VOL, BAD, "USES"),
+            edge(VM, VOL, "FROBS"),
+            edge(VM, VOL, "FROBS"),
             edge(VM, VOL, "DEPENDS_ON"),
         ],
     };
@@ -403,7 +405,8 @@ fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
     };
     let (r, stats, edges) = decode(&good);
     assert_eq!(r, Ok(()));
-    assert_eq!((stats.edges, stats.rejected_edges), (5, 2));
+    assert_eq!((stats.edges, stats.rejected_edges), (7, 2));
+    assert_eq!(stats.unknown_relations.get("FROBS"), Some(&2), "counted per edge");
     assert!(
         stats.reasons.iter().all(|r| r.starts_with("edge \"crn:svc:aws\"")),
         "{:?}",
@@ -415,7 +418,29 @@ fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
     // by the same bytes, are the same two endpoints; an edge from a new
     // node to itself names one.
     let ends: Vec<(usize, usize)> = edges.iter_indexed().map(|e| (e.src, e.dst)).collect();
-    assert_eq!(ends, [(0, 1), (1, 0), (2, 2), (0, 3), (1, 0)]);
+    assert_eq!(ends, [(0, 1), (1, 0), (2, 2), (0, 3), (1, 0), (1, 0), (1, 0)]);
+    let relation = i.intern("relation");
+    let relations: Vec<String> = edges.iter().map(|e| format!("{:?}", e.props.get(relation))).collect();
+    let want = ["ATTACHED_TO", "USES", "USES", "USES", "FROBS", "FROBS", "DEPENDS_ON"];
+    let want: Vec<String> = want.iter().map(|r| format!("{:?}", Some(ValueRef::Str(r)))).collect();
+    assert_eq!(relations, want);
+    // The same message with the last relation made invalid UTF-8: the
+    // edges before it land, it does not, and the message fails.
+    let mut bad_relation = good.clone();
+    let at = good
+        .windows(b"DEPENDS_ON".len())
+        .position(|w| w == b"DEPENDS_ON")
+        .expect("the relation is in the message");
+    bad_relation[at] = 0xff;
+    let (r, stats, edges) = decode(&bad_relation);
+    assert_eq!(
+        r,
+        Err(WireError::Utf8 {
+            message: "svc.provider.v1.Edge",
+            field: 3
+        })
+    );
+    assert_eq!((stats.edges, edges.len()), (6, 6));
     let (r, stats, edges) = decode(&bad);
     assert_eq!(
         r,
@@ -427,8 +452,9 @@ fn edges_naming_an_endpoint_again_and_a_crn_that_is_not_utf8() {
     assert_eq!((stats.edges, stats.rejected_edges, edges.len()), (3, 2, 3));
 }
 
-/// The endpoints a decoder remembers by CRN bytes are those of the batch
-/// it writes: handed another batch, it starts over.
+/// The endpoints a decoder remembers by CRN bytes, and the relation
+/// properties it shares, are those of the batch it writes: handed another
+/// batch, it starts over.
 #[test]
 fn a_decoder_handed_another_edge_batch_names_that_batch_s_endpoints() {
     let message = |edges: Vec<pb::Edge>| prost::Message::encode_to_vec(&pb::ScanResponse { nodes: vec![], edges });
@@ -462,6 +488,20 @@ fn a_decoder_handed_another_edge_batch_names_that_batch_s_endpoints() {
         ])
     );
     assert_eq!((a.endpoints(), b.endpoints()), (3, 3));
+    // Each edge carries its own relation string, though the decoder
+    // writes it once per batch and relation.
+    let relation = i.intern("relation");
+    let relations = |batch: &EdgeBatch| -> Vec<String> {
+        batch
+            .iter()
+            .map(|e| match e.props.get(relation) {
+                Some(ValueRef::Str(s)) => s.to_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(relations(&b), ["USES", "ATTACHED_TO"]);
+    assert_eq!(relations(&a), ["ATTACHED_TO", "CONTAINS", "USES", "ATTACHED_TO"]);
 }
 
 /// Past its byte limit a decoder remembers no more endpoints of the batch

@@ -34,19 +34,20 @@ pub struct NodeView<'a> {
 }
 
 /// An `Edge` of the response, borrowing from the message bytes. Its CRNs
-/// are the bytes sent: the decoder checks that they are UTF-8 only when it
-/// has not seen the same bytes before (an endpoint is named about four
-/// times in a batch), and fails the message with [`WireError::Utf8`] if
-/// not, as for any other string field.
+/// and relation are the bytes sent: the decoder checks that they are UTF-8
+/// only when it has not seen the same bytes before (an endpoint is named
+/// about four times in a batch, a relation string thousands of times), and
+/// fails the message with [`WireError::Utf8`] if not, as for any other
+/// string field.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct EdgeView<'a> {
     pub source_crn: &'a [u8],
     pub target_crn: &'a [u8],
-    pub relation: &'a str,
+    pub relation: &'a [u8],
 }
 
-/// An edge CRN's bytes as text; the error `string` gives for them.
-pub(super) fn edge_crn(bytes: &[u8], field: u32) -> Result<&str, WireError> {
+/// An edge's string field `field` as text; the error `string` gives for it.
+pub(super) fn edge_str(bytes: &[u8], field: u32) -> Result<&str, WireError> {
     std::str::from_utf8(bytes).map_err(|_| WireError::Utf8 { message: EDGE, field })
 }
 
@@ -72,7 +73,7 @@ impl<'a> From<&'a svc_proto::provider::v1::Edge> for EdgeView<'a> {
         EdgeView {
             source_crn: e.source_crn.as_bytes(),
             target_crn: e.target_crn.as_bytes(),
-            relation: &e.relation,
+            relation: e.relation.as_bytes(),
         }
     }
 }
@@ -251,24 +252,23 @@ fn edge<'a>(mut r: Reader<'a>) -> Result<EdgeView<'a>, WireError> {
     let mut e = EdgeView {
         source_crn: &[],
         target_crn: &[],
-        relation: "",
+        relation: &[],
     };
     while !r.done() {
         let (field, wire) = r.key()?;
         match field {
-            1 | 2 => {
+            1..=3 => {
                 expect(EDGE, field, wire, LEN)?;
-                let crn = if field == 1 {
-                    &mut e.source_crn
-                } else {
-                    &mut e.target_crn
+                let text = match field {
+                    1 => &mut e.source_crn,
+                    2 => &mut e.target_crn,
+                    _ => &mut e.relation,
                 };
                 // Of a repeated field the last value counts; the ones it
                 // replaces are checked here, the last by the decoder.
-                edge_crn(crn, field)?;
-                *crn = r.bytes()?;
+                edge_str(text, field)?;
+                *text = r.bytes()?;
             }
-            3 => e.relation = string(&mut r, EDGE, field, wire)?,
             _ => r.skip(field, wire, RECURSION_LIMIT - 1)?,
         }
     }

@@ -10,16 +10,16 @@ use super::*;
 type Owned = (Vec<(String, Vec<u8>, u64)>, Vec<(String, String, String)>);
 
 /// Everything the view yields, owned, nodes and edges apart (as prost
-/// keeps them); edge CRNs checked as the decoder checks them.
+/// keeps them); edge strings checked as the decoder checks them.
 fn view(bytes: &[u8]) -> Result<Owned, WireError> {
     let (mut nodes, mut edges) = (Vec::new(), Vec::new());
     for item in items(bytes) {
         match item? {
             Item::Node(n) => nodes.push((n.crn.to_owned(), n.properties.to_vec(), n.cost.to_bits())),
             Item::Edge(e) => edges.push((
-                edge_crn(e.source_crn, 1)?.to_owned(),
-                edge_crn(e.target_crn, 2)?.to_owned(),
-                e.relation.to_owned(),
+                edge_str(e.source_crn, 1)?.to_owned(),
+                edge_str(e.target_crn, 2)?.to_owned(),
+                edge_str(e.relation, 3)?.to_owned(),
             )),
         }
     }
