@@ -9,6 +9,7 @@ use super::catalog::{self, EC2};
 use super::ec2::{Attach, Ec2Spec, Placement, eip, instance, role, snapshot, volume};
 use super::emit::{H, Scope, Unit, Usage};
 use super::names::APPS;
+use super::names::text;
 
 /// An application stack: network, instances behind a load balancer and a
 /// DNS record, a data tier, snapshots, and forgotten resources (waste).
@@ -24,7 +25,7 @@ pub(crate) fn app_stack(u: &mut Unit<'_>) {
         account: acct.s(),
     };
     u.label(acct.env, &mut r);
-    let app = format!("{}-{:x}", r.pick(APPS), u.index);
+    let app = text!("{}-{:x}", r.pick(APPS), u.index);
     let subnets = 2 + r.below(2);
     let nat = r.chance(0.6).then(|| r.chance(0.25));
     let image = r.chance(0.5);
@@ -49,7 +50,7 @@ pub(crate) fn app_stack(u: &mut Unit<'_>) {
         u.at(s.t.ec2_vpc, s.st.available).created(u.old(&vpc_slot, 400, 1500)),
         format_args!("vpc-0{:016x}", vpc_slot.ih()),
         |w| {
-            w.str(k.cidr_block, &format!("10.{cidr}.0.0/16"));
+            w.str(k.cidr_block, &text!("10.{cidr}.0.0/16"));
             w.bool(k.is_default, false);
         },
     );
@@ -60,7 +61,7 @@ pub(crate) fn app_stack(u: &mut Unit<'_>) {
         let zone = region.zones[i % region.zones.len()];
         let n = u.at(s.t.ec2_subnet, s.st.available).created(u.old(&slot, 300, 1500));
         let h = u.node(&slot, n, format_args!("subnet-0{:016x}", slot.ih()), |w| {
-            w.str(k.cidr_block, &format!("10.{cidr}.{}.0/24", i * 16));
+            w.str(k.cidr_block, &text!("10.{cidr}.{}.0/24", i * 16));
             w.str(k.availability_zone, zone);
             w.str(k.vpc_id, &vpc_id);
             w.int(k.available_ips, (slot.h % 200) as i64 + 40);
@@ -75,7 +76,7 @@ pub(crate) fn app_stack(u: &mut Unit<'_>) {
             .at(s.t.ec2_security_group, s.st.active)
             .created(u.old(&slot, 300, 1500));
         sgs[i] = u.node(&slot, n, format_args!("sg-0{:016x}", slot.ih()), |w| {
-            w.str(k.group_name, &format!("{app}-{name}"));
+            w.str(k.group_name, &text!("{app}-{name}"));
             w.str(k.vpc_id, &vpc_id);
             w.int(k.ingress_rules, 1 + (slot.h % 6) as i64);
         });
@@ -88,11 +89,11 @@ pub(crate) fn app_stack(u: &mut Unit<'_>) {
     let acct = u.scope.account.name;
     let role = role(
         u,
-        &format!("arn:aws:iam::{acct}:role/{app}-instance-role"),
+        &text!("arn:aws:iam::{acct}:role/{app}-instance-role"),
         "ec2.amazonaws.com",
     );
     let log_slot = u.slot(false);
-    let logs = aws_data::log_group(u, log_slot, &format!("/aws/ec2/{app}"), false);
+    let logs = aws_data::log_group(u, log_slot, &text!("/aws/ec2/{app}"), false);
     let mut at = Placement {
         zone: nets[0].1,
         subnet: nets[0].0,
@@ -236,7 +237,7 @@ fn ami(u: &mut Unit<'_>, app: &str, orphan: bool) -> Option<H> {
         .cost(size as f64 * catalog::EBS_SNAPSHOT_GIB)
         .created(created);
     u.node(&slot, n.waste(orphan), format_args!("ami-0{:016x}", slot.ih()), |w| {
-        w.str(k.name, &format!("{app}-base-{}", slot.h % 1000));
+        w.str(k.name, &text!("{app}-base-{}", slot.h % 1000));
         w.int(k.size_gib, size as i64);
         w.str(
             k.architecture,

@@ -7,6 +7,7 @@ use svc_engine::Relation::{Contains, FlowsTo, Grants, SecuredBy, Uses};
 use super::catalog::{self, CACHE, RDS, RDS_ENGINES};
 use super::clock::{epoch_time, rfc3339};
 use super::emit::{H, Unit};
+use super::names::text;
 use super::names::{BUCKET_PURPOSES, FUNCTIONS};
 use super::rng::Rng;
 
@@ -50,7 +51,7 @@ impl DataTier {
 
         let role = super::ec2::role(
             u,
-            &format!("arn:aws:iam::{acct}:role/{app}-service-role"),
+            &text!("arn:aws:iam::{acct}:role/{app}-service-role"),
             "lambda.amazonaws.com",
         );
 
@@ -88,7 +89,7 @@ impl DataTier {
                 w.float(k.cpu_avg_7d, cpu);
                 w.str(
                     k.endpoint,
-                    &format!("{app}-db.c{:010x}.{region}.rds.amazonaws.com", slot.h >> 24),
+                    &text!("{app}-db.c{:010x}.{region}.rds.amazonaws.com", slot.h >> 24),
                 );
             });
             u.edge(subnet, h, Contains, "CONTAINS");
@@ -237,7 +238,7 @@ impl DataTier {
             } else {
                 format!("-v{}", slot.k + 1)
             };
-            let name = format!("{app}-{fname}{suffix}");
+            let name = text!("{app}-{fname}{suffix}");
             let mem_mb = [128, 256, 512, 1024, 2048][r.below(5)];
             let gib = mem_mb as f64 / 1024.0;
             let runtime = *r.pick(&["python3.12", "nodejs20.x", "java21", "provided.al2023", "python3.11"]);
@@ -286,12 +287,12 @@ impl DataTier {
             if slot.h.is_multiple_of(2) {
                 u.edge(f, sgs.first().copied().flatten(), SecuredBy, "SECURED_BY");
             }
-            let l = log_group(u, logs, &format!("/aws/lambda/{name}"), idle);
+            let l = log_group(u, logs, &text!("/aws/lambda/{name}"), idle);
             u.edge(f, l, Uses, "WRITES");
         }
         for i in 0..self.orphan_logs {
             let slot = u.slot(false);
-            log_group(u, slot, &format!("/aws/lambda/{app}-legacy-{i}"), true);
+            log_group(u, slot, &text!("/aws/lambda/{app}-legacy-{i}"), true);
         }
     }
 }
@@ -354,11 +355,7 @@ pub(crate) fn load_balancer(
     let (region, acct) = (u.scope.region.name, u.scope.account.name);
     let slot = u.slot(false);
     let mut v = slot.vrng();
-    let name = if idle {
-        format!("{app}-old")
-    } else {
-        format!("{app}-alb")
-    };
+    let name = if idle { text!("{app}-old") } else { text!("{app}-alb") };
     let dns = format!(
         "{name}-{}.{region}.elb.amazonaws.com",
         1_000_000_000 + slot.h % 8_999_999_999
@@ -416,21 +413,21 @@ pub(crate) fn record(u: &mut Unit<'_>, app: &str, i: usize, lb: Option<H>, dns: 
     let s = u.s;
     let k = &s.k;
     let slot = u.slot(false);
-    let zone = format!(
+    let zone = text!(
         "Z{:013X}",
         (u.index.wrapping_mul(0x9E37_79B9) ^ u.seed) & 0xF_FFFF_FFFF_FFFF
     );
     let name = if i == 0 {
-        format!("{app}.acme.io")
+        text!("{app}.acme.io")
     } else {
-        format!("api.{app}.acme.io")
+        text!("api.{app}.acme.io")
     };
     let n = u
         .at(s.t.route53_record, s.st.insync)
         .region(s.global)
         .created(u.old(&slot, 30, 1500));
     let r = u.node(&slot, n, format_args!("{zone}/{name}./A"), |w| {
-        w.str(k.record_name, &format!("{name}."));
+        w.str(k.record_name, &text!("{name}."));
         w.str(k.record_type, "A");
         w.bool(k.alias, true);
         w.str(k.record_value, dns);

@@ -8,6 +8,7 @@ use super::catalog::{self, AZURE_DISK, AZURE_SQL, AZURE_VM, Machine};
 use super::clock::{epoch_time, rfc3339};
 use super::emit::{H, Scope, Slot, Unit, Usage};
 use super::names::APPS;
+use super::names::text;
 
 /// The resource id prefix of a resource group.
 pub(crate) fn group_path(sub: &str, rg: &str) -> String {
@@ -41,7 +42,7 @@ pub(crate) fn vm(u: &mut Unit<'_>, slot: Slot, spec: &VmSpec<'_>, path: &str, na
             v.range(100_000_000, 50_000_000_000) as i64,
         ),
     };
-    let ip = format!(
+    let ip = text!(
         "10.{}.{}.{}",
         192 + (slot.ih() >> 8) % 32,
         (slot.ih() >> 16) % 256,
@@ -80,7 +81,7 @@ pub(crate) fn vm(u: &mut Unit<'_>, slot: Slot, spec: &VmSpec<'_>, path: &str, na
         },
     );
     let vm_id = u.id(h);
-    let disk_name = format!("{name}_OsDisk_1_{:016x}{:016x}", os.h, os.ih());
+    let disk_name = text!("{name}_OsDisk_1_{:016x}{:016x}", os.h, os.ih());
     disk(u, os, Some((h, &vm_id)), path, &disk_name, (30, 256), waste);
     h
 }
@@ -150,9 +151,9 @@ pub(crate) fn subscription(u: &mut Unit<'_>) {
         account: sub.s(),
     };
     u.label(sub.env, &mut r);
-    let app = format!("{}-{:x}", r.pick(APPS), u.index);
+    let app = text!("{}-{:x}", r.pick(APPS), u.index);
     let env = s.envs[sub.env].name;
-    let rg = format!("rg-{app}-{env}");
+    let rg = text!("rg-{app}-{env}");
     let path = group_path(&sub.name, &rg);
     let vms = 2 + r.below(4);
     let stopped = [0, 1, 1, 2][r.below(4)];
@@ -167,7 +168,7 @@ pub(crate) fn subscription(u: &mut Unit<'_>) {
     let mut machines = Vec::with_capacity(vms);
     for i in 0..vms {
         let slot = u.slot(i >= 2);
-        let name = format!("vm-{app}-{i:02}-{:04x}", slot.ih() & 0xFFFF);
+        let name = text!("vm-{app}-{i:02}-{:04x}", slot.ih() & 0xFFFF);
         let zone = region.zones[i % region.zones.len()];
         machines.push(vm(
             u,
@@ -192,19 +193,19 @@ pub(crate) fn subscription(u: &mut Unit<'_>) {
                 zone: region.zones[0],
             },
             &path,
-            &format!("vm-{app}-old-{i}"),
+            &text!("vm-{app}-old-{i}"),
         );
     }
     for i in 0..loose_disks {
         let slot = u.slot(true);
-        let name = format!("{app}-data-{i}-{:06x}", slot.ih() & 0xFF_FFFF);
+        let name = text!("{app}-data-{i}-{:06x}", slot.ih() & 0xFF_FFFF);
         disk(u, slot, None, &path, &name, (64, 1024), true);
     }
     let first_id = u.id(machines[0]);
     for i in 0..usize::from(ip) + loose_ips {
         let slot = u.slot(false);
         let to = (i == 0 && ip).then_some((machines[0], first_id.as_str()));
-        let addr = format!(
+        let addr = text!(
             "20.{}.{}.{}",
             40 + slot.h % 200,
             (slot.h >> 8) % 256,
@@ -279,7 +280,7 @@ pub(crate) fn subscription(u: &mut Unit<'_>) {
             .cost(tier.usd_mo)
             .created(u.old(&slot, 60, 1100))
             .waste(idle);
-        let server = format!("sql-{app}");
+        let server = text!("sql-{app}");
         let h = u.node(
             &slot,
             n,
@@ -317,7 +318,7 @@ pub(crate) fn subscription(u: &mut Unit<'_>) {
         .at(s.t.azure_storage, s.st.available)
         .cost(gib * catalog::AZURE_BLOB_GIB);
     let n = n.created(u.old(&slot, 100, 1500)).waste(storage_stale);
-    let account = format!("st{}{:06x}", app.replace('-', ""), slot.h & 0xFF_FFFF);
+    let account = text!("st{}{:06x}", app.replace('-', ""), slot.h & 0xFF_FFFF);
     let h = u.node(
         &slot,
         n,

@@ -7,6 +7,7 @@ use svc_engine::Relation::{AttachedTo, Contains, Grants, SecuredBy, Uses};
 use super::catalog::{self, EBS, Machine};
 use super::clock::{epoch_time, rfc3339};
 use super::emit::{H, Slot, Unit, Usage};
+use super::names::text;
 /// Where an instance runs.
 #[derive(Clone, Default)]
 pub(crate) struct Placement {
@@ -58,7 +59,7 @@ pub(crate) fn instance(u: &mut Unit<'_>, slot: Slot, spec: &Ec2Spec, at: &Placem
         base
     }];
     let [b, c, d] = private_ip(&slot);
-    let ip = format!("10.{b}.{c}.{d}");
+    let ip = text!("10.{b}.{c}.{d}");
     let price = if spec.spot { m.usd_mo * 0.35 } else { m.usd_mo };
     let (state, cost, cpu, net) = match spec.usage {
         Usage::Stopped => (s.st.stopped, 0.0, 0.0, 0),
@@ -211,7 +212,7 @@ pub(crate) fn snapshot(u: &mut Unit<'_>, slot: Slot, source: &str, size_gib: u64
     } else {
         u.created(&slot, 1, 25)
     };
-    let deleted_source = format!("vol-0{:016x}", slot.ih().rotate_left(17));
+    let deleted_source = text!("vol-0{:016x}", slot.ih().rotate_left(17));
     let source = if old || source.is_empty() {
         deleted_source.as_str()
     } else {
@@ -233,7 +234,7 @@ pub(crate) fn eip(u: &mut Unit<'_>, slot: Slot, to: Option<(Option<H>, &str)>) -
     let s = u.s;
     let k = &s.k;
     let h = slot.ih();
-    let ip = format!(
+    let ip = text!(
         "{}.{}.{}.{}",
         [3, 18, 34, 52, 54][(h % 5) as usize],
         (h >> 8) % 256,
@@ -258,7 +259,7 @@ pub(crate) fn eip(u: &mut Unit<'_>, slot: Slot, to: Option<(Option<H>, &str)>) -
         match to {
             Some((_, id)) => {
                 w.str(k.attached_to, id);
-                w.str(k.association_id, &format!("eipassoc-0{:016x}", h.rotate_left(9)));
+                w.str(k.association_id, &text!("eipassoc-0{:016x}", h.rotate_left(9)));
             }
             None => {
                 w.null(k.attached_to);

@@ -7,6 +7,7 @@ use svc_engine::Relation::{AttachedTo, Contains, Uses};
 use super::catalog::{self, CLOUD_SQL, GCE, Machine, PD};
 use super::clock::{epoch_time, rfc3339};
 use super::emit::{H, Scope, Slot, Unit, Usage};
+use super::names::text;
 use super::names::{APPS, BUCKET_PURPOSES};
 
 /// What kind of instance to write.
@@ -29,7 +30,7 @@ pub(crate) fn instance(u: &mut Unit<'_>, slot: Slot, spec: &GceSpec<'_>, name: &
     let data = spec.data_disk.then(|| u.follow(&slot));
     let (mut r, mut v) = (slot.rng(), slot.vrng());
     let m = r.pick(spec.types);
-    let ip = format!(
+    let ip = text!(
         "10.{}.{}.{}",
         128 + (slot.ih() >> 8) % 64,
         (slot.ih() >> 16) % 256,
@@ -83,7 +84,7 @@ pub(crate) fn instance(u: &mut Unit<'_>, slot: Slot, spec: &GceSpec<'_>, name: &
             u,
             data,
             Some((h, name)),
-            &format!("{name}-data"),
+            &text!("{name}-data"),
             spec.zone,
             (100, 2000),
             waste,
@@ -130,7 +131,7 @@ pub(crate) fn disk(
         match to {
             Some((_, user)) => {
                 w.str(k.attached_to, user);
-                w.json(k.users, &format!("[\"{user}\"]"));
+                w.json(k.users, &text!("[\"{user}\"]"));
             }
             None => {
                 w.null(k.attached_to);
@@ -161,7 +162,7 @@ pub(crate) fn project(u: &mut Unit<'_>) {
         account: proj.s(),
     };
     u.label(proj.env, &mut r);
-    let app = format!("{}-{:x}", r.pick(APPS), u.index);
+    let app = text!("{}-{:x}", r.pick(APPS), u.index);
     let instances = 2 + r.below(4);
     let data_disk = r.chance(0.4);
     let terminated = [0, 1, 1, 2][r.below(4)];
@@ -177,7 +178,7 @@ pub(crate) fn project(u: &mut Unit<'_>) {
     for i in 0..instances {
         let slot = u.slot(i >= 2);
         let zone = region.zones[i % region.zones.len()];
-        let name = format!("{app}-{i}-{:04x}", slot.ih() & 0xFFFF);
+        let name = text!("{app}-{i}-{:04x}", slot.ih() & 0xFFFF);
         let spec = GceSpec {
             types: GCE,
             usage: Usage::Busy,
@@ -197,11 +198,11 @@ pub(crate) fn project(u: &mut Unit<'_>) {
             zone: region.zones[0],
             cluster: None,
         };
-        instance(u, slot, &spec, &format!("{app}-old-{i}"));
+        instance(u, slot, &spec, &text!("{app}-old-{i}"));
     }
     for i in 0..loose_disks {
         let slot = u.slot(true);
-        let name = format!("{app}-disk-{i}-{:06x}", slot.ih() & 0xFF_FFFF);
+        let name = text!("{app}-disk-{i}-{:06x}", slot.ih() & 0xFF_FFFF);
         disk(
             u,
             slot,
@@ -215,7 +216,7 @@ pub(crate) fn project(u: &mut Unit<'_>) {
     for i in 0..usize::from(address) + reserved {
         let slot = u.slot(false);
         let user = (i == 0 && address).then(|| (vms[0], names[0].as_str()));
-        let ip = format!(
+        let ip = text!(
             "34.{}.{}.{}",
             64 + slot.h % 64,
             (slot.h >> 8) % 256,
@@ -231,7 +232,7 @@ pub(crate) fn project(u: &mut Unit<'_>) {
             w.str(k.address, &ip);
             w.str(k.address_type, "EXTERNAL");
             match user {
-                Some((_, name)) => w.json(k.users, &format!("[\"{name}\"]")),
+                Some((_, name)) => w.json(k.users, &text!("[\"{name}\"]")),
                 None => w.json(k.users, "[]"),
             }
         });
@@ -339,7 +340,7 @@ fn snapshot(u: &mut Unit<'_>, slot: Slot, source: &str, app: &str, old: bool) ->
     } else {
         u.created(&slot, 1, 20)
     };
-    let gone = format!("{app}-deleted-{:04x}", slot.h & 0xFFFF);
+    let gone = text!("{app}-deleted-{:04x}", slot.h & 0xFFFF);
     let source = if old || source.is_empty() {
         gone.as_str()
     } else {

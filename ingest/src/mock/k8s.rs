@@ -14,6 +14,7 @@ use super::catalog::{self, AZURE_VM, EKS_NODES, GCE};
 use super::ec2::{self, Ec2Spec, Placement};
 use super::emit::{H, Scope, Unit, Usage};
 use super::gcp::{self, GceSpec};
+use super::names::text;
 use super::names::{DEPLOYMENTS, NAMESPACES, k8s_suffix};
 use super::rng::{Rng, hash3};
 use super::syms::{AWS_REGIONS, AZURE_REGIONS, GCP_REGIONS, accounts, env_of};
@@ -127,7 +128,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
                     w.str(k.kubernetes_version, version);
                     w.str(
                         k.endpoint,
-                        &format!("https://{:032X}.gr7.{reg}.eks.amazonaws.com", u128::from(slot.h)),
+                        &text!("https://{:032X}.gr7.{reg}.eks.amazonaws.com", u128::from(slot.h)),
                     );
                 },
             )
@@ -136,7 +137,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
             let n = u
                 .at(s.t.gke_cluster, s.st.running_upper)
                 .cost(catalog::GKE_CLUSTER_USD_MO);
-            let path = format!("projects/{acct}/locations/{reg}/clusters/{name}");
+            let path = text!("projects/{acct}/locations/{reg}/clusters/{name}");
             u.node(&slot, n.created(u.old(&slot, 60, 900)), format_args!("{path}"), |w| {
                 w.str(k.kubernetes_version, version);
                 w.int(k.node_count, nodes as i64);
@@ -147,7 +148,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
     let role = if host == Host::Aws {
         ec2::role(
             u,
-            &format!("arn:aws:iam::{acct}:role/{name}-node-role"),
+            &text!("arn:aws:iam::{acct}:role/{name}-node-role"),
             "ec2.amazonaws.com",
         )
     } else {
@@ -157,7 +158,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
         let slot = u.slot(false);
         let n = u.at(s.t.ec2_security_group, s.st.active).created(u.old(&slot, 60, 900));
         u.node(&slot, n, format_args!("sg-0{:016x}", slot.ih()), |w| {
-            w.str(k.group_name, &format!("eks-cluster-sg-{name}"));
+            w.str(k.group_name, &text!("eks-cluster-sg-{name}"));
             w.int(k.ingress_rules, 3);
         })
     } else {
@@ -186,7 +187,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
     }
 
     // Worker machines and the Kubernetes nodes they run.
-    let rg_path = azure::group_path(acct, &format!("MC_rg-{name}_{name}_{reg}"));
+    let rg_path = azure::group_path(acct, &text!("MC_rg-{name}_{name}_{reg}"));
     let mut workers: Vec<(Option<H>, String)> = Vec::with_capacity(nodes);
     for i in 0..nodes {
         let slot = u.slot(i >= 2 && i < busy_nodes);
@@ -216,7 +217,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
                     },
                     &at,
                 );
-                format!("aws:///{zone}/i-0{:016x}", slot.ih())
+                text!("aws:///{zone}/i-0{:016x}", slot.ih())
             }
             Host::Gcp => {
                 let _ = write!(node_name, "gke-{name}-pool-{:08x}-", slot.h as u32);
@@ -229,7 +230,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
                     cluster: parent,
                 };
                 gcp::instance(u, slot, &spec, &node_name);
-                format!("gce://{acct}/{zone}/{node_name}")
+                text!("gce://{acct}/{zone}/{node_name}")
             }
             Host::Azure => {
                 let _ = write!(
@@ -249,7 +250,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
                     &rg_path,
                     &node_name,
                 );
-                format!("azure://{}", u.id(vm))
+                text!("azure://{}", u.id(vm))
             }
         };
         u.scope = kube;
@@ -264,7 +265,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
         let n = u.at(s.t.k8s_node, s.st.ready).created(created).waste(idle);
         let h = u.node(&node, n, format_args!("{node_name}"), |w| {
             w.str(k.provider_id, &provider_id);
-            w.str(k.kubelet_version, &format!("v{version}.4"));
+            w.str(k.kubelet_version, &text!("v{version}.4"));
             w.str(k.zone, zone);
             w.float(k.cpu_requests_pct, pressure);
             w.bool(k.unschedulable, idle);
@@ -292,7 +293,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
         }
         for i in 0..orphan_pvcs[n_idx] {
             let slot = u.slot(false);
-            pvc(u, slot, nsh, ns, &format!("data-{ns}-old-{i}"), None);
+            pvc(u, slot, nsh, ns, &text!("data-{ns}-old-{i}"), None);
         }
     }
     if idle_lb {
@@ -300,7 +301,7 @@ pub(crate) fn cluster(u: &mut Unit<'_>, host: Host) {
         let slot = u.slot(false);
         let n = u.at(s.t.k8s_service, s.st.active_title).cost(catalog::K8S_LB_USD_MO);
         let n = n.created(u.old(&slot, 60, 700)).waste(true);
-        let ip = format!("203.0.{}.{}", slot.h % 256, (slot.h >> 8) % 254 + 1);
+        let ip = text!("203.0.{}.{}", slot.h % 256, (slot.h >> 8) % 254 + 1);
         u.node(&slot, n, format_args!("{ns}/legacy-lb"), |w| {
             w.str(k.service_type, "LoadBalancer");
             w.int(k.endpoints, 0);
@@ -329,7 +330,7 @@ fn workload(
     let pslot = d.pvc.then(|| u.slot(false));
     let pods: Vec<_> = (0..d.replicas).map(|_| u.slot(true)).collect();
     let alive = pods.iter().filter(|p| p.alive).count() as i64;
-    let image = format!("registry.acme.io/{app}:1.{}.{}", dslot.version, dslot.h % 10);
+    let image = text!("registry.acme.io/{app}:1.{}.{}", dslot.version, dslot.h % 10);
     let rollout = dslot.vrng().below(10) == 0;
     let state = if rollout {
         s.st.progressing
@@ -343,7 +344,7 @@ fn workload(
         w.str(k.container_image, &image);
     });
     u.edge(nsh, dep, Contains, "CONTAINS");
-    let ip = format!("172.20.{}.{}", sslot.h % 256, (sslot.h >> 8) % 254 + 1);
+    let ip = text!("172.20.{}.{}", sslot.h % 256, (sslot.h >> 8) % 254 + 1);
     let n = u.at(s.t.k8s_service, s.st.active_title).created(u.old(&sslot, 20, 700));
     let svc = u.node(&sslot, n, format_args!("{ns}/{app}"), |w| {
         w.str(k.service_type, "ClusterIP");
@@ -352,7 +353,7 @@ fn workload(
     });
     u.edge(nsh, svc, Contains, "CONTAINS");
     u.edge(dep, upstream, Uses, "DEPENDS_ON");
-    let claim = pslot.and_then(|p| pvc(u, p, nsh, ns, &format!("data-{app}"), Some(app)));
+    let claim = pslot.and_then(|p| pvc(u, p, nsh, ns, &text!("data-{app}"), Some(app)));
     u.edge(dep, claim, Uses, "USES");
     let mut rs = String::with_capacity(10);
     k8s_suffix(&mut rs, dslot.h, 10);
@@ -421,7 +422,7 @@ fn pvc(
     let h = u.node(&slot, n, format_args!("{ns}/{name}"), |w| {
         w.int(k.size_gib, gib as i64);
         w.str(k.storage_class, "gp3");
-        w.str(k.volume_name, &format!("pvc-{volume}"));
+        w.str(k.volume_name, &text!("pvc-{volume}"));
         w.str(k.access_mode, "ReadWriteOnce");
         match user {
             Some(d) => w.str(k.mounted_by, d),

@@ -1,6 +1,8 @@
 //! Names the estate draws from, and id formats shared by providers.
 
-use std::fmt::Write as _;
+use std::cell::RefCell;
+use std::fmt::{self, Write as _};
+use std::ops::Deref;
 
 pub(crate) const APPS: &[&str] = &[
     "orders",
@@ -50,6 +52,74 @@ pub(crate) const DEPLOYMENTS: &[&str] = &[
     "cache-warmer",
 ];
 
+thread_local! {
+    /// The strings of dropped [`Text`]s, for the next ones on this thread.
+    static SPARE: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Spare strings a thread keeps.
+const SPARES: usize = 16;
+
+/// Formatted text in a string reused from one value to the next on a
+/// thread: the estate formats a few names and addresses for most of its
+/// resources, each used once or twice and then dropped. Made by [`text!`].
+pub(crate) struct Text(String);
+
+impl Text {
+    pub(crate) fn new(args: fmt::Arguments<'_>) -> Text {
+        let spare = SPARE
+            .try_with(|s| s.try_borrow_mut().ok().and_then(|mut s| s.pop()))
+            .ok()
+            .flatten();
+        let mut text = spare.unwrap_or_else(|| String::with_capacity(64));
+        text.clear();
+        let _ = text.write_fmt(args);
+        Text(text)
+    }
+}
+
+impl Text {
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for Text {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Drop for Text {
+    fn drop(&mut self) {
+        let text = std::mem::take(&mut self.0);
+        // At thread exit the spares may be gone already: then it is freed.
+        let _ = SPARE.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut()
+                && s.len() < SPARES
+            {
+                s.push(text);
+            }
+        });
+    }
+}
+
+/// `format!` into a [`Text`].
+macro_rules! text {
+    ($($arg:tt)*) => {
+        $crate::mock::names::Text::new(format_args!($($arg)*))
+    };
+}
+pub(crate) use text;
+
 /// The alphabet Kubernetes uses for generated name suffixes.
 const K8S_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
@@ -84,12 +154,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn suffixes_and_guids_have_their_shapes() {
+    fn suffixes_guids_and_texts_have_their_shapes() {
         let mut s = String::new();
         k8s_suffix(&mut s, 12345, 5);
         assert_eq!(s.len(), 5);
         assert!(s.bytes().all(|b| K8S_ALPHABET.contains(&b)));
         let g = guid(u64::MAX, 0);
+        let (a, b) = (text!("{}-{:x}", "app", 255), text!("{s}/{}", 7));
+        assert_eq!((&*a, &*b), ("app-ff", &*format!("{s}/7")));
+        drop(a);
+        let c = text!("{}", "x".repeat(100));
+        assert_eq!(c.len(), 100, "a reused string that was shorter grows");
         assert_eq!(g.len(), 36);
         assert_eq!(g.split('-').map(str::len).collect::<Vec<_>>(), vec![8, 4, 4, 4, 12]);
     }
