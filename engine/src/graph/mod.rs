@@ -274,10 +274,7 @@ impl Staged {
 /// (`None` when no node has its key), resolved in order of the owning node
 /// shard, so each shard's index and ids are read together instead of at
 /// random.
-fn resolve_keys(
-    batches: &[EdgeBatch],
-    resolve: &(impl Fn(&batch::BatchKey, &[u8]) -> Option<NodeId> + Sync),
-) -> Vec<Vec<ResolvedId>> {
+fn resolve_keys(batches: &[EdgeBatch], nodes: &[NodeShard]) -> Vec<Vec<ResolvedId>> {
     let total: usize = batches.iter().map(|b| b.keys.len()).sum();
     let mut off = vec![0u32; NODE_SHARDS + 1];
     for b in batches {
@@ -299,14 +296,29 @@ fn resolve_keys(
     let found: Vec<ResolvedId> = refs
         .par_chunks(1024)
         .flat_map_iter(|chunk| {
-            chunk.iter().enumerate().map(|(j, &(bi, i))| {
-                // The keys are scattered over the batches: the next ones'
-                // are asked for while one is looked up.
-                prefetch_ahead(chunk, j, 16, |(bi, i), stage| {
-                    batches[bi as usize].prefetch_key(i as usize, stage);
-                });
+            // First every key's row by hash and segments, each row's id
+            // asked for as it is found...
+            let rows: Vec<Option<u32>> = chunk
+                .iter()
+                .enumerate()
+                .map(|(j, &(bi, i))| {
+                    // The keys are scattered over the batches: the next
+                    // ones' are asked for while one is looked up.
+                    prefetch_ahead(chunk, j, 16, |(bi, i), stage| {
+                        batches[bi as usize].prefetch_key(i as usize, stage);
+                    });
+                    let k = &batches[bi as usize].keys[i as usize];
+                    nodes[node_shard_of(k.hash)].find_start(k.hash, &k.syms)
+                })
+                .collect();
+            // ...then the ids compared, their bytes loaded meanwhile.
+            chunk.iter().zip(rows).map(|(&(bi, i), row)| {
                 let b = &batches[bi as usize];
-                ResolvedId::of(resolve(&b.keys[i as usize], &b.buf))
+                let k = &b.keys[i as usize];
+                let s = node_shard_of(k.hash);
+                let shard = &nodes[s];
+                let row = shard.find_end(row, k.hash, &k.syms, k.id.get(&b.buf));
+                ResolvedId::of(row.map(|row| NodeId::new(s, row, shard.generation)))
             })
         })
         .collect();
@@ -489,17 +501,9 @@ impl Graph {
         now_us: u64,
         scan: u32,
     ) -> IngestStats {
-        let nodes = &self.nodes;
-        let resolve = |k: &batch::BatchKey, buf: &[u8]| -> Option<NodeId> {
-            let s = node_shard_of(k.hash);
-            let shard = &nodes[s];
-            shard
-                .find(k.hash, &k.syms, k.id.get(buf))
-                .map(|row| NodeId::new(s, row, shard.generation))
-        };
         // Each distinct endpoint of a batch is resolved once, before the
         // edges are applied, grouped by the node shard that owns it.
-        let ids = resolve_keys(batches, &resolve);
+        let ids = resolve_keys(batches, &self.nodes);
         self.edges
             .par_iter_mut()
             .enumerate()

@@ -412,6 +412,28 @@ impl NodeShard {
             .copied()
     }
 
+    /// [`NodeShard::find`] in two steps, for many lookups at once: the
+    /// first row with the key's hash and segments, its id's bytes (in the
+    /// arena, far from anything read lately) asked for, not yet compared.
+    /// Then [`NodeShard::find_end`].
+    pub(crate) fn find_start(&self, hash: u64, key: &[Sym; 5]) -> Option<u32> {
+        let row = *self.index.find(hash, |&row| self.key[row as usize] == *key)?;
+        if let Some(&id) = self.id.get(row as usize) {
+            prefetch_bytes(&self.arena, id, 64);
+        }
+        Some(row)
+    }
+
+    /// What [`NodeShard::find`] answers, given the row [`NodeShard::find_start`] gave.
+    pub(crate) fn find_end(&self, start: Option<u32>, hash: u64, key: &[Sym; 5], id: &[u8]) -> Option<u32> {
+        let row = start?;
+        if self.id.get(row as usize).is_some_and(|s| s.get(&self.arena) == id) {
+            return Some(row);
+        }
+        // Another node with the same segments came first: look further.
+        self.find(hash, key, id)
+    }
+
     fn mark_dirty(&mut self, row: u32) {
         if self.dirty_set.insert(row as usize) {
             self.dirty.push(row);
