@@ -646,3 +646,31 @@ fn edges_with_the_same_properties_share_them_in_the_batch_and_keep_their_own_in_
         Some(uses)
     );
 }
+
+/// A node found in two steps (segments first, the id compared after) is
+/// the one found in one, also when another node with the same segments
+/// comes first in the index.
+#[test]
+fn endpoints_found_in_two_steps_are_those_found_in_one() {
+    let i = Arc::new(Interner::new());
+    let mut e = Estate::new(i.clone());
+    let n = 20_000;
+    for k in 0..n {
+        e.node(&crn("volume", &format!("vol-{k}")), "available", 1.0);
+    }
+    let mut g = Graph::new(i.clone());
+    g.ingest_nodes(&[std::mem::take(&mut e.nodes)], 1, 1);
+    let mut looked_further = 0;
+    for k in 0..n + 100 {
+        let c = Crn::parse(&crn("volume", &format!("vol-{k}"))).unwrap();
+        let key = NodeKeyRef::intern(&i, &c);
+        let (hash, syms, id) = (key.hash(), key.syms(), key.id.as_bytes());
+        let shard = &g.nodes[node_shard_of(hash)];
+        let start = shard.find_start(hash, &syms);
+        let found = shard.find_end(start, hash, &syms, id);
+        assert_eq!(found, shard.find(hash, &syms, id), "vol-{k}");
+        assert_eq!(found.is_some(), k < n, "vol-{k}");
+        looked_further += usize::from(start.is_some() && start != found);
+    }
+    assert!(looked_further > 0, "no lookup met another node first");
+}
