@@ -115,7 +115,19 @@ impl<'a> Reader<'a> {
         self.pos >= self.b.len()
     }
 
+    #[inline]
     fn varint(&mut self) -> Result<u64, WireError> {
+        // Keys and most lengths of a scan response take one byte.
+        if let Some(&byte) = self.b.get(self.pos)
+            && byte < 0x80
+        {
+            self.pos += 1;
+            return Ok(u64::from(byte));
+        }
+        self.long_varint()
+    }
+
+    fn long_varint(&mut self) -> Result<u64, WireError> {
         let at = self.pos;
         let mut value = 0u64;
         for i in 0..10 {
