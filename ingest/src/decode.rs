@@ -175,18 +175,62 @@ enum Role {
     Prop(Sym),
 }
 
-/// The keys of the last scanned node of a type, in entry order, with what
-/// each stands for: nodes of a type mostly share their keys, so the next
-/// one's are compared with these instead of looked up one by one.
+/// The keys of the last scanned nodes of a type: nodes of a type mostly
+/// carry one of a few key lists (an instance with or without an image, a
+/// stop time), so the next one's are compared with these instead of looked
+/// up one by one.
 #[derive(Default)]
 struct KeyMemo {
+    lists: Vec<Keys>,
+    /// The list the last node matched, compared first.
+    last: usize,
+}
+
+/// Key lists a [`KeyMemo`] keeps for one type; a new one replaces the
+/// one after the last matched.
+const KEY_LISTS: usize = 4;
+
+impl KeyMemo {
+    /// Which list `entries` are, if any.
+    fn find(&mut self, entries: &[Entry], doc: &str) -> Option<usize> {
+        if self.lists.get(self.last).is_some_and(|k| k.matches(entries, doc)) {
+            return Some(self.last);
+        }
+        let at = self.lists.iter().position(|k| k.matches(entries, doc))?;
+        self.last = at;
+        Some(at)
+    }
+
+    /// Keeps `entries` (sorted and distinct) as a list; where it is.
+    fn learn(&mut self, entries: &[Entry], doc: &str, tags_key: &str, syms: &mut Symbols<'_>) -> usize {
+        let at = if self.lists.len() < KEY_LISTS {
+            self.lists.push(Keys::default());
+            self.lists.len() - 1
+        } else {
+            (self.last + 1) % KEY_LISTS
+        };
+        if let Some(keys) = self.lists.get_mut(at) {
+            keys.learn(entries, doc, tags_key, syms);
+        }
+        self.last = at;
+        at
+    }
+
+    fn roles(&self, at: usize) -> &[Role] {
+        self.lists.get(at).map_or(&[], |k| &k.roles)
+    }
+}
+
+/// One key list, in entry order, with what each key stands for.
+#[derive(Default)]
+struct Keys {
     /// The keys' text, one after another, and where each ends.
     text: Vec<u8>,
     ends: Vec<usize>,
     roles: Vec<Role>,
 }
 
-impl KeyMemo {
+impl Keys {
     fn matches(&self, entries: &[Entry], doc: &str) -> bool {
         if entries.len() != self.ends.len() {
             return false;
@@ -453,16 +497,20 @@ impl<'a> Decoder<'a> {
         if key_memos.len() >= KEY_MEMOS && !key_memos.contains_key(&ty) {
             key_memos.clear();
         }
-        // The memo's keys are sorted and distinct: entries that match them
+        // The memo's lists are sorted and distinct: entries that match one
         // in document order need no sorting.
         let memo = key_memos.entry(ty).or_default();
-        if !memo.matches(entries, doc) {
-            json::sort_dedup(doc, entries);
-            if !memo.matches(entries, doc) {
-                memo.learn(entries, doc, tags_key, syms);
+        let at = match memo.find(entries, doc) {
+            Some(at) => at,
+            None => {
+                json::sort_dedup(doc, entries);
+                match memo.find(entries, doc) {
+                    Some(at) => at,
+                    None => memo.learn(entries, doc, tags_key, syms),
+                }
             }
-        }
-        for (i, (e, role)) in entries.iter().zip(&memo.roles).enumerate() {
+        };
+        for (i, (e, role)) in entries.iter().zip(memo.roles(at)).enumerate() {
             let sym = match *role {
                 Role::Tags => {
                     found.tags = Some(e.value);
