@@ -471,7 +471,7 @@ impl<'a> Unit<'a> {
                     w.str(s.k.state, n.state.name);
                     w.str(s.k.created_at, stamp.as_str());
                     props(&mut w);
-                    json.finish(tags, n.created);
+                    json.finish(n.ty.ty, tags, n.created);
                     out.node(&json.crn, &json.doc, f64::from(n.cost));
                 }
             }

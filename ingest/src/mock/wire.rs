@@ -182,19 +182,20 @@ impl Shape {
     }
 }
 
-/// The shapes of the key sequences seen so far; the last one asked for is
-/// checked first (neighbouring nodes are often of one type).
+/// The shapes of the key sequences seen so far. The sequence last asked
+/// for under a hint (the node type; for tags, a mix of their keys) is
+/// compared first: a type's nodes mostly share their keys.
 #[derive(Default)]
 struct Shapes {
     index: HashMap<Box<[Sym]>, usize, FxBuildHasher>,
     shapes: Vec<Shape>,
-    last: Option<(Vec<Sym>, usize)>,
+    last: HashMap<u64, (Vec<Sym>, usize), FxBuildHasher>,
 }
 
 impl Shapes {
-    fn get(&mut self, keys: &[Sym], names: &Names, fixed: &[&str]) -> &Shape {
-        let at = match &self.last {
-            Some((last, at)) if last.as_slice() == keys => *at,
+    fn get(&mut self, hint: u64, keys: &[Sym], names: &Names, fixed: &[&str]) -> &Shape {
+        let at = match self.last.get(&hint) {
+            Some((last, at)) if last.as_slice() == keys && *at < self.shapes.len() => *at,
             _ => {
                 let at = match self.index.get(keys) {
                     Some(&at) => at,
@@ -202,13 +203,14 @@ impl Shapes {
                         if self.shapes.len() >= SHAPES {
                             self.index.clear();
                             self.shapes.clear();
+                            self.last.clear();
                         }
                         self.shapes.push(Shape::new(keys, names, fixed));
                         self.index.insert(keys.into(), self.shapes.len() - 1);
                         self.shapes.len() - 1
                     }
                 };
-                let last = self.last.get_or_insert_with(|| (Vec::new(), 0));
+                let last = self.last.entry(hint).or_default();
                 last.0.clear();
                 last.0.extend_from_slice(keys);
                 last.1 = at;
@@ -256,9 +258,10 @@ impl Json {
         W::Json(&mut self.props)
     }
 
-    /// Writes the document of the properties written since [`Json::start`],
-    /// with `state` (in `self.state`), `tags` and `creation_timestamp`.
-    pub(crate) fn finish(&mut self, tags: &[(Sym, Sym)], creation_ts: u64) {
+    /// Writes the document of the properties written since [`Json::start`]
+    /// for a node of type `ty`, with `state` (in `self.state`), `tags` and
+    /// `creation_timestamp`.
+    pub(crate) fn finish(&mut self, ty: Sym, tags: &[(Sym, Sym)], creation_ts: u64) {
         let Json {
             names,
             props,
@@ -270,7 +273,7 @@ impl Json {
             ..
         } = self;
         let own = props.keys.len();
-        let shape = shapes.get(&props.keys, names, &FIXED_KEYS);
+        let shape = shapes.get(u64::from(ty.to_raw()), &props.keys, names, &FIXED_KEYS);
         doc.clear();
         doc.push(b'{');
         for (entry, key) in &shape.order {
@@ -281,7 +284,10 @@ impl Json {
                 Some(1) => {
                     tag_keys.clear();
                     tag_keys.extend(tags.iter().map(|(k, _)| *k));
-                    let tag_shape = tag_shapes.get(tag_keys, names, &[]);
+                    let hint = tag_keys
+                        .iter()
+                        .fold(0u64, |h, k| h.rotate_left(7) ^ u64::from(k.to_raw()));
+                    let tag_shape = tag_shapes.get(hint, tag_keys, names, &[]);
                     doc.push(b'{');
                     for (i, key) in &tag_shape.order {
                         doc.extend_from_slice(tag_shape.text.get(key.clone()).unwrap_or_default());
