@@ -267,11 +267,17 @@ impl Keys {
 /// Node types a decoder remembers the keys of before it starts over.
 const KEY_MEMOS: usize = 4096;
 
+/// Key text a decoder remembers (a document's keys take up to
+/// [`MAX_PROPERTIES_BYTES`]) before it starts over.
+const MAX_KEY_BYTES: usize = 8 << 20;
+
 /// The tags of one tags object: key and value symbols, sorted by key.
 type TagSet = Box<[(Sym, Sym)]>;
 
-/// Tags objects a decoder remembers before it starts over.
+/// Tags objects a decoder remembers, and their text in bytes, before it
+/// starts over.
 const TAG_SETS: usize = 4096;
+const MAX_TAG_SET_BYTES: usize = 4 << 20;
 
 /// Decodes plugin messages into batches; one per worker.
 pub struct Decoder<'a> {
@@ -281,12 +287,16 @@ pub struct Decoder<'a> {
     scratch_tags: Vec<(Sym, Sym)>,
     /// The last keys scanned, by node type.
     key_memos: HashMap<Sym, KeyMemo, FxBuildHasher>,
+    /// Key text learned since `key_memos` started over, in bytes.
+    key_bytes: usize,
     /// The text of the tags object `scratch_tags` was read from (empty
     /// when they were not read from one).
     tags_text: Vec<u8>,
     /// Tags objects read before, by their text: a type's nodes carry a
     /// few sets, in turn (a unit's labels, with or without an owner).
     tag_sets: HashMap<Box<[u8]>, TagSet, FxBuildHasher>,
+    /// The text of `tag_sets`, in bytes.
+    tag_set_bytes: usize,
     entries: Vec<Entry>,
     tag_entries: Vec<Entry>,
     /// Property key symbols of the node being decoded.
@@ -311,8 +321,10 @@ struct RelationMemo {
     props: Option<SharedProps>,
 }
 
-/// Relation strings a decoder remembers before it starts over.
+/// Relation strings a decoder remembers before it starts over; longer
+/// ones than [`MAX_RELATION_MEMO`] bytes are mapped anew each time.
 const RELATION_MEMOS: usize = 1024;
+const MAX_RELATION_MEMO: usize = 256;
 
 /// Most CRN bytes a decoder keeps for the endpoints of one edge batch (a
 /// worker's batches of 4,096 edges take under one MiB); past it, further
@@ -383,7 +395,9 @@ impl<'a> Decoder<'a> {
             scratch_tags: Vec::new(),
             tags_text: Vec::new(),
             tag_sets: HashMap::default(),
+            tag_set_bytes: 0,
             key_memos: HashMap::default(),
+            key_bytes: 0,
             entries: Vec::new(),
             tag_entries: Vec::new(),
             keys: Vec::new(),
@@ -492,10 +506,12 @@ impl<'a> Decoder<'a> {
             tags_key,
             entries,
             key_memos,
+            key_bytes,
             ..
         } = self;
-        if key_memos.len() >= KEY_MEMOS && !key_memos.contains_key(&ty) {
+        if (key_memos.len() >= KEY_MEMOS && !key_memos.contains_key(&ty)) || *key_bytes > MAX_KEY_BYTES {
             key_memos.clear();
+            *key_bytes = 0;
         }
         // The memo's lists are sorted and distinct: entries that match one
         // in document order need no sorting.
@@ -506,7 +522,10 @@ impl<'a> Decoder<'a> {
                 json::sort_dedup(doc, entries);
                 match memo.find(entries, doc) {
                     Some(at) => at,
-                    None => memo.learn(entries, doc, tags_key, syms),
+                    None => {
+                        *key_bytes += entries.iter().map(|e| e.key.bytes(doc).len()).sum::<usize>();
+                        memo.learn(entries, doc, tags_key, syms)
+                    }
                 }
             }
         };
@@ -661,9 +680,11 @@ impl<'a> Decoder<'a> {
             self.scratch_tags.push((k, v));
         }
         self.tags_text.extend_from_slice(r.bytes(doc));
-        if self.tag_sets.len() >= TAG_SETS {
+        if self.tag_sets.len() >= TAG_SETS || self.tag_set_bytes + self.tags_text.len() > MAX_TAG_SET_BYTES {
             self.tag_sets.clear();
+            self.tag_set_bytes = 0;
         }
+        self.tag_set_bytes += self.tags_text.len();
         self.tag_sets
             .insert(self.tags_text.as_slice().into(), self.scratch_tags.as_slice().into());
         true
@@ -713,11 +734,14 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes one edge into `out`: `Ok(false)` when it was rejected, an
-    /// `Err` when a CRN is not UTF-8 (the message is not a `ScanResponse`).
+    /// `Err` when a CRN or the relation is not UTF-8 (the message is not a
+    /// `ScanResponse`).
     ///
     /// A batch names each endpoint about four times, mostly by the same
     /// CRN bytes: an endpoint named by bytes seen before in the batch is
-    /// taken as it is, its text neither checked nor parsed again.
+    /// taken as it is, its text neither checked nor parsed again. A
+    /// relation string is checked and mapped once, and its property written
+    /// once a batch.
     pub fn edge(&mut self, e: EdgeView<'_>, out: &mut EdgeBatch) -> Result<bool, WireError> {
         let relation = match self.relations.get(e.relation) {
             Some(memo) => *memo,
@@ -726,10 +750,12 @@ impl<'a> Decoder<'a> {
                     mapped: map_relation(wire::edge_str(e.relation, 3)?),
                     props: None,
                 };
-                if self.relations.len() >= RELATION_MEMOS {
-                    self.relations.clear();
+                if e.relation.len() <= MAX_RELATION_MEMO {
+                    if self.relations.len() >= RELATION_MEMOS {
+                        self.relations.clear();
+                    }
+                    self.relations.insert(e.relation.into(), memo);
                 }
-                self.relations.insert(e.relation.into(), memo);
                 memo
             }
         };

@@ -523,3 +523,33 @@ fn endpoints_past_the_byte_limit_are_not_remembered() {
     assert_eq!(ends.get(b"a", a), None);
     assert!(ends.names.is_empty());
 }
+
+/// What a decoder remembers (key lists by type, tags objects by text,
+/// relation strings) stays within its byte limits whatever a plugin
+/// sends, and every node and edge still lands.
+#[test]
+fn remembered_keys_tags_and_relations_stay_within_their_limits() {
+    let i = Interner::new();
+    let mut d = Decoder::new(&i);
+    let mut nodes = NodeBatch::default();
+    let pad = "x".repeat(4_000);
+    for k in 0..3_000 {
+        // A type of its own, with a key of 4 kB and a tags object of 4 kB
+        // never seen before.
+        let crn = format!("crn:svc:aws:us-east-1:ec2:kind{k}:123456789012:id-{k}");
+        let doc = format!(r#"{{"{pad}{k}":1,"tags":{{"t":"{pad}{k}"}}}}"#);
+        assert!(d.node((&node(&crn, &doc, 1.0)).into(), &mut nodes), "{k}");
+        assert!(d.key_bytes <= MAX_KEY_BYTES + pad.len() + 8, "{k}: {}", d.key_bytes);
+        assert!(d.tag_set_bytes <= MAX_TAG_SET_BYTES, "{k}: {}", d.tag_set_bytes);
+    }
+    assert_eq!(nodes.len(), 3_000);
+    assert!(d.key_memos.len() < 3_000 && d.tag_sets.len() < 3_000);
+    let long = "R".repeat(MAX_RELATION_MEMO + 1);
+    let mut edges = EdgeBatch::default();
+    for rel in [long.as_str(), "USES", long.as_str()] {
+        assert_eq!(d.edge((&edge(VOL, VM, rel)).into(), &mut edges), Ok(true));
+    }
+    assert_eq!(edges.len(), 3);
+    assert_eq!(d.stats.unknown_relations.get(&long), Some(&2));
+    assert!(d.relations.contains_key(&b"USES"[..]) && !d.relations.contains_key(long.as_bytes()));
+}
