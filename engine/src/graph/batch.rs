@@ -504,18 +504,11 @@ impl EdgeBatch {
         if !self.are_endpoints(src, dst) {
             return None;
         }
-        let props = self.props(props);
-        self.rows.push(BatchEdge {
-            src,
-            dst,
-            rel,
-            inferred: false,
-            props,
-        });
-        Some(SharedProps {
+        let shared = SharedProps {
             batch: self.serial,
-            span: props,
-        })
+            span: self.props(props),
+        };
+        self.push_sharing(src, dst, rel, shared).then_some(shared)
     }
 
     /// [`EdgeBatch::push_between`] with the properties of an earlier edge
