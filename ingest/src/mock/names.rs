@@ -76,9 +76,7 @@ impl Text {
         let _ = text.write_fmt(args);
         Text(text)
     }
-}
 
-impl Text {
     pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
@@ -154,18 +152,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn suffixes_guids_and_texts_have_their_shapes() {
+    fn suffixes_and_guids_have_their_shapes() {
         let mut s = String::new();
         k8s_suffix(&mut s, 12345, 5);
         assert_eq!(s.len(), 5);
         assert!(s.bytes().all(|b| K8S_ALPHABET.contains(&b)));
         let g = guid(u64::MAX, 0);
+        assert_eq!(g.len(), 36);
+        assert_eq!(g.split('-').map(str::len).collect::<Vec<_>>(), vec![8, 4, 4, 4, 12]);
+    }
+
+    #[test]
+    fn texts_read_as_format_writes_them_in_reused_strings() {
+        let s = "ab".to_owned();
         let (a, b) = (text!("{}-{:x}", "app", 255), text!("{s}/{}", 7));
         assert_eq!((&*a, &*b), ("app-ff", &*format!("{s}/7")));
         drop(a);
         let c = text!("{}", "x".repeat(100));
         assert_eq!(c.len(), 100, "a reused string that was shorter grows");
-        assert_eq!(g.len(), 36);
-        assert_eq!(g.split('-').map(str::len).collect::<Vec<_>>(), vec![8, 4, 4, 4, 12]);
     }
 }
