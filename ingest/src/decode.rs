@@ -279,6 +279,50 @@ type TagSet = Box<[(Sym, Sym)]>;
 const TAG_SETS: usize = 4096;
 const MAX_TAG_SET_BYTES: usize = 4 << 20;
 
+/// Values by the bytes that named them, for a decoder's memos: at most
+/// `entries` of them and `bytes` of names (a name longer than `longest`
+/// is not kept); past either bound it starts over.
+struct Remembered<V> {
+    map: HashMap<Box<[u8]>, V, FxBuildHasher>,
+    /// The names in `map`, in bytes.
+    held: usize,
+    entries: usize,
+    bytes: usize,
+    longest: usize,
+}
+
+impl<V> Remembered<V> {
+    fn new(entries: usize, bytes: usize, longest: usize) -> Remembered<V> {
+        Remembered {
+            map: HashMap::default(),
+            held: 0,
+            entries,
+            bytes,
+            longest: longest.min(bytes),
+        }
+    }
+
+    fn get(&self, name: &[u8]) -> Option<&V> {
+        self.map.get(name)
+    }
+
+    fn get_mut(&mut self, name: &[u8]) -> Option<&mut V> {
+        self.map.get_mut(name)
+    }
+
+    fn insert(&mut self, name: &[u8], value: V) {
+        if name.len() > self.longest {
+            return;
+        }
+        if self.map.len() >= self.entries || self.held + name.len() > self.bytes {
+            self.map.clear();
+            self.held = 0;
+        }
+        self.held += name.len();
+        self.map.insert(name.into(), value);
+    }
+}
+
 /// Decodes plugin messages into batches; one per worker.
 pub struct Decoder<'a> {
     syms: Symbols<'a>,
@@ -294,9 +338,7 @@ pub struct Decoder<'a> {
     tags_text: Vec<u8>,
     /// Tags objects read before, by their text: a type's nodes carry a
     /// few sets, in turn (a unit's labels, with or without an owner).
-    tag_sets: HashMap<Box<[u8]>, TagSet, FxBuildHasher>,
-    /// The text of `tag_sets`, in bytes.
-    tag_set_bytes: usize,
+    tag_sets: Remembered<TagSet>,
     entries: Vec<Entry>,
     tag_entries: Vec<Entry>,
     /// Property key symbols of the node being decoded.
@@ -308,7 +350,7 @@ pub struct Decoder<'a> {
     /// The endpoints of the edge batch being written, by CRN bytes.
     ends: Ends,
     /// Relation strings seen, by their bytes.
-    relations: HashMap<Box<[u8]>, RelationMemo, FxBuildHasher>,
+    relations: Remembered<RelationMemo>,
     pub stats: DecodeStats,
 }
 
@@ -394,8 +436,7 @@ impl<'a> Decoder<'a> {
             relation: interner.intern("relation"),
             scratch_tags: Vec::new(),
             tags_text: Vec::new(),
-            tag_sets: HashMap::default(),
-            tag_set_bytes: 0,
+            tag_sets: Remembered::new(TAG_SETS, MAX_TAG_SET_BYTES, MAX_TAG_SET_BYTES),
             key_memos: HashMap::default(),
             key_bytes: 0,
             entries: Vec::new(),
@@ -404,7 +445,7 @@ impl<'a> Decoder<'a> {
             complex: Vec::new(),
             tree_only: false,
             ends: Ends::default(),
-            relations: HashMap::default(),
+            relations: Remembered::new(RELATION_MEMOS, RELATION_MEMOS * MAX_RELATION_MEMO, MAX_RELATION_MEMO),
             stats: DecodeStats::default(),
         }
     }
@@ -516,19 +557,13 @@ impl<'a> Decoder<'a> {
         // The memo's lists are sorted and distinct: entries that match one
         // in document order need no sorting.
         let memo = key_memos.entry(ty).or_default();
-        let at = match memo.find(entries, doc) {
-            Some(at) => at,
-            None => {
-                json::sort_dedup(doc, entries);
-                match memo.find(entries, doc) {
-                    Some(at) => at,
-                    None => {
-                        *key_bytes += entries.iter().map(|e| e.key.bytes(doc).len()).sum::<usize>();
-                        memo.learn(entries, doc, tags_key, syms)
-                    }
-                }
-            }
-        };
+        let at = memo.find(entries, doc).unwrap_or_else(|| {
+            json::sort_dedup(doc, entries);
+            memo.find(entries, doc).unwrap_or_else(|| {
+                *key_bytes += entries.iter().map(|e| e.key.bytes(doc).len()).sum::<usize>();
+                memo.learn(entries, doc, tags_key, syms)
+            })
+        });
         for (i, (e, role)) in entries.iter().zip(memo.roles(at)).enumerate() {
             let sym = match *role {
                 Role::Tags => {
@@ -680,13 +715,8 @@ impl<'a> Decoder<'a> {
             self.scratch_tags.push((k, v));
         }
         self.tags_text.extend_from_slice(r.bytes(doc));
-        if self.tag_sets.len() >= TAG_SETS || self.tag_set_bytes + self.tags_text.len() > MAX_TAG_SET_BYTES {
-            self.tag_sets.clear();
-            self.tag_set_bytes = 0;
-        }
-        self.tag_set_bytes += self.tags_text.len();
         self.tag_sets
-            .insert(self.tags_text.as_slice().into(), self.scratch_tags.as_slice().into());
+            .insert(&self.tags_text, self.scratch_tags.as_slice().into());
         true
     }
 
@@ -750,12 +780,7 @@ impl<'a> Decoder<'a> {
                     mapped: map_relation(wire::edge_str(e.relation, 3)?),
                     props: None,
                 };
-                if e.relation.len() <= MAX_RELATION_MEMO {
-                    if self.relations.len() >= RELATION_MEMOS {
-                        self.relations.clear();
-                    }
-                    self.relations.insert(e.relation.into(), memo);
-                }
+                self.relations.insert(e.relation, memo);
                 memo
             }
         };

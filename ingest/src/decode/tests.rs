@@ -540,10 +540,10 @@ fn remembered_keys_tags_and_relations_stay_within_their_limits() {
         let doc = format!(r#"{{"{pad}{k}":1,"tags":{{"t":"{pad}{k}"}}}}"#);
         assert!(d.node((&node(&crn, &doc, 1.0)).into(), &mut nodes), "{k}");
         assert!(d.key_bytes <= MAX_KEY_BYTES + pad.len() + 8, "{k}: {}", d.key_bytes);
-        assert!(d.tag_set_bytes <= MAX_TAG_SET_BYTES, "{k}: {}", d.tag_set_bytes);
+        assert!(d.tag_sets.held <= MAX_TAG_SET_BYTES, "{k}: {}", d.tag_sets.held);
     }
     assert_eq!(nodes.len(), 3_000);
-    assert!(d.key_memos.len() < 3_000 && d.tag_sets.len() < 3_000);
+    assert!(d.key_memos.len() < 3_000 && d.tag_sets.map.len() < 3_000);
     let long = "R".repeat(MAX_RELATION_MEMO + 1);
     let mut edges = EdgeBatch::default();
     for rel in [long.as_str(), "USES", long.as_str()] {
@@ -551,5 +551,5 @@ fn remembered_keys_tags_and_relations_stay_within_their_limits() {
     }
     assert_eq!(edges.len(), 3);
     assert_eq!(d.stats.unknown_relations.get(&long), Some(&2));
-    assert!(d.relations.contains_key(&b"USES"[..]) && !d.relations.contains_key(long.as_bytes()));
+    assert!(d.relations.get(b"USES").is_some() && d.relations.get(long.as_bytes()).is_none());
 }
