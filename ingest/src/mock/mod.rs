@@ -91,6 +91,26 @@ fn build(u: &mut Unit<'_>, kind: Kind) {
     }
 }
 
+/// Unit `index` of the estate of `seed` at epoch 0: its kind, its cluster
+/// name if it is a cluster, and each slot's expected presence.
+fn plan_unit(syms: &Syms, seed: u64, index: u64) -> (Kind, Option<String>, Vec<f32>) {
+    let kind = kind_of(seed, index);
+    let cluster = match kind {
+        Kind::Cluster(host) => Some(k8s::cluster_name(seed, index, host)),
+        _ => None,
+    };
+    let mut expect = Vec::with_capacity(64);
+    let name = S {
+        sym: syms.global.sym,
+        name: cluster.as_deref().unwrap_or(""),
+    };
+    build(
+        &mut Unit::new(syms, (seed, index, 0), u32::MAX, name, Mode::Plan(&mut expect)),
+        kind,
+    );
+    (kind, cluster, expect)
+}
+
 struct UnitPlan {
     kind: Kind,
     /// Slots written; the last unit is cut to meet the scale.
@@ -129,23 +149,8 @@ impl MockEstate {
         let target = scale as f64;
         // Each unit is planned on its own (its slots at epoch 0), several at
         // once; they are then taken in order until the scale is reached.
-        let plan = |index: u64| {
-            let kind = kind_of(seed, index);
-            let cluster = match kind {
-                Kind::Cluster(host) => Some(k8s::cluster_name(seed, index, host)),
-                _ => None,
-            };
-            let mut expect = Vec::with_capacity(64);
-            let name = S {
-                sym: syms.global.sym,
-                name: cluster.as_deref().unwrap_or(""),
-            };
-            build(
-                &mut Unit::new(&syms, (seed, index, 0), u32::MAX, name, Mode::Plan(&mut expect)),
-                kind,
-            );
-            (kind, cluster, expect)
-        };
+        // A plan formats no names (see `names::planning`).
+        let plan = |index: u64| names::planning(|| plan_unit(&syms, seed, index));
         let mut units = Vec::new();
         let mut acc = 0.0;
         let mut index = 0u64;
@@ -415,5 +420,27 @@ impl Source for MockEstate {
         _reason: &str,
     ) -> Option<Result<QuarantineOutcome, SourceError>> {
         Some(Ok(self.effects.quarantine(crn, action)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Leaving names unformatted changes nothing a plan keeps: no unit's
+    /// slots or their presence depend on a name's text.
+    #[test]
+    fn plans_without_names_equal_plans_with_them() {
+        for seed in [1, 42, 100] {
+            let interner = Interner::new();
+            let syms = Syms::new(&interner, seed);
+            for index in 0..400 {
+                let quiet = names::planning(|| plan_unit(&syms, seed, index));
+                let full = plan_unit(&syms, seed, index);
+                assert_eq!(quiet.0, full.0);
+                assert_eq!(quiet.1, full.1);
+                assert_eq!(quiet.2, full.2, "seed {seed}, unit {index}");
+            }
+        }
     }
 }

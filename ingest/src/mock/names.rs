@@ -1,6 +1,6 @@
 //! Names the estate draws from, and id formats shared by providers.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt::{self, Write as _};
 use std::ops::Deref;
 
@@ -55,6 +55,22 @@ pub(crate) const DEPLOYMENTS: &[&str] = &[
 thread_local! {
     /// The strings of dropped [`Text`]s, for the next ones on this thread.
     static SPARE: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    /// Whether this thread is planning units, which keeps no text.
+    static PLANNING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with [`Text`]s left empty on this thread: a plan keeps only
+/// its slots' presence, never a name or address (every argument is still
+/// evaluated, so the random streams advance as when generating).
+pub(crate) fn planning<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            PLANNING.set(self.0);
+        }
+    }
+    let _reset = Reset(PLANNING.replace(true));
+    f()
 }
 
 /// Spare strings a thread keeps.
@@ -73,7 +89,9 @@ impl Text {
             .flatten();
         let mut text = spare.unwrap_or_else(|| String::with_capacity(64));
         text.clear();
-        let _ = text.write_fmt(args);
+        if !PLANNING.get() {
+            let _ = text.write_fmt(args);
+        }
         Text(text)
     }
 
