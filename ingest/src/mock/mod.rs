@@ -270,12 +270,16 @@ impl MockEstate {
         let clusters = self.clusters(&interner, &syms);
         let names = std::sync::Arc::new(wire::Names::new(&interner));
         let window = rayon::current_num_threads().max(1) * 2;
+        // Writers go back here after each piece of work, with the key
+        // orders they worked out, for the next window's pieces.
+        let spare = std::sync::Mutex::new(Vec::new());
         for group in self.chunks(batch_size.max(1)).chunks(window) {
             let outs: Vec<O> = group
                 .par_iter()
                 .map_init(
-                    || wire::Json::new(names.clone()),
+                    || wire::Lent::new(&spare, || wire::Json::new(names.clone())),
                     |json, range| {
+                        let json = json.get();
                         let mut out = make();
                         for i in range.clone() {
                             let p = &self.units[i];

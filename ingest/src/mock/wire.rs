@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxBuildHasher;
 use svc_engine::props::PropWriter;
@@ -335,6 +335,38 @@ impl Json {
             }
         }
         doc.push(b'}');
+    }
+}
+
+/// A [`Json`] lent out of a shared list of spares, and put back when
+/// dropped: a writer works out the key orders of the documents it writes
+/// once, and the next pieces of work reuse them instead of starting over.
+pub(crate) struct Lent<'a> {
+    /// Held from `new` until `drop` takes it back.
+    json: Option<Json>,
+    home: &'a Mutex<Vec<Json>>,
+}
+
+impl<'a> Lent<'a> {
+    /// A spare from `home`, or `make()` when there is none.
+    pub(crate) fn new(home: &'a Mutex<Vec<Json>>, make: impl FnOnce() -> Json) -> Lent<'a> {
+        let json = home.lock().ok().and_then(|mut spares| spares.pop());
+        Lent {
+            json: Some(json.unwrap_or_else(make)),
+            home,
+        }
+    }
+
+    pub(crate) fn get(&mut self) -> &mut Json {
+        self.json.as_mut().expect("a lent writer is held until dropped")
+    }
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let (Some(json), Ok(mut spares)) = (self.json.take(), self.home.lock()) {
+            spares.push(json);
+        }
     }
 }
 
