@@ -114,12 +114,14 @@ pub(crate) struct Slot {
     /// Epoch the current version began (0 for one older than the first scan).
     pub since: u64,
     expect: f32,
+    /// [`Slot::ih`], worked out once.
+    ih: u64,
 }
 
 impl Slot {
     /// Hash of this incarnation: physical ids and attributes fixed for its life.
     pub(crate) fn ih(&self) -> u64 {
-        mix(self.h, self.k)
+        self.ih
     }
     /// Attributes fixed for the life of the incarnation.
     pub(crate) fn rng(&self) -> Rng {
@@ -233,6 +235,10 @@ pub(crate) struct Unit<'a> {
     pub cluster: S<'a>,
     pub scope: Scope<'a>,
     labels: Labels,
+    /// The first two parts of [`hash3`] for slots and shape streams,
+    /// which are the same for every slot and stream of the unit.
+    slot_base: u64,
+    rng_base: u64,
     limit: u32,
     next: u32,
     mode: Mode<'a>,
@@ -255,6 +261,8 @@ impl<'a> Unit<'a> {
             seed,
             index,
             epoch,
+            slot_base: mix(seed ^ SLOT_SALT, index),
+            rng_base: mix(seed, index),
             cluster,
             scope: Scope {
                 provider: s.aws,
@@ -284,7 +292,7 @@ impl<'a> Unit<'a> {
 
     /// A shape stream: counts and choices that never change with the epoch.
     pub(crate) fn rng(&self, salt: u64) -> Rng {
-        Rng::new(hash3(self.seed, self.index, salt))
+        Rng::new(mix(self.rng_base, salt))
     }
 
     /// Picks the team, owner and cost centre tagged on the unit's resources.
@@ -316,12 +324,13 @@ impl<'a> Unit<'a> {
             version,
             since,
             expect,
+            ih: mix(h, k),
         }
     }
 
     /// The next slot; a churning one comes and goes, a stable one always exists.
     pub(crate) fn slot(&mut self, churn: bool) -> Slot {
-        let h = hash3(self.seed ^ SLOT_SALT, self.index, u64::from(self.next));
+        let h = mix(self.slot_base, u64::from(self.next));
         let life = if churn {
             lifecycle(h, self.epoch)
         } else {
@@ -332,7 +341,7 @@ impl<'a> Unit<'a> {
 
     /// The next slot, sharing the lifecycle of `group` (a volume and its instance).
     pub(crate) fn follow(&mut self, group: &Slot) -> Slot {
-        let h = hash3(self.seed ^ SLOT_SALT, self.index, u64::from(self.next));
+        let h = mix(self.slot_base, u64::from(self.next));
         self.push_slot(h, (group.alive, group.k, group.born, group.expect))
     }
 
