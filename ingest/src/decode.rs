@@ -369,7 +369,7 @@ const RELATION_MEMOS: usize = 1024;
 const MAX_RELATION_MEMO: usize = 256;
 
 /// Most CRN bytes a decoder keeps for the endpoints of one edge batch (a
-/// worker's batches of 4,096 edges take under one MiB); past it, further
+/// worker's batches of 8,192 edges take under two MiB); past it, further
 /// endpoints are not remembered.
 const MAX_END_NAMES: usize = 8 << 20;
 
