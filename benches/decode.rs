@@ -3,7 +3,7 @@
 //! them: CRN parsing, JSON properties (~200 bytes a node), interning.
 //! Messages of 2,000 nodes and their edges (each node the source of one
 //! edge and the target of the next), decoded into batches handed on at
-//! 4,096 rows, as a decode worker does.
+//! [`BATCH_ROWS`] rows, as a decode worker does.
 //! The plugin ingest budget (1,000,000 nodes/s over four gRPC streams on two
 //! cores) needs about 500,000 nodes/s per worker.
 
@@ -11,12 +11,13 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use svc_engine::Interner;
 use svc_engine::graph::{EdgeBatch, NodeBatch};
 use svc_ingest::decode::Decoder;
+use svc_ingest::host::BATCH_ROWS;
 use svc_proto::provider::v1 as pb;
 
 /// Nodes and edges per message.
 const PER_MESSAGE: usize = 2000;
 /// Rows a batch takes before it is handed on.
-const BATCH: usize = 4096;
+const BATCH: usize = BATCH_ROWS;
 
 /// `n` nodes and `n - 1` edges in `ScanResponse`s of [`PER_MESSAGE`]
 /// nodes and edges each, as wire bytes.

@@ -31,7 +31,7 @@ pub use handshake::{Handshake, HandshakeError, Net, parse_handshake};
 pub use heuristic::HeuristicPlugin;
 pub use launch::{LaunchOptions, PluginProcess};
 pub use manifest::{Category, Manifest, PackageType, Pricing, PricingModel, Role, write_manifest_for};
-pub use source::{PluginSource, SourceOptions};
+pub use source::{BATCH_ROWS, PluginSource, SourceOptions};
 
 /// Why a plugin could not be verified, launched or called.
 #[derive(Debug, Error)]
