@@ -114,14 +114,12 @@ pub(crate) struct Slot {
     /// Epoch the current version began (0 for one older than the first scan).
     pub since: u64,
     expect: f32,
-    /// [`Slot::ih`], worked out once.
-    ih: u64,
 }
 
 impl Slot {
     /// Hash of this incarnation: physical ids and attributes fixed for its life.
     pub(crate) fn ih(&self) -> u64 {
-        self.ih
+        mix(self.h, self.k)
     }
     /// Attributes fixed for the life of the incarnation.
     pub(crate) fn rng(&self) -> Rng {
@@ -324,7 +322,6 @@ impl<'a> Unit<'a> {
             version,
             since,
             expect,
-            ih: mix(h, k),
         }
     }
 
