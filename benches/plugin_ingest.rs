@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use svc_engine::graph::NodeStage;
 use svc_engine::scan::stage::{EdgePool, SourceStage, StageSink};
 use svc_engine::scan::{ScanContext, Source};
 use svc_engine::{Graph, Interner};
@@ -44,10 +45,11 @@ fn plugin() -> PathBuf {
 fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, f64, f64) {
     let interner = Arc::new(Interner::new());
     let pool = EdgePool::new(plugins);
+    let staged_nodes = NodeStage::new();
     let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
     let t = Instant::now();
     let stages: Vec<SourceStage> = std::thread::scope(|s| {
-        let pool = &pool;
+        let (pool, staged_nodes) = (&pool, &staged_nodes);
         let workers: Vec<_> = (0..resolvers).map(|_| s.spawn(move || pool.work())).collect();
         let handles: Vec<_> = (0..plugins)
             .map(|k| {
@@ -68,7 +70,7 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, 
                         config: &config,
                         timeout: None,
                     };
-                    let mut sink = StageSink::new(k, pool);
+                    let mut sink = StageSink::new(k, staged_nodes, pool);
                     src.scan(&ctx, &mut sink).expect("plugin scan");
                     handle.block_on(src.shutdown());
                     sink.stage
@@ -83,17 +85,16 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, 
         stages
     });
     let streamed = t.elapsed().as_secs_f64();
-    let (mut nodes, mut staged_nodes, mut edges, mut edge_parts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (mut stage, staged) in stages.into_iter().zip(pool.into_staged()) {
-        nodes.append(&mut stage.nodes);
-        staged_nodes.append(&mut stage.staged_nodes);
+    let (mut edges, mut edge_parts) = (Vec::new(), Vec::new());
+    for staged in pool.into_staged() {
         for (b, s) in staged {
             edges.push(b);
             edge_parts.push(s);
         }
     }
     let mut g = Graph::new(interner);
-    let count = g.ingest_staged_nodes(&nodes, &staged_nodes, 1, 1).total();
+    let count = g.ingest_node_stage(staged_nodes, &vec![true; plugins], 1, 1).total();
+    assert_eq!(count as u64, stages.iter().map(|s| s.node_count).sum::<u64>());
     g.ingest_staged_edges(&edges, &edge_parts, 1, 1);
     (count, streamed, t.elapsed().as_secs_f64())
 }

@@ -7,6 +7,7 @@
 pub mod adjacency;
 pub mod batch;
 pub mod shard;
+mod staging;
 mod view;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub use batch::{
     Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, SharedProps, Span,
 };
 pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, Verdict, visible};
+pub use staging::NodeStage;
 pub use view::{EdgeRef, NodeRef};
 
 /// Node counts of one ingest.
@@ -434,14 +436,9 @@ impl Graph {
     }
 
     /// [`Graph::ingest_nodes`] for batches already split by owning shard
-    /// (`staged[i]` is [`Staged::nodes`] of `batches[i]`).
-    pub fn ingest_staged_nodes(
-        &mut self,
-        batches: &[NodeBatch],
-        staged: &[Staged],
-        now_us: u64,
-        scan: u32,
-    ) -> IngestStats {
+    /// (`staged[i]` is [`Staged::nodes`] of `batches[i]`). A scan stages
+    /// its nodes by shard as they arrive instead ([`NodeStage`]).
+    fn ingest_staged_nodes(&mut self, batches: &[NodeBatch], staged: &[Staged], now_us: u64, scan: u32) -> IngestStats {
         let parts: Vec<(&[u32], &[u32])> = staged.iter().map(|s| (&s.off[..], &s.perm[..])).collect();
         self.nodes
             .par_iter_mut()

@@ -296,7 +296,7 @@ fn prefetch_line(at: *const u8) {
 /// does), one by one otherwise. Returns where each landed.
 ///
 /// [`NodeBatch::push`]: super::NodeBatch::push
-fn push_row_bytes(arena: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> (Span, Span, Span) {
+pub(crate) fn push_row_bytes(arena: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> (Span, Span, Span) {
     let (id, tags, props) = (n.id, n.tags, n.props);
     let contiguous = id.off.checked_add(id.len) == Some(tags.off) && tags.off.checked_add(tags.len) == Some(props.off);
     let end = props
@@ -475,9 +475,6 @@ impl NodeShard {
     /// Inserts or updates a node from a batch row at scan time `now_us`.
     /// One probe of the index either finds the row or reserves its slot.
     pub(crate) fn upsert(&mut self, n: &BatchNode, buf: &[u8], now_us: u64, scan: u32) -> (u32, Upsert) {
-        let tags = n.tags.get(buf);
-        let props = n.props.get(buf);
-        let content = n.content;
         let id = n.id.get(buf);
         let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
         let entry = self.index.entry(
@@ -485,45 +482,85 @@ impl NodeShard {
             |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
             |&r| hashes[r as usize],
         );
-        let (row, outcome) = match entry {
+        match entry {
             hashbrown::hash_table::Entry::Occupied(e) => {
                 let row = *e.get();
-                let r = row as usize;
-                self.seen[r] = scan;
-                let revived = self.valid_to[r] != 0;
-                if !revived && self.content[r] == content {
+                let Some(outcome) = self.seen_again(row, n.content, scan) else {
                     return (row, Upsert::Unchanged);
-                }
-                (row, if revived { Upsert::Revived } else { Upsert::Changed })
+                };
+                let tags = push_bytes(&mut self.arena, n.tags.get(buf));
+                let props = push_bytes(&mut self.arena, n.props.get(buf));
+                self.rewrite(row, n, (tags, props), now_us, outcome);
+                (row, outcome)
             }
             hashbrown::hash_table::Entry::Vacant(v) => {
                 let row = self.hash.len() as u32;
                 v.insert(row);
-                let (id, tags, props) = push_row_bytes(&mut self.arena, n, buf);
-                self.hash.push(n.hash);
-                self.key.push(n.syms);
-                self.id.push(id);
-                self.ty.push(n.ty);
-                self.state.push(n.state);
-                self.cost.push(n.cost);
-                self.creation_ts.push(n.creation_ts);
-                self.valid_from.push(now_us);
-                self.valid_to.push(0);
-                self.waste.set(row as usize, false);
-                self.waste_reason.push(Span::default());
-                self.risk.push(0.0);
-                self.reach.push(Reachability::Unknown);
-                self.phase.push(Phase::None);
-                self.verdict.push(None);
-                self.tags.push(tags);
-                self.props.push(props);
-                self.content.push(content);
-                self.seen.push(scan);
-                self.mark_dirty(row);
-                self.changed.mark(row, self.hash.len());
-                return (row, Upsert::Inserted);
+                let spans = push_row_bytes(&mut self.arena, n, buf);
+                self.push_new(n, spans, now_us, scan);
+                (row, Upsert::Inserted)
             }
-        };
+        }
+    }
+
+    /// Takes the rows a scan staged for this shard while it is still empty
+    /// (no row, no arena byte): `staged`'s buffer becomes the arena as it
+    /// is, its rows' spans pointing into it already, so no byte is copied
+    /// (an eighth more room is made for the waste reasons the analysis
+    /// writes next, as [`super::Graph::ingest_nodes`] does). A key staged
+    /// twice updates its first row, as a second upsert would; its first
+    /// bytes stay in the arena unused, as an update leaves them.
+    pub(crate) fn adopt(&mut self, staged: super::NodeBatch, now_us: u64, scan: u32) -> super::IngestStats {
+        debug_assert!(self.is_empty() && self.arena.is_empty());
+        let mut stats = super::IngestStats::default();
+        let super::NodeBatch { rows, buf } = staged;
+        self.arena = buf;
+        // Staging may have left far more room than that.
+        let room = self.arena.len() / 8;
+        self.arena.shrink_to(self.arena.len() + room);
+        self.reserve(rows.len(), room);
+        for n in &rows {
+            let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
+            let id = n.id.get(arena);
+            let entry = self.index.entry(
+                n.hash,
+                |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
+                |&r| hashes[r as usize],
+            );
+            match entry {
+                hashbrown::hash_table::Entry::Occupied(e) => {
+                    let row = *e.get();
+                    let outcome = self.seen_again(row, n.content, scan);
+                    if let Some(outcome) = outcome {
+                        self.rewrite(row, n, (n.tags, n.props), now_us, outcome);
+                    }
+                    stats.add(outcome.unwrap_or(Upsert::Unchanged));
+                }
+                hashbrown::hash_table::Entry::Vacant(v) => {
+                    v.insert(self.hash.len() as u32);
+                    self.push_new(n, (n.id, n.tags, n.props), now_us, scan);
+                    stats.add(Upsert::Inserted);
+                }
+            }
+        }
+        stats
+    }
+
+    /// Marks a found row seen by `scan`: how an upsert with `content`
+    /// changes it, `None` when it does not.
+    fn seen_again(&mut self, row: u32, content: u64, scan: u32) -> Option<Upsert> {
+        let r = row as usize;
+        self.seen[r] = scan;
+        let revived = self.valid_to[r] != 0;
+        if !revived && self.content[r] == content {
+            return None;
+        }
+        Some(if revived { Upsert::Revived } else { Upsert::Changed })
+    }
+
+    /// Rewrites a found row's discovered fields from `n`, its tags and
+    /// properties at `spans` of the arena.
+    fn rewrite(&mut self, row: u32, n: &BatchNode, (tags, props): (Span, Span), now_us: u64, outcome: Upsert) {
         let r = row as usize;
         self.ty[r] = n.ty;
         self.state[r] = n.state;
@@ -531,16 +568,41 @@ impl NodeShard {
         self.creation_ts[r] = n.creation_ts;
         self.valid_from[r] = now_us;
         self.valid_to[r] = 0;
-        self.tags[r] = push_bytes(&mut self.arena, tags);
-        self.props[r] = push_bytes(&mut self.arena, props);
-        self.content[r] = content;
-        self.seen[r] = scan;
+        self.tags[r] = tags;
+        self.props[r] = props;
+        self.content[r] = n.content;
         self.mark_dirty(row);
         if outcome == Upsert::Revived {
             self.touched.mark(row, self.hash.len());
         }
         self.changed.mark(row, self.hash.len());
-        (row, outcome)
+    }
+
+    /// Appends a new row from `n`, its id, tags and properties at `spans`
+    /// of the arena (the index already holds it).
+    fn push_new(&mut self, n: &BatchNode, (id, tags, props): (Span, Span, Span), now_us: u64, scan: u32) {
+        let row = self.hash.len() as u32;
+        self.hash.push(n.hash);
+        self.key.push(n.syms);
+        self.id.push(id);
+        self.ty.push(n.ty);
+        self.state.push(n.state);
+        self.cost.push(n.cost);
+        self.creation_ts.push(n.creation_ts);
+        self.valid_from.push(now_us);
+        self.valid_to.push(0);
+        self.waste.set(row as usize, false);
+        self.waste_reason.push(Span::default());
+        self.risk.push(0.0);
+        self.reach.push(Reachability::Unknown);
+        self.phase.push(Phase::None);
+        self.verdict.push(None);
+        self.tags.push(tags);
+        self.props.push(props);
+        self.content.push(n.content);
+        self.seen.push(scan);
+        self.mark_dirty(row);
+        self.changed.mark(row, self.hash.len());
     }
 
     /// Loads a stored row as it is; used when hydrating from the store.

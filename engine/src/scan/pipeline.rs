@@ -12,6 +12,7 @@ use crate::analysis::linker::{self, LinkReport};
 use crate::analysis::reach::{self, Assessment};
 use crate::analysis::traffic;
 use crate::engine::{Engine, EngineError};
+use crate::graph::NodeStage;
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
 use crate::heuristics::{self, Analyzer, AnalyzerOutcome, BuiltinStats, Finding, FindingSet, FindingSource};
 use crate::ids::{NodeId, Sym};
@@ -260,11 +261,12 @@ pub(crate) fn run(
             .filter(|s| only.is_none_or(|only| s.providers().iter().any(|p| only.contains(p))))
             .collect();
         let pool = EdgePool::new(selected.len());
+        let staged_nodes = NodeStage::for_graph(&engine.graph());
         let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
         let parent = tracing::Span::current();
         let scan_seq = report.scan_seq;
         let results: Vec<(SourceOutcome, SourceStage)> = std::thread::scope(|scope| {
-            let pool = &pool;
+            let (pool, staged_nodes) = (&pool, &staged_nodes);
             let workers: Vec<_> = (0..resolvers).map(|_| scope.spawn(move || pool.work())).collect();
             let handles: Vec<_> = selected
                 .into_iter()
@@ -274,7 +276,7 @@ pub(crate) fn run(
                     let config = configs.get(source.name()).unwrap_or(&empty);
                     scope.spawn(move || {
                         let _span = parent.enter();
-                        let mut sink = StageSink::new(k, pool);
+                        let mut sink = StageSink::new(k, staged_nodes, pool);
                         let outcome = scan_one(engine, source.as_mut(), &mut sink, scan_seq, now_us, config, timeout);
                         (outcome, sink.stage)
                     })
@@ -288,26 +290,24 @@ pub(crate) fn run(
             results
         });
         let mut staged_edges = pool.into_staged();
-        let (mut nodes, mut staged_nodes) = (Vec::new(), Vec::new());
         let (mut edges, mut edge_parts) = (Vec::new(), Vec::new());
-        for (k, (outcome, mut stage)) in results.into_iter().enumerate() {
+        let (mut ok, mut discovered) = (Vec::new(), BTreeMap::<Sym, u64>::new());
+        for (k, (outcome, stage)) in results.into_iter().enumerate() {
+            ok.push(outcome.ok);
             if outcome.ok {
                 info!(source = %outcome.name, nodes = stage.node_count, edges = stage.edge_count, "source scanned");
                 ok_providers.extend(outcome.providers.iter().map(|p| engine.interner().intern(p)));
                 // A source may report providers beyond those it declares
                 // (the mock estate serves four); it answers for those too.
-                let mut seen: Vec<Sym> = Vec::new();
-                for b in &stage.nodes {
-                    seen.extend(b.rows.iter().map(|r| r.syms[0]));
-                }
+                let mut seen: Vec<Sym> = stage.providers.iter().map(|&(p, _)| p).collect();
                 seen.sort_unstable();
-                seen.dedup();
                 let reader = engine.interner().reader();
                 engine.record_served(&outcome.name, seen.iter().map(|p| reader.resolve(*p).to_owned()));
                 drop(reader);
                 ok_providers.extend(seen);
-                nodes.append(&mut stage.nodes);
-                staged_nodes.append(&mut stage.staged_nodes);
+                for &(p, n) in &stage.providers {
+                    *discovered.entry(p).or_default() += n;
+                }
                 for (b, s) in staged_edges.get_mut(k).map(std::mem::take).unwrap_or_default() {
                     edges.push(b);
                     edge_parts.push(s);
@@ -326,13 +326,18 @@ pub(crate) fn run(
         ok_providers.sort_unstable();
         ok_providers.dedup();
         report.sources.sort_by(|a, b| a.name.cmp(&b.name));
-        let discovered = count_by_provider(engine, &nodes);
+        let discovered = {
+            let reader = engine.interner().reader();
+            discovered
+                .into_iter()
+                .map(|(p, n)| (reader.resolve(p).to_owned(), n))
+                .collect()
+        };
         // Only now, with every source done, the staged rows go in under a
         // short write lock.
         let mut graph = engine.graph_mut();
         let t = Instant::now();
-        report.nodes_ingest = graph.ingest_staged_nodes(&nodes, &staged_nodes, now_us, report.scan_seq as u32);
-        drop((nodes, staged_nodes));
+        report.nodes_ingest = graph.ingest_node_stage(staged_nodes, &ok, now_us, report.scan_seq as u32);
         let nodes_ms = t.elapsed().as_millis() as u64;
         let t = Instant::now();
         report.edges_ingest = graph.ingest_staged_edges(&edges, &edge_parts, now_us, report.scan_seq as u32);
@@ -746,18 +751,4 @@ fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcome
             warn!(plugin = %o.name, kept = o.carried_over, "heuristic plugin failed; the verdicts it gave are kept");
         }
     }
-}
-
-fn count_by_provider(engine: &Engine, batches: &[NodeBatch]) -> Vec<(String, u64)> {
-    let mut counts: BTreeMap<Sym, u64> = BTreeMap::new();
-    for b in batches {
-        for r in &b.rows {
-            *counts.entry(r.syms[0]).or_default() += 1;
-        }
-    }
-    let reader = engine.interner().reader();
-    counts
-        .into_iter()
-        .map(|(p, n)| (reader.resolve(p).to_owned(), n))
-        .collect()
 }

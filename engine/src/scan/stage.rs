@@ -1,5 +1,7 @@
 //! The ingest pipeline's engine half (DESIGN.md section 4 step 3): node
-//! batches are grouped by owning shard as they arrive from a source; edge
+//! batches are copied, as they arrive from a source, into the scan's
+//! [`NodeStage`] (one staged batch per owning shard, shared by every
+//! source); edge
 //! batches go through a channel bounded at [`EDGE_CHANNEL`] edges to a
 //! boundary-resolution pool (one worker per CPU) that groups them by the
 //! edge shard of their source node. Endpoints are resolved when the scan's
@@ -12,19 +14,18 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use crossbeam_channel::{Receiver, Sender};
 
 use super::source::ScanSink;
-use crate::graph::{EdgeBatch, NodeBatch, Staged};
+use crate::graph::{EdgeBatch, NodeBatch, NodeStage, Staged};
+use crate::ids::Sym;
 
 /// Edges in flight between the sources and the boundary-resolution pool.
 pub const EDGE_CHANNEL: usize = 8192;
 
-/// What one source staged: its node batches grouped by shard and, once the
-/// pool is done, its edge batches grouped by edge shard.
+/// What one source sent: its nodes by provider (the CRN's first
+/// segment), in order of first appearance, and its node and edge counts.
+/// The rows themselves are in the scan's [`NodeStage`] and [`EdgePool`].
 #[derive(Default)]
 pub struct SourceStage {
-    pub nodes: Vec<NodeBatch>,
-    pub staged_nodes: Vec<Staged>,
-    pub edges: Vec<EdgeBatch>,
-    pub staged_edges: Vec<Staged>,
+    pub providers: Vec<(Sym, u64)>,
     pub node_count: u64,
     pub edge_count: u64,
 }
@@ -119,14 +120,18 @@ impl EdgePool {
 pub struct StageSink<'p> {
     pub stage: SourceStage,
     source: usize,
+    nodes: &'p NodeStage,
     pool: &'p EdgePool,
 }
 
 impl<'p> StageSink<'p> {
-    pub fn new(source: usize, pool: &'p EdgePool) -> StageSink<'p> {
+    /// The sink of source number `source` (its index in the scan's `ok`
+    /// list when the stage is applied).
+    pub fn new(source: usize, nodes: &'p NodeStage, pool: &'p EdgePool) -> StageSink<'p> {
         StageSink {
             stage: SourceStage::default(),
             source,
+            nodes,
             pool,
         }
     }
@@ -135,8 +140,15 @@ impl<'p> StageSink<'p> {
 impl ScanSink for StageSink<'_> {
     fn nodes(&mut self, batch: NodeBatch) {
         self.stage.node_count += batch.len() as u64;
-        self.stage.staged_nodes.push(Staged::nodes(&batch));
-        self.stage.nodes.push(batch);
+        let providers = &mut self.stage.providers;
+        for p in batch.rows.iter().map(|n| n.syms[0]) {
+            // A source serves a few providers, mostly one batch after another.
+            match providers.iter_mut().rev().find(|(q, _)| *q == p) {
+                Some((_, n)) => *n += 1,
+                None => providers.push((p, 1)),
+            }
+        }
+        self.nodes.add(self.source, &batch);
     }
 
     fn edges(&mut self, batch: EdgeBatch) {
@@ -190,20 +202,18 @@ mod tests {
 
     /// Applies what the given sources staged, as the pipeline does for the
     /// sources whose scan succeeded.
-    fn apply(g: &mut Graph, stages: Vec<SourceStage>, pool: EdgePool, ok: &[bool]) -> (u64, usize) {
+    fn apply(g: &mut Graph, nodes: NodeStage, pool: EdgePool, ok: &[bool]) -> (u64, usize) {
         let staged_edges = pool.into_staged();
-        let (mut n, mut sn, mut e, mut se) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for ((mut stage, staged), ok) in stages.into_iter().zip(staged_edges).zip(ok) {
+        let (mut e, mut se) = (Vec::new(), Vec::new());
+        for (staged, ok) in staged_edges.into_iter().zip(ok) {
             if *ok {
-                n.append(&mut stage.nodes);
-                sn.append(&mut stage.staged_nodes);
                 for (b, s) in staged {
                     e.push(b);
                     se.push(s);
                 }
             }
         }
-        g.ingest_staged_nodes(&n, &sn, 1, 1);
+        g.ingest_node_stage(nodes, ok, 1, 1);
         let st = g.ingest_staged_edges(&e, &se, 1, 1);
         (st.inserted as u64, st.dangling)
     }
@@ -212,11 +222,12 @@ mod tests {
     fn edges_resolve_across_batches_and_sources_and_a_failed_source_lands_nothing() {
         let i = Arc::new(Interner::new());
         let pool = EdgePool::new(3);
+        let staged = NodeStage::new();
         let stages = std::thread::scope(|s| {
             let worker = s.spawn(|| pool.work());
-            let mut a = StageSink::new(0, &pool);
-            let mut b = StageSink::new(1, &pool);
-            let mut failed = StageSink::new(2, &pool);
+            let mut a = StageSink::new(0, &staged, &pool);
+            let mut b = StageSink::new(1, &staged, &pool);
+            let mut failed = StageSink::new(2, &staged, &pool);
             // Source 0 names `b1` (source 1's) and its own `a2` before either arrives.
             a.edges(edges(&i, &[("a1", "b1"), ("a1", "a2"), ("a1", "nowhere")]));
             a.nodes(nodes(&i, &["a1"]));
@@ -229,8 +240,10 @@ mod tests {
             worker.join().expect("pool worker");
             vec![a.stage, b.stage, failed.stage]
         });
+        assert_eq!(stages.iter().map(|s| s.node_count).collect::<Vec<_>>(), [2, 1, 1]);
+        assert_eq!(stages[0].providers, [(i.intern("aws"), 2)]);
         let mut g = Graph::new(i.clone());
-        let (inserted, dangling) = apply(&mut g, stages, pool, &[true, true, false]);
+        let (inserted, dangling) = apply(&mut g, staged, pool, &[true, true, false]);
         assert_eq!(g.node_rows(), 3, "the failed source's node did not land");
         assert_eq!(inserted, 3, "a1->b1, a1->a2 and b1->a2 resolved");
         assert_eq!(dangling, 1, "a1->nowhere never found its target");
