@@ -230,6 +230,17 @@ impl NodeBatch {
         self.buf.len()
     }
 
+    /// Rows and buffer bytes the batch holds without growing.
+    pub fn capacity(&self) -> (usize, usize) {
+        (self.rows.capacity(), self.buf.capacity())
+    }
+
+    /// Empties the batch, keeping its memory.
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        self.buf.clear();
+    }
+
     /// The nodes as written, in order.
     pub fn iter(&self) -> impl Iterator<Item = BatchNodeRef<'_>> {
         self.rows.iter().map(|r| BatchNodeRef {

@@ -29,6 +29,12 @@ pub struct ScanContext<'a> {
 pub trait ScanSink {
     fn nodes(&mut self, batch: NodeBatch);
     fn edges(&mut self, batch: EdgeBatch);
+    /// A node batch the sink is done with, emptied, for the source to fill
+    /// again instead of allocating a new one (its memory is already
+    /// paged in); `None` when the sink keeps what it is given.
+    fn spare_nodes(&mut self) -> Option<NodeBatch> {
+        None
+    }
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

@@ -122,6 +122,8 @@ pub struct StageSink<'p> {
     source: usize,
     nodes: &'p NodeStage,
     pool: &'p EdgePool,
+    /// The last node batch staged, emptied ([`ScanSink::spare_nodes`]).
+    spare: Option<NodeBatch>,
 }
 
 impl<'p> StageSink<'p> {
@@ -133,6 +135,7 @@ impl<'p> StageSink<'p> {
             source,
             nodes,
             pool,
+            spare: None,
         }
     }
 }
@@ -149,6 +152,13 @@ impl ScanSink for StageSink<'_> {
             }
         }
         self.nodes.add(self.source, &batch);
+        let mut batch = batch;
+        batch.clear();
+        self.spare = Some(batch);
+    }
+
+    fn spare_nodes(&mut self) -> Option<NodeBatch> {
+        self.spare.take()
     }
 
     fn edges(&mut self, batch: EdgeBatch) {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crossbeam_channel::Sender;
+use crossbeam_channel::{Receiver, Sender};
 use tokio::sync::mpsc;
 
 use bytes::Bytes;
@@ -189,10 +189,12 @@ impl PluginSource {
         let raw_rx = Mutex::new(raw_rx);
         let (outcome, stats, malformed) = std::thread::scope(|scope| {
             let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(workers * BATCHES_PER_WORKER);
+            // Node batches the sink let go of, back to the decoders.
+            let (spare_tx, spare_rx) = crossbeam_channel::bounded::<NodeBatch>(workers);
             let decoders: Vec<_> = (0..workers)
                 .map(|_| {
-                    let (raw_rx, out_tx) = (&raw_rx, out_tx.clone());
-                    scope.spawn(move || decode_worker(ctx.interner, raw_rx, out_tx, batch))
+                    let (raw_rx, out_tx, spare_rx) = (&raw_rx, out_tx.clone(), spare_rx.clone());
+                    scope.spawn(move || decode_worker(ctx.interner, raw_rx, out_tx, &spare_rx, batch))
                 })
                 .collect();
             drop(out_tx);
@@ -203,7 +205,12 @@ impl PluginSource {
             // Batches reach the sink on this thread, as the decoders finish them.
             for decoded in out_rx {
                 match decoded {
-                    Decoded::Nodes(b) => sink.nodes(b),
+                    Decoded::Nodes(b) => {
+                        sink.nodes(b);
+                        if let Some(spare) = sink.spare_nodes() {
+                            let _ = spare_tx.try_send(spare);
+                        }
+                    }
                     Decoded::Edges(b) => sink.edges(b),
                 }
             }
@@ -397,9 +404,14 @@ impl Fill {
         self.rows.max(self.per_message)
     }
 
-    /// Buffer bytes the next batch has room for, an eighth over the average seen.
+    /// Buffer bytes the next batch has room for: an eighth over the average
+    /// seen, rounded up to an eighth of the power of two above it, so that
+    /// batches of a scan mostly ask for one size and a batch the sink let
+    /// go of has room for the next ([`node_batch`]).
     fn bytes(&self) -> usize {
-        self.capacity() * (self.bytes_per_row + self.bytes_per_row / 8)
+        let bytes = self.capacity() * (self.bytes_per_row + self.bytes_per_row / 8);
+        let step = (bytes.next_power_of_two() / 8).max(1);
+        bytes.div_ceil(step) * step
     }
 
     /// Whether a batch of `len` rows is handed on before the next message
@@ -454,16 +466,31 @@ impl Fillable for EdgeBatch {
     }
 }
 
-/// Hands `batch` on when `fill` says it is full, with a fresh one in its
-/// place; `false` when the sink is gone.
-fn hand_on<B: Fillable>(fill: &mut Fill, batch: &mut B, before_next: bool, out: &Sender<Decoded>) -> bool {
+/// A node batch for `fill`: one the sink let go of when it has the room,
+/// a new one otherwise.
+fn node_batch(fill: &Fill, spare: &Receiver<NodeBatch>) -> NodeBatch {
+    match spare.try_recv() {
+        Ok(b) if b.capacity().0 >= fill.capacity() && b.capacity().1 >= fill.bytes() => b,
+        _ => NodeBatch::allocate(fill),
+    }
+}
+
+/// Hands `batch` on when `fill` says it is full, with the one `next` gives
+/// in its place; `false` when the sink is gone.
+fn hand_on<B: Fillable>(
+    fill: &mut Fill,
+    batch: &mut B,
+    before_next: bool,
+    out: &Sender<Decoded>,
+    next: impl FnOnce(&Fill) -> B,
+) -> bool {
     if !fill.full(batch.rows(), before_next) {
         return true;
     }
     if batch.rows() > 0 {
         fill.bytes_per_row = batch.bytes().div_ceil(batch.rows());
     }
-    let full = std::mem::replace(batch, B::allocate(fill));
+    let full = std::mem::replace(batch, next(fill));
     out.send(full.decoded()).is_ok()
 }
 
@@ -475,6 +502,7 @@ fn decode_worker(
     interner: &svc_engine::Interner,
     raw: &Mutex<mpsc::Receiver<Bytes>>,
     out: Sender<Decoded>,
+    spare: &Receiver<NodeBatch>,
     batch: usize,
 ) -> (DecodeStats, Option<WireError>) {
     let mut fault = None;
@@ -489,7 +517,10 @@ fn decode_worker(
             Err(_) => None,
         };
         let Some(msg) = msg else { break };
-        if !hand_on(&mut node_fill, &mut nodes, true, &out) || !hand_on(&mut edge_fill, &mut edges, true, &out) {
+        let next_nodes = |fill: &Fill| node_batch(fill, spare);
+        if !hand_on(&mut node_fill, &mut nodes, true, &out, next_nodes)
+            || !hand_on(&mut edge_fill, &mut edges, true, &out, EdgeBatch::allocate)
+        {
             break;
         }
         let before = (nodes.len(), edges.len());
@@ -503,7 +534,9 @@ fn decode_worker(
         drop(msg);
         node_fill.message(nodes.len() - before.0);
         edge_fill.message(edges.len() - before.1);
-        if !hand_on(&mut node_fill, &mut nodes, false, &out) || !hand_on(&mut edge_fill, &mut edges, false, &out) {
+        if !hand_on(&mut node_fill, &mut nodes, false, &out, next_nodes)
+            || !hand_on(&mut edge_fill, &mut edges, false, &out, EdgeBatch::allocate)
+        {
             break;
         }
     }
@@ -535,6 +568,24 @@ mod tests {
     }
 
     #[test]
+    fn a_node_batch_the_sink_let_go_of_is_filled_again_when_it_has_the_room() {
+        let fill = Fill::new(100, 160);
+        let new = (100, fill.bytes());
+        let (tx, rx) = crossbeam_channel::bounded(2);
+        assert_eq!(node_batch(&fill, &rx).capacity(), new, "no spare: a new batch");
+        let mut roomy = NodeBatch::with_capacity_bytes(200, new.1 + 1000);
+        let at = roomy.capacity();
+        roomy.clear();
+        tx.send(roomy).expect("spare");
+        assert_eq!(node_batch(&fill, &rx).capacity(), at, "the spare is taken");
+        for small in [(99, new.1 + 1000), (200, new.1 - 1)] {
+            tx.send(NodeBatch::with_capacity_bytes(small.0, small.1))
+                .expect("spare");
+            assert_eq!(node_batch(&fill, &rx).capacity(), new, "{small:?} is too small");
+        }
+    }
+
+    #[test]
     fn a_batch_is_handed_on_before_the_next_message_would_overflow_it() {
         let mut fill = Fill::new(4096, 160);
         let (mut len, mut handed) = (0, Vec::new());
@@ -556,7 +607,8 @@ mod tests {
         fill.message(10_000);
         assert!(fill.full(1, true));
         assert_eq!(fill.capacity(), 10_000);
-        assert_eq!(fill.bytes(), 10_000 * 180);
+        // 1,800,000 bytes, rounded up to a multiple of 2^21 / 8.
+        assert_eq!(fill.bytes(), 7 * (1 << 18));
     }
 
     #[test]
@@ -566,7 +618,7 @@ mod tests {
         let raw_rx = Mutex::new(raw_rx);
         let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(1);
         std::thread::scope(|s| {
-            let worker = s.spawn(|| decode_worker(&interner, &raw_rx, out_tx, 1));
+            let worker = s.spawn(|| decode_worker(&interner, &raw_rx, out_tx, &crossbeam_channel::never(), 1));
             // Nobody drains the batches: the worker parks one batch in the
             // queue, holds a second, and the reader's queue fills behind it.
             let mut accepted = 0;
@@ -602,7 +654,7 @@ mod tests {
             let workers: Vec<_> = (0..3)
                 .map(|_| {
                     let (raw_rx, out_tx, interner) = (&raw_rx, out_tx.clone(), &interner);
-                    s.spawn(move || decode_worker(interner, raw_rx, out_tx, 7))
+                    s.spawn(move || decode_worker(interner, raw_rx, out_tx, &crossbeam_channel::never(), 7))
                 })
                 .collect();
             drop(out_tx);
@@ -640,7 +692,7 @@ mod tests {
         // Field 1 (nodes) claiming 5 bytes, with 1 left.
         raw_tx.try_send(Bytes::from_static(&[0x0a, 0x05, 0x0a])).expect("room");
         raw_tx.try_send(message(1)).expect("room");
-        let (stats, fault) = decode_worker(&interner, &raw_rx, out_tx, 100);
+        let (stats, fault) = decode_worker(&interner, &raw_rx, out_tx, &crossbeam_channel::never(), 100);
         assert!(matches!(fault, Some(WireError::Length { .. })), "{fault:?}");
         assert!(raw_tx.try_send(message(2)).is_err(), "the reader sees the queue closed");
         assert_eq!(stats.nodes, 1, "the message before the fault is decoded");
