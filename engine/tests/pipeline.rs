@@ -166,3 +166,50 @@ fn scans_version_retire_and_survive_restart() {
     .unwrap();
     assert_eq!(blast.count, 4, "id-1..id-4 use id-5 transitively");
 }
+
+/// A source that stages one node, then panics.
+struct Panics;
+
+impl Source for Panics {
+    fn name(&self) -> &str {
+        "azure"
+    }
+    fn providers(&self) -> Vec<String> {
+        vec!["azure".to_owned()]
+    }
+    fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
+        let i = ctx.interner;
+        let c = Crn::parse(&crn("azure", 0)).unwrap();
+        let mut nodes = NodeBatch::default();
+        let input = NodeInput {
+            key: NodeKeyRef::intern(i, &c),
+            ty: i.intern(&c.node_type()),
+            state: i.intern("running"),
+            cost_usd_mo: 1.0,
+            creation_ts: 1_700_000_000,
+        };
+        nodes.push(input, &[], |_| {});
+        sink.nodes(nodes);
+        panic!("a bug in the source");
+    }
+}
+
+#[test]
+fn a_source_that_panics_fails_alone_and_the_sources_after_it_still_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let engine = Arc::new(Engine::open(dir.path(), "s1", clock).unwrap());
+    engine.set_sources(vec![Box::new(Panics), Box::new(source("aws", None))]);
+    let r = engine.try_start_scan().unwrap().run().unwrap();
+    let azure = r.sources.iter().find(|s| s.name == "azure").unwrap();
+    assert!(!azure.ok);
+    assert_eq!(azure.error.as_deref(), Some("the source's scan panicked"));
+    assert!(r.sources.iter().find(|s| s.name == "aws").unwrap().ok);
+    assert_eq!(
+        r.nodes_ingest.inserted, 5,
+        "aws's nodes land, the staged azure node does not"
+    );
+    let g = engine.graph();
+    assert!(g.find(&Crn::parse(&crn("aws", 4)).unwrap()).is_some());
+    assert!(g.find(&Crn::parse(&crn("azure", 0)).unwrap()).is_none());
+}

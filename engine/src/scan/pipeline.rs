@@ -12,8 +12,7 @@ use crate::analysis::linker::{self, LinkReport};
 use crate::analysis::reach::{self, Assessment};
 use crate::analysis::traffic;
 use crate::engine::{Engine, EngineError};
-use crate::graph::NodeStage;
-use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
+use crate::graph::{EdgeBatch, IngestStats, NodeBatch, NodeStage};
 use crate::heuristics::{self, Analyzer, AnalyzerOutcome, BuiltinStats, Finding, FindingSet, FindingSource};
 use crate::ids::{NodeId, Sym};
 use crate::store::CommitMeta;
@@ -265,6 +264,7 @@ pub(crate) fn run(
         let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
         let parent = tracing::Span::current();
         let scan_seq = report.scan_seq;
+        // By source number (a source's rows are staged under it).
         let results: Vec<(SourceOutcome, SourceStage)> = std::thread::scope(|scope| {
             let (pool, staged_nodes) = (&pool, &staged_nodes);
             let workers: Vec<_> = (0..resolvers).map(|_| scope.spawn(move || pool.work())).collect();
@@ -274,15 +274,37 @@ pub(crate) fn run(
                 .map(|(k, source)| {
                     let parent = parent.clone();
                     let config = configs.get(source.name()).unwrap_or(&empty);
-                    scope.spawn(move || {
+                    let (name, providers) = (source.name().to_owned(), source.providers());
+                    let handle = scope.spawn(move || {
                         let _span = parent.enter();
                         let mut sink = StageSink::new(k, staged_nodes, pool);
                         let outcome = scan_one(engine, source.as_mut(), &mut sink, scan_seq, now_us, config, timeout);
                         (outcome, sink.stage)
+                    });
+                    (name, providers, handle)
+                })
+                .collect();
+            let results = handles
+                .into_iter()
+                .map(|(name, providers, h)| {
+                    // A source whose scan panicked failed: nothing of it lands.
+                    h.join().unwrap_or_else(|_| {
+                        let failed = SourceOutcome {
+                            name,
+                            providers,
+                            ok: false,
+                            error: Some("the source's scan panicked".to_owned()),
+                            nodes: 0,
+                            edges: 0,
+                            rejected: 0,
+                            rejections: Vec::new(),
+                            duration_ms: 0,
+                            observed_at: None,
+                        };
+                        (failed, SourceStage::default())
                     })
                 })
                 .collect();
-            let results = handles.into_iter().filter_map(|h| h.join().ok()).collect();
             pool.close();
             for w in workers {
                 let _ = w.join();

@@ -141,7 +141,7 @@ impl<'p> StageSink<'p> {
 }
 
 impl ScanSink for StageSink<'_> {
-    fn nodes(&mut self, batch: NodeBatch) {
+    fn nodes(&mut self, mut batch: NodeBatch) {
         self.stage.node_count += batch.len() as u64;
         let providers = &mut self.stage.providers;
         for p in batch.rows.iter().map(|n| n.syms[0]) {
@@ -152,7 +152,6 @@ impl ScanSink for StageSink<'_> {
             }
         }
         self.nodes.add(self.source, &batch);
-        let mut batch = batch;
         batch.clear();
         self.spare = Some(batch);
     }
