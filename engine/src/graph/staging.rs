@@ -38,6 +38,9 @@ use crate::ids::NODE_SHARDS;
 /// (and the same for its staged rows): address space, not memory.
 pub const EMPTY_SHARD_ROOM: usize = crate::malloc::MMAP_THRESHOLD;
 
+/// Rows of a batch from which [`NodeStage::add`] copies in parallel.
+pub const PARALLEL_ROWS: usize = 2048;
+
 /// The nodes of one scan, by owning node shard.
 pub struct NodeStage {
     shards: Vec<Mutex<StagedShard>>,
@@ -101,16 +104,28 @@ impl NodeStage {
 
     /// Copies `batch`, from `source`, into the staged batches of the shards
     /// its rows belong to, each under its own lock (sources add at once).
+    /// A batch of [`PARALLEL_ROWS`] rows or more is copied shard by shard
+    /// in parallel: a source that hands its batches on one after another
+    /// (the in-process mock estate, all at once after generating them)
+    /// would otherwise copy on one thread what the shards copied in
+    /// parallel before.
     pub fn add(&self, source: usize, batch: &NodeBatch) {
         let (off, perm) = partition(NODE_SHARDS, batch.rows.iter().map(|r| node_shard_of(r.hash)));
-        for (s, range) in off.windows(2).enumerate() {
-            let mine = &perm[range[0] as usize..range[1] as usize];
-            if mine.is_empty() {
-                continue;
-            }
-            if let Some(mut shard) = self.shard(s) {
+        let stage = |s: usize| {
+            let mine = match (off.get(s), off.get(s + 1)) {
+                (Some(&a), Some(&b)) => perm.get(a as usize..b as usize).unwrap_or_default(),
+                _ => &[],
+            };
+            if !mine.is_empty()
+                && let Some(mut shard) = self.shard(s)
+            {
                 shard.append(source, batch, mine);
             }
+        };
+        if batch.len() >= PARALLEL_ROWS {
+            (0..NODE_SHARDS).into_par_iter().with_min_len(16).for_each(stage);
+        } else {
+            (0..NODE_SHARDS).for_each(stage);
         }
     }
 
