@@ -6,9 +6,9 @@
 //! batch per node shard, shared by every source of the scan: its buffer is
 //! laid out as that shard's arena would be (each row's id, tags and
 //! properties one after another), and a list of runs says which source
-//! staged which rows. The batch a decoder wrote is freed as soon as it is
-//! copied, so the next one reuses its memory instead of faulting in pages
-//! of its own. A shard with no row yet (a first scan) then takes its
+//! staged which rows. The batch a decoder wrote is let go of as soon as it
+//! is copied (a plugin source's decoders fill it again), not held to the
+//! end of the scan. A shard with no row yet (a first scan) then takes its
 //! staged buffer whole as its arena ([`NodeShard::adopt`]); any other
 //! shard, and one holding rows of a source whose scan failed, upserts the
 //! staged rows one by one, skipping that source's.
