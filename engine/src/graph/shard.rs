@@ -168,6 +168,13 @@ impl Touched {
     }
 }
 
+/// Where a node row's key leads in its shard's index.
+enum Slot {
+    Found(u32),
+    /// Not there: the row number it is given.
+    New(u32),
+}
+
 /// How an upsert changed a row.
 #[derive(Copy, Clone, PartialEq, Eq, Debug)]
 pub enum Upsert {
@@ -475,16 +482,8 @@ impl NodeShard {
     /// Inserts or updates a node from a batch row at scan time `now_us`.
     /// One probe of the index either finds the row or reserves its slot.
     pub(crate) fn upsert(&mut self, n: &BatchNode, buf: &[u8], now_us: u64, scan: u32) -> (u32, Upsert) {
-        let id = n.id.get(buf);
-        let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
-        let entry = self.index.entry(
-            n.hash,
-            |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
-            |&r| hashes[r as usize],
-        );
-        match entry {
-            hashbrown::hash_table::Entry::Occupied(e) => {
-                let row = *e.get();
+        match self.slot(n, Some(buf)) {
+            Slot::Found(row) => {
                 let Some(outcome) = self.seen_again(row, n.content, scan) else {
                     return (row, Upsert::Unchanged);
                 };
@@ -493,12 +492,31 @@ impl NodeShard {
                 self.rewrite(row, n, (tags, props), now_us, outcome);
                 (row, outcome)
             }
-            hashbrown::hash_table::Entry::Vacant(v) => {
-                let row = self.hash.len() as u32;
-                v.insert(row);
+            Slot::New(row) => {
                 let spans = push_row_bytes(&mut self.arena, n, buf);
                 self.push_new(n, spans, now_us, scan);
                 (row, Upsert::Inserted)
+            }
+        }
+    }
+
+    /// The row keyed like `n`, its id read from `buf` (from the arena when
+    /// `None`: a row adopted into it): found, or the number of a new row
+    /// (the next one), already in the index.
+    fn slot(&mut self, n: &BatchNode, buf: Option<&[u8]>) -> Slot {
+        let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
+        let id = n.id.get(buf.unwrap_or(arena));
+        let entry = self.index.entry(
+            n.hash,
+            |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
+            |&r| hashes[r as usize],
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => Slot::Found(*e.get()),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let row = hashes.len() as u32;
+                v.insert(row);
+                Slot::New(row)
             }
         }
     }
@@ -520,24 +538,15 @@ impl NodeShard {
         self.arena.shrink_to(self.arena.len() + room);
         self.reserve(rows.len(), room);
         for n in &rows {
-            let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
-            let id = n.id.get(arena);
-            let entry = self.index.entry(
-                n.hash,
-                |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
-                |&r| hashes[r as usize],
-            );
-            match entry {
-                hashbrown::hash_table::Entry::Occupied(e) => {
-                    let row = *e.get();
+            match self.slot(n, None) {
+                Slot::Found(row) => {
                     let outcome = self.seen_again(row, n.content, scan);
                     if let Some(outcome) = outcome {
                         self.rewrite(row, n, (n.tags, n.props), now_us, outcome);
                     }
                     stats.add(outcome.unwrap_or(Upsert::Unchanged));
                 }
-                hashbrown::hash_table::Entry::Vacant(v) => {
-                    v.insert(self.hash.len() as u32);
+                Slot::New(_) => {
                     self.push_new(n, (n.id, n.tags, n.props), now_us, scan);
                     stats.add(Upsert::Inserted);
                 }
