@@ -366,6 +366,49 @@ fn partition(shards: usize, keys: impl Iterator<Item = usize> + Clone) -> (Vec<u
     (off, perm)
 }
 
+/// Upserts the rows of shard `s` found in `batches` (`parts[i]` is the
+/// `off` and `perm` of [`Staged::nodes`] of `batches[i]`).
+fn upsert_shard_rows(
+    shard: &mut NodeShard,
+    s: usize,
+    batches: &[NodeBatch],
+    parts: &[(&[u32], &[u32])],
+    now_us: u64,
+    scan: u32,
+) -> IngestStats {
+    let mut st = IngestStats::default();
+    // Every row of a first ingest is copied in; most of a later one's are
+    // found unchanged.
+    let fresh = shard.is_empty();
+    if fresh {
+        // A first ingest: size every column once.
+        let (mut rows, mut bytes) = (0usize, 0usize);
+        for (b, (off, perm)) in batches.iter().zip(parts) {
+            for &i in &perm[off[s] as usize..off[s + 1] as usize] {
+                let r = &b.rows[i as usize];
+                rows += 1;
+                bytes += (r.id.len + r.tags.len + r.props.len) as usize;
+            }
+        }
+        // With an eighth more arena for the waste reasons the analysis
+        // writes next (one node in five, tens of bytes each), so that does
+        // not copy the arena to grow it; capacity never written costs no
+        // memory.
+        shard.reserve(rows, bytes + bytes / 8);
+    }
+    for (b, (off, perm)) in batches.iter().zip(parts) {
+        // A shard's rows are scattered over each batch: what the next ones
+        // read is asked for while one is written.
+        let mine = &perm[off[s] as usize..off[s + 1] as usize];
+        for (j, &i) in mine.iter().enumerate() {
+            prefetch_ahead(mine, j, 16, |next, stage| b.prefetch(next as usize, stage, fresh));
+            let (_, outcome) = shard.upsert(&b.rows[i as usize], &b.buf, now_us, scan);
+            st.add(outcome);
+        }
+    }
+    st
+}
+
 impl Graph {
     pub fn new(interner: Arc<Interner>) -> Graph {
         Graph {
@@ -443,39 +486,7 @@ impl Graph {
         self.nodes
             .par_iter_mut()
             .enumerate()
-            .map(|(s, shard)| {
-                let mut st = IngestStats::default();
-                // Every row of a first ingest is copied in; most of a later
-                // one's are found unchanged.
-                let fresh = shard.is_empty();
-                if fresh {
-                    // A first ingest: size every column once.
-                    let (mut rows, mut bytes) = (0usize, 0usize);
-                    for (b, (off, perm)) in batches.iter().zip(&parts) {
-                        for &i in &perm[off[s] as usize..off[s + 1] as usize] {
-                            let r = &b.rows[i as usize];
-                            rows += 1;
-                            bytes += (r.id.len + r.tags.len + r.props.len) as usize;
-                        }
-                    }
-                    // With an eighth more arena for the waste reasons the
-                    // analysis writes next (one node in five, tens of bytes
-                    // each), so that does not copy the arena to grow it;
-                    // capacity never written costs no memory.
-                    shard.reserve(rows, bytes + bytes / 8);
-                }
-                for (b, (off, perm)) in batches.iter().zip(&parts) {
-                    // A shard's rows are scattered over each batch: what
-                    // the next ones read is asked for while one is written.
-                    let mine = &perm[off[s] as usize..off[s + 1] as usize];
-                    for (j, &i) in mine.iter().enumerate() {
-                        prefetch_ahead(mine, j, 16, |next, stage| b.prefetch(next as usize, stage, fresh));
-                        let (_, outcome) = shard.upsert(&b.rows[i as usize], &b.buf, now_us, scan);
-                        st.add(outcome);
-                    }
-                }
-                st
-            })
+            .map(|(s, shard)| upsert_shard_rows(shard, s, batches, &parts, now_us, scan))
             .reduce(IngestStats::default, IngestStats::merge)
     }
 

@@ -2,26 +2,30 @@
 //! sources still stream, so that applying them after the scan copies
 //! nothing into a shard that is still empty.
 //!
-//! Each source's node batches are copied, as they arrive, into one staged
-//! batch per node shard, shared by every source of the scan: its buffer is
+//! A shard with no row when the scan begins (every shard, on a first
+//! scan) gets its rows copied, as each batch arrives, into one staged
+//! batch of its own, shared by every source of the scan: its buffer is
 //! laid out as that shard's arena would be (each row's id, tags and
 //! properties one after another), and a list of runs says which source
-//! staged which rows. The batch a decoder wrote is let go of as soon as it
-//! is copied (a plugin source's decoders fill it again), not held to the
-//! end of the scan. A shard with no row yet (a first scan) then takes its
-//! staged buffer whole as its arena ([`NodeShard::adopt`]); any other
-//! shard, and one holding rows of a source whose scan failed, upserts the
-//! staged rows one by one, skipping that source's.
+//! staged which rows. After the scan the shard takes that buffer whole as
+//! its arena ([`NodeShard::adopt`]), or, holding rows of a source whose
+//! scan failed, upserts the staged rows one by one, skipping that source's.
+//! A batch with no row for a shard that already holds rows is let go of as
+//! soon as it is copied (a plugin source's decoders fill it again).
+//!
+//! A shard that already holds rows (a later scan) mostly finds them
+//! unchanged: copying them would be work for nothing. A batch with rows
+//! for such shards is kept whole, grouped by shard, and those shards
+//! upsert from the kept batches after the scan, as [`Graph::ingest_nodes`]
+//! does.
 //!
 //! A staged batch that grew by doubling would copy its bytes to each new
 //! buffer and fault in pages for it. So each one is given room at its
-//! first rows: as much as its shard holds now (a later scan mostly reports
-//! the nodes the last one did), and for a shard with no row yet, address
-//! space only, [`EMPTY_SHARD_ROOM`] bytes: from glibc's `malloc` that is a
-//! mapping of its own ([`crate::malloc::MMAP_THRESHOLD`]), whose pages
-//! cost nothing until written and which grows, when it must, by moving
-//! pages (`mremap`) rather than copying them. Where the room cannot be had
-//! the batch grows as any vector does.
+//! first rows, address space only: [`EMPTY_SHARD_ROOM`] bytes, which
+//! glibc's `malloc` maps on their own ([`crate::malloc::MMAP_THRESHOLD`]),
+//! whose pages cost nothing until written and which grow, when they must,
+//! by moving pages (`mremap`) rather than copying them. Where the room
+//! cannot be had the batch grows as any vector does.
 //!
 //! [`NodeShard::adopt`]: super::NodeShard::adopt
 
@@ -31,7 +35,7 @@ use rayon::prelude::*;
 
 use super::batch::BatchNode;
 use super::shard::push_row_bytes;
-use super::{Graph, IngestStats, NodeBatch, node_shard_of, partition, prefetch_ahead};
+use super::{Graph, IngestStats, NodeBatch, Staged, node_shard_of, partition, prefetch_ahead, upsert_shard_rows};
 use crate::ids::NODE_SHARDS;
 
 /// Bytes of room a shard with no row yet is given for its staged bytes
@@ -43,16 +47,25 @@ pub const PARALLEL_ROWS: usize = 2048;
 
 /// The nodes of one scan, by owning node shard.
 pub struct NodeStage {
+    /// Whether each shard held no row when the scan began: its rows are
+    /// copied into `shards`, the others' are found in `kept`.
+    empty: Vec<bool>,
     shards: Vec<Mutex<StagedShard>>,
+    kept: Mutex<Vec<Kept>>,
 }
 
-/// What the sources staged for one node shard.
+/// What the sources staged for one empty node shard.
 #[derive(Default)]
 struct StagedShard {
     rows: NodeBatch,
     runs: Vec<Run>,
-    /// Rows and bytes to make room for at the first rows.
-    room: (usize, usize),
+}
+
+/// A batch with rows for shards that already held some, grouped by shard.
+struct Kept {
+    source: usize,
+    batch: NodeBatch,
+    staged: Staged,
 }
 
 /// Rows up to `end` (from the end of the run before) staged by `source`.
@@ -71,28 +84,19 @@ impl Default for NodeStage {
 impl NodeStage {
     /// A stage for a scan into an empty graph.
     pub fn new() -> NodeStage {
-        NodeStage::with_room(|_| EMPTY)
+        NodeStage::with_empty(|_| true)
     }
 
-    /// A stage for a scan into `graph`: each shard's staging has room for
-    /// the rows and bytes the shard holds now, or [`EMPTY_SHARD_ROOM`].
+    /// A stage for a scan into `graph`, as it is now.
     pub fn for_graph(graph: &Graph) -> NodeStage {
-        NodeStage::with_room(|s| match graph.nodes.get(s) {
-            Some(shard) if !shard.is_empty() => (shard.len(), shard.arena.len()),
-            _ => EMPTY,
-        })
+        NodeStage::with_empty(|s| graph.nodes.get(s).is_none_or(|shard| shard.is_empty()))
     }
 
-    fn with_room(room: impl Fn(usize) -> (usize, usize)) -> NodeStage {
+    fn with_empty(empty: impl Fn(usize) -> bool) -> NodeStage {
         NodeStage {
-            shards: (0..NODE_SHARDS)
-                .map(|s| {
-                    Mutex::new(StagedShard {
-                        room: room(s),
-                        ..StagedShard::default()
-                    })
-                })
-                .collect(),
+            empty: (0..NODE_SHARDS).map(empty).collect(),
+            shards: (0..NODE_SHARDS).map(|_| Mutex::default()).collect(),
+            kept: Mutex::default(),
         }
     }
 
@@ -102,39 +106,67 @@ impl NodeStage {
             .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Copies `batch`, from `source`, into the staged batches of the shards
-    /// its rows belong to, each under its own lock (sources add at once).
+    /// Stages `batch`, from `source`: its rows for shards that were empty
+    /// are copied into their staged batches, each under its own lock
+    /// (sources add at once); the batch itself is kept when it has rows
+    /// for any other shard, and handed back otherwise, to be filled again.
     /// A batch of [`PARALLEL_ROWS`] rows or more is copied shard by shard
     /// in parallel: a source that hands its batches on one after another
     /// (the in-process mock estate, all at once after generating them)
-    /// would otherwise copy on one thread what the shards copied in
-    /// parallel before.
-    pub fn add(&self, source: usize, batch: &NodeBatch) {
+    /// would otherwise copy on one thread what the shards copy in
+    /// parallel when they upsert.
+    pub fn add(&self, source: usize, batch: NodeBatch) -> Option<NodeBatch> {
         let (off, perm) = partition(NODE_SHARDS, batch.rows.iter().map(|r| node_shard_of(r.hash)));
+        let rows_for = |s: usize| match (off.get(s), off.get(s + 1)) {
+            (Some(&a), Some(&b)) => perm.get(a as usize..b as usize).unwrap_or_default(),
+            _ => &[],
+        };
         let stage = |s: usize| {
-            let mine = match (off.get(s), off.get(s + 1)) {
-                (Some(&a), Some(&b)) => perm.get(a as usize..b as usize).unwrap_or_default(),
-                _ => &[],
-            };
-            if !mine.is_empty()
+            let mine = rows_for(s);
+            if self.empty.get(s) == Some(&true)
+                && !mine.is_empty()
                 && let Some(mut shard) = self.shard(s)
             {
-                shard.append(source, batch, mine);
+                shard.append(source, &batch, mine);
             }
         };
-        if batch.len() >= PARALLEL_ROWS {
+        if !self.empty.iter().any(|&e| e) {
+            // A later scan: nothing to copy.
+        } else if batch.len() >= PARALLEL_ROWS {
             (0..NODE_SHARDS).into_par_iter().with_min_len(16).for_each(stage);
         } else {
             (0..NODE_SHARDS).for_each(stage);
         }
+        let keep = (0..NODE_SHARDS).any(|s| self.empty.get(s) == Some(&false) && !rows_for(s).is_empty());
+        if !keep {
+            return Some(batch);
+        }
+        let kept = Kept {
+            source,
+            batch,
+            staged: Staged { off, perm },
+        };
+        self.kept.lock().unwrap_or_else(PoisonError::into_inner).push(kept);
+        None
     }
 
     /// Rows staged so far, from every source.
     pub fn len(&self) -> usize {
-        (0..NODE_SHARDS)
+        let copied: usize = (0..NODE_SHARDS)
             .filter_map(|s| self.shard(s))
             .map(|shard| shard.rows.len())
-            .sum()
+            .sum();
+        let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        let kept: usize = kept
+            .iter()
+            .map(|k| {
+                (0..NODE_SHARDS)
+                    .filter(|&s| self.empty.get(s) == Some(&false))
+                    .map(|s| k.staged.rows_in(s))
+                    .sum::<usize>()
+            })
+            .sum();
+        copied + kept
     }
 
     pub fn is_empty(&self) -> bool {
@@ -142,18 +174,15 @@ impl NodeStage {
     }
 }
 
-/// The room of a shard with no row yet: [`EMPTY_SHARD_ROOM`] bytes each
-/// for its rows and its bytes.
-const EMPTY: (usize, usize) = (EMPTY_SHARD_ROOM / std::mem::size_of::<BatchNode>(), EMPTY_SHARD_ROOM);
-
 impl StagedShard {
     fn append(&mut self, source: usize, batch: &NodeBatch, mine: &[u32]) {
         let out = &mut self.rows;
         if out.rows.capacity() == 0 {
-            let (rows, bytes) = std::mem::take(&mut self.room);
             // Without the room, the batch grows as it must.
-            let _ = out.rows.try_reserve_exact(rows);
-            let _ = out.buf.try_reserve_exact(bytes);
+            let _ = out
+                .rows
+                .try_reserve_exact(EMPTY_SHARD_ROOM / std::mem::size_of::<BatchNode>());
+            let _ = out.buf.try_reserve_exact(EMPTY_SHARD_ROOM);
         }
         out.rows.reserve(mine.len());
         for (j, &i) in mine.iter().enumerate() {
@@ -187,7 +216,9 @@ impl StagedShard {
 impl Graph {
     /// Applies what `stage` holds from the sources for which `ok[source]`
     /// is true (the rows of any other are dropped): a shard that is still
-    /// empty adopts its staged rows whole, any other upserts them in order.
+    /// empty adopts its staged rows whole, one that was empty but holds
+    /// rows of a failed source upserts the others' in order, and one that
+    /// held rows already upserts its rows from the kept batches.
     pub fn ingest_node_stage(&mut self, stage: NodeStage, ok: &[bool], now_us: u64, scan: u32) -> IngestStats {
         let land = |source: u32| ok.get(source as usize).copied().unwrap_or(false);
         let staged: Vec<StagedShard> = stage
@@ -195,10 +226,24 @@ impl Graph {
             .into_iter()
             .map(|m| m.into_inner().unwrap_or_else(PoisonError::into_inner))
             .collect();
+        let (batches, parts): (Vec<NodeBatch>, Vec<Staged>) = stage
+            .kept
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+            .into_iter()
+            .filter(|k| ok.get(k.source).copied().unwrap_or(false))
+            .map(|k| (k.batch, k.staged))
+            .unzip();
+        let parts: Vec<(&[u32], &[u32])> = parts.iter().map(|p| (&p.off[..], &p.perm[..])).collect();
+        let empty = stage.empty;
         self.nodes
             .par_iter_mut()
             .zip(staged)
-            .map(|(shard, staged)| {
+            .enumerate()
+            .map(|(s, (shard, staged))| {
+                if empty.get(s) == Some(&false) {
+                    return upsert_shard_rows(shard, s, &batches, &parts, now_us, scan);
+                }
                 if shard.is_empty() && shard.arena.is_empty() && staged.runs.iter().all(|r| land(r.source)) {
                     return shard.adopt(staged.rows, now_us, scan);
                 }
@@ -281,21 +326,26 @@ mod tests {
         all
     }
 
-    fn staged(sources: &[&NodeBatch]) -> NodeStage {
-        let stage = NodeStage::new();
-        for (k, b) in sources.iter().enumerate() {
-            stage.add(k, b);
-        }
-        stage
+    /// What a stage for `g` holds once each batch is added, as source
+    /// `k` (batch `k`), with the batches the stage handed back.
+    fn staged(g: &Graph, sources: Vec<NodeBatch>) -> (NodeStage, usize) {
+        let stage = NodeStage::for_graph(g);
+        let handed_back = sources
+            .into_iter()
+            .enumerate()
+            .filter_map(|(k, b)| stage.add(k, b))
+            .count();
+        (stage, handed_back)
     }
 
     #[test]
     fn a_first_scan_takes_the_staged_buffers_as_its_arenas_and_reads_as_upserts_would() {
         let i = Arc::new(Interner::new());
         // Two sources; 2000..3000 staged by both, the second with other properties.
-        let (a, b) = (batch(&i, 0..3000, 0), batch(&i, 2000..5000, 1));
-        let stage = staged(&[&a, &b]);
-        assert_eq!(stage.len(), 6000);
+        let both = || vec![batch(&i, 0..3000, 0), batch(&i, 2000..5000, 1)];
+        let mut g = Graph::new(i.clone());
+        let (stage, handed_back) = staged(&g, both());
+        assert_eq!((stage.len(), handed_back), (6000, 2), "every row copied, no batch kept");
         // Where each shard's staged bytes are, when nothing must grow them.
         let unmoved: Vec<Option<*const u8>> = stage
             .shards
@@ -306,7 +356,6 @@ mod tests {
                 (buf.capacity() >= buf.len() + buf.len() / 8).then_some(buf.as_ptr())
             })
             .collect();
-        let mut g = Graph::new(i.clone());
         let stats = g.ingest_node_stage(stage, &[true, true], 7, 1);
         assert_eq!((stats.inserted, stats.changed, stats.unchanged), (5000, 1000, 0));
         let kept = unmoved
@@ -320,7 +369,7 @@ mod tests {
             }
         }
         let mut h = Graph::new(i.clone());
-        let upserted = h.ingest_nodes(&[a, b], 7, 1);
+        let upserted = h.ingest_nodes(&both(), 7, 1);
         assert_eq!(upserted, stats);
         assert_eq!(read(&g), read(&h));
         assert_eq!(g.node_rows(), 5000);
@@ -329,35 +378,71 @@ mod tests {
     #[test]
     fn a_failed_sources_rows_land_nowhere_and_the_others_land_whole() {
         let i = Arc::new(Interner::new());
-        let (a, failed, c) = (
-            batch(&i, 0..2000, 0),
-            batch(&i, 1000..4000, 1),
-            batch(&i, 4000..4500, 2),
-        );
+        let three = || {
+            vec![
+                batch(&i, 0..2000, 0),
+                batch(&i, 1000..4000, 1),
+                batch(&i, 4000..4500, 2),
+            ]
+        };
         let mut g = Graph::new(i.clone());
-        let stats = g.ingest_node_stage(staged(&[&a, &failed, &c]), &[true, false, true], 7, 1);
+        let stats = g.ingest_node_stage(staged(&g, three()).0, &[true, false, true], 7, 1);
         assert_eq!((stats.inserted, stats.changed), (2500, 0));
         let mut h = Graph::new(i.clone());
-        h.ingest_nodes(&[a, c], 7, 1);
+        let mut landing = three();
+        landing.remove(1);
+        h.ingest_nodes(&landing, 7, 1);
         assert_eq!(read(&g), read(&h), "only the failed source's rows are missing");
+        // A later scan: the failed source's rows are in kept batches now.
+        let later = || vec![batch(&i, 0..100, 3), batch(&i, 0..4000, 4)];
+        let stats = g.ingest_node_stage(staged(&g, later()).0, &[true, false], 9, 2);
+        assert_eq!((stats.inserted, stats.changed), (0, 100));
+        h.ingest_nodes(&later()[..1], 9, 2);
+        assert_eq!(read(&g), read(&h));
         // A source index beyond the list does not land either.
         let mut g = Graph::new(i.clone());
-        let stats = g.ingest_node_stage(staged(&[&batch(&i, 0..10, 0)]), &[], 7, 1);
+        let stats = g.ingest_node_stage(staged(&g, vec![batch(&i, 0..10, 0)]).0, &[], 7, 1);
         assert_eq!((stats.total(), g.node_rows()), (0, 0));
     }
 
     #[test]
-    fn a_later_scan_upserts_the_staged_rows_into_the_rows_it_finds() {
+    fn a_later_scan_keeps_the_batches_and_upserts_from_them() {
         let i = Arc::new(Interner::new());
         let mut g = Graph::new(i.clone());
         let mut h = Graph::new(i.clone());
-        g.ingest_node_stage(staged(&[&batch(&i, 0..3000, 0)]), &[true], 7, 1);
+        g.ingest_node_stage(staged(&g, vec![batch(&i, 0..3000, 0)]).0, &[true], 7, 1);
         h.ingest_nodes(&[batch(&i, 0..3000, 0)], 7, 1);
+        assert!(g.nodes.iter().all(|s| !s.is_empty()));
         // 0..1000 unchanged, 1000..3000 changed, 3000..3500 new.
-        let later = [batch(&i, 0..1000, 0), batch(&i, 1000..3500, 5)];
-        let stats = g.ingest_node_stage(staged(&[&later[0], &later[1]]), &[true, true], 9, 2);
+        let later = || vec![batch(&i, 0..1000, 0), batch(&i, 1000..3500, 5)];
+        let (stage, handed_back) = staged(&g, later());
+        assert_eq!(
+            (stage.len(), handed_back),
+            (3500, 0),
+            "nothing copied, every batch kept"
+        );
+        assert!(stage.shards.iter().all(|m| m.lock().is_ok_and(|s| s.rows.is_empty())));
+        let stats = g.ingest_node_stage(stage, &[true, true], 9, 2);
         assert_eq!((stats.inserted, stats.changed, stats.unchanged), (500, 2000, 1000));
-        assert_eq!(h.ingest_nodes(&later, 9, 2), stats);
+        assert_eq!(h.ingest_nodes(&later(), 9, 2), stats);
+        assert_eq!(read(&g), read(&h));
+    }
+
+    #[test]
+    fn shards_empty_at_the_start_adopt_while_the_others_upsert_in_one_scan() {
+        let i = Arc::new(Interner::new());
+        let mut g = Graph::new(i.clone());
+        let mut h = Graph::new(i.clone());
+        g.ingest_node_stage(staged(&g, vec![batch(&i, 0..20, 0)]).0, &[true], 7, 1);
+        h.ingest_nodes(&[batch(&i, 0..20, 0)], 7, 1);
+        let empty = g.nodes.iter().filter(|s| s.is_empty()).count();
+        assert!(empty > 200 && empty < 256);
+        let later = || vec![batch(&i, 0..3000, 1), batch(&i, 2500..4000, 2)];
+        let (stage, handed_back) = staged(&g, later());
+        assert_eq!((stage.len(), handed_back), (4500, 0));
+        let stats = g.ingest_node_stage(stage, &[true, true], 9, 2);
+        assert_eq!((stats.inserted, stats.changed, stats.unchanged), (3980, 520, 0));
+        assert_eq!(h.ingest_nodes(&later(), 9, 2), stats);
         assert_eq!(read(&g), read(&h));
     }
 }

@@ -122,7 +122,8 @@ pub struct StageSink<'p> {
     source: usize,
     nodes: &'p NodeStage,
     pool: &'p EdgePool,
-    /// The last node batch staged, emptied ([`ScanSink::spare_nodes`]).
+    /// The last node batch the stage handed back, emptied
+    /// ([`ScanSink::spare_nodes`]).
     spare: Option<NodeBatch>,
 }
 
@@ -141,7 +142,7 @@ impl<'p> StageSink<'p> {
 }
 
 impl ScanSink for StageSink<'_> {
-    fn nodes(&mut self, mut batch: NodeBatch) {
+    fn nodes(&mut self, batch: NodeBatch) {
         self.stage.node_count += batch.len() as u64;
         let providers = &mut self.stage.providers;
         for p in batch.rows.iter().map(|n| n.syms[0]) {
@@ -151,9 +152,10 @@ impl ScanSink for StageSink<'_> {
                 None => providers.push((p, 1)),
             }
         }
-        self.nodes.add(self.source, &batch);
-        batch.clear();
-        self.spare = Some(batch);
+        if let Some(mut spare) = self.nodes.add(self.source, batch) {
+            spare.clear();
+            self.spare = Some(spare);
+        }
     }
 
     fn spare_nodes(&mut self) -> Option<NodeBatch> {
