@@ -110,7 +110,7 @@ impl NodeStage {
     /// are copied into their staged batches, each under its own lock
     /// (sources add at once); the batch itself is kept when it has rows
     /// for any other shard, and handed back otherwise, to be filled again.
-    /// A batch of [`PARALLEL_ROWS`] rows or more is copied shard by shard
+    /// A batch of `PARALLEL_ROWS` (2,048) rows or more is copied shard by shard
     /// in parallel: a source that hands its batches on one after another
     /// (the in-process mock estate, all at once after generating them)
     /// would otherwise copy on one thread what the shards copy in
