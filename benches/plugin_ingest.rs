@@ -40,8 +40,9 @@ fn plugin() -> PathBuf {
 /// Scans `plugins` mock plugins of `total / plugins` nodes each, concurrently,
 /// through the engine's staging (as the `engine.plugin_scan` phase does: a
 /// sink per source, one node stage and one boundary-resolution pool for
-/// all), then applies the staged rows to a fresh graph. Returns nodes ingested and the seconds to the end
-/// of the streams and to the end of the apply.
+/// all), then applies the staged rows to a fresh graph. Returns nodes
+/// ingested and the seconds to the end of the streams and to the end of
+/// the apply.
 fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, f64, f64) {
     let interner = Arc::new(Interner::new());
     let pool = EdgePool::new(plugins);

@@ -454,26 +454,20 @@ impl NodeShard {
 
     fn push_row(&mut self, hash: u64, key: [Sym; 5], id: &[u8]) -> u32 {
         let row = self.hash.len() as u32;
-        let id = push_bytes(&mut self.arena, id);
-        self.hash.push(hash);
-        self.key.push(key);
-        self.id.push(id);
-        self.ty.push(crate::intern::well_known::EMPTY);
-        self.state.push(crate::intern::well_known::EMPTY);
-        self.cost.push(0.0);
-        self.creation_ts.push(0);
-        self.valid_from.push(0);
-        self.valid_to.push(0);
-        self.waste.set(row as usize, false);
-        self.waste_reason.push(Span::default());
-        self.risk.push(0.0);
-        self.reach.push(Reachability::Unknown);
-        self.phase.push(Phase::None);
-        self.verdict.push(None);
-        self.tags.push(Span::default());
-        self.props.push(Span::default());
-        self.content.push(0);
-        self.seen.push(0);
+        let empty = crate::intern::well_known::EMPTY;
+        let n = BatchNode {
+            hash,
+            syms: key,
+            ty: empty,
+            state: empty,
+            cost: 0.0,
+            creation_ts: 0,
+            id: push_bytes(&mut self.arena, id),
+            tags: Span::default(),
+            props: Span::default(),
+            content: 0,
+        };
+        self.push_columns(&n, 0, 0);
         let hashes = &self.hash;
         self.index.insert_unique(hash, row, |&r| hashes[r as usize]);
         row
@@ -493,8 +487,8 @@ impl NodeShard {
                 (row, outcome)
             }
             Slot::New(row) => {
-                let spans = push_row_bytes(&mut self.arena, n, buf);
-                self.push_new(n, spans, now_us, scan);
+                let (id, tags, props) = push_row_bytes(&mut self.arena, n, buf);
+                self.push_new(&BatchNode { id, tags, props, ..*n }, now_us, scan);
                 (row, Upsert::Inserted)
             }
         }
@@ -547,7 +541,7 @@ impl NodeShard {
                     stats.add(outcome.unwrap_or(Upsert::Unchanged));
                 }
                 Slot::New(_) => {
-                    self.push_new(n, (n.id, n.tags, n.props), now_us, scan);
+                    self.push_new(n, now_us, scan);
                     stats.add(Upsert::Inserted);
                 }
             }
@@ -587,31 +581,38 @@ impl NodeShard {
         self.changed.mark(row, self.hash.len());
     }
 
-    /// Appends a new row from `n`, its id, tags and properties at `spans`
-    /// of the arena (the index already holds it).
-    fn push_new(&mut self, n: &BatchNode, (id, tags, props): (Span, Span, Span), now_us: u64, scan: u32) {
+    /// Appends a new row from `n`, whose id, tags and properties are
+    /// already in the arena (the index already holds it), as changed.
+    fn push_new(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
         let row = self.hash.len() as u32;
+        self.push_columns(n, now_us, scan);
+        self.mark_dirty(row);
+        self.changed.mark(row, self.hash.len());
+    }
+
+    /// Appends `n` to every column, first seen at `now_us` by `scan`, with
+    /// nothing the analysis writes yet.
+    fn push_columns(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
+        let row = self.hash.len();
         self.hash.push(n.hash);
         self.key.push(n.syms);
-        self.id.push(id);
+        self.id.push(n.id);
         self.ty.push(n.ty);
         self.state.push(n.state);
         self.cost.push(n.cost);
         self.creation_ts.push(n.creation_ts);
         self.valid_from.push(now_us);
         self.valid_to.push(0);
-        self.waste.set(row as usize, false);
+        self.waste.set(row, false);
         self.waste_reason.push(Span::default());
         self.risk.push(0.0);
         self.reach.push(Reachability::Unknown);
         self.phase.push(Phase::None);
         self.verdict.push(None);
-        self.tags.push(tags);
-        self.props.push(props);
+        self.tags.push(n.tags);
+        self.props.push(n.props);
         self.content.push(n.content);
         self.seen.push(scan);
-        self.mark_dirty(row);
-        self.changed.mark(row, self.hash.len());
     }
 
     /// Loads a stored row as it is; used when hydrating from the store.

@@ -151,7 +151,8 @@ impl NodeStage {
     }
 
     /// Rows staged so far, from every source.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         let copied: usize = (0..NODE_SHARDS)
             .filter_map(|s| self.shard(s))
             .map(|shard| shard.rows.len())
@@ -167,10 +168,6 @@ impl NodeStage {
             })
             .sum();
         copied + kept
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

@@ -1,7 +1,7 @@
 //! The ingest pipeline's engine half (DESIGN.md section 4 step 3): node
-//! batches are copied, as they arrive from a source, into the scan's
-//! [`NodeStage`] (one staged batch per owning shard, shared by every
-//! source); edge
+//! batches go, as they arrive from a source, to the scan's [`NodeStage`],
+//! shared by every source (rows for shards still empty are copied into one
+//! staged batch per shard; a batch with rows for any other is kept); edge
 //! batches go through a channel bounded at [`EDGE_CHANNEL`] edges to a
 //! boundary-resolution pool (one worker per CPU) that groups them by the
 //! edge shard of their source node. Endpoints are resolved when the scan's

@@ -508,6 +508,7 @@ fn decode_worker(
     let mut fault = None;
     let mut decoder = Decoder::new(interner);
     let (mut node_fill, mut edge_fill) = (Fill::new(batch, 160), Fill::new(batch, 48));
+    let next_nodes = |fill: &Fill| node_batch(fill, spare);
     let mut nodes = NodeBatch::allocate(&node_fill);
     let mut edges = EdgeBatch::allocate(&edge_fill);
     loop {
@@ -517,7 +518,6 @@ fn decode_worker(
             Err(_) => None,
         };
         let Some(msg) = msg else { break };
-        let next_nodes = |fill: &Fill| node_batch(fill, spare);
         if !hand_on(&mut node_fill, &mut nodes, true, &out, next_nodes)
             || !hand_on(&mut edge_fill, &mut edges, true, &out, EdgeBatch::allocate)
         {
