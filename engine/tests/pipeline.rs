@@ -167,29 +167,18 @@ fn scans_version_retire_and_survive_restart() {
     assert_eq!(blast.count, 4, "id-1..id-4 use id-5 transitively");
 }
 
-/// A source that stages one node, then panics.
-struct Panics;
+/// A source that stages its estate, then panics.
+struct Panics(ListSource);
 
 impl Source for Panics {
     fn name(&self) -> &str {
-        "azure"
+        self.0.name()
     }
     fn providers(&self) -> Vec<String> {
-        vec!["azure".to_owned()]
+        self.0.providers()
     }
     fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
-        let i = ctx.interner;
-        let c = Crn::parse(&crn("azure", 0)).unwrap();
-        let mut nodes = NodeBatch::default();
-        let input = NodeInput {
-            key: NodeKeyRef::intern(i, &c),
-            ty: i.intern(&c.node_type()),
-            state: i.intern("running"),
-            cost_usd_mo: 1.0,
-            creation_ts: 1_700_000_000,
-        };
-        nodes.push(input, &[], |_| {});
-        sink.nodes(nodes);
+        self.0.scan(ctx, sink)?;
         panic!("a bug in the source");
     }
 }
@@ -199,7 +188,10 @@ fn a_source_that_panics_fails_alone_and_the_sources_after_it_still_land() {
     let dir = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::new(1_000_000));
     let engine = Arc::new(Engine::open(dir.path(), "s1", clock).unwrap());
-    engine.set_sources(vec![Box::new(Panics), Box::new(source("aws", None))]);
+    engine.set_sources(vec![
+        Box::new(Panics(source("azure", None))),
+        Box::new(source("aws", None)),
+    ]);
     let r = engine.try_start_scan().unwrap().run().unwrap();
     let azure = r.sources.iter().find(|s| s.name == "azure").unwrap();
     assert!(!azure.ok);
@@ -207,7 +199,7 @@ fn a_source_that_panics_fails_alone_and_the_sources_after_it_still_land() {
     assert!(r.sources.iter().find(|s| s.name == "aws").unwrap().ok);
     assert_eq!(
         r.nodes_ingest.inserted, 5,
-        "aws's nodes land, the staged azure node does not"
+        "aws's nodes land, the staged azure nodes do not"
     );
     let g = engine.graph();
     assert!(g.find(&Crn::parse(&crn("aws", 4)).unwrap()).is_some());
