@@ -666,6 +666,7 @@ impl<'a> Decoder<'a> {
                     Tok::Null => w.null(k),
                     Tok::Bool(b) => w.bool(k, b),
                     Tok::Int(i) => w.int(k, i),
+                    Tok::Float(bits) => w.float(k, f64::from_bits(bits)),
                     Tok::Str(r, false) => w.str(k, r.of(doc)),
                     Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_) => {
                         if let Some(v) = complex.next() {
@@ -898,6 +899,7 @@ fn tree_value(doc: &str, tok: Tok) -> Option<Value> {
         Tok::Null => return Some(Value::Null),
         Tok::Bool(b) => return Some(Value::Bool(b)),
         Tok::Int(i) => return Some(Value::from(i)),
+        Tok::Float(bits) => return serde_json::Number::from_f64(f64::from_bits(bits)).map(Value::Number),
     };
     serde_json::from_str(text).ok()
 }
@@ -909,7 +911,7 @@ fn scanned_creation_time(doc: &str, ts: Option<Tok>, created_at: Option<Tok>) ->
             let t = t as u64;
             return Some(if t > 100_000_000_000 { t / 1000 } else { t });
         }
-        Some(Tok::Number(_)) => return None,
+        Some(Tok::Number(_) | Tok::Float(_)) => return None,
         _ => {}
     }
     Some(match created_at {

@@ -40,6 +40,9 @@ pub enum Tok {
     Bool(bool),
     /// An integer of at most 18 digits: exactly an `i64`, as `serde_json` reads it.
     Int(i64),
+    /// A decimal fraction without exponent and of at most 15 digits in
+    /// all, as the bits of the `f64` it reads as (see [`decimal`]).
+    Float(u64),
     /// Any other number (fraction, exponent, `-0`, long): its text.
     Number(Range),
     /// A string: the text between the quotes, and whether it has escapes.
@@ -146,15 +149,17 @@ impl Scanner<'_> {
             _ => return None,
         }
         let int_end = self.pos;
-        let mut plain = true;
+        let mut fraction = None;
         if self.eat(b'.').is_some() {
-            plain = false;
+            let at = self.pos;
             if self.digits() == 0 {
                 return None;
             }
+            fraction = Some(at..self.pos);
         }
+        let mut exponent = false;
         if matches!(self.peek(), Some(b'e' | b'E')) {
-            plain = false;
+            exponent = true;
             self.pos += 1;
             if matches!(self.peek(), Some(b'+' | b'-')) {
                 self.pos += 1;
@@ -164,9 +169,17 @@ impl Scanner<'_> {
             }
         }
         let digits = &self.b[int_start..int_end];
-        if plain && digits.len() <= 18 && !(negative && digits == b"0") {
-            let v = digits.iter().fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
-            return Some(Tok::Int(if negative { -v } else { v }));
+        match (fraction, exponent) {
+            (None, false) if digits.len() <= 18 && !(negative && digits == b"0") => {
+                let v = digits.iter().fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
+                return Some(Tok::Int(if negative { -v } else { v }));
+            }
+            (Some(f), false) => {
+                if let Some(v) = decimal(digits, self.b.get(f).unwrap_or_default()) {
+                    return Some(Tok::Float((if negative { -v } else { v }).to_bits()));
+                }
+            }
+            _ => {}
         }
         Some(Tok::Number(Self::range(start, self.pos)))
     }
@@ -276,6 +289,25 @@ impl Scanner<'_> {
             }
         }
     }
+}
+
+/// Powers of ten up to the largest one an `f64` holds exactly.
+const POW10: [f64; 16] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+];
+
+/// `int.frac` (digits only) as an `f64`, when it has at most 15 digits in
+/// all: the digits as one integer `m` (below 2^53, so exact as an `f64`)
+/// divided by `10^k` (`k` the fraction's digits, exact too). One rounded
+/// division of exact operands is the correctly rounded value, which is
+/// what `serde_json` (its exact fast path for such numbers) and
+/// `str::parse` both give. `None` for longer numbers.
+fn decimal(int: &[u8], frac: &[u8]) -> Option<f64> {
+    if int.len() + frac.len() > 15 {
+        return None;
+    }
+    let m = int.iter().chain(frac).fold(0u64, |m, d| m * 10 + u64::from(d - b'0'));
+    Some(m as f64 / POW10.get(frac.len())?)
 }
 
 /// Bytes that end a run of plain string content: `"`, `\\` and control characters.
@@ -420,6 +452,68 @@ mod tests {
         // and refused here.
         assert_eq!(scan(r#"{"tags":{"a":1,"b":[}}"#, br#"{"a":1}"#), None);
         assert!(scan(r#"{"tags":{"a":1,"b":[]}}"#, br#"{"a":1}"#).is_some());
+    }
+
+    /// Short decimal fractions read as `serde_json` and `str::parse` read them.
+    #[test]
+    fn short_decimals_read_as_serde_json_reads_them() {
+        let mut texts: Vec<String> = [
+            "0.0",
+            "-0.0",
+            "2.0",
+            "25.31",
+            "0.05",
+            "-17.5",
+            "0.1",
+            "0.3",
+            "123456789012.345",
+            "99999999999999.9",
+            "0.000000000000001",
+            "9007199254740.993",
+            "1.000000000000000",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = 1 + (x % 15) as usize;
+            let point = (x >> 8) as usize % digits;
+            let all = format!("{:015}", x >> 12)
+                .chars()
+                .rev()
+                .take(digits)
+                .collect::<String>();
+            let (int, frac) = all.split_at(point.max(1).min(digits - 1).max(1));
+            if frac.is_empty() {
+                continue;
+            }
+            let int = int.trim_start_matches('0');
+            let int = if int.is_empty() { "0" } else { int };
+            let sign = if x & 1 == 1 { "-" } else { "" };
+            texts.push(format!("{sign}{int}.{frac}"));
+        }
+        for t in &texts {
+            let doc = format!("{{\"v\":{t}}}");
+            let mut out = Vec::new();
+            object(&doc, &mut out, &[]).expect("scanned");
+            let want: f64 = serde_json::from_str(t).expect("a number");
+            assert_eq!(want.to_bits(), t.parse::<f64>().expect("a number").to_bits(), "{t}");
+            match out[0].value {
+                Tok::Float(bits) => assert_eq!(bits, want.to_bits(), "{t}"),
+                other => assert!(t.bytes().filter(u8::is_ascii_digit).count() > 15, "{t}: {other:?}"),
+            }
+        }
+        // Longer numbers and exponents are left to serde_json.
+        for t in ["1234567890123456.5", "1.5e3", "1e2", "0.1234567890123456"] {
+            let doc = format!("{{\"v\":{t}}}");
+            let mut out = Vec::new();
+            object(&doc, &mut out, &[]).expect("scanned");
+            assert!(matches!(out[0].value, Tok::Number(_)), "{t}");
+        }
     }
 
     proptest::proptest! {
