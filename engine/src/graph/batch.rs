@@ -372,9 +372,7 @@ impl EdgeBatch {
         };
         match stage {
             super::Prefetch::Row => prefetch(key),
-            super::Prefetch::Lists => {
-                self.buf.get(key.id.off as usize).map(prefetch);
-            }
+            super::Prefetch::Lists => super::shard::prefetch_bytes(&self.buf, key.id, super::shard::ID_PREFETCH),
         }
     }
 

@@ -329,12 +329,19 @@ pub(crate) fn push_row_bytes(arena: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> 
     )
 }
 
+/// Bytes of a physical id loaded ahead of comparing it: the whole of any
+/// id the estates hold.
+pub(crate) const ID_PREFETCH: usize = 256;
+
 /// [`prefetch`]es every cache line of the first `len` bytes of `span` in `buf`.
 pub(crate) fn prefetch_bytes(buf: &[u8], span: Span, len: usize) {
     let start = span.off as usize;
     let end = (start + len.min(span.len as usize)).min(buf.len());
-    for at in (start..end).step_by(64) {
-        prefetch(&buf[at]);
+    let mut at = start;
+    while let Some(byte) = buf.get(at).filter(|_| at < end) {
+        prefetch(byte);
+        // On to the first byte of the next line.
+        at += 64 - (byte as *const u8 as usize) % 64;
     }
 }
 
@@ -426,7 +433,7 @@ impl NodeShard {
     pub(crate) fn find_start(&self, hash: u64, key: &[Sym; 5]) -> Option<u32> {
         let row = *self.index.find(hash, |&row| self.key[row as usize] == *key)?;
         if let Some(&id) = self.id.get(row as usize) {
-            prefetch_bytes(&self.arena, id, 64);
+            prefetch_bytes(&self.arena, id, ID_PREFETCH);
         }
         Some(row)
     }
