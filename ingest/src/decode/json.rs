@@ -43,7 +43,8 @@ pub enum Tok {
     /// A decimal fraction without exponent and of at most 15 digits in
     /// all, as the bits of the `f64` it reads as (see [`decimal`]).
     Float(u64),
-    /// Any other number (fraction, exponent, `-0`, long): its text.
+    /// Any other number (a longer fraction, an exponent, `-0`, a long
+    /// integer): its text.
     Number(Range),
     /// A string: the text between the quotes, and whether it has escapes.
     Str(Range, bool),
@@ -480,17 +481,15 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let digits = 1 + (x % 15) as usize;
-            let point = (x >> 8) as usize % digits;
+            // 2 to 15 digits, split into a whole part and a fraction.
+            let digits = 2 + (x % 14) as usize;
+            let point = 1 + (x >> 8) as usize % (digits - 1);
             let all = format!("{:015}", x >> 12)
                 .chars()
                 .rev()
                 .take(digits)
                 .collect::<String>();
-            let (int, frac) = all.split_at(point.max(1).min(digits - 1).max(1));
-            if frac.is_empty() {
-                continue;
-            }
+            let (int, frac) = all.split_at(point);
             let int = int.trim_start_matches('0');
             let int = if int.is_empty() { "0" } else { int };
             let sign = if x & 1 == 1 { "-" } else { "" };
