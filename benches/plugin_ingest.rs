@@ -37,13 +37,40 @@ fn plugin() -> PathBuf {
     path
 }
 
+/// CPU seconds (user and system) spent so far by this process and by its
+/// children that have exited and been waited for (the plugins, once shut
+/// down): `utime`, `stime`, `cutime` and `cstime` of `/proc/self/stat`, in
+/// the kernel's user-visible ticks of 1/100 s. `None` off Linux.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command (in parentheses, and free to hold spaces) come the
+    // fields from the third on; `utime` is the fourteenth.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|t| t.parse::<u64>().ok())
+        .sum::<Option<u64>>()?;
+    Some(ticks as f64 / 100.0)
+}
+
+/// What one round measured.
+struct Round {
+    nodes: usize,
+    /// Seconds to the end of the streams, and to the end of the apply.
+    streamed: f64,
+    all: f64,
+    /// CPU seconds of the bench and its plugins over the round, if known.
+    cpu: Option<f64>,
+}
+
 /// Scans `plugins` mock plugins of `total / plugins` nodes each, concurrently,
 /// through the engine's staging (as the `engine.plugin_scan` phase does: a
 /// sink per source, one node stage and one boundary-resolution pool for
-/// all), then applies the staged rows to a fresh graph. Returns nodes
-/// ingested and the seconds to the end of the streams and to the end of
-/// the apply.
-fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, f64, f64) {
+/// all), then applies the staged rows to a fresh graph.
+fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> Round {
+    let cpu_before = cpu_seconds();
     let interner = Arc::new(Interner::new());
     let pool = EdgePool::new(plugins);
     let staged_nodes = NodeStage::new();
@@ -97,7 +124,13 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> (usize, 
     let count = g.ingest_node_stage(staged_nodes, &vec![true; plugins], 1, 1).total();
     assert_eq!(count as u64, stages.iter().map(|s| s.node_count).sum::<u64>());
     g.ingest_staged_edges(&edges, &edge_parts, 1, 1);
-    (count, streamed, t.elapsed().as_secs_f64())
+    let all = t.elapsed().as_secs_f64();
+    Round {
+        nodes: count,
+        streamed,
+        all,
+        cpu: cpu_seconds().zip(cpu_before).map(|(after, before)| after - before),
+    }
 }
 
 fn plugin_ingest(c: &mut Criterion) {
@@ -114,10 +147,19 @@ fn plugin_ingest(c: &mut Criterion) {
     let mut group = c.benchmark_group("plugin_ingest");
     group.sample_size(10);
     for plugins in [1usize, 4] {
-        let (n, streamed, all) = round(&rt, plugins, total);
+        let r = round(&rt, plugins, total);
+        let n = r.nodes;
+        let cpu = r.cpu.map_or(String::new(), |cpu| {
+            format!(
+                "; CPU of the bench and its plugins {cpu:.2} s, {:.2} µs a node",
+                cpu * 1e6 / n.max(1) as f64
+            )
+        });
         println!(
-            "{plugins} plugin(s), {n} nodes: streamed and decoded in {streamed:.2} s, into the shards in {all:.2} s: {:.0} nodes/s",
-            n as f64 / all
+            "{plugins} plugin(s), {n} nodes: streamed and decoded in {:.2} s, into the shards in {:.2} s: {:.0} nodes/s{cpu}",
+            r.streamed,
+            r.all,
+            n as f64 / r.all
         );
         group.throughput(Throughput::Elements(n as u64));
         group.bench_function(format!("{plugins}_plugins/{total}"), |b| {
