@@ -6,8 +6,9 @@
 //! bytes of JSON properties and 1.79 edges a node on average, ~770 bytes on
 //! the wire, where the budget names ~200 bytes of properties; the host
 //! decodes, interns and stages), then applies the staged nodes and edges to
-//! a fresh graph, as a scan does. Needs `cargo build --release -p
-//! svc-plugin-mock`.
+//! a fresh graph, as a scan does. Before criterion's runs, one round of
+//! each prints its nodes per second and the CPU it took, the bench's and
+//! its plugins'. Needs `cargo build --release -p svc-plugin-mock`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
