@@ -59,8 +59,9 @@ fn cpu_seconds() -> Option<f64> {
 /// What one round measured.
 struct Round {
     nodes: usize,
-    /// Seconds to the end of the streams, and to the end of the apply.
+    /// Seconds to the end of the streams.
     streamed: f64,
+    /// Seconds to the end of the apply.
     all: f64,
     /// CPU seconds of the bench and its plugins over the round, if known.
     cpu: Option<f64>,
