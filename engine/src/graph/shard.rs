@@ -335,14 +335,22 @@ pub(crate) const ID_PREFETCH: usize = 256;
 
 /// [`prefetch`]es every cache line of the first `len` bytes of `span` in `buf`.
 pub(crate) fn prefetch_bytes(buf: &[u8], span: Span, len: usize) {
+    for byte in line_starts(buf, span, len) {
+        prefetch(byte);
+    }
+}
+
+/// One byte in each cache line the first `len` bytes of `span` in `buf`
+/// touch: the span's first byte, then the first byte of each next line.
+fn line_starts(buf: &[u8], span: Span, len: usize) -> impl Iterator<Item = &u8> {
     let start = span.off as usize;
     let end = (start + len.min(span.len as usize)).min(buf.len());
     let mut at = start;
-    while let Some(byte) = buf.get(at).filter(|_| at < end) {
-        prefetch(byte);
-        // On to the first byte of the next line.
+    std::iter::from_fn(move || {
+        let byte = buf.get(at).filter(|_| at < end)?;
         at += 64 - (byte as *const u8 as usize) % 64;
-    }
+        Some(byte)
+    })
 }
 
 impl NodeShard {
@@ -1014,6 +1022,34 @@ impl EdgeShard {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every cache line of a span is reached once, from wherever in a line
+    /// the span starts, and nothing past its first `len` bytes.
+    #[test]
+    fn prefetching_a_span_reaches_each_of_its_lines() {
+        let buf = vec![0u8; 1024];
+        let base = buf.as_ptr() as usize;
+        for off in 0..200u32 {
+            for len in [0u32, 1, 2, 63, 64, 65, 100, 128, 300] {
+                for cap in [1usize, 64, 256, usize::MAX] {
+                    let span = Span { off, len };
+                    let end = off as usize + (len as usize).min(cap);
+                    let lines: Vec<usize> = line_starts(&buf, span, cap)
+                        .map(|b| b as *const u8 as usize - base)
+                        .collect();
+                    let want: Vec<usize> = (off as usize..end)
+                        .filter(|&i| i == off as usize || (base + i).is_multiple_of(64))
+                        .collect();
+                    assert_eq!(lines, want, "span {off}+{len}, first {cap} bytes");
+                }
+            }
+        }
+        // A span running past the buffer stops at its end.
+        assert_eq!(line_starts(&buf, Span { off: 1000, len: 100 }, usize::MAX).count(), {
+            let first = 1000;
+            1 + (first + 1..1024).filter(|&i| (base + i).is_multiple_of(64)).count()
+        });
+    }
 
     fn row(id: Span, tags: Span, props: Span) -> BatchNode {
         let sym = Sym::from_index(0);
