@@ -323,6 +323,16 @@ mod tests {
         all
     }
 
+    /// Two graphs after the same first scan of nodes `ids`: through the
+    /// stage, and through [`Graph::ingest_nodes`].
+    fn first_scan(i: &Arc<Interner>, ids: std::ops::Range<usize>) -> (Graph, Graph) {
+        let mut g = Graph::new(i.clone());
+        let mut h = Graph::new(i.clone());
+        g.ingest_node_stage(staged(&g, vec![batch(i, ids.clone(), 0)]).0, &[true], 7, 1);
+        h.ingest_nodes(&[batch(i, ids, 0)], 7, 1);
+        (g, h)
+    }
+
     /// What a stage for `g` holds once each batch is added, as source
     /// `k` (batch `k`), with the batches the stage handed back.
     fn staged(g: &Graph, sources: Vec<NodeBatch>) -> (NodeStage, usize) {
@@ -405,10 +415,7 @@ mod tests {
     #[test]
     fn a_later_scan_keeps_the_batches_and_upserts_from_them() {
         let i = Arc::new(Interner::new());
-        let mut g = Graph::new(i.clone());
-        let mut h = Graph::new(i.clone());
-        g.ingest_node_stage(staged(&g, vec![batch(&i, 0..3000, 0)]).0, &[true], 7, 1);
-        h.ingest_nodes(&[batch(&i, 0..3000, 0)], 7, 1);
+        let (mut g, mut h) = first_scan(&i, 0..3000);
         assert!(g.nodes.iter().all(|s| !s.is_empty()));
         // 0..1000 unchanged, 1000..3000 changed, 3000..3500 new.
         let later = || vec![batch(&i, 0..1000, 0), batch(&i, 1000..3500, 5)];
@@ -428,10 +435,7 @@ mod tests {
     #[test]
     fn shards_empty_at_the_start_adopt_while_the_others_upsert_in_one_scan() {
         let i = Arc::new(Interner::new());
-        let mut g = Graph::new(i.clone());
-        let mut h = Graph::new(i.clone());
-        g.ingest_node_stage(staged(&g, vec![batch(&i, 0..20, 0)]).0, &[true], 7, 1);
-        h.ingest_nodes(&[batch(&i, 0..20, 0)], 7, 1);
+        let (mut g, mut h) = first_scan(&i, 0..20);
         let empty = g.nodes.iter().filter(|s| s.is_empty()).count();
         assert!(empty > 200 && empty < 256);
         let later = || vec![batch(&i, 0..3000, 1), batch(&i, 2500..4000, 2)];
