@@ -382,19 +382,11 @@ fn upsert_shard_rows(
     let fresh = shard.is_empty();
     if fresh {
         // A first ingest: size every column once.
-        let (mut rows, mut bytes) = (0usize, 0usize);
-        for (b, (off, perm)) in batches.iter().zip(parts) {
-            for &i in &perm[off[s] as usize..off[s + 1] as usize] {
-                let r = &b.rows[i as usize];
-                rows += 1;
-                bytes += (r.id.len + r.tags.len + r.props.len) as usize;
-            }
-        }
-        // With an eighth more arena for the waste reasons the analysis
-        // writes next (one node in five, tens of bytes each), so that does
-        // not copy the arena to grow it; capacity never written costs no
-        // memory.
-        shard.reserve(rows, bytes + bytes / 8);
+        shard.reserve_for(batches.iter().zip(parts).flat_map(|(b, (off, perm))| {
+            perm[off[s] as usize..off[s + 1] as usize]
+                .iter()
+                .map(|&i| &b.rows[i as usize])
+        }));
     }
     for (b, (off, perm)) in batches.iter().zip(parts) {
         // A shard's rows are scattered over each batch: what the next ones

@@ -246,11 +246,7 @@ impl Graph {
                 }
                 let mut stats = IngestStats::default();
                 if shard.is_empty() {
-                    // Size every column once.
-                    let (rows, bytes) = staged.landing(&land).fold((0, 0), |(rows, bytes), n| {
-                        (rows + 1, bytes + (n.id.len + n.tags.len + n.props.len) as usize)
-                    });
-                    shard.reserve(rows, bytes + bytes / 8);
+                    shard.reserve_for(staged.landing(&land));
                 }
                 for n in staged.landing(&land) {
                     stats.add(shard.upsert(n, &staged.rows.buf, now_us, scan).1);
