@@ -911,7 +911,10 @@ fn scanned_creation_time(doc: &str, ts: Option<Tok>, created_at: Option<Tok>) ->
             let t = t as u64;
             return Some(if t > 100_000_000_000 { t / 1000 } else { t });
         }
-        Some(Tok::Number(_) | Tok::Float(_)) => return None,
+        // A long integer or `-0` may still be one to `serde_json`.
+        Some(Tok::Number(_)) => return None,
+        // A fraction is not (`serde_json` holds it as an `f64`): as any
+        // other value, it leaves the creation time to `created_at`.
         _ => {}
     }
     Some(match created_at {
