@@ -92,9 +92,11 @@ impl Out {
 
 /// What running a unit produces: batches, the wire form, or (when planning
 /// the estate) the probability that each slot exists at a random epoch.
+/// The wire form records those probabilities too, as a plan would: its
+/// estate is planned as it is written.
 pub(crate) enum Mode<'o> {
     Emit(&'o mut Out),
-    Wire(&'o mut Json, &'o mut dyn WireOut),
+    Wire(&'o mut Json, &'o mut dyn WireOut, &'o mut Vec<f32>),
     Plan(&'o mut Vec<f32>),
 }
 
@@ -309,7 +311,7 @@ impl<'a> Unit<'a> {
         let j = self.next;
         self.next += 1;
         let (alive, k, born, expect) = life;
-        if let Mode::Plan(p) = &mut self.mode {
+        if let Mode::Plan(p) | Mode::Wire(_, _, p) = &mut self.mode {
             p.push(expect);
         }
         let (version, since) = version(h, self.epoch);
@@ -460,7 +462,7 @@ impl<'a> Unit<'a> {
                     waste.push(crn);
                 }
             }
-            Mode::Wire(json, out) => {
+            Mode::Wire(json, out, _) => {
                 json.crn.clear();
                 crn_of(&mut json.crn);
                 let crn_start = self.crns.len();
@@ -506,7 +508,7 @@ impl<'a> Unit<'a> {
                 let relation = self.s.k.relation;
                 out.edge_batch().push(key(a), key(b), rel, |w| w.str(relation, raw));
             }
-            Mode::Wire(_, out) => {
+            Mode::Wire(_, out, _) => {
                 if a.gone || b.gone {
                     return;
                 }

@@ -91,14 +91,21 @@ fn build(u: &mut Unit<'_>, kind: Kind) {
     }
 }
 
-/// Unit `index` of the estate of `seed` at epoch 0: its kind, its cluster
-/// name if it is a cluster, and each slot's expected presence.
-fn plan_unit(syms: &Syms, seed: u64, index: u64) -> (Kind, Option<String>, Vec<f32>) {
+/// The kind of unit `index` of the estate of `seed`, and its cluster name
+/// if it is a cluster.
+fn kind_and_cluster(seed: u64, index: u64) -> (Kind, Option<String>) {
     let kind = kind_of(seed, index);
     let cluster = match kind {
         Kind::Cluster(host) => Some(k8s::cluster_name(seed, index, host)),
         _ => None,
     };
+    (kind, cluster)
+}
+
+/// Unit `index` of the estate of `seed` at epoch 0: its kind, its cluster
+/// name if it is a cluster, and each slot's expected presence.
+fn plan_unit(syms: &Syms, seed: u64, index: u64) -> (Kind, Option<String>, Vec<f32>) {
+    let (kind, cluster) = kind_and_cluster(seed, index);
     let mut expect = Vec::with_capacity(64);
     let name = S {
         sym: syms.global.sym,
@@ -109,6 +116,132 @@ fn plan_unit(syms: &Syms, seed: u64, index: u64) -> (Kind, Option<String>, Vec<f
         kind,
     );
     (kind, cluster, expect)
+}
+
+/// Units of a chunk of the wire form when nothing is known yet of how many
+/// nodes a unit writes (the estate's units hold ~34 slots on average).
+const FIRST_UNITS_PER_CHUNK: u64 = 32;
+
+/// A chunk of units in the wire form, and what a plan of them records:
+/// each slot's probability of existing, and where each unit's end.
+struct WireChunk<O> {
+    units: Range<u64>,
+    out: O,
+    expect: Vec<f32>,
+    ends: Vec<usize>,
+}
+
+/// Generates the estate of `seed` and `scale` at `epoch` in a provider
+/// plugin's wire form (see [`WireOut`]): the units a [`MockEstate`] of the
+/// same seed and scale holds, each cut where its plan cuts it, so the
+/// nodes and edges are exactly those of [`MockEstate::generate`].
+///
+/// The estate is planned as it is written instead of before: chunks of
+/// units (about a `batch_size` of nodes each) are written a window at a
+/// time in parallel, each slot's probability of existing recorded as it
+/// is written, and the window's chunks are then handed to `each` in order
+/// while their probabilities add up; the chunk in which the sum reaches
+/// the scale is written again up to that slot, and nothing after it is
+/// handed on. Only that chunk is written twice (and the window's chunks
+/// after it for nothing), where planning first ran every unit twice; and
+/// the first messages leave before the estate's size is known. Memory holds one
+/// window, not the estate. Stops at the first `Err` from `each`, which it
+/// returns.
+pub fn generate_wire<O: WireOut + Send, E>(
+    (seed, scale, epoch): (u64, usize, u64),
+    batch_size: usize,
+    make: impl Fn() -> O + Sync,
+    mut each: impl FnMut(O) -> Result<(), E>,
+) -> Result<(), E> {
+    let interner = Interner::new();
+    let syms = Syms::new(&interner, seed);
+    // Every key and tag symbol the wire form writes is interned by now.
+    let names = std::sync::Arc::new(wire::Names::new(&interner));
+    let window = rayon::current_num_threads().max(1) * 2;
+    // Writers go back here after each piece of work, with the key
+    // orders they worked out, for the next pieces.
+    let spare = std::sync::Mutex::new(Vec::new());
+    let lend = || wire::Lent::new(&spare, || wire::Json::new(names.clone()));
+    let write = |json: &mut wire::Json, units: Range<u64>, last_limit: u32| {
+        let mut chunk = WireChunk {
+            units: units.clone(),
+            out: make(),
+            expect: Vec::new(),
+            ends: Vec::new(),
+        };
+        for i in units.clone() {
+            let (kind, cluster) = kind_and_cluster(seed, i);
+            let cluster = match &cluster {
+                Some(name) => S {
+                    sym: interner.intern(name),
+                    name,
+                },
+                None => syms.global,
+            };
+            let limit = if i + 1 == units.end { last_limit } else { u32::MAX };
+            let mode = Mode::Wire(json, &mut chunk.out, &mut chunk.expect);
+            build(&mut Unit::new(&syms, (seed, i, epoch), limit, cluster, mode), kind);
+            chunk.ends.push(chunk.expect.len());
+        }
+        chunk
+    };
+    let target = scale as f64;
+    let batch = batch_size.max(1) as f64;
+    // The expected nodes added up so far, as `MockEstate::new` adds them.
+    let mut acc = 0.0;
+    let (mut next, mut units_done) = (0u64, 0u64);
+    while acc + 0.5 < target {
+        // Units a chunk, for about a batch of nodes each (a little under,
+        // so that a chunk seldom spills a small message), and near the
+        // end no more than the estate is expected to need.
+        let mut per_chunk = if units_done == 0 || acc <= 0.0 {
+            FIRST_UNITS_PER_CHUNK
+        } else {
+            let per_unit = acc / units_done as f64;
+            let left = ((target - acc) / per_unit).max(0.0).ceil() as u64 + 1;
+            ((batch * 0.875 / per_unit) as u64).min(left.div_ceil(window as u64))
+        };
+        per_chunk = per_chunk.max(1);
+        let ranges: Vec<Range<u64>> = (0..window as u64)
+            .map(|k| next + k * per_chunk..next + (k + 1) * per_chunk)
+            .collect();
+        next += window as u64 * per_chunk;
+        let chunks: Vec<WireChunk<O>> = ranges
+            .into_par_iter()
+            .map_init(lend, |json, units| write(json.get(), units, u32::MAX))
+            .collect();
+        for chunk in chunks {
+            let mut start = 0;
+            for (u, &end) in chunk.ends.iter().enumerate() {
+                let unit = chunk.units.start + u as u64;
+                // As `MockEstate::new`: the estate ends before a unit once
+                // the sum is within half a node of the scale, and a unit
+                // ends at the slot where it gets there.
+                if acc + 0.5 >= target {
+                    if unit > chunk.units.start {
+                        each(write(lend().get(), chunk.units.start..unit, u32::MAX).out)?;
+                    }
+                    return Ok(());
+                }
+                let mut limit = 0u32;
+                for e in chunk.expect.get(start..end).unwrap_or_default() {
+                    if acc + 0.5 >= target {
+                        break;
+                    }
+                    acc += f64::from(*e);
+                    limit += 1;
+                }
+                if (limit as usize) < end - start {
+                    each(write(lend().get(), chunk.units.start..unit + 1, limit).out)?;
+                    return Ok(());
+                }
+                start = end;
+            }
+            units_done += chunk.ends.len() as u64;
+            each(chunk.out)?;
+        }
+    }
+    Ok(())
 }
 
 struct UnitPlan {
@@ -250,54 +383,6 @@ impl MockEstate {
             edges.extend(out.edges);
         }
         (nodes, edges)
-    }
-
-    /// Generates the estate at `epoch` in a provider plugin's wire form (see
-    /// [`WireOut`]): each chunk of units (as many slots as fit `batch_size`)
-    /// is written to a fresh `make()`, a window of chunks at a time in
-    /// parallel, and handed to `each` in the same order every time. Memory
-    /// holds one window, not the estate. Stops at the first `Err` from
-    /// `each`, which it returns.
-    pub fn generate_wire<O: WireOut + Send, E>(
-        &self,
-        epoch: u64,
-        batch_size: usize,
-        make: impl Fn() -> O + Sync,
-        mut each: impl FnMut(O) -> Result<(), E>,
-    ) -> Result<(), E> {
-        let interner = Interner::new();
-        let syms = Syms::new(&interner, self.seed);
-        let clusters = self.clusters(&interner, &syms);
-        let names = std::sync::Arc::new(wire::Names::new(&interner));
-        let window = rayon::current_num_threads().max(1) * 2;
-        // Writers go back here after each piece of work, with the key
-        // orders they worked out, for the next window's pieces.
-        let spare = std::sync::Mutex::new(Vec::new());
-        for group in self.chunks(batch_size.max(1)).chunks(window) {
-            let outs: Vec<O> = group
-                .par_iter()
-                .map_init(
-                    || wire::Lent::new(&spare, || wire::Json::new(names.clone())),
-                    |json, range| {
-                        let json = json.get();
-                        let mut out = make();
-                        for i in range.clone() {
-                            let p = &self.units[i];
-                            let mode = Mode::Wire(json, &mut out);
-                            build(
-                                &mut Unit::new(&syms, (self.seed, i as u64, epoch), p.limit, clusters[i], mode),
-                                p.kind,
-                            );
-                        }
-                        out
-                    },
-                )
-                .collect();
-            for o in outs {
-                each(o)?;
-            }
-        }
-        Ok(())
     }
 
     /// Ground truth: the CRNs (graph form, sorted) of the resources that are

@@ -1,6 +1,6 @@
 //! The estate in a provider plugin's wire form: each node's CRN, JSON
 //! properties and cost, and each edge's CRNs and relation string, written
-//! as the estate is generated ([`super::MockEstate::generate_wire`]) rather
+//! as the estate is generated ([`super::generate_wire`]) rather
 //! than through engine batches and back.
 //!
 //! A node's properties are its generated properties (`state` and

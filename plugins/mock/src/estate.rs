@@ -15,7 +15,7 @@ use svc_engine::graph::NodeRef;
 #[cfg(test)]
 use svc_engine::props::ValueRef;
 use svc_engine::{Graph, Interner};
-use svc_ingest::mock::{MockEstate, SCAN_BATCH, WireOut};
+use svc_ingest::mock::{MockEstate, SCAN_BATCH, WireOut, generate_wire};
 use svc_plugin_sdk::{EncodedScanResponse, ScanResponseWriter};
 #[cfg(test)]
 use svc_proto::provider::v1::{Edge, Node};
@@ -93,15 +93,14 @@ pub fn stream<E>(
     effects: &HashMap<String, String>,
     mut each: impl FnMut(Message) -> Result<(), E>,
 ) -> Result<(), E> {
-    let estate = MockEstate::new(config.seed, config.scale);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Message>>(1);
-    let estate = &estate;
     std::thread::scope(|s| {
         // Owns the sender, so the receiver ends when generation does.
         s.spawn(move || {
             let make = || Chunk::new(effects, config.batch_size);
+            let estate = (config.seed, config.scale, config.epoch());
             // A closed receiver means `each` stopped the stream.
-            let _ = estate.generate_wire(config.epoch(), config.batch_size, make, |c| tx.send(c.finish()));
+            let _ = generate_wire(estate, config.batch_size, make, |c| tx.send(c.finish()));
         });
         for messages in rx {
             for m in messages {
@@ -310,6 +309,51 @@ mod tests {
         assert!(ScanConfig::from_config(&config(&[("batch_size", "0")])).is_err());
     }
 
+    type Nodes = Vec<(String, Vec<u8>, u64)>;
+    type Edges = Vec<(String, String, String)>;
+
+    /// What `stream` sends for `c` (sorted), and how many messages.
+    fn streamed(c: &ScanConfig) -> (Nodes, Edges, usize) {
+        let (mut nodes, mut edges, mut calls) = (Vec::new(), Vec::new(), 0);
+        stream(c, &HashMap::new(), |m| {
+            let r = m.response.decode().expect("a ScanResponse");
+            let (n, e) = (r.nodes, r.edges);
+            assert_eq!((n.len(), e.len()), (m.nodes, m.edges));
+            assert!(n.len() <= c.batch_size && e.len() <= c.batch_size && n.is_empty() != e.is_empty());
+            calls += 1;
+            nodes.extend(n.into_iter().map(|n| (n.crn, n.properties, n.cost.to_bits())));
+            edges.extend(e.into_iter().map(|e| (e.source_crn, e.target_crn, e.relation)));
+            Ok::<(), ()>(())
+        })
+        .expect("streamed");
+        nodes.sort();
+        edges.sort();
+        (nodes, edges, calls)
+    }
+
+    /// The estate of `c` ingested into a graph (planned before it is
+    /// generated), in its wire form (sorted).
+    fn built(c: &ScanConfig) -> (Nodes, Edges) {
+        let g = build(c);
+        let mut nodes: Nodes = g
+            .nodes()
+            .map(|n| {
+                let w = wire_node(&g, &n);
+                (w.crn, w.properties, w.cost.to_bits())
+            })
+            .collect();
+        let mut edges: Edges = g
+            .edges()
+            .map(|e| {
+                let w = wire_edge(&g, &e);
+                (w.source_crn, w.target_crn, w.relation)
+            })
+            .collect();
+        nodes.sort();
+        edges.sort();
+        (nodes, edges)
+    }
+
     /// Streaming the generated batches shows exactly what ingesting them
     /// into a graph and walking it shows, at the first scan and a later one.
     #[test]
@@ -321,45 +365,50 @@ mod tests {
                 ("batch_size", "300"),
             ]))
             .expect("valid");
-            let (mut nodes, mut edges, mut calls) = (Vec::new(), Vec::new(), 0);
-            stream(&c, &HashMap::new(), |m| {
-                let r = m.response.decode().expect("a ScanResponse");
-                let (n, e) = (r.nodes, r.edges);
-                assert_eq!((n.len(), e.len()), (m.nodes, m.edges));
-                assert!(n.len() <= 300 && e.len() <= 300 && n.is_empty() != e.is_empty());
-                calls += 1;
-                nodes.extend(n.into_iter().map(|n| (n.crn, n.properties, n.cost.to_bits())));
-                edges.extend(e.into_iter().map(|e| (e.source_crn, e.target_crn, e.relation)));
-                Ok::<(), ()>(())
-            })
-            .expect("streamed");
-            let g = build(&c);
-            let mut want_nodes: Vec<_> = g
-                .nodes()
-                .map(|n| {
-                    let w = wire_node(&g, &n);
-                    (w.crn, w.properties, w.cost.to_bits())
-                })
-                .collect();
-            let mut want_edges: Vec<_> = g
-                .edges()
-                .map(|e| {
-                    let w = wire_edge(&g, &e);
-                    (w.source_crn, w.target_crn, w.relation)
-                })
-                .collect();
-            for v in [&mut nodes, &mut want_nodes] {
-                v.sort();
-            }
-            for v in [&mut edges, &mut want_edges] {
-                v.sort();
-            }
+            let (nodes, edges, calls) = streamed(&c);
+            let (want_nodes, want_edges) = built(&c);
             assert!(want_nodes.len() > 2500 && calls > 10);
             assert_eq!(nodes.len(), want_nodes.len());
             assert!(nodes == want_nodes, "node messages differ at scan {scan_seq}");
             assert_eq!(edges.len(), want_edges.len());
             assert!(edges == want_edges, "edge messages differ at scan {scan_seq}");
         }
+    }
+
+    /// The stream plans the estate as it writes it: wherever the scale
+    /// ends it (within a unit or at a unit's end, in the first window of
+    /// chunks or a later one, with batches of one node or many), it stops
+    /// exactly where the plan made before generating stops.
+    #[test]
+    fn the_stream_ends_where_the_plan_does_at_any_scale() {
+        let mut ends = 0;
+        for (scale, batch) in [
+            (0, 50),
+            (1, 1),
+            (2, 5),
+            (34, 7),
+            (35, 1000),
+            (200, 16),
+            (777, 64),
+            (1500, 2000),
+        ] {
+            for seed in [1u64, 2, 3] {
+                let (scale, batch, seed) = (scale.to_string(), batch.to_string(), seed.to_string());
+                let c = ScanConfig::from_config(&config(&[("scale", &scale), ("batch_size", &batch), ("seed", &seed)]))
+                    .expect("valid");
+                let (nodes, edges, _) = streamed(&c);
+                let (want_nodes, want_edges) = built(&c);
+                assert_eq!(
+                    nodes.len(),
+                    want_nodes.len(),
+                    "scale {scale}, batch {batch}, seed {seed}"
+                );
+                assert!(nodes == want_nodes, "scale {scale}, batch {batch}, seed {seed}");
+                assert!(edges == want_edges, "scale {scale}, batch {batch}, seed {seed}");
+                ends += usize::from(!nodes.is_empty());
+            }
+        }
+        assert_eq!(ends, 21, "every scale but 0 has nodes");
     }
 
     /// Earlier actions show in the stream: a deleted resource and its edges
