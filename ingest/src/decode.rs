@@ -74,6 +74,75 @@ struct Symbols<'a> {
     /// A CRN's fixed-segment symbols and type by its text before the id,
     /// which thousands of a scan's CRNs share (see [`crn`]).
     prefixes: HashMap<Box<str>, Prefix, FxBuildHasher>,
+    /// The same for graph-form CRNs, piece by piece.
+    pieces: KnownPieces,
+}
+
+/// The pieces of graph-form CRNs that parsed ([`crn::Pieces`]), with their
+/// symbols. A scan's tens of thousands of prefixes are a few places and
+/// types times many accounts, and its CRNs come a unit at a time: runs of
+/// one place and one account, with a few types in turn. So the last place
+/// and account are compared first, and the types' table is small enough
+/// to stay in cache, where a table of whole prefixes is not.
+#[derive(Default)]
+struct KnownPieces {
+    /// `<provider>:<region>` to its two symbols.
+    places: HashMap<Box<str>, [Sym; 2], FxBuildHasher>,
+    /// `<service>:<kind>` to its two symbols and the node type's.
+    kinds: HashMap<Box<str>, [Sym; 3], FxBuildHasher>,
+    accounts: HashMap<Box<str>, Sym, FxBuildHasher>,
+    last_place: Option<(String, [Sym; 2])>,
+    last_account: Option<(String, Sym)>,
+}
+
+impl KnownPieces {
+    /// The prefix of a CRN whose pieces are all known.
+    fn find(&mut self, p: &crn::Pieces<'_>) -> Option<Prefix> {
+        let place = match &mut self.last_place {
+            Some((text, syms)) if text == p.place => *syms,
+            last => {
+                let syms = *self.places.get(p.place)?;
+                remember(last, p.place, syms);
+                syms
+            }
+        };
+        let account = match &mut self.last_account {
+            Some((text, sym)) if text == p.account => *sym,
+            last => {
+                let sym = *self.accounts.get(p.account)?;
+                remember(last, p.account, sym);
+                sym
+            }
+        };
+        let [service, kind, ty] = *self.kinds.get(p.kind)?;
+        Some(Prefix {
+            key: [place[0], place[1], service, kind, account],
+            ty,
+        })
+    }
+
+    /// Learns the pieces of a CRN that parsed into `prefix`.
+    fn learn(&mut self, p: &crn::Pieces<'_>, prefix: Prefix) {
+        let [provider, region, service, kind, account] = prefix.key;
+        if self.places.len() + self.kinds.len() + self.accounts.len() >= LOCAL_SYMBOLS {
+            *self = KnownPieces::default();
+        }
+        self.places.insert(p.place.into(), [provider, region]);
+        self.kinds.insert(p.kind.into(), [service, kind, prefix.ty]);
+        self.accounts.insert(p.account.into(), account);
+    }
+}
+
+/// Makes `text` and `value` the last ones looked up, reusing the text's room.
+fn remember<V>(last: &mut Option<(String, V)>, text: &str, value: V) {
+    match last {
+        Some((t, v)) => {
+            t.clear();
+            t.push_str(text);
+            *v = value;
+        }
+        None => *last = Some((text.to_owned(), value)),
+    }
 }
 
 /// What a CRN prefix decides: the fixed segments' symbols and the node type.
@@ -99,6 +168,20 @@ impl Symbols<'_> {
     /// A CRN's prefix symbols and its id: looked up by prefix when one CRN
     /// with that prefix was parsed before, parsed in full otherwise.
     fn crn<'c>(&mut self, text: &'c str) -> Result<(Prefix, &'c str), CrnError> {
+        if let Some(pieces) = crn::pieces(text) {
+            if let Some(p) = self.pieces.find(&pieces) {
+                return Ok((p, pieces.id));
+            }
+            // A piece not seen yet: the full parse decides, and teaches it.
+            let (parsed, _) = crn::parse(text)?;
+            let key = self.key(&parsed);
+            let p = Prefix {
+                key,
+                ty: self.ty(&parsed, key[2], key[3]),
+            };
+            self.pieces.learn(&pieces, p);
+            return Ok((p, parsed.id));
+        }
         if let Some((prefix, id)) = crn::split(text)
             && let Some(p) = self.prefixes.get(prefix)
         {
@@ -431,6 +514,7 @@ impl<'a> Decoder<'a> {
                 strings: HashMap::default(),
                 types: HashMap::default(),
                 prefixes: HashMap::default(),
+                pieces: KnownPieces::default(),
             },
             tags_key: "tags",
             relation: interner.intern("relation"),

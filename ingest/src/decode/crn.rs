@@ -2,7 +2,10 @@
 //! (`crn:svc:<provider>:<region>:<service>:<kind>:<account>:`, or the plugin
 //! form's five segments) is shared by thousands of a scan's CRNs, so once one
 //! CRN with that prefix has been parsed and validated in full, the next ones
-//! only need their prefix found and looked up, and their id checked.
+//! only need their prefix found and looked up, and their id checked. A
+//! graph-form CRN is looked up in three pieces instead ([`pieces`]: place,
+//! type, account), which tables a fraction of the size of the prefixes'
+//! hold; a piece is known once a CRN holding it has parsed.
 //!
 //! What is accepted, and how it is split, is exactly [`CrnRef::parse`]'s: a
 //! CRN the fast path is not sure of (an unknown prefix, an id that is not
@@ -89,6 +92,73 @@ pub(super) fn plain_id(id: &[u8]) -> bool {
     !id.is_empty() && chunks.remainder().iter().all(|b| (0x21..0x7f).contains(b))
 }
 
+/// A graph-form CRN's fixed segments in the three pieces its text keeps
+/// them in: `<provider>:<region>`, `<service>:<kind>`, `<account>`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) struct Pieces<'a> {
+    pub place: &'a str,
+    pub kind: &'a str,
+    pub account: &'a str,
+    pub id: &'a str,
+}
+
+/// `text` split into its pieces when it is a graph-form CRN (six or more
+/// segments after `crn:` and an optional `svc:`, the same rule as
+/// [`id_start`]) whose id the fast path may answer for ([`plain_id`]);
+/// `None` otherwise. Whether the pieces are valid segments is not checked:
+/// pieces taken from a CRN that [`CrnRef::parse`] accepted are valid in
+/// any other.
+pub(super) fn pieces(text: &str) -> Option<Pieces<'_>> {
+    if text.len() > MAX_CRN_LEN {
+        return None;
+    }
+    let b = text.as_bytes();
+    let mut at = 4;
+    if !b.starts_with(b"crn:") {
+        return None;
+    }
+    if b[at..].starts_with(b"svc:") {
+        at += 4;
+    }
+    // The five colons after `at`, found eight bytes at a time.
+    let mut colons = [0usize; 5];
+    let mut found = 0;
+    let rest = &b[at..];
+    let mut chunks = rest.chunks_exact(8);
+    'scan: {
+        for (k, chunk) in (&mut chunks).enumerate() {
+            let mut hits = bytes_equal(word(chunk), b':');
+            while hits != 0 {
+                colons[found] = at + 8 * k + (hits.trailing_zeros() / 8) as usize;
+                found += 1;
+                if found == 5 {
+                    break 'scan;
+                }
+                hits &= hits - 1;
+            }
+        }
+        let tail = at + rest.len() - chunks.remainder().len();
+        for (i, c) in chunks.remainder().iter().enumerate() {
+            if *c == b':' {
+                colons[found] = tail + i;
+                found += 1;
+                if found == 5 {
+                    break 'scan;
+                }
+            }
+        }
+        return None;
+    }
+    let [_, second, _, fourth, fifth] = colons;
+    let p = Pieces {
+        place: text.get(at..second)?,
+        kind: text.get(second + 1..fourth)?,
+        account: text.get(fourth + 1..fifth)?,
+        id: text.get(fifth + 1..)?,
+    };
+    plain_id(p.id.as_bytes()).then_some(p)
+}
+
 /// `text` split into its prefix and id when the fast path may answer for it
 /// (see [`id_start`] and [`plain_id`]); `None` sends it to [`CrnRef::parse`].
 pub(super) fn split(text: &str) -> Option<(&str, &str)> {
@@ -116,6 +186,30 @@ mod tests {
     /// whether a split CRN parses depends on its prefix alone (so one parse
     /// per prefix vouches for every later CRN with that prefix).
     fn agrees(text: &str) {
+        match (pieces(text), CrnRef::parse_with_form(text)) {
+            (Some(p), Ok((crn, form))) => {
+                assert_eq!(form, svc_engine::crn::CrnForm::Graph, "{text:?}");
+                let place = format!("{}:{}", crn.provider, crn.region);
+                let kind = format!("{}:{}", crn.service, crn.kind);
+                assert_eq!(
+                    (p.place, p.kind, p.account, p.id),
+                    (&*place, &*kind, crn.account, crn.id),
+                    "{text:?}"
+                );
+            }
+            (Some(p), Err(_)) => {
+                // Whether it parses depends on its pieces alone.
+                let other = format!("{}other-id", &text[..text.len() - p.id.len()]);
+                assert!(pieces(&other).is_some() && CrnRef::parse(&other).is_err(), "{text:?}");
+            }
+            (None, Ok((crn, form))) => {
+                assert!(
+                    form == svc_engine::crn::CrnForm::Plugin || !plain_id(crn.id.as_bytes()),
+                    "{text:?} parses but was not split into pieces"
+                );
+            }
+            (None, Err(_)) => {}
+        }
         match (split(text), CrnRef::parse(text)) {
             (Some((prefix, id)), Ok(crn)) => {
                 assert_eq!(crn.id, id, "{text:?}");

@@ -280,6 +280,57 @@ fn crns_sharing_a_prefix_keep_their_own_segments() {
     assert_eq!(g.nodes().count(), texts.len());
 }
 
+/// Graph-form CRNs are looked up piece by piece (place, type, account):
+/// pieces met before in other combinations, the last account again after
+/// another, and a bad segment between good ones, each land where
+/// `Crn::parse` puts them, and a bad segment is rejected however well its
+/// other pieces are known.
+#[test]
+fn graph_form_crns_whose_pieces_were_met_apart_keep_their_own_segments() {
+    let good = [
+        "crn:svc:aws:us-east-1:ec2:volume:111:vol-1",
+        "crn:svc:aws:us-east-1:ec2:instance:111:i-1",
+        "crn:svc:aws:us-east-1:ec2:volume:222:vol-2",
+        "crn:svc:aws:eu-west-1:ec2:volume:111:vol-3",
+        "crn:svc:gcp:eu-west-1:compute:disk:111:d-1",
+        "crn:svc:aws:us-east-1:ec2:instance:222:i-2",
+        "crn:svc:aws:us-east-1:ec2:volume:111:vol-4",
+        "crn:aws:us-east-1:ec2:volume:111:vol-5",
+        "crn:svc:aws:us-east-1:ec2:volume:11:vol-6",
+        "crn:svc:aws:us-east-1:ec2:volume:1111:vol-7",
+        "crn:svc:aws:us-east-1:ec2:volum:111:vol-8",
+        "crn:svc:aws:us-east-1:ec2:volume:111:a:b:vol-9",
+    ];
+    let bad = [
+        "crn:svc:aws:us-east-1:ec2:volume:1 1:vol-x",
+        "crn:svc:aws:us-east-1:ec2:vol ume:111:vol-x",
+        "crn:svc:aws:us east-1:ec2:volume:111:vol-x",
+        "crn:svc:aws:us-east-1:ec2:volume::vol-x",
+    ];
+    let mut texts: Vec<&str> = good.to_vec();
+    texts.splice(3..3, bad);
+    texts.extend(good);
+    let resp = pb::ScanResponse {
+        nodes: texts.iter().map(|t| node(t, "{}", 1.0)).collect(),
+        edges: good.windows(2).map(|w| edge(w[1], w[0], "USES")).collect(),
+    };
+    let (g, stats, _) = ingest(&resp);
+    assert_eq!(
+        (stats.nodes, stats.rejected_nodes),
+        (2 * good.len() as u64, bad.len() as u64)
+    );
+    assert_eq!(stats.edges, good.len() as u64 - 1);
+    for t in good {
+        let crn = Crn::parse(t).expect("valid");
+        let id = g
+            .find(&crn)
+            .unwrap_or_else(|| panic!("{t} is not where Crn::parse puts it"));
+        assert_eq!(g.crn(id), crn.to_string());
+    }
+    assert_eq!(g.nodes().count(), good.len());
+    assert_eq!(g.edges().count(), good.len() - 1);
+}
+
 /// One decoder reading nodes of one type one after another (tags repeated
 /// word for word, changed, missing, not an object, needing the tree; keys
 /// repeated, reordered, duplicated, split differently, taking the
