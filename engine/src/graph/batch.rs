@@ -398,13 +398,14 @@ impl EdgeBatch {
         EdgeBatch::with_capacity_bytes(edges, edges * 48)
     }
 
-    /// Room for `edges` edges whose endpoint ids and properties take `bytes`.
+    /// Room for `edges` edges whose endpoint ids and properties take `bytes`
+    /// (and for half as many endpoints, indexed without growing).
     pub fn with_capacity_bytes(edges: usize, bytes: usize) -> EdgeBatch {
         EdgeBatch {
             rows: Vec::with_capacity(edges),
             keys: Vec::with_capacity(edges / 2),
             buf: Vec::with_capacity(bytes),
-            index: HashTable::new(),
+            index: HashTable::with_capacity(edges / 2),
             props_index: HashTable::new(),
             serial: SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
