@@ -168,36 +168,36 @@ impl Symbols<'_> {
     /// A CRN's prefix symbols and its id: looked up by prefix when one CRN
     /// with that prefix was parsed before, parsed in full otherwise.
     fn crn<'c>(&mut self, text: &'c str) -> Result<(Prefix, &'c str), CrnError> {
-        if let Some(pieces) = crn::pieces(text) {
-            if let Some(p) = self.pieces.find(&pieces) {
-                return Ok((p, pieces.id));
+        let split = crn::split(text);
+        match split {
+            Some(crn::Split::Graph(pieces)) => {
+                if let Some(p) = self.pieces.find(&pieces) {
+                    return Ok((p, pieces.id));
+                }
             }
-            // A piece not seen yet: the full parse decides, and teaches it.
-            let (parsed, _) = crn::parse(text)?;
-            let key = self.key(&parsed);
-            let p = Prefix {
-                key,
-                ty: self.ty(&parsed, key[2], key[3]),
-            };
-            self.pieces.learn(&pieces, p);
-            return Ok((p, parsed.id));
+            Some(crn::Split::Plugin(prefix, id)) => {
+                if let Some(p) = self.prefixes.get(prefix) {
+                    return Ok((*p, id));
+                }
+            }
+            None => {}
         }
-        if let Some((prefix, id)) = crn::split(text)
-            && let Some(p) = self.prefixes.get(prefix)
-        {
-            return Ok((*p, id));
-        }
+        // Not known yet: the full parse decides, and teaches it.
         let (parsed, prefix) = crn::parse(text)?;
         let key = self.key(&parsed);
         let p = Prefix {
             key,
             ty: self.ty(&parsed, key[2], key[3]),
         };
-        if !prefix.is_empty() {
-            if self.prefixes.len() >= LOCAL_SYMBOLS {
-                self.prefixes.clear();
+        match split {
+            Some(crn::Split::Graph(pieces)) => self.pieces.learn(&pieces, p),
+            _ if !prefix.is_empty() => {
+                if self.prefixes.len() >= LOCAL_SYMBOLS {
+                    self.prefixes.clear();
+                }
+                self.prefixes.insert(prefix.into(), p);
             }
-            self.prefixes.insert(prefix.into(), p);
+            _ => {}
         }
         Ok((p, parsed.id))
     }

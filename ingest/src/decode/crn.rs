@@ -3,7 +3,7 @@
 //! form's five segments) is shared by thousands of a scan's CRNs, so once one
 //! CRN with that prefix has been parsed and validated in full, the next ones
 //! only need their prefix found and looked up, and their id checked. A
-//! graph-form CRN is looked up in three pieces instead ([`pieces`]: place,
+//! graph-form CRN is looked up in three pieces instead ([`Pieces`]: place,
 //! type, account), which tables a fraction of the size of the prefixes'
 //! hold; a piece is known once a CRN holding it has parsed.
 //!
@@ -30,12 +30,11 @@ fn bytes_equal(w: u64, c: u8) -> u64 {
     !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
-/// Where the physical id of `text` starts, by the rule [`CrnRef::parse`]
-/// splits with: after `crn:` and an optional `svc:`, six or more segments are
-/// the graph form (the id follows the fifth colon) and exactly five the
-/// plugin form (the id follows the fourth). `None` when `text` is neither.
-/// Colons are found eight bytes at a time.
-pub(super) fn id_start(text: &str) -> Option<usize> {
+/// Where the fixed segments of `text` start (after `crn:` and an optional
+/// `svc:`), the colons after them (the first five, fewer when there are
+/// fewer), and how many there are. Colons are found eight bytes at a
+/// time. `None` when `text` does not start with `crn:`.
+fn segment_colons(text: &str) -> Option<(usize, [usize; 5], usize)> {
     let b = text.as_bytes();
     if !b.starts_with(b"crn:") {
         return None;
@@ -44,35 +43,45 @@ pub(super) fn id_start(text: &str) -> Option<usize> {
     if b[at..].starts_with(b"svc:") {
         at += 4;
     }
-    let mut colons = 0;
-    let mut fourth = 0;
-    let mut seen = |i: usize| -> Option<usize> {
-        colons += 1;
-        if colons == 4 {
-            fourth = i + 1;
-        }
-        (colons == 5).then_some(i + 1)
-    };
+    let mut colons = [0usize; 5];
+    let mut found = 0;
     let rest = &b[at..];
     let mut chunks = rest.chunks_exact(8);
     for (k, chunk) in (&mut chunks).enumerate() {
         let mut hits = bytes_equal(word(chunk), b':');
         while hits != 0 {
-            if let Some(start) = seen(at + 8 * k + (hits.trailing_zeros() / 8) as usize) {
-                return Some(start);
+            colons[found] = at + 8 * k + (hits.trailing_zeros() / 8) as usize;
+            found += 1;
+            if found == colons.len() {
+                return Some((at, colons, found));
             }
             hits &= hits - 1;
         }
     }
     let tail = at + rest.len() - chunks.remainder().len();
     for (i, c) in chunks.remainder().iter().enumerate() {
-        if *c == b':'
-            && let Some(start) = seen(tail + i)
-        {
-            return Some(start);
+        if *c == b':' {
+            colons[found] = tail + i;
+            found += 1;
+            if found == colons.len() {
+                break;
+            }
         }
     }
-    (colons == 4).then_some(fourth)
+    Some((at, colons, found))
+}
+
+/// Where the physical id of `text` starts, by the rule [`CrnRef::parse`]
+/// splits with: after `crn:` and an optional `svc:`, six or more segments are
+/// the graph form (the id follows the fifth colon) and exactly five the
+/// plugin form (the id follows the fourth). `None` when `text` is neither.
+#[cfg(test)]
+fn id_start(text: &str) -> Option<usize> {
+    match segment_colons(text)? {
+        (_, colons, 5) => Some(colons[4] + 1),
+        (_, colons, 4) => Some(colons[3] + 1),
+        _ => None,
+    }
 }
 
 /// Whether `id` is accepted as a physical id without a closer look: not
@@ -102,72 +111,45 @@ pub(super) struct Pieces<'a> {
     pub id: &'a str,
 }
 
-/// `text` split into its pieces when it is a graph-form CRN (six or more
-/// segments after `crn:` and an optional `svc:`, the same rule as
-/// [`id_start`]) whose id the fast path may answer for ([`plain_id`]);
-/// `None` otherwise. Whether the pieces are valid segments is not checked:
-/// pieces taken from a CRN that [`CrnRef::parse`] accepted are valid in
-/// any other.
-pub(super) fn pieces(text: &str) -> Option<Pieces<'_>> {
-    if text.len() > MAX_CRN_LEN {
-        return None;
-    }
-    let b = text.as_bytes();
-    let mut at = 4;
-    if !b.starts_with(b"crn:") {
-        return None;
-    }
-    if b[at..].starts_with(b"svc:") {
-        at += 4;
-    }
-    // The five colons after `at`, found eight bytes at a time.
-    let mut colons = [0usize; 5];
-    let mut found = 0;
-    let rest = &b[at..];
-    let mut chunks = rest.chunks_exact(8);
-    'scan: {
-        for (k, chunk) in (&mut chunks).enumerate() {
-            let mut hits = bytes_equal(word(chunk), b':');
-            while hits != 0 {
-                colons[found] = at + 8 * k + (hits.trailing_zeros() / 8) as usize;
-                found += 1;
-                if found == 5 {
-                    break 'scan;
-                }
-                hits &= hits - 1;
-            }
-        }
-        let tail = at + rest.len() - chunks.remainder().len();
-        for (i, c) in chunks.remainder().iter().enumerate() {
-            if *c == b':' {
-                colons[found] = tail + i;
-                found += 1;
-                if found == 5 {
-                    break 'scan;
-                }
-            }
-        }
-        return None;
-    }
-    let [_, second, _, fourth, fifth] = colons;
-    let p = Pieces {
-        place: text.get(at..second)?,
-        kind: text.get(second + 1..fourth)?,
-        account: text.get(fourth + 1..fifth)?,
-        id: text.get(fifth + 1..)?,
-    };
-    plain_id(p.id.as_bytes()).then_some(p)
+/// A CRN split where the fast path may answer for it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Split<'a> {
+    /// The graph form, in its pieces.
+    Graph(Pieces<'a>),
+    /// The plugin form: the text before the id, and the id.
+    Plugin(&'a str, &'a str),
 }
 
-/// `text` split into its prefix and id when the fast path may answer for it
-/// (see [`id_start`] and [`plain_id`]); `None` sends it to [`CrnRef::parse`].
-pub(super) fn split(text: &str) -> Option<(&str, &str)> {
+/// `text` split by the rule [`CrnRef::parse`] splits with (after `crn:`
+/// and an optional `svc:`, six or more segments are the graph form, the id
+/// following the fifth colon, and exactly five the plugin form, the id
+/// following the fourth), when its id is one the fast path may answer for
+/// ([`plain_id`]); `None` sends it to [`CrnRef::parse`]. Whether the fixed
+/// segments are valid is not checked: whether a split CRN parses depends
+/// on them alone, so a prefix or piece taken from a CRN that parsed is
+/// valid in any other.
+pub(super) fn split(text: &str) -> Option<Split<'_>> {
     if text.len() > MAX_CRN_LEN {
         return None;
     }
-    let at = id_start(text)?;
-    let (prefix, id) = (text.get(..at)?, text.get(at..)?);
-    plain_id(id.as_bytes()).then_some((prefix, id))
+    let split = match segment_colons(text)? {
+        (at, [_, second, _, fourth, fifth], 5) => Split::Graph(Pieces {
+            place: text.get(at..second)?,
+            kind: text.get(second + 1..fourth)?,
+            account: text.get(fourth + 1..fifth)?,
+            id: text.get(fifth + 1..)?,
+        }),
+        (_, colons, 4) => {
+            let (prefix, id) = text.split_at_checked(colons[3] + 1)?;
+            Split::Plugin(prefix, id)
+        }
+        _ => return None,
+    };
+    let id = match split {
+        Split::Graph(p) => p.id,
+        Split::Plugin(_, id) => id,
+    };
+    plain_id(id.as_bytes()).then_some(split)
 }
 
 /// The full parse, for a CRN whose prefix is not known yet; its prefix is
@@ -180,51 +162,56 @@ pub(super) fn parse(text: &str) -> Result<(CrnRef<'_>, &str), CrnError> {
 
 #[cfg(test)]
 mod tests {
+    use svc_engine::crn::CrnForm;
+
     use super::*;
 
     /// The split agrees with `CrnRef::parse` wherever it answers, and
     /// whether a split CRN parses depends on its prefix alone (so one parse
     /// per prefix vouches for every later CRN with that prefix).
     fn agrees(text: &str) {
-        match (pieces(text), CrnRef::parse_with_form(text)) {
-            (Some(p), Ok((crn, form))) => {
-                assert_eq!(form, svc_engine::crn::CrnForm::Graph, "{text:?}");
-                let place = format!("{}:{}", crn.provider, crn.region);
-                let kind = format!("{}:{}", crn.service, crn.kind);
-                assert_eq!(
-                    (p.place, p.kind, p.account, p.id),
-                    (&*place, &*kind, crn.account, crn.id),
-                    "{text:?}"
-                );
-            }
-            (Some(p), Err(_)) => {
-                // Whether it parses depends on its pieces alone.
-                let other = format!("{}other-id", &text[..text.len() - p.id.len()]);
-                assert!(pieces(&other).is_some() && CrnRef::parse(&other).is_err(), "{text:?}");
-            }
-            (None, Ok((crn, form))) => {
-                assert!(
-                    form == svc_engine::crn::CrnForm::Plugin || !plain_id(crn.id.as_bytes()),
-                    "{text:?} parses but was not split into pieces"
-                );
-            }
-            (None, Err(_)) => {}
-        }
-        match (split(text), CrnRef::parse(text)) {
-            (Some((prefix, id)), Ok(crn)) => {
-                assert_eq!(crn.id, id, "{text:?}");
+        match (split(text), CrnRef::parse_with_form(text)) {
+            (Some(split), Ok((crn, form))) => {
+                let prefix = &text[..text.len() - crn.id.len()];
+                assert_eq!(id_start(text), Some(prefix.len()), "{text:?}");
                 assert_eq!(parse(text).map(|(_, p)| p), Ok(prefix), "{text:?}");
+                match split {
+                    Split::Graph(p) => {
+                        assert_eq!(form, CrnForm::Graph, "{text:?}");
+                        let place = format!("{}:{}", crn.provider, crn.region);
+                        let kind = format!("{}:{}", crn.service, crn.kind);
+                        assert_eq!(
+                            (p.place, p.kind, p.account, p.id),
+                            (&*place, &*kind, crn.account, crn.id),
+                            "{text:?}"
+                        );
+                    }
+                    Split::Plugin(p, id) => {
+                        assert_eq!(form, CrnForm::Plugin, "{text:?}");
+                        assert_eq!((p, id), (prefix, crn.id), "{text:?}");
+                    }
+                }
             }
-            (Some((prefix, _)), Err(_)) => {
-                let other = format!("{prefix}other-id");
+            (Some(split), Err(_)) => {
+                // Whether it parses depends on its fixed segments alone.
+                let id = match split {
+                    Split::Graph(p) => p.id,
+                    Split::Plugin(_, id) => id,
+                };
+                let other = format!("{}other-id", &text[..text.len() - id.len()]);
+                assert!(split_form(&other) == split_form(text), "{text:?}");
                 assert!(CrnRef::parse(&other).is_err(), "{text:?} fails but {other:?} parses");
             }
-            (None, Ok(crn)) => {
+            (None, Ok((crn, _))) => {
                 // Only ids the fast path does not vouch for.
                 assert!(!plain_id(crn.id.as_bytes()), "{text:?} parses but was not split");
             }
             (None, Err(_)) => {}
         }
+    }
+
+    fn split_form(text: &str) -> Option<bool> {
+        split(text).map(|s| matches!(s, Split::Graph(_)))
     }
 
     #[test]
