@@ -98,22 +98,8 @@ struct KnownPieces {
 impl KnownPieces {
     /// The prefix of a CRN whose pieces are all known.
     fn find(&mut self, p: &crn::Pieces<'_>) -> Option<Prefix> {
-        let place = match &mut self.last_place {
-            Some((text, syms)) if text == p.place => *syms,
-            last => {
-                let syms = *self.places.get(p.place)?;
-                remember(last, p.place, syms);
-                syms
-            }
-        };
-        let account = match &mut self.last_account {
-            Some((text, sym)) if text == p.account => *sym,
-            last => {
-                let sym = *self.accounts.get(p.account)?;
-                remember(last, p.account, sym);
-                sym
-            }
-        };
+        let place = recall(&mut self.last_place, &self.places, p.place)?;
+        let account = recall(&mut self.last_account, &self.accounts, p.account)?;
         let [service, kind, ty] = *self.kinds.get(p.kind)?;
         Some(Prefix {
             key: [place[0], place[1], service, kind, account],
@@ -133,15 +119,28 @@ impl KnownPieces {
     }
 }
 
-/// Makes `text` and `value` the last ones looked up, reusing the text's room.
-fn remember<V>(last: &mut Option<(String, V)>, text: &str, value: V) {
+/// What `table` holds for `text`, `last` (the text looked up last, and its
+/// value) compared first; a value found in the table becomes the last one,
+/// reusing the text's room.
+fn recall<V: Copy>(
+    last: &mut Option<(String, V)>,
+    table: &HashMap<Box<str>, V, FxBuildHasher>,
+    text: &str,
+) -> Option<V> {
     match last {
+        Some((t, v)) if t == text => Some(*v),
         Some((t, v)) => {
+            let value = *table.get(text)?;
             t.clear();
             t.push_str(text);
             *v = value;
+            Some(value)
         }
-        None => *last = Some((text.to_owned(), value)),
+        None => {
+            let value = *table.get(text)?;
+            *last = Some((text.to_owned(), value));
+            Some(value)
+        }
     }
 }
 
