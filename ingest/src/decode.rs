@@ -71,8 +71,8 @@ struct Symbols<'a> {
     interner: &'a Interner,
     strings: HashMap<Box<str>, Sym, FxBuildHasher>,
     types: HashMap<(Sym, Sym), Sym, FxBuildHasher>,
-    /// A CRN's fixed-segment symbols and type by its text before the id,
-    /// which thousands of a scan's CRNs share (see [`crn`]).
+    /// A plugin-form CRN's fixed-segment symbols and type by its text
+    /// before the id, which thousands of a scan's CRNs share (see [`crn`]).
     prefixes: HashMap<Box<str>, Prefix, FxBuildHasher>,
     /// The same for graph-form CRNs, piece by piece.
     pieces: KnownPieces,
@@ -164,8 +164,9 @@ impl Symbols<'_> {
         sym
     }
 
-    /// A CRN's prefix symbols and its id: looked up by prefix when one CRN
-    /// with that prefix was parsed before, parsed in full otherwise.
+    /// A CRN's prefix symbols and its id: looked up by its pieces (graph
+    /// form) or its prefix (plugin form) when CRNs holding them were parsed
+    /// before, parsed in full otherwise.
     fn crn<'c>(&mut self, text: &'c str) -> Result<(Prefix, &'c str), CrnError> {
         let split = crn::split(text);
         match split {

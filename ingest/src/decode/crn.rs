@@ -120,6 +120,16 @@ pub(super) enum Split<'a> {
     Plugin(&'a str, &'a str),
 }
 
+impl<'a> Split<'a> {
+    /// The physical id.
+    pub(super) fn id(&self) -> &'a str {
+        match *self {
+            Split::Graph(p) => p.id,
+            Split::Plugin(_, id) => id,
+        }
+    }
+}
+
 /// `text` split by the rule [`CrnRef::parse`] splits with (after `crn:`
 /// and an optional `svc:`, six or more segments are the graph form, the id
 /// following the fifth colon, and exactly five the plugin form, the id
@@ -145,11 +155,7 @@ pub(super) fn split(text: &str) -> Option<Split<'_>> {
         }
         _ => return None,
     };
-    let id = match split {
-        Split::Graph(p) => p.id,
-        Split::Plugin(_, id) => id,
-    };
-    plain_id(id.as_bytes()).then_some(split)
+    plain_id(split.id().as_bytes()).then_some(split)
 }
 
 /// The full parse, for a CRN whose prefix is not known yet; its prefix is
@@ -194,11 +200,7 @@ mod tests {
             }
             (Some(split), Err(_)) => {
                 // Whether it parses depends on its fixed segments alone.
-                let id = match split {
-                    Split::Graph(p) => p.id,
-                    Split::Plugin(_, id) => id,
-                };
-                let other = format!("{}other-id", &text[..text.len() - id.len()]);
+                let other = format!("{}other-id", &text[..text.len() - split.id().len()]);
                 assert!(split_form(&other) == split_form(text), "{text:?}");
                 assert!(CrnRef::parse(&other).is_err(), "{text:?} fails but {other:?} parses");
             }
