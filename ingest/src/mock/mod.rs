@@ -123,7 +123,7 @@ fn plan_unit(syms: &Syms, seed: u64, index: u64) -> (Kind, Option<String>, Vec<f
 const FIRST_UNITS_PER_CHUNK: u64 = 32;
 
 /// A chunk of units in the wire form, and what a plan of them records:
-/// each slot's probability of existing, and where each unit's end.
+/// each slot's probability of existing, and where each unit's slots end.
 struct WireChunk<O> {
     units: Range<u64>,
     out: O,
@@ -144,9 +144,9 @@ struct WireChunk<O> {
 /// the scale is written again up to that slot, and nothing after it is
 /// handed on. Only that chunk is written twice (and the window's chunks
 /// after it for nothing), where planning first ran every unit twice; and
-/// the first messages leave before the estate's size is known. Memory holds one
-/// window, not the estate. Stops at the first `Err` from `each`, which it
-/// returns.
+/// the first messages leave before the estate's size is known. Memory
+/// holds one window, not the estate. Stops at the first `Err` from
+/// `each`, which it returns.
 pub fn generate_wire<O: WireOut + Send, E>(
     (seed, scale, epoch): (u64, usize, u64),
     batch_size: usize,
