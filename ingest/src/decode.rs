@@ -572,16 +572,27 @@ impl<'a> Decoder<'a> {
         }
         let (key, ty) = (prefix.key, prefix.ty);
         let doc = std::str::from_utf8(n.properties).ok().filter(|_| !self.tree_only);
+        // The keys the type's last node had, compared as they are met.
+        let expected = self
+            .key_memos
+            .get(&ty)
+            .and_then(|m| m.lists.get(m.last))
+            .map(|k| json::Expected {
+                text: &k.text,
+                ends: &k.ends,
+            });
         let scanned = match doc {
-            Some(doc) if !doc.is_empty() => json::object(doc, &mut self.entries, &self.tags_text).map(|()| doc),
+            Some(doc) if !doc.is_empty() => {
+                json::object(doc, &mut self.entries, &self.tags_text, expected).map(|matched| (doc, matched))
+            }
             Some(doc) => {
                 self.entries.clear();
-                Some(doc)
+                Some((doc, false))
             }
             None => None,
         };
         match scanned {
-            Some(doc) if self.node_scanned(doc, key_ref(key, id), ty, n.cost, out) => {}
+            Some((doc, matched)) if self.node_scanned(doc, key_ref(key, id), ty, n.cost, matched, out) => {}
             Some(_) | None => {
                 // Documents the scanner leaves alone: serde_json decides.
                 let props = match self.parse_tree(&n) {
@@ -617,8 +628,17 @@ impl<'a> Decoder<'a> {
     }
 
     /// Writes a node from the scanned entries of `doc`; `false` when a
-    /// value needs the tree after all (nothing is written then).
-    fn node_scanned(&mut self, doc: &str, key: NodeKeyRef<'_>, ty: Sym, cost: f64, out: &mut NodeBatch) -> bool {
+    /// value needs the tree after all (nothing is written then). `matched`:
+    /// the scan found the keys of the type's last key list, in its order.
+    fn node_scanned(
+        &mut self,
+        doc: &str,
+        key: NodeKeyRef<'_>,
+        ty: Sym,
+        cost: f64,
+        mut matched: bool,
+        out: &mut NodeBatch,
+    ) -> bool {
         // One pass over the (sorted, deduplicated) entries: the ones that
         // fill columns, and the property keys' symbols.
         let mut found = Found {
@@ -637,11 +657,17 @@ impl<'a> Decoder<'a> {
         if (key_memos.len() >= KEY_MEMOS && !key_memos.contains_key(&ty)) || *key_bytes > MAX_KEY_BYTES {
             key_memos.clear();
             *key_bytes = 0;
+            matched = false;
         }
         // The memo's lists are sorted and distinct: entries that match one
         // in document order need no sorting.
         let memo = key_memos.entry(ty).or_default();
-        let at = memo.find(entries, doc).unwrap_or_else(|| {
+        let found_at = if matched {
+            Some(memo.last)
+        } else {
+            memo.find(entries, doc)
+        };
+        let at = found_at.unwrap_or_else(|| {
             json::sort_dedup(doc, entries);
             memo.find(entries, doc).unwrap_or_else(|| {
                 *key_bytes += entries.iter().map(|e| e.key.bytes(doc).len()).sum::<usize>();

@@ -258,19 +258,40 @@ impl Scanner<'_> {
         }
     }
 
-    /// The entries of an object starting here (keys without escapes).
-    fn entries(&mut self, out: &mut Vec<Entry>) -> Option<()> {
+    /// The entries of an object starting here (keys without escapes);
+    /// whether their keys are exactly `expected`'s.
+    fn entries(&mut self, out: &mut Vec<Entry>, expected: Option<Expected<'_>>) -> Option<bool> {
         self.eat(b'{')?;
         self.ws();
         if self.eat(b'}').is_some() {
-            return Some(());
+            return Some(expected.is_some_and(|e| e.ends.is_empty()));
         }
+        let mut matching = expected;
         loop {
-            self.eat(b'"')?;
-            let (key, escaped) = self.string()?;
-            if escaped {
-                return None;
-            }
+            // The expected key, quoted, found where it is expected: a key
+            // scanned before, so valid as it was. Anything else is scanned,
+            // and the rest of the keys too.
+            let at = out.len();
+            let key = match matching.and_then(|e| e.key(at)) {
+                Some(k)
+                    if self.b.get(self.pos) == Some(&b'"')
+                        && self.b.get(self.pos + 1..self.pos + 1 + k.len()) == Some(k)
+                        && self.b.get(self.pos + 1 + k.len()) == Some(&b'"') =>
+                {
+                    let key = Self::range(self.pos + 1, self.pos + 1 + k.len());
+                    self.pos += k.len() + 2;
+                    key
+                }
+                _ => {
+                    matching = None;
+                    self.eat(b'"')?;
+                    let (key, escaped) = self.string()?;
+                    if escaped {
+                        return None;
+                    }
+                    key
+                }
+            };
             self.ws();
             self.eat(b':')?;
             self.ws();
@@ -284,11 +305,31 @@ impl Scanner<'_> {
                 }
                 b'}' => {
                     self.pos += 1;
-                    return Some(());
+                    return Some(matching.is_some_and(|e| e.ends.len() == out.len()));
                 }
                 _ => return None,
             }
         }
+    }
+}
+
+/// Keys an object is expected to hold, in order (a node type's last key
+/// list): their text one after another, and where each ends. Each is a key
+/// as the scanner read it from an earlier document (no quote, backslash or
+/// control character): the same bytes between quotes are that key again.
+#[derive(Copy, Clone, Debug)]
+pub struct Expected<'e> {
+    pub text: &'e [u8],
+    pub ends: &'e [usize],
+}
+
+impl<'e> Expected<'e> {
+    fn key(&self, i: usize) -> Option<&'e [u8]> {
+        let start = match i {
+            0 => 0,
+            _ => *self.ends.get(i - 1)?,
+        };
+        self.text.get(start..*self.ends.get(i)?)
     }
 }
 
@@ -351,7 +392,12 @@ pub(crate) fn plain_run(b: &[u8]) -> usize {
 /// that starts with that very text is that value, and is not checked
 /// again. (Neighbouring nodes mostly carry the same tags object, word for
 /// word.)
-pub fn object(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<()> {
+///
+/// `expected`, when given, are the keys the document is expected to hold,
+/// in order: each found where it is expected is compared as a whole
+/// rather than scanned. The answer says whether the keys are exactly
+/// those.
+pub fn object(doc: &str, out: &mut Vec<Entry>, known: &[u8], expected: Option<Expected<'_>>) -> Option<bool> {
     out.clear();
     let mut s = Scanner {
         b: doc.as_bytes(),
@@ -359,9 +405,9 @@ pub fn object(doc: &str, out: &mut Vec<Entry>, known: &[u8]) -> Option<()> {
         known,
     };
     s.ws();
-    s.entries(out)?;
+    let matched = s.entries(out, expected)?;
     s.ws();
-    (s.pos == s.b.len()).then_some(())
+    (s.pos == s.b.len()).then_some(matched)
 }
 
 /// The entries of the object at `range` of `doc` (a [`Tok::Nested`]
@@ -374,7 +420,7 @@ pub fn nested_object(doc: &str, range: Range, out: &mut Vec<Entry>) -> Option<()
         pos: range.start as usize,
         known: &[],
     };
-    s.entries(out)?;
+    s.entries(out, None)?;
     sort_dedup(doc, out);
     Some(())
 }
@@ -429,7 +475,7 @@ mod tests {
         let known = br#"{"env":"prod","team":"a"}"#;
         let scan = |doc: &str, known: &[u8]| {
             let mut out = Vec::new();
-            object(doc, &mut out, known).map(|()| {
+            object(doc, &mut out, known, None).map(|_| {
                 sort_dedup(doc, &mut out);
                 out
             })
@@ -498,7 +544,7 @@ mod tests {
         for t in &texts {
             let doc = format!("{{\"v\":{t}}}");
             let mut out = Vec::new();
-            object(&doc, &mut out, &[]).expect("scanned");
+            object(&doc, &mut out, &[], None).expect("scanned");
             let want: f64 = serde_json::from_str(t).expect("a number");
             assert_eq!(want.to_bits(), t.parse::<f64>().expect("a number").to_bits(), "{t}");
             match out[0].value {
@@ -510,12 +556,76 @@ mod tests {
         for t in ["1234567890123456.5", "1.5e3", "1e2", "0.1234567890123456"] {
             let doc = format!("{{\"v\":{t}}}");
             let mut out = Vec::new();
-            object(&doc, &mut out, &[]).expect("scanned");
+            object(&doc, &mut out, &[], None).expect("scanned");
             assert!(matches!(out[0].value, Tok::Number(_)), "{t}");
         }
     }
 
+    /// `doc` scanned with `keys` expected, and without: the answer with
+    /// them is the answer without, and says whether the keys are `keys`.
+    fn agrees_with_expected(doc: &str, keys: &[&str]) {
+        let (text, ends): (Vec<u8>, Vec<usize>) = keys.iter().fold((Vec::new(), Vec::new()), |(mut t, mut e), k| {
+            t.extend_from_slice(k.as_bytes());
+            e.push(t.len());
+            (t, e)
+        });
+        let expected = Expected {
+            text: &text,
+            ends: &ends,
+        };
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        let hinted = object(doc, &mut with, &[], Some(expected));
+        let plain = object(doc, &mut without, &[], None);
+        assert_eq!(hinted.is_some(), plain.is_some(), "{doc} {keys:?}");
+        assert_eq!(plain, hinted.map(|_| false), "{doc}: nothing matches without keys");
+        if hinted.is_some() {
+            assert_eq!(with, without, "{doc} {keys:?}");
+            let found: Vec<&str> = without.iter().map(|e| e.key.of(doc)).collect();
+            assert_eq!(hinted, Some(found == keys), "{doc} {keys:?}");
+        }
+    }
+
+    /// Keys found where they are expected are taken as the scan would
+    /// take them; a key that only starts like the expected one, one more
+    /// or fewer, a space before a key, or an escape, are scanned.
+    #[test]
+    fn expected_keys_are_compared_whole_and_anything_else_scanned() {
+        for (doc, keys) in [
+            (r#"{"a":1,"bc":"x","d":{"e":2}}"#, &["a", "bc", "d"][..]),
+            (r#"{"a":1,"bcd":"x","d":{"e":2}}"#, &["a", "bc", "d"]),
+            (r#"{"a":1,"b":"x","d":{"e":2}}"#, &["a", "bc", "d"]),
+            (r#"{"a":1,"bc":"x"}"#, &["a", "bc", "d"]),
+            (r#"{"a":1,"bc":"x","d":2,"e":3}"#, &["a", "bc", "d"]),
+            (r#"{"a":1, "bc":"x","d":2}"#, &["a", "bc", "d"]),
+            (r#"{ "a" : 1 , "bc" : "x" , "d" : 2 }"#, &["a", "bc", "d"]),
+            (r#"{"a":1,"b\"c":"x","d":2}"#, &["a", "b", "d"]),
+            (r#"{"a":1,"bc":"x","d":2"#, &["a", "bc", "d"]),
+            (r#"{"a":1,"bc","d":2}"#, &["a", "bc", "d"]),
+            (r#"{"a":1,"bc":"x","d":2}"#, &["a", "bc", "d"]),
+            (r#"{"a":1,"a":2}"#, &["a", "a"]),
+            (r#"{}"#, &[]),
+            (r#"{}"#, &["a"]),
+            (r#"{"a":1}"#, &[]),
+        ] {
+            agrees_with_expected(doc, keys);
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn expected_keys_agree_with_the_plain_scan(
+            doc in r#"\{( ?"[a-c\\"]{0,2}" ?: ?([0-9]{1,2}|"[a-c]{0,2}"|\{"a":1\}),?){0,4}\}"#,
+            keys in proptest::collection::vec("[a-c]{0,2}", 0..5),
+        ) {
+            agrees_with_expected(&doc, &keys.iter().map(String::as_str).collect::<Vec<_>>());
+            // And with the document's own keys expected, when it has any.
+            let mut out = Vec::new();
+            if object(&doc, &mut out, &[], None).is_some() {
+                let own: Vec<&str> = out.iter().map(|e| e.key.of(&doc)).collect();
+                agrees_with_expected(&doc, &own);
+            }
+        }
+
         #[test]
         fn plain_runs_agree_with_a_byte_loop(b in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
             proptest::prop_assert_eq!(plain_run(&b), naive(&b));
