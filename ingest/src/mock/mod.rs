@@ -118,6 +118,46 @@ fn plan_unit(syms: &Syms, seed: u64, index: u64) -> (Kind, Option<String>, Vec<f
     (kind, cluster, expect)
 }
 
+/// Where the scale cuts an estate: each unit's expected nodes (its slots'
+/// chances of existing) added up in order, the estate ending once the sum
+/// is within half a node of the scale. The one rule both
+/// [`MockEstate::new`] and [`generate_wire`] cut by.
+struct Cut {
+    target: f64,
+    /// The expected nodes taken so far.
+    acc: f64,
+}
+
+impl Cut {
+    fn new(scale: usize) -> Cut {
+        Cut {
+            target: scale as f64,
+            acc: 0.0,
+        }
+    }
+
+    fn reached(&self) -> bool {
+        self.acc + 0.5 >= self.target
+    }
+
+    /// How many of the next unit's slots (their chances `expect`, in
+    /// order) the estate takes; `None` when it ended before the unit.
+    fn take(&mut self, expect: &[f32]) -> Option<u32> {
+        if self.reached() {
+            return None;
+        }
+        let mut limit = 0;
+        for e in expect {
+            if self.reached() {
+                break;
+            }
+            self.acc += f64::from(*e);
+            limit += 1;
+        }
+        Some(limit)
+    }
+}
+
 /// Units of a chunk of the wire form when nothing is known yet of how many
 /// nodes a unit writes (the estate's units hold ~34 slots on average).
 const FIRST_UNITS_PER_CHUNK: u64 = 32;
@@ -185,20 +225,18 @@ pub fn generate_wire<O: WireOut + Send, E>(
         }
         chunk
     };
-    let target = scale as f64;
     let batch = batch_size.max(1) as f64;
-    // The expected nodes added up so far, as `MockEstate::new` adds them.
-    let mut acc = 0.0;
+    let mut cut = Cut::new(scale);
     let (mut next, mut units_done) = (0u64, 0u64);
-    while acc + 0.5 < target {
+    while !cut.reached() {
         // Units a chunk, for about a batch of nodes each (a little under,
         // so that a chunk seldom spills a small message), and near the
         // end no more than the estate is expected to need.
-        let mut per_chunk = if units_done == 0 || acc <= 0.0 {
+        let mut per_chunk = if units_done == 0 || cut.acc <= 0.0 {
             FIRST_UNITS_PER_CHUNK
         } else {
-            let per_unit = acc / units_done as f64;
-            let left = ((target - acc) / per_unit).max(0.0).ceil() as u64 + 1;
+            let per_unit = cut.acc / units_done as f64;
+            let left = ((cut.target - cut.acc) / per_unit).max(0.0).ceil() as u64 + 1;
             ((batch * 0.875 / per_unit) as u64).min(left.div_ceil(window as u64))
         };
         per_chunk = per_chunk.max(1);
@@ -214,28 +252,20 @@ pub fn generate_wire<O: WireOut + Send, E>(
             let mut start = 0;
             for (u, &end) in chunk.ends.iter().enumerate() {
                 let unit = chunk.units.start + u as u64;
-                // As `MockEstate::new`: the estate ends before a unit once
-                // the sum is within half a node of the scale, and a unit
-                // ends at the slot where it gets there.
-                if acc + 0.5 >= target {
-                    if unit > chunk.units.start {
-                        each(write(lend().get(), chunk.units.start..unit, u32::MAX).out)?;
+                match cut.take(chunk.expect.get(start..end).unwrap_or_default()) {
+                    None => {
+                        // The estate ended before this unit.
+                        if unit > chunk.units.start {
+                            each(write(lend().get(), chunk.units.start..unit, u32::MAX).out)?;
+                        }
+                        return Ok(());
                     }
-                    return Ok(());
-                }
-                let mut limit = 0u32;
-                for e in chunk.expect.get(start..end).unwrap_or_default() {
-                    if acc + 0.5 >= target {
-                        break;
+                    Some(limit) if (limit as usize) < end - start => {
+                        each(write(lend().get(), chunk.units.start..unit + 1, limit).out)?;
+                        return Ok(());
                     }
-                    acc += f64::from(*e);
-                    limit += 1;
+                    Some(_) => start = end,
                 }
-                if (limit as usize) < end - start {
-                    each(write(lend().get(), chunk.units.start..unit + 1, limit).out)?;
-                    return Ok(());
-                }
-                start = end;
             }
             units_done += chunk.ends.len() as u64;
             each(chunk.out)?;
@@ -279,29 +309,20 @@ impl MockEstate {
     pub fn new(seed: u64, scale: usize) -> MockEstate {
         let interner = Interner::new();
         let syms = Syms::new(&interner, seed);
-        let target = scale as f64;
         // Each unit is planned on its own (its slots at epoch 0), several at
         // once; they are then taken in order until the scale is reached.
         // A plan formats no names (see `names::planning`).
         let plan = |index: u64| names::planning(|| plan_unit(&syms, seed, index));
         let mut units = Vec::new();
-        let mut acc = 0.0;
+        let mut cut = Cut::new(scale);
         let mut index = 0u64;
         let mut block = 8;
         'plan: loop {
             let planned: Vec<_> = (index..index + block).into_par_iter().map(plan).collect();
             for (kind, cluster, expect) in planned {
-                if acc + 0.5 >= target {
+                let Some(limit) = cut.take(&expect) else {
                     break 'plan;
-                }
-                let mut limit = 0;
-                for e in &expect {
-                    if acc + 0.5 >= target {
-                        break;
-                    }
-                    acc += f64::from(*e);
-                    limit += 1;
-                }
+                };
                 units.push(UnitPlan { kind, limit, cluster });
                 index += 1;
             }
@@ -311,7 +332,7 @@ impl MockEstate {
             seed,
             scale,
             units,
-            expected: acc,
+            expected: cut.acc,
             observed: None,
             effects: effects::Effects::in_memory(),
         }
@@ -515,6 +536,25 @@ impl Source for MockEstate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The estate takes slots until their chances add up to within half a
+    /// node of the scale: a unit cut there, then no more units.
+    #[test]
+    fn the_cut_stops_within_half_a_node_of_the_scale() {
+        let mut cut = Cut::new(0);
+        assert_eq!(cut.take(&[1.0]), None, "an empty estate takes no unit");
+        let mut cut = Cut::new(3);
+        assert_eq!(cut.take(&[1.0, 1.0]), Some(2));
+        assert_eq!(cut.take(&[1.0, 1.0, 1.0]), Some(1), "3 of 3: the unit ends there");
+        assert_eq!(cut.take(&[1.0]), None);
+        let mut cut = Cut::new(2);
+        assert_eq!(
+            cut.take(&[0.6, 0.6, 0.6, 0.6]),
+            Some(3),
+            "1.8 is within half a node of 2"
+        );
+        assert_eq!((cut.take(&[]), cut.acc), (None, f64::from(0.6f32) * 3.0));
+    }
 
     /// Leaving names unformatted changes nothing a plan keeps: no unit's
     /// slots or their presence depend on a name's text.
