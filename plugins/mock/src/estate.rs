@@ -81,26 +81,49 @@ pub struct Message {
     pub edges: usize,
 }
 
+/// Threads generating a scan's estate: a quarter of the cores, at least
+/// one. Generating and encoding a node costs about a quarter of the CPU
+/// its scan takes in both processes (the daemon's decoding and staging
+/// the rest), so one thread outruns a two-core daemon's decoders; a second
+/// would only hold more messages ahead of them and take cycles from them
+/// (PERF.md, plugin row's notes, fifteenth round).
+fn generator_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().div_ceil(4))
+}
+
 /// Generates the estate at the configured epoch and hands it to `each` as
 /// encoded `ScanResponse`s of at most `batch_size` nodes or edges, in the
 /// same order every time: each chunk's nodes, then its edges. Generation
-/// and encoding run in parallel on another thread, a window ahead of
-/// `each`. `effects` (CRN to state) are the results of earlier actions: a
-/// `deleted` resource and its edges are left out, any other state replaces
-/// the resource's `state`. Stops at the first `Err`, which it returns.
+/// and encoding run on a pool of their own ([`generator_threads`]), a
+/// window ahead of `each`. `effects` (CRN to state) are the results of
+/// earlier actions: a `deleted` resource and its edges are left out, any
+/// other state replaces the resource's `state`. Stops at the first `Err`,
+/// which it returns.
 pub fn stream<E>(
     config: &ScanConfig,
     effects: &HashMap<String, String>,
     mut each: impl FnMut(Message) -> Result<(), E>,
 ) -> Result<(), E> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Message>>(1);
+    // Without a pool of its own (threads refused), the global one.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(generator_threads())
+        .thread_name(|i| format!("generate-{i}"))
+        .build()
+        .ok();
     std::thread::scope(|s| {
         // Owns the sender, so the receiver ends when generation does.
         s.spawn(move || {
-            let make = || Chunk::new(effects, config.batch_size);
-            let estate = (config.seed, config.scale, config.epoch());
-            // A closed receiver means `each` stopped the stream.
-            let _ = generate_wire(estate, config.batch_size, make, |c| tx.send(c.finish()));
+            let generate = move || {
+                let make = || Chunk::new(effects, config.batch_size);
+                let estate = (config.seed, config.scale, config.epoch());
+                // A closed receiver means `each` stopped the stream.
+                let _ = generate_wire(estate, config.batch_size, make, |c| tx.send(c.finish()));
+            };
+            match &pool {
+                Some(pool) => pool.install(generate),
+                None => generate(),
+            }
         });
         for messages in rx {
             for m in messages {
