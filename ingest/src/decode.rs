@@ -261,7 +261,10 @@ enum Role {
 /// The keys of the last scanned nodes of a type: nodes of a type mostly
 /// carry one of a few key lists (an instance with or without an image, a
 /// stop time), so the next one's are compared with these instead of looked
-/// up one by one.
+/// up one by one. A list is kept in the order the document wrote it: a
+/// plugin writes a type's keys in one order, its own (a struct's fields,
+/// the order it set them), seldom sorted, and a document in that order is
+/// put in key order by the list's permutation instead of sorted again.
 #[derive(Default)]
 struct KeyMemo {
     lists: Vec<Keys>,
@@ -274,17 +277,29 @@ struct KeyMemo {
 const KEY_LISTS: usize = 4;
 
 impl KeyMemo {
-    /// Which list `entries` are, if any.
+    /// Which list `entries` (in document order) are, if any.
     fn find(&mut self, entries: &[Entry], doc: &str) -> Option<usize> {
-        if self.lists.get(self.last).is_some_and(|k| k.matches(entries, doc)) {
+        self.find_by(|k| k.matches(entries, doc))
+    }
+
+    /// Which list holds the keys of `sorted` (entries in key order, each
+    /// key once), in whatever order: a document whose keys come in an
+    /// order of their own each time (a hash map's) is sorted, then found
+    /// by its keys, not learned again.
+    fn find_sorted(&mut self, sorted: &[Entry], doc: &str) -> Option<usize> {
+        self.find_by(|k| k.holds(sorted, doc))
+    }
+
+    fn find_by(&mut self, is: impl Fn(&Keys) -> bool) -> Option<usize> {
+        if self.lists.get(self.last).is_some_and(&is) {
             return Some(self.last);
         }
-        let at = self.lists.iter().position(|k| k.matches(entries, doc))?;
+        let at = self.lists.iter().position(is)?;
         self.last = at;
         Some(at)
     }
 
-    /// Keeps `entries` (sorted and distinct) as a list; where it is.
+    /// Keeps `entries` (in document order) as a list; where it is.
     fn learn(&mut self, entries: &[Entry], doc: &str, tags_key: &str, syms: &mut Symbols<'_>) -> usize {
         let at = if self.lists.len() < KEY_LISTS {
             self.lists.push(Keys::default());
@@ -302,18 +317,63 @@ impl KeyMemo {
     fn roles(&self, at: usize) -> &[Role] {
         self.lists.get(at).map_or(&[], |k| &k.roles)
     }
+
+    /// Puts `entries`, found as list `at` in document order, in key order
+    /// (each key once, the last of a repeated one), through `scratch`.
+    fn arrange(&self, at: usize, entries: &mut Vec<Entry>, scratch: &mut Vec<Entry>) {
+        let Some(keys) = self.lists.get(at) else { return };
+        if keys.pick.is_empty() {
+            return;
+        }
+        scratch.clear();
+        scratch.extend(keys.pick.iter().filter_map(|&i| entries.get(i as usize).copied()));
+        std::mem::swap(entries, scratch);
+    }
 }
 
-/// One key list, in entry order, with what each key stands for.
+/// One key list, in document order, with what each key stands for.
 #[derive(Default)]
 struct Keys {
-    /// The keys' text, one after another, and where each ends.
+    /// The keys' text, one after another in document order, and where
+    /// each ends.
     text: Vec<u8>,
     ends: Vec<usize>,
+    /// Key order: the document position of each distinct key, sorted by
+    /// key (of a repeated key, its last); empty when the document's order
+    /// is that already.
+    pick: Vec<u32>,
+    /// What each key is, in key order.
     roles: Vec<Role>,
 }
 
 impl Keys {
+    /// The text of the key at document position `i`.
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 {
+            0
+        } else {
+            self.ends.get(i - 1).copied().unwrap_or(0)
+        };
+        self.text
+            .get(start..self.ends.get(i).copied().unwrap_or(start))
+            .unwrap_or_default()
+    }
+
+    /// Whether `sorted` (key order, each key once) are these keys.
+    fn holds(&self, sorted: &[Entry], doc: &str) -> bool {
+        if sorted.len() != self.roles.len() {
+            return false;
+        }
+        sorted.iter().enumerate().all(|(i, e)| {
+            let at = if self.pick.is_empty() {
+                i
+            } else {
+                self.pick.get(i).map_or(usize::MAX, |&p| p as usize)
+            };
+            e.key.bytes(doc) == self.key(at)
+        })
+    }
+
     fn matches(&self, entries: &[Entry], doc: &str) -> bool {
         if entries.len() != self.ends.len() {
             return false;
@@ -331,11 +391,41 @@ impl Keys {
     fn learn(&mut self, entries: &[Entry], doc: &str, tags_key: &str, syms: &mut Symbols<'_>) {
         self.text.clear();
         self.ends.clear();
+        self.pick.clear();
         self.roles.clear();
         for e in entries {
-            let name = e.key.of(doc);
-            self.text.extend_from_slice(name.as_bytes());
+            self.text.extend_from_slice(e.key.bytes(doc));
             self.ends.push(self.text.len());
+        }
+        // Stable: of equal keys the one written last stays last.
+        self.pick.extend(0..entries.len() as u32);
+        let key = |i: &u32| entries.get(*i as usize).map_or(&[][..], |e| e.key.bytes(doc));
+        self.pick.sort_by(|a, b| key(a).cmp(key(b)));
+        let mut w = 0;
+        for r in 0..self.pick.len() {
+            let last_of_its_key = self
+                .pick
+                .get(r + 1)
+                .is_none_or(|next| key(next) != self.pick.get(r).map_or(&[][..], key));
+            if last_of_its_key {
+                self.pick.swap(w, r);
+                w += 1;
+            }
+        }
+        self.pick.truncate(w);
+        if self.pick.iter().enumerate().all(|(i, &p)| p as usize == i) && w == entries.len() {
+            self.pick.clear();
+        }
+        let names: Vec<&str> = if self.pick.is_empty() {
+            entries.iter().map(|e| e.key.of(doc)).collect()
+        } else {
+            self.pick
+                .iter()
+                .filter_map(|&i| entries.get(i as usize))
+                .map(|e| e.key.of(doc))
+                .collect()
+        };
+        for name in names {
             self.roles.push(match name {
                 _ if name == tags_key => Role::Tags,
                 "state" => Role::State(syms.get(name)),
@@ -423,6 +513,8 @@ pub struct Decoder<'a> {
     /// few sets, in turn (a unit's labels, with or without an owner).
     tag_sets: Remembered<TagSet>,
     entries: Vec<Entry>,
+    /// The entries put in key order, then swapped with `entries`.
+    sorted: Vec<Entry>,
     tag_entries: Vec<Entry>,
     /// Property key symbols of the node being decoded.
     keys: Vec<Sym>,
@@ -524,6 +616,7 @@ impl<'a> Decoder<'a> {
             key_memos: HashMap::default(),
             key_bytes: 0,
             entries: Vec::new(),
+            sorted: Vec::new(),
             tag_entries: Vec::new(),
             keys: Vec::new(),
             complex: Vec::new(),
@@ -650,6 +743,7 @@ impl<'a> Decoder<'a> {
             syms,
             tags_key,
             entries,
+            sorted,
             key_memos,
             key_bytes,
             ..
@@ -659,21 +753,35 @@ impl<'a> Decoder<'a> {
             *key_bytes = 0;
             matched = false;
         }
-        // The memo's lists are sorted and distinct: entries that match one
-        // in document order need no sorting.
+        // Entries that match a list in document order take its key order;
+        // others are sorted and found by their keys, or learned as written.
         let memo = key_memos.entry(ty).or_default();
         let found_at = if matched {
             Some(memo.last)
         } else {
             memo.find(entries, doc)
         };
-        let at = found_at.unwrap_or_else(|| {
-            json::sort_dedup(doc, entries);
-            memo.find(entries, doc).unwrap_or_else(|| {
-                *key_bytes += entries.iter().map(|e| e.key.bytes(doc).len()).sum::<usize>();
-                memo.learn(entries, doc, tags_key, syms)
-            })
-        });
+        let at = match found_at {
+            Some(at) => {
+                memo.arrange(at, entries, sorted);
+                at
+            }
+            None => {
+                sorted.clear();
+                sorted.extend_from_slice(entries);
+                json::sort_dedup(doc, entries);
+                match memo.find_sorted(entries, doc) {
+                    Some(at) => at,
+                    None => {
+                        *key_bytes += sorted.iter().map(|e| e.key.bytes(doc).len()).sum::<usize>();
+                        let at = memo.learn(sorted, doc, tags_key, syms);
+                        memo.arrange(at, sorted, entries);
+                        std::mem::swap(entries, sorted);
+                        at
+                    }
+                }
+            }
+        };
         for (i, (e, role)) in entries.iter().zip(memo.roles(at)).enumerate() {
             let sym = match *role {
                 Role::Tags => {

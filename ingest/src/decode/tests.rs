@@ -367,8 +367,27 @@ fn a_warm_decoder_lands_each_node_as_a_fresh_one_does() {
         r#"{"a":2.5,"tags":{"env":"prod","team":"a"},"z":[1]}"#,
         r#"{"a":"s","tags":{"env":"prod","team":"a"},"z":"t"}"#,
     ];
+    let (got, want) = warm_and_cold(&docs);
+    assert_eq!(got.len(), docs.len());
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "{}", docs[k]);
+    }
+    let team_a = [
+        ("env".to_owned(), "prod".to_owned()),
+        ("team".to_owned(), "a".to_owned()),
+    ];
+    assert_eq!(got[1].3, team_a);
+    assert!(got[2].3.is_empty() && got[5].3.is_empty() && got[10].3.is_empty());
+    assert_eq!((got[15].0.as_str(), got[16].0.as_str()), ("off", "unknown"));
+}
+
+/// A node as it landed: state, creation time, properties and tags.
+type Seen = (String, u64, Vec<(String, String)>, Vec<(String, String)>);
+
+/// `docs` as the properties of one type's nodes, landed through one warm
+/// decoder, and each through a fresh decoder and `serde_json` alone.
+fn warm_and_cold(docs: &[impl AsRef<str>]) -> (Vec<Seen>, Vec<Seen>) {
     let i = Arc::new(Interner::new());
-    type Seen = (String, u64, Vec<(String, String)>, Vec<(String, String)>);
     let landed = |nodes: NodeBatch| -> Vec<Seen> {
         let mut g = Graph::new(i.clone());
         g.ingest_nodes(&[nodes], 1, 1);
@@ -399,26 +418,65 @@ fn a_warm_decoder_lands_each_node_as_a_fresh_one_does() {
     let mut warm = Decoder::new(&i);
     let mut nodes = NodeBatch::default();
     for (k, doc) in docs.iter().enumerate() {
+        let doc = doc.as_ref();
         assert!(warm.node((&node(&crn(k), doc, 1.0)).into(), &mut nodes), "{doc}");
     }
     let mut want = NodeBatch::default();
     for (k, doc) in docs.iter().enumerate() {
+        let doc = doc.as_ref();
         let mut cold = Decoder::new(&i);
         cold.tree_only = true;
         assert!(cold.node((&node(&crn(k), doc, 1.0)).into(), &mut want), "{doc}");
     }
-    let (got, want) = (landed(nodes), landed(want));
-    assert_eq!(got.len(), docs.len());
-    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-        assert_eq!(g, w, "{}", docs[k]);
+    (landed(nodes), landed(want))
+}
+
+proptest::proptest! {
+    /// Nodes of one type whose keys come in a few orders, each met again
+    /// and again, some with a key written twice: a warm decoder, which
+    /// keeps each order it met and puts a document in that order into key
+    /// order by it, lands each node as a fresh decoder through
+    /// `serde_json` does.
+    #[test]
+    fn documents_in_any_key_order_land_as_serde_json_reads_them(
+        picks in proptest::collection::vec((0usize..5, 0usize..10), 1..40)
+    ) {
+        let sets: [&[&str]; 5] = [
+            &["state", "b", "a"],
+            &["z", "tags", "a", "created_at"],
+            &["b", "a", "b", "c"],
+            &["c", "b", "a", "state"],
+            &["a", "b", "c", "state"],
+        ];
+        let docs: Vec<String> = picks
+            .iter()
+            .enumerate()
+            .map(|(n, &(set, order))| {
+                let mut keys = sets[set].to_vec();
+                let len = keys.len();
+                keys.rotate_left(order % len);
+                if (order / len) % 2 == 1 {
+                    keys.reverse();
+                }
+                let entries: Vec<String> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(j, key)| match *key {
+                        "tags" => format!(r#""tags":{{"env":"e{}"}}"#, n % 3),
+                        "state" => format!(r#""state":"s{}""#, n % 2),
+                        "created_at" => r#""created_at":"2024-05-01T10:00:00Z""#.to_owned(),
+                        key => format!(r#""{key}":{}"#, n * 10 + j),
+                    })
+                    .collect();
+                format!("{{{}}}", entries.join(","))
+            })
+            .collect();
+        let (got, want) = warm_and_cold(&docs);
+        proptest::prop_assert_eq!(got.len(), docs.len());
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            proptest::prop_assert_eq!(g, w, "{}", &docs[k]);
+        }
     }
-    let team_a = [
-        ("env".to_owned(), "prod".to_owned()),
-        ("team".to_owned(), "a".to_owned()),
-    ];
-    assert_eq!(got[1].3, team_a);
-    assert!(got[2].3.is_empty() && got[5].3.is_empty() && got[10].3.is_empty());
-    assert_eq!((got[15].0.as_str(), got[16].0.as_str()), ("off", "unknown"));
 }
 
 /// Endpoints named again by the same bytes are the same endpoints; a CRN
