@@ -318,16 +318,17 @@ impl KeyMemo {
         self.lists.get(at).map_or(&[], |k| &k.roles)
     }
 
-    /// Puts `entries`, found as list `at` in document order, in key order
-    /// (each key once, the last of a repeated one), through `scratch`.
-    fn arrange(&self, at: usize, entries: &mut Vec<Entry>, scratch: &mut Vec<Entry>) {
-        let Some(keys) = self.lists.get(at) else { return };
-        if keys.pick.is_empty() {
-            return;
+    /// The key order of `len` entries found as list `at` in document
+    /// order: the position of each key (once, the last of a repeated one),
+    /// sorted by key. Entries are read through it rather than moved: they
+    /// were written a moment before, and copied whole they would be read
+    /// back before their parts are stored.
+    fn order(&self, at: usize, len: usize, out: &mut Vec<u32>) {
+        out.clear();
+        match self.lists.get(at) {
+            Some(keys) if !keys.pick.is_empty() => out.extend_from_slice(&keys.pick),
+            _ => out.extend(0..len as u32),
         }
-        scratch.clear();
-        scratch.extend(keys.pick.iter().filter_map(|&i| entries.get(i as usize).copied()));
-        std::mem::swap(entries, scratch);
     }
 }
 
@@ -513,7 +514,10 @@ pub struct Decoder<'a> {
     /// few sets, in turn (a unit's labels, with or without an owner).
     tag_sets: Remembered<TagSet>,
     entries: Vec<Entry>,
-    /// The entries put in key order, then swapped with `entries`.
+    /// Their key order: positions in `entries`, sorted by key, each key
+    /// once.
+    order: Vec<u32>,
+    /// The entries sorted, when their order is not one met before.
     sorted: Vec<Entry>,
     tag_entries: Vec<Entry>,
     /// Property key symbols of the node being decoded.
@@ -616,6 +620,7 @@ impl<'a> Decoder<'a> {
             key_memos: HashMap::default(),
             key_bytes: 0,
             entries: Vec::new(),
+            order: Vec::new(),
             sorted: Vec::new(),
             tag_entries: Vec::new(),
             keys: Vec::new(),
@@ -743,6 +748,7 @@ impl<'a> Decoder<'a> {
             syms,
             tags_key,
             entries,
+            order,
             sorted,
             key_memos,
             key_bytes,
@@ -763,26 +769,31 @@ impl<'a> Decoder<'a> {
         };
         let at = match found_at {
             Some(at) => {
-                memo.arrange(at, entries, sorted);
+                memo.order(at, entries.len(), order);
                 at
             }
             None => {
                 sorted.clear();
                 sorted.extend_from_slice(entries);
-                json::sort_dedup(doc, entries);
-                match memo.find_sorted(entries, doc) {
-                    Some(at) => at,
-                    None => {
-                        *key_bytes += sorted.iter().map(|e| e.key.bytes(doc).len()).sum::<usize>();
-                        let at = memo.learn(sorted, doc, tags_key, syms);
-                        memo.arrange(at, sorted, entries);
+                json::sort_dedup(doc, sorted);
+                match memo.find_sorted(sorted, doc) {
+                    Some(at) => {
                         std::mem::swap(entries, sorted);
+                        order.clear();
+                        order.extend(0..entries.len() as u32);
+                        at
+                    }
+                    None => {
+                        *key_bytes += entries.iter().map(|e| e.key.bytes(doc).len()).sum::<usize>();
+                        let at = memo.learn(entries, doc, tags_key, syms);
+                        memo.order(at, entries.len(), order);
                         at
                     }
                 }
             }
         };
-        for (i, (e, role)) in entries.iter().zip(memo.roles(at)).enumerate() {
+        let sorted = order.iter().filter_map(|&j| entries.get(j as usize));
+        for (i, (e, role)) in sorted.zip(memo.roles(at)).enumerate() {
             let sym = match *role {
                 Role::Tags => {
                     found.tags = Some(e.value);
@@ -862,7 +873,8 @@ impl<'a> Decoder<'a> {
         // Values that need serde_json are converted before anything is written.
         self.complex.clear();
         if complex > 0 {
-            for (i, e) in self.entries.iter().enumerate() {
+            let sorted = self.order.iter().filter_map(|&j| self.entries.get(j as usize));
+            for (i, e) in sorted.enumerate() {
                 if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)) && Some(i) != tags_at {
                     match tree_value(doc, e.value) {
                         Some(v) => self.complex.push(v),
@@ -871,11 +883,12 @@ impl<'a> Decoder<'a> {
                 }
             }
         }
-        let (entries, complex) = (&self.entries, &self.complex);
+        let (entries, order, complex) = (&self.entries, &self.order, &self.complex);
         out.push(input, &self.scratch_tags, |w| {
             let mut complex = complex.iter();
             let mut keys = keys.iter();
-            for (i, e) in entries.iter().enumerate() {
+            let sorted = order.iter().filter_map(|&j| entries.get(j as usize));
+            for (i, e) in sorted.enumerate() {
                 if Some(i) == tags_at {
                     continue;
                 }
