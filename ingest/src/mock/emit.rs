@@ -401,13 +401,17 @@ impl<'a> Unit<'a> {
         let s = self.s;
         let l = self.labels;
         let ignored = (slot.h >> 24).is_multiple_of(100);
+        // In key order (`cost-center`, `env`, `owner`, `svc:ignore`,
+        // `team`), as a decoder keeps tags: the wire form's tags object
+        // is read without sorting.
         let mut tags = [(s.tag.env.sym, l.env); 5];
-        let mut len = 1;
+        let mut len = 0;
         for (k, v, on) in [
-            (s.tag.team.sym, l.team, true),
-            (s.tag.owner.sym, l.owner, (slot.h >> 40) % 10 != 3),
             (s.tag.cost_center.sym, l.cost_center, (slot.h >> 44) % 8 != 5),
+            (s.tag.env.sym, l.env, true),
+            (s.tag.owner.sym, l.owner, (slot.h >> 40) % 10 != 3),
             (s.tag.ignore.sym, s.yes.sym, ignored),
+            (s.tag.team.sym, l.team, true),
         ] {
             if on {
                 tags[len] = (k, v);
@@ -475,11 +479,13 @@ impl<'a> Unit<'a> {
                     None => json.state.push_str(n.state.name),
                 }
                 if !h.gone {
+                    let state = std::mem::take(&mut json.state);
                     let mut w = json.start();
-                    w.str(s.k.state, n.state.name);
+                    w.str(s.k.state, &state);
                     w.str(s.k.created_at, stamp.as_str());
                     props(&mut w);
-                    json.finish(n.ty.ty, tags, n.created);
+                    json.finish(tags, n.created);
+                    json.state = state;
                     out.node(&json.crn, &json.doc, f64::from(n.cost));
                 }
             }

@@ -556,6 +556,23 @@ mod tests {
         assert_eq!((cut.take(&[]), cut.acc), (None, f64::from(0.6f32) * 3.0));
     }
 
+    /// Every node's tags are kept in key order, as a decoder keeps the
+    /// tags it reads; and every kind of tag occurs.
+    #[test]
+    fn tags_come_in_key_order() {
+        let interner = std::sync::Arc::new(Interner::new());
+        let (nodes, _) = MockEstate::new(7, 3000).generate(&interner, 0, 1000);
+        let mut g = svc_engine::Graph::new(interner.clone());
+        g.ingest_nodes(&nodes, 1, 1);
+        let mut keys = std::collections::BTreeSet::new();
+        for n in g.nodes() {
+            let tags: Vec<String> = n.tags().map(|(k, _)| interner.resolve(k).to_string()).collect();
+            assert!(tags.is_sorted(), "{tags:?}");
+            keys.extend(tags);
+        }
+        assert_eq!(keys.len(), 5, "{keys:?}");
+    }
+
     /// Leaving names unformatted changes nothing a plan keeps: no unit's
     /// slots or their presence depend on a name's text.
     #[test]

@@ -3,19 +3,20 @@
 //! as the estate is generated ([`super::generate_wire`]) rather
 //! than through engine batches and back.
 //!
-//! A node's properties are its generated properties (`state` and
-//! `created_at` first), then `state` again (the state an earlier action
-//! left it in, else its own), `tags` and `creation_timestamp` (Unix
-//! seconds); the document is what `serde_json` writes for that map: keys
-//! sorted, the last of a repeated key winning. Nodes of a type mostly share
-//! their keys, so each key sequence's order is worked out once
-//! ([`Shapes`]).
+//! A node's properties are written in the order they are generated, one
+//! document straight through: `state` (the state an earlier action left
+//! the resource in, else its own) and `created_at` first, then its own,
+//! then `tags` (in key order, as the unit keeps them) and
+//! `creation_timestamp` (Unix seconds). Each kind of resource writes its
+//! keys in one order, as a plugin serialising a struct does; the daemon's
+//! decoder learns that order and puts the entries in key order itself,
+//! so the document is neither buffered nor sorted here. It holds the
+//! properties `serde_json` reads from the graph's form of the node
+//! (`wire_node` in the mock plugin), in another key order.
 
-use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::FxBuildHasher;
 use svc_engine::props::PropWriter;
 use svc_engine::{Interner, Sym};
 
@@ -30,9 +31,9 @@ pub trait WireOut {
     fn edge(&mut self, source: &str, target: &str, relation: &str);
 }
 
-/// Every interned string, and as a JSON string (followed by [`PAD`]
-/// bytes, see [`put`]) with its length, by symbol index.
-pub(crate) struct Names(Vec<(Box<str>, Box<[u8]>, usize)>);
+/// Every interned string as a JSON string (followed by [`PAD`] bytes, see
+/// [`put`]) with its length, by symbol index.
+pub(crate) struct Names(Vec<(Box<[u8]>, usize)>);
 
 impl Names {
     /// The interner must hold every key and tag symbol the estate writes.
@@ -46,106 +47,84 @@ impl Names {
                     write_str(&mut q, s);
                     let len = q.len();
                     q.extend_from_slice(&[0; PAD]);
-                    (Box::from(&**s), q.into_boxed_slice(), len)
+                    (q.into_boxed_slice(), len)
                 })
                 .collect(),
         )
     }
 
-    fn name(&self, sym: Sym) -> &str {
-        self.0.get(sym.index()).map_or("", |(n, _, _)| n)
-    }
-
     /// Appends `sym` as a JSON string to `out`.
     fn put_quoted(&self, out: &mut Vec<u8>, sym: Sym) {
         match self.0.get(sym.index()) {
-            Some((_, q, len)) => put(out, q, 0..*len),
+            Some((q, len)) => put(out, q, 0..*len),
             None => out.extend_from_slice(b"\"\""),
         }
     }
 }
 
 /// Where the estate's node properties are written: an engine batch's
-/// property writer, or JSON text for the wire.
+/// property writer, or a JSON document for the wire.
 pub(crate) enum W<'a, 'b> {
     Engine(&'a mut PropWriter<'b>),
-    Json(&'a mut JsonProps),
+    Json(&'a Names, &'a mut Vec<u8>),
 }
 
 impl W<'_, '_> {
     pub fn null(&mut self, key: Sym) {
         match self {
             W::Engine(w) => w.null(key),
-            W::Json(j) => j.push(key, |t| t.extend_from_slice(b"null")),
+            W::Json(names, doc) => entry(names, doc, key, |t| t.extend_from_slice(b"null")),
         }
     }
     pub fn bool(&mut self, key: Sym, v: bool) {
         match self {
             W::Engine(w) => w.bool(key, v),
-            W::Json(j) => j.push(key, |t| t.extend_from_slice(if v { b"true" } else { b"false" })),
+            W::Json(names, doc) => entry(names, doc, key, |t| {
+                t.extend_from_slice(if v { b"true" } else { b"false" })
+            }),
         }
     }
     pub fn int(&mut self, key: Sym, v: i64) {
         match self {
             W::Engine(w) => w.int(key, v),
-            W::Json(j) => j.push(key, |t| write_json(t, &v)),
+            W::Json(names, doc) => entry(names, doc, key, |t| write_json(t, &v)),
         }
     }
     pub fn float(&mut self, key: Sym, v: f64) {
         match self {
             W::Engine(w) => w.float(key, v),
-            W::Json(j) => j.push(key, |t| write_json(t, &v)),
+            W::Json(names, doc) => entry(names, doc, key, |t| write_json(t, &v)),
         }
     }
     pub fn str(&mut self, key: Sym, v: &str) {
         match self {
             W::Engine(w) => w.str(key, v),
-            W::Json(j) => j.push(key, |t| write_str(t, v)),
+            W::Json(names, doc) => entry(names, doc, key, |t| write_str(t, v)),
         }
     }
     /// An array or object given as JSON text.
     pub fn json(&mut self, key: Sym, v: &str) {
         match self {
             W::Engine(w) => w.json(key, v),
-            W::Json(j) => j.push(key, |t| match serde_json::from_str::<serde_json::Value>(v) {
-                Ok(value) => write_json(t, &value),
-                Err(_) => write_str(t, v),
+            W::Json(names, doc) => entry(names, doc, key, |t| {
+                match serde_json::from_str::<serde_json::Value>(v) {
+                    Ok(value) => write_json(t, &value),
+                    Err(_) => write_str(t, v),
+                }
             }),
         }
     }
 }
 
-/// One node's properties as JSON values, in the order written.
-#[derive(Default)]
-pub(crate) struct JsonProps {
-    keys: Vec<Sym>,
-    /// Where each value ends in `text`.
-    ends: Vec<usize>,
-    text: Vec<u8>,
-}
-
-impl JsonProps {
-    fn clear(&mut self) {
-        self.keys.clear();
-        self.ends.clear();
-        self.text.clear();
+/// Appends `"key":value` to an object being written (`{` and the entries
+/// so far), after a comma unless it is the first.
+fn entry(names: &Names, doc: &mut Vec<u8>, key: Sym, value: impl FnOnce(&mut Vec<u8>)) {
+    if doc.len() > 1 {
+        doc.push(b',');
     }
-
-    fn push(&mut self, key: Sym, value: impl FnOnce(&mut Vec<u8>)) {
-        value(&mut self.text);
-        self.keys.push(key);
-        self.ends.push(self.text.len());
-    }
-
-    /// Where value `i` is in `text`.
-    fn value(&self, i: usize) -> Range<usize> {
-        let start = if i == 0 {
-            0
-        } else {
-            self.ends.get(i - 1).copied().unwrap_or(0)
-        };
-        start..self.ends.get(i).copied().unwrap_or(start)
-    }
+    names.put_quoted(doc, key);
+    doc.push(b':');
+    value(doc);
 }
 
 /// Bytes readable past the end of a text [`put`] copies from.
@@ -168,103 +147,9 @@ fn put(out: &mut Vec<u8>, src: &[u8], range: Range<usize>) {
     }
 }
 
-/// The keys every node's properties have besides its own, after them.
-const FIXED_KEYS: [&str; 3] = ["state", "tags", "creation_timestamp"];
-
-/// Key sequences remembered before the table starts over.
-const SHAPES: usize = 4096;
-
-/// How one key sequence is written: which entries, in what order, each
-/// after its rendered key.
-#[derive(Default)]
-struct Shape {
-    /// Entry index and the range of `text` to write before its value.
-    order: Vec<(usize, Range<usize>)>,
-    /// `"key":` of each written entry, the ones after the first with a
-    /// leading comma.
-    text: Vec<u8>,
-}
-
-impl Shape {
-    /// `keys` by entry index, then `fixed`, sorted by name; of equal names
-    /// the last entry wins.
-    fn new(keys: &[Sym], names: &Names, fixed: &[&str]) -> Shape {
-        let mut sorted: Vec<(usize, &str)> = keys
-            .iter()
-            .map(|k| names.name(*k))
-            .chain(fixed.iter().copied())
-            .enumerate()
-            .collect();
-        // Stable, so of equal keys the one written last stays last.
-        sorted.sort_by(|a, b| a.1.cmp(b.1));
-        let mut shape = Shape::default();
-        for (i, (entry, name)) in sorted.iter().enumerate() {
-            if sorted.get(i + 1).is_some_and(|next| next.1 == *name) {
-                continue;
-            }
-            let start = shape.text.len();
-            if !shape.order.is_empty() {
-                shape.text.push(b',');
-            }
-            write_str(&mut shape.text, name);
-            shape.text.push(b':');
-            shape.order.push((*entry, start..shape.text.len()));
-        }
-        shape.text.extend_from_slice(&[0; PAD]);
-        shape
-    }
-}
-
-/// The shapes of the key sequences seen so far. The sequence last asked
-/// for under a hint (the node type; for tags, a mix of their keys) is
-/// compared first: a type's nodes mostly share their keys.
-#[derive(Default)]
-struct Shapes {
-    index: HashMap<Box<[Sym]>, usize, FxBuildHasher>,
-    shapes: Vec<Shape>,
-    last: HashMap<u64, (Vec<Sym>, usize), FxBuildHasher>,
-}
-
-impl Shapes {
-    fn get(&mut self, hint: u64, keys: &[Sym], names: &Names, fixed: &[&str]) -> &Shape {
-        let at = match self.last.get(&hint) {
-            Some((last, at)) if last.as_slice() == keys && *at < self.shapes.len() => *at,
-            _ => {
-                let at = match self.index.get(keys) {
-                    Some(&at) => at,
-                    None => {
-                        if self.shapes.len() >= SHAPES {
-                            self.index.clear();
-                            self.shapes.clear();
-                            self.last.clear();
-                        }
-                        self.shapes.push(Shape::new(keys, names, fixed));
-                        self.index.insert(keys.into(), self.shapes.len() - 1);
-                        self.shapes.len() - 1
-                    }
-                };
-                let last = self.last.entry(hint).or_default();
-                last.0.clear();
-                last.0.extend_from_slice(keys);
-                last.1 = at;
-                at
-            }
-        };
-        static NONE: Shape = Shape {
-            order: Vec::new(),
-            text: Vec::new(),
-        };
-        self.shapes.get(at).unwrap_or(&NONE)
-    }
-}
-
-/// A generating thread's wire state: names, shapes and reused buffers.
+/// A generating thread's wire state: names and reused buffers.
 pub(crate) struct Json {
     names: Arc<Names>,
-    pub(crate) props: JsonProps,
-    shapes: Shapes,
-    tag_shapes: Shapes,
-    tag_keys: Vec<Sym>,
     /// The node being written: its CRN, effective state and document.
     pub(crate) crn: String,
     pub(crate) state: String,
@@ -275,72 +160,44 @@ impl Json {
     pub(crate) fn new(names: Arc<Names>) -> Json {
         Json {
             names,
-            props: JsonProps::default(),
-            shapes: Shapes::default(),
-            tag_shapes: Shapes::default(),
-            tag_keys: Vec::new(),
             crn: String::with_capacity(128),
             state: String::new(),
             doc: Vec::with_capacity(512),
         }
     }
 
-    /// Starts a node's properties.
+    /// Starts a node's document; its properties are written through the
+    /// writer returned, in order.
     pub(crate) fn start(&mut self) -> W<'_, '_> {
-        self.props.clear();
-        W::Json(&mut self.props)
+        self.doc.clear();
+        self.doc.push(b'{');
+        W::Json(&self.names, &mut self.doc)
     }
 
-    /// Writes the document of the properties written since [`Json::start`]
-    /// for a node of type `ty`, with `state` (in `self.state`), `tags` and
-    /// `creation_timestamp`.
-    pub(crate) fn finish(&mut self, ty: Sym, tags: &[(Sym, Sym)], creation_ts: u64) {
-        let Json {
-            names,
-            props,
-            shapes,
-            tag_shapes,
-            tag_keys,
-            state,
-            doc,
-            ..
-        } = self;
-        let own = props.keys.len();
-        let shape = shapes.get(u64::from(ty.to_raw()), &props.keys, names, &FIXED_KEYS);
-        props.text.extend_from_slice(&[0; PAD]);
-        doc.clear();
-        doc.push(b'{');
-        for (entry, key) in &shape.order {
-            put(doc, &shape.text, key.clone());
-            match entry.checked_sub(own) {
-                None => put(doc, &props.text, props.value(*entry)),
-                Some(0) => write_str(doc, state),
-                Some(1) => {
-                    tag_keys.clear();
-                    tag_keys.extend(tags.iter().map(|(k, _)| *k));
-                    let hint = tag_keys
-                        .iter()
-                        .fold(0u64, |h, k| h.rotate_left(7) ^ u64::from(k.to_raw()));
-                    let tag_shape = tag_shapes.get(hint, tag_keys, names, &[]);
-                    doc.push(b'{');
-                    for (i, key) in &tag_shape.order {
-                        put(doc, &tag_shape.text, key.clone());
-                        if let Some((_, v)) = tags.get(*i) {
-                            names.put_quoted(doc, *v);
-                        }
-                    }
-                    doc.push(b'}');
-                }
-                Some(_) => write_json(doc, &creation_ts),
-            }
+    /// Ends the document started by [`Json::start`] with the node's `tags`
+    /// and `creation_timestamp`.
+    pub(crate) fn finish(&mut self, tags: &[(Sym, Sym)], creation_ts: u64) {
+        let Json { names, doc, .. } = self;
+        if doc.len() > 1 {
+            doc.push(b',');
         }
+        doc.extend_from_slice(b"\"tags\":{");
+        for (i, (k, v)) in tags.iter().enumerate() {
+            if i > 0 {
+                doc.push(b',');
+            }
+            names.put_quoted(doc, *k);
+            doc.push(b':');
+            names.put_quoted(doc, *v);
+        }
+        doc.extend_from_slice(b"},\"creation_timestamp\":");
+        write_json(doc, &creation_ts);
         doc.push(b'}');
     }
 }
 
 /// A [`Json`] lent out of a shared list of spares, and put back when
-/// dropped: a writer works out the key orders of the documents it writes
-/// once, and the next pieces of work reuse them instead of starting over.
+/// dropped: the next pieces of work reuse its buffers.
 pub(crate) struct Lent<'a> {
     /// Held from `new` until `drop` takes it back.
     json: Option<Json>,
