@@ -398,23 +398,16 @@ impl Keys {
             self.text.extend_from_slice(e.key.bytes(doc));
             self.ends.push(self.text.len());
         }
-        // Stable: of equal keys the one written last stays last.
+        // Stable: of equal keys the one written last stays last, and
+        // reversed it is the first of its run, the one `dedup` keeps.
         self.pick.extend(0..entries.len() as u32);
         let key = |i: &u32| entries.get(*i as usize).map_or(&[][..], |e| e.key.bytes(doc));
         self.pick.sort_by(|a, b| key(a).cmp(key(b)));
-        let mut w = 0;
-        for r in 0..self.pick.len() {
-            let last_of_its_key = self
-                .pick
-                .get(r + 1)
-                .is_none_or(|next| key(next) != self.pick.get(r).map_or(&[][..], key));
-            if last_of_its_key {
-                self.pick.swap(w, r);
-                w += 1;
-            }
-        }
-        self.pick.truncate(w);
-        if self.pick.iter().enumerate().all(|(i, &p)| p as usize == i) && w == entries.len() {
+        self.pick.reverse();
+        self.pick.dedup_by(|a, b| key(a) == key(b));
+        self.pick.reverse();
+        let in_order = self.pick.iter().enumerate().all(|(i, &p)| p as usize == i);
+        if in_order && self.pick.len() == entries.len() {
             self.pick.clear();
         }
         let names: Vec<&str> = if self.pick.is_empty() {
