@@ -198,10 +198,7 @@ pub fn generate_wire<O: WireOut + Send, E>(
     // Every key and tag symbol the wire form writes is interned by now.
     let names = std::sync::Arc::new(wire::Names::new(&interner));
     let window = rayon::current_num_threads().max(1) * 2;
-    // Writers go back here after each piece of work, with the key
-    // orders they worked out, for the next pieces.
-    let spare = std::sync::Mutex::new(Vec::new());
-    let lend = || wire::Lent::new(&spare, || wire::Json::new(names.clone()));
+    let json = || wire::Json::new(names.clone());
     let write = |json: &mut wire::Json, units: Range<u64>, last_limit: u32| {
         let mut chunk = WireChunk {
             units: units.clone(),
@@ -246,7 +243,7 @@ pub fn generate_wire<O: WireOut + Send, E>(
         next += window as u64 * per_chunk;
         let chunks: Vec<WireChunk<O>> = ranges
             .into_par_iter()
-            .map_init(lend, |json, units| write(json.get(), units, u32::MAX))
+            .map_init(json, |json, units| write(json, units, u32::MAX))
             .collect();
         for chunk in chunks {
             let mut start = 0;
@@ -256,12 +253,12 @@ pub fn generate_wire<O: WireOut + Send, E>(
                     None => {
                         // The estate ended before this unit.
                         if unit > chunk.units.start {
-                            each(write(lend().get(), chunk.units.start..unit, u32::MAX).out)?;
+                            each(write(&mut json(), chunk.units.start..unit, u32::MAX).out)?;
                         }
                         return Ok(());
                     }
                     Some(limit) if (limit as usize) < end - start => {
-                        each(write(lend().get(), chunk.units.start..unit + 1, limit).out)?;
+                        each(write(&mut json(), chunk.units.start..unit + 1, limit).out)?;
                         return Ok(());
                     }
                     Some(_) => start = end,

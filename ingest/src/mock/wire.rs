@@ -15,7 +15,7 @@
 //! (`wire_node` in the mock plugin), in another key order.
 
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use svc_engine::props::PropWriter;
 use svc_engine::{Interner, Sym};
@@ -193,37 +193,6 @@ impl Json {
         doc.extend_from_slice(b"},\"creation_timestamp\":");
         write_json(doc, &creation_ts);
         doc.push(b'}');
-    }
-}
-
-/// A [`Json`] lent out of a shared list of spares, and put back when
-/// dropped: the next pieces of work reuse its buffers.
-pub(crate) struct Lent<'a> {
-    /// Held from `new` until `drop` takes it back.
-    json: Option<Json>,
-    home: &'a Mutex<Vec<Json>>,
-}
-
-impl<'a> Lent<'a> {
-    /// A spare from `home`, or `make()` when there is none.
-    pub(crate) fn new(home: &'a Mutex<Vec<Json>>, make: impl FnOnce() -> Json) -> Lent<'a> {
-        let json = home.lock().ok().and_then(|mut spares| spares.pop());
-        Lent {
-            json: Some(json.unwrap_or_else(make)),
-            home,
-        }
-    }
-
-    pub(crate) fn get(&mut self) -> &mut Json {
-        self.json.as_mut().expect("a lent writer is held until dropped")
-    }
-}
-
-impl Drop for Lent<'_> {
-    fn drop(&mut self) {
-        if let (Some(json), Ok(mut spares)) = (self.json.take(), self.home.lock()) {
-            spares.push(json);
-        }
     }
 }
 
