@@ -406,20 +406,12 @@ impl Keys {
         self.pick.reverse();
         self.pick.dedup_by(|a, b| key(a) == key(b));
         self.pick.reverse();
-        let in_order = self.pick.iter().enumerate().all(|(i, &p)| p as usize == i);
-        if in_order && self.pick.len() == entries.len() {
-            self.pick.clear();
-        }
-        let names: Vec<&str> = if self.pick.is_empty() {
-            entries.iter().map(|e| e.key.of(doc)).collect()
-        } else {
-            self.pick
-                .iter()
-                .filter_map(|&i| entries.get(i as usize))
-                .map(|e| e.key.of(doc))
-                .collect()
-        };
-        for name in names {
+        for name in self
+            .pick
+            .iter()
+            .filter_map(|&i| entries.get(i as usize))
+            .map(|e| e.key.of(doc))
+        {
             self.roles.push(match name {
                 _ if name == tags_key => Role::Tags,
                 "state" => Role::State(syms.get(name)),
@@ -427,6 +419,10 @@ impl Keys {
                 "created_at" => Role::CreatedAt(syms.get(name)),
                 _ => Role::Prop(syms.get(name)),
             });
+        }
+        let in_order = self.pick.iter().enumerate().all(|(i, &p)| p as usize == i);
+        if in_order && self.pick.len() == entries.len() {
+            self.pick.clear();
         }
     }
 }
