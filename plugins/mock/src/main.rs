@@ -4,19 +4,14 @@
 //! Scan config keys: `seed` (default 42), `scale` (300), `scan_seq` (1; the
 //! estate is shown at epoch `scan_seq - 1`), `batch_size` (nodes per
 //! response, 1000). `SVC_MOCK_FAIL` injects failures for tests (see
-//! [`fail::FailMode`]).
-
-mod actions;
-mod estate;
-mod fail;
-mod provider;
+//! [`FailMode`]).
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use fail::FailMode;
-use provider::MockProvider;
+use svc_plugin_mock::fail::FailMode;
+use svc_plugin_mock::provider::{self, MockProvider};
 
 #[tokio::main]
 async fn main() -> ExitCode {
