@@ -94,7 +94,7 @@ fn generator_threads() -> usize {
 /// Generates the estate at the configured epoch and hands it to `each` as
 /// encoded `ScanResponse`s of at most `batch_size` nodes or edges, in the
 /// same order every time: each chunk's nodes, then its edges. Generation
-/// and encoding run on a pool of their own ([`generator_threads`]), a
+/// and encoding run on a pool of their own (a quarter of the cores), a
 /// window ahead of `each`. `effects` (CRN to state) are the results of
 /// earlier actions: a `deleted` resource and its edges are left out, any
 /// other state replaces the resource's `state`. Stops at the first `Err`,
