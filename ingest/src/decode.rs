@@ -337,7 +337,7 @@ impl KeyMemo {
 struct Keys {
     /// The keys' text, one after another in document order, and where
     /// each ends.
-    text: Vec<u8>,
+    text: String,
     ends: Vec<usize>,
     /// Key order: the document position of each distinct key, sorted by
     /// key (of a repeated key, its last); empty when the document's order
@@ -356,6 +356,7 @@ impl Keys {
             self.ends.get(i - 1).copied().unwrap_or(0)
         };
         self.text
+            .as_bytes()
             .get(start..self.ends.get(i).copied().unwrap_or(start))
             .unwrap_or_default()
     }
@@ -381,7 +382,7 @@ impl Keys {
         }
         let mut start = 0;
         for (e, &end) in entries.iter().zip(&self.ends) {
-            if e.key.bytes(doc) != self.text.get(start..end).unwrap_or_default() {
+            if e.key.bytes(doc) != self.text.as_bytes().get(start..end).unwrap_or_default() {
                 return false;
             }
             start = end;
@@ -395,7 +396,7 @@ impl Keys {
         self.pick.clear();
         self.roles.clear();
         for e in entries {
-            self.text.extend_from_slice(e.key.bytes(doc));
+            self.text.push_str(e.key.of(doc));
             self.ends.push(self.text.len());
         }
         // Stable: of equal keys the one written last stays last, and
@@ -498,7 +499,7 @@ pub struct Decoder<'a> {
     key_bytes: usize,
     /// The text of the tags object `scratch_tags` was read from (empty
     /// when they were not read from one).
-    tags_text: Vec<u8>,
+    tags_text: String,
     /// Tags objects read before, by their text: a type's nodes carry a
     /// few sets, in turn (a unit's labels, with or without an owner).
     tag_sets: Remembered<TagSet>,
@@ -604,7 +605,7 @@ impl<'a> Decoder<'a> {
             tags_key: "tags",
             relation: interner.intern("relation"),
             scratch_tags: Vec::new(),
-            tags_text: Vec::new(),
+            tags_text: String::new(),
             tag_sets: Remembered::new(TAG_SETS, MAX_TAG_SET_BYTES, MAX_TAG_SET_BYTES),
             key_memos: HashMap::default(),
             key_bytes: 0,
@@ -658,7 +659,6 @@ impl<'a> Decoder<'a> {
             return false;
         }
         let (key, ty) = (prefix.key, prefix.ty);
-        let doc = std::str::from_utf8(n.properties).ok().filter(|_| !self.tree_only);
         // The keys the type's last node had, compared as they are met.
         let expected = self
             .key_memos
@@ -668,15 +668,14 @@ impl<'a> Decoder<'a> {
                 text: &k.text,
                 ends: &k.ends,
             });
-        let scanned = match doc {
-            Some(doc) if !doc.is_empty() => {
-                json::object(doc, &mut self.entries, &self.tags_text, expected).map(|matched| (doc, matched))
-            }
-            Some(doc) => {
+        // The scanner checks that the bytes are text as it reads them.
+        let scanned = match n.properties {
+            _ if self.tree_only => None,
+            [] => {
                 self.entries.clear();
-                Some((doc, false))
+                Some(("", false))
             }
-            None => None,
+            props => json::object(props, &mut self.entries, &self.tags_text, expected),
         };
         match scanned {
             Some((doc, matched)) if self.node_scanned(doc, key_ref(key, id), ty, n.cost, matched, out) => {}
@@ -843,7 +842,7 @@ impl<'a> Decoder<'a> {
             Some(Tok::Nested(r)) if doc.as_bytes().get(r.start as usize) == Some(&b'{') => {
                 // Neighbouring nodes mostly carry the same tags, word for word.
                 let text = r.bytes(doc);
-                if text != self.tags_text.as_slice() && !self.recall_tags(text) && !self.scan_tags(doc, r) {
+                if text != self.tags_text.as_bytes() && !self.recall_tags(doc, r) && !self.scan_tags(doc, r) {
                     return false;
                 }
             }
@@ -899,16 +898,17 @@ impl<'a> Decoder<'a> {
         true
     }
 
-    /// Takes the tags of a tags object read before from `text`; `false`
-    /// when there is none.
-    fn recall_tags(&mut self, text: &[u8]) -> bool {
-        let Some(tags) = self.tag_sets.get(text) else {
+    /// Takes the tags of a tags object read before, the text at `r` of
+    /// `doc`; `false` when there is none.
+    fn recall_tags(&mut self, doc: &str, r: json::Range) -> bool {
+        let text = r.of(doc);
+        let Some(tags) = self.tag_sets.get(text.as_bytes()) else {
             return false;
         };
         self.scratch_tags.clear();
         self.scratch_tags.extend_from_slice(tags);
         self.tags_text.clear();
-        self.tags_text.extend_from_slice(text);
+        self.tags_text.push_str(text);
         true
     }
 
@@ -935,9 +935,9 @@ impl<'a> Decoder<'a> {
             let k = self.syms.get(e.key.of(doc));
             self.scratch_tags.push((k, v));
         }
-        self.tags_text.extend_from_slice(r.bytes(doc));
+        self.tags_text.push_str(r.of(doc));
         self.tag_sets
-            .insert(&self.tags_text, self.scratch_tags.as_slice().into());
+            .insert(self.tags_text.as_bytes(), self.scratch_tags.as_slice().into());
         true
     }
 

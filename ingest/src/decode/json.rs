@@ -5,6 +5,9 @@
 //! keys have no escapes, nested no deeper than [`MAX_DEPTH`]. Anything else
 //! (invalid JSON, another top-level type, escaped keys) gives `None`, and the
 //! caller falls back to `serde_json`, which decides and words the rejection.
+//! It reads bytes and checks that they are UTF-8 as it goes (JSON outside
+//! strings is ASCII; a string's other characters are checked one by one),
+//! so a document it accepts is text without a pass of its own for that.
 //! Entries come out in document order; [`sort_dedup`] puts them as
 //! `serde_json::Map` would hold them: sorted by key, the last of duplicate
 //! keys winning. (A caller that knows a document's usual keys compares them
@@ -63,7 +66,7 @@ struct Scanner<'a> {
     b: &'a [u8],
     pos: usize,
     /// A top-level array or object text known to be valid (see [`object`]).
-    known: &'a [u8],
+    known: &'a str,
 }
 
 impl Scanner<'_> {
@@ -100,7 +103,7 @@ impl Scanner<'_> {
         let start = self.pos;
         let mut escaped = false;
         loop {
-            self.pos += plain_run(self.b.get(self.pos..)?);
+            self.pos += ascii_run(self.b.get(self.pos..)?);
             let c = *self.b.get(self.pos)?;
             match c {
                 b'"' => {
@@ -124,6 +127,7 @@ impl Scanner<'_> {
                     }
                 }
                 0..0x20 => return None,
+                0x80.. => self.pos += utf8_char(self.b.get(self.pos..)?)?,
                 _ => self.pos += 1,
             }
         }
@@ -204,7 +208,7 @@ impl Scanner<'_> {
             }
             b'{' | b'[' => {
                 let start = self.pos;
-                if depth == 1 && !self.known.is_empty() && self.b[start..].starts_with(self.known) {
+                if depth == 1 && !self.known.is_empty() && self.b[start..].starts_with(self.known.as_bytes()) {
                     // The same text as a value checked before: it ends
                     // where that one did, and is valid as that one was.
                     self.pos += self.known.len();
@@ -319,7 +323,7 @@ impl Scanner<'_> {
 /// control character): the same bytes between quotes are that key again.
 #[derive(Copy, Clone, Debug)]
 pub struct Expected<'e> {
-    pub text: &'e [u8],
+    pub text: &'e str,
     pub ends: &'e [usize],
 }
 
@@ -329,7 +333,8 @@ impl<'e> Expected<'e> {
             0 => 0,
             _ => *self.ends.get(i - 1)?,
         };
-        self.text.get(start..*self.ends.get(i)?)
+        // On character boundaries only: each key is whole text.
+        self.text.get(start..*self.ends.get(i)?).map(str::as_bytes)
     }
 }
 
@@ -366,22 +371,56 @@ fn below(w: u64, n: u8) -> u64 {
     w.wrapping_sub(ONES * u64::from(n)) & !w & HIGHS
 }
 
+/// How many bytes at the start of `b` are plain ASCII string content:
+/// neither special ([`special`]) nor above 0x7f.
+fn ascii_run(b: &[u8]) -> usize {
+    run::<true>(b)
+}
+
+/// The length of the UTF-8 character `b` starts with (its first byte
+/// above 0x7f); `None` when `b` does not start with one.
+fn utf8_char(b: &[u8]) -> Option<usize> {
+    let len = match b.first()? {
+        0xc2..=0xdf => 2,
+        0xe0..=0xef => 3,
+        0xf0..=0xf4 => 4,
+        _ => return None,
+    };
+    // Overlong forms, surrogates and code points past U+10FFFF included.
+    std::str::from_utf8(b.get(..len)?).ok().map(|_| len)
+}
+
 /// How many bytes at the start of `b` are plain string content, eight at
 /// a time.
 pub(crate) fn plain_run(b: &[u8]) -> usize {
+    run::<false>(b)
+}
+
+/// How many bytes at the start of `b` are neither special nor, when
+/// `ASCII`, above 0x7f; eight at a time.
+#[inline(always)]
+fn run<const ASCII: bool>(b: &[u8]) -> usize {
     let mut words = b.chunks_exact(8);
     let mut at = 0;
     for chunk in &mut words {
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(chunk);
         let w = u64::from_le_bytes(bytes);
-        let hits = below(w ^ (ONES * u64::from(b'"')), 1) | below(w ^ (ONES * u64::from(b'\\')), 1) | below(w, 0x20);
+        let mut hits =
+            below(w ^ (ONES * u64::from(b'"')), 1) | below(w ^ (ONES * u64::from(b'\\')), 1) | below(w, 0x20);
+        if ASCII {
+            hits |= w & HIGHS;
+        }
         if hits != 0 {
             return at + (hits.trailing_zeros() / 8) as usize;
         }
         at += 8;
     }
-    at + words.remainder().iter().take_while(|c| !special(**c)).count()
+    at + words
+        .remainder()
+        .iter()
+        .take_while(|c| !special(**c) && (!ASCII || c.is_ascii()))
+        .count()
 }
 
 /// The entries of the object `doc`, in document order, duplicates and
@@ -396,18 +435,30 @@ pub(crate) fn plain_run(b: &[u8]) -> usize {
 /// `expected`, when given, are the keys the document is expected to hold,
 /// in order: each found where it is expected is compared as a whole
 /// rather than scanned. The answer says whether the keys are exactly
-/// those.
-pub fn object(doc: &str, out: &mut Vec<Entry>, known: &[u8], expected: Option<Expected<'_>>) -> Option<bool> {
+/// those, and gives the document as the text it was found to be.
+pub fn object<'d>(
+    doc: &'d [u8],
+    out: &mut Vec<Entry>,
+    known: &str,
+    expected: Option<Expected<'_>>,
+) -> Option<(&'d str, bool)> {
     out.clear();
-    let mut s = Scanner {
-        b: doc.as_bytes(),
-        pos: 0,
-        known,
-    };
+    let mut s = Scanner { b: doc, pos: 0, known };
     s.ws();
     let matched = s.entries(out, expected)?;
     s.ws();
-    (s.pos == s.b.len()).then_some(matched)
+    if s.pos != doc.len() {
+        return None;
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: the scanner read every byte of `doc` and accepted it as
+    // UTF-8: outside strings it takes only ASCII bytes (whitespace,
+    // punctuation, digits, signs, `true`, `false`, `null`); inside them,
+    // ASCII bytes (`ascii_run` and escapes) and whole characters that
+    // `str::from_utf8` accepted (`utf8_char`); the rest are copies of
+    // `str`s (an expected key, a known value), compared byte for byte.
+    let text = unsafe { std::str::from_utf8_unchecked(doc) };
+    Some((text, matched))
 }
 
 /// The entries of the object at `range` of `doc` (a [`Tok::Nested`]
@@ -418,7 +469,7 @@ pub fn nested_object(doc: &str, range: Range, out: &mut Vec<Entry>) -> Option<()
     let mut s = Scanner {
         b: doc.as_bytes().get(..range.end as usize)?,
         pos: range.start as usize,
-        known: &[],
+        known: "",
     };
     s.entries(out, None)?;
     sort_dedup(doc, out);
@@ -472,10 +523,10 @@ mod tests {
     /// without being read again; anything else is read as without it.
     #[test]
     fn known_values_are_taken_whole() {
-        let known = br#"{"env":"prod","team":"a"}"#;
-        let scan = |doc: &str, known: &[u8]| {
+        let known = r#"{"env":"prod","team":"a"}"#;
+        let scan = |doc: &str, known: &str| {
             let mut out = Vec::new();
-            object(doc, &mut out, known, None).map(|_| {
+            object(doc.as_bytes(), &mut out, known, None).map(|_| {
                 sort_dedup(doc, &mut out);
                 out
             })
@@ -491,14 +542,14 @@ mod tests {
             r#"{"tags":{"env":"prod","team":{"env":"prod","team":"a"}}}"#,
             r#"{"tags":[{"env":"prod","team":"a"}]}"#,
         ] {
-            assert_eq!(scan(doc, known), scan(doc, &[]), "{doc}");
+            assert_eq!(scan(doc, known), scan(doc, ""), "{doc}");
         }
         let out = scan(r#"{"tags":{"env":"prod","team":"a"},"x":1}"#, known).expect("scanned");
         assert_eq!(out[0].value, Tok::Nested(Range { start: 8, end: 33 }));
         // A value that only starts like the known text is read in full,
         // and refused here.
-        assert_eq!(scan(r#"{"tags":{"a":1,"b":[}}"#, br#"{"a":1}"#), None);
-        assert!(scan(r#"{"tags":{"a":1,"b":[]}}"#, br#"{"a":1}"#).is_some());
+        assert_eq!(scan(r#"{"tags":{"a":1,"b":[}}"#, r#"{"a":1}"#), None);
+        assert!(scan(r#"{"tags":{"a":1,"b":[]}}"#, r#"{"a":1}"#).is_some());
     }
 
     /// Short decimal fractions read as `serde_json` and `str::parse` read them.
@@ -544,7 +595,7 @@ mod tests {
         for t in &texts {
             let doc = format!("{{\"v\":{t}}}");
             let mut out = Vec::new();
-            object(&doc, &mut out, &[], None).expect("scanned");
+            object(doc.as_bytes(), &mut out, "", None).expect("scanned");
             let want: f64 = serde_json::from_str(t).expect("a number");
             assert_eq!(want.to_bits(), t.parse::<f64>().expect("a number").to_bits(), "{t}");
             match out[0].value {
@@ -556,7 +607,7 @@ mod tests {
         for t in ["1234567890123456.5", "1.5e3", "1e2", "0.1234567890123456"] {
             let doc = format!("{{\"v\":{t}}}");
             let mut out = Vec::new();
-            object(&doc, &mut out, &[], None).expect("scanned");
+            object(doc.as_bytes(), &mut out, "", None).expect("scanned");
             assert!(matches!(out[0].value, Tok::Number(_)), "{t}");
         }
     }
@@ -564,8 +615,8 @@ mod tests {
     /// `doc` scanned with `keys` expected, and without: the answer with
     /// them is the answer without, and says whether the keys are `keys`.
     fn agrees_with_expected(doc: &str, keys: &[&str]) {
-        let (text, ends): (Vec<u8>, Vec<usize>) = keys.iter().fold((Vec::new(), Vec::new()), |(mut t, mut e), k| {
-            t.extend_from_slice(k.as_bytes());
+        let (text, ends): (String, Vec<usize>) = keys.iter().fold((String::new(), Vec::new()), |(mut t, mut e), k| {
+            t.push_str(k);
             e.push(t.len());
             (t, e)
         });
@@ -574,8 +625,8 @@ mod tests {
             ends: &ends,
         };
         let (mut with, mut without) = (Vec::new(), Vec::new());
-        let hinted = object(doc, &mut with, &[], Some(expected));
-        let plain = object(doc, &mut without, &[], None);
+        let hinted = object(doc.as_bytes(), &mut with, "", Some(expected)).map(|(_, m)| m);
+        let plain = object(doc.as_bytes(), &mut without, "", None).map(|(_, m)| m);
         assert_eq!(hinted.is_some(), plain.is_some(), "{doc} {keys:?}");
         assert_eq!(plain, hinted.map(|_| false), "{doc}: nothing matches without keys");
         if hinted.is_some() {
@@ -620,10 +671,34 @@ mod tests {
             agrees_with_expected(&doc, &keys.iter().map(String::as_str).collect::<Vec<_>>());
             // And with the document's own keys expected, when it has any.
             let mut out = Vec::new();
-            if object(&doc, &mut out, &[], None).is_some() {
+            if object(doc.as_bytes(), &mut out, "", None).is_some() {
                 let own: Vec<&str> = out.iter().map(|e| e.key.of(&doc)).collect();
                 agrees_with_expected(&doc, &own);
             }
+        }
+
+        /// A document the scanner accepts is text: any bytes written into
+        /// one (a character cut, a stray byte) are refused unless they
+        /// leave it UTF-8.
+        #[test]
+        fn what_the_scanner_accepts_is_utf8(
+            at in 0usize..64,
+            bytes in proptest::collection::vec(proptest::num::u8::ANY, 1..5),
+        ) {
+            let doc = r#"{"a":"é✓","k€y":[1,"𝄞",{"b":"ß"}],"tags":{"x":"ü"}}"#;
+            let mut b = doc.as_bytes().to_vec();
+            let at = at % b.len();
+            b.splice(at..(at + bytes.len()).min(b.len()), bytes.iter().copied());
+            let mut out = Vec::new();
+            if let Some((text, _)) = object(&b, &mut out, r#"{"x":"ü"}"#, None) {
+                proptest::prop_assert_eq!(Some(text), std::str::from_utf8(&b).ok());
+            }
+        }
+
+        #[test]
+        fn ascii_runs_agree_with_a_byte_loop(b in proptest::collection::vec(proptest::num::u8::ANY, 0..40)) {
+            let naive = b.iter().take_while(|c| !special(**c) && c.is_ascii()).count();
+            proptest::prop_assert_eq!(ascii_run(&b), naive);
         }
 
         #[test]

@@ -174,12 +174,21 @@ fn edges_map_relations_reverse_and_keep_the_original() {
 /// Decodes one node with the scanner and with `serde_json` alone; both
 /// must accept or reject it alike and land the same columns and properties.
 fn same_both_ways(props: &str) {
+    same_bytes_both_ways(props.as_bytes());
+}
+
+/// [`same_both_ways`] for properties that need not be text.
+fn same_bytes_both_ways(props: &[u8]) -> bool {
     let i = Arc::new(Interner::new());
     let decode = |tree_only: bool| {
         let mut d = Decoder::new(&i);
         d.tree_only = tree_only;
         let mut nodes = NodeBatch::default();
-        let n = node(VOL, props, 3.0);
+        let n = pb::Node {
+            crn: VOL.into(),
+            properties: props.to_vec(),
+            cost: 3.0,
+        };
         let ok = d.node((&n).into(), &mut nodes);
         let mut g = Graph::new(i.clone());
         g.ingest_nodes(&[nodes], 1, 1);
@@ -196,7 +205,42 @@ fn same_both_ways(props: &str) {
         });
         (ok, d.stats.reasons, seen)
     };
-    assert_eq!(decode(false), decode(true), "{props}");
+    let scanned = decode(false);
+    assert_eq!(scanned, decode(true), "{}", String::from_utf8_lossy(props));
+    scanned.0
+}
+
+/// Properties that are not UTF-8, wherever the bad bytes are (a value, a
+/// key, a nested or tags value, between tokens; a cut, overlong, surrogate
+/// or out-of-range character, a stray continuation byte), are refused
+/// as `serde_json` refuses them; text in other scripts lands.
+#[test]
+fn properties_that_are_not_utf8_are_refused_as_serde_json_refuses_them() {
+    let good = r#"{"state":"ok","name":"données ✓ 𝄞","clé":1,"arr":["€"],"tags":{"équipe":"ß"}}"#;
+    assert!(same_bytes_both_ways(good.as_bytes()));
+    for bad in [
+        &b"\xff"[..],
+        b"\x80",
+        b"\xc3",
+        b"\xc3(",
+        b"\xc0\xaf",
+        b"\xe0\x80\xaf",
+        b"\xed\xa0\x80",
+        b"\xf4\x90\x80\x80",
+        b"\xf5\x80\x80\x80",
+        b"\xe2\x82",
+    ] {
+        for doc in [
+            [&br#"{"state":"a"#[..], bad, br#"b"}"#].concat(),
+            [&br#"{"k"#[..], bad, br#"":1}"#].concat(),
+            [&br#"{"arr":["x"#[..], bad, br#""]}"#].concat(),
+            [&br#"{"tags":{"env":"p"#[..], bad, br#""}}"#].concat(),
+            [&br#"{"a":1,"#[..], bad, br#""b":2}"#].concat(),
+            [&br#"{"a":"#[..], bad, b"}"].concat(),
+        ] {
+            assert!(!same_bytes_both_ways(&doc), "{doc:?} landed");
+        }
+    }
 }
 
 #[test]
@@ -243,6 +287,17 @@ fn the_scanner_lands_what_serde_json_lands() {
 }
 
 proptest::proptest! {
+    /// One byte of a document replaced by any byte: the scanner lands
+    /// what `serde_json` lands, and refuses what it refuses.
+    #[test]
+    fn the_scanner_agrees_with_serde_json_on_any_bytes(at in 0usize..80, byte in proptest::num::u8::ANY) {
+        let doc = r#"{"state":"ok","name":"é ✓","n":12,"tags":{"env":"prod","clé":"€"},"arr":[1,"𝄞"]}"#;
+        let mut bytes = doc.as_bytes().to_vec();
+        let at = at % bytes.len();
+        bytes[at] = byte;
+        same_bytes_both_ways(&bytes);
+    }
+
     #[test]
     fn the_scanner_agrees_with_serde_json_on_any_text(doc in r#"\{("[a-c]{0,2}":([0-9.e+-]{1,4}|"[a-c\\u0-9]{0,4}"|\[[0-9, ]{0,4}\]|true|null|\{"[a-b]":[0-9"]{1,3}\}),?){0,4}\} ?"#) {
         same_both_ways(&doc);
