@@ -1,6 +1,8 @@
 //! The host's borrowed view of a `ScanResponse` (`svc_ingest::decode::wire`)
 //! on arbitrary bytes: it never panics, and it accepts exactly what prost
-//! accepts, reading the same nodes and edges.
+//! accepts, reading the same nodes and edges. The strings the view hands
+//! on as bytes (CRNs, relations) are checked here, as the decoder checks
+//! them.
 
 #![no_main]
 
@@ -13,15 +15,21 @@ fuzz_target!(|data: &[u8]| {
     let mut nodes = Vec::new();
     let mut edges = Vec::new();
     let mut ok = true;
+    let text = |b: &[u8]| String::from_utf8(b.to_vec()).ok();
     for item in items(data) {
         match item {
-            Ok(Item::Node(n)) => nodes.push((n.crn.to_owned(), n.properties.to_vec(), n.cost.to_bits())),
-            Ok(Item::Edge(e)) => edges.push((
-                e.source_crn.to_owned(),
-                e.target_crn.to_owned(),
-                e.relation.to_owned(),
-            )),
+            Ok(Item::Node(n)) => match text(n.crn) {
+                Some(crn) => nodes.push((crn, n.properties.to_vec(), n.cost.to_bits())),
+                None => ok = false,
+            },
+            Ok(Item::Edge(e)) => match (text(e.source_crn), text(e.target_crn), text(e.relation)) {
+                (Some(s), Some(t), Some(r)) => edges.push((s, t, r)),
+                _ => ok = false,
+            },
             Err(_) => ok = false,
+        }
+        if !ok {
+            break;
         }
     }
     match pb::ScanResponse::decode(data) {

@@ -73,7 +73,7 @@ struct Symbols<'a> {
     types: HashMap<(Sym, Sym), Sym, FxBuildHasher>,
     /// A plugin-form CRN's fixed-segment symbols and type by its text
     /// before the id, which thousands of a scan's CRNs share (see [`crn`]).
-    prefixes: HashMap<Box<str>, Prefix, FxBuildHasher>,
+    prefixes: HashMap<Box<[u8]>, Prefix, FxBuildHasher>,
     /// The same for graph-form CRNs, piece by piece.
     pieces: KnownPieces,
 }
@@ -87,12 +87,12 @@ struct Symbols<'a> {
 #[derive(Default)]
 struct KnownPieces {
     /// `<provider>:<region>` to its two symbols.
-    places: HashMap<Box<str>, [Sym; 2], FxBuildHasher>,
+    places: HashMap<Box<[u8]>, [Sym; 2], FxBuildHasher>,
     /// `<service>:<kind>` to its two symbols and the node type's.
-    kinds: HashMap<Box<str>, [Sym; 3], FxBuildHasher>,
-    accounts: HashMap<Box<str>, Sym, FxBuildHasher>,
-    last_place: Option<(String, [Sym; 2])>,
-    last_account: Option<(String, Sym)>,
+    kinds: HashMap<Box<[u8]>, [Sym; 3], FxBuildHasher>,
+    accounts: HashMap<Box<[u8]>, Sym, FxBuildHasher>,
+    last_place: Option<(Vec<u8>, [Sym; 2])>,
+    last_account: Option<(Vec<u8>, Sym)>,
 }
 
 impl KnownPieces {
@@ -123,16 +123,16 @@ impl KnownPieces {
 /// value) compared first; a value found in the table becomes the last one,
 /// reusing the text's room.
 fn recall<V: Copy>(
-    last: &mut Option<(String, V)>,
-    table: &HashMap<Box<str>, V, FxBuildHasher>,
-    text: &str,
+    last: &mut Option<(Vec<u8>, V)>,
+    table: &HashMap<Box<[u8]>, V, FxBuildHasher>,
+    text: &[u8],
 ) -> Option<V> {
     match last {
         Some((t, v)) if t == text => Some(*v),
         Some((t, v)) => {
             let value = *table.get(text)?;
             t.clear();
-            t.push_str(text);
+            t.extend_from_slice(text);
             *v = value;
             Some(value)
         }
@@ -142,6 +142,14 @@ fn recall<V: Copy>(
             Some(value)
         }
     }
+}
+
+/// Why a CRN's bytes gave no node key.
+enum CrnFault {
+    /// Text that is not a CRN.
+    Invalid(CrnError),
+    /// Not text: the message fails, as for any string field that is not UTF-8.
+    NotText,
 }
 
 /// What a CRN prefix decides: the fixed segments' symbols and the node type.
@@ -166,9 +174,10 @@ impl Symbols<'_> {
 
     /// A CRN's prefix symbols and its id: looked up by its pieces (graph
     /// form) or its prefix (plugin form) when CRNs holding them were parsed
-    /// before, parsed in full otherwise.
-    fn crn<'c>(&mut self, text: &'c str) -> Result<(Prefix, &'c str), CrnError> {
-        let split = crn::split(text);
+    /// before, parsed in full otherwise. Bytes that are not text (never
+    /// those of a known prefix and a printable id) are [`CrnFault::NotText`].
+    fn crn<'c>(&mut self, bytes: &'c [u8]) -> Result<(Prefix, &'c str), CrnFault> {
+        let split = crn::split(bytes);
         match split {
             Some(crn::Split::Graph(pieces)) => {
                 if let Some(p) = self.pieces.find(&pieces) {
@@ -183,7 +192,8 @@ impl Symbols<'_> {
             None => {}
         }
         // Not known yet: the full parse decides, and teaches it.
-        let (parsed, prefix) = crn::parse(text)?;
+        let text = std::str::from_utf8(bytes).map_err(|_| CrnFault::NotText)?;
+        let (parsed, prefix) = crn::parse(text).map_err(CrnFault::Invalid)?;
         let key = self.key(&parsed);
         let p = Prefix {
             key,
@@ -195,7 +205,7 @@ impl Symbols<'_> {
                 if self.prefixes.len() >= LOCAL_SYMBOLS {
                     self.prefixes.clear();
                 }
-                self.prefixes.insert(prefix.into(), p);
+                self.prefixes.insert(prefix.as_bytes().into(), p);
             }
             _ => {}
         }
@@ -622,9 +632,10 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    fn reject_node(&mut self, crn: &str, why: impl std::fmt::Display) {
+    fn reject_node(&mut self, crn: &[u8], why: impl std::fmt::Display) {
         self.stats.rejected_nodes += 1;
         if self.stats.reasons.len() < KEPT_REASONS {
+            let crn = String::from_utf8_lossy(crn);
             self.stats.reasons.push(format!("node {crn:?} rejected: {why}"));
         }
     }
@@ -639,12 +650,18 @@ impl<'a> Decoder<'a> {
     }
 
     /// Decodes one node into `out`; `false` when it was rejected.
-    pub fn node(&mut self, n: NodeView<'_>, out: &mut NodeBatch) -> bool {
+    pub fn node(&mut self, n: NodeView<'_>, out: &mut NodeBatch) -> Result<bool, WireError> {
         let (prefix, id) = match self.syms.crn(n.crn) {
             Ok(c) => c,
-            Err(e) => {
+            Err(CrnFault::Invalid(e)) => {
                 self.reject_node(n.crn, e);
-                return false;
+                return Ok(false);
+            }
+            Err(CrnFault::NotText) => {
+                return Err(WireError::Utf8 {
+                    message: wire::NODE,
+                    field: 1,
+                });
             }
         };
         if !n.cost.is_finite() || n.cost < 0.0 {
@@ -652,11 +669,11 @@ impl<'a> Decoder<'a> {
                 n.crn,
                 format_args!("cost {} is not a finite, non-negative number", n.cost),
             );
-            return false;
+            return Ok(false);
         }
         if n.properties.len() > MAX_PROPERTIES_BYTES {
             self.reject_node(n.crn, format_args!("properties exceed {MAX_PROPERTIES_BYTES} bytes"));
-            return false;
+            return Ok(false);
         }
         let (key, ty) = (prefix.key, prefix.ty);
         // The keys the type's last node had, compared as they are met.
@@ -683,13 +700,13 @@ impl<'a> Decoder<'a> {
                 // Documents the scanner leaves alone: serde_json decides.
                 let props = match self.parse_tree(&n) {
                     Some(props) => props,
-                    None => return false,
+                    None => return Ok(false),
                 };
                 self.node_tree(&props, key_ref(key, id), ty, n.cost, out);
             }
         }
         self.stats.nodes += 1;
-        true
+        Ok(true)
     }
 
     /// Properties as a `serde_json` tree; `None` (the node rejected) when invalid.
@@ -1011,20 +1028,20 @@ impl<'a> Decoder<'a> {
             self.ends.get(e.source_crn, hashes.0),
             self.ends.get(e.target_crn, hashes.1),
         );
-        // Text of an end not seen before, checked in wire order.
-        let src_text = match known.0 {
-            Some(_) => None,
-            None => Some(wire::edge_str(e.source_crn, 1)?),
+        // An end not seen before, found by its bytes or parsed; one that
+        // is not text fails the message (the source first, in wire order)
+        // before a CRN is refused.
+        let src_new = known.0.is_none().then(|| self.syms.crn(e.source_crn)).transpose();
+        let dst_new = known.1.is_none().then(|| self.syms.crn(e.target_crn)).transpose();
+        let not_text = |field| WireError::Utf8 {
+            message: wire::EDGE,
+            field,
         };
-        let dst_text = match known.1 {
-            Some(_) => None,
-            None => Some(wire::edge_str(e.target_crn, 2)?),
-        };
-        let src_new = src_text.map(|t| self.syms.crn(t)).transpose();
-        let dst_new = dst_text.map(|t| self.syms.crn(t)).transpose();
         let (src_new, dst_new) = match (src_new, dst_new) {
             (Ok(s), Ok(d)) => (s, d),
-            (Err(err), _) | (_, Err(err)) => {
+            (Err(CrnFault::NotText), _) => return Err(not_text(1)),
+            (_, Err(CrnFault::NotText)) => return Err(not_text(2)),
+            (Err(CrnFault::Invalid(err)), _) | (_, Err(CrnFault::Invalid(err))) => {
                 let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 self.reject_edge(&text(e.source_crn), &text(e.target_crn), err);
                 return Ok(false);
@@ -1080,7 +1097,8 @@ impl<'a> Decoder<'a> {
     /// Decodes a whole scan response.
     pub fn response(&mut self, r: &pb::ScanResponse, nodes: &mut NodeBatch, edges: &mut EdgeBatch) {
         for n in &r.nodes {
-            self.node(n.into(), nodes);
+            // A decoded message's strings are UTF-8 already.
+            let _ = self.node(n.into(), nodes);
         }
         for e in &r.edges {
             // A decoded message's strings are UTF-8 already.
@@ -1094,7 +1112,7 @@ impl<'a> Decoder<'a> {
     pub fn wire(&mut self, bytes: &[u8], nodes: &mut NodeBatch, edges: &mut EdgeBatch) -> Result<(), WireError> {
         for item in wire::items(bytes) {
             match item? {
-                wire::Item::Node(n) => self.node(n, nodes),
+                wire::Item::Node(n) => self.node(n, nodes)?,
                 wire::Item::Edge(e) => self.edge(e, edges)?,
             };
         }

@@ -11,6 +11,11 @@
 //! CRN the fast path is not sure of (an unknown prefix, an id that is not
 //! printable ASCII, anything malformed) goes through `CrnRef::parse`, which
 //! decides and words the rejection.
+//!
+//! The split reads bytes: a CRN the fast path answers for is its known
+//! prefix (text of a CRN that parsed) and a printable ASCII id, so it is
+//! text without a pass of its own to check that; any other is checked
+//! before it is parsed.
 
 use svc_engine::crn::{CrnError, CrnRef, MAX_CRN_LEN};
 
@@ -34,8 +39,7 @@ fn bytes_equal(w: u64, c: u8) -> u64 {
 /// `svc:`), the colons after them (the first five, fewer when there are
 /// fewer), and how many there are. Colons are found eight bytes at a
 /// time. `None` when `text` does not start with `crn:`.
-fn segment_colons(text: &str) -> Option<(usize, [usize; 5], usize)> {
-    let b = text.as_bytes();
+fn segment_colons(b: &[u8]) -> Option<(usize, [usize; 5], usize)> {
     if !b.starts_with(b"crn:") {
         return None;
     }
@@ -77,7 +81,7 @@ fn segment_colons(text: &str) -> Option<(usize, [usize; 5], usize)> {
 /// plugin form (the id follows the fourth). `None` when `text` is neither.
 #[cfg(test)]
 fn id_start(text: &str) -> Option<usize> {
-    match segment_colons(text)? {
+    match segment_colons(text.as_bytes())? {
         (_, colons, 5) => Some(colons[4] + 1),
         (_, colons, 4) => Some(colons[3] + 1),
         _ => None,
@@ -102,12 +106,13 @@ pub(super) fn plain_id(id: &[u8]) -> bool {
 }
 
 /// A graph-form CRN's fixed segments in the three pieces its text keeps
-/// them in: `<provider>:<region>`, `<service>:<kind>`, `<account>`.
+/// them in: `<provider>:<region>`, `<service>:<kind>`, `<account>`; and its
+/// id, printable ASCII.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) struct Pieces<'a> {
-    pub place: &'a str,
-    pub kind: &'a str,
-    pub account: &'a str,
+    pub place: &'a [u8],
+    pub kind: &'a [u8],
+    pub account: &'a [u8],
     pub id: &'a str,
 }
 
@@ -116,13 +121,14 @@ pub(super) struct Pieces<'a> {
 pub(super) enum Split<'a> {
     /// The graph form, in its pieces.
     Graph(Pieces<'a>),
-    /// The plugin form: the text before the id, and the id.
-    Plugin(&'a str, &'a str),
+    /// The plugin form: the bytes before the id, and the id.
+    Plugin(&'a [u8], &'a str),
 }
 
+#[cfg(test)]
 impl<'a> Split<'a> {
     /// The physical id.
-    pub(super) fn id(&self) -> &'a str {
+    fn id(&self) -> &'a str {
         match *self {
             Split::Graph(p) => p.id,
             Split::Plugin(_, id) => id,
@@ -138,24 +144,25 @@ impl<'a> Split<'a> {
 /// segments are valid is not checked: whether a split CRN parses depends
 /// on them alone, so a prefix or piece taken from a CRN that parsed is
 /// valid in any other.
-pub(super) fn split(text: &str) -> Option<Split<'_>> {
+pub(super) fn split(text: &[u8]) -> Option<Split<'_>> {
     if text.len() > MAX_CRN_LEN {
         return None;
     }
-    let split = match segment_colons(text)? {
+    let id = |at: usize| {
+        text.get(at..)
+            .filter(|id| plain_id(id))
+            .and_then(|id| std::str::from_utf8(id).ok())
+    };
+    Some(match segment_colons(text)? {
         (at, [_, second, _, fourth, fifth], 5) => Split::Graph(Pieces {
             place: text.get(at..second)?,
             kind: text.get(second + 1..fourth)?,
             account: text.get(fourth + 1..fifth)?,
-            id: text.get(fifth + 1..)?,
+            id: id(fifth + 1)?,
         }),
-        (_, colons, 4) => {
-            let (prefix, id) = text.split_at_checked(colons[3] + 1)?;
-            Split::Plugin(prefix, id)
-        }
+        (_, colons, 4) => Split::Plugin(text.get(..colons[3] + 1)?, id(colons[3] + 1)?),
         _ => return None,
-    };
-    plain_id(split.id().as_bytes()).then_some(split)
+    })
 }
 
 /// The full parse, for a CRN whose prefix is not known yet; its prefix is
@@ -176,7 +183,7 @@ mod tests {
     /// whether a split CRN parses depends on its prefix alone (so one parse
     /// per prefix vouches for every later CRN with that prefix).
     fn agrees(text: &str) {
-        match (split(text), CrnRef::parse_with_form(text)) {
+        match (split(text.as_bytes()), CrnRef::parse_with_form(text)) {
             (Some(split), Ok((crn, form))) => {
                 let prefix = &text[..text.len() - crn.id.len()];
                 assert_eq!(id_start(text), Some(prefix.len()), "{text:?}");
@@ -188,13 +195,13 @@ mod tests {
                         let kind = format!("{}:{}", crn.service, crn.kind);
                         assert_eq!(
                             (p.place, p.kind, p.account, p.id),
-                            (&*place, &*kind, crn.account, crn.id),
+                            (place.as_bytes(), kind.as_bytes(), crn.account.as_bytes(), crn.id),
                             "{text:?}"
                         );
                     }
                     Split::Plugin(p, id) => {
                         assert_eq!(form, CrnForm::Plugin, "{text:?}");
-                        assert_eq!((p, id), (prefix, crn.id), "{text:?}");
+                        assert_eq!((p, id), (prefix.as_bytes(), crn.id), "{text:?}");
                     }
                 }
             }
@@ -213,7 +220,7 @@ mod tests {
     }
 
     fn split_form(text: &str) -> Option<bool> {
-        split(text).map(|s| matches!(s, Split::Graph(_)))
+        split(text.as_bytes()).map(|s| matches!(s, Split::Graph(_)))
     }
 
     #[test]
@@ -240,7 +247,7 @@ mod tests {
             agrees(text);
         }
         let long = format!("crn:svc:aws:us-east-1:1:volume:{}", "x".repeat(MAX_CRN_LEN));
-        assert_eq!(split(&long), None);
+        assert_eq!(split(long.as_bytes()), None);
         assert!(CrnRef::parse(&long).is_err());
     }
 

@@ -207,7 +207,7 @@ fn same_bytes_both_ways(props: &[u8]) -> bool {
     };
     let scanned = decode(false);
     assert_eq!(scanned, decode(true), "{}", String::from_utf8_lossy(props));
-    scanned.0
+    scanned.0 == Ok(true)
 }
 
 /// Properties that are not UTF-8, wherever the bad bytes are (a value, a
@@ -474,14 +474,22 @@ fn warm_and_cold(docs: &[impl AsRef<str>]) -> (Vec<Seen>, Vec<Seen>) {
     let mut nodes = NodeBatch::default();
     for (k, doc) in docs.iter().enumerate() {
         let doc = doc.as_ref();
-        assert!(warm.node((&node(&crn(k), doc, 1.0)).into(), &mut nodes), "{doc}");
+        assert_eq!(
+            warm.node((&node(&crn(k), doc, 1.0)).into(), &mut nodes),
+            Ok(true),
+            "{doc}"
+        );
     }
     let mut want = NodeBatch::default();
     for (k, doc) in docs.iter().enumerate() {
         let doc = doc.as_ref();
         let mut cold = Decoder::new(&i);
         cold.tree_only = true;
-        assert!(cold.node((&node(&crn(k), doc, 1.0)).into(), &mut want), "{doc}");
+        assert_eq!(
+            cold.node((&node(&crn(k), doc, 1.0)).into(), &mut want),
+            Ok(true),
+            "{doc}"
+        );
     }
     (landed(nodes), landed(want))
 }
@@ -531,6 +539,51 @@ proptest::proptest! {
         for (k, (g, w)) in got.iter().zip(&want).enumerate() {
             proptest::prop_assert_eq!(g, w, "{}", &docs[k]);
         }
+    }
+}
+
+/// A node's CRN that is not UTF-8 fails the message where it stands, as
+/// prost fails it, whether the decoder knows its prefix (a bad byte in the
+/// id, in either form) or not (in a segment, or in what is no CRN at all);
+/// the nodes before it land. The same CRNs as text land, or are refused.
+#[test]
+fn a_node_crn_that_is_not_utf8_fails_the_message_where_it_stands() {
+    for (crn, lands) in [
+        ("crn:svc:aws:us-east-1:123456789012:instance:i-X", true),
+        ("crn:svc:aws:us-east-1:ec2:subnet:123456789012:subnet-X", true),
+        ("crn:svc:aws:us-eXst-1:ec2:subnet:123456789012:subnet-2", true),
+        ("crn:svc:aws:us-east-1:ec2:subnet:12345678901X:subnet-2", true),
+        ("crn:svc:awX", false),
+    ] {
+        let resp = pb::ScanResponse {
+            nodes: [VOL, VM, SUBNET, crn, "crn:svc:aws:us-east-1:123456789012:instance:i-9"]
+                .iter()
+                .map(|c| node(c, "{}", 1.0))
+                .collect(),
+            edges: vec![],
+        };
+        let good = prost::Message::encode_to_vec(&resp);
+        let at = good
+            .windows(crn.len())
+            .position(|w| w == crn.as_bytes())
+            .and_then(|at| Some(at + crn.find('X')?))
+            .expect("the CRN is in the message");
+        let mut bad = good.clone();
+        bad[at] = 0xff;
+        let i = Interner::new();
+        let decode = |bytes: &[u8]| {
+            let mut d = Decoder::new(&i);
+            let (mut nodes, mut edges) = (NodeBatch::default(), EdgeBatch::default());
+            let r = d.wire(bytes, &mut nodes, &mut edges);
+            (r, d.stats.nodes, d.stats.rejected_nodes, nodes.len())
+        };
+        let want = if lands { (Ok(()), 5, 0, 5) } else { (Ok(()), 4, 1, 4) };
+        assert_eq!(decode(&good), want, "{crn}");
+        let fault = Err(WireError::Utf8 {
+            message: "svc.provider.v1.Node",
+            field: 1,
+        });
+        assert_eq!(decode(&bad), (fault, 3, 0, 3), "{crn}");
     }
 }
 
@@ -705,7 +758,7 @@ fn remembered_keys_tags_and_relations_stay_within_their_limits() {
         // never seen before.
         let crn = format!("crn:svc:aws:us-east-1:ec2:kind{k}:123456789012:id-{k}");
         let doc = format!(r#"{{"{pad}{k}":1,"tags":{{"t":"{pad}{k}"}}}}"#);
-        assert!(d.node((&node(&crn, &doc, 1.0)).into(), &mut nodes), "{k}");
+        assert_eq!(d.node((&node(&crn, &doc, 1.0)).into(), &mut nodes), Ok(true), "{k}");
         assert!(d.key_bytes <= MAX_KEY_BYTES + pad.len() + 8, "{k}: {}", d.key_bytes);
         assert!(d.tag_sets.held <= MAX_TAG_SET_BYTES, "{k}: {}", d.tag_sets.held);
     }

@@ -11,7 +11,10 @@
 //! no deeper than prost's recursion limit), strings checked for UTF-8.
 //! What prost refuses (truncated input, an overlong varint, field number 0,
 //! wire types 6 and 7, a known field with the wrong wire type, a string
-//! that is not UTF-8, an unmatched group end) is a [`WireError`].
+//! that is not UTF-8, an unmatched group end) is a [`WireError`]. The
+//! strings a view hands on (CRNs, relations) are checked for UTF-8 by the
+//! decoder as it reads them ([`node_str`], [`edge_str`]): most are
+//! vouched for without a pass of their own.
 
 use thiserror::Error;
 
@@ -25,10 +28,15 @@ const START_GROUP: u8 = 3;
 const END_GROUP: u8 = 4;
 const FIXED32: u8 = 5;
 
-/// A `Node` of the response, borrowing from the message bytes.
+/// A `Node` of the response, borrowing from the message bytes. Its CRN is
+/// the bytes sent: the decoder takes a CRN whose fixed segments it has met
+/// in a CRN that parsed, and whose id is printable ASCII, as the text it
+/// is; any other it checks for UTF-8 before parsing it, and fails the
+/// message with [`WireError::Utf8`] if it is not, as for any other string
+/// field.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct NodeView<'a> {
-    pub crn: &'a str,
+    pub crn: &'a [u8],
     pub properties: &'a [u8],
     pub cost: f64,
 }
@@ -36,9 +44,9 @@ pub struct NodeView<'a> {
 /// An `Edge` of the response, borrowing from the message bytes. Its CRNs
 /// and relation are the bytes sent: the decoder checks that they are UTF-8
 /// only when it has not seen the same bytes before (an endpoint is named
-/// about four times in a batch, a relation string thousands of times), and
-/// fails the message with [`WireError::Utf8`] if not, as for any other
-/// string field.
+/// about four times in a batch, a relation string thousands of times) and
+/// cannot vouch for a CRN as for a node's, and fails the message with
+/// [`WireError::Utf8`] if not, as for any other string field.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct EdgeView<'a> {
     pub source_crn: &'a [u8],
@@ -46,7 +54,12 @@ pub struct EdgeView<'a> {
     pub relation: &'a [u8],
 }
 
-/// An edge's string field `field` as text; the error `string` gives for it.
+/// A node's string field `field` as text, or the error for it.
+pub(super) fn node_str(bytes: &[u8], field: u32) -> Result<&str, WireError> {
+    std::str::from_utf8(bytes).map_err(|_| WireError::Utf8 { message: NODE, field })
+}
+
+/// An edge's string field `field` as text, or the error for it.
 pub(super) fn edge_str(bytes: &[u8], field: u32) -> Result<&str, WireError> {
     std::str::from_utf8(bytes).map_err(|_| WireError::Utf8 { message: EDGE, field })
 }
@@ -61,7 +74,7 @@ pub enum Item<'a> {
 impl<'a> From<&'a svc_proto::provider::v1::Node> for NodeView<'a> {
     fn from(n: &'a svc_proto::provider::v1::Node) -> NodeView<'a> {
         NodeView {
-            crn: &n.crn,
+            crn: n.crn.as_bytes(),
             properties: &n.properties,
             cost: n.cost,
         }
@@ -228,28 +241,30 @@ fn expect(message: &'static str, field: u32, found: u8, expected: u8) -> Result<
     }
 }
 
-fn string<'a>(r: &mut Reader<'a>, message: &'static str, field: u32, wire: u8) -> Result<&'a str, WireError> {
-    expect(message, field, wire, LEN)?;
-    std::str::from_utf8(r.bytes()?).map_err(|_| WireError::Utf8 { message, field })
-}
+pub(super) const NODE: &str = "svc.provider.v1.Node";
 
 fn node<'a>(mut r: Reader<'a>) -> Result<NodeView<'a>, WireError> {
-    const NAME: &str = "svc.provider.v1.Node";
     let mut n = NodeView {
-        crn: "",
+        crn: &[],
         properties: &[],
         cost: 0.0,
     };
     while !r.done() {
         let (field, wire) = r.key()?;
         match field {
-            1 => n.crn = string(&mut r, NAME, field, wire)?,
+            1 => {
+                expect(NODE, field, wire, LEN)?;
+                // Of a repeated field the last value counts; the ones it
+                // replaces are checked here, the last by the decoder.
+                node_str(n.crn, field)?;
+                n.crn = r.bytes()?;
+            }
             2 => {
-                expect(NAME, field, wire, LEN)?;
+                expect(NODE, field, wire, LEN)?;
                 n.properties = r.bytes()?;
             }
             3 => {
-                expect(NAME, field, wire, FIXED64)?;
+                expect(NODE, field, wire, FIXED64)?;
                 n.cost = f64::from_bits(r.fixed64()?);
             }
             _ => r.skip(field, wire, RECURSION_LIMIT - 1)?,
@@ -258,7 +273,7 @@ fn node<'a>(mut r: Reader<'a>) -> Result<NodeView<'a>, WireError> {
     Ok(n)
 }
 
-const EDGE: &str = "svc.provider.v1.Edge";
+pub(super) const EDGE: &str = "svc.provider.v1.Edge";
 
 fn edge<'a>(mut r: Reader<'a>) -> Result<EdgeView<'a>, WireError> {
     let mut e = EdgeView {
@@ -309,7 +324,7 @@ impl<'a> Items<'a> {
             let item = self.r.key().and_then(|(field, wire)| match field {
                 1 => {
                     expect(NAME, field, wire, LEN)?;
-                    node(self.r.message("svc.provider.v1.Node")?).map(|n| Some(Item::Node(n)))
+                    node(self.r.message(NODE)?).map(|n| Some(Item::Node(n)))
                 }
                 2 => {
                     expect(NAME, field, wire, LEN)?;

@@ -10,12 +10,12 @@ use super::*;
 type Owned = (Vec<(String, Vec<u8>, u64)>, Vec<(String, String, String)>);
 
 /// Everything the view yields, owned, nodes and edges apart (as prost
-/// keeps them); edge strings checked as the decoder checks them.
+/// keeps them); CRNs and relations checked as the decoder checks them.
 fn view(bytes: &[u8]) -> Result<Owned, WireError> {
     let (mut nodes, mut edges) = (Vec::new(), Vec::new());
     for item in items(bytes) {
         match item? {
-            Item::Node(n) => nodes.push((n.crn.to_owned(), n.properties.to_vec(), n.cost.to_bits())),
+            Item::Node(n) => nodes.push((node_str(n.crn, 1)?.to_owned(), n.properties.to_vec(), n.cost.to_bits())),
             Item::Edge(e) => edges.push((
                 edge_str(e.source_crn, 1)?.to_owned(),
                 edge_str(e.target_crn, 2)?.to_owned(),
