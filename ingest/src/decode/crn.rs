@@ -88,10 +88,10 @@ fn id_start(text: &str) -> Option<usize> {
     }
 }
 
-/// Whether `id` is accepted as a physical id without a closer look: not
-/// empty, printable ASCII (neither whitespace nor a control character).
-/// Checked eight bytes at a time.
-pub(super) fn plain_id(id: &[u8]) -> bool {
+/// `id` as text when it is accepted as a physical id without a closer
+/// look: not empty, printable ASCII (neither whitespace nor a control
+/// character). Checked eight bytes at a time.
+pub(super) fn plain_id(id: &[u8]) -> Option<&str> {
     let mut chunks = id.chunks_exact(8);
     for chunk in &mut chunks {
         let w = word(chunk);
@@ -99,10 +99,17 @@ pub(super) fn plain_id(id: &[u8]) -> bool {
         // with the high bit.
         let below = w.wrapping_sub(ONES * 0x21) & !w & HIGHS;
         if below | bytes_equal(w, 0x7f) | (w & HIGHS) != 0 {
-            return false;
+            return None;
         }
     }
-    !id.is_empty() && chunks.remainder().iter().all(|b| (0x21..0x7f).contains(b))
+    if id.is_empty() || !chunks.remainder().iter().all(|b| (0x21..0x7f).contains(b)) {
+        return None;
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: every byte of `id` is in 0x21..0x7f, checked just above:
+    // ASCII, so UTF-8.
+    let text = unsafe { std::str::from_utf8_unchecked(id) };
+    Some(text)
 }
 
 /// A graph-form CRN's fixed segments in the three pieces its text keeps
@@ -148,11 +155,7 @@ pub(super) fn split(text: &[u8]) -> Option<Split<'_>> {
     if text.len() > MAX_CRN_LEN {
         return None;
     }
-    let id = |at: usize| {
-        text.get(at..)
-            .filter(|id| plain_id(id))
-            .and_then(|id| std::str::from_utf8(id).ok())
-    };
+    let id = |at: usize| text.get(at..).and_then(plain_id);
     Some(match segment_colons(text)? {
         (at, [_, second, _, fourth, fifth], 5) => Split::Graph(Pieces {
             place: text.get(at..second)?,
@@ -213,7 +216,10 @@ mod tests {
             }
             (None, Ok((crn, _))) => {
                 // Only ids the fast path does not vouch for.
-                assert!(!plain_id(crn.id.as_bytes()), "{text:?} parses but was not split");
+                assert!(
+                    plain_id(crn.id.as_bytes()).is_none(),
+                    "{text:?} parses but was not split"
+                );
             }
             (None, Err(_)) => {}
         }
@@ -255,18 +261,18 @@ mod tests {
     fn plain_ids_are_printable_ascii() {
         let text = b"vol-0123456789abcdef/arn:aws:x";
         for len in 0..text.len() {
-            assert!(plain_id(&text[..len]) == (len > 0), "{len}");
+            assert!(plain_id(&text[..len]).is_some() == (len > 0), "{len}");
             for bad in [0x00, 0x09, b' ', 0x7f, 0x80, 0xc3, 0xff] {
                 for at in 0..=len {
                     let mut id = text[..len].to_vec();
                     id.insert(at, bad);
-                    assert!(!plain_id(&id), "{id:?}");
+                    assert!(plain_id(&id).is_none(), "{id:?}");
                 }
             }
             for good in [0x21, b'~', b':'] {
                 let mut id = text[..len].to_vec();
                 id.push(good);
-                assert!(plain_id(&id), "{id:?}");
+                assert_eq!(plain_id(&id).map(str::as_bytes), Some(&id[..]), "{id:?}");
             }
         }
     }
@@ -274,7 +280,8 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn plain_ids_agree_with_a_byte_loop(id in proptest::collection::vec(proptest::num::u8::ANY, 0..30)) {
-            proptest::prop_assert_eq!(plain_id(&id), !id.is_empty() && id.iter().all(|b| (0x21..0x7f).contains(b)));
+            let plain = !id.is_empty() && id.iter().all(|b| (0x21..0x7f).contains(b));
+            proptest::prop_assert_eq!(plain_id(&id).map(str::as_bytes), plain.then_some(&id[..]));
         }
 
 
