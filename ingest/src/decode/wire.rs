@@ -256,7 +256,9 @@ fn node<'a>(mut r: Reader<'a>) -> Result<NodeView<'a>, WireError> {
                 expect(NODE, field, wire, LEN)?;
                 // Of a repeated field the last value counts; the ones it
                 // replaces are checked here, the last by the decoder.
-                node_str(n.crn, field)?;
+                if !n.crn.is_empty() {
+                    node_str(n.crn, field)?;
+                }
                 n.crn = r.bytes()?;
             }
             2 => {
@@ -293,7 +295,9 @@ fn edge<'a>(mut r: Reader<'a>) -> Result<EdgeView<'a>, WireError> {
                 };
                 // Of a repeated field the last value counts; the ones it
                 // replaces are checked here, the last by the decoder.
-                edge_str(text, field)?;
+                if !text.is_empty() {
+                    edge_str(text, field)?;
+                }
                 *text = r.bytes()?;
             }
             _ => r.skip(field, wire, RECURSION_LIMIT - 1)?,
