@@ -649,7 +649,8 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    /// Decodes one node into `out`; `false` when it was rejected.
+    /// Decodes one node into `out`; `false` when it was rejected, an
+    /// `Err` when its CRN is not UTF-8 (the message is malformed).
     pub fn node(&mut self, n: NodeView<'_>, out: &mut NodeBatch) -> Result<bool, WireError> {
         let (prefix, id) = match self.syms.crn(n.crn) {
             Ok(c) => c,
