@@ -12,9 +12,9 @@
 //! What prost refuses (truncated input, an overlong varint, field number 0,
 //! wire types 6 and 7, a known field with the wrong wire type, a string
 //! that is not UTF-8, an unmatched group end) is a [`WireError`]. The
-//! strings a view hands on (CRNs, relations) are checked for UTF-8 by the
-//! decoder as it reads them ([`node_str`], [`edge_str`]): most are
-//! vouched for without a pass of their own.
+//! strings a view hands on as bytes (CRNs, relations) are checked for
+//! UTF-8 by the decoder as it reads them: most are vouched for without a
+//! pass of their own.
 
 use thiserror::Error;
 
