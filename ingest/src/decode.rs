@@ -798,7 +798,7 @@ impl<'a> Decoder<'a> {
                 }
             }
         };
-        let sorted = order.iter().filter_map(|&j| entries.get(j as usize));
+        let sorted = in_key_order(entries, order);
         for (i, (e, role)) in sorted.zip(memo.roles(at)).enumerate() {
             let sym = match *role {
                 Role::Tags => {
@@ -879,7 +879,7 @@ impl<'a> Decoder<'a> {
         // Values that need serde_json are converted before anything is written.
         self.complex.clear();
         if complex > 0 {
-            let sorted = self.order.iter().filter_map(|&j| self.entries.get(j as usize));
+            let sorted = in_key_order(&self.entries, &self.order);
             for (i, e) in sorted.enumerate() {
                 if matches!(e.value, Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_)) && Some(i) != tags_at {
                     match tree_value(doc, e.value) {
@@ -893,7 +893,7 @@ impl<'a> Decoder<'a> {
         out.push(input, &self.scratch_tags, |w| {
             let mut complex = complex.iter();
             let mut keys = keys.iter();
-            let sorted = order.iter().filter_map(|&j| entries.get(j as usize));
+            let sorted = in_key_order(entries, order);
             for (i, e) in sorted.enumerate() {
                 if Some(i) == tags_at {
                     continue;
@@ -1119,6 +1119,12 @@ impl<'a> Decoder<'a> {
         }
         Ok(())
     }
+}
+
+/// `entries` in key order: read through `order`, their positions sorted
+/// by key (each key once).
+fn in_key_order<'e>(entries: &'e [Entry], order: &'e [u32]) -> impl Iterator<Item = &'e Entry> + 'e {
+    order.iter().filter_map(|&j| entries.get(j as usize))
 }
 
 /// A scanned value that needs `serde_json` (numbers other than short
