@@ -7,8 +7,8 @@
 //! the wire, where the budget names ~200 bytes of properties; the host
 //! decodes, interns and stages), then applies the staged nodes and edges to
 //! a fresh graph, as a scan does. Before criterion's runs, one round of
-//! each prints its nodes per second and the CPU it took, the bench's and
-//! its plugins'. Needs `cargo build --release -p svc-plugin-mock`.
+//! each prints its nodes per second and the CPU it took, in all and split
+//! between the bench (the daemon's side) and its plugins. Needs `cargo build --release -p svc-plugin-mock`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -38,22 +38,45 @@ fn plugin() -> PathBuf {
     path
 }
 
-/// CPU seconds (user and system) spent so far by this process and by its
+/// CPU seconds (user and system) spent so far by this process, and by its
 /// children that have exited and been waited for (the plugins, once shut
-/// down): `utime`, `stime`, `cutime` and `cstime` of `/proc/self/stat`, in
-/// the kernel's user-visible ticks of 1/100 s. `None` off Linux.
-fn cpu_seconds() -> Option<f64> {
+/// down): `utime` + `stime` and `cutime` + `cstime` of `/proc/self/stat`,
+/// in the kernel's user-visible ticks of 1/100 s. `None` off Linux.
+fn cpu_seconds() -> Option<Cpu> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // After the command (in parentheses, and free to hold spaces) come the
     // fields from the third on; `utime` is the fourteenth.
     let (_, rest) = stat.rsplit_once(')')?;
-    let ticks: u64 = rest
+    let ticks: Vec<u64> = rest
         .split_whitespace()
         .skip(11)
         .take(4)
         .map(|t| t.parse::<u64>().ok())
-        .sum::<Option<u64>>()?;
-    Some(ticks as f64 / 100.0)
+        .collect::<Option<_>>()?;
+    let [utime, stime, cutime, cstime] = ticks[..] else {
+        return None;
+    };
+    Some(Cpu {
+        host: (utime + stime) as f64 / 100.0,
+        plugins: (cutime + cstime) as f64 / 100.0,
+    })
+}
+
+/// CPU seconds of the bench (the daemon's side) and of its plugins.
+#[derive(Clone, Copy)]
+struct Cpu {
+    host: f64,
+    plugins: f64,
+}
+
+impl std::ops::Sub for Cpu {
+    type Output = Cpu;
+    fn sub(self, before: Cpu) -> Cpu {
+        Cpu {
+            host: self.host - before.host,
+            plugins: self.plugins - before.plugins,
+        }
+    }
 }
 
 /// What one round measured.
@@ -63,8 +86,8 @@ struct Round {
     streamed: f64,
     /// Seconds to the end of the apply.
     all: f64,
-    /// CPU seconds of the bench and its plugins over the round, if known.
-    cpu: Option<f64>,
+    /// CPU seconds of the bench and of its plugins over the round, if known.
+    cpu: Option<Cpu>,
 }
 
 /// Scans `plugins` mock plugins of `total / plugins` nodes each, concurrently,
@@ -151,10 +174,14 @@ fn plugin_ingest(c: &mut Criterion) {
     for plugins in [1usize, 4] {
         let r = round(&rt, plugins, total);
         let n = r.nodes;
-        let cpu = r.cpu.map_or(String::new(), |cpu| {
+        let per_node = |s: f64| s * 1e6 / n.max(1) as f64;
+        let cpu = r.cpu.map_or(String::new(), |c| {
             format!(
-                "; CPU of the bench and its plugins {cpu:.2} s, {:.2} µs a node",
-                cpu * 1e6 / n.max(1) as f64
+                "; CPU of the bench and its plugins {:.2} s, {:.2} µs a node (the bench {:.2} µs, the plugins {:.2} µs)",
+                c.host + c.plugins,
+                per_node(c.host + c.plugins),
+                per_node(c.host),
+                per_node(c.plugins)
             )
         });
         println!(
