@@ -8,7 +8,8 @@
 //! decodes, interns and stages), then applies the staged nodes and edges to
 //! a fresh graph, as a scan does. Before criterion's runs, one round of
 //! each prints its nodes per second and the CPU it took, in all and split
-//! between the bench (the daemon's side) and its plugins. Needs `cargo build --release -p svc-plugin-mock`.
+//! between the bench (the daemon's side) and its plugins. Needs
+//! `cargo build --release -p svc-plugin-mock`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
