@@ -84,6 +84,7 @@ impl<'a> PropWriter<'a> {
     pub fn float(&mut self, key: Sym, v: f64) {
         self.fixed(key, FLOAT, v.to_le_bytes());
     }
+    #[inline(always)]
     pub fn str(&mut self, key: Sym, v: &str) {
         self.bytes(key, STR, v);
     }

@@ -160,6 +160,7 @@ struct Prefix {
 }
 
 impl Symbols<'_> {
+    #[inline(always)]
     fn get(&mut self, s: &str) -> Sym {
         if let Some(sym) = self.strings.get(s) {
             return *sym;
@@ -176,6 +177,8 @@ impl Symbols<'_> {
     /// form) or its prefix (plugin form) when CRNs holding them were parsed
     /// before, parsed in full otherwise. Bytes that are not text (never
     /// those of a known prefix and a printable id) are [`CrnFault::NotText`].
+    // Inlined into the decoder: see the JSON scanner's `entries`.
+    #[inline(always)]
     fn crn<'c>(&mut self, bytes: &'c [u8]) -> Result<(Prefix, &'c str), CrnFault> {
         let split = crn::split(bytes);
         match split {

@@ -65,6 +65,9 @@ impl NodeKeyRef<'_> {
     }
 }
 
+// Inlined into the plugin decoder's steps, as they run for every node and
+// edge end (`svc_ingest::decode::json`, the scanner's `entries`).
+#[inline(always)]
 pub(crate) fn key_hash(syms: [Sym; 5], id: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     for s in syms {
@@ -113,6 +116,7 @@ pub(crate) struct BatchNode {
 }
 
 impl BatchNode {
+    #[inline(always)]
     fn content(&self, buf: &[u8]) -> u64 {
         content_hash(
             self.ty,
@@ -412,6 +416,7 @@ impl EdgeBatch {
     }
 
     /// The index of endpoint `k` in `keys`, added if new.
+    #[inline(always)]
     fn key(&mut self, k: NodeKeyRef<'_>) -> u32 {
         let (keys, buf) = (&mut self.keys, &mut self.buf);
         if self.index.len() < keys.len() {

@@ -91,6 +91,7 @@ fn id_start(text: &str) -> Option<usize> {
 /// `id` as text when it is accepted as a physical id without a closer
 /// look: not empty, printable ASCII (neither whitespace nor a control
 /// character). Checked eight bytes at a time.
+#[inline(always)]
 pub(super) fn plain_id(id: &[u8]) -> Option<&str> {
     let mut chunks = id.chunks_exact(8);
     for chunk in &mut chunks {

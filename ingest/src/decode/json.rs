@@ -142,6 +142,7 @@ impl Scanner<'_> {
     }
 
     /// A number, by the JSON grammar.
+    #[inline(always)]
     fn number(&mut self) -> Option<Tok> {
         let start = self.pos;
         let negative = self.eat(b'-').is_some();
@@ -264,6 +265,13 @@ impl Scanner<'_> {
 
     /// The entries of an object starting here (keys without escapes);
     /// whether their keys are exactly `expected`'s.
+    // Inlined into the decoder, with the other steps a message takes for
+    // each node or edge (`number`, CRN lookups, ids, key and content
+    // hashes, property writes): as calls, their `Option`s and `Result`s
+    // went through memory, read back whole from smaller stores, and
+    // decoding ran 4-6% slower (PERF.md, plugin row's notes, nineteenth
+    // round).
+    #[inline(always)]
     fn entries(&mut self, out: &mut Vec<Entry>, expected: Option<Expected<'_>>) -> Option<bool> {
         self.eat(b'{')?;
         self.ws();
