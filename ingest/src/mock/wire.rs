@@ -54,6 +54,10 @@ impl Names {
     }
 
     /// Appends `sym` as a JSON string to `out`.
+    // Inlined, as the writers below are: they run for every key and tag of
+    // every node, and as calls they cost the generator 2-4% (PERF.md, plugin
+    // row's notes, nineteenth round).
+    #[inline(always)]
     fn put_quoted(&self, out: &mut Vec<u8>, sym: Sym) {
         match self.0.get(sym.index()) {
             Some((q, len)) => put(out, q, 0..*len),
@@ -84,6 +88,7 @@ impl W<'_, '_> {
             }),
         }
     }
+    #[inline(always)]
     pub fn int(&mut self, key: Sym, v: i64) {
         match self {
             W::Engine(w) => w.int(key, v),
@@ -96,6 +101,7 @@ impl W<'_, '_> {
             W::Json(names, doc) => entry(names, doc, key, |t| write_json(t, &v)),
         }
     }
+    #[inline(always)]
     pub fn str(&mut self, key: Sym, v: &str) {
         match self {
             W::Engine(w) => w.str(key, v),
@@ -118,6 +124,7 @@ impl W<'_, '_> {
 
 /// Appends `"key":value` to an object being written (`{` and the entries
 /// so far), after a comma unless it is the first.
+#[inline(always)]
 fn entry(names: &Names, doc: &mut Vec<u8>, key: Sym, value: impl FnOnce(&mut Vec<u8>)) {
     if doc.len() > 1 {
         doc.push(b',');
@@ -198,6 +205,7 @@ impl Json {
 
 /// A JSON string as `serde_json` writes it: text without quotes,
 /// backslashes or control characters is copied as it is.
+#[inline(always)]
 fn write_str(out: &mut Vec<u8>, s: &str) {
     if needs_escape(s.as_bytes()) {
         write_json(out, s);

@@ -180,6 +180,9 @@ fn len_field(len: usize) -> usize {
     if len == 0 { 0 } else { 1 + varint_len(len as u64) + len }
 }
 
+// Inlined: a message writes several for each node (its CRN, type and
+// properties).
+#[inline(always)]
 fn put_len_field(out: &mut Vec<u8>, field: u32, value: &[u8]) {
     if !value.is_empty() {
         put_key(out, field, LEN);
