@@ -513,13 +513,25 @@ impl Graph {
                     // A first ingest: size every column once.
                     let (mut rows, mut bytes) = (0usize, 0usize);
                     for (b, part) in batches.iter().zip(staged) {
+                        // A batch's edges with the same properties share
+                        // their span: counted once (the shard keeps them
+                        // once, see below), by a direct-mapped table.
+                        let mut seen = [Span::default(); 32];
                         for &i in &part.perm[part.off[s] as usize..part.off[s + 1] as usize] {
                             rows += 1;
-                            bytes += b.rows[i as usize].props.len as usize;
+                            let props = b.rows[i as usize].props;
+                            let place = &mut seen[(props.off.wrapping_mul(0x9E37_79B1) >> 27) as usize];
+                            if *place != props {
+                                bytes += props.len as usize;
+                                *place = props;
+                            }
                         }
                     }
                     shard.reserve(rows, bytes);
                 }
+                // Edges with the same properties (a relation string,
+                // mostly) keep one copy of them.
+                let mut held = shard::HeldProps::default();
                 for ((b, part), ids) in batches.iter().zip(staged).zip(&ids) {
                     let mine = &part.perm[part.off[s] as usize..part.off[s + 1] as usize];
                     for (j, &i) in mine.iter().enumerate() {
@@ -528,8 +540,8 @@ impl Graph {
                         let end = |k: u32| ids[k as usize].get().map(NodeId::from_raw);
                         match (end(e.src), end(e.dst)) {
                             (Some(src), Some(dst)) => {
-                                let u =
-                                    shard.upsert(src, dst, e.rel, e.inferred, e.props.get(&b.buf), now_us, scan, None);
+                                let props = e.props.get(&b.buf);
+                                let u = shard.upsert(src, dst, e.rel, e.inferred, props, &mut held, now_us, scan, None);
                                 st.add(u);
                             }
                             _ => st.dangling += 1,
@@ -607,6 +619,7 @@ impl Graph {
             .zip(by_shard)
             .map(|(shard, list)| {
                 let mut st = IngestStats::default();
+                let mut held = shard::HeldProps::default();
                 for e in list {
                     let reported = shard
                         .find(e.src, e.dst, e.rel)
@@ -615,7 +628,7 @@ impl Graph {
                         st.unchanged += 1;
                         continue;
                     }
-                    st.add(shard.upsert(e.src, e.dst, e.rel, true, &e.props, now_us, scan, None));
+                    st.add(shard.upsert(e.src, e.dst, e.rel, true, &e.props, &mut held, now_us, scan, None));
                 }
                 st
             })
@@ -1065,6 +1078,7 @@ impl Graph {
                 .map(|&i| resolved[i as usize].map_or(0, |(src, _)| edge_shard_of(src))),
         );
         self.edges.par_iter_mut().enumerate().for_each(|(s, shard)| {
+            let mut held = shard::HeldProps::default();
             for &k in &perm[off[s] as usize..off[s + 1] as usize] {
                 let i = keep[k as usize] as usize;
                 if let Some((src, dst)) = resolved[i] {
@@ -1075,6 +1089,7 @@ impl Graph {
                         e.relation,
                         e.inferred,
                         &e.props,
+                        &mut held,
                         0,
                         0,
                         Some((e.valid_from, e.valid_to)),

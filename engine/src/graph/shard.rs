@@ -810,6 +810,32 @@ impl NodeShard {
     }
 }
 
+/// Properties an edge shard has written during one apply, so that edges
+/// with the same ones (one relation string, mostly) keep a single copy in
+/// its arena: a direct-mapped table of 32 places by a hash of the bytes,
+/// each the last properties that fell on it and where the arena holds them
+/// (a plugin's edges name a few dozen relations at most).
+#[derive(Default)]
+pub(crate) struct HeldProps([(u64, Span); 32]);
+
+impl HeldProps {
+    /// Where `arena` holds `props`: the span written for the same bytes
+    /// before, or a copy appended now (and remembered).
+    fn keep(&mut self, arena: &mut Vec<u8>, props: &[u8]) -> Span {
+        let mut h = FxHasher::default();
+        h.write(props);
+        // Never 0, the hash of the empty places.
+        let hash = h.finish() | 1;
+        let place = &mut self.0[(hash >> 59) as usize];
+        if place.0 == hash && place.1.get(arena) == props {
+            return place.1;
+        }
+        let span = push_bytes(arena, props);
+        *place = (hash, span);
+        span
+    }
+}
+
 /// One edge shard, holding the edges whose source lives in node shards
 /// `i`, `i + 128`.
 #[derive(Default)]
@@ -915,7 +941,10 @@ impl EdgeShard {
         std::mem::take(&mut self.dirty)
     }
 
-    /// Inserts or refreshes an edge; `loaded` carries stored validity when hydrating.
+    /// Inserts or refreshes an edge; `loaded` carries stored validity when
+    /// hydrating. A row written takes the span `held` knows for the same
+    /// properties, when it knows one, instead of a copy of its own: pass
+    /// the same `held` for every edge a shard takes in one apply.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn upsert(
         &mut self,
@@ -924,6 +953,7 @@ impl EdgeShard {
         rel: Relation,
         inferred: bool,
         props: &[u8],
+        held: &mut HeldProps,
         now_us: u64,
         scan: u32,
         loaded: Option<(u64, u64)>,
@@ -959,7 +989,7 @@ impl EdgeShard {
         };
         let r = row as usize;
         self.inferred.set(r, inferred);
-        self.props[r] = push_bytes(&mut self.arena, props);
+        self.props[r] = held.keep(&mut self.arena, props);
         self.seen[r] = scan;
         // A changed row that stays visible keeps its place in the index.
         let visibility = loaded.is_some() || outcome != Upsert::Changed;

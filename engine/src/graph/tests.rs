@@ -599,7 +599,7 @@ fn a_state_adjusted_in_the_batch_is_seen_as_a_change_and_then_as_unchanged() {
 }
 
 #[test]
-fn edges_with_the_same_properties_share_them_in_the_batch_and_keep_their_own_in_the_graph() {
+fn edges_with_the_same_properties_share_them_in_the_batch_and_land_as_their_own_edges() {
     let i = Arc::new(Interner::new());
     let mut g = Graph::new(i.clone());
     let mut e = Estate::new(i.clone());
@@ -645,6 +645,68 @@ fn edges_with_the_same_properties_share_them_in_the_batch_and_keep_their_own_in_
             .as_deref(),
         Some(uses)
     );
+}
+
+/// Edges of one batch with the same properties (one relation string) keep
+/// them once in their shard; an edge whose properties change gets its own
+/// copy, and the others still read theirs.
+#[test]
+fn edges_with_the_same_properties_keep_one_copy_in_their_shard() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let vm = crn("instance", "i-1");
+    let vols: Vec<String> = (0..50).map(|k| crn("volume", &format!("vol-{k}"))).collect();
+    let relation = i.intern("relation");
+    let scan = |g: &mut Graph, changed: Option<&str>, n: u32| {
+        let mut e = Estate::new(i.clone());
+        e.node(&vm, "running", 1.0);
+        for (k, v) in vols.iter().enumerate() {
+            e.node(v, "in-use", 1.0);
+            let text = match changed {
+                Some(text) if k == 0 => text,
+                _ => "USES",
+            };
+            let (a, b) = (Crn::parse(&vm).unwrap(), Crn::parse(v).unwrap());
+            e.edges.push(
+                NodeKeyRef::intern(&i, &a),
+                NodeKeyRef::intern(&i, &b),
+                Relation::Uses,
+                |w| w.str(relation, text),
+            );
+        }
+        e.scan_into(g, u64::from(n), n).1
+    };
+    let text_of = |g: &Graph, v: &str| {
+        g.find_edge(find(g, &vm), find(g, v), Relation::Uses)
+            .and_then(|id| g.edge(id))
+            .and_then(|e| e.props().get(relation).and_then(|v| v.as_str().map(str::to_owned)))
+    };
+    let arena = |g: &Graph| g.edges.iter().map(|s| s.arena.len()).sum::<usize>();
+    let one = |g: &Graph| {
+        g.edges
+            .iter()
+            .flat_map(|s| s.props.iter())
+            .map(|p| p.len as usize)
+            .max()
+            .unwrap_or(0)
+    };
+    let st = scan(&mut g, None, 1);
+    assert_eq!(st.inserted, 50);
+    // Every edge's source is the instance: one shard holds them all.
+    assert!(one(&g) > 0);
+    assert_eq!(arena(&g), one(&g), "the properties once, not once an edge");
+    assert!(vols.iter().all(|v| text_of(&g, v).as_deref() == Some("USES")));
+    // The same scan again: nothing written.
+    let st = scan(&mut g, None, 2);
+    assert_eq!((st.unchanged, st.changed), (50, 0));
+    assert_eq!(arena(&g), one(&g));
+    // One edge's relation string changes: it alone gets a new copy.
+    let uses = one(&g);
+    let st = scan(&mut g, Some("USES_NOW"), 3);
+    assert_eq!((st.unchanged, st.changed), (49, 1));
+    assert_eq!(arena(&g), uses + uses + "_NOW".len());
+    assert_eq!(text_of(&g, &vols[0]).as_deref(), Some("USES_NOW"));
+    assert!(vols[1..].iter().all(|v| text_of(&g, v).as_deref() == Some("USES")));
 }
 
 /// A node found in two steps (segments first, the id compared after) is
