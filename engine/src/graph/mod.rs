@@ -513,9 +513,11 @@ impl Graph {
                     // A first ingest: size every column once.
                     let (mut rows, mut bytes) = (0usize, 0usize);
                     for (b, part) in batches.iter().zip(staged) {
-                        // A batch's edges with the same properties share
-                        // their span: counted once (the shard keeps them
-                        // once, see below), by a direct-mapped table.
+                        // Room for the properties each batch names once: a
+                        // batch's edges with the same ones share a span (a
+                        // direct-mapped table of spans finds most), and the
+                        // shard keeps them once (`held` below), across
+                        // batches too, so this is an upper bound.
                         let mut seen = [Span::default(); 32];
                         for &i in &part.perm[part.off[s] as usize..part.off[s + 1] as usize] {
                             rows += 1;
