@@ -4,7 +4,7 @@ use super::*;
 use crate::blast::blast_radius;
 use crate::crn::Crn;
 use crate::intern::Interner;
-use crate::props::ValueRef;
+use crate::props::{PropWriter, ValueRef};
 
 /// A hand-built estate: nodes by CRN text, edges by CRN pairs.
 pub(crate) struct Estate {
@@ -707,6 +707,70 @@ fn edges_with_the_same_properties_keep_one_copy_in_their_shard() {
     assert_eq!(arena(&g), uses + uses + "_NOW".len());
     assert_eq!(text_of(&g, &vols[0]).as_deref(), Some("USES_NOW"));
     assert!(vols[1..].iter().all(|v| text_of(&g, v).as_deref() == Some("USES")));
+}
+
+/// Edges loaded from the graph store and edges the engine infers keep one
+/// copy of properties they share in their shard, as scanned edges do: a
+/// restarted daemon holds what a scanning one holds.
+#[test]
+fn loaded_and_inferred_edges_with_the_same_properties_keep_one_copy() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let vm = crn("instance", "i-1");
+    let vols: Vec<String> = (0..50).map(|k| crn("volume", &format!("vol-{k}"))).collect();
+    let relation = i.intern("relation");
+    let mut e = Estate::new(i.clone());
+    e.node(&vm, "running", 1.0);
+    for v in &vols {
+        e.node(v, "in-use", 1.0);
+        let (a, b) = (Crn::parse(&vm).unwrap(), Crn::parse(v).unwrap());
+        e.edges.push(
+            NodeKeyRef::intern(&i, &a),
+            NodeKeyRef::intern(&i, &b),
+            Relation::Uses,
+            |w| w.str(relation, "USES"),
+        );
+    }
+    e.scan_into(&mut g, 1, 1);
+    let arena = |g: &Graph| g.edges.iter().map(|s| s.arena.len()).sum::<usize>();
+    let uses = arena(&g);
+    assert!(uses > 0);
+
+    // Replayed from the store into a fresh graph: still one copy.
+    let changes = g.take_changes();
+    assert_eq!(changes.edges.len(), 50);
+    let mut h = Graph::new(i.clone());
+    for v in &changes.nodes {
+        h.load_node(&v.row);
+    }
+    assert_eq!(h.load_edges(&changes.edges), 0, "no edge dangles");
+    assert_eq!(h.edge_rows(), 50);
+    assert_eq!(arena(&h), uses, "loaded edges share their properties");
+
+    // Fifty inferred edges naming the same rule: one more copy, of theirs.
+    let mut rule = Vec::new();
+    PropWriter::new(&mut rule).str(i.intern("inferred_by"), "linker");
+    let inferred: Vec<InferredEdge> = vols
+        .iter()
+        .map(|v| InferredEdge {
+            src: find(&h, &vm),
+            dst: find(&h, v),
+            rel: Relation::FlowsTo,
+            props: rule.clone(),
+        })
+        .collect();
+    let st = h.upsert_inferred_edges(&inferred, 2, 2);
+    assert_eq!(st.inserted, 50);
+    assert_eq!(arena(&h), uses + rule.len(), "inferred edges share theirs");
+    let by = h
+        .find_edge(find(&h, &vm), find(&h, &vols[49]), Relation::FlowsTo)
+        .and_then(|id| h.edge(id))
+        .and_then(|e| {
+            e.props()
+                .get(i.intern("inferred_by"))
+                .and_then(|v| v.as_str().map(str::to_owned))
+        });
+    assert_eq!(by.as_deref(), Some("linker"));
 }
 
 /// A node found in two steps (segments first, the id compared after) is
