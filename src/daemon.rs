@@ -111,9 +111,13 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Sets up the sources: active, verified provider plugins, plus the mock
-/// estate when asked for, or when neither cloud credentials nor active
-/// plugins are found.
+/// Sets up the sources: the active provider plugins, plus the mock estate
+/// when asked for, or when neither cloud credentials nor active provider
+/// plugins are found. A plugin listed in `plugins.active` that failed its
+/// integrity check, or is not installed, still counts as found: the
+/// simulated estate never stands in for a provider the operator asked for
+/// (it would retire that provider's resources), and the plugin's scans fail
+/// with the reason instead.
 fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins, data_dir: &std::path::Path) {
     let (seed, scale) = (opts.mock_seed, opts.mock_scale);
     // What remediation does to the simulated estate outlives a restart.
@@ -123,18 +127,19 @@ fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins, data_
     for name in &active {
         engine_config(plugins, config, name);
     }
+    let missing = config.plugins.active.iter().any(|name| !plugins.is_installed(name));
     if opts.mock {
         info!(scale, seed, "mock mode: scanning a simulated estate (--mock)");
         plugins.keep_source(Box::new(mock));
     } else {
         let credentials = found_credentials();
-        if credentials.is_empty() && active.is_empty() {
+        if credentials.is_empty() && active.is_empty() && !missing {
             warn!(
                 scale,
                 "mock mode: no cloud credentials and no active plugins found; scanning a simulated estate"
             );
             plugins.keep_source(Box::new(mock));
-        } else if active.is_empty() {
+        } else if active.is_empty() && !missing {
             warn!(
                 credentials = ?credentials,
                 "cloud credentials found but no provider plugin is active: scans will find nothing; \

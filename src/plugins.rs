@@ -13,8 +13,8 @@ use svc_engine::Engine;
 use svc_engine::heuristics::Analyzer;
 use svc_engine::scan::Source;
 use svc_ingest::host::{
-    Category, Discovered, HeuristicPlugin, Manifest, PLUGIN_PREFIX, PluginSource, Role, SourceOptions, discover,
-    verify, write_manifest_for,
+    Category, Discovered, HeuristicPlugin, Integrity, Manifest, PLUGIN_PREFIX, PluginSource, Role, SourceOptions,
+    discover, write_manifest_for,
 };
 use tokio::runtime::Handle;
 use tracing::{info, warn};
@@ -27,9 +27,10 @@ pub type MakeSource = Box<dyn Fn() -> Box<dyn Source> + Send + Sync>;
 /// One discovered plugin and whether it can be used.
 struct Entry {
     found: Discovered,
-    /// `None` when verified, else why it cannot be used.
-    problem: Option<String>,
     active: bool,
+    /// Its integrity check, run at start, before each launch and when the
+    /// plugins are listed.
+    integrity: Arc<Integrity>,
 }
 
 /// The plugin catalog the API lists and toggles.
@@ -83,15 +84,26 @@ impl Plugins {
         let entries: Vec<Entry> = discover(dir)
             .into_iter()
             .map(|found| {
-                let problem = verify(&found).err().map(|e| e.to_string());
+                let integrity = Arc::new(Integrity::default());
+                let problem = integrity.check(&found.path).err().map(|e| e.to_string());
                 match &problem {
                     None => info!(plugin = %found.name, path = %found.path.display(), "plugin discovered and verified"),
                     Some(p) => warn!(plugin = %found.name, problem = %p, "plugin discovered but not usable"),
                 }
                 let active = active.contains(&found.name);
-                Entry { found, problem, active }
+                Entry {
+                    found,
+                    active,
+                    integrity,
+                }
             })
             .collect();
+        for name in active {
+            if !entries.iter().any(|e| &e.found.name == name) {
+                warn!(plugin = %name, dir = %dir.display(),
+                    "plugins.active names a plugin that is not installed: it is not scanned");
+            }
+        }
         Plugins {
             entries: Mutex::new(entries),
             config_path,
@@ -112,34 +124,44 @@ impl Plugins {
         self.extra.lock().push(make);
     }
 
-    /// Active, verified provider plugins.
+    /// Active provider plugins, those that failed their check at start
+    /// included: each is scanned, and one that still fails its check fails
+    /// its own scan with the reason.
     pub fn active_providers(&self) -> Vec<String> {
         self.entries
             .lock()
             .iter()
-            .filter(|e| e.active && e.problem.is_none() && role_name(&e.found.manifest) == "provider")
+            .filter(|e| e.active && role_name(&e.found.manifest) == "provider")
             .map(|e| e.found.name.clone())
             .collect()
     }
 
-    /// Gives the engine one source per active, verified provider plugin,
-    /// plus the kept sources, and one analyzer per active, verified
-    /// heuristic plugin.
+    /// Whether a plugin called `name` was found in the plugin directory.
+    pub fn is_installed(&self, name: &str) -> bool {
+        self.entries.lock().iter().any(|e| e.found.name == name)
+    }
+
+    /// Gives the engine one source per active provider plugin, plus the
+    /// kept sources, and one analyzer per active heuristic plugin. Each
+    /// binary's integrity is checked before each launch, so a plugin that
+    /// failed its check at start fails its scans with the reason (and its
+    /// resources stay as they were) until it is installed again.
     pub fn apply(&self) {
         let mut sources: Vec<Box<dyn Source>> = self.extra.lock().iter().map(|make| make()).collect();
         let mut analyzers: Vec<Box<dyn Analyzer>> = Vec::new();
-        let opts = SourceOptions {
-            scan_timeout: self.scan_timeout,
-            ..SourceOptions::default()
-        };
         for e in self.entries.lock().iter() {
-            if !e.active || e.problem.is_some() {
+            if !e.active {
                 continue;
             }
+            let mut opts = SourceOptions {
+                scan_timeout: self.scan_timeout,
+                ..SourceOptions::default()
+            };
+            opts.launch.integrity = Some(e.integrity.clone());
             let path = e.found.path.clone();
             match role_name(&e.found.manifest) {
-                "heuristic" => analyzers.push(Box::new(HeuristicPlugin::new(path, opts.clone(), self.handle.clone()))),
-                _ => sources.push(Box::new(PluginSource::new(path, opts.clone(), self.handle.clone()))),
+                "heuristic" => analyzers.push(Box::new(HeuristicPlugin::new(path, opts, self.handle.clone()))),
+                _ => sources.push(Box::new(PluginSource::new(path, opts, self.handle.clone()))),
             }
         }
         let names: Vec<String> = sources.iter().map(|s| s.name().to_owned()).collect();
@@ -164,7 +186,12 @@ impl Plugins {
             path: e.found.path.display().to_string(),
             active: e.active,
             role: role_name(&e.found.manifest).into(),
-            status: e.problem.clone().unwrap_or_else(|| "verified".into()),
+            // As it is now: a binary installed again since the start
+            // shows (and is used) as verified.
+            status: match e.integrity.check(&e.found.path) {
+                Ok(()) => "verified".into(),
+                Err(problem) => problem.to_string(),
+            },
         }
     }
 

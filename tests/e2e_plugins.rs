@@ -2,7 +2,8 @@
 //! puts `svc-plugin-mock` into the data directory, `plugins.active` turns it
 //! on, and the daemon (without `--mock` and without credentials) scans it
 //! over the go-plugin protocol. A plugin that crashes fails only its own
-//! scan and deletes nothing; a tampered binary is listed and not used.
+//! scan and deletes nothing; a tampered binary is listed and never started,
+//! and its scans fail with the reason.
 
 mod common;
 
@@ -144,36 +145,86 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
     assert_eq!(refused["payload"]["nodes_deleted"], 0);
 }
 
+/// A binary whose hash no longer matches its manifest is never started: it
+/// is listed with the reason, and each scan of it fails with that reason in
+/// the `SCAN_COMPLETED` payload and the API. The resources it reported
+/// before stay; the simulated estate does not take its place.
 #[tokio::test]
-async fn a_tampered_plugin_is_listed_but_not_run() {
+async fn a_tampered_plugin_fails_its_own_scans_and_keeps_its_resources() {
     let dir = tempfile::tempdir().unwrap();
     install(dir.path());
-    // One byte appended: the hash no longer matches the manifest.
-    let bin = dir.path().join("plugins/svc-plugin-mock");
-    let mut bytes = std::fs::read(&bin).unwrap();
-    bytes.push(0);
-    std::fs::write(&bin, bytes).unwrap();
     std::fs::write(
         dir.path().join("config.toml"),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n",
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\n",
     )
     .unwrap();
     let mut d = Daemon::configure(dir.path(), 300);
     d.sources = Sources::Fallback;
     d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    assert_eq!(first["payload"]["sources"][0]["ok"], true, "{first}");
+    let before = d.api().get_ok("/api/v1/graph/stats").await;
+    assert!(u(&before["active_nodes"]) > 350, "{before}");
+
+    // One byte appended while the daemon is down: the hash no longer
+    // matches the manifest.
+    d.stop().await;
+    let bin = dir.path().join("plugins/svc-plugin-mock");
+    let mut bytes = std::fs::read(&bin).unwrap();
+    bytes.push(0);
+    std::fs::write(&bin, bytes).unwrap();
+    d.restart().await;
     let plugins = d.api().get_ok("/api/v1/plugins").await;
     let status = plugins[0]["status"].as_str().unwrap();
     assert!(status.contains("failed verification"), "{status}");
-    let first = d.wait_scan_after(0).await;
-    // Not run: the only active plugin is unusable, so the daemon falls back
-    // to the in-process mock estate and never starts the binary.
-    assert_eq!(first["payload"]["sources"][0]["name"], "mock");
+
+    let failed = d.wait_scan_after(u(&first["seq"])).await;
+    let p = &failed["payload"];
+    assert_eq!(
+        p["sources"].as_array().unwrap().len(),
+        1,
+        "no simulated estate beside it: {p}"
+    );
+    let src = &p["sources"][0];
+    assert_eq!((&src["name"], &src["ok"]), (&json!("mock"), &json!(false)), "{p}");
+    let error = src["error"].as_str().unwrap();
+    assert!(
+        error.contains("failed verification") && error.contains("does not match manifest"),
+        "{error}"
+    );
+    assert_eq!(p["nodes_deleted"], 0, "{p}");
+    let after = d.api().get_ok("/api/v1/graph/stats").await;
+    assert_eq!(after["active_nodes"], before["active_nodes"], "its resources are kept");
+
+    // A scan of its provider through the API answers the same reason.
+    let r = d
+        .api()
+        .post_json("/api/v1/engine/scan", &json!({"provider": "mock", "wait": true}))
+        .await
+        .expect(200);
+    assert_eq!(r["sources"][0]["error"], src["error"], "{r}");
     let log = d.log.text();
     assert!(
-        log.contains("no cloud credentials and no active plugins found"),
+        !log.contains("no cloud credentials and no active plugins found"),
         "{log}"
     );
-    assert!(!log.contains("plugin started"), "{log}");
+    assert_eq!(
+        log.matches("plugin started").count(),
+        1,
+        "only the first run started it: {log}"
+    );
+
+    // Installed again while the daemon runs: listed as verified, and
+    // scanned from the next scan on.
+    install(dir.path());
+    let plugins = d.api().get_ok("/api/v1/plugins").await;
+    assert_eq!(plugins[0]["status"], "verified", "{plugins}");
+    let r = d
+        .api()
+        .post_json("/api/v1/engine/scan", &json!({"provider": "mock", "wait": true}))
+        .await
+        .expect(200);
+    assert_eq!(r["sources"][0]["ok"], true, "{r}");
 }
 
 /// A plugin that hangs is cancelled at `daemon.scan_timeout`, and `svc scan

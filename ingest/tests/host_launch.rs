@@ -4,11 +4,14 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use svc_engine::Interner;
 use svc_engine::scan::{CollectSink, ScanContext, Source, SourceError};
-use svc_ingest::host::{HostError, LaunchOptions, PluginProcess, PluginSource, Role, SourceOptions};
+use svc_ingest::host::{
+    Category, HostError, Integrity, LaunchOptions, PluginProcess, PluginSource, Role, SourceOptions, write_manifest_for,
+};
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(format!("svc-plugin-{name}"));
@@ -119,6 +122,38 @@ async fn host_plugin_that_exits_at_once_is_reported_with_its_status() {
         e,
         "plugin exits did not complete its handshake: it exited (exit status: 3) before printing a handshake line"
     );
+}
+
+/// With an integrity check, a binary changed after it was verified is
+/// refused before it runs, and runs again once it matches its manifest.
+#[tokio::test]
+async fn host_a_binary_changed_since_its_check_is_not_started() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ran = dir.path().join("ran");
+    let body = format!("touch {}\nexit 3", ran.display());
+    let path = script(dir.path(), "changed", &body);
+    write_manifest_for(&path, "svc-plugin-changed", Role::Provider, Category::Cloud).expect("manifest");
+    let opts = LaunchOptions {
+        integrity: Some(Arc::new(Integrity::default())),
+        ..opts(Duration::from_secs(10))
+    };
+    // As installed: it passes the check and runs (and exits at once).
+    let e = launch(&path, &opts).await;
+    assert!(matches!(e, HostError::NoHandshake { .. }), "{e:?}");
+    assert!(ran.exists(), "the verified binary ran");
+    std::fs::remove_file(&ran).expect("rm");
+
+    // Changed after that check: refused, and never run.
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n# changed\n")).expect("change");
+    let e = launch(&path, &opts).await;
+    assert!(matches!(e, HostError::Verification { .. }), "{e:?}");
+    assert!(!ran.exists(), "the changed binary did not run");
+
+    // Installed again (a new manifest): it passes and runs.
+    write_manifest_for(&path, "svc-plugin-changed", Role::Provider, Category::Cloud).expect("manifest");
+    let e = launch(&path, &opts).await;
+    assert!(matches!(e, HostError::NoHandshake { .. }), "{e:?}");
+    assert!(ran.exists(), "the reinstalled binary ran");
 }
 
 #[tokio::test]

@@ -199,9 +199,9 @@ pub async fn plugins_list(remote: &Remote) -> anyhow::Result<ExitCode> {
         .flatten()
         .map(|p| {
             let active = if p.get("active").and_then(Value::as_bool) == Some(true) {
-                "active"
+                "yes"
             } else {
-                "inactive"
+                "no"
             };
             vec![
                 s(p, "name"),
@@ -213,7 +213,7 @@ pub async fn plugins_list(remote: &Remote) -> anyhow::Result<ExitCode> {
             ]
         })
         .collect();
-    table(&["NAME", "ROLE", "CATEGORY", "", "STATUS", "PATH"], &rows);
+    table(&["NAME", "ROLE", "CATEGORY", "ACTIVE", "STATUS", "PATH"], &rows);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper_util::rt::TokioIo;
@@ -19,7 +20,7 @@ use tokio::time::timeout;
 use tonic::transport::{Channel, Endpoint, Uri};
 use tracing::Instrument;
 
-use super::discover::PLUGIN_PREFIX;
+use super::discover::{Integrity, PLUGIN_PREFIX};
 use super::handshake::{Handshake, Net, parse_handshake};
 use super::logs::forward_lines;
 use super::manifest::Role;
@@ -53,6 +54,10 @@ pub struct LaunchOptions {
     /// Where plugin socket directories are made; the system's temporary
     /// directory when `None`.
     pub socket_parent: Option<PathBuf>,
+    /// The binary's integrity check, run before each launch when set: the
+    /// daemon sets it for the plugins it discovered; a plugin started from
+    /// a build directory has no manifest to check against.
+    pub integrity: Option<Arc<Integrity>>,
 }
 
 impl Default for LaunchOptions {
@@ -63,6 +68,7 @@ impl Default for LaunchOptions {
             daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
             env: Vec::new(),
             socket_parent: None,
+            integrity: None,
         }
     }
 }
@@ -224,6 +230,15 @@ impl PluginProcess {
     /// Starts the plugin at `path` and connects to it. The process is killed
     /// when any step fails and when the returned value is dropped.
     pub async fn launch(path: &Path, role: Role, opts: &LaunchOptions) -> Result<PluginProcess, HostError> {
+        if let Some(integrity) = &opts.integrity {
+            let (integrity, binary) = (integrity.clone(), path.to_owned());
+            tokio::task::spawn_blocking(move || integrity.check(&binary))
+                .await
+                .map_err(|e| HostError::Io {
+                    path: path.to_owned(),
+                    source: std::io::Error::other(e),
+                })??;
+        }
         let name = plugin_name(path);
         let parent = opts.socket_parent.clone().unwrap_or_else(std::env::temp_dir);
         sweep_socket_dirs(&parent);

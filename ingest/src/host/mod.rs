@@ -26,7 +26,7 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-pub use discover::{Discovered, PLUGIN_PREFIX, discover, verify};
+pub use discover::{Discovered, Integrity, PLUGIN_PREFIX, discover, verify};
 pub use handshake::{Handshake, HandshakeError, Net, parse_handshake};
 pub use heuristic::HeuristicPlugin;
 pub use launch::{LaunchOptions, PluginProcess};
