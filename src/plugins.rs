@@ -24,7 +24,7 @@ use crate::config::Config;
 /// Makes a fresh non-plugin source (the mock estate) whenever sources are rebuilt.
 pub type MakeSource = Box<dyn Fn() -> Box<dyn Source> + Send + Sync>;
 
-/// One discovered plugin and whether it can be used.
+/// One discovered plugin, whether it is active, and its integrity check.
 struct Entry {
     found: Discovered,
     active: bool,
