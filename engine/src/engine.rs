@@ -1,6 +1,6 @@
 //! The engine: the graph, its stores and the scan pipeline, behind one handle.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -86,6 +86,10 @@ pub struct Engine {
     /// Provider -> the source whose last scan reported it, for routing
     /// remediation to a plugin that serves providers beyond its name.
     served: RwLock<BTreeMap<String, String>>,
+    /// Source -> the providers its last successful scan declared or
+    /// reported (kept in the graph store): a scan in which it fails retires
+    /// none of their resources, whichever other source reports them.
+    answered: RwLock<BTreeMap<String, BTreeSet<String>>>,
     /// The snapshot being written behind the last commit, if any.
     snapshot_writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Policy rules (`engine.policy`).
@@ -221,6 +225,10 @@ impl Engine {
         let loaded_meta = meta;
         let remediation = crate::remediation::ops::Remediation::load(store.load_remediation()?);
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
+        let answered = store.load_source_providers().unwrap_or_else(|e| {
+            warn!(error = %e, "cannot read which providers each source answered for; learnt again from the next scans");
+            BTreeMap::new()
+        });
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         let policies = crate::policy::Book::open(&store)?;
         Ok(Engine {
@@ -253,6 +261,7 @@ impl Engine {
             signal,
             snapshot_writer: Mutex::new(None),
             served: RwLock::new(BTreeMap::new()),
+            answered: RwLock::new(answered),
             remediation,
             policies,
             packs: RwLock::new(None),
@@ -577,6 +586,24 @@ impl Engine {
     /// Provider -> the source that last reported it.
     pub(crate) fn served(&self) -> BTreeMap<String, String> {
         self.served.read().clone()
+    }
+
+    /// Source -> the providers its last successful scan answered for.
+    pub(crate) fn answered(&self) -> BTreeMap<String, BTreeSet<String>> {
+        self.answered.read().clone()
+    }
+
+    /// Records what source `name`'s successful scan answered for, and
+    /// stores it when that changed.
+    pub(crate) fn record_answered(&self, name: &str, providers: BTreeSet<String>) {
+        let mut answered = self.answered.write();
+        if answered.get(name) == Some(&providers) {
+            return;
+        }
+        if let Err(e) = self.store.put_source_providers(name, &providers) {
+            warn!(source = name, error = %e, "cannot store which providers the source answered for");
+        }
+        answered.insert(name.to_owned(), providers);
     }
 
     /// Waits until the last commit's snapshot is on disk (or has failed).

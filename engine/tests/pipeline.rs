@@ -167,6 +167,88 @@ fn scans_version_retire_and_survive_restart() {
     assert_eq!(blast.count, 4, "id-1..id-4 use id-5 transitively");
 }
 
+/// A source named apart from the provider it reports, as a plugin
+/// installed under its own name (`svc-plugin-aws-dev`) reports `aws`.
+struct Named(&'static str, ListSource);
+
+impl Source for Named {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn providers(&self) -> Vec<String> {
+        vec![self.0.to_owned()]
+    }
+    fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
+        self.1.scan(ctx, sink)
+    }
+}
+
+/// Two sources reporting the same provider's resources: `aws-prod`, whose
+/// second scan no longer has id-0, and `aws-dev`, failing on `fail_on`.
+fn two_accounts(fail_on: Option<u64>) -> Vec<Box<dyn Source>> {
+    let list = |ids: std::ops::Range<u32>| ids.map(|n| (crn("aws", n), "running")).collect::<Vec<_>>();
+    let prod = ListSource {
+        provider: "aws",
+        scans: vec![list(0..5), list(1..5)],
+        fail_on: None,
+        calls: Arc::new(AtomicU64::new(0)),
+    };
+    let dev = ListSource {
+        provider: "aws",
+        scans: vec![list(100..105)],
+        fail_on,
+        calls: Arc::new(AtomicU64::new(0)),
+    };
+    vec![Box::new(Named("aws-prod", prod)), Box::new(Named("aws-dev", dev))]
+}
+
+/// A source that fails, or is left out of a scan, keeps the resources of
+/// every provider it answered for, also where another source reports that
+/// provider, and also after a restart, before it has succeeded again.
+#[test]
+fn a_failed_or_skipped_source_keeps_a_provider_another_source_also_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let engine = Arc::new(Engine::open(dir.path(), "s1", clock.clone()).unwrap());
+    engine.set_sources(two_accounts(Some(2)));
+    let r1 = engine.try_start_scan().unwrap().run().unwrap();
+    assert_eq!((r1.nodes, r1.retired_nodes), (10, 0));
+
+    // aws-dev fails: aws-prod's success does not retire aws-dev's five
+    // resources (nor, for this scan, aws-prod's id-0).
+    clock.advance(1_000_000);
+    let r2 = engine.try_start_scan().unwrap().run().unwrap();
+    assert!(!r2.sources.iter().find(|s| s.name == "aws-dev").unwrap().ok);
+    assert_eq!(r2.retired_nodes, 0, "nothing of a provider a failed source answers for");
+    assert_eq!(engine.graph().stats(engine.now_us()).active_nodes, 10);
+    drop(engine);
+
+    // After a restart it fails again before succeeding once: the same.
+    let engine = Arc::new(Engine::open(dir.path(), "s2", clock.clone()).unwrap());
+    engine.set_sources(two_accounts(Some(3)));
+    clock.advance(1_000_000);
+    let r3 = engine.try_start_scan().unwrap().run().unwrap();
+    assert!(!r3.sources.iter().find(|s| s.name == "aws-dev").unwrap().ok);
+    assert_eq!(r3.retired_nodes, 0, "what it answered for was kept in the store");
+
+    // A scan of aws-prod alone: aws-dev did not answer, so the same.
+    clock.advance(1_000_000);
+    let only = engine
+        .try_start_scan()
+        .unwrap()
+        .run_only(Some(vec!["aws-prod".into()]))
+        .unwrap();
+    assert_eq!(only.sources.len(), 1);
+    assert_eq!(only.retired_nodes, 0, "a source left out answers for nothing");
+
+    // Both succeed: id-0, gone from aws-prod, is retired.
+    clock.advance(1_000_000);
+    let r4 = engine.try_start_scan().unwrap().run().unwrap();
+    assert!(r4.sources.iter().all(|s| s.ok));
+    assert_eq!(r4.retired_nodes, 1);
+    assert!(engine.graph().find(&Crn::parse(&crn("aws", 100)).unwrap()).is_some());
+}
+
 /// A source that stages its estate, then panics.
 struct Panics(ListSource);
 

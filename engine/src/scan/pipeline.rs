@@ -1,7 +1,7 @@
 //! One scan, phase by phase (DESIGN.md section 4). Each phase is a tracing
 //! span named as in SPEC 4.9 under the root `engine.run`.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::time::Instant;
 
 use tracing::{debug, info, info_span, warn};
@@ -255,10 +255,15 @@ pub(crate) fn run(
         // Every selected source scans at once, each on its own thread with
         // its own staging; a slow or failing source holds up no other. Their
         // edges meet in one boundary-resolution pool.
-        let selected: Vec<&mut Box<dyn Source>> = sources
-            .iter_mut()
-            .filter(|s| only.is_none_or(|only| s.providers().iter().any(|p| only.contains(p))))
+        let serves = |s: &dyn Source| only.is_none_or(|only| s.providers().iter().any(|p| only.contains(p)));
+        // Sources left out of a scan of some providers answer for nothing
+        // in it: what they answer for is held back, as a failed source's is.
+        let skipped: Vec<(String, Vec<String>)> = sources
+            .iter()
+            .filter(|s| !serves(s.as_ref()))
+            .map(|s| (s.name().to_owned(), s.providers()))
             .collect();
+        let selected: Vec<&mut Box<dyn Source>> = sources.iter_mut().filter(|s| serves(s.as_ref())).collect();
         let pool = EdgePool::new(selected.len());
         let staged_nodes = NodeStage::for_graph(&engine.graph());
         let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
@@ -314,6 +319,14 @@ pub(crate) fn run(
         let mut staged_edges = pool.into_staged();
         let (mut edges, mut edge_parts) = (Vec::new(), Vec::new());
         let (mut ok, mut discovered) = (Vec::new(), BTreeMap::<Sym, u64>::new());
+        // What each source answered for when it last succeeded, before this
+        // scan's successes replace it.
+        let answered = engine.answered();
+        let mut held: BTreeSet<String> = BTreeSet::new();
+        for (name, declared) in &skipped {
+            held.extend(declared.iter().cloned());
+            held.extend(answered.get(name).into_iter().flatten().cloned());
+        }
         for (k, (outcome, stage)) in results.into_iter().enumerate() {
             ok.push(outcome.ok);
             if outcome.ok {
@@ -324,8 +337,10 @@ pub(crate) fn run(
                 let mut seen: Vec<Sym> = stage.providers.iter().map(|&(p, _)| p).collect();
                 seen.sort_unstable();
                 let reader = engine.interner().reader();
-                engine.record_served(&outcome.name, seen.iter().map(|p| reader.resolve(*p).to_owned()));
+                let names: Vec<String> = seen.iter().map(|p| reader.resolve(*p).to_owned()).collect();
                 drop(reader);
+                engine.record_answered(&outcome.name, outcome.providers.iter().chain(&names).cloned().collect());
+                engine.record_served(&outcome.name, names.into_iter());
                 ok_providers.extend(seen);
                 for &(p, n) in &stage.providers {
                     *discovered.entry(p).or_default() += n;
@@ -336,7 +351,10 @@ pub(crate) fn run(
                 }
             } else {
                 // A failed source keeps its resources as they were: none of
-                // its staged nodes or edges land.
+                // its staged nodes or edges land, and no provider it answers
+                // for is retired, even where another source reported it.
+                held.extend(outcome.providers.iter().cloned());
+                held.extend(answered.get(&outcome.name).into_iter().flatten().cloned());
                 warn!(
                     source = %outcome.name,
                     error = outcome.error.as_deref().unwrap_or(""),
@@ -347,6 +365,15 @@ pub(crate) fn run(
         }
         ok_providers.sort_unstable();
         ok_providers.dedup();
+        if !held.is_empty() {
+            let reader = engine.interner().reader();
+            let before = ok_providers.len();
+            ok_providers.retain(|p| !held.contains(reader.resolve(*p)));
+            if ok_providers.len() < before {
+                warn!(providers = ?held, "a source that failed or was not scanned answers for providers another \
+                    source reported: their missing resources are not retired this scan");
+            }
+        }
         report.sources.sort_by(|a, b| a.name.cmp(&b.name));
         let discovered = {
             let reader = engine.interner().reader();

@@ -7,6 +7,7 @@ pub mod ledger;
 mod policy_store;
 mod signal_store;
 pub mod snapshot;
+mod source_store;
 
 pub use codec::DecodeError;
 pub use graph_store::{
