@@ -72,6 +72,24 @@ async fn host_garbage_handshake_line_is_refused_quoting_it() {
     assert_gone(&pid);
 }
 
+/// A plugin's stderr is drained whatever it holds: bytes that are not
+/// UTF-8 and a long run without a newline neither stop the forwarding (the
+/// plugin's next write would fail) nor grow the daemon's buffer.
+#[tokio::test]
+async fn host_stderr_that_is_not_text_is_drained_to_its_end() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = script(
+        dir.path(),
+        "noisy",
+        // A write to a stderr nobody reads any more would fail (`set -e`
+        // then ends the script), as a Go plugin dies of SIGPIPE.
+        "set -e\nprintf 'caf\\351\\n' >&2\nhead -c 300000 /dev/zero | tr '\\0' x >&2\necho 'after the noise'\nexec sleep 30",
+    );
+    let e = launch(&path, &opts(Duration::from_secs(5))).await;
+    assert!(matches!(e, HostError::InvalidHandshake { .. }), "{e:?}");
+    assert!(e.to_string().contains("\"after the noise\""), "{e}");
+}
+
 #[tokio::test]
 async fn host_plugin_gets_the_magic_cookie_and_protocol_environment() {
     let dir = tempfile::tempdir().expect("tempdir");
