@@ -88,7 +88,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);
     state.set_config(Arc::new(FileConfig::new(
         data_dir.join(paths::CONFIG_FILE),
-        live_apply(engine.clone(), exporter.clone(), interval_tx),
+        live_apply(engine.clone(), plugins.clone(), exporter.clone(), interval_tx),
     )));
 
     let scheduler = tokio::spawn(schedule_scans(engine.clone(), state.clone(), interval_rx));
@@ -112,34 +112,26 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
 }
 
 /// Sets up the sources: the active provider plugins, plus the mock estate
-/// when asked for, or when neither cloud credentials nor active provider
-/// plugins are found. A plugin listed in `plugins.active` that failed its
-/// integrity check, or is not installed, still counts as found: the
-/// simulated estate never stands in for a provider the operator asked for
-/// (it would retire that provider's resources), and the plugin's scans fail
-/// with the reason instead.
+/// when asked for (`--mock`), or, when no cloud credentials are found, for
+/// as long as no provider plugin is active ([`Plugins::apply`]). A plugin
+/// listed in `plugins.active` that fails its integrity check, or is not
+/// installed, counts as active: the simulated estate never stands in for a
+/// provider the operator asked for (it would retire that provider's
+/// resources), and the plugin's scans fail with the reason instead.
 fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins, data_dir: &std::path::Path) {
     let (seed, scale) = (opts.mock_seed, opts.mock_scale);
     // What remediation does to the simulated estate outlives a restart.
     let effects = data_dir.join(paths::MOCK_EFFECTS_FILE);
     let mock = move || -> Box<dyn Source> { Box::new(MockEstate::new(seed, scale).with_effects_file(&effects)) };
-    let active = plugins.active_providers();
-    for name in &active {
-        engine_config(plugins, config, name);
-    }
-    let missing = config.plugins.active.iter().any(|name| !plugins.is_installed(name));
+    plugins.configure(&config.plugins);
     if opts.mock {
         info!(scale, seed, "mock mode: scanning a simulated estate (--mock)");
         plugins.keep_source(Box::new(mock));
     } else {
         let credentials = found_credentials();
-        if credentials.is_empty() && active.is_empty() && !missing {
-            warn!(
-                scale,
-                "mock mode: no cloud credentials and no active plugins found; scanning a simulated estate"
-            );
-            plugins.keep_source(Box::new(mock));
-        } else if active.is_empty() && !missing {
+        if credentials.is_empty() {
+            plugins.set_fallback(Box::new(mock));
+        } else if !plugins.provider_asked() {
             warn!(
                 credentials = ?credentials,
                 "cloud credentials found but no provider plugin is active: scans will find nothing; \
@@ -148,11 +140,6 @@ fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins, data_
         }
     }
     plugins.apply();
-}
-
-/// Hands a plugin its scan configuration (`[plugins.config.<name>]`).
-fn engine_config(plugins: &Plugins, config: &Config, name: &str) {
-    plugins.set_scan_config(name, config.plugins.scan_config(name));
 }
 
 /// Standard credential sources that are present.
@@ -178,15 +165,18 @@ fn found_credentials() -> Vec<&'static str> {
 }
 
 /// What `PUT /api/v1/config` changes without a restart: the scan
-/// interval, the built-in rule selection, formal verification and the
-/// compliance export. (`plugins.active` is applied by `plugins toggle` or at
-/// the next start; scan timeouts by the next scan that reads them.)
+/// interval, the built-in rule selection, formal verification, the
+/// compliance export, `plugins.active` and each plugin's scan settings
+/// (from the next scan). Scan timeouts apply to the next scan that reads
+/// them.
 fn live_apply(
     engine: Arc<Engine>,
+    plugins: Arc<Plugins>,
     exporter: Arc<svc_api::export::Exporter>,
     interval: tokio::sync::watch::Sender<Duration>,
 ) -> crate::settings::Apply {
     Box::new(move |c: &Config| {
+        plugins.configure(&c.plugins);
         // Every value was validated before this is called.
         if let Ok(d) = c.scan_interval() {
             interval.send_if_modified(|cur| std::mem::replace(cur, d) != d);

@@ -41,6 +41,11 @@ pub struct Plugins {
     handle: Handle,
     /// The mock estate stays a source when the daemon runs with it.
     extra: Mutex<Vec<MakeSource>>,
+    /// The mock estate when no credentials were found: a source only while
+    /// no provider plugin is asked for ([`Plugins::apply`]).
+    fallback: Mutex<Option<MakeSource>>,
+    /// `plugins.active` as configured, names not installed included.
+    wanted: Mutex<Vec<String>>,
     scan_timeout: std::time::Duration,
 }
 
@@ -110,6 +115,8 @@ impl Plugins {
             engine,
             handle,
             extra: Mutex::new(Vec::new()),
+            fallback: Mutex::new(None),
+            wanted: Mutex::new(active.to_vec()),
             scan_timeout,
         }
     }
@@ -124,21 +131,52 @@ impl Plugins {
         self.extra.lock().push(make);
     }
 
-    /// Active provider plugins, those that failed their check at start
-    /// included: each is scanned, and one that still fails its check fails
-    /// its own scan with the reason.
-    pub fn active_providers(&self) -> Vec<String> {
-        self.entries
-            .lock()
-            .iter()
-            .filter(|e| e.active && role_name(&e.found.manifest) == "provider")
-            .map(|e| e.found.name.clone())
-            .collect()
+    /// The source scanned while no provider plugin is asked for (the mock
+    /// estate, when the daemon found no cloud credentials).
+    pub fn set_fallback(&self, make: MakeSource) {
+        *self.fallback.lock() = Some(make);
     }
 
-    /// Whether a plugin called `name` was found in the plugin directory.
-    pub fn is_installed(&self, name: &str) -> bool {
-        self.entries.lock().iter().any(|e| e.found.name == name)
+    /// Whether a provider plugin is asked for: one in `plugins.active`,
+    /// whether or not it passes its integrity check, or a name there that
+    /// is not installed (its role unknown, it is taken for a provider).
+    pub fn provider_asked(&self) -> bool {
+        let entries = self.entries.lock();
+        let installed_provider = entries
+            .iter()
+            .any(|e| e.active && role_name(&e.found.manifest) == "provider");
+        let missing = self
+            .wanted
+            .lock()
+            .iter()
+            .any(|name| !entries.iter().any(|e| &e.found.name == name));
+        installed_provider || missing
+    }
+
+    /// Applies `plugins.active` and every plugin's scan settings from a
+    /// configuration changed through the API: from the next scan on.
+    pub fn configure(&self, config: &crate::config::PluginsConfig) {
+        let names: Vec<String> = self.entries.lock().iter().map(|e| e.found.name.clone()).collect();
+        for name in &names {
+            self.set_scan_config(name, config.scan_config(name));
+        }
+        let changed = {
+            let mut entries = self.entries.lock();
+            let mut changed = *self.wanted.lock() != config.active;
+            for e in entries.iter_mut() {
+                let active = config.active.contains(&e.found.name);
+                if e.active != active {
+                    e.active = active;
+                    changed = true;
+                    info!(plugin = %e.found.name, active, "plugin activation changed by the configuration");
+                }
+            }
+            changed
+        };
+        if changed {
+            *self.wanted.lock() = config.active.clone();
+            self.apply();
+        }
     }
 
     /// Gives the engine one source per active provider plugin, plus the
@@ -148,6 +186,12 @@ impl Plugins {
     /// resources stay as they were) until it is installed again.
     pub fn apply(&self) {
         let mut sources: Vec<Box<dyn Source>> = self.extra.lock().iter().map(|make| make()).collect();
+        if !self.provider_asked()
+            && let Some(make) = &*self.fallback.lock()
+        {
+            warn!("mock mode: no cloud credentials and no active plugins found; scanning a simulated estate");
+            sources.push(make());
+        }
         let mut analyzers: Vec<Box<dyn Analyzer>> = Vec::new();
         for e in self.entries.lock().iter() {
             if !e.active {
@@ -237,11 +281,15 @@ impl PluginCatalog for Plugins {
             };
             e.active = !e.active;
             let info = Plugins::info(e);
-            let active: Vec<String> = entries
+            // Names not installed stay listed, as the operator wrote them.
+            let mut active: Vec<String> = self
+                .wanted
+                .lock()
                 .iter()
-                .filter(|e| e.active)
-                .map(|e| e.found.name.clone())
+                .filter(|n| !entries.iter().any(|e| &e.found.name == *n))
+                .cloned()
                 .collect();
+            active.extend(entries.iter().filter(|e| e.active).map(|e| e.found.name.clone()));
             (info, active)
         };
         if let Err(e) = self.persist(&active) {
@@ -251,6 +299,7 @@ impl PluginCatalog for Plugins {
             }
             return Err(ToggleError::Failed(format!("{e:#}")));
         }
+        *self.wanted.lock() = active;
         info!(plugin = name, active = info.active, "plugin toggled");
         self.apply();
         Ok(info)

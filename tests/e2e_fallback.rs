@@ -1,5 +1,6 @@
 //! Without `--mock`, a daemon that finds no cloud credentials and no active
-//! plugins says so and scans the mock estate.
+//! plugins says so and scans the mock estate; one asked for a provider
+//! plugin that is not installed does not.
 
 mod common;
 
@@ -23,4 +24,26 @@ async fn no_credentials_and_no_plugins_fall_back_to_the_mock_estate() {
         log.contains("mock mode: no cloud credentials and no active plugins found"),
         "the fallback is logged clearly:\n{log}"
     );
+}
+
+#[tokio::test]
+async fn a_plugin_asked_for_but_not_installed_keeps_the_mock_estate_out() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"aws\"]\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 300);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    let scan = d.wait_scan_after(0).await;
+    assert_eq!(scan["payload"]["node_count"], 0, "nothing simulated: {scan}");
+    assert_eq!(scan["payload"]["sources"], serde_json::json!([]), "{scan}");
+    let log = d.log.text();
+    assert!(
+        log.contains("plugins.active names a plugin that is not installed") && log.contains("aws"),
+        "{log}"
+    );
+    assert!(!log.contains("mock mode"), "{log}");
 }

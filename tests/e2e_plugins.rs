@@ -145,6 +145,67 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
     assert_eq!(refused["payload"]["nodes_deleted"], 0);
 }
 
+/// Activation and scan settings follow the configuration while the daemon
+/// runs: a plugin turned on replaces the simulated estate the daemon fell
+/// back to, its settings changed through `PUT /api/v1/config` apply from
+/// the next scan, and with no plugin active the simulated estate returns.
+#[tokio::test]
+async fn plugins_follow_the_configuration_while_the_daemon_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins.config.mock]\nscale = 400\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 300);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    let simulated = json!(["aws", "gcp", "azure", "kubernetes"]);
+    let first = d.wait_scan_after(0).await;
+    assert_eq!(first["payload"]["sources"][0]["providers"], simulated, "{first}");
+    let api = d.api();
+    let scan = || async {
+        let r = api
+            .post_json("/api/v1/engine/scan", &json!({"wait": true}))
+            .await
+            .expect(200);
+        assert_eq!(r["sources"].as_array().unwrap().len(), 1, "{r}");
+        r["sources"][0].clone()
+    };
+
+    // Turned on: the plugin alone is scanned, with its settings.
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
+        .await
+        .expect(200);
+    let src = scan().await;
+    assert_eq!(
+        (&src["providers"], &src["ok"]),
+        (&json!(["mock"]), &json!(true)),
+        "{src}"
+    );
+    assert!((350..450).contains(&u(&src["nodes"])), "scale 400: {src}");
+
+    // Its settings changed through the API: used by the next scan.
+    api.put_json(
+        "/api/v1/config",
+        &json!({"plugins": {"config": {"mock": {"scale": 700}}}}),
+    )
+    .await
+    .expect(200);
+    let src = scan().await;
+    assert!((650..750).contains(&u(&src["nodes"])), "scale 700: {src}");
+
+    // No plugin active any more: the simulated estate again.
+    api.put_json("/api/v1/config", &json!({"plugins": {"active": []}}))
+        .await
+        .expect(200);
+    let src = scan().await;
+    assert_eq!(src["providers"], simulated, "{src}");
+    let plugins = api.get_ok("/api/v1/plugins").await;
+    assert_eq!(plugins[0]["active"], false);
+}
+
 /// A binary whose hash no longer matches its manifest is never started: it
 /// is listed with the reason, and each scan of it fails with that reason in
 /// the `SCAN_COMPLETED` payload and the API. The resources it reported
