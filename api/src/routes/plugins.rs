@@ -23,10 +23,15 @@ fn plugin_json(p: &PluginInfo) -> Value {
     })
 }
 
-/// The installed plugins, sorted by name.
+/// The installed plugins, sorted by name. Listing checks each binary
+/// against its manifest (hashing one that changed), so it runs off the
+/// async workers.
 pub async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     state.engine()?;
-    let mut plugins = state.plugins().map(|c| c.list()).unwrap_or_default();
+    let catalog = state.plugins();
+    let mut plugins = tokio::task::spawn_blocking(move || catalog.map(|c| c.list()).unwrap_or_default())
+        .await
+        .map_err(ApiError::internal)?;
     plugins.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Json(Value::Array(plugins.iter().map(plugin_json).collect())))
 }
