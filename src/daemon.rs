@@ -12,7 +12,7 @@ use svc_api::AppState;
 use svc_engine::Engine;
 use svc_engine::clock::SystemClock;
 use svc_engine::scan::Source;
-use svc_ingest::mock::MockEstate;
+use svc_ingest::mock::{MockEstate, SOURCE_NAME as MOCK_SOURCE};
 use tracing::{error, info, warn};
 
 use crate::config::Config;
@@ -69,7 +69,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         tokio::runtime::Handle::current(),
         config.scan_timeout()?,
     ));
-    setup_sources(&opts, &config, &plugins, &data_dir);
+    setup_sources(&opts, &config, &engine, &plugins, &data_dir);
     engine.set_rule_selection(config.heuristics.selection()?);
     engine.set_oracle_enabled(config.oracle_enabled()?);
     engine.set_pack_source(Arc::new(svc_ingest::packs::PackDir::new(
@@ -112,13 +112,21 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
 }
 
 /// Sets up the sources: the active provider plugins, plus the mock estate
-/// when asked for (`--mock`), or, when no cloud credentials are found, for
-/// as long as no provider plugin is active ([`Plugins::apply`]). A plugin
+/// when asked for (`--mock`), or, when no cloud credentials are found,
+/// until a provider plugin is active ([`Plugins::apply`]). A plugin
 /// listed in `plugins.active` that fails its integrity check, or is not
 /// installed, counts as active: the simulated estate never stands in for a
 /// provider the operator asked for (it would retire that provider's
-/// resources), and the plugin's scans fail with the reason instead.
-fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins, data_dir: &std::path::Path) {
+/// resources), and the plugin's scans fail with the reason instead. Nor
+/// does it stand in for plugins turned off in a graph that holds what a
+/// plugin other than the mock one reported.
+fn setup_sources(
+    opts: &DaemonOptions,
+    config: &Config,
+    engine: &Engine,
+    plugins: &Plugins,
+    data_dir: &std::path::Path,
+) {
     let (seed, scale) = (opts.mock_seed, opts.mock_scale);
     // What remediation does to the simulated estate outlives a restart.
     let effects = data_dir.join(paths::MOCK_EFFECTS_FILE);
@@ -129,7 +137,17 @@ fn setup_sources(opts: &DaemonOptions, config: &Config, plugins: &Plugins, data_
         plugins.keep_source(Box::new(mock));
     } else {
         let credentials = found_credentials();
-        if credentials.is_empty() {
+        // A graph that holds what a real plugin reported is not mixed with,
+        // nor retired by, a simulated estate of the same providers.
+        let real: Vec<String> = engine
+            .sources_seen()
+            .into_iter()
+            .filter(|name| name != MOCK_SOURCE)
+            .collect();
+        if credentials.is_empty() && !real.is_empty() && !plugins.provider_asked() {
+            warn!(sources = ?real, "no cloud credentials and no active plugins, but this graph holds what those \
+                sources reported: not falling back to a simulated estate; scans find nothing until a plugin is active");
+        } else if credentials.is_empty() {
             plugins.set_fallback(Box::new(mock));
         } else if !plugins.provider_asked() {
             warn!(

@@ -41,8 +41,8 @@ pub struct Plugins {
     handle: Handle,
     /// The mock estate stays a source when the daemon runs with it.
     extra: Mutex<Vec<MakeSource>>,
-    /// The mock estate when no credentials were found: a source only while
-    /// no provider plugin is asked for ([`Plugins::apply`]).
+    /// The mock estate when no credentials were found: a source until a
+    /// provider plugin is first asked for ([`Plugins::apply`]).
     fallback: Mutex<Option<MakeSource>>,
     /// `plugins.active` as configured, names not installed included.
     wanted: Mutex<Vec<String>>,
@@ -131,8 +131,10 @@ impl Plugins {
         self.extra.lock().push(make);
     }
 
-    /// The source scanned while no provider plugin is asked for (the mock
-    /// estate, when the daemon found no cloud credentials).
+    /// The source scanned until a provider plugin is asked for (the mock
+    /// estate, when the daemon found no cloud credentials): from then on,
+    /// for the rest of the run, it is not, so a simulated estate never
+    /// mixes with, or retires, what a real provider reported.
     pub fn set_fallback(&self, make: MakeSource) {
         *self.fallback.lock() = Some(make);
     }
@@ -186,11 +188,18 @@ impl Plugins {
     /// resources stay as they were) until it is installed again.
     pub fn apply(&self) {
         let mut sources: Vec<Box<dyn Source>> = self.extra.lock().iter().map(|make| make()).collect();
-        if !self.provider_asked()
-            && let Some(make) = &*self.fallback.lock()
         {
-            warn!("mock mode: no cloud credentials and no active plugins found; scanning a simulated estate");
-            sources.push(make());
+            let mut fallback = self.fallback.lock();
+            if self.provider_asked() {
+                // For good: scans stay with the providers asked for, and
+                // find nothing if they are all turned off again.
+                if fallback.take().is_some() {
+                    info!("a provider plugin is active: the simulated estate is no longer scanned");
+                }
+            } else if let Some(make) = &*fallback {
+                warn!("mock mode: no cloud credentials and no active plugins found; scanning a simulated estate");
+                sources.push(make());
+            }
         }
         let mut analyzers: Vec<Box<dyn Analyzer>> = Vec::new();
         for e in self.entries.lock().iter() {

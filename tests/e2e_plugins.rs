@@ -25,15 +25,20 @@ fn mock_plugin() -> PathBuf {
 }
 
 fn install(dir: &std::path::Path) {
+    install_as(dir, "mock");
+}
+
+/// Installs `svc-plugin-mock` under the plugin name `name`.
+fn install_as(dir: &std::path::Path, name: &str) {
     let out = Command::new(SVC)
-        .args(["plugins", "install-local"])
+        .args(["plugins", "install-local", "--name", name])
         .arg(mock_plugin())
         .env("SVC_DATA_DIR", dir)
         .output()
         .expect("run svc plugins install-local");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(dir.join("plugins/svc-plugin-mock").exists());
-    assert!(dir.join("plugins/svc-plugin-mock.yaml").exists());
+    assert!(dir.join(format!("plugins/svc-plugin-{name}")).exists());
+    assert!(dir.join(format!("plugins/svc-plugin-{name}.yaml")).exists());
 }
 
 fn u(v: &Value) -> u64 {
@@ -147,8 +152,8 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
 
 /// Activation and scan settings follow the configuration while the daemon
 /// runs: a plugin turned on replaces the simulated estate the daemon fell
-/// back to, its settings changed through `PUT /api/v1/config` apply from
-/// the next scan, and with no plugin active the simulated estate returns.
+/// back to, for good, and its settings changed through `PUT
+/// /api/v1/config` apply from the next scan.
 #[tokio::test]
 async fn plugins_follow_the_configuration_while_the_daemon_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -196,14 +201,52 @@ async fn plugins_follow_the_configuration_while_the_daemon_runs() {
     let src = scan().await;
     assert!((650..750).contains(&u(&src["nodes"])), "scale 700: {src}");
 
-    // No plugin active any more: the simulated estate again.
+    // No plugin active any more: nothing is scanned, and the simulated
+    // estate does not come back to retire what the plugin reported.
     api.put_json("/api/v1/config", &json!({"plugins": {"active": []}}))
         .await
         .expect(200);
-    let src = scan().await;
-    assert_eq!(src["providers"], simulated, "{src}");
+    let r = api
+        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
+        .await
+        .expect(200);
+    assert_eq!((&r["sources"], &r["nodes_deleted"]), (&json!([]), &json!(0)), "{r}");
     let plugins = api.get_ok("/api/v1/plugins").await;
     assert_eq!(plugins[0]["active"], false);
+}
+
+/// A daemon restarted without credentials and with its plugins turned off
+/// does not fall back to the simulated estate over a graph that a plugin
+/// (other than the mock one) filled: the simulated providers carry the same
+/// names and would retire everything it reported.
+#[tokio::test]
+async fn a_graph_a_plugin_filled_is_not_handed_to_the_simulated_estate() {
+    let dir = tempfile::tempdir().unwrap();
+    install_as(dir.path(), "acme");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"acme\"]\n",
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 300);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    assert_eq!(first["payload"]["sources"][0]["name"], "acme", "{first}");
+    let before = d.api().get_ok("/api/v1/graph/stats").await;
+    d.api()
+        .post_json("/api/v1/plugins/toggle", &json!({"name": "acme"}))
+        .await
+        .expect(200);
+
+    d.restart().await;
+    let after_restart = d.wait_scan_after(u(&first["seq"])).await;
+    let p = &after_restart["payload"];
+    assert_eq!((&p["sources"], &p["nodes_deleted"]), (&json!([]), &json!(0)), "{p}");
+    let after = d.api().get_ok("/api/v1/graph/stats").await;
+    assert_eq!(after["active_nodes"], before["active_nodes"]);
+    let log = d.log.text();
+    assert!(log.contains("not falling back to a simulated estate"), "{log}");
 }
 
 /// A binary whose hash no longer matches its manifest is never started: it

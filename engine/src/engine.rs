@@ -588,6 +588,12 @@ impl Engine {
         self.served.read().clone()
     }
 
+    /// The sources that have ever completed a scan of this graph (as kept
+    /// in the graph store), by name.
+    pub fn sources_seen(&self) -> Vec<String> {
+        self.answered.read().keys().cloned().collect()
+    }
+
     /// Source -> the providers its last successful scan answered for.
     pub(crate) fn answered(&self) -> BTreeMap<String, BTreeSet<String>> {
         self.answered.read().clone()

@@ -278,6 +278,10 @@ struct UnitPlan {
     cluster: Option<String>,
 }
 
+/// The mock estate's name as a scan source: also that of `svc-plugin-mock`,
+/// which serves the same estate.
+pub const SOURCE_NAME: &str = "mock";
+
 /// A deterministic simulated estate.
 pub struct MockEstate {
     seed: u64,
@@ -484,7 +488,7 @@ impl MockEstate {
 
 impl Source for MockEstate {
     fn name(&self) -> &str {
-        "mock"
+        SOURCE_NAME
     }
 
     fn providers(&self) -> Vec<String> {
