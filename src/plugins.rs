@@ -155,8 +155,9 @@ impl Plugins {
         installed_provider || missing
     }
 
-    /// Applies `plugins.active` and every plugin's scan settings from a
-    /// configuration changed through the API: from the next scan on.
+    /// Applies `plugins.active` and every plugin's scan settings from the
+    /// configuration, at start and whenever it changes through the API:
+    /// from the next scan on.
     pub fn configure(&self, config: &crate::config::PluginsConfig) {
         let names: Vec<String> = self.entries.lock().iter().map(|e| e.found.name.clone()).collect();
         for name in &names {
