@@ -574,7 +574,7 @@ impl GraphStore {
         &self.db
     }
 
-    fn db_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
+    pub(crate) fn db_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
         |e| StoreError::Db {
             path: self.path.clone(),
             cause: Box::new(e),

@@ -211,13 +211,6 @@ pub(crate) fn decode_anomalies(buf: &[u8]) -> Result<Anomalies, DecodeError> {
 }
 
 impl GraphStore {
-    fn signal_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
-        |e| StoreError::Db {
-            path: self.path().to_owned(),
-            cause: Box::new(e),
-        }
-    }
-
     fn signal_corrupt(&self, what: &str, cause: DecodeError) -> StoreError {
         StoreError::Corrupt {
             path: self.path().to_owned(),
@@ -235,7 +228,7 @@ impl GraphStore {
         interner: &Interner,
         keep: usize,
     ) -> Result<(), StoreError> {
-        let err = self.signal_err();
+        let err = self.db_err();
         let totals_bytes = encode_totals(totals, interner);
         let anomalies_bytes = encode_anomalies(anomalies);
         let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
@@ -263,7 +256,7 @@ impl GraphStore {
 
     /// Every stored scan's totals, oldest first (none before the first scan).
     pub fn load_signal_history(&self, interner: &Interner) -> Result<Vec<ScanTotals>, StoreError> {
-        let err = self.signal_err();
+        let err = self.db_err();
         let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
         let table = match txn.open_table(HISTORY) {
             Ok(t) => t,
@@ -284,7 +277,7 @@ impl GraphStore {
 
     /// The anomalies of the last analysed scan, if any.
     pub fn load_last_anomalies(&self) -> Result<Option<Anomalies>, StoreError> {
-        let err = self.signal_err();
+        let err = self.db_err();
         let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
         let table = match txn.open_table(ANOMALIES) {
             Ok(t) => t,

@@ -15,7 +15,7 @@ const SOURCE_PROVIDERS: TableDefinition<&str, &str> = TableDefinition::new("sour
 impl GraphStore {
     /// Every source's providers as last stored (none before the first scan).
     pub fn load_source_providers(&self) -> Result<BTreeMap<String, BTreeSet<String>>, StoreError> {
-        let err = self.sources_err();
+        let err = self.db_err();
         let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
         let table = match txn.open_table(SOURCE_PROVIDERS) {
             Ok(t) => t,
@@ -38,7 +38,7 @@ impl GraphStore {
 
     /// Stores `source`'s providers durably, replacing what it had.
     pub fn put_source_providers(&self, source: &str, providers: &BTreeSet<String>) -> Result<(), StoreError> {
-        let err = self.sources_err();
+        let err = self.db_err();
         let joined = providers.iter().map(String::as_str).collect::<Vec<_>>().join("\n");
         let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
         {
@@ -47,13 +47,6 @@ impl GraphStore {
         }
         txn.commit().map_err(|e| err(e.into()))?;
         Ok(())
-    }
-
-    fn sources_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
-        |e| StoreError::Db {
-            path: self.path().to_owned(),
-            cause: Box::new(e),
-        }
     }
 }
 
