@@ -243,7 +243,7 @@ impl Plugins {
             // As it is now: a binary installed again since the start
             // shows (and is used) as verified.
             status: match e.integrity.check(&e.found.path) {
-                Ok(()) => "verified".into(),
+                Ok(_) => "verified".into(),
                 Err(problem) => problem.to_string(),
             },
         }

@@ -10,7 +10,10 @@ use std::time::Duration;
 use svc_engine::graph::NodeBatch;
 use svc_engine::scan::{CollectSink, ScanContext, Source, SourceError};
 use svc_engine::{Graph, Interner};
-use svc_ingest::host::{HostError, LaunchOptions, Net, PluginProcess, PluginSource, Role, SourceOptions};
+use svc_ingest::host::{
+    Category, HostError, Integrity, LaunchOptions, Net, PluginProcess, PluginSource, Role, SourceOptions,
+    write_manifest_for,
+};
 use svc_proto::provider::v1 as pb;
 use tokio::runtime::Runtime;
 
@@ -334,4 +337,60 @@ async fn host_sweep_stops_the_plugin_a_dead_host_left_running() {
         Some(9),
         "{status}"
     );
+}
+
+/// With an integrity check, a plugin installed again (a new binary and its
+/// manifest) while its process runs is restarted for the next scan, and one
+/// whose binary changed without a new manifest fails that scan, naming it.
+#[test]
+fn host_a_plugin_installed_again_is_restarted_and_a_changed_one_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("svc-plugin-mock");
+    let install = |extra: &[u8]| {
+        let mut bytes = std::fs::read(mock_binary()).expect("read the plugin");
+        bytes.extend_from_slice(extra);
+        // A fresh file, so a running process keeps its own.
+        let _ = std::fs::remove_file(&path);
+        std::fs::write(&path, bytes).expect("write the plugin");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+        write_manifest_for(&path, "svc-plugin-mock", Role::Provider, Category::Cloud).expect("manifest");
+    };
+    install(b"");
+    let rt = Runtime::new().expect("runtime");
+    let mut opts = options("", &[]);
+    opts.launch.integrity = Some(Arc::new(Integrity::default()));
+    let mut source = PluginSource::new(&path, opts, rt.handle().clone());
+    let interner = Interner::new();
+
+    let (result, _) = scan(&mut source, &interner, 1);
+    result.expect("first scan");
+    let first = source.process().and_then(PluginProcess::id).expect("pid");
+    let (result, _) = scan(&mut source, &interner, 2);
+    result.expect("second scan");
+    assert_eq!(
+        source.process().and_then(PluginProcess::id),
+        Some(first),
+        "the same process"
+    );
+
+    // Installed again: a new process from the next scan, the old one gone.
+    install(b"\0");
+    let (result, _) = scan(&mut source, &interner, 3);
+    result.expect("scan after the new install");
+    let second = source.process().and_then(PluginProcess::id).expect("pid");
+    assert_ne!(second, first, "restarted");
+    assert!(!is_running(first), "the old process was stopped");
+
+    // Changed without a new manifest: that scan fails, naming the check.
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes.push(1);
+    let _ = std::fs::remove_file(&path);
+    std::fs::write(&path, bytes).expect("write");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let (result, _) = scan(&mut source, &interner, 4);
+    match result {
+        Err(SourceError::Failed(e)) => assert!(e.contains("failed verification"), "{e}"),
+        other => panic!("expected a failed scan, got {other:?}"),
+    }
+    rt.block_on(source.shutdown());
 }

@@ -93,7 +93,15 @@ pub fn verify(plugin: &Discovered) -> Result<(), HostError> {
 /// launch of an unchanged binary costs two `stat`s.
 #[derive(Debug, Default)]
 pub struct Integrity {
-    passed: Mutex<Option<[Fingerprint; 2]>>,
+    passed: Mutex<Passed>,
+}
+
+#[derive(Debug, Default)]
+struct Passed {
+    /// The files as they were when they last passed.
+    files: Option<[Fingerprint; 2]>,
+    /// How many different states of the files have passed.
+    versions: u64,
 }
 
 /// What tells one state of a file from another without reading it.
@@ -126,24 +134,27 @@ impl Fingerprint {
 
 impl Integrity {
     /// [`verify`]s the binary at `path` against its manifest, unless
-    /// neither file changed since it last passed.
-    pub fn check(&self, path: &Path) -> Result<(), HostError> {
+    /// neither file changed since it last passed. Returns which version of
+    /// the files passed: it changes when the plugin is installed again, so
+    /// a process started from an earlier one can be told apart.
+    pub fn check(&self, path: &Path) -> Result<u64, HostError> {
         let now = [
             Fingerprint::of(path)?,
             Fingerprint::of(&manifest_path(path)).unwrap_or(NO_FILE),
         ];
         let mut passed = self.passed.lock().unwrap_or_else(PoisonError::into_inner);
-        if *passed == Some(now) {
-            return Ok(());
+        if passed.files == Some(now) {
+            return Ok(passed.versions);
         }
-        *passed = None;
+        passed.files = None;
         verify(&Discovered {
             name: String::new(),
             path: path.to_owned(),
             manifest: read_manifest(path),
         })?;
-        *passed = Some(now);
-        Ok(())
+        passed.files = Some(now);
+        passed.versions += 1;
+        Ok(passed.versions)
     }
 }
 

@@ -77,6 +77,14 @@ impl HeuristicPlugin {
             tracing::warn!(plugin = %self.name, %status, "heuristic plugin exited; restarting it");
             self.process = None;
         }
+        if let Some(p) = &self.process
+            && !p.binary_unchanged(&self.opts.launch).await?
+        {
+            tracing::info!(plugin = %self.name, "heuristic plugin installed again; restarting it");
+            if let Some(p) = self.process.take() {
+                p.shutdown().await;
+            }
+        }
         if self.process.is_none() {
             self.spec = None;
             self.process = Some(PluginProcess::launch(&self.path, Role::Heuristic, &self.opts.launch).await?);

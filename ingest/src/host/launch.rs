@@ -84,11 +84,30 @@ pub struct PluginProcess {
     handshake: Handshake,
     plugin_version: String,
     shutdown_grace: Duration,
+    /// The version of the binary that passed its integrity check before
+    /// this process started ([`Integrity::check`]), when it was checked.
+    checked: Option<u64>,
     /// The directory the plugin is told to put its Unix socket in
     /// (`PLUGIN_UNIX_SOCKET_DIR`); removed with everything in it when the
     /// process value is dropped, so a plugin that is killed, or crashes,
     /// leaves nothing behind.
     _socket_dir: tempfile::TempDir,
+}
+
+/// Runs `opts`' integrity check of the binary at `path`, if it has one,
+/// off the async workers (it may hash the binary): which version passed.
+pub(crate) async fn check_integrity(path: &Path, opts: &LaunchOptions) -> Result<Option<u64>, HostError> {
+    let Some(integrity) = &opts.integrity else {
+        return Ok(None);
+    };
+    let (integrity, binary) = (integrity.clone(), path.to_owned());
+    tokio::task::spawn_blocking(move || integrity.check(&binary))
+        .await
+        .map_err(|e| HostError::Io {
+            path: path.to_owned(),
+            source: std::io::Error::other(e),
+        })?
+        .map(Some)
 }
 
 /// Socket directories are `<temp>/svc-plugin-sock-<host pid>-<random>`.
@@ -230,15 +249,7 @@ impl PluginProcess {
     /// Starts the plugin at `path` and connects to it. The process is killed
     /// when any step fails and when the returned value is dropped.
     pub async fn launch(path: &Path, role: Role, opts: &LaunchOptions) -> Result<PluginProcess, HostError> {
-        if let Some(integrity) = &opts.integrity {
-            let (integrity, binary) = (integrity.clone(), path.to_owned());
-            tokio::task::spawn_blocking(move || integrity.check(&binary))
-                .await
-                .map_err(|e| HostError::Io {
-                    path: path.to_owned(),
-                    source: std::io::Error::other(e),
-                })??;
-        }
+        let checked = check_integrity(path, opts).await?;
         let name = plugin_name(path);
         let parent = opts.socket_parent.clone().unwrap_or_else(std::env::temp_dir);
         sweep_socket_dirs(&parent);
@@ -290,6 +301,7 @@ impl PluginProcess {
                     handshake,
                     plugin_version,
                     shutdown_grace: opts.shutdown_grace,
+                    checked,
                     _socket_dir: socket_dir,
                 })
             }
@@ -329,6 +341,15 @@ impl PluginProcess {
 
     pub fn channel(&self) -> Channel {
         self.channel.clone()
+    }
+
+    /// Whether the binary at the process's path is still the one it was
+    /// started from: checked again with `opts`' integrity check. `Ok(false)`
+    /// when it was installed again since (a new version passed), an error
+    /// when it no longer passes; `Ok(true)` without a check.
+    pub async fn binary_unchanged(&self, opts: &LaunchOptions) -> Result<bool, HostError> {
+        let now = check_integrity(&self.path, opts).await?;
+        Ok(now.is_none() || self.checked.is_none() || now == self.checked)
     }
 
     /// The exit status if the process has exited.

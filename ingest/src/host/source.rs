@@ -134,6 +134,14 @@ impl PluginSource {
             tracing::warn!(plugin = %self.name, %status, "plugin exited; restarting it");
             self.process = None;
         }
+        if let Some(p) = &self.process
+            && !p.binary_unchanged(&self.opts.launch).await?
+        {
+            tracing::info!(plugin = %self.name, "plugin installed again; restarting it");
+            if let Some(p) = self.process.take() {
+                p.shutdown().await;
+            }
+        }
         let process = match self.process.take() {
             Some(p) => p,
             None => PluginProcess::launch(&self.path, Role::Provider, &self.opts.launch).await?,
