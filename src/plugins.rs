@@ -33,9 +33,28 @@ struct Entry {
     integrity: Arc<Integrity>,
 }
 
+impl Entry {
+    /// A plugin just found, checked, and active when `active` names it.
+    fn new(found: Discovered, active: &[String]) -> Entry {
+        let integrity = Arc::new(Integrity::default());
+        match integrity.check(&found.path) {
+            Ok(_) => info!(plugin = %found.name, path = %found.path.display(), "plugin discovered and verified"),
+            Err(e) => warn!(plugin = %found.name, problem = %e, "plugin discovered but not usable"),
+        }
+        let active = active.contains(&found.name);
+        Entry {
+            found,
+            active,
+            integrity,
+        }
+    }
+}
+
 /// The plugin catalog the API lists and toggles.
 pub struct Plugins {
     entries: Mutex<Vec<Entry>>,
+    /// The plugin directory, looked at again for plugins installed since.
+    dir: PathBuf,
     config_path: PathBuf,
     engine: Arc<Engine>,
     handle: Handle,
@@ -88,20 +107,7 @@ impl Plugins {
     ) -> Plugins {
         let entries: Vec<Entry> = discover(dir)
             .into_iter()
-            .map(|found| {
-                let integrity = Arc::new(Integrity::default());
-                let problem = integrity.check(&found.path).err().map(|e| e.to_string());
-                match &problem {
-                    None => info!(plugin = %found.name, path = %found.path.display(), "plugin discovered and verified"),
-                    Some(p) => warn!(plugin = %found.name, problem = %p, "plugin discovered but not usable"),
-                }
-                let active = active.contains(&found.name);
-                Entry {
-                    found,
-                    active,
-                    integrity,
-                }
-            })
+            .map(|found| Entry::new(found, active))
             .collect();
         for name in active {
             if !entries.iter().any(|e| &e.found.name == name) {
@@ -111,6 +117,7 @@ impl Plugins {
         }
         Plugins {
             entries: Mutex::new(entries),
+            dir: dir.to_owned(),
             config_path,
             engine,
             handle,
@@ -124,6 +131,30 @@ impl Plugins {
     /// The scan configuration of a plugin source.
     pub fn set_scan_config(&self, name: &str, config: std::collections::BTreeMap<String, String>) {
         self.engine.set_source_config(name, config);
+    }
+
+    /// Adds the plugins installed in the directory since it was last looked
+    /// at (`svc plugins install-local` while the daemon runs), active when
+    /// `plugins.active` names them; their sources are rebuilt when one is.
+    fn rediscover(&self) {
+        let active_added = {
+            let mut entries = self.entries.lock();
+            let wanted = self.wanted.lock().clone();
+            let mut active_added = false;
+            for found in discover(&self.dir) {
+                if entries.iter().any(|e| e.found.name == found.name) {
+                    continue;
+                }
+                let entry = Entry::new(found, &wanted);
+                active_added |= entry.active;
+                entries.push(entry);
+            }
+            entries.sort_by(|a, b| a.found.name.cmp(&b.found.name));
+            active_added
+        };
+        if active_added {
+            self.apply();
+        }
     }
 
     /// Keeps a non-plugin source (the mock estate) among the sources.
@@ -159,7 +190,12 @@ impl Plugins {
     /// configuration, at start and whenever it changes through the API:
     /// from the next scan on.
     pub fn configure(&self, config: &crate::config::PluginsConfig) {
-        let names: Vec<String> = self.entries.lock().iter().map(|e| e.found.name.clone()).collect();
+        self.rediscover();
+        // Plugins not installed yet get theirs too, for when they are.
+        let mut names: Vec<String> = self.entries.lock().iter().map(|e| e.found.name.clone()).collect();
+        names.extend(config.config.keys().cloned());
+        names.sort_unstable();
+        names.dedup();
         for name in &names {
             self.set_scan_config(name, config.scan_config(name));
         }
@@ -280,10 +316,12 @@ impl Plugins {
 
 impl PluginCatalog for Plugins {
     fn list(&self) -> Vec<PluginInfo> {
+        self.rediscover();
         self.entries.lock().iter().map(Plugins::info).collect()
     }
 
     fn toggle(&self, name: &str) -> Result<PluginInfo, ToggleError> {
+        self.rediscover();
         let (info, active) = {
             let mut entries = self.entries.lock();
             let Some(e) = entries.iter_mut().find(|e| e.found.name == name) else {
@@ -343,7 +381,8 @@ pub fn install_local(path: &Path, name: Option<&str>, category: &str, role: &str
     std::fs::rename(&tmp, &target).with_context(|| format!("cannot install {}", target.display()))?;
     let manifest = write_manifest_for(&target, &name, role, category)?;
     println!(
-        "installed {} (sha256 {}); list it in plugins.active or run `svc plugins toggle {name}`, then restart the daemon",
+        "installed {} (sha256 {}); unless it is active already, turn it on with `svc plugins toggle {name}` \
+         or list it in plugins.active: a running daemon uses it from its next scan",
         target.display(),
         manifest.sha256
     );

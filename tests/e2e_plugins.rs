@@ -215,6 +215,42 @@ async fn plugins_follow_the_configuration_while_the_daemon_runs() {
     assert_eq!(plugins[0]["active"], false);
 }
 
+/// A plugin installed while the daemon runs is listed, can be turned on,
+/// and is scanned from the next scan, without a restart.
+#[tokio::test]
+async fn a_plugin_installed_while_the_daemon_runs_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("config.toml"), "[daemon]\nscan_interval = \"1h\"\n").unwrap();
+    let mut d = Daemon::configure(dir.path(), 300);
+    d.sources = Sources::Fallback;
+    d.launch().await;
+    d.wait_scan_after(0).await;
+    let api = d.api();
+    assert_eq!(api.get_ok("/api/v1/plugins").await, json!([]));
+
+    install(dir.path());
+    let plugins = api.get_ok("/api/v1/plugins").await;
+    assert_eq!(
+        (&plugins[0]["name"], &plugins[0]["active"]),
+        (&json!("mock"), &json!(false)),
+        "{plugins}"
+    );
+    assert_eq!(plugins[0]["status"], "verified");
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
+        .await
+        .expect(200);
+    let r = api
+        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
+        .await
+        .expect(200);
+    assert_eq!(r["sources"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(
+        (&r["sources"][0]["providers"], &r["sources"][0]["ok"]),
+        (&json!(["mock"]), &json!(true)),
+        "{r}"
+    );
+}
+
 /// A daemon restarted without credentials and with its plugins turned off
 /// does not fall back to the simulated estate over a graph that a plugin
 /// (other than the mock one) filled: the simulated providers carry the same
