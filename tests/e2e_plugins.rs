@@ -41,6 +41,16 @@ fn install_as(dir: &std::path::Path, name: &str) {
     assert!(dir.join(format!("plugins/svc-plugin-{name}.yaml")).exists());
 }
 
+/// A daemon on `dir` without `--mock` (so without credentials it may fall
+/// back to the mock estate of `scale` nodes), `config` as its
+/// `config.toml`; not started yet.
+fn daemon(dir: &std::path::Path, config: &str, scale: usize) -> Daemon {
+    std::fs::write(dir.join("config.toml"), config).unwrap();
+    let mut d = Daemon::configure(dir, scale);
+    d.sources = Sources::Fallback;
+    d
+}
+
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
 }
@@ -49,13 +59,11 @@ fn u(v: &Value) -> u64 {
 async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
     let dir = tempfile::tempdir().unwrap();
     install(dir.path());
-    std::fs::write(
-        dir.path().join("config.toml"),
+    let mut d = daemon(
+        dir.path(),
         "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\nbatch_size = 100\n",
-    )
-    .unwrap();
-    let mut d = Daemon::configure(dir.path(), 400);
-    d.sources = Sources::Fallback;
+        400,
+    );
     d.launch().await;
     let first = d.wait_scan_after(0).await;
     let p = &first["payload"];
@@ -158,13 +166,11 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
 async fn plugins_follow_the_configuration_while_the_daemon_runs() {
     let dir = tempfile::tempdir().unwrap();
     install(dir.path());
-    std::fs::write(
-        dir.path().join("config.toml"),
+    let mut d = daemon(
+        dir.path(),
         "[daemon]\nscan_interval = \"1h\"\n[plugins.config.mock]\nscale = 400\n",
-    )
-    .unwrap();
-    let mut d = Daemon::configure(dir.path(), 300);
-    d.sources = Sources::Fallback;
+        300,
+    );
     d.launch().await;
     let simulated = json!(["aws", "gcp", "azure", "kubernetes"]);
     let first = d.wait_scan_after(0).await;
@@ -220,9 +226,7 @@ async fn plugins_follow_the_configuration_while_the_daemon_runs() {
 #[tokio::test]
 async fn a_plugin_installed_while_the_daemon_runs_is_found() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("config.toml"), "[daemon]\nscan_interval = \"1h\"\n").unwrap();
-    let mut d = Daemon::configure(dir.path(), 300);
-    d.sources = Sources::Fallback;
+    let mut d = daemon(dir.path(), "[daemon]\nscan_interval = \"1h\"\n", 300);
     d.launch().await;
     d.wait_scan_after(0).await;
     let api = d.api();
@@ -259,13 +263,11 @@ async fn a_plugin_installed_while_the_daemon_runs_is_found() {
 async fn a_graph_a_plugin_filled_is_not_handed_to_the_simulated_estate() {
     let dir = tempfile::tempdir().unwrap();
     install_as(dir.path(), "acme");
-    std::fs::write(
-        dir.path().join("config.toml"),
+    let mut d = daemon(
+        dir.path(),
         "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"acme\"]\n",
-    )
-    .unwrap();
-    let mut d = Daemon::configure(dir.path(), 300);
-    d.sources = Sources::Fallback;
+        300,
+    );
     d.launch().await;
     let first = d.wait_scan_after(0).await;
     assert_eq!(first["payload"]["sources"][0]["name"], "acme", "{first}");
@@ -293,13 +295,11 @@ async fn a_graph_a_plugin_filled_is_not_handed_to_the_simulated_estate() {
 async fn a_tampered_plugin_fails_its_own_scans_and_keeps_its_resources() {
     let dir = tempfile::tempdir().unwrap();
     install(dir.path());
-    std::fs::write(
-        dir.path().join("config.toml"),
+    let mut d = daemon(
+        dir.path(),
         "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\n",
-    )
-    .unwrap();
-    let mut d = Daemon::configure(dir.path(), 300);
-    d.sources = Sources::Fallback;
+        300,
+    );
     d.launch().await;
     let first = d.wait_scan_after(0).await;
     assert_eq!(first["payload"]["sources"][0]["ok"], true, "{first}");
@@ -373,13 +373,11 @@ async fn a_tampered_plugin_fails_its_own_scans_and_keeps_its_resources() {
 async fn a_hanging_plugin_is_cancelled_at_the_scan_timeout() {
     let dir = tempfile::tempdir().unwrap();
     install(dir.path());
-    std::fs::write(
-        dir.path().join("config.toml"),
+    let mut d = daemon(
+        dir.path(),
         "[daemon]\nscan_interval = \"1h\"\nscan_timeout = \"3s\"\n[plugins]\nactive = [\"mock\"]\n",
-    )
-    .unwrap();
-    let mut d = Daemon::configure(dir.path(), 300);
-    d.sources = Sources::Fallback;
+        300,
+    );
     d.env = vec![("SVC_MOCK_FAIL".into(), "hang".into())];
     d.launch().await;
     let first = d.wait_scan_after(0).await;
@@ -413,13 +411,11 @@ async fn a_hanging_plugin_is_cancelled_at_the_scan_timeout() {
 async fn remediation_runs_through_the_plugin() {
     let dir = tempfile::tempdir().unwrap();
     install(dir.path());
-    std::fs::write(
-        dir.path().join("config.toml"),
+    let mut d = daemon(
+        dir.path(),
         "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 300\n",
-    )
-    .unwrap();
-    let mut d = Daemon::configure(dir.path(), 300);
-    d.sources = Sources::Fallback;
+        300,
+    );
     d.launch().await;
     d.wait_scan_after(0).await;
     let api = d.api();
