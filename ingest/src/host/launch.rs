@@ -54,9 +54,10 @@ pub struct LaunchOptions {
     /// Where plugin socket directories are made; the system's temporary
     /// directory when `None`.
     pub socket_parent: Option<PathBuf>,
-    /// The binary's integrity check, run before each launch when set: the
-    /// daemon sets it for the plugins it discovered; a plugin started from
-    /// a build directory has no manifest to check against.
+    /// The binary's integrity check, run before each launch (and, by the
+    /// plugin's source, before each scan) when set: the daemon sets it for
+    /// the plugins it discovered; a plugin started from a build directory
+    /// has no manifest to check against.
     pub integrity: Option<Arc<Integrity>>,
 }
 
