@@ -70,6 +70,14 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         config.scan_timeout()?,
     ));
     setup_sources(&opts, &config, &engine, &plugins, &data_dir);
+    // A plugin installed while the daemon runs is scanned from the next
+    // scan; the hook holds the catalog weakly, as the catalog holds the engine.
+    let catalog = Arc::downgrade(&plugins);
+    engine.set_before_scan(Arc::new(move || {
+        if let Some(plugins) = catalog.upgrade() {
+            plugins.rediscover();
+        }
+    }));
     engine.set_rule_selection(config.heuristics.selection()?);
     engine.set_oracle_enabled(config.oracle_enabled()?);
     engine.set_pack_source(Arc::new(svc_ingest::packs::PackDir::new(

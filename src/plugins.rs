@@ -136,7 +136,9 @@ impl Plugins {
     /// Adds the plugins installed in the directory since it was last looked
     /// at (`svc plugins install-local` while the daemon runs), active when
     /// `plugins.active` names them; their sources are rebuilt when one is.
-    fn rediscover(&self) {
+    /// Runs as each scan starts, and when the plugins are listed, toggled
+    /// or configured.
+    pub fn rediscover(&self) {
         let active_added = {
             let mut entries = self.entries.lock();
             let wanted = self.wanted.lock().clone();

@@ -255,6 +255,34 @@ async fn a_plugin_installed_while_the_daemon_runs_is_found() {
     );
 }
 
+/// A plugin named in `plugins.active` before it is installed is scanned by
+/// the first scan after `svc plugins install-local`, nothing else needed.
+#[tokio::test]
+async fn a_plugin_named_active_before_it_is_installed_is_scanned_once_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut d = daemon(
+        dir.path(),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n",
+        300,
+    );
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    assert_eq!(first["payload"]["sources"], json!([]), "not installed yet: {first}");
+
+    install(dir.path());
+    let r = d
+        .api()
+        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
+        .await
+        .expect(200);
+    assert_eq!(r["sources"].as_array().unwrap().len(), 1, "{r}");
+    assert_eq!(
+        (&r["sources"][0]["providers"], &r["sources"][0]["ok"]),
+        (&json!(["mock"]), &json!(true)),
+        "{r}"
+    );
+}
+
 /// A daemon restarted without credentials and with its plugins turned off
 /// does not fall back to the simulated estate over a graph that a plugin
 /// (other than the mock one) filled: the simulated providers carry the same

@@ -96,7 +96,12 @@ pub struct Engine {
     policies: crate::policy::Book,
     /// Installed policy packs, read at each scan.
     packs: RwLock<Option<Arc<dyn crate::policy::PackSource>>>,
+    /// Called as each scan starts, before it takes the sources.
+    before_scan: RwLock<Option<BeforeScan>>,
 }
+
+/// What runs as each scan starts ([`Engine::set_before_scan`]).
+pub type BeforeScan = Arc<dyn Fn() + Send + Sync>;
 
 impl Drop for Engine {
     fn drop(&mut self) {
@@ -136,6 +141,10 @@ impl ScanPermit {
         timeout: Option<std::time::Duration>,
     ) -> Result<ScanReport, EngineError> {
         let engine = self.engine.clone();
+        let hook = engine.before_scan.read().clone();
+        if let Some(hook) = hook {
+            hook();
+        }
         let configs = engine.source_config.read().clone();
         let mut sources = engine.sources.lock();
         let mut analyzers = engine.analyzers.lock();
@@ -265,6 +274,7 @@ impl Engine {
             remediation,
             policies,
             packs: RwLock::new(None),
+            before_scan: RwLock::new(None),
         })
     }
 
@@ -349,6 +359,13 @@ impl Engine {
     /// The policy rules and what their last evaluation found.
     pub fn policies(&self) -> &crate::policy::Book {
         &self.policies
+    }
+
+    /// Runs `hook` as each scan starts, before the scan takes the sources,
+    /// so the hook may replace them ([`Engine::set_sources`]): the daemon
+    /// looks for plugins installed since the last scan.
+    pub fn set_before_scan(&self, hook: BeforeScan) {
+        *self.before_scan.write() = Some(hook);
     }
 
     /// Reads installed policy packs from `source` at every scan from now on.
