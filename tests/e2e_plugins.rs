@@ -10,7 +10,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Daemon, SVC, Sources};
+use common::{Api, Daemon, SVC, Sources};
 use serde_json::{Value, json};
 
 /// `svc-plugin-mock`, built beside `svc` by `cargo test --workspace`.
@@ -49,6 +49,28 @@ fn daemon(dir: &std::path::Path, config: &str, scale: usize) -> Daemon {
     let mut d = Daemon::configure(dir, scale);
     d.sources = Sources::Fallback;
     d
+}
+
+/// A scan through the API, waited for: its one source.
+async fn scan_one_source(api: &Api) -> Value {
+    let r = api
+        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
+        .await
+        .expect(200);
+    assert_eq!(r["sources"].as_array().unwrap().len(), 1, "{r}");
+    r["sources"][0].clone()
+}
+
+/// A scan through the API, waited for, that scanned the mock plugin alone,
+/// successfully: its source.
+async fn scan_the_plugin(api: &Api) -> Value {
+    let src = scan_one_source(api).await;
+    assert_eq!(
+        (&src["providers"], &src["ok"]),
+        (&json!(["mock"]), &json!(true)),
+        "{src}"
+    );
+    src
 }
 
 fn u(v: &Value) -> u64 {
@@ -176,25 +198,12 @@ async fn plugins_follow_the_configuration_while_the_daemon_runs() {
     let first = d.wait_scan_after(0).await;
     assert_eq!(first["payload"]["sources"][0]["providers"], simulated, "{first}");
     let api = d.api();
-    let scan = || async {
-        let r = api
-            .post_json("/api/v1/engine/scan", &json!({"wait": true}))
-            .await
-            .expect(200);
-        assert_eq!(r["sources"].as_array().unwrap().len(), 1, "{r}");
-        r["sources"][0].clone()
-    };
 
     // Turned on: the plugin alone is scanned, with its settings.
     api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
         .await
         .expect(200);
-    let src = scan().await;
-    assert_eq!(
-        (&src["providers"], &src["ok"]),
-        (&json!(["mock"]), &json!(true)),
-        "{src}"
-    );
+    let src = scan_the_plugin(&api).await;
     assert!((350..450).contains(&u(&src["nodes"])), "scale 400: {src}");
 
     // Its settings changed through the API: used by the next scan.
@@ -204,7 +213,7 @@ async fn plugins_follow_the_configuration_while_the_daemon_runs() {
     )
     .await
     .expect(200);
-    let src = scan().await;
+    let src = scan_one_source(&api).await;
     assert!((650..750).contains(&u(&src["nodes"])), "scale 700: {src}");
 
     // No plugin active any more: nothing is scanned, and the simulated
@@ -243,16 +252,7 @@ async fn a_plugin_installed_while_the_daemon_runs_is_found() {
     api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
         .await
         .expect(200);
-    let r = api
-        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
-        .await
-        .expect(200);
-    assert_eq!(r["sources"].as_array().unwrap().len(), 1, "{r}");
-    assert_eq!(
-        (&r["sources"][0]["providers"], &r["sources"][0]["ok"]),
-        (&json!(["mock"]), &json!(true)),
-        "{r}"
-    );
+    scan_the_plugin(&api).await;
 }
 
 /// A plugin named in `plugins.active` before it is installed is scanned by
@@ -270,17 +270,7 @@ async fn a_plugin_named_active_before_it_is_installed_is_scanned_once_it_is() {
     assert_eq!(first["payload"]["sources"], json!([]), "not installed yet: {first}");
 
     install(dir.path());
-    let r = d
-        .api()
-        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
-        .await
-        .expect(200);
-    assert_eq!(r["sources"].as_array().unwrap().len(), 1, "{r}");
-    assert_eq!(
-        (&r["sources"][0]["providers"], &r["sources"][0]["ok"]),
-        (&json!(["mock"]), &json!(true)),
-        "{r}"
-    );
+    scan_the_plugin(&d.api()).await;
 }
 
 /// A daemon restarted without credentials and with its plugins turned off
