@@ -98,8 +98,8 @@ pub struct Integrity {
 
 #[derive(Debug, Default)]
 struct Passed {
-    /// The files as they were when they last passed.
-    files: Option<[Fingerprint; 2]>,
+    /// The binary and its manifest as they were when they last passed.
+    files: Option<(Fingerprint, Option<Fingerprint>)>,
     /// How many different states of the files have passed.
     versions: u64,
 }
@@ -138,10 +138,8 @@ impl Integrity {
     /// the files passed: it changes when the plugin is installed again, so
     /// a process started from an earlier one can be told apart.
     pub fn check(&self, path: &Path) -> Result<u64, HostError> {
-        let now = [
-            Fingerprint::of(path)?,
-            Fingerprint::of(&manifest_path(path)).unwrap_or(NO_FILE),
-        ];
+        // A manifest that cannot be read fails the check below.
+        let now = (Fingerprint::of(path)?, Fingerprint::of(&manifest_path(path)).ok());
         let mut passed = self.passed.lock().unwrap_or_else(PoisonError::into_inner);
         if passed.files == Some(now) {
             return Ok(passed.versions);
@@ -157,13 +155,3 @@ impl Integrity {
         Ok(passed.versions)
     }
 }
-
-/// The fingerprint of a manifest that cannot be read (the check fails).
-const NO_FILE: Fingerprint = Fingerprint {
-    dev: 0,
-    ino: 0,
-    len: 0,
-    mode: 0,
-    mtime: (0, 0),
-    ctime: (0, 0),
-};

@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 /// Longest line logged in one piece: a longer one is logged in pieces of
 /// this size, so a plugin writing without newlines cannot make the daemon
 /// hold more than this of its output.
-pub(crate) const MAX_LINE: usize = 16 * 1024;
+const MAX_LINE: usize = 16 * 1024;
 
 /// Forwards every line of `stream` to the log until it closes.
 pub(crate) async fn forward_lines(plugin: String, stream: impl AsyncRead + Unpin, source: &'static str) {
