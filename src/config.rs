@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
+use svc_engine::scan::ScanLimits;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +42,13 @@ pub struct DaemonConfig {
     /// --timeout` overrides it for one scan).
     #[serde(default = "default_scan_timeout")]
     pub scan_timeout: String,
+    /// Nodes one source may report in one scan; past it, that source's
+    /// scan fails (and its resources are kept).
+    #[serde(default = "default_scan_max_nodes")]
+    pub scan_max_nodes: i64,
+    /// Edges one source may report in one scan, likewise.
+    #[serde(default = "default_scan_max_edges")]
+    pub scan_max_edges: i64,
 }
 
 impl Default for DaemonConfig {
@@ -48,8 +56,18 @@ impl Default for DaemonConfig {
         DaemonConfig {
             scan_interval: default_scan_interval(),
             scan_timeout: default_scan_timeout(),
+            scan_max_nodes: default_scan_max_nodes(),
+            scan_max_edges: default_scan_max_edges(),
         }
     }
+}
+
+fn default_scan_max_nodes() -> i64 {
+    ScanLimits::DEFAULT_MAX_NODES as i64
+}
+
+fn default_scan_max_edges() -> i64 {
+    ScanLimits::DEFAULT_MAX_EDGES as i64
 }
 
 fn default_scan_interval() -> String {
@@ -146,7 +164,7 @@ impl Config {
     pub fn validate_text(text: &str) -> anyhow::Result<Config> {
         let config: Config = toml::from_str(text)?;
         config.scan_interval()?;
-        config.scan_timeout()?;
+        config.scan_limits()?;
         config.heuristics.selection()?;
         config.oracle_enabled()?;
         config.export_settings()?;
@@ -193,6 +211,20 @@ impl Config {
 
     pub fn scan_timeout(&self) -> anyhow::Result<Duration> {
         at_least_a_second("daemon.scan_timeout", &self.daemon.scan_timeout)
+    }
+
+    /// `daemon.scan_timeout`, `daemon.scan_max_nodes` and
+    /// `daemon.scan_max_edges`: what each source may take and send in a scan.
+    pub fn scan_limits(&self) -> anyhow::Result<ScanLimits> {
+        let positive = |key: &str, n: i64| match u64::try_from(n) {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(anyhow::anyhow!("daemon.{key} must be a positive integer, not {n}")),
+        };
+        Ok(ScanLimits {
+            timeout: Some(self.scan_timeout()?),
+            max_nodes: positive("scan_max_nodes", self.daemon.scan_max_nodes)?,
+            max_edges: positive("scan_max_edges", self.daemon.scan_max_edges)?,
+        })
     }
 
     pub fn scan_interval(&self) -> anyhow::Result<Duration> {

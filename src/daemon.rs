@@ -67,7 +67,6 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         &config.plugins.active,
         engine.clone(),
         tokio::runtime::Handle::current(),
-        config.scan_timeout()?,
     ));
     setup_sources(&opts, &config, &engine, &plugins, &data_dir);
     // A plugin installed while the daemon runs is scanned from the next
@@ -78,6 +77,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
             plugins.rediscover();
         }
     }));
+    engine.set_scan_limits(config.scan_limits()?);
     engine.set_rule_selection(config.heuristics.selection()?);
     engine.set_oracle_enabled(config.oracle_enabled()?);
     engine.set_pack_source(Arc::new(svc_ingest::packs::PackDir::new(
@@ -206,6 +206,9 @@ fn live_apply(
         // Every value was validated before this is called.
         if let Ok(d) = c.scan_interval() {
             interval.send_if_modified(|cur| std::mem::replace(cur, d) != d);
+        }
+        if let Ok(limits) = c.scan_limits() {
+            engine.set_scan_limits(limits);
         }
         if let Ok(sel) = c.heuristics.selection() {
             engine.set_rule_selection(sel);

@@ -65,7 +65,6 @@ pub struct Plugins {
     fallback: Mutex<Option<MakeSource>>,
     /// `plugins.active` as configured, names not installed included.
     wanted: Mutex<Vec<String>>,
-    scan_timeout: std::time::Duration,
 }
 
 fn role_name(m: &Result<Manifest, String>) -> &'static str {
@@ -103,7 +102,6 @@ impl Plugins {
         active: &[String],
         engine: Arc<Engine>,
         handle: Handle,
-        scan_timeout: std::time::Duration,
     ) -> Plugins {
         let entries: Vec<Entry> = discover(dir)
             .into_iter()
@@ -124,7 +122,6 @@ impl Plugins {
             extra: Mutex::new(Vec::new()),
             fallback: Mutex::new(None),
             wanted: Mutex::new(active.to_vec()),
-            scan_timeout,
         }
     }
 
@@ -245,10 +242,8 @@ impl Plugins {
             if !e.active {
                 continue;
             }
-            let mut opts = SourceOptions {
-                scan_timeout: self.scan_timeout,
-                ..SourceOptions::default()
-            };
+            // Timeouts and limits come with each scan (Engine::set_scan_limits).
+            let mut opts = SourceOptions::default();
             opts.launch.integrity = Some(e.integrity.clone());
             let path = e.found.path.clone();
             match role_name(&e.found.manifest) {

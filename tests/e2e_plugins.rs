@@ -230,6 +230,69 @@ async fn plugins_follow_the_configuration_while_the_daemon_runs() {
     assert_eq!(plugins[0]["active"], false);
 }
 
+/// A plugin that sends more than `daemon.scan_max_nodes` (or edges) in one
+/// scan fails that scan and keeps its resources; the limits follow `PUT
+/// /api/v1/config` from the next scan.
+#[tokio::test]
+async fn a_plugin_past_the_scan_limits_fails_its_scan_and_keeps_its_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    let mut d = daemon(
+        dir.path(),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\n",
+        300,
+    );
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    let landed = u(&first["payload"]["sources"][0]["nodes"]);
+    assert!(landed > 100, "{first}");
+    let api = d.api();
+
+    api.put_json("/api/v1/config", &json!({"daemon": {"scan_max_nodes": 100}}))
+        .await
+        .expect(200);
+    let r = api
+        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
+        .await
+        .expect(200);
+    let src = &r["sources"][0];
+    assert_eq!(
+        (&src["ok"], &src["error"]),
+        (
+            &json!(false),
+            &json!("sent more than 100 nodes in one scan (daemon.scan_max_nodes); the scan was stopped there")
+        ),
+        "{r}"
+    );
+    assert_eq!(r["nodes_deleted"], 0, "{r}");
+    let stats = api.get_ok("/api/v1/graph/stats").await;
+    assert_eq!(u(&stats["active_nodes"]), landed, "{stats}");
+
+    // Edges likewise.
+    api.put_json(
+        "/api/v1/config",
+        &json!({"daemon": {"scan_max_nodes": 1_000_000, "scan_max_edges": 10}}),
+    )
+    .await
+    .expect(200);
+    let src = scan_one_source(&api).await;
+    assert_eq!(
+        src["error"], "sent more than 10 edges in one scan (daemon.scan_max_edges); the scan was stopped there",
+        "{src}"
+    );
+
+    // Not a positive integer: refused, and nothing changes.
+    for bad in [json!(0), json!(-5), json!("many")] {
+        api.put_json("/api/v1/config", &json!({"daemon": {"scan_max_edges": bad}}))
+            .await
+            .expect_error(422, "invalid");
+    }
+    api.put_json("/api/v1/config", &json!({"daemon": {"scan_max_edges": 1_000_000}}))
+        .await
+        .expect(200);
+    scan_the_plugin(&api).await;
+}
+
 /// A plugin installed while the daemon runs is listed, can be turned on,
 /// and is scanned from the next scan, without a restart.
 #[tokio::test]
@@ -420,6 +483,14 @@ async fn a_hanging_plugin_is_cancelled_at_the_scan_timeout() {
         .expect("run svc scan");
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not a duration"));
+
+    // The configured timeout follows `PUT /api/v1/config` from the next scan.
+    let api = d.api();
+    api.put_json("/api/v1/config", &json!({"daemon": {"scan_timeout": "2s"}}))
+        .await
+        .expect(200);
+    let src = scan_one_source(&api).await;
+    assert_eq!(src["error"], "scan timed out after 2s", "{src}");
 }
 
 /// Remediation goes through the plugin's `CheckReversibility`, `Remediate`

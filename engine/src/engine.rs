@@ -17,7 +17,7 @@ use crate::clock::Clock;
 use crate::graph::{DirtyRows, Graph};
 use crate::heuristics::{Analyzer, FindingSet};
 use crate::intern::Interner;
-use crate::scan::{ScanReport, Source};
+use crate::scan::{ScanLimits, ScanReport, Source};
 use crate::store::ledger::{Ledger, LedgerError};
 use crate::store::snapshot::{self, SnapshotKey};
 use crate::store::{CommitMeta, GraphStore, GraphVersions, StoreError};
@@ -98,6 +98,8 @@ pub struct Engine {
     packs: RwLock<Option<Arc<dyn crate::policy::PackSource>>>,
     /// Called as each scan starts, before it takes the sources.
     before_scan: RwLock<Option<BeforeScan>>,
+    /// What each source may take and send in a scan.
+    limits: RwLock<ScanLimits>,
 }
 
 /// What runs as each scan starts ([`Engine::set_before_scan`]).
@@ -134,7 +136,7 @@ impl ScanPermit {
     }
 
     /// As [`ScanPermit::run_only`], with each source's scan cut off after
-    /// `timeout` when given (instead of the source's default).
+    /// `timeout` when given (instead of [`Engine::set_scan_limits`]'s).
     pub fn run_with(
         self,
         providers: Option<Vec<String>>,
@@ -146,6 +148,11 @@ impl ScanPermit {
             hook();
         }
         let configs = engine.source_config.read().clone();
+        let limits = *engine.limits.read();
+        let limits = ScanLimits {
+            timeout: timeout.or(limits.timeout),
+            ..limits
+        };
         let mut sources = engine.sources.lock();
         let mut analyzers = engine.analyzers.lock();
         let report = crate::scan::run(
@@ -154,7 +161,7 @@ impl ScanPermit {
             &mut analyzers,
             &configs,
             providers.as_deref(),
-            timeout,
+            limits,
         );
         drop(analyzers);
         drop(sources);
@@ -275,6 +282,7 @@ impl Engine {
             policies,
             packs: RwLock::new(None),
             before_scan: RwLock::new(None),
+            limits: RwLock::new(ScanLimits::default()),
         })
     }
 
@@ -366,6 +374,13 @@ impl Engine {
     /// looks for plugins installed since the last scan.
     pub fn set_before_scan(&self, hook: BeforeScan) {
         *self.before_scan.write() = Some(hook);
+    }
+
+    /// What each source may take and send from the next scan on
+    /// (`daemon.scan_timeout`, `daemon.scan_max_nodes`,
+    /// `daemon.scan_max_edges`); a scan request's own timeout wins.
+    pub fn set_scan_limits(&self, limits: ScanLimits) {
+        *self.limits.write() = limits;
     }
 
     /// Reads installed policy packs from `source` at every scan from now on.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use svc_engine::clock::ManualClock;
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
-use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
+use svc_engine::scan::{ScanContext, ScanLimits, ScanSink, Source, SourceError};
 use svc_engine::{Crn, Engine, Relation};
 
 /// A source whose estate is a list of `(crn, state)` per scan, edges between
@@ -286,4 +286,72 @@ fn a_source_that_panics_fails_alone_and_the_sources_after_it_still_land() {
     let g = engine.graph();
     assert!(g.find(&Crn::parse(&crn("aws", 4)).unwrap()).is_some());
     assert!(g.find(&Crn::parse(&crn("azure", 0)).unwrap()).is_none());
+}
+
+/// A source that sends more than a scan takes fails that scan alone and
+/// keeps its resources; the limits apply from the next scan when changed.
+#[test]
+fn a_source_past_a_scan_limit_fails_alone_and_keeps_its_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let engine = Arc::new(Engine::open(dir.path(), "s1", clock.clone()).unwrap());
+    // gcp reports 3 resources, then 8 (a paging loop gone wrong, say).
+    let mut gcp = source("gcp", None);
+    gcp.scans = vec![
+        (0..3).map(|n| (crn("gcp", n), "running")).collect(),
+        (0..8).map(|n| (crn("gcp", n), "running")).collect(),
+    ];
+    engine.set_sources(vec![Box::new(source("aws", None)), Box::new(gcp)]);
+    let limits = ScanLimits {
+        max_nodes: 6,
+        ..ScanLimits::default()
+    };
+    engine.set_scan_limits(limits);
+    let r1 = engine.try_start_scan().unwrap().run().unwrap();
+    assert!(r1.sources.iter().all(|s| s.ok), "5 and 3 nodes are within 6");
+    assert_eq!(r1.nodes, 8);
+
+    clock.advance(1_000_000);
+    let r2 = engine.try_start_scan().unwrap().run().unwrap();
+    let gcp = r2.sources.iter().find(|s| s.name == "gcp").unwrap();
+    assert!(!gcp.ok);
+    assert_eq!(
+        gcp.error.as_deref(),
+        Some("sent more than 6 nodes in one scan (daemon.scan_max_nodes); the scan was stopped there")
+    );
+    assert_eq!(gcp.nodes, 0, "nothing past the limit is staged");
+    assert!(r2.sources.iter().find(|s| s.name == "aws").unwrap().ok);
+    assert_eq!(r2.retired_nodes, 1, "aws's id-0 went; gcp's three stay");
+    let g = engine.graph();
+    for n in 0..3 {
+        assert!(g.find(&Crn::parse(&crn("gcp", n)).unwrap()).is_some());
+    }
+    assert!(g.find(&Crn::parse(&crn("gcp", 7)).unwrap()).is_none());
+    drop(g);
+
+    // Edges have their own limit: aws's four are one too many.
+    engine.set_scan_limits(ScanLimits {
+        max_nodes: 100,
+        max_edges: 3,
+        ..limits
+    });
+    clock.advance(1_000_000);
+    let r3 = engine.try_start_scan().unwrap().run().unwrap();
+    let aws = r3.sources.iter().find(|s| s.name == "aws").unwrap();
+    assert_eq!(
+        (aws.ok, aws.error.as_deref()),
+        (
+            false,
+            Some("sent more than 3 edges in one scan (daemon.scan_max_edges); the scan was stopped there")
+        )
+    );
+    let gcp = r3.sources.iter().find(|s| s.name == "gcp").unwrap();
+    assert!(!gcp.ok, "gcp's seven edges are past it too");
+
+    // Raised again: both land, gcp's eight resources with them.
+    engine.set_scan_limits(ScanLimits::default());
+    clock.advance(1_000_000);
+    let r4 = engine.try_start_scan().unwrap().run().unwrap();
+    assert!(r4.sources.iter().all(|s| s.ok));
+    assert!(engine.graph().find(&Crn::parse(&crn("gcp", 7)).unwrap()).is_some());
 }

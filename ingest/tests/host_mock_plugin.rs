@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use svc_engine::graph::NodeBatch;
-use svc_engine::scan::{CollectSink, ScanContext, Source, SourceError};
+use svc_engine::graph::{EdgeBatch, NodeBatch};
+use svc_engine::scan::{CollectSink, ScanContext, ScanSink, Source, SourceError};
 use svc_engine::{Graph, Interner};
 use svc_ingest::host::{
     Category, HostError, Integrity, LaunchOptions, Net, PluginProcess, PluginSource, Role, SourceOptions,
@@ -187,6 +187,65 @@ fn host_hanging_scan_times_out_and_the_plugin_is_killed() {
     assert!(source.process().is_none());
     assert!(!is_running(pid), "plugin {pid} still running after the timeout");
     assert_socket_dir_removed(&socket);
+}
+
+/// Takes `max` nodes, then refuses the source.
+struct Capped {
+    nodes: u64,
+    max: u64,
+    refused: Option<String>,
+}
+
+impl ScanSink for Capped {
+    fn nodes(&mut self, batch: NodeBatch) {
+        if self.refused.is_none() {
+            self.nodes += batch.len() as u64;
+            if self.nodes >= self.max {
+                self.refused = Some(format!("sent {} nodes", self.nodes));
+            }
+        }
+    }
+    fn edges(&mut self, _: EdgeBatch) {}
+    fn refused(&self) -> Option<&str> {
+        self.refused.as_deref()
+    }
+}
+
+#[test]
+fn host_a_plugin_the_sink_refuses_is_stopped_and_killed() {
+    let rt = Runtime::new().expect("runtime");
+    let mut source = PluginSource::new(mock_binary(), options("", &[]), rt.handle().clone());
+    let interner = Interner::new();
+    rt.block_on(source.running()).expect("plugin starts");
+    let pid = source.process().and_then(PluginProcess::id).expect("pid");
+    // Far more than the test could wait for: the scan ends because the
+    // sink refused, or at the timeout, which fails the test.
+    let config = BTreeMap::from([("scale".to_owned(), "20000000".to_owned())]);
+    let ctx = ScanContext {
+        interner: &interner,
+        scan_seq: 1,
+        now_us: 1_700_000_000_000_000,
+        config: &config,
+        timeout: Some(Duration::from_secs(120)),
+    };
+    let mut sink = Capped {
+        nodes: 0,
+        max: 5_000,
+        refused: None,
+    };
+    let result = source.scan(&ctx, &mut sink);
+    let Err(SourceError::Failed(e)) = result else {
+        panic!("expected the refusal, got {result:?}");
+    };
+    assert!(e.starts_with("plugin mock sent "), "{e}");
+    assert!(source.process().is_none());
+    assert!(!is_running(pid), "plugin {pid} still running after the refusal");
+
+    // The next scan starts it again.
+    let (again, sink) = scan(&mut source, &interner, 2);
+    again.expect("the next scan succeeds");
+    assert!(!sink.nodes.is_empty());
+    rt.block_on(source.shutdown());
 }
 
 #[tokio::test]

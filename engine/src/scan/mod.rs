@@ -7,6 +7,6 @@ pub mod stage;
 pub use pipeline::{CollectSink, ScanReport, SourceOutcome, spans};
 pub(crate) use pipeline::{announce, run};
 pub use source::{
-    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanSink, Source,
-    SourceError,
+    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanLimits, ScanSink,
+    Source, SourceError,
 };

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use tracing::{debug, info, info_span, warn};
 
-use super::source::{ScanContext, ScanSink, Source};
+use super::source::{ScanContext, ScanLimits, ScanSink, Source, SourceError};
 use super::stage::{EdgePool, SourceStage, StageSink};
 use crate::analysis::linker::{self, LinkReport};
 use crate::analysis::reach::{self, Assessment};
@@ -220,7 +220,7 @@ pub(crate) fn run(
     analyzers: &mut [Box<dyn Analyzer>],
     configs: &BTreeMap<String, BTreeMap<String, String>>,
     only: Option<&[String]>,
-    timeout: Option<std::time::Duration>,
+    limits: ScanLimits,
 ) -> Result<ScanReport, EngineError> {
     let started = Instant::now();
     let root = info_span!("engine.run", scan_seq = tracing::field::Empty);
@@ -282,8 +282,17 @@ pub(crate) fn run(
                     let (name, providers) = (source.name().to_owned(), source.providers());
                     let handle = scope.spawn(move || {
                         let _span = parent.enter();
-                        let mut sink = StageSink::new(k, staged_nodes, pool);
-                        let outcome = scan_one(engine, source.as_mut(), &mut sink, scan_seq, now_us, config, timeout);
+                        let mut sink =
+                            StageSink::new(k, staged_nodes, pool).with_limits(limits.max_nodes, limits.max_edges);
+                        let outcome = scan_one(
+                            engine,
+                            source.as_mut(),
+                            &mut sink,
+                            scan_seq,
+                            now_us,
+                            config,
+                            limits.timeout,
+                        );
                         (outcome, sink.stage)
                     });
                     (name, providers, handle)
@@ -431,7 +440,7 @@ pub(crate) fn run(
         // Plugins run after the built-in rules.
         let (mut others, mut outcomes) = {
             let graph = engine.graph();
-            heuristics::analyzer::run_analyzers(&graph, analyzers, now_us, timeout)
+            heuristics::analyzer::run_analyzers(&graph, analyzers, now_us, limits.timeout)
         };
         let stats = BuiltinStats {
             rules: heuristics::builtin::rules().filter(|r| selection.allows(r)).count() as u64,
@@ -732,7 +741,12 @@ fn scan_one(
         timeout,
     };
     let t = Instant::now();
-    let result = source.scan(&ctx, sink);
+    let mut result = source.scan(&ctx, sink);
+    if let Some(why) = sink.refused() {
+        // What it sent up to the limit is not a whole scan either.
+        warn!(source = %source.name(), reason = %why, "source passed a scan limit; its scan failed");
+        result = Err(SourceError::Failed(why.to_owned()));
+    }
     let (rejected, rejections) = source.rejections();
     SourceOutcome {
         name: source.name().to_owned(),

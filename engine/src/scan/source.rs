@@ -19,9 +19,43 @@ pub struct ScanContext<'a> {
     pub now_us: u64,
     /// Scan configuration for this source (region, project, subscription, ...).
     pub config: &'a BTreeMap<String, String>,
-    /// How long this scan may run, when the request set it (`svc scan
-    /// --timeout 20m`); otherwise the source's own default.
+    /// How long this scan may run, when the request or the configuration
+    /// set it (`svc scan --timeout 20m`, `daemon.scan_timeout`); otherwise
+    /// the source's own default.
     pub timeout: Option<std::time::Duration>,
+}
+
+/// What one source may send in one scan, so a source that never stops
+/// (a paging loop that starts over, a plugin's bug) fails its own scan
+/// instead of growing the daemon's memory until the timeout: its resources
+/// are kept as they were, as for any failed source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanLimits {
+    /// How long a source may scan; `None`: the source's own default.
+    pub timeout: Option<std::time::Duration>,
+    /// Nodes one source may report in one scan (`daemon.scan_max_nodes`).
+    pub max_nodes: u64,
+    /// Edges one source may report in one scan (`daemon.scan_max_edges`).
+    pub max_edges: u64,
+}
+
+impl ScanLimits {
+    /// Twice the largest estates the daemon is built for (10^7 resources)
+    /// in one source.
+    pub const DEFAULT_MAX_NODES: u64 = 20_000_000;
+    /// Five edges a node at [`ScanLimits::DEFAULT_MAX_NODES`] (the mock
+    /// estate has about 1.8).
+    pub const DEFAULT_MAX_EDGES: u64 = 100_000_000;
+}
+
+impl Default for ScanLimits {
+    fn default() -> ScanLimits {
+        ScanLimits {
+            timeout: None,
+            max_nodes: ScanLimits::DEFAULT_MAX_NODES,
+            max_edges: ScanLimits::DEFAULT_MAX_EDGES,
+        }
+    }
 }
 
 /// Receives what a source discovers. Nodes and edges may arrive in any order
@@ -33,6 +67,11 @@ pub trait ScanSink {
     /// again instead of allocating a new one (its memory is already
     /// paged in); `None` when the sink keeps what it is given.
     fn spare_nodes(&mut self) -> Option<NodeBatch> {
+        None
+    }
+    /// Why the sink takes nothing more from this source (it passed one of
+    /// the scan's [`ScanLimits`]); a source that can should stop sending.
+    fn refused(&self) -> Option<&str> {
         None
     }
 }

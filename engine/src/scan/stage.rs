@@ -125,6 +125,11 @@ pub struct StageSink<'p> {
     /// The last node batch the stage handed back, emptied
     /// ([`ScanSink::spare_nodes`]).
     spare: Option<NodeBatch>,
+    /// Nodes and edges the source may report in all.
+    max_nodes: u64,
+    max_edges: u64,
+    /// Set once the source passed one of them; nothing is staged after.
+    refused: Option<String>,
 }
 
 impl<'p> StageSink<'p> {
@@ -137,12 +142,48 @@ impl<'p> StageSink<'p> {
             nodes,
             pool,
             spare: None,
+            max_nodes: u64::MAX,
+            max_edges: u64::MAX,
+            refused: None,
         }
+    }
+
+    /// Takes at most `max_nodes` nodes and `max_edges` edges from the
+    /// source; past either, the batch that would pass it and every one
+    /// after is dropped, and [`ScanSink::refused`] says why.
+    pub fn with_limits(mut self, max_nodes: u64, max_edges: u64) -> StageSink<'p> {
+        self.max_nodes = max_nodes;
+        self.max_edges = max_edges;
+        self
+    }
+
+    /// Whether `batch` more rows of `what` stay within `max`; refuses the
+    /// source when they do not.
+    fn admits(&mut self, count: u64, batch: usize, max: u64, what: &str, key: &str) -> bool {
+        if self.refused.is_some() {
+            return false;
+        }
+        if count.saturating_add(batch as u64) <= max {
+            return true;
+        }
+        self.refused = Some(format!(
+            "sent more than {max} {what} in one scan (daemon.{key}); the scan was stopped there"
+        ));
+        false
     }
 }
 
 impl ScanSink for StageSink<'_> {
     fn nodes(&mut self, batch: NodeBatch) {
+        if !self.admits(
+            self.stage.node_count,
+            batch.len(),
+            self.max_nodes,
+            "nodes",
+            "scan_max_nodes",
+        ) {
+            return;
+        }
         self.stage.node_count += batch.len() as u64;
         let providers = &mut self.stage.providers;
         for p in batch.rows.iter().map(|n| n.syms[0]) {
@@ -163,8 +204,21 @@ impl ScanSink for StageSink<'_> {
     }
 
     fn edges(&mut self, batch: EdgeBatch) {
+        if !self.admits(
+            self.stage.edge_count,
+            batch.len(),
+            self.max_edges,
+            "edges",
+            "scan_max_edges",
+        ) {
+            return;
+        }
         self.stage.edge_count += batch.len() as u64;
         self.pool.send(self.source, batch);
+    }
+
+    fn refused(&self) -> Option<&str> {
+        self.refused.as_deref()
     }
 }
 

@@ -206,9 +206,17 @@ impl PluginSource {
                 })
                 .collect();
             drop(out_tx);
+            // Told when the sink takes no more: the stream is dropped (the
+            // call cancelled), so the decoders run dry and stop.
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
             let reader = scope.spawn(move || {
                 let stream = stream_scan(channel, config, raw_tx).instrument(span);
-                handle.block_on(async move { tokio::time::timeout(limit, stream).await })
+                handle.block_on(async move {
+                    tokio::select! {
+                        done = tokio::time::timeout(limit, stream) => done,
+                        _ = stop_rx => Ok(Err(tonic::Status::cancelled("the daemon stopped reading the scan"))),
+                    }
+                })
             });
             // Batches reach the sink on this thread, as the decoders finish them.
             for decoded in out_rx {
@@ -220,6 +228,10 @@ impl PluginSource {
                         }
                     }
                     Decoded::Edges(b) => sink.edges(b),
+                }
+                if sink.refused().is_some() {
+                    let _ = stop_tx.send(());
+                    break;
                 }
             }
             let mut stats = DecodeStats::default();
@@ -236,6 +248,15 @@ impl PluginSource {
             (outcome, stats, malformed)
         });
         self.last_stats = stats;
+        if let Some(why) = sink.refused() {
+            // A plugin that sends without end may not stop on a cancelled
+            // call; the next scan starts it again.
+            tracing::warn!(plugin = %name, reason = %why, "plugin passed a scan limit; killing the plugin");
+            if let Some(mut p) = self.process.take() {
+                p.kill().await;
+            }
+            return Err(SourceError::Failed(format!("plugin {name} {why}")));
+        }
         let stats = &self.last_stats;
         if stats.rejected_nodes + stats.rejected_edges > 0 {
             let first = &stats.reasons[..stats.reasons.len().min(LOGGED_REASONS)];
