@@ -56,7 +56,7 @@ impl Analyzer for Drain {
         &mut self,
         batches: Receiver<AnalyzeBatch>,
         _timeout: Option<Duration>,
-        _found: &mut dyn FnMut(PluginFinding),
+        _found: &mut dyn FnMut(PluginFinding) -> std::ops::ControlFlow<()>,
     ) -> Result<(), SourceError> {
         for b in batches {
             if b.is_last {

@@ -225,6 +225,27 @@ async fn a_heuristic_plugin_flags_waste_and_fails_alone() {
     assert_eq!(h["ok"], false, "{h}");
     assert_eq!(h["error"], "scan timed out after 3s", "{h}");
     assert_eq!(api_flagged(&d).await, want);
+
+    // The plugin answers without end: it is stopped past the findings it
+    // may send (well before the timeout) and killed; its verdicts stay.
+    let head = u(&ev["seq"]);
+    std::fs::write(
+        dir.path().join("config.toml"),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"unattached-volumes\"]\n[heuristics]\nbuiltin = false\n",
+    )
+    .unwrap();
+    d.env = vec![("SVC_HEURISTIC_FAIL".into(), "flood".into())];
+    d.restart().await;
+    let ev = d.wait_scan_after(head).await;
+    let h = &ev["payload"]["heuristics"][0];
+    assert_eq!(h["ok"], false, "{h}");
+    let error = h["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with("sent more than ") && error.ends_with("(at most 4 a resource); the pass was stopped there"),
+        "{error}"
+    );
+    assert_eq!(api_flagged(&d).await, want);
+    assert_eq!(running(&installed), Vec::<u32>::new(), "the flooding plugin was killed");
 }
 
 async fn api_flagged(d: &Daemon) -> BTreeSet<String> {

@@ -2,6 +2,7 @@
 //! (types, properties, batches), what is kept (known CRNs, capped risk),
 //! how findings become verdicts, and that a failing analyzer fails alone.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
@@ -9,7 +10,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use svc_engine::clock::ManualClock;
 use svc_engine::graph::{NodeBatch, NodeInput, NodeKeyRef};
-use svc_engine::heuristics::{AnalyzeBatch, Analyzer, AnalyzerSpec, MAX_BATCH_SIZE, PluginFinding};
+use svc_engine::heuristics::{
+    AnalyzeBatch, Analyzer, AnalyzerSpec, FINDINGS_SLACK, MAX_BATCH_SIZE, MAX_FINDINGS_PER_NODE, PluginFinding,
+};
 use svc_engine::scan::{ScanContext, ScanSink, Source, SourceError};
 use svc_engine::{Crn, Engine};
 
@@ -100,11 +103,13 @@ impl Analyzer for Fake {
         &mut self,
         batches: Receiver<AnalyzeBatch>,
         _timeout: Option<Duration>,
-        found: &mut dyn FnMut(PluginFinding),
+        found: &mut dyn FnMut(PluginFinding) -> ControlFlow<()>,
     ) -> Result<(), SourceError> {
         for b in batches {
             for f in (self.findings)(&b) {
-                found(f);
+                if found(f).is_break() {
+                    return Err(SourceError::Failed("stopped".into()));
+                }
             }
             let last = b.is_last;
             self.seen.lock().push(b);
@@ -343,4 +348,59 @@ fn a_failing_analyzer_fails_alone_keeps_its_verdicts_and_verdicts_clear_when_fin
     let r3 = engine.try_start_scan().expect("idle").run().expect("scan");
     assert_eq!(r3.waste, 0);
     assert_eq!(r3.verdicts_changed, ten_percent);
+}
+
+/// An analyzer that answers without end (here: a thousand findings for
+/// each node it is sent) is stopped once past the findings it may send,
+/// fails alone, and keeps the verdicts it gave before.
+#[test]
+fn an_analyzer_flooding_findings_is_stopped_and_fails_alone() {
+    let (_dir, engine) = engine();
+    let fake = |findings: Findings| -> Box<dyn Analyzer> {
+        Box::new(Fake {
+            name: "flood",
+            spec: spec(&["ec2:volume"], &["attachment_state"], 500),
+            seen: Arc::new(Mutex::new(Vec::new())),
+            findings,
+            fail: None,
+        })
+    };
+    let ten_percent = (VOLUMES / 10) as u64;
+    engine.set_analyzers(vec![fake(detached(30))]);
+    let r1 = engine.try_start_scan().expect("idle").run().expect("scan");
+    assert_eq!(r1.waste, ten_percent);
+
+    let flag = detached(30);
+    let flood: Findings = Arc::new(move |b: &AnalyzeBatch| {
+        let once = flag(b);
+        let mut all = Vec::new();
+        for _ in 0..1000 {
+            all.extend(once.iter().cloned());
+        }
+        all
+    });
+    engine.set_analyzers(vec![fake(flood)]);
+    let r2 = engine.try_start_scan().expect("idle").run().expect("scan");
+    let flood = &r2.heuristics[0];
+    assert!(!flood.ok);
+    // The first batch of 500 volumes (50 detached) brings 50,000 findings,
+    // past 4 for each resource sent by then (the producer runs a few
+    // batches ahead) and the slack.
+    let error = flood.error.clone().unwrap_or_default();
+    let words: Vec<&str> = error.split(' ').collect();
+    let (allowed, nodes): (u64, u64) = (words[3].parse().unwrap(), words[7].parse().unwrap());
+    assert_eq!(
+        error,
+        format!(
+            "sent more than {allowed} findings for the {nodes} resources it was sent \
+             (at most {MAX_FINDINGS_PER_NODE} a resource); the pass was stopped there"
+        )
+    );
+    assert_eq!(allowed, MAX_FINDINGS_PER_NODE * nodes + FINDINGS_SLACK);
+    assert!((500..=VOLUMES as u64).contains(&nodes), "{error}");
+    assert_eq!(
+        flood.carried_over, ten_percent,
+        "its verdicts of the last pass are kept"
+    );
+    assert_eq!((r2.waste, r2.verdicts_changed), (ten_percent, 0));
 }

@@ -15,6 +15,8 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
@@ -45,6 +47,13 @@ const MAX_TEXT: usize = 1024;
 const MAX_ANNOTATIONS: usize = 32;
 /// Discard reasons kept per analyzer for the report.
 const KEPT_REASONS: usize = 5;
+/// Findings a plugin may send in one pass for each node it has been sent
+/// (a later finding about a node supersedes an earlier one), beyond
+/// [`FINDINGS_SLACK`]; past that it fails the pass, so one that answers
+/// without end holds at most this much of the daemon's memory.
+pub const MAX_FINDINGS_PER_NODE: u64 = 4;
+/// Findings a plugin may send beyond [`MAX_FINDINGS_PER_NODE`] a node.
+pub const FINDINGS_SLACK: u64 = 1024;
 
 /// What a heuristic plugin declares about itself (`MetadataResponse`).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -108,14 +117,15 @@ pub trait Analyzer: Send {
     /// start and answer from that afterwards.
     fn spec(&mut self) -> Result<AnalyzerSpec, SourceError>;
     /// Streams every batch of `batches` to the plugin (until the one with
-    /// `is_last`) and hands each finding to `found` as it arrives. Gives up
-    /// after `timeout` when the scan request set one, else after the
-    /// analyzer's own default.
+    /// `is_last`) and hands each finding to `found` as it arrives; when
+    /// `found` breaks, the engine takes no more: stop reading and end the
+    /// call. Gives up after `timeout` when the scan request set one, else
+    /// after the analyzer's own default.
     fn analyze(
         &mut self,
         batches: Receiver<AnalyzeBatch>,
         timeout: Option<Duration>,
-        found: &mut dyn FnMut(PluginFinding),
+        found: &mut dyn FnMut(PluginFinding) -> ControlFlow<()>,
     ) -> Result<(), SourceError>;
     /// Stops the plugin when the daemon stops.
     fn stop(&mut self) {}
@@ -240,12 +250,14 @@ pub fn property_text(v: ValueRef<'_>) -> String {
 
 /// Sends the selected nodes in batches; returns the ids sent and the batch
 /// count. Stops early when the analyzer hangs up.
+/// `produced` counts the nodes sent so far.
 fn produce(
     graph: &Graph,
     sel: &Selection,
     batch_size: usize,
     now_us: u64,
     tx: SyncSender<AnalyzeBatch>,
+    produced: &AtomicU64,
 ) -> (HashSet<NodeId>, u64) {
     let reader: InternerReader<'_> = graph.interner().reader();
     let mut sent = HashSet::new();
@@ -280,6 +292,7 @@ fn produce(
         batch.nodes.push(node);
         if batch.nodes.len() >= batch_size || bytes >= MAX_BATCH_BYTES {
             batches += 1;
+            produced.fetch_add(batch.nodes.len() as u64, Ordering::Release);
             if tx.send(std::mem::take(&mut batch)).is_err() {
                 return (sent, batches);
             }
@@ -289,19 +302,42 @@ fn produce(
     drop(reader);
     batch.is_last = true;
     batches += 1;
+    produced.fetch_add(batch.nodes.len() as u64, Ordering::Release);
     let _ = tx.send(batch);
     (sent, batches)
 }
 
-fn clip(mut s: String) -> String {
-    if s.len() > MAX_TEXT {
-        let mut end = MAX_TEXT;
+fn clip(s: String) -> String {
+    clip_to(s, MAX_TEXT)
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn clip_to(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
         while !s.is_char_boundary(end) {
             end -= 1;
         }
         s.truncate(end);
     }
     s
+}
+
+/// `f` with no more text than [`check`] keeps, so what waits for the
+/// check is bounded by the findings' number.
+fn trimmed(mut f: PluginFinding) -> PluginFinding {
+    if f.crn.len() > crate::crn::MAX_CRN_LEN {
+        // Still too long to be a CRN, so it is discarded as one.
+        f.crn = clip_to(f.crn, crate::crn::MAX_CRN_LEN + 4);
+    }
+    f.reason = clip(f.reason);
+    f.suggested_action = clip(f.suggested_action);
+    f.annotations.truncate(MAX_ANNOTATIONS);
+    for (k, v) in &mut f.annotations {
+        *k = clip(std::mem::take(k));
+        *v = clip(std::mem::take(v));
+    }
+    f
 }
 
 /// Checks one finding against what was sent; `Err` says why it is dropped.
@@ -380,15 +416,33 @@ fn run_one(
     let sel = Selection::new(graph, &spec);
     let (tx, rx) = sync_channel(BATCHES_IN_FLIGHT);
     let mut raw = Vec::new();
-    let (result, (sent, batches)) = std::thread::scope(|scope| {
-        let sel = &sel;
+    let produced = AtomicU64::new(0);
+    let mut flooded = None;
+    let (mut result, (sent, batches)) = std::thread::scope(|scope| {
+        let (sel, produced) = (&sel, &produced);
         let size = spec.batch_size();
-        let producer = scope.spawn(move || produce(graph, sel, size, now_us, tx));
-        let result = a.analyze(rx, timeout, &mut |f| raw.push(f));
+        let producer = scope.spawn(move || produce(graph, sel, size, now_us, tx, produced));
+        let result = a.analyze(rx, timeout, &mut |f| {
+            // Findings can only be about nodes already sent.
+            let nodes = produced.load(Ordering::Acquire);
+            let allowed = MAX_FINDINGS_PER_NODE * nodes + FINDINGS_SLACK;
+            if raw.len() as u64 >= allowed {
+                flooded = Some(format!(
+                    "sent more than {allowed} findings for the {nodes} resources it was sent \
+                     (at most {MAX_FINDINGS_PER_NODE} a resource); the pass was stopped there"
+                ));
+                return ControlFlow::Break(());
+            }
+            raw.push(trimmed(f));
+            ControlFlow::Continue(())
+        });
         // A producer that panicked sent nothing more; report what is known.
         let produced = producer.join().unwrap_or_default();
         (result, produced)
     });
+    if let Some(why) = flooded {
+        result = Err(SourceError::Failed(why));
+    }
     outcome.nodes_sent = sent.len() as u64;
     outcome.batches_sent = batches;
     outcome.duration_ms = started.elapsed().as_millis() as u64;

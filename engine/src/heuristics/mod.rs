@@ -19,8 +19,8 @@ use std::borrow::Cow;
 use crate::ids::NodeId;
 
 pub use analyzer::{
-    AnalyzeBatch, AnalyzeNode, Analyzer, AnalyzerOutcome, AnalyzerSpec, DEFAULT_BATCH_SIZE, MAX_BATCH_BYTES,
-    MAX_BATCH_SIZE, MAX_PLUGIN_RISK, PluginFinding,
+    AnalyzeBatch, AnalyzeNode, Analyzer, AnalyzerOutcome, AnalyzerSpec, DEFAULT_BATCH_SIZE, FINDINGS_SLACK,
+    MAX_BATCH_BYTES, MAX_BATCH_SIZE, MAX_FINDINGS_PER_NODE, MAX_PLUGIN_RISK, PluginFinding,
 };
 
 /// Where a finding came from.

@@ -2,6 +2,7 @@
 //! after it exited, asked `Metadata` once per start, fed through the
 //! bidirectional `Analyze` stream (SPEC 4.7).
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
@@ -128,7 +129,7 @@ impl HeuristicPlugin {
         &mut self,
         batches: Receiver<AnalyzeBatch>,
         timeout: Option<Duration>,
-        found: &mut dyn FnMut(PluginFinding),
+        found: &mut dyn FnMut(PluginFinding) -> ControlFlow<()>,
     ) -> Result<(), SourceError> {
         let name = self.name.clone();
         let Some(mut client) = self.client() else {
@@ -150,14 +151,32 @@ impl HeuristicPlugin {
             })
             .map_err(|e| SourceError::Failed(format!("heuristic plugin {name}: cannot start its feeder: {e}")))?;
         let limit = timeout.unwrap_or(self.opts.scan_timeout);
+        let mut refused = false;
         let stream = async {
             let mut findings = client.analyze(ReceiverStream::new(rx)).await?.into_inner();
             while let Some(f) = findings.message().await? {
-                found(from_wire(f));
+                if found(from_wire(f)).is_break() {
+                    // Dropping the stream cancels the call.
+                    refused = true;
+                    break;
+                }
             }
             Ok::<(), tonic::Status>(())
         };
-        match tokio::time::timeout(limit, stream).await {
+        let result = tokio::time::timeout(limit, stream).await;
+        if refused {
+            // One that answers without end may not stop on a cancelled call;
+            // the next pass starts it again.
+            tracing::warn!(plugin = %name, "the engine stopped taking a heuristic plugin's findings; killing it");
+            if let Some(mut p) = self.process.take() {
+                p.kill().await;
+            }
+            self.spec = None;
+            return Err(SourceError::Failed(format!(
+                "heuristic plugin {name}: the engine stopped taking its findings"
+            )));
+        }
+        match result {
             Ok(Ok(())) => Ok(()),
             Ok(Err(status)) => {
                 let error = status_text(&status);
@@ -230,7 +249,7 @@ impl Analyzer for HeuristicPlugin {
         &mut self,
         batches: Receiver<AnalyzeBatch>,
         timeout: Option<Duration>,
-        found: &mut dyn FnMut(PluginFinding),
+        found: &mut dyn FnMut(PluginFinding) -> ControlFlow<()>,
     ) -> Result<(), SourceError> {
         let handle = self.handle.clone();
         handle.block_on(self.analyze_async(batches, timeout, found))

@@ -16,7 +16,8 @@
 //! (preferred batch size, default 250), `SVC_HEURISTIC_RISK` (risk score of
 //! every finding, default 25), `SVC_HEURISTIC_EXTRA_CRN` (also report this
 //! CRN, which the engine never sent), `SVC_HEURISTIC_FAIL` (`crash`: exit
-//! after the first batch; `hang`: read everything, answer nothing).
+//! after the first batch; `hang`: read everything, answer nothing; `flood`:
+//! answer the first batch's first node again and again, without end).
 
 use std::collections::HashMap;
 use std::process::ExitCode;
@@ -43,6 +44,7 @@ enum Fail {
     None,
     Crash,
     Hang,
+    Flood,
 }
 
 #[derive(Clone, Debug)]
@@ -67,7 +69,12 @@ impl Settings {
             None => Fail::None,
             Some("crash") => Fail::Crash,
             Some("hang") => Fail::Hang,
-            Some(other) => return Err(format!("invalid SVC_HEURISTIC_FAIL {other:?}: expected crash or hang")),
+            Some("flood") => Fail::Flood,
+            Some(other) => {
+                return Err(format!(
+                    "invalid SVC_HEURISTIC_FAIL {other:?}: expected crash, hang or flood"
+                ));
+            }
         };
         Ok(Settings {
             batch: int("SVC_HEURISTIC_BATCH", 250)?,
@@ -160,6 +167,12 @@ impl HeuristicPlugin for Unattached {
                     svc_plugin_sdk::exit_now(3);
                 }
                 nodes += batch.nodes.len();
+                if let (Fail::Flood, Some(node)) = (&settings.fail, batch.nodes.first()) {
+                    tracing::warn!("answering without end (SVC_HEURISTIC_FAIL=flood)");
+                    let same = finding(node, "flooding", batch.nodes.len(), &settings);
+                    while tx.send(Ok(same.clone())).await.is_ok() {}
+                    return;
+                }
                 if settings.fail != Fail::Hang {
                     for node in &batch.nodes {
                         if let Some(why) = unattached(node) {
