@@ -293,6 +293,50 @@ async fn a_plugin_past_the_scan_limits_fails_its_scan_and_keeps_its_resources() 
     scan_the_plugin(&api).await;
 }
 
+/// Turning a plugin off, or changing the configuration, while a scan runs
+/// answers at once and applies from the next scan, instead of waiting for
+/// the running scan (which may take minutes on a large estate) to end.
+#[tokio::test]
+async fn the_plugins_change_while_a_scan_runs_without_waiting_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    let mut d = daemon(dir.path(), "[daemon]\nscan_interval = \"1h\"\n", 300);
+    d.env = vec![("SVC_MOCK_FAIL".into(), "hang".into())];
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    let api = d.api();
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
+        .await
+        .expect(200);
+
+    // The plugin hangs: this scan runs until its timeout.
+    api.post_json("/api/v1/engine/scan", &json!({"timeout": "5s"}))
+        .await
+        .expect(202);
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
+        .await
+        .expect(200);
+    api.put_json("/api/v1/config", &json!({"daemon": {"scan_max_nodes": 1000}}))
+        .await
+        .expect(200);
+    api.post_json("/api/v1/engine/scan", &json!({}))
+        .await
+        .expect_error(409, "conflict");
+    assert_eq!(api.get_ok("/api/v1/plugins").await[0]["active"], false);
+
+    let hung = d.wait_scan_after(u(&first["seq"])).await;
+    assert_eq!(
+        hung["payload"]["sources"][0]["error"], "scan timed out after 5s",
+        "{hung}"
+    );
+    // The next scan has the plugin off.
+    let r = api
+        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
+        .await
+        .expect(200);
+    assert_eq!(r["sources"], json!([]), "{r}");
+}
+
 /// A plugin installed while the daemon runs is listed, can be turned on,
 /// and is scanned from the next scan, without a restart.
 #[tokio::test]

@@ -57,8 +57,15 @@ pub struct Engine {
     last_commit_us: AtomicU64,
     /// Interner entries already written to the store.
     persisted_symbols: Mutex<usize>,
-    pub(crate) sources: Mutex<Vec<Box<dyn Source>>>,
+    /// Locked for a whole scan and for each remediation step; use
+    /// [`Engine::lock_sources`] and [`Engine::try_lock_sources_for`].
+    sources: Mutex<Vec<Box<dyn Source>>>,
     analyzers: Mutex<Vec<Box<dyn Analyzer>>>,
+    /// Sources and analyzers set while the lists were in use (a scan or a
+    /// remediation step held them): whoever locks a list next puts them in
+    /// its place, so a configuration change never waits for a scan.
+    pending_sources: Mutex<Option<Vec<Box<dyn Source>>>>,
+    pending_analyzers: Mutex<Option<Vec<Box<dyn Analyzer>>>>,
     /// Findings of the last scan.
     findings: RwLock<Arc<FindingSet>>,
     /// Whether formal verification runs (`oracle.enabled`).
@@ -153,8 +160,11 @@ impl ScanPermit {
             timeout: timeout.or(limits.timeout),
             ..limits
         };
-        let mut sources = engine.sources.lock();
+        let mut sources = engine.lock_sources();
         let mut analyzers = engine.analyzers.lock();
+        if let Some(newer) = engine.pending_analyzers.lock().take() {
+            *analyzers = newer;
+        }
         let report = crate::scan::run(
             &engine,
             &mut sources,
@@ -263,6 +273,8 @@ impl Engine {
             persisted_symbols: Mutex::new(persisted),
             sources: Mutex::new(Vec::new()),
             analyzers: Mutex::new(Vec::new()),
+            pending_sources: Mutex::new(None),
+            pending_analyzers: Mutex::new(None),
             findings: RwLock::new(Arc::new(FindingSet::default())),
             oracle: AtomicBool::new(true),
             assessment: RwLock::new(None),
@@ -335,12 +347,45 @@ impl Engine {
 
     /// Replaces the sources scanned from the next scan on.
     pub fn set_sources(&self, sources: Vec<Box<dyn Source>>) {
-        *self.sources.lock() = sources;
+        *self.pending_sources.lock() = Some(sources);
+        // At once when no scan or remediation step holds the list (the
+        // sources replaced stop now); otherwise when it lets go.
+        if let Some(mut held) = self.sources.try_lock() {
+            self.take_pending_sources(&mut held);
+        }
     }
 
     /// Replaces the heuristic analyzers run from the next scan on.
     pub fn set_analyzers(&self, analyzers: Vec<Box<dyn Analyzer>>) {
-        *self.analyzers.lock() = analyzers;
+        *self.pending_analyzers.lock() = Some(analyzers);
+        if let Some(mut held) = self.analyzers.try_lock()
+            && let Some(newer) = self.pending_analyzers.lock().take()
+        {
+            *held = newer;
+        }
+    }
+
+    /// The sources, with those set since the list was last locked.
+    pub(crate) fn lock_sources(&self) -> parking_lot::MutexGuard<'_, Vec<Box<dyn Source>>> {
+        let mut held = self.sources.lock();
+        self.take_pending_sources(&mut held);
+        held
+    }
+
+    /// [`Engine::lock_sources`], waiting at most `wait`.
+    pub(crate) fn try_lock_sources_for(
+        &self,
+        wait: std::time::Duration,
+    ) -> Option<parking_lot::MutexGuard<'_, Vec<Box<dyn Source>>>> {
+        let mut held = self.sources.try_lock_for(wait)?;
+        self.take_pending_sources(&mut held);
+        Some(held)
+    }
+
+    fn take_pending_sources(&self, held: &mut Vec<Box<dyn Source>>) {
+        if let Some(newer) = self.pending_sources.lock().take() {
+            *held = newer;
+        }
     }
 
     /// The findings of the last scan (empty before the first scan of this run).
@@ -544,7 +589,7 @@ impl Engine {
 
     /// Providers the configured sources serve, sorted.
     pub fn source_providers(&self) -> Vec<String> {
-        let mut p: Vec<String> = self.sources.lock().iter().flat_map(|s| s.providers()).collect();
+        let mut p: Vec<String> = self.lock_sources().iter().flat_map(|s| s.providers()).collect();
         p.sort();
         p.dedup();
         p
@@ -552,7 +597,7 @@ impl Engine {
 
     /// Names of the configured sources.
     pub fn source_names(&self) -> Vec<String> {
-        self.sources.lock().iter().map(|s| s.name().to_owned()).collect()
+        self.lock_sources().iter().map(|s| s.name().to_owned()).collect()
     }
 
     /// Called after every finished scan, on the scanning thread.

@@ -999,7 +999,7 @@ impl Engine {
         let Some(_lock) = self.remediation.lock_crn(&item.crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&item.crn, actor, "another saga holds the resource")?);
         };
-        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
+        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&item.crn, actor, "a scan holds the plugins")?);
         };
         let crn = canonical_crn(&item.crn)?;
@@ -1243,7 +1243,7 @@ impl Engine {
         let Some(_lock) = self.remediation.lock_crn(&crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&crn, actor, "another saga holds the resource")?);
         };
-        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
+        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&crn, actor, "a scan holds the plugins")?);
         };
         let previous = {
@@ -1319,7 +1319,7 @@ impl Engine {
         let Some(_lock) = self.remediation.lock_crn(&payload.crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&payload.crn, actor, "another saga holds the resource")?);
         };
-        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
+        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&payload.crn, actor, "a scan holds the plugins")?);
         };
         let req = RemediateRequest {

@@ -175,7 +175,7 @@ fn items_are_shown_once_durable() {
         e.item.reason = "stale".into();
     }
     {
-        let mut sources = engine.sources.lock();
+        let mut sources = engine.lock_sources();
         let none = |_: NodeId| Vec::<String>::new();
         let sau = engine.sau_pass(&mut sources[..], engine.now_us(), &none).unwrap();
         assert_eq!(sau.written, 1);
