@@ -9,6 +9,7 @@ mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use common::{Api, Daemon, SVC, Sources};
 use serde_json::{Value, json};
@@ -228,6 +229,12 @@ async fn plugins_follow_the_configuration_while_the_daemon_runs() {
     assert_eq!((&r["sources"], &r["nodes_deleted"]), (&json!([]), &json!(0)), "{r}");
     let plugins = api.get_ok("/api/v1/plugins").await;
     assert_eq!(plugins[0]["active"], false);
+    // The plugin turned off was asked to shut down, not killed.
+    assert!(
+        d.log.wait_for("plugin stopped", Duration::from_secs(20)).await,
+        "{}",
+        d.log.text()
+    );
 }
 
 /// A plugin that sends more than `daemon.scan_max_nodes` (or edges) in one

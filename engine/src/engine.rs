@@ -109,6 +109,26 @@ pub struct Engine {
     limits: RwLock<ScanLimits>,
 }
 
+/// Stops what was replaced (plugin processes are asked to shut down and
+/// given their grace period) on a thread of its own, so whoever replaced
+/// them does not wait for it.
+fn stop_in_background<T: Send + 'static>(what: &'static str, old: Vec<T>, stop: fn(&mut T)) {
+    if old.is_empty() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("svc-stop-replaced".into())
+        .spawn(move || {
+            for mut item in old {
+                stop(&mut item);
+            }
+        });
+    if let Err(e) = spawned {
+        // Dropped here instead: their processes are killed outright.
+        warn!(what, error = %e, "cannot start a thread to stop what was replaced");
+    }
+}
+
 /// What runs as each scan starts ([`Engine::set_before_scan`]).
 pub type BeforeScan = Arc<dyn Fn() + Send + Sync>;
 
@@ -162,9 +182,7 @@ impl ScanPermit {
         };
         let mut sources = engine.lock_sources();
         let mut analyzers = engine.analyzers.lock();
-        if let Some(newer) = engine.pending_analyzers.lock().take() {
-            *analyzers = newer;
-        }
+        engine.take_pending_analyzers(&mut analyzers);
         let report = crate::scan::run(
             &engine,
             &mut sources,
@@ -358,10 +376,14 @@ impl Engine {
     /// Replaces the heuristic analyzers run from the next scan on.
     pub fn set_analyzers(&self, analyzers: Vec<Box<dyn Analyzer>>) {
         *self.pending_analyzers.lock() = Some(analyzers);
-        if let Some(mut held) = self.analyzers.try_lock()
-            && let Some(newer) = self.pending_analyzers.lock().take()
-        {
-            *held = newer;
+        if let Some(mut held) = self.analyzers.try_lock() {
+            self.take_pending_analyzers(&mut held);
+        }
+    }
+
+    fn take_pending_analyzers(&self, held: &mut Vec<Box<dyn Analyzer>>) {
+        if let Some(newer) = self.pending_analyzers.lock().take() {
+            stop_in_background("analyzers", std::mem::replace(held, newer), |a| a.stop());
         }
     }
 
@@ -384,7 +406,7 @@ impl Engine {
 
     fn take_pending_sources(&self, held: &mut Vec<Box<dyn Source>>) {
         if let Some(newer) = self.pending_sources.lock().take() {
-            *held = newer;
+            stop_in_background("sources", std::mem::replace(held, newer), |s| s.stop());
         }
     }
 

@@ -55,6 +55,22 @@ impl Log {
     pub fn text(&self) -> String {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+
+    /// Whether a line containing `needle` arrives within `within` (the
+    /// daemon logs from threads of its own, after the request that caused
+    /// it has been answered).
+    pub async fn wait_for(&self, needle: &str, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if self.text().contains(needle) {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// Writes a configuration that keeps the scheduler from scanning during a
