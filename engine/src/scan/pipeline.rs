@@ -744,7 +744,6 @@ fn scan_one(
     let mut result = source.scan(&ctx, sink);
     if let Some(why) = sink.refused() {
         // What it sent up to the limit is not a whole scan either.
-        warn!(source = %source.name(), reason = %why, "source passed a scan limit; its scan failed");
         result = Err(SourceError::Failed(why.to_owned()));
     }
     let (rejected, rejections) = source.rejections();
