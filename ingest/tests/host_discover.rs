@@ -35,8 +35,8 @@ fn host_discovery_finds_plugins_and_skips_manifests_and_other_files() {
     assert_eq!(manifest.category, Category::Cloud);
     let missing = found[1].manifest.as_ref().expect_err("gcp has no manifest");
     assert!(missing.contains("svc-plugin-gcp.yaml"), "{missing}");
-    verify(&found[0]).expect("aws verifies");
-    let e = verify(&found[1]).expect_err("no manifest");
+    verify(&found[0].path, &found[0].manifest).expect("aws verifies");
+    let e = verify(&found[1].path, &found[1].manifest).expect_err("no manifest");
     assert!(e.to_string().contains("has no usable manifest"), "{e}");
 
     assert!(discover(&dir.path().join("absent")).is_empty());
@@ -48,7 +48,7 @@ fn host_verify_refuses_a_binary_without_execute_permission() {
     let path = plugin(dir.path(), "aws", 0o644);
     write_manifest_for(&path, "svc-plugin-aws", Role::Provider, Category::Cloud).expect("manifest");
     let found = discover(dir.path());
-    let e = verify(&found[0]).expect_err("not executable");
+    let e = verify(&found[0].path, &found[0].manifest).expect_err("not executable");
     assert!(matches!(e, HostError::NotExecutable { .. }), "{e:?}");
     assert_eq!(
         e.to_string(),
@@ -63,7 +63,7 @@ fn host_verify_refuses_a_binary_whose_hash_differs_from_its_manifest() {
     let manifest = write_manifest_for(&path, "svc-plugin-aws", Role::Provider, Category::Cloud).expect("manifest");
     write_file(&path, "#!/bin/sh\necho tampered\n", 0o755);
     let found = discover(dir.path());
-    let e = verify(&found[0]).expect_err("hash mismatch");
+    let e = verify(&found[0].path, &found[0].manifest).expect_err("hash mismatch");
     let HostError::Verification { actual, expected, .. } = &e else {
         panic!("expected a verification error, got {e:?}");
     };

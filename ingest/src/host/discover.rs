@@ -58,26 +58,25 @@ fn read_manifest(binary: &Path) -> Result<Manifest, String> {
     Manifest::from_yaml(&text).map_err(|e| format!("invalid {}: {e}", path.display()))
 }
 
-/// The launch integrity check: the binary is executable and its SHA-256
-/// equals the one in its manifest.
-pub fn verify(plugin: &Discovered) -> Result<(), HostError> {
-    let path = &plugin.path;
+/// The launch integrity check: the binary at `path` is executable and its
+/// SHA-256 equals the one in its `manifest` (as read, or why it could not be).
+pub fn verify(path: &Path, manifest: &Result<Manifest, String>) -> Result<(), HostError> {
     let meta = std::fs::metadata(path).map_err(|source| HostError::Io {
-        path: path.clone(),
+        path: path.to_owned(),
         source,
     })?;
     if meta.permissions().mode() & 0o111 == 0 {
-        return Err(HostError::NotExecutable { path: path.clone() });
+        return Err(HostError::NotExecutable { path: path.to_owned() });
     }
-    let manifest = plugin.manifest.as_ref().map_err(|reason| HostError::Manifest {
-        path: path.clone(),
+    let manifest = manifest.as_ref().map_err(|reason| HostError::Manifest {
+        path: path.to_owned(),
         reason: reason.clone(),
     })?;
     let actual = sha256_file(path)?;
     let expected = manifest.sha256.trim();
     if !actual.eq_ignore_ascii_case(expected) {
         return Err(HostError::Verification {
-            path: path.clone(),
+            path: path.to_owned(),
             actual,
             expected: expected.to_owned(),
         });
@@ -145,11 +144,7 @@ impl Integrity {
             return Ok(passed.versions);
         }
         passed.files = None;
-        verify(&Discovered {
-            name: String::new(),
-            path: path.to_owned(),
-            manifest: read_manifest(path),
-        })?;
+        verify(path, &read_manifest(path))?;
         passed.files = Some(now);
         passed.versions += 1;
         Ok(passed.versions)
