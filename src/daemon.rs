@@ -147,13 +147,18 @@ fn setup_sources(
         let credentials = found_credentials();
         // A graph that holds what a real plugin reported is not mixed with,
         // nor retired by, a simulated estate of the same providers.
-        let real: Vec<String> = engine
+        // Which sources filled it is unknown when their record cannot be
+        // read: then a graph with any rows is taken for a real one.
+        let real: Option<Vec<String>> = engine
             .sources_seen()
-            .into_iter()
-            .filter(|name| name != MOCK_SOURCE)
-            .collect();
-        if credentials.is_empty() && !real.is_empty() && !plugins.provider_asked() {
-            warn!(sources = ?real, "no cloud credentials and no active plugins, but this graph holds what those \
+            .map(|seen| seen.into_iter().filter(|name| name != MOCK_SOURCE).collect());
+        let held = match &real {
+            Some(real) => !real.is_empty(),
+            None => engine.graph().node_rows() > 0,
+        };
+        if credentials.is_empty() && held && !plugins.provider_asked() {
+            let sources = real.map_or_else(|| "unknown (their record cannot be read)".to_owned(), |r| r.join(", "));
+            warn!(%sources, "no cloud credentials and no active plugins, but this graph holds what real \
                 sources reported: not falling back to a simulated estate; scans find nothing until a plugin is active");
         } else if credentials.is_empty() {
             plugins.set_fallback(Box::new(mock));

@@ -417,6 +417,26 @@ async fn a_graph_a_plugin_filled_is_not_handed_to_the_simulated_estate() {
     assert_eq!(after["active_nodes"], before["active_nodes"]);
     let log = d.log.text();
     assert!(log.contains("not falling back to a simulated estate"), "{log}");
+
+    // Which sources filled the graph cannot be read (the graph store's
+    // table of them is unusable): a graph with rows is still not handed over.
+    let status = d.stop().await;
+    assert!(status.success(), "{status}");
+    {
+        let db = redb::Database::open(dir.path().join("graph.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.delete_table(redb::TableDefinition::<&str, &str>::new("source_providers"))
+            .unwrap();
+        let wrong: redb::TableDefinition<u64, u64> = redb::TableDefinition::new("source_providers");
+        txn.open_table(wrong).unwrap().insert(1, 1).unwrap();
+        txn.commit().unwrap();
+    }
+    d.launch().await;
+    let again = d.wait_scan_after(u(&after_restart["seq"])).await;
+    let p = &again["payload"];
+    assert_eq!((&p["sources"], &p["nodes_deleted"]), (&json!([]), &json!(0)), "{p}");
+    let log = d.log.text();
+    assert!(log.contains("unknown (their record cannot be read)"), "{log}");
 }
 
 /// A binary whose hash no longer matches its manifest is never started: it

@@ -97,6 +97,8 @@ pub struct Engine {
     /// reported (kept in the graph store): a scan in which it fails retires
     /// none of their resources, whichever other source reports them.
     answered: RwLock<BTreeMap<String, BTreeSet<String>>>,
+    /// Whether the stored `answered` could be read at start.
+    answered_read: bool,
     /// The snapshot being written behind the last commit, if any.
     snapshot_writer: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Policy rules (`engine.policy`).
@@ -269,10 +271,13 @@ impl Engine {
         let loaded_meta = meta;
         let remediation = crate::remediation::ops::Remediation::load(store.load_remediation()?);
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
-        let answered = store.load_source_providers().unwrap_or_else(|e| {
-            warn!(error = %e, "cannot read which providers each source answered for; learnt again from the next scans");
-            BTreeMap::new()
-        });
+        let (answered, answered_read) = match store.load_source_providers() {
+            Ok(a) => (a, true),
+            Err(e) => {
+                warn!(error = %e, "cannot read which providers each source answered for; learnt again from the next scans");
+                (BTreeMap::new(), false)
+            }
+        };
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         let policies = crate::policy::Book::open(&store)?;
         Ok(Engine {
@@ -308,6 +313,7 @@ impl Engine {
             snapshot_writer: Mutex::new(None),
             served: RwLock::new(BTreeMap::new()),
             answered: RwLock::new(answered),
+            answered_read,
             remediation,
             policies,
             packs: RwLock::new(None),
@@ -688,9 +694,12 @@ impl Engine {
     }
 
     /// The sources that have ever completed a scan of this graph (as kept
-    /// in the graph store), by name.
-    pub fn sources_seen(&self) -> Vec<String> {
-        self.answered.read().keys().cloned().collect()
+    /// in the graph store), by name; `None` when the store's record could
+    /// not be read at start (and no scan of this run has completed), so
+    /// which sources filled the graph is not known.
+    pub fn sources_seen(&self) -> Option<Vec<String>> {
+        let answered = self.answered.read();
+        (self.answered_read || !answered.is_empty()).then(|| answered.keys().cloned().collect())
     }
 
     /// Source -> the providers its last successful scan answered for.

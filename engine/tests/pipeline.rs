@@ -355,3 +355,32 @@ fn a_source_past_a_scan_limit_fails_alone_and_keeps_its_resources() {
     assert!(r4.sources.iter().all(|s| s.ok));
     assert!(engine.graph().find(&Crn::parse(&crn("gcp", 7)).unwrap()).is_some());
 }
+
+/// A `source_providers` table that cannot be read or written (here: one
+/// of another type) neither stops the engine nor its scans: what each
+/// source answered for is learnt again in memory, so a failed source
+/// still holds its providers back.
+#[test]
+fn an_unusable_source_providers_table_is_learnt_again_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    drop(Engine::open(dir.path(), "s1", clock.clone()).unwrap());
+    {
+        let db = redb::Database::open(dir.path().join("graph.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let wrong: redb::TableDefinition<u64, u64> = redb::TableDefinition::new("source_providers");
+            txn.open_table(wrong).unwrap().insert(1, 1).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let engine = Arc::new(Engine::open(dir.path(), "s2", clock.clone()).unwrap());
+    engine.set_sources(two_accounts(Some(2)));
+    let r1 = engine.try_start_scan().unwrap().run().unwrap();
+    assert!(r1.sources.iter().all(|s| s.ok));
+    assert_eq!(r1.nodes, 10);
+    clock.advance(1_000_000);
+    let r2 = engine.try_start_scan().unwrap().run().unwrap();
+    assert!(!r2.sources.iter().find(|s| s.name == "aws-dev").unwrap().ok);
+    assert_eq!(r2.retired_nodes, 0, "aws-dev's answer was kept in memory");
+}
