@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Daemon, SVC, Sources};
+use common::{Daemon, SVC, Sources, running};
 use serde_json::{Value, json};
 
 const PLUGIN: &str = "svc-plugin-unattached-volumes";
@@ -256,17 +256,5 @@ async fn api_flagged(d: &Daemon) -> BTreeSet<String> {
         .iter()
         .filter(|n| n["is_waste"] == true)
         .map(|n| n["crn"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-/// Processes whose executable is `exe`.
-fn running(exe: &std::path::Path) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
         .collect()
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Api, Daemon, SVC, Sources};
+use common::{Api, Daemon, SVC, Sources, running};
 use serde_json::{Value, json};
 
 /// `svc-plugin-mock`, built beside `svc` by `cargo test --workspace`.
@@ -342,6 +342,55 @@ async fn the_plugins_change_while_a_scan_runs_without_waiting_for_it() {
         .await
         .expect(200);
     assert_eq!(r["sources"], json!([]), "{r}");
+}
+
+/// Turning one plugin on or off leaves the others running: their
+/// processes are the same before and after.
+#[tokio::test]
+async fn toggling_one_plugin_leaves_the_others_running() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    install_as(dir.path(), "acme");
+    let mut d = daemon(
+        dir.path(),
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n",
+        300,
+    );
+    d.launch().await;
+    d.wait_scan_after(0).await;
+    let mock = dir.path().join("plugins/svc-plugin-mock");
+    let before = running(&mock);
+    assert_eq!(before.len(), 1, "the mock plugin runs between scans");
+
+    let api = d.api();
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "acme"}))
+        .await
+        .expect(200);
+    let r = api
+        .post_json("/api/v1/engine/scan", &json!({"wait": true}))
+        .await
+        .expect(200);
+    let names: Vec<&str> = r["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["acme", "mock"], "{r}");
+    assert_eq!(running(&mock), before, "mock was not restarted");
+    let acme = dir.path().join("plugins/svc-plugin-acme");
+    assert_eq!(running(&acme).len(), 1);
+
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "acme"}))
+        .await
+        .expect(200);
+    assert!(
+        d.log.wait_for("plugin stopped", Duration::from_secs(20)).await,
+        "{}",
+        d.log.text()
+    );
+    assert_eq!(running(&acme), Vec::<u32>::new(), "acme, turned off, stopped");
+    assert_eq!(running(&mock), before);
 }
 
 /// A plugin installed while the daemon runs is listed, can be turned on,

@@ -111,6 +111,25 @@ pub struct Engine {
     limits: RwLock<ScanLimits>,
 }
 
+/// Puts `newer` in `held`'s place, except that each one with the identity
+/// of one in `held` gives way to it (which keeps its running plugin);
+/// returns those of `held` that were replaced.
+fn keep_same<T: ?Sized>(held: &mut Vec<Box<T>>, newer: Vec<Box<T>>, identity: fn(&T) -> Option<String>) -> Vec<Box<T>> {
+    let mut old: Vec<Option<Box<T>>> = std::mem::take(held).into_iter().map(Some).collect();
+    for new in newer {
+        let same = identity(&*new).and_then(|id| {
+            old.iter_mut()
+                .find(|o| {
+                    o.as_deref()
+                        .is_some_and(|o| identity(o).as_deref() == Some(id.as_str()))
+                })
+                .and_then(Option::take)
+        });
+        held.push(same.unwrap_or(new));
+    }
+    old.into_iter().flatten().collect()
+}
+
 /// Stops what was replaced (plugin processes are asked to shut down and
 /// given their grace period) on a thread of its own, so whoever replaced
 /// them does not wait for it.
@@ -389,7 +408,8 @@ impl Engine {
 
     fn take_pending_analyzers(&self, held: &mut Vec<Box<dyn Analyzer>>) {
         if let Some(newer) = self.pending_analyzers.lock().take() {
-            stop_in_background("analyzers", std::mem::replace(held, newer), |a| a.stop());
+            let replaced = keep_same(held, newer, |a| a.identity());
+            stop_in_background("analyzers", replaced, |a| a.stop());
         }
     }
 
@@ -412,7 +432,8 @@ impl Engine {
 
     fn take_pending_sources(&self, held: &mut Vec<Box<dyn Source>>) {
         if let Some(newer) = self.pending_sources.lock().take() {
-            stop_in_background("sources", std::mem::replace(held, newer), |s| s.stop());
+            let replaced = keep_same(held, newer, |s| s.identity());
+            stop_in_background("sources", replaced, |s| s.stop());
         }
     }
 

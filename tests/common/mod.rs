@@ -967,3 +967,15 @@ pub fn raw_array_elements<'a>(body: &'a str, key: &str) -> Vec<&'a str> {
     }
     panic!("array {key} is not closed");
 }
+
+/// Processes whose executable is `exe`.
+pub fn running(exe: &Path) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
+        .collect()
+}

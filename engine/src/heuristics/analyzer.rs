@@ -129,6 +129,11 @@ pub trait Analyzer: Send {
     ) -> Result<(), SourceError>;
     /// Stops the plugin when the daemon stops.
     fn stop(&mut self) {}
+    /// As [`crate::scan::Source::identity`]: a new analyzer with the
+    /// identity of one already there gives way to it.
+    fn identity(&self) -> Option<String> {
+        None
+    }
 }
 
 /// How one analyzer's pass went (part of the scan report).

@@ -99,6 +99,13 @@ pub trait Source: Send {
     }
     /// Releases what the source holds (a plugin process) when the daemon stops.
     fn stop(&mut self) {}
+    /// What tells this source from others when the sources are rebuilt (a
+    /// plugin's binary): a new source with the identity of one already
+    /// there gives way to it, which keeps what it holds (its running
+    /// plugin). `None`: always replaced.
+    fn identity(&self) -> Option<String> {
+        None
+    }
     /// When the estate of the last scan was observed (Unix seconds), for a
     /// source whose clock is not the wall clock (a simulated estate). Ages
     /// such as "stopped for 43 days" are measured from it.

@@ -238,6 +238,10 @@ impl Analyzer for HeuristicPlugin {
         &self.name
     }
 
+    fn identity(&self) -> Option<String> {
+        Some(self.path.display().to_string())
+    }
+
     fn spec(&mut self) -> Result<AnalyzerSpec, SourceError> {
         let handle = self.handle.clone();
         handle

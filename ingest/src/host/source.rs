@@ -299,6 +299,10 @@ impl Source for PluginSource {
         &self.name
     }
 
+    fn identity(&self) -> Option<String> {
+        Some(self.path.display().to_string())
+    }
+
     fn providers(&self) -> Vec<String> {
         self.providers.clone()
     }
