@@ -316,10 +316,16 @@ async fn the_plugins_change_while_a_scan_runs_without_waiting_for_it() {
         .await
         .expect(200);
 
-    // The plugin hangs: this scan runs until its timeout.
-    api.post_json("/api/v1/engine/scan", &json!({"timeout": "5s"}))
+    // The plugin hangs: this scan runs until its timeout. Once the plugin
+    // has the Scan call, the scan holds the sources.
+    api.post_json("/api/v1/engine/scan", &json!({"timeout": "10s"}))
         .await
         .expect(202);
+    assert!(
+        d.log.wait_for("scan hangs as asked", Duration::from_secs(20)).await,
+        "{}",
+        d.log.text()
+    );
     api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
         .await
         .expect(200);
