@@ -339,7 +339,7 @@ async fn the_plugins_change_while_a_scan_runs_without_waiting_for_it() {
 
     let hung = d.wait_scan_after(u(&first["seq"])).await;
     assert_eq!(
-        hung["payload"]["sources"][0]["error"], "scan timed out after 5s",
+        hung["payload"]["sources"][0]["error"], "scan timed out after 10s",
         "{hung}"
     );
     // The next scan has the plugin off.
