@@ -123,6 +123,7 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> Round {
                         now_us: 1,
                         config: &config,
                         timeout: None,
+                        concurrent: plugins,
                     };
                     let mut sink = StageSink::new(k, staged_nodes, pool);
                     src.scan(&ctx, &mut sink).expect("plugin scan");

@@ -47,6 +47,8 @@ pub struct DecodeStats {
     pub unknown_relations: BTreeMap<String, u64>,
     /// The first rejection reasons, for the log and the scan report.
     pub reasons: Vec<String>,
+    /// Decode workers whose stats these are.
+    pub decoders: u64,
 }
 
 impl DecodeStats {
@@ -56,6 +58,7 @@ impl DecodeStats {
         self.edges += other.edges;
         self.rejected_nodes += other.rejected_nodes;
         self.rejected_edges += other.rejected_edges;
+        self.decoders += other.decoders;
         for (k, v) in other.unknown_relations {
             *self.unknown_relations.entry(k).or_default() += v;
         }

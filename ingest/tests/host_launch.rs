@@ -239,6 +239,7 @@ fn host_source_whose_plugin_cannot_start_fails_only_its_scan() {
         now_us: 0,
         config: &config,
         timeout: None,
+        concurrent: 1,
     };
     let mut sink = CollectSink::default();
     let err = loop {

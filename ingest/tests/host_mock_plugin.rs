@@ -56,6 +56,7 @@ fn scan(source: &mut PluginSource, interner: &Interner, scan_seq: u64) -> (Resul
         now_us: 1_700_000_000_000_000,
         config: &config,
         timeout: None,
+        concurrent: 1,
     };
     let mut sink = CollectSink::default();
     let result = source.scan(&ctx, &mut sink);
@@ -189,6 +190,36 @@ fn host_hanging_scan_times_out_and_the_plugin_is_killed() {
     assert_socket_dir_removed(&socket);
 }
 
+#[test]
+fn host_plugins_scanned_together_share_the_decode_workers() {
+    let rt = Runtime::new().expect("runtime");
+    let opts = SourceOptions {
+        decode_workers: 4,
+        ..options("", &[])
+    };
+    let mut source = PluginSource::new(mock_binary(), opts, rt.handle().clone());
+    let interner = Interner::new();
+    let config = BTreeMap::from([("scale".to_owned(), "300".to_owned())]);
+    for (concurrent, decoders) in [(1, 4), (2, 2), (3, 2), (8, 1)] {
+        let ctx = ScanContext {
+            interner: &interner,
+            scan_seq: 1,
+            now_us: 1_700_000_000_000_000,
+            config: &config,
+            timeout: None,
+            concurrent,
+        };
+        source.scan(&ctx, &mut CollectSink::default()).expect("scan");
+        assert_eq!(
+            source.last_stats().decoders,
+            decoders,
+            "beside {} others",
+            concurrent - 1
+        );
+    }
+    rt.block_on(source.shutdown());
+}
+
 /// Takes `max` nodes, then refuses the source.
 struct Capped {
     nodes: u64,
@@ -227,6 +258,7 @@ fn host_a_plugin_the_sink_refuses_is_stopped_and_killed() {
         now_us: 1_700_000_000_000_000,
         config: &config,
         timeout: Some(Duration::from_secs(120)),
+        concurrent: 1,
     };
     let mut sink = Capped {
         nodes: 0,
@@ -327,6 +359,7 @@ fn host_scan_refused_at_once_fails_with_the_plugins_status() {
         now_us: 1_700_000_000_000_000,
         config: &config,
         timeout: None,
+        concurrent: 1,
     };
     let mut sink = CollectSink::default();
     let result = source.scan(&ctx, &mut sink);

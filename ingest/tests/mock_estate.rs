@@ -223,6 +223,7 @@ fn scan_n_shows_epoch_n_minus_one() {
         now_us: 0,
         config: &config,
         timeout: None,
+        concurrent: 1,
     };
     estate.scan(&ctx, &mut sink).expect("mock scans never fail");
     let (nodes, edges) = estate.generate(&interner, 2, SCAN_BATCH);

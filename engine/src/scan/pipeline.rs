@@ -264,7 +264,8 @@ pub(crate) fn run(
             .map(|s| (s.name().to_owned(), s.providers()))
             .collect();
         let selected: Vec<&mut Box<dyn Source>> = sources.iter_mut().filter(|s| serves(s.as_ref())).collect();
-        let pool = EdgePool::new(selected.len());
+        let concurrent = selected.len();
+        let pool = EdgePool::new(concurrent);
         let staged_nodes = NodeStage::for_graph(&engine.graph());
         let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
         let parent = tracing::Span::current();
@@ -284,15 +285,15 @@ pub(crate) fn run(
                         let _span = parent.enter();
                         let mut sink =
                             StageSink::new(k, staged_nodes, pool).with_limits(limits.max_nodes, limits.max_edges);
-                        let outcome = scan_one(
-                            engine,
-                            source.as_mut(),
-                            &mut sink,
+                        let ctx = ScanContext {
+                            interner: engine.interner(),
                             scan_seq,
                             now_us,
                             config,
-                            limits.timeout,
-                        );
+                            timeout: limits.timeout,
+                            concurrent,
+                        };
+                        let outcome = scan_one(source.as_mut(), &mut sink, &ctx);
                         (outcome, sink.stage)
                     });
                     (name, providers, handle)
@@ -724,24 +725,9 @@ pub(crate) fn announce(engine: &Engine, report: &mut ScanReport) -> Result<(), E
 }
 
 /// Scans one source into `sink`.
-fn scan_one(
-    engine: &Engine,
-    source: &mut dyn Source,
-    sink: &mut StageSink<'_>,
-    scan_seq: u64,
-    now_us: u64,
-    config: &BTreeMap<String, String>,
-    timeout: Option<std::time::Duration>,
-) -> SourceOutcome {
-    let ctx = ScanContext {
-        interner: engine.interner(),
-        scan_seq,
-        now_us,
-        config,
-        timeout,
-    };
+fn scan_one(source: &mut dyn Source, sink: &mut StageSink<'_>, ctx: &ScanContext<'_>) -> SourceOutcome {
     let t = Instant::now();
-    let mut result = source.scan(&ctx, sink);
+    let mut result = source.scan(ctx, sink);
     if let Some(why) = sink.refused() {
         // What it sent up to the limit is not a whole scan either.
         result = Err(SourceError::Failed(why.to_owned()));

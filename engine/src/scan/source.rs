@@ -23,6 +23,9 @@ pub struct ScanContext<'a> {
     /// set it (`svc scan --timeout 20m`, `daemon.scan_timeout`); otherwise
     /// the source's own default.
     pub timeout: Option<std::time::Duration>,
+    /// How many sources this scan runs at once, this one included: a
+    /// source that sizes a pool of threads by the CPUs shares them.
+    pub concurrent: usize,
 }
 
 /// What one source may send in one scan, so a source that never stops

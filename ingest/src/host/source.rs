@@ -56,7 +56,9 @@ pub struct SourceOptions {
     pub scan_timeout: Duration,
     /// Nodes (and edges) per batch handed to the sink.
     pub batch_size: usize,
-    /// Threads decoding one plugin's stream (default: one per CPU).
+    /// Threads decoding plugin streams (default: one per CPU), shared by
+    /// the sources of a scan: a plugin scanned beside others takes its
+    /// share of them ([`ScanContext::concurrent`]), at least one.
     pub decode_workers: usize,
 }
 
@@ -191,7 +193,7 @@ impl PluginSource {
         let span = tracing::info_span!("plugin.scan", plugin = %name, scan_seq = ctx.scan_seq);
         let limit = ctx.timeout.unwrap_or(self.opts.scan_timeout);
         let batch = self.opts.batch_size.max(1);
-        let workers = self.opts.decode_workers.max(1);
+        let workers = self.opts.decode_workers.div_ceil(ctx.concurrent.max(1)).max(1);
         let handle = self.handle.clone();
         let (raw_tx, raw_rx) = mpsc::channel::<Bytes>(workers * MESSAGES_PER_WORKER);
         let raw_rx = Mutex::new(raw_rx);
@@ -270,7 +272,8 @@ impl PluginSource {
         }
         match outcome {
             Ok(Ok(())) => {
-                tracing::info!(plugin = %name, nodes = stats.nodes, edges = stats.edges, "plugin scan finished");
+                tracing::info!(plugin = %name, nodes = stats.nodes, edges = stats.edges, decoders = stats.decoders,
+                    "plugin scan finished");
                 Ok(())
             }
             Ok(Err(status)) => {
@@ -579,7 +582,9 @@ fn decode_worker(
     if !edges.is_empty() {
         let _ = out.send(Decoded::Edges(edges));
     }
-    (decoder.stats, fault)
+    let mut stats = decoder.stats;
+    stats.decoders = 1;
+    (stats, fault)
 }
 
 #[cfg(test)]
