@@ -44,6 +44,18 @@ fn options(fail: &str, extra: &[(&str, &str)]) -> SourceOptions {
     }
 }
 
+/// The context of scan 1 of one source, with `config`.
+fn context<'a>(interner: &'a Interner, config: &'a BTreeMap<String, String>) -> ScanContext<'a> {
+    ScanContext {
+        interner,
+        scan_seq: 1,
+        now_us: 1_700_000_000_000_000,
+        config,
+        timeout: None,
+        concurrent: 1,
+    }
+}
+
 fn scan(source: &mut PluginSource, interner: &Interner, scan_seq: u64) -> (Result<(), SourceError>, CollectSink) {
     let config = BTreeMap::from([
         ("seed".to_owned(), "7".to_owned()),
@@ -51,12 +63,8 @@ fn scan(source: &mut PluginSource, interner: &Interner, scan_seq: u64) -> (Resul
         ("batch_size".to_owned(), "100".to_owned()),
     ]);
     let ctx = ScanContext {
-        interner,
         scan_seq,
-        now_us: 1_700_000_000_000_000,
-        config: &config,
-        timeout: None,
-        concurrent: 1,
+        ..context(interner, &config)
     };
     let mut sink = CollectSink::default();
     let result = source.scan(&ctx, &mut sink);
@@ -202,12 +210,8 @@ fn host_plugins_scanned_together_share_the_decode_workers() {
     let config = BTreeMap::from([("scale".to_owned(), "300".to_owned())]);
     for (concurrent, decoders) in [(1, 4), (2, 2), (3, 2), (8, 1)] {
         let ctx = ScanContext {
-            interner: &interner,
-            scan_seq: 1,
-            now_us: 1_700_000_000_000_000,
-            config: &config,
-            timeout: None,
             concurrent,
+            ..context(&interner, &config)
         };
         source.scan(&ctx, &mut CollectSink::default()).expect("scan");
         assert_eq!(
@@ -253,12 +257,8 @@ fn host_a_plugin_the_sink_refuses_is_stopped_and_killed() {
     // sink refused, or at the timeout, which fails the test.
     let config = BTreeMap::from([("scale".to_owned(), "20000000".to_owned())]);
     let ctx = ScanContext {
-        interner: &interner,
-        scan_seq: 1,
-        now_us: 1_700_000_000_000_000,
-        config: &config,
         timeout: Some(Duration::from_secs(120)),
-        concurrent: 1,
+        ..context(&interner, &config)
     };
     let mut sink = Capped {
         nodes: 0,
@@ -353,14 +353,7 @@ fn host_scan_refused_at_once_fails_with_the_plugins_status() {
     let mut source = PluginSource::new(mock_binary(), options("", &[]), rt.handle().clone());
     let interner = Interner::new();
     let config = BTreeMap::from([("scale".to_owned(), "many".to_owned())]);
-    let ctx = ScanContext {
-        interner: &interner,
-        scan_seq: 1,
-        now_us: 1_700_000_000_000_000,
-        config: &config,
-        timeout: None,
-        concurrent: 1,
-    };
+    let ctx = context(&interner, &config);
     let mut sink = CollectSink::default();
     let result = source.scan(&ctx, &mut sink);
     assert_eq!(
