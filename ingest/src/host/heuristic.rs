@@ -15,7 +15,7 @@ use tokio::runtime::Handle;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
-use super::launch::{PluginProcess, exited_after_error, fmt_duration, plugin_name};
+use super::launch::{PluginProcess, drop_if_stale, exited_after_error, fmt_duration, plugin_name};
 use super::manifest::Role;
 use super::source::SourceOptions;
 use super::{HostError, status_text};
@@ -72,20 +72,7 @@ impl HeuristicPlugin {
 
     /// Launches the plugin unless it runs, and asks its `Metadata` once per start.
     async fn ensure(&mut self) -> Result<AnalyzerSpec, HostError> {
-        if let Some(p) = self.process.as_mut()
-            && let Some(status) = p.exit_status()
-        {
-            tracing::warn!(plugin = %self.name, %status, "heuristic plugin exited; restarting it");
-            self.process = None;
-        }
-        if let Some(p) = &self.process
-            && !p.binary_unchanged(&self.opts.launch).await?
-        {
-            tracing::info!(plugin = %self.name, "heuristic plugin installed again; restarting it");
-            if let Some(p) = self.process.take() {
-                p.shutdown().await;
-            }
-        }
+        drop_if_stale(&mut self.process, &self.opts.launch).await?;
         if self.process.is_none() {
             self.spec = None;
             self.process = Some(PluginProcess::launch(&self.path, Role::Heuristic, &self.opts.launch).await?);

@@ -454,6 +454,28 @@ impl PluginProcess {
 /// Time a process gets to be seen exiting after one of its streams broke.
 const CRASH_PROBE: Duration = Duration::from_millis(500);
 
+/// Before `process` is used for a scan or a pass: drops it when it has
+/// exited, and shuts it down when its binary was installed again since it
+/// started, so the next use launches the binary as it is now; an error
+/// when the binary no longer passes its integrity check.
+pub(crate) async fn drop_if_stale(process: &mut Option<PluginProcess>, opts: &LaunchOptions) -> Result<(), HostError> {
+    if let Some(p) = process.as_mut()
+        && let Some(status) = p.exit_status()
+    {
+        tracing::warn!(plugin = %p.name(), role = ?p.role(), %status, "plugin exited; restarting it");
+        *process = None;
+    }
+    if let Some(p) = process.as_ref()
+        && !p.binary_unchanged(opts).await?
+    {
+        tracing::info!(plugin = %p.name(), role = ?p.role(), "plugin installed again; restarting it");
+        if let Some(p) = process.take() {
+            p.shutdown().await;
+        }
+    }
+    Ok(())
+}
+
 /// After a call on `process` broke: the exit status when the process has
 /// exited (it is then dropped, to be relaunched on next use), else `None`.
 pub(crate) async fn exited_after_error(process: &mut Option<PluginProcess>) -> Option<ExitStatus> {

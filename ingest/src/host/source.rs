@@ -21,7 +21,9 @@ use tokio::runtime::Handle;
 use tonic::transport::Channel;
 use tracing::Instrument;
 
-use super::launch::{LaunchOptions, MAX_MESSAGE_BYTES, PluginProcess, exited_after_error, fmt_duration, plugin_name};
+use super::launch::{
+    LaunchOptions, MAX_MESSAGE_BYTES, PluginProcess, drop_if_stale, exited_after_error, fmt_duration, plugin_name,
+};
 use super::manifest::Role;
 use super::{HostError, scan_call, status_text};
 use crate::decode::{DecodeStats, Decoder, WireError};
@@ -130,20 +132,7 @@ impl PluginSource {
 
     /// The running process, launched (or relaunched after it exited) if needed.
     pub async fn running(&mut self) -> Result<&mut PluginProcess, HostError> {
-        if let Some(p) = self.process.as_mut()
-            && let Some(status) = p.exit_status()
-        {
-            tracing::warn!(plugin = %self.name, %status, "plugin exited; restarting it");
-            self.process = None;
-        }
-        if let Some(p) = &self.process
-            && !p.binary_unchanged(&self.opts.launch).await?
-        {
-            tracing::info!(plugin = %self.name, "plugin installed again; restarting it");
-            if let Some(p) = self.process.take() {
-                p.shutdown().await;
-            }
-        }
+        drop_if_stale(&mut self.process, &self.opts.launch).await?;
         let process = match self.process.take() {
             Some(p) => p,
             None => PluginProcess::launch(&self.path, Role::Provider, &self.opts.launch).await?,
