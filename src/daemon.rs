@@ -197,9 +197,8 @@ fn found_credentials() -> Vec<&'static str> {
 
 /// What `PUT /api/v1/config` changes without a restart: the scan
 /// interval, the built-in rule selection, formal verification, the
-/// compliance export, `plugins.active` and each plugin's scan settings
-/// (from the next scan). Scan timeouts apply to the next scan that reads
-/// them.
+/// compliance export, and from the next scan `plugins.active`, each
+/// plugin's scan settings and the scan timeout and limits.
 fn live_apply(
     engine: Arc<Engine>,
     plugins: Arc<Plugins>,

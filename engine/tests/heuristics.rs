@@ -404,3 +404,55 @@ fn an_analyzer_flooding_findings_is_stopped_and_fails_alone() {
     );
     assert_eq!((r2.waste, r2.verdicts_changed), (ten_percent, 0));
 }
+
+/// A finding's text is kept up to 1 KiB a field and 32 annotations, cut at
+/// a character boundary; a "CRN" of megabytes is discarded, and the reason
+/// given for it is not megabytes long.
+#[test]
+fn a_findings_text_is_cut_to_what_is_kept() {
+    let (_dir, engine) = engine();
+    let long: Findings = Arc::new(|b: &AnalyzeBatch| {
+        let Some(first) = b.nodes.first().filter(|_| b.is_last) else {
+            return Vec::new();
+        };
+        let big = |c: &str| c.repeat(3000);
+        vec![
+            PluginFinding {
+                crn: first.crn.clone(),
+                is_waste: true,
+                reason: big("é"),
+                suggested_action: big("a"),
+                annotations: (0..40).map(|k| (format!("k{k:02}{}", big("k")), big("v"))).collect(),
+                ..PluginFinding::default()
+            },
+            PluginFinding {
+                crn: big("crn:"),
+                is_waste: true,
+                ..PluginFinding::default()
+            },
+        ]
+    });
+    engine.set_analyzers(vec![Box::new(Fake {
+        name: "long",
+        spec: spec(&["volume"], &[], 5000),
+        seen: Arc::new(Mutex::new(Vec::new())),
+        findings: long,
+        fail: None,
+    })]);
+    let report = engine.try_start_scan().expect("idle").run().expect("scan");
+    let h = &report.heuristics[0];
+    assert_eq!((h.findings, h.discarded), (1, 1), "{h:?}");
+    assert!(
+        h.discard_reasons[0].len() < 2 * 2048 + 200,
+        "{}",
+        h.discard_reasons[0].len()
+    );
+
+    let findings = engine.findings();
+    let f = findings.by_node.values().flatten().next().expect("the kept finding");
+    assert_eq!(f.reason.len(), 1024, "512 two-byte characters");
+    assert!(f.reason.chars().all(|c| c == 'é'));
+    assert_eq!(f.suggested_action.len(), 1024);
+    assert_eq!(f.annotations.len(), 32);
+    assert!(f.annotations.iter().all(|(k, v)| k.len() == 1024 && v.len() == 1024));
+}

@@ -345,7 +345,8 @@ fn trimmed(mut f: PluginFinding) -> PluginFinding {
     f
 }
 
-/// Checks one finding against what was sent; `Err` says why it is dropped.
+/// Checks one finding, [`trimmed`] as it arrived, against what was sent;
+/// `Err` says why it is dropped.
 fn check(
     graph: &Graph,
     sent: &HashSet<NodeId>,
@@ -368,12 +369,8 @@ fn check(
     } else {
         0.0
     };
-    let mut annotations: Vec<(String, String)> = f
-        .annotations
-        .into_iter()
-        .take(MAX_ANNOTATIONS)
-        .map(|(k, v)| (clip(k), clip(v)))
-        .collect();
+    // Its text was cut to what is kept as it arrived (`trimmed`).
+    let mut annotations = f.annotations;
     annotations.sort();
     Ok(Finding {
         node,
@@ -381,8 +378,8 @@ fn check(
         rule: Cow::Owned(rule.to_owned()),
         is_waste: f.is_waste,
         risk_score: risk,
-        reason: clip(f.reason),
-        suggested_action: Cow::Owned(clip(f.suggested_action)),
+        reason: f.reason,
+        suggested_action: Cow::Owned(f.suggested_action),
         projected_savings_usd_mo: savings,
         annotations,
     })

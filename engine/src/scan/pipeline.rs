@@ -255,15 +255,18 @@ pub(crate) fn run(
         // Every selected source scans at once, each on its own thread with
         // its own staging; a slow or failing source holds up no other. Their
         // edges meet in one boundary-resolution pool.
-        let serves = |s: &dyn Source| only.is_none_or(|only| s.providers().iter().any(|p| only.contains(p)));
         // Sources left out of a scan of some providers answer for nothing
         // in it: what they answer for is held back, as a failed source's is.
-        let skipped: Vec<(String, Vec<String>)> = sources
-            .iter()
-            .filter(|s| !serves(s.as_ref()))
-            .map(|s| (s.name().to_owned(), s.providers()))
-            .collect();
-        let selected: Vec<&mut Box<dyn Source>> = sources.iter_mut().filter(|s| serves(s.as_ref())).collect();
+        let mut skipped: Vec<(String, Vec<String>)> = Vec::new();
+        let mut selected: Vec<&mut Box<dyn Source>> = Vec::new();
+        for s in sources.iter_mut() {
+            let providers = s.providers();
+            if only.is_none_or(|only| providers.iter().any(|p| only.contains(p))) {
+                selected.push(s);
+            } else {
+                skipped.push((s.name().to_owned(), providers));
+            }
+        }
         let concurrent = selected.len();
         let pool = EdgePool::new(concurrent);
         let staged_nodes = NodeStage::for_graph(&engine.graph());

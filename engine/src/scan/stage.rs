@@ -157,9 +157,9 @@ impl<'p> StageSink<'p> {
         self
     }
 
-    /// Whether `batch` more rows of `what` stay within `max`; refuses the
-    /// source when they do not.
-    fn admits(&mut self, count: u64, batch: usize, max: u64, what: &str, key: &str) -> bool {
+    /// Whether `batch` more `what` (nodes or edges) stay within `max`;
+    /// refuses the source when they do not.
+    fn admits(&mut self, count: u64, batch: usize, max: u64, what: &str) -> bool {
         if self.refused.is_some() {
             return false;
         }
@@ -167,7 +167,7 @@ impl<'p> StageSink<'p> {
             return true;
         }
         self.refused = Some(format!(
-            "sent more than {max} {what} in one scan (daemon.{key}); the scan was stopped there"
+            "sent more than {max} {what} in one scan (daemon.scan_max_{what}); the scan was stopped there"
         ));
         false
     }
@@ -175,13 +175,7 @@ impl<'p> StageSink<'p> {
 
 impl ScanSink for StageSink<'_> {
     fn nodes(&mut self, batch: NodeBatch) {
-        if !self.admits(
-            self.stage.node_count,
-            batch.len(),
-            self.max_nodes,
-            "nodes",
-            "scan_max_nodes",
-        ) {
+        if !self.admits(self.stage.node_count, batch.len(), self.max_nodes, "nodes") {
             return;
         }
         self.stage.node_count += batch.len() as u64;
@@ -204,13 +198,7 @@ impl ScanSink for StageSink<'_> {
     }
 
     fn edges(&mut self, batch: EdgeBatch) {
-        if !self.admits(
-            self.stage.edge_count,
-            batch.len(),
-            self.max_edges,
-            "edges",
-            "scan_max_edges",
-        ) {
+        if !self.admits(self.stage.edge_count, batch.len(), self.max_edges, "edges") {
             return;
         }
         self.stage.edge_count += batch.len() as u64;
