@@ -690,10 +690,15 @@ impl Engine {
         let path = self.data_dir.join(SNAPSHOT_FILE);
         let spawned = std::thread::Builder::new().name("svc-snapshot".into()).spawn(move || {
             let t = std::time::Instant::now();
-            match encoded.write(&path) {
+            let written = encoded.write(&path);
+            drop(encoded);
+            match written {
                 Ok(bytes) => debug!(bytes, ms = t.elapsed().as_millis() as u64, "snapshot written"),
                 Err(e) => warn!(error = %e, "cannot write the snapshot; the next start replays the graph store"),
             }
+            // The encoded sections (about the graph's size) are freed in
+            // the middle of the heaps; hand them back.
+            crate::malloc::release();
         });
         match spawned {
             Ok(handle) => *writer = Some(handle),
