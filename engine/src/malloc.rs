@@ -19,7 +19,7 @@
 //! top of a heap, and a scan frees its staged batches, message buffers and
 //! the commit's pages in the middle of the heaps, under live rows. A
 //! one-million-node daemon held ~2.2 GB between scans without it and ~1.3
-//! GB with it; its next scan, faulting those pages in again, takes ~8%
+//! GB with it; its next scan, faulting those pages in again, takes ~7%
 //! longer (PERF.md, the daemon's resident memory).
 
 /// Largest allocation served from the allocator's heaps rather than a
