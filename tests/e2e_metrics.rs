@@ -132,6 +132,22 @@ async fn metrics_agree_with_the_api_and_pass_promtool() {
         "the refused request is counted"
     );
 
+    // The daemon's own process: its resident memory as the kernel counts it.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", d.pid())).expect("the daemon's status");
+    let vm_rss_kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    let rss = sample(&text, "process_resident_memory_bytes", &[]).expect("process_resident_memory_bytes");
+    let kernel = vm_rss_kib * 1024.0;
+    assert!(
+        (rss - kernel).abs() < kernel / 2.0,
+        "process_resident_memory_bytes {rss} against VmRSS {kernel}"
+    );
+    assert!(sample(&text, "process_cpu_seconds_total", &[]).is_some(), "{text}");
+    assert!(sample(&text, "process_open_fds", &[]).is_some_and(|n| n >= 3.0));
+
     // promtool accepts the exposition.
     let mut child = match Command::new("promtool")
         .args(["check", "metrics"])

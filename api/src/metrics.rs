@@ -1,9 +1,11 @@
 //! `/metrics`: Prometheus text format (0.0.4) from the daemon's own registry.
 //!
-//! Every metric name is declared once, below. Scan metrics are fed by the
-//! engine's scan listener ([`Metrics::observe_scan`]); HTTP metrics by the
-//! [`track_http`] middleware; uptime and the ledger's event count are read
-//! when `/metrics` is scraped.
+//! Every metric name of the daemon's own is declared once, below. Scan
+//! metrics are fed by the engine's scan listener ([`Metrics::observe_scan`]);
+//! HTTP metrics by the [`track_http`] middleware; uptime and the ledger's
+//! event count are read when `/metrics` is scraped, and so are the standard
+//! `process_*` metrics on Linux (resident memory, CPU seconds, file
+//! descriptors, threads).
 //!
 //! `svc_waste_usd_total` is named by SPEC and holds a value that goes up and
 //! down. Typed as a gauge, a name ending in `_total` fails `promtool check
@@ -96,6 +98,13 @@ impl Metrics {
     pub fn new() -> Metrics {
         use names::*;
         let registry = Registry::new();
+        // The daemon's process, read from /proc at each scrape: resident
+        // and virtual memory, CPU seconds, open and allowed file
+        // descriptors, threads, start time (`process_*`).
+        #[cfg(target_os = "linux")]
+        if let Err(e) = registry.register(Box::new(prometheus::process_collector::ProcessCollector::for_self())) {
+            tracing::error!(error = %e, "process metrics not registered");
+        }
         let counter_vec = |name: &str, help: &str, labels: &[&str]| {
             IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter declaration")
         };
@@ -378,5 +387,26 @@ mod tests {
         assert!(text.contains("# TYPE svc_waste_usd_total untyped"));
         assert!(text.contains("svc_ledger_events_total 3"));
         assert!(text.contains(r#"method="other""#));
+    }
+
+    /// The process's own figures, as this test process has them now.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_process_reports_its_resident_memory_and_cpu() {
+        let text = Metrics::new().encode(0.0, None).unwrap_or_default();
+        let value = |name: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name} sample in\n{text}"))
+        };
+        // A running test binary holds at least a megabyte and has threads.
+        assert!(value("process_resident_memory_bytes") > 1e6);
+        assert!(value("process_virtual_memory_bytes") >= value("process_resident_memory_bytes"));
+        assert!(value("process_cpu_seconds_total") >= 0.0);
+        assert!(value("process_open_fds") >= 3.0);
+        assert!(value("process_threads") >= 1.0);
+        assert!(value("process_start_time_seconds") > 1.6e9);
+        assert!(text.contains("# TYPE process_cpu_seconds_total counter"));
     }
 }
