@@ -52,6 +52,12 @@ fn daemon(dir: &std::path::Path, config: &str, scale: usize) -> Daemon {
     d
 }
 
+/// A configuration: scans an hour apart (so only those the test asks for
+/// run after the first), plugin `active` turned on.
+fn hourly(active: &str) -> String {
+    format!("[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"{active}\"]\n")
+}
+
 /// A scan through the API, waited for: its one source.
 async fn scan_one_source(api: &Api) -> Value {
     let r = api
@@ -84,7 +90,7 @@ async fn the_daemon_scans_an_installed_plugin_and_survives_its_failures() {
     install(dir.path());
     let mut d = daemon(
         dir.path(),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\nbatch_size = 100\n",
+        &(hourly("mock") + "[plugins.config.mock]\nscale = 400\nbatch_size = 100\n"),
         400,
     );
     d.launch().await;
@@ -246,7 +252,7 @@ async fn a_plugin_past_the_scan_limits_fails_its_scan_and_keeps_its_resources() 
     install(dir.path());
     let mut d = daemon(
         dir.path(),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\n",
+        &(hourly("mock") + "[plugins.config.mock]\nscale = 400\n"),
         300,
     );
     d.launch().await;
@@ -357,11 +363,7 @@ async fn toggling_one_plugin_leaves_the_others_running() {
     let dir = tempfile::tempdir().unwrap();
     install(dir.path());
     install_as(dir.path(), "acme");
-    let mut d = daemon(
-        dir.path(),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n",
-        300,
-    );
+    let mut d = daemon(dir.path(), &hourly("mock"), 300);
     d.launch().await;
     d.wait_scan_after(0).await;
     let mock = dir.path().join("plugins/svc-plugin-mock");
@@ -429,11 +431,7 @@ async fn a_plugin_installed_while_the_daemon_runs_is_found() {
 #[tokio::test]
 async fn a_plugin_named_active_before_it_is_installed_is_scanned_once_it_is() {
     let dir = tempfile::tempdir().unwrap();
-    let mut d = daemon(
-        dir.path(),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n",
-        300,
-    );
+    let mut d = daemon(dir.path(), &hourly("mock"), 300);
     d.launch().await;
     let first = d.wait_scan_after(0).await;
     assert_eq!(first["payload"]["sources"], json!([]), "not installed yet: {first}");
@@ -450,11 +448,7 @@ async fn a_plugin_named_active_before_it_is_installed_is_scanned_once_it_is() {
 async fn a_graph_a_plugin_filled_is_not_handed_to_the_simulated_estate() {
     let dir = tempfile::tempdir().unwrap();
     install_as(dir.path(), "acme");
-    let mut d = daemon(
-        dir.path(),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"acme\"]\n",
-        300,
-    );
+    let mut d = daemon(dir.path(), &hourly("acme"), 300);
     d.launch().await;
     let first = d.wait_scan_after(0).await;
     assert_eq!(first["payload"]["sources"][0]["name"], "acme", "{first}");
@@ -504,7 +498,7 @@ async fn a_tampered_plugin_fails_its_own_scans_and_keeps_its_resources() {
     install(dir.path());
     let mut d = daemon(
         dir.path(),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 400\n",
+        &(hourly("mock") + "[plugins.config.mock]\nscale = 400\n"),
         300,
     );
     d.launch().await;
@@ -628,7 +622,7 @@ async fn remediation_runs_through_the_plugin() {
     install(dir.path());
     let mut d = daemon(
         dir.path(),
-        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 300\n",
+        &(hourly("mock") + "[plugins.config.mock]\nscale = 300\n"),
         300,
     );
     d.launch().await;
