@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Api, Daemon, SVC, Sources, running};
+use common::{Api, Daemon, QUIET_CONFIG, SVC, Sources, running};
 use serde_json::{Value, json};
 
 /// `svc-plugin-mock`, built beside `svc` by `cargo test --workspace`.
@@ -52,10 +52,10 @@ fn daemon(dir: &std::path::Path, config: &str, scale: usize) -> Daemon {
     d
 }
 
-/// A configuration: scans an hour apart (so only those the test asks for
-/// run after the first), plugin `active` turned on.
+/// The quiet configuration (only the scans the test asks for run after the
+/// first) with plugin `active` turned on.
 fn hourly(active: &str) -> String {
-    format!("[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"{active}\"]\n")
+    format!("{QUIET_CONFIG}[plugins]\nactive = [\"{active}\"]\n")
 }
 
 /// A scan through the API, waited for: its one source.

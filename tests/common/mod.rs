@@ -73,13 +73,16 @@ impl Log {
     }
 }
 
-/// Writes a configuration that keeps the scheduler from scanning during a
-/// test: one scan at start, the next an hour later.
+/// A configuration that keeps the scheduler from scanning during a test:
+/// one scan at start, the next an hour later.
+pub const QUIET_CONFIG: &str = "[daemon]\nscan_interval = \"1h\"\n";
+
+/// Writes [`QUIET_CONFIG`] unless the test wrote a configuration already.
 pub fn write_quiet_config(data_dir: &Path) {
     std::fs::create_dir_all(data_dir).expect("create data dir");
     let path = data_dir.join("config.toml");
     if !path.exists() {
-        std::fs::write(&path, "[daemon]\nscan_interval = \"1h\"\n").expect("write config.toml");
+        std::fs::write(&path, QUIET_CONFIG).expect("write config.toml");
     }
 }
 
