@@ -77,7 +77,9 @@ pub struct Item {
     pub blockers: Vec<String>,
     /// An operator hold (a move to `sau_gate`), with who held it.
     pub held_by: Option<String>,
-    pub override_by: Option<Override>,
+    /// Boxed: few items carry one, and inline it would add 64 bytes to
+    /// every item.
+    pub override_by: Option<Box<Override>>,
     /// The last saga's failure, shown until the next attempt.
     pub failure: Option<String>,
     /// The last saga run for the item.

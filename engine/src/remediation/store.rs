@@ -225,10 +225,12 @@ fn item_from(v: &Value) -> Result<Item, DecodeError> {
             .map(|a| a.iter().filter_map(|b| b.as_str().map(str::to_owned)).collect())
             .unwrap_or_default(),
         held_by: opt_s(v, "held_by"),
-        override_by: v.get("override").filter(|o| o.is_object()).map(|o| Override {
-            actor: s(o, "actor"),
-            reason: s(o, "reason"),
-            plan_hash: s(o, "plan_hash"),
+        override_by: v.get("override").filter(|o| o.is_object()).map(|o| {
+            Box::new(Override {
+                actor: s(o, "actor"),
+                reason: s(o, "reason"),
+                plan_hash: s(o, "plan_hash"),
+            })
         }),
         failure: opt_s(v, "failure"),
         saga_id: opt_s(v, "saga_id"),
@@ -647,11 +649,11 @@ mod tests {
             source: "plugin".into(),
         });
         i.blockers = vec!["policy:keep-prod".into()];
-        i.override_by = Some(Override {
+        i.override_by = Some(Box::new(Override {
             actor: "ops".into(),
             reason: "ticket 7".into(),
             plan_hash: "ab".into(),
-        });
+        }));
         i.savings_usd_mo = 12.5;
         assert_eq!(item_from(&item_json(&i)).unwrap(), i);
         // The stored text is the same object, escapes included.
