@@ -9,7 +9,7 @@ use axum::response::Response;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use svc_engine::remediation::ops::SagaOutcome;
-use svc_engine::remediation::{Isolation, Item, RemediationError, STAGES, stage_named};
+use svc_engine::remediation::{Isolation, Item, RemediationError, stage_named};
 
 use super::graph::{blocking, limit_param};
 use super::{ApiJson, ApiQuery};
@@ -115,35 +115,25 @@ pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQue
         })?)),
     };
     blocking(move || {
-        let mut items = engine.remediation_items().map_err(api_error)?;
-        items.sort_by(|a, b| a.stage_us.cmp(&b.stage_us).then(a.crn.cmp(&b.crn)));
+        let parts = engine.remediation_queue(limit).map_err(api_error)?;
         let mut stages = serde_json::Map::new();
         let mut counts = serde_json::Map::new();
         let mut savings = serde_json::Map::new();
-        // Each stage, then the rejected items (`None`).
-        let mut names: Vec<(&str, Option<svc_engine::graph::Phase>)> =
-            STAGES.iter().map(|s| (s.name(), Some(*s))).collect();
-        names.push(("rejected", None));
-        let member = |i: &Item, stage: Option<svc_engine::graph::Phase>| match stage {
-            Some(s) => i.rejected.is_none() && i.stage == s,
-            None => i.rejected.is_some(),
-        };
-        for (name, stage) in &names {
+        for part in parts {
             let wanted = match only {
                 None => true,
-                Some(None) => *name == "rejected",
-                Some(Some(p)) => *name == p.name(),
+                Some(None) => part.name == "rejected",
+                Some(Some(p)) => part.name == p.name(),
             };
-            let of: Vec<&Item> = items.iter().filter(|i| member(i, *stage)).collect();
-            counts.insert((*name).to_owned(), of.len().into());
-            let total: f64 = of.iter().map(|i| i.savings_usd_mo).sum::<f64>() + 0.0;
-            savings.insert((*name).to_owned(), ((total * 100.0).round() / 100.0).into());
+            counts.insert(part.name.to_owned(), part.count.into());
+            let total = part.savings_usd_mo + 0.0;
+            savings.insert(part.name.to_owned(), ((total * 100.0).round() / 100.0).into());
             let listed: Vec<Value> = if wanted {
-                of.iter().take(limit).map(|i| item_json(i)).collect()
+                part.oldest.iter().map(item_json).collect()
             } else {
                 Vec::new()
             };
-            stages.insert((*name).to_owned(), Value::Array(listed));
+            stages.insert(part.name.to_owned(), Value::Array(listed));
         }
         Ok(json!({"stages": stages, "counts": counts, "savings_usd_mo": savings, "limit": limit}))
     })

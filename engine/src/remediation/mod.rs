@@ -220,6 +220,21 @@ pub const STAGES: [Phase; 6] = [
     Phase::Applied,
 ];
 
+/// One part of the remediation queue ([`Engine::remediation_queue`]): the
+/// items at one stage, or the rejected ones.
+///
+/// [`Engine::remediation_queue`]: crate::Engine::remediation_queue
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueuePart {
+    /// The stage's name, or `rejected`.
+    pub name: &'static str,
+    pub count: u64,
+    /// The items' savings, summed.
+    pub savings_usd_mo: f64,
+    /// The items longest at the stage (then by CRN), as many as asked for.
+    pub oldest: Vec<Item>,
+}
+
 /// A stage by its name.
 pub fn stage_named(name: &str) -> Option<Phase> {
     STAGES.into_iter().find(|p| p.name() == name)

@@ -192,3 +192,55 @@ fn items_are_shown_once_durable() {
     assert_eq!(stored, shown);
     assert!(shown.iter().all(|i| i.reason != "stale"));
 }
+
+#[test]
+fn the_queue_counts_every_part_and_copies_only_the_longest_waiting() {
+    let f = Fixture::new(0..9);
+    let engine = f.open();
+    f.scan(&engine);
+    let hash = |n: u32| engine.remediation_item(&crn(n)).unwrap().plan_hash;
+    // Held for review one by one, later and later; two rejected.
+    for n in [7, 3, 5] {
+        f.clock.advance(1_000_000);
+        engine
+            .move_item(&crn(n), &hash(n), Phase::SauGate, "ops", "review")
+            .unwrap();
+    }
+    for n in [1, 8] {
+        engine.reject(&crn(n), &hash(n), "ops", "keep").unwrap();
+    }
+
+    // What the whole list says each part holds, longest at its stage first.
+    let all = engine.remediation_items().unwrap();
+    let part_of = |i: &super::Item, name: &str| match &i.rejected {
+        Some(_) => name == "rejected",
+        None => i.stage.name() == name,
+    };
+    for limit in [0, 2, 1000] {
+        let queue = engine.remediation_queue(limit).unwrap();
+        let names: Vec<&str> = queue.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "flagged", "analyzed", "codegen", "sau_gate", "pending", "applied", "rejected"
+            ]
+        );
+        for part in &queue {
+            let mut of: Vec<&super::Item> = all.iter().filter(|i| part_of(i, part.name)).collect();
+            of.sort_by(|a, b| a.stage_us.cmp(&b.stage_us).then(a.crn.cmp(&b.crn)));
+            assert_eq!(part.count, of.len() as u64, "{}", part.name);
+            let savings: f64 = of.iter().map(|i| i.savings_usd_mo).sum();
+            assert!((part.savings_usd_mo - savings).abs() < 1e-9, "{}", part.name);
+            let oldest: Vec<&super::Item> = part.oldest.iter().collect();
+            assert_eq!(oldest, of.into_iter().take(limit).collect::<Vec<_>>(), "{}", part.name);
+        }
+        let count = |name: &str| queue.iter().find(|p| p.name == name).map(|p| p.count);
+        assert_eq!(
+            [count("pending"), count("sau_gate"), count("rejected")],
+            [Some(4), Some(3), Some(2)]
+        );
+    }
+    let held = engine.remediation_queue(2).unwrap();
+    let held: Vec<&str> = held[3].oldest.iter().map(|i| i.crn.as_str()).collect();
+    assert_eq!(held, [crn(7), crn(3)], "held first, listed first");
+}
