@@ -41,7 +41,7 @@ struct State {
     /// 8 bytes an item rather than ~550 while the old and the new table
     /// are both held, and its spare slots (from an eighth to a half of
     /// them) are a pointer each, not an item's room. At 1M nodes (~190k
-    /// items) that lowered the daemon's peak resident memory by ~60 MB
+    /// items) that lowered the daemon's peak resident memory by ~55 MB
     /// (PERF.md, the daemon's resident memory).
     items: FxHashMap<String, Box<Entry>>,
     isolation: BTreeMap<String, Isolation>,
