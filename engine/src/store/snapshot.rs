@@ -305,31 +305,42 @@ impl Encoded {
 
     /// Writes the snapshot to a temporary file, syncs it and renames it
     /// over `path`, so a reader sees the old snapshot or the new one, never
-    /// a part. Returns the bytes written.
+    /// a part. Returns the bytes written. When any step fails the temporary
+    /// file is removed: a part written to a full disk would otherwise hold
+    /// its space (hundreds of megabytes at 1M nodes) until the next
+    /// snapshot, while the stores need it.
     pub fn write(&self, path: &Path) -> Result<u64, SnapshotError> {
-        let io = |source| SnapshotError::Io {
+        let tmp = path.with_extension("snap.tmp");
+        let written = self
+            .write_to(&tmp)
+            .and_then(|total| std::fs::rename(&tmp, path).map(|()| total));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written.map_err(|source| SnapshotError::Io {
             path: path.to_owned(),
             source,
-        };
-        let tmp = path.with_extension("snap.tmp");
-        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp).map_err(io)?);
+        })
+    }
+
+    /// The snapshot's bytes into `tmp`, synced.
+    fn write_to(&self, tmp: &Path) -> std::io::Result<u64> {
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(tmp)?);
         let mut header = W(Vec::with_capacity(48));
         header.0.extend_from_slice(MAGIC);
         let key = self.key;
         header.u64s([key.generation, key.scan_seq, key.commit_us, key.symbols]);
-        f.write_all(&header.0).map_err(io)?;
+        f.write_all(&header.0)?;
         let mut total = header.0.len() as u64;
         for section in &self.sections {
-            f.write_all(&(section.len() as u64).to_le_bytes()).map_err(io)?;
-            f.write_all(section).map_err(io)?;
-            f.write_all(&checksum(section).to_le_bytes()).map_err(io)?;
+            f.write_all(&(section.len() as u64).to_le_bytes())?;
+            f.write_all(section)?;
+            f.write_all(&checksum(section).to_le_bytes())?;
             total += section.len() as u64 + 16;
         }
-        f.write_all(END).map_err(io)?;
-        let f = f.into_inner().map_err(|e| io(e.into_error()))?;
-        f.sync_all().map_err(io)?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io)?;
+        f.write_all(END)?;
+        let f = f.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
         Ok(total + 8)
     }
 }
