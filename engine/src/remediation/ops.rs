@@ -39,10 +39,10 @@ struct State {
     /// By CRN; hashed, since a scan looks up every waste resource's item.
     /// Each entry is boxed, so the table holds pointers: growing it moves
     /// 8 bytes an item rather than ~550 while the old and the new table
-    /// are both held, and its spare slots (from an eighth to a half of
-    /// them) are a pointer each, not an item's room. At 1M nodes (~190k
-    /// items) that lowered the daemon's peak resident memory by ~55 MB
-    /// (PERF.md, the daemon's resident memory).
+    /// are both held. At 1M nodes (~190k items) that lowered the daemon's
+    /// peak resident memory by ~55 MB (PERF.md, the daemon's resident
+    /// memory); the table's spare slots were never written, so they were
+    /// not resident before either.
     items: FxHashMap<String, Box<Entry>>,
     isolation: BTreeMap<String, Isolation>,
     /// Sagas found running at start: the daemon stopped mid-saga.

@@ -240,7 +240,8 @@ fn the_queue_counts_every_part_and_copies_only_the_longest_waiting() {
             [Some(4), Some(3), Some(2)]
         );
     }
-    let held = engine.remediation_queue(2).unwrap();
-    let held: Vec<&str> = held[3].oldest.iter().map(|i| i.crn.as_str()).collect();
+    let queue = engine.remediation_queue(2).unwrap();
+    let gate = queue.iter().find(|p| p.name == "sau_gate").unwrap();
+    let held: Vec<&str> = gate.oldest.iter().map(|i| i.crn.as_str()).collect();
     assert_eq!(held, [crn(7), crn(3)], "held first, listed first");
 }
