@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use svc_api::AppState;
 use svc_engine::Engine;
 use svc_engine::clock::SystemClock;
-use svc_ingest::mock::MockEstate;
+use svc_mock_estate::MockEstate;
 use tower::ServiceExt;
 
 fn get(rt: &tokio::runtime::Runtime, app: &axum::Router, path: &str) -> usize {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use criterion::{Criterion, criterion_group, criterion_main};
 use svc_engine::blast::blast_radius;
 use svc_engine::{Graph, Interner, NodeId};
-use svc_ingest::mock::MockEstate;
+use svc_mock_estate::MockEstate;
 
 fn build(n: usize) -> (Graph, Vec<NodeId>) {
     let interner = Arc::new(Interner::new());

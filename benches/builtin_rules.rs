@@ -17,7 +17,7 @@ use std::sync::Arc;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use svc_engine::heuristics::{FindingSet, builtin, join};
 use svc_engine::{Graph, Interner};
-use svc_ingest::mock::{MockEstate, PROVIDERS, SCAN_BATCH, epoch_time};
+use svc_mock_estate::{MockEstate, PROVIDERS, SCAN_BATCH, epoch_time};
 
 fn estate(nodes: usize) -> Graph {
     let interner = Arc::new(Interner::new());

@@ -19,7 +19,7 @@ use svc_engine::heuristics::{AnalyzeBatch, Analyzer, AnalyzerSpec, PluginFinding
 use svc_engine::scan::SourceError;
 use svc_engine::{Graph, Interner};
 use svc_ingest::host::{HeuristicPlugin, SourceOptions};
-use svc_ingest::mock::MockEstate;
+use svc_mock_estate::MockEstate;
 
 const NODES: usize = 1_000_000;
 

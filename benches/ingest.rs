@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use svc_engine::{Graph, Interner};
-use svc_ingest::mock::MockEstate;
+use svc_mock_estate::MockEstate;
 
 fn ingest(c: &mut Criterion) {
     for n in [100_000usize, 1_000_000] {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use svc_engine::{Graph, Interner};
-use svc_ingest::mock::MockEstate;
+use svc_mock_estate::MockEstate;
 
 fn main() {
     let n: usize = std::env::var("SVC_BENCH_NODES")

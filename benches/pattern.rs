@@ -9,7 +9,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use svc_engine::analysis::pattern;
 use svc_engine::heuristics::{FindingSet, builtin, join};
 use svc_engine::{Graph, Interner};
-use svc_ingest::mock::{MockEstate, SCAN_BATCH, epoch_time};
+use svc_mock_estate::{MockEstate, SCAN_BATCH, epoch_time};
 
 fn estate(nodes: usize) -> Graph {
     let interner = Arc::new(Interner::new());

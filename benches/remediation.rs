@@ -15,7 +15,7 @@ use criterion::{Criterion, SamplingMode, criterion_group, criterion_main};
 use svc_engine::Engine;
 use svc_engine::clock::SystemClock;
 use svc_engine::remediation::ops::SauReport;
-use svc_ingest::mock::MockEstate;
+use svc_mock_estate::MockEstate;
 
 fn scan(engine: &Arc<Engine>) -> SauReport {
     let report = engine.try_start_scan().expect("no scan running").run().expect("scan");

@@ -13,7 +13,7 @@ use svc_engine::ids::Sym;
 use svc_engine::signal::Signal;
 use svc_engine::store::GraphStore;
 use svc_engine::{Graph, Interner};
-use svc_ingest::mock::{MockEstate, SCAN_BATCH, epoch_time};
+use svc_mock_estate::{MockEstate, SCAN_BATCH, epoch_time};
 
 /// Scans `epoch` into `g` at time `now` (scan `epoch + 1`) and judges it.
 fn scan(g: &mut Graph, estate: &MockEstate, epoch: u64, now: u64) -> FindingSet {

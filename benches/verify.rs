@@ -14,7 +14,7 @@ use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_
 use svc_engine::analysis::{linker, reach};
 use svc_engine::graph::InferredEdge;
 use svc_engine::{Graph, Interner, NodeId, Relation};
-use svc_ingest::mock::{MockEstate, SCAN_BATCH};
+use svc_mock_estate::{MockEstate, SCAN_BATCH};
 
 fn estate(nodes: usize) -> Graph {
     let interner = Arc::new(Interner::new());

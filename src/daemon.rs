@@ -12,7 +12,7 @@ use svc_api::AppState;
 use svc_engine::Engine;
 use svc_engine::clock::SystemClock;
 use svc_engine::scan::Source;
-use svc_ingest::mock::{MockEstate, SOURCE_NAME as MOCK_SOURCE};
+use svc_mock_estate::{MockEstate, SOURCE_NAME as MOCK_SOURCE};
 use tracing::{error, info, warn};
 
 use crate::config::Config;

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use common::Daemon;
 use serde_json::Value;
-use svc_ingest::mock::MockEstate;
+use svc_mock_estate::MockEstate;
 
 const SCALE: usize = 1500;
 

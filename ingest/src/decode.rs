@@ -24,6 +24,7 @@ use svc_proto::provider::v1 as pb;
 
 mod crn;
 pub(crate) mod json;
+pub use json::plain_run;
 pub mod wire;
 
 use json::{Entry, Tok};

@@ -269,7 +269,7 @@ impl Scanner<'_> {
     // each node or edge (`number`, CRN lookups, ids, key and content
     // hashes, property writes): as calls, their `Option`s and `Result`s
     // went through memory, read back whole from smaller stores, and
-    // decoding ran 2-7% slower (PERF.md, plugin row's notes, nineteenth
+    // decoding ran 2-7% slower (docs/perf-log.md, plugin row's notes, nineteenth
     // round).
     #[inline(always)]
     fn entries(&mut self, out: &mut Vec<Entry>, expected: Option<Expected<'_>>) -> Option<bool> {
@@ -400,7 +400,7 @@ fn utf8_char(b: &[u8]) -> Option<usize> {
 
 /// How many bytes at the start of `b` are plain string content, eight at
 /// a time.
-pub(crate) fn plain_run(b: &[u8]) -> usize {
+pub fn plain_run(b: &[u8]) -> usize {
     run::<false>(b)
 }
 

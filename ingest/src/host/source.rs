@@ -68,7 +68,7 @@ pub struct SourceOptions {
 /// batch keeps each endpoint it names once, and each is found by text once
 /// and resolved once: a scan's edges name each node several times, mostly
 /// close together, so larger batches keep fewer endpoints in all (a 1M
-/// plugin ingest takes ~4% less CPU than at 4,096; PERF.md). At the edge
+/// plugin ingest takes ~4% less CPU than at 4,096; docs/perf-log.md). At the edge
 /// channel's capacity ([`svc_engine::scan::stage::EDGE_CHANNEL`]) one edge
 /// batch fills it.
 pub const BATCH_ROWS: usize = 8192;

@@ -45,7 +45,7 @@ const MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
 /// Responses handed to HTTP/2 ahead of the connection's progress: room for
 /// a plugin's producer and the daemon's decoders to wait on each other less
 /// often. Four rather than two: a one-plugin scan of the mock estate took
-/// ~3% less CPU a node and ran ~3% faster (PERF.md, plugin row's notes,
+/// ~3% less CPU a node and ran ~3% faster (docs/perf-log.md, plugin row's notes,
 /// thirteenth round), for a few more megabytes held while it streams.
 const RESPONSES_AHEAD: usize = 4;
 /// Sent message buffers kept for the next responses, and the largest kept.

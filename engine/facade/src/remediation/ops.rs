@@ -1,0 +1,1382 @@
+//! What the engine does with the pipeline: the `engine.sau` pass of each
+//! scan, operator decisions, sagas, quarantine, revert and the ignore list.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use serde_json::{Value, json};
+use tracing::{debug, info, warn};
+
+use super::plan::{self, Plan};
+use super::store::{Batch, payload_canonical};
+use super::{
+    ANALYZE_PER_SCAN, Compensation, Isolation, Item, LOCK_WAIT, Override, Proof, QueuePart, RemediationError, STAGES,
+    Saga, SagaStep,
+};
+use crate::crn::Crn;
+use crate::engine::Engine;
+use crate::graph::{Graph, Phase};
+use crate::ids::NodeId;
+use crate::scan::{RemediateRequest, Source};
+use crate::store::ledger::NewEvent;
+use svc_remediation::RemediationStore;
+
+pub use svc_remediation::state::{SagaOutcome, SauReport};
+use svc_remediation::state::{Entry, State};
+
+/// The canonical CRN of an operator's input (with or without `svc:`).
+pub fn canonical_crn(input: &str) -> Result<Crn, RemediationError> {
+    Crn::parse(input).map_err(|e| RemediationError::Invalid(e.to_string()))
+}
+
+fn event(kind: &str, crn: Option<&str>, actor: &str, message: String, payload: Value) -> NewEvent {
+    NewEvent {
+        event_type: kind.to_owned(),
+        crn: crn.map(str::to_owned),
+        actor: actor.to_owned(),
+        message,
+        payload,
+    }
+}
+
+/// Sets `field` to `value`; whether it changed. Equal text allocates nothing.
+fn set_text(field: &mut String, value: &str) -> bool {
+    if field == value {
+        return false;
+    }
+    value.clone_into(field);
+    true
+}
+
+/// Sets `field` to `value`; whether it changed.
+fn set_value<T: PartialEq>(field: &mut T, value: T) -> bool {
+    if *field == value {
+        return false;
+    }
+    *field = value;
+    true
+}
+
+/// Built-in reversibility rules, when the source has no opinion.
+fn builtin_proof(graph: &Graph, id: NodeId, intent: &str) -> Proof {
+    let Some(n) = graph.node(id) else {
+        return Proof {
+            safe: false,
+            reason: "the resource is no longer in the graph".into(),
+            source: "builtin".into(),
+        };
+    };
+    let reader = graph.interner().reader();
+    for key in ["deletion_protection", "termination_protection", "delete_protection"] {
+        let protected = reader
+            .get(key)
+            .and_then(|k| n.props().get(k))
+            .is_some_and(|v| matches!(v, crate::props::ValueRef::Bool(true)) || v.as_str() == Some("true"));
+        if protected {
+            return Proof {
+                safe: false,
+                reason: format!("{key} is enabled on the resource"),
+                source: "builtin".into(),
+            };
+        }
+    }
+    let kind = reader.resolve(n.kind());
+    let stateful = [
+        "volume",
+        "disk",
+        "db",
+        "database",
+        "bucket",
+        "table",
+        "snapshot",
+        "persistentvolumeclaim",
+    ]
+    .iter()
+    .any(|k| kind.contains(k));
+    let reason = match (intent, stateful) {
+        ("stop" | "pause" | "start", _) => "stopping is undone by starting the resource again".to_owned(),
+        (_, true) => format!("{kind} holds data: a snapshot is taken before it is removed and restored on rollback"),
+        _ => format!("{kind} holds no data; it is recreated from its recorded configuration on rollback"),
+    };
+    Proof {
+        safe: true,
+        reason,
+        source: "builtin".into(),
+    }
+}
+
+/// The source that answers for `crn`: one declaring its provider, else
+/// the one whose last scan reported resources of that provider.
+fn source_for<'s>(
+    sources: &'s mut [Box<dyn Source>],
+    crn: &Crn,
+    served: &BTreeMap<String, String>,
+) -> Option<&'s mut Box<dyn Source>> {
+    let i = sources
+        .iter()
+        .position(|s| s.providers().contains(&crn.provider))
+        .or_else(|| {
+            let name = served.get(&crn.provider)?;
+            sources.iter().position(|s| s.name() == name)
+        })?;
+    sources.get_mut(i)
+}
+
+/// Runs one `Remediate` call on the source that answers for `crn`; an
+/// unsuccessful answer, a source that cannot remediate or none at all is
+/// the error, in words.
+fn remediate_on(
+    sources: &mut [Box<dyn Source>],
+    served: &BTreeMap<String, String>,
+    crn: &Crn,
+    req: &RemediateRequest<'_>,
+) -> Result<crate::scan::RemediateOutcome, String> {
+    let source = source_for(sources, crn, served)
+        .ok_or_else(|| format!("no plugin registered for provider: {}", crn.provider))?;
+    match source.remediate(req) {
+        None => Err(format!("the {} plugin cannot remediate", source.name())),
+        Some(Err(e)) => Err(e.to_string()),
+        Some(Ok(o)) if !o.success => Err(if o.error.is_empty() { o.status } else { o.error }),
+        Some(Ok(o)) => Ok(o),
+    }
+}
+
+/// The proof of the source that answers for an item, when it checks
+/// reversibility and answered; else the built-in rules decide.
+fn source_proof(
+    graph: &Graph,
+    sources: &mut [Box<dyn Source>],
+    served: &BTreeMap<String, String>,
+    id: NodeId,
+    crn: &Crn,
+    plan: &Plan,
+) -> Option<Proof> {
+    if let Some(source) = source_for(sources, crn, served).filter(|s| s.checks_reversibility()) {
+        let canonical = crn.to_string();
+        let mut props = BTreeMap::new();
+        if let Some(n) = graph.node(id) {
+            let reader = graph.interner().reader();
+            for (k, v) in n.props() {
+                let text = match v {
+                    crate::props::ValueRef::Str(s) | crate::props::ValueRef::Json(s) => s.to_owned(),
+                    crate::props::ValueRef::Int(i) => i.to_string(),
+                    crate::props::ValueRef::Float(f) => f.to_string(),
+                    crate::props::ValueRef::Bool(b) => b.to_string(),
+                    crate::props::ValueRef::Null => "null".to_owned(),
+                };
+                props.insert(reader.resolve(k).to_owned(), text);
+            }
+        }
+        props.insert("intent".into(), plan.intent.to_owned());
+        match source.check_reversibility(&canonical, &props) {
+            Some(Ok(p)) => {
+                return Some(Proof {
+                    safe: p.safe,
+                    reason: p.reason,
+                    source: "plugin".into(),
+                });
+            }
+            Some(Err(e)) => {
+                warn!(crn = %canonical, error = %e, "CheckReversibility failed; the built-in rules decide")
+            }
+            None => {}
+        }
+    }
+    None
+}
+
+/// What a pass does with an item beyond bringing its finding up to date.
+enum Check {
+    /// Proved, and its plan stands: only the gate.
+    Gate,
+    /// Not proved yet, or its plan changed: proved and planned again, which
+    /// counts against `ANALYZE_PER_SCAN`. With its CRN when it had to be
+    /// parsed to tell; an item not proved yet has it parsed only once it is
+    /// chosen.
+    Prove(Option<Crn>),
+    /// Its CRN does not parse: it stays as it is.
+    Stay,
+}
+
+/// `replan` when what the plan is made of changed (or it has none yet).
+fn plan_check(item: &Item, replan: bool) -> Check {
+    let unproved = item.stage == Phase::Flagged || item.proof.is_none();
+    if unproved {
+        return Check::Prove(None);
+    }
+    if !replan {
+        return Check::Gate;
+    }
+    let Ok(crn) = Crn::parse(&item.crn) else {
+        return Check::Stay;
+    };
+    if plan::hash(&crn, &item.ty, &item.state, &item.rule, &item.action) != item.plan_hash {
+        Check::Prove(Some(crn))
+    } else {
+        Check::Gate
+    }
+}
+
+/// The gate, the last step of advancing an item: holds it at `sau_gate`
+/// while something blocks it (a policy, an unsafe proof, an operator),
+/// else lets it wait at `pending`. `before` is its stage (and since when)
+/// before this pass moved it. Returns whether the item changed.
+fn gate(
+    item: &mut Item,
+    id: NodeId,
+    before: (Phase, u64),
+    now_us: u64,
+    blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
+) -> bool {
+    if item.rejected.is_some() {
+        return (item.stage, item.stage_us) != before;
+    }
+    let mut dirty = false;
+    let mut blockers = blocked(id);
+    if let Some(p) = item.proof.as_ref().filter(|p| !p.safe) {
+        blockers.push(format!("unsafe: {}", p.reason));
+    }
+    if let Some(who) = &item.held_by {
+        blockers.push(format!("held by {who}"));
+    }
+    if item.blockers != blockers {
+        item.blockers = blockers;
+        dirty = true;
+    }
+    let overridden = item
+        .override_by
+        .as_ref()
+        .is_some_and(|o| o.plan_hash == item.plan_hash && item.held_by.is_none());
+    if item.blockers.is_empty() || overridden {
+        item.set_stage(Phase::Pending, now_us);
+    } else {
+        item.set_stage(Phase::SauGate, now_us);
+    }
+    dirty || (item.stage, item.stage_us) != before
+}
+
+/// What the end of a pass counts over every item.
+#[derive(Default)]
+struct Tally<'a> {
+    counts: [u64; super::STAGES.len()],
+    held: u64,
+    /// Each item's node and stage, for the graph's `phase` column.
+    phases: Vec<(NodeId, Phase)>,
+    /// The items this pass changed.
+    changed: Vec<&'a Item>,
+}
+
+impl Tally<'_> {
+    fn merge(mut self, other: Self) -> Self {
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        self.held += other.held;
+        self.phases.extend(other.phases);
+        self.changed.extend(other.changed);
+        self
+    }
+}
+
+impl Engine {
+    /// The `engine.sau` pass: brings the pipeline in line with the scan's
+    /// verdicts and advances every item as far as it can go. `blocked(id)`
+    /// names the enforcing `block` policies matching a node.
+    ///
+    /// At a large estate almost every item is unchanged from one scan to the
+    /// next, so the pass is built around that case: an item remembers the
+    /// node it was matched to (rows keep their key, so the match holds until
+    /// the node stops being waste), only nodes new to the pipeline have their
+    /// CRN rendered, the unchanged items are compared in parallel, and only
+    /// the items that need a proof or a new plan go one by one, in CRN order
+    /// (the order they are proved in when a scan cannot prove them all).
+    ///
+    /// The changed items are written on a thread of their own while the
+    /// scan goes on (`GraphStore::put_items_behind`); the scan's commit, a
+    /// few phases later, waits for that write. Until it is done nothing else
+    /// shows them: [`Engine::remediation_items`] and the operator actions
+    /// wait for it first (see [`Engine::durable_state`]), and an
+    /// item leaving with a ledger record is written durably, in line, before
+    /// the record is appended. A crash before the scan's commit may keep the
+    /// pass's items without the scan's graph changes: the next start checks
+    /// every item's plan again and the next scan reconciles the items with
+    /// its verdicts.
+    pub(crate) fn sau_pass(
+        &self,
+        sources: &mut [Box<dyn Source>],
+        now_us: u64,
+        blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
+    ) -> Result<SauReport, RemediationError> {
+        let mut report = SauReport {
+            recovered_sagas: self.recover_sagas(sources)? as u64,
+            expired_isolations: self.expire_isolations(now_us)? as u64,
+            ..SauReport::default()
+        };
+
+        let t0 = Instant::now();
+        let findings = self.findings();
+        let graph = self.graph();
+        let reader = graph.interner().reader();
+        // Every waste node, and its position in `waste`.
+        let waste: Vec<NodeId> = findings
+            .by_node
+            .keys()
+            .copied()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .filter(|id| findings.deciding(*id).is_some_and(|f| f.is_waste) && graph.is_node_visible(*id, now_us))
+            .collect();
+        let slot: FxHashMap<NodeId, usize> = waste.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        // The waste node an entry's remembered node still is, if any.
+        let matched = |e: &Entry| {
+            e.node
+                .filter(|(id, key)| graph.key_hash(*id) == Some(*key))
+                .and_then(|(id, _)| slot.get(&id).copied())
+        };
+
+        let mut events = Vec::new();
+        let mut st = self.remediation.state.lock();
+        st.settle();
+        let State {
+            items,
+            isolation,
+            planned,
+            ..
+        } = &mut *st;
+
+        // Waste nodes no item is matched to yet: new to the pipeline, or
+        // not matched since the start. Only these have their CRN rendered.
+        let mut claimed = vec![false; waste.len()];
+        for i in items.par_iter().filter_map(|(_, e)| matched(e)).collect::<Vec<_>>() {
+            claimed[i] = true;
+        }
+        let fresh: Vec<(NodeId, String)> = waste
+            .par_iter()
+            .zip(claimed.par_iter())
+            .filter(|(_, c)| !**c)
+            .map(|(id, _)| (*id, graph.crn_with(&reader, *id)))
+            .collect();
+        drop(claimed);
+        items.reserve(fresh.len());
+        for (id, crn) in fresh {
+            let Some(key) = graph.key_hash(id) else { continue };
+            if isolation.contains_key(&crn) {
+                continue;
+            }
+            match items.get_mut(&crn) {
+                Some(e) => e.node = Some((id, key)),
+                None => {
+                    report.entered += 1;
+                    items.insert(
+                        crn.clone(),
+                        Box::new(Entry::new(Item::new(crn, now_us), Some((id, key)))),
+                    );
+                }
+            }
+        }
+        let collected_ms = t0.elapsed().as_millis();
+
+        // Items whose resource is no longer waste, or is ignored, leave.
+        let mut leaving: Vec<String> = items
+            .par_iter()
+            .filter(|(c, e)| matched(e).is_none() || isolation.contains_key(c.as_str()))
+            .map(|(c, _)| c.clone())
+            .collect();
+        leaving.par_sort_unstable();
+        for crn in &leaving {
+            let Some(entry) = items.remove(crn) else {
+                continue;
+            };
+            let Entry { item, .. } = *entry;
+            let why = if isolation.contains_key(crn) {
+                "on the ignore list"
+            } else if item.stage == Phase::Applied {
+                "remediated; no longer waste"
+            } else {
+                "no longer waste"
+            };
+            // An item someone decided on leaves with a ledger record; the
+            // others are counted by reason in SCAN_COMPLETED (at a large
+            // estate's churn that is thousands a scan).
+            let decided = item.held_by.is_some()
+                || item.override_by.is_some()
+                || item.rejected.is_some()
+                || item.saga_id.is_some()
+                || item.stage == Phase::Applied;
+            if decided {
+                events.push(event(
+                    "PIPELINE_MOVE",
+                    Some(crn),
+                    "engine",
+                    format!("{crn} left the pipeline at {}: {why}", item.stage.name()),
+                    json!({"crn": crn, "from": item.stage.name(), "to": "removed", "reason": why, "actor": "engine"}),
+                ));
+            }
+            *report.left_reasons.entry(why).or_default() += 1;
+            report.left += 1;
+        }
+
+        // Every remaining item is matched to a waste node. In parallel: bring
+        // its finding up to date and, when nothing needs proving or planning,
+        // pass it through the gate; the others wait in `slow`.
+        let mut actions: FxHashMap<&str, &'static str> = FxHashMap::default();
+        for r in crate::heuristics::builtin::rules() {
+            actions.entry(r.name).or_insert(r.action);
+        }
+        let all_planned = *planned;
+        let mut slow: Vec<(&str, &mut Entry, NodeId, Option<Crn>)> = items
+            .par_iter_mut()
+            .filter_map(|(crn, e)| {
+                let (id, _) = e.node?;
+                let (Some(f), Some(n)) = (findings.deciding(id), graph.node(id)) else {
+                    e.dirty = false;
+                    return None;
+                };
+                let item = &mut e.item;
+                let action = actions.get(f.rule.as_ref()).copied().unwrap_or("delete");
+                // The plan is a function of these four (and the CRN); after a
+                // restart every plan is checked once, in case planning changed.
+                let mut inputs = set_text(&mut item.ty, reader.resolve(n.ty()));
+                inputs |= set_text(&mut item.state, reader.resolve(n.state()));
+                inputs |= set_text(&mut item.rule, &f.rule);
+                inputs |= set_text(&mut item.action, action);
+                let replan = inputs || item.plan_hash.is_empty() || !all_planned;
+                let mut dirty = inputs | set_text(&mut item.reason, &f.reason);
+                dirty |= set_value(&mut item.savings_usd_mo, f.projected_savings_usd_mo);
+                dirty |= set_value(&mut item.risk_score, f64::from(n.risk_score()));
+                dirty |= set_text(&mut item.reachability, n.reachability().name());
+                e.dirty = dirty;
+                if item.stage == Phase::Applied {
+                    return None;
+                }
+                match plan_check(item, replan) {
+                    Check::Gate => {
+                        let before = (item.stage, item.stage_us);
+                        e.dirty |= gate(item, id, before, now_us, blocked);
+                        None
+                    }
+                    Check::Prove(c) => Some((crn.as_str(), &mut **e, id, c)),
+                    Check::Stay => None,
+                }
+            })
+            .collect();
+        // Proved in CRN order, up to ANALYZE_PER_SCAN; the rest wait as
+        // they are for the next scan, and an item whose CRN does not parse
+        // stays as it is.
+        slow.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let mut slow: Vec<(&str, &mut Entry, NodeId, Crn)> = slow
+            .into_iter()
+            .filter_map(|(c, e, id, crn)| {
+                let crn = crn.or_else(|| Crn::parse(&e.item.crn).ok())?;
+                Some((c, e, id, crn))
+            })
+            .take(ANALYZE_PER_SCAN)
+            .collect();
+        let analyzed = slow.len();
+        self.prove_all(&graph, sources, &mut slow, now_us, blocked);
+        drop(slow);
+        *planned = true;
+        let decided_ms = t0.elapsed().as_millis();
+        report.analyzed = analyzed as u64;
+
+        let Tally {
+            counts,
+            held,
+            phases,
+            changed,
+        } = items
+            .par_iter()
+            .fold(Tally::default, |mut t, (_, e)| {
+                let i = &e.item;
+                if i.stage == Phase::SauGate {
+                    t.held += 1;
+                }
+                if i.rejected.is_none() {
+                    if let Some(k) = super::STAGES.iter().position(|s| *s == i.stage) {
+                        t.counts[k] += 1;
+                    }
+                    if let Some((id, _)) = e.node {
+                        t.phases.push((id, i.stage));
+                    }
+                }
+                if e.dirty {
+                    t.changed.push(i);
+                }
+                t
+            })
+            .reduce(Tally::default, Tally::merge);
+        report.held = held;
+        report.stages = super::STAGES.iter().map(|s| s.name()).zip(counts).collect();
+        let batch = Batch {
+            items: changed,
+            removed_items: leaving.iter().map(String::as_str).collect(),
+            ..Batch::default()
+        };
+        let written = batch.items.len() + batch.removed_items.len();
+        report.written = batch.items.len() as u64;
+        if written > 0 {
+            // In line when a ledger record about it follows; else behind
+            // the scan's next phases (see above).
+            let durable = !events.is_empty();
+            if durable {
+                self.store().put_remediation(&batch)?;
+            } else {
+                let behind = self.store().put_items_behind(&batch.items, &batch.removed_items)?;
+                st.behind = Some(behind);
+            }
+        }
+        drop(st);
+        drop(reader);
+        drop(graph);
+        let stored_ms = t0.elapsed().as_millis();
+        if !events.is_empty() {
+            self.ledger().append(events)?;
+        }
+        let stage_of: FxHashMap<NodeId, Phase> = phases.into_iter().collect();
+        self.graph_mut().apply_phases(now_us, |id| stage_of.get(&id).copied());
+        debug!(
+            items = waste.len(),
+            written,
+            collected_ms,
+            decided_ms,
+            stored_ms,
+            total_ms = t0.elapsed().as_millis(),
+            "remediation items reconciled"
+        );
+        report.duration = t0.elapsed();
+        Ok(report)
+    }
+
+    /// Proves and plans `items` (in CRN order), then passes them through
+    /// the gate. Plans, blast radii and the built-in rules' proofs are
+    /// worked out on every core; a source that checks reversibility is
+    /// asked one item at a time, in order.
+    fn prove_all(
+        &self,
+        graph: &Graph,
+        sources: &mut [Box<dyn Source>],
+        items: &mut [(&str, &mut Entry, NodeId, Crn)],
+        now_us: u64,
+        blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
+    ) {
+        let worked: Vec<(Plan, u64)> = items
+            .par_iter()
+            .map(|(_, e, id, crn)| {
+                let i = &e.item;
+                let plan = plan::build(crn, &i.ty, &i.state, &i.rule, &i.action);
+                let blast = crate::blast::blast_radius(graph, *id, 0).map_or(0, |b| b.count as u64);
+                (plan, blast)
+            })
+            .collect();
+        let served = self.served();
+        let asked: Vec<Option<Proof>> = items
+            .iter()
+            .zip(&worked)
+            .map(|((_, _, id, crn), (plan, _))| source_proof(graph, sources, &served, *id, crn, plan))
+            .collect();
+        items
+            .par_iter_mut()
+            .zip(worked)
+            .zip(asked)
+            .for_each(|(((_, e, id, _), (plan, blast)), asked)| {
+                let item = &mut e.item;
+                let before = (item.stage, item.stage_us);
+                item.proof = Some(asked.unwrap_or_else(|| builtin_proof(graph, *id, plan.intent)));
+                item.blast_radius = blast;
+                item.set_stage(Phase::Analyzed, now_us);
+                // The plan just built is the one a saga would run: its hash
+                // stands, whatever an earlier pass recorded (an item moved
+                // back to `flagged` keeps its old hash until it is proved
+                // again). A new plan: earlier decisions were about another one.
+                if plan.hash != item.plan_hash {
+                    item.plan_hash = plan.hash;
+                    item.rejected = None;
+                    item.failure = None;
+                    item.set_stage(Phase::Codegen, now_us);
+                }
+                gate(item, *id, before, now_us, blocked);
+                e.dirty = true;
+            });
+    }
+
+    /// Every item, by CRN.
+    pub fn remediation_items(&self) -> Result<Vec<Item>, RemediationError> {
+        let st = self.durable_state()?;
+        let mut items: Vec<Item> = st.items.values().map(|e| e.item.clone()).collect();
+        drop(st);
+        items.par_sort_unstable_by(|a, b| a.crn.cmp(&b.crn));
+        Ok(items)
+    }
+
+    /// The queue by part: each stage of [`STAGES`] in order, then the
+    /// rejected items (which keep their stage but leave the queue). Each
+    /// part has its count, its savings and its `limit` items longest at
+    /// their stage. Only those are copied: at 1M nodes the pipeline holds
+    /// ~190k items, and copying all of them for a page of each stage took
+    /// ~0.6 s a request and left the daemon ~150 MB larger (docs/perf-log.md,
+    /// the remediation queue row).
+    pub fn remediation_queue(&self, limit: usize) -> Result<Vec<QueuePart>, RemediationError> {
+        let st = self.durable_state()?;
+        let rejected = STAGES.len();
+        let mut parts: Vec<(u64, f64, Vec<&Item>)> = (0..=rejected).map(|_| (0, 0.0, Vec::new())).collect();
+        for Entry { item, .. } in st.items.values().map(|e| &**e) {
+            let at = match item.rejected {
+                Some(_) => Some(rejected),
+                None => STAGES.iter().position(|s| *s == item.stage),
+            };
+            if let Some(part) = at.and_then(|at| parts.get_mut(at)) {
+                part.0 += 1;
+                part.1 += item.savings_usd_mo;
+                part.2.push(item);
+            }
+        }
+        let older = |a: &&Item, b: &&Item| a.stage_us.cmp(&b.stage_us).then_with(|| a.crn.cmp(&b.crn));
+        let names = STAGES.iter().map(|s| s.name()).chain(["rejected"]);
+        Ok(parts
+            .into_iter()
+            .zip(names)
+            .map(|((count, savings_usd_mo, mut of), name)| {
+                if limit == 0 {
+                    of.clear();
+                } else if of.len() > limit {
+                    of.select_nth_unstable_by(limit - 1, older);
+                    of.truncate(limit);
+                }
+                of.sort_unstable_by(older);
+                QueuePart {
+                    name,
+                    count,
+                    savings_usd_mo,
+                    oldest: of.into_iter().cloned().collect(),
+                }
+            })
+            .collect())
+    }
+
+    /// One item.
+    pub fn remediation_item(&self, crn: &str) -> Result<Item, RemediationError> {
+        let crn = canonical_crn(crn)?.to_string();
+        self.durable_state()?
+            .items
+            .get(&crn)
+            .map(|e| e.item.clone())
+            .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))
+    }
+
+    /// The items' state, locked, once what a pass wrote is durable: nothing
+    /// is shown (or decided on) that a crash could still take back. Waits
+    /// only in the short window between a pass and its scan's commit.
+    fn durable_state(&self) -> Result<parking_lot::MutexGuard<'_, State>, RemediationError> {
+        let mut st = self.remediation.state.lock();
+        st.settle();
+        Ok(st)
+    }
+
+    /// The plan of an item (or of any waste resource, computed now).
+    pub fn remediation_plan(&self, crn: &str) -> Result<Plan, RemediationError> {
+        let item = self.remediation_item(crn)?;
+        let c = canonical_crn(&item.crn)?;
+        Ok(plan::build(&c, &item.ty, &item.state, &item.rule, &item.action))
+    }
+
+    /// Checks that the operator saw the current plan.
+    fn check_hash(item: &Item, plan_hash: &str) -> Result<(), RemediationError> {
+        if item.plan_hash.is_empty() {
+            return Err(RemediationError::Conflict(format!(
+                "{} has no plan yet (stage {})",
+                item.crn,
+                item.stage.name()
+            )));
+        }
+        if item.plan_hash != plan_hash {
+            return Err(RemediationError::Conflict(format!(
+                "the plan of {} changed since it was shown: it is now {}, not {plan_hash}",
+                item.crn, item.plan_hash
+            )));
+        }
+        Ok(())
+    }
+
+    /// Updates an item under the state lock, writes it and appends `ev`.
+    fn decide(
+        &self,
+        crn: &str,
+        f: impl FnOnce(&mut Item, u64) -> Result<NewEvent, RemediationError>,
+    ) -> Result<Item, RemediationError> {
+        let crn = canonical_crn(crn)?.to_string();
+        let now_us = self.clock().now_us();
+        let mut st = self.durable_state()?;
+        let item = st
+            .items
+            .get_mut(&crn)
+            .map(|e| &mut e.item)
+            .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))?;
+        let mut next = item.clone();
+        let ev = f(&mut next, now_us)?;
+        self.store().put_remediation(&Batch {
+            items: vec![&next],
+            ..Batch::default()
+        })?;
+        self.ledger().append_one(ev)?;
+        *item = next.clone();
+        drop(st);
+        self.set_phase_of(
+            &crn,
+            if next.rejected.is_some() {
+                Phase::None
+            } else {
+                next.stage
+            },
+        );
+        Ok(next)
+    }
+
+    fn set_phase_of(&self, crn: &str, phase: Phase) {
+        let Ok(c) = Crn::parse(crn) else { return };
+        let now_us = self.clock().now_us();
+        let mut g = self.graph_mut();
+        if let Some(id) = g.find(&c) {
+            g.set_phase(id, phase, now_us);
+        }
+    }
+
+    /// Rejects an item: it leaves the queue while its plan is unchanged.
+    pub fn reject(&self, crn: &str, plan_hash: &str, actor: &str, reason: &str) -> Result<Item, RemediationError> {
+        self.decide(crn, |item, now_us| {
+            Self::check_hash(item, plan_hash)?;
+            if item.stage == Phase::Applied {
+                return Err(RemediationError::Conflict(format!("{} is already applied", item.crn)));
+            }
+            if item.rejected.is_some() {
+                return Err(RemediationError::Conflict(format!("{} is already rejected", item.crn)));
+            }
+            let from = item.stage.name();
+            item.rejected = Some(format!("{actor}: {reason}"));
+            item.stage_us = now_us;
+            Ok(event(
+                "REJECTION",
+                Some(&item.crn),
+                actor,
+                format!("{actor} rejected the remediation of {} at {from}", item.crn),
+                json!({"crn": item.crn, "plan_hash": item.plan_hash, "stage": from, "reason": reason, "actor": actor}),
+            ))
+        })
+    }
+
+    /// An operator move. Legal: `pending -> sau_gate` (hold for review),
+    /// `sau_gate -> pending` (release an operator hold; a policy or proof
+    /// blocker needs an override), and any stage but `applied` back to
+    /// `flagged` (prove and plan again on the next scan).
+    pub fn move_item(
+        &self,
+        crn: &str,
+        plan_hash: &str,
+        to: Phase,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Item, RemediationError> {
+        self.decide(crn, |item, now_us| {
+            Self::check_hash(item, plan_hash)?;
+            let from = item.stage;
+            let illegal = |why: &str| {
+                RemediationError::Conflict(format!(
+                    "illegal move of {} from {} to {}: {why}",
+                    item.crn,
+                    from.name(),
+                    to.name()
+                ))
+            };
+            if item.rejected.is_some() {
+                return Err(illegal("it was rejected"));
+            }
+            match (from, to) {
+                (Phase::Pending, Phase::SauGate) => {
+                    item.held_by = Some(actor.to_owned());
+                    item.blockers.push(format!("held by {actor}"));
+                }
+                (Phase::SauGate, Phase::Pending) => {
+                    if item.held_by.is_none() {
+                        return Err(illegal("it is held by its blockers; use an override"));
+                    }
+                    item.held_by = None;
+                    item.blockers.retain(|b| !b.starts_with("held by "));
+                    let overridden = item.override_by.as_ref().is_some_and(|o| o.plan_hash == item.plan_hash);
+                    if !item.blockers.is_empty() && !overridden {
+                        return Err(illegal("other blockers remain; use an override"));
+                    }
+                }
+                (f, Phase::Flagged) if f != Phase::Applied && f != Phase::Flagged => {
+                    item.proof = None;
+                    item.held_by = None;
+                }
+                _ => return Err(illegal("not a legal move")),
+            }
+            item.set_stage(to, now_us);
+            Ok(event(
+                "PIPELINE_MOVE",
+                Some(&item.crn),
+                actor,
+                format!("{actor} moved {} from {} to {}", item.crn, from.name(), to.name()),
+                json!({"crn": item.crn, "from": from.name(), "to": to.name(), "reason": reason, "actor": actor, "plan_hash": item.plan_hash}),
+            ))
+        })
+    }
+
+    /// Break-glass: lets one item past `sau_gate` for its current plan.
+    pub fn override_gate(
+        &self,
+        crn: &str,
+        plan_hash: &str,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Item, RemediationError> {
+        if reason.trim().is_empty() {
+            return Err(RemediationError::Invalid("an override needs a reason".into()));
+        }
+        self.decide(crn, |item, now_us| {
+            Self::check_hash(item, plan_hash)?;
+            if item.stage != Phase::SauGate {
+                return Err(RemediationError::Conflict(format!(
+                    "{} is at {}, not sau_gate",
+                    item.crn,
+                    item.stage.name()
+                )));
+            }
+            let blockers = item.blockers.clone();
+            item.override_by = Some(Box::new(Override {
+                actor: actor.to_owned(),
+                reason: reason.to_owned(),
+                plan_hash: item.plan_hash.clone(),
+            }));
+            item.held_by = None;
+            item.set_stage(Phase::Pending, now_us);
+            Ok(event(
+                "s.a.u_OVERRIDE",
+                Some(&item.crn),
+                actor,
+                format!("{actor} overrode sau_gate for {}: {reason}", item.crn),
+                json!({"crn": item.crn, "plan_hash": item.plan_hash, "reason": reason, "blockers": blockers, "actor": actor}),
+            ))
+        })
+    }
+
+    /// Approves a pending item and runs its saga.
+    pub fn approve(&self, crn: &str, plan_hash: &str, actor: &str) -> Result<SagaOutcome, RemediationError> {
+        // An enforcing `block` rule that matched since the item reached
+        // `pending` still keeps it out, unless it was overridden.
+        let c = canonical_crn(crn)?;
+        let id = self.graph().find(&c);
+        let blocking = id.map(|id| self.blocked_by(id)).unwrap_or_default();
+        if !blocking.is_empty() {
+            let item = self.remediation_item(crn)?;
+            if item.override_by.as_ref().is_none_or(|o| o.plan_hash != item.plan_hash) {
+                return Err(RemediationError::Conflict(format!(
+                    "{} is blocked by policy {}; an override is needed",
+                    item.crn,
+                    blocking.join(", ")
+                )));
+            }
+        }
+        let item = self.decide(crn, |item, _| {
+            Self::check_hash(item, plan_hash)?;
+            if item.rejected.is_some() || item.stage != Phase::Pending {
+                return Err(RemediationError::Conflict(format!(
+                    "{} is at {}{}, not pending",
+                    item.crn,
+                    item.stage.name(),
+                    if item.rejected.is_some() { " (rejected)" } else { "" }
+                )));
+            }
+            Ok(event(
+                "APPROVAL",
+                Some(&item.crn),
+                actor,
+                format!("{actor} approved the remediation of {}", item.crn),
+                json!({"crn": item.crn, "plan_hash": item.plan_hash, "intent": item.action, "savings_usd_mo": item.savings_usd_mo, "actor": actor}),
+            ))
+        })?;
+        self.run_saga(&item, actor)
+    }
+
+    /// Runs an approved item's plan step by step; compensates on failure.
+    fn run_saga(&self, item: &Item, actor: &str) -> Result<SagaOutcome, RemediationError> {
+        let Some(_lock) = self.remediation.lock_crn(&item.crn, LOCK_WAIT) else {
+            return Err(self.lock_timeout(&item.crn, actor, "another saga holds the resource")?);
+        };
+        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
+            return Err(self.lock_timeout(&item.crn, actor, "a scan holds the plugins")?);
+        };
+        let crn = canonical_crn(&item.crn)?;
+        let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
+        let now_us = self.clock().now_us();
+        let mut saga = Saga {
+            id: format!("saga-{}-{}", now_us, &plan.hash[..12]),
+            crn: item.crn.clone(),
+            plan_hash: plan.hash.clone(),
+            intent: plan.intent.to_owned(),
+            blast_radius: item.blast_radius,
+            steps: plan
+                .steps
+                .iter()
+                .map(|s| SagaStep {
+                    action: s.action.to_owned(),
+                    inverse: s.inverse.to_owned(),
+                    status: "pending".into(),
+                    payload_hash: String::new(),
+                })
+                .collect(),
+            status: "running".into(),
+            started_us: now_us,
+        };
+        self.put_saga(&saga, None)?;
+        let mut failure = None;
+        for i in 0..saga.steps.len() {
+            let started = Instant::now();
+            let action = saga.steps[i].action.clone();
+            let props = BTreeMap::from([
+                ("saga_id".to_owned(), saga.id.clone()),
+                ("rule".to_owned(), item.rule.clone()),
+            ]);
+            let served = self.served();
+            let call = |sources: &mut [Box<dyn Source>], dry_run: bool| {
+                let req = RemediateRequest {
+                    crn: &item.crn,
+                    action: &action,
+                    properties: &props,
+                    dry_run,
+                };
+                remediate_on(sources, &served, &crn, &req)
+            };
+            if let Err(e) = call(&mut sources[..], true) {
+                failure = Some(format!("step {i} ({action}) failed its dry run: {e}"));
+                break;
+            }
+            saga.steps[i].status = "started".into();
+            self.put_saga(&saga, None)?;
+            match call(&mut sources[..], false) {
+                Ok(outcome) => {
+                    let payload = Compensation {
+                        crn: item.crn.clone(),
+                        kind: "step".into(),
+                        applied: action.clone(),
+                        inverse: saga.steps[i].inverse.clone(),
+                        properties: outcome.snapshot.clone(),
+                        saga_id: saga.id.clone(),
+                        created_us: self.clock().now_us(),
+                        reverted_us: 0,
+                    };
+                    let hash = plan::payload_hash(&payload_canonical(&payload));
+                    saga.steps[i].status = "SUCCESS".into();
+                    saga.steps[i].payload_hash = hash.clone();
+                    self.put_saga(&saga, Some((&hash, &payload)))?;
+                    self.ledger().append_one(event(
+                        "EXECUTION_COMMIT",
+                        Some(&item.crn),
+                        actor,
+                        format!("step {i} of {} ({action}) on {} succeeded", saga.id, item.crn),
+                        json!({
+                            "saga_id": saga.id, "crn": item.crn, "intent": saga.intent, "step_index": i,
+                            "blast_radius": saga.blast_radius, "compensating_payload_hash": hash,
+                            "status": "SUCCESS", "duration_ms": started.elapsed().as_millis() as u64,
+                            "action": action, "provider_status": outcome.status,
+                        }),
+                    ))?;
+                }
+                Err(e) => {
+                    saga.steps[i].status = "FAILED".into();
+                    failure = Some(format!("step {i} ({action}) failed: {e}"));
+                    break;
+                }
+            }
+        }
+        let applied = failure.is_none();
+        if let Some(reason) = &failure {
+            self.compensate(&mut sources[..], &mut saga, reason, actor)?;
+            saga.status = "compensated".into();
+        } else {
+            saga.status = "applied".into();
+        }
+        self.put_saga(&saga, None)?;
+        drop(sources);
+        let saga_id = saga.id.clone();
+        let updated = self.decide_quietly(&item.crn, |it, now_us| {
+            it.saga_id = Some(saga_id.clone());
+            it.failure = failure.clone();
+            it.set_stage(if applied { Phase::Applied } else { Phase::Pending }, now_us);
+        })?;
+        info!(crn = %item.crn, saga = %saga.id, applied, "saga finished");
+        Ok(SagaOutcome {
+            saga_id: saga.id,
+            crn: item.crn.clone(),
+            applied,
+            stage: updated.stage,
+            failure,
+            steps: saga.steps,
+        })
+    }
+
+    /// Undoes the committed (and started) steps of `saga`, newest first.
+    fn compensate(
+        &self,
+        sources: &mut [Box<dyn Source>],
+        saga: &mut Saga,
+        reason: &str,
+        actor: &str,
+    ) -> Result<(), RemediationError> {
+        let crn = canonical_crn(&saga.crn)?;
+        for i in (0..saga.steps.len()).rev() {
+            let step = &saga.steps[i];
+            if step.status != "SUCCESS" && step.status != "started" {
+                continue;
+            }
+            let props = match self.store().load_payload(&step.payload_hash)? {
+                Some(p) => p.properties,
+                None => BTreeMap::new(),
+            };
+            let inverse = step.inverse.clone();
+            let req = RemediateRequest {
+                crn: &saga.crn,
+                action: &inverse,
+                properties: &props,
+                dry_run: false,
+            };
+            let result = remediate_on(sources, &self.served(), &crn, &req).map(|_| ());
+            let status = if result.is_ok() {
+                "COMPENSATED"
+            } else {
+                "COMPENSATION_FAILED"
+            };
+            if let Err(e) = &result {
+                warn!(crn = %saga.crn, saga = %saga.id, step = i, error = %e, "compensation failed");
+            }
+            saga.steps[i].status = status.into();
+            self.ledger().append_one(event(
+                "EXECUTION_ROLLBACK",
+                Some(&saga.crn),
+                actor,
+                format!(
+                    "step {i} of {} on {} reversed with {inverse}: {reason}",
+                    saga.id, saga.crn
+                ),
+                json!({
+                    "saga_id": saga.id, "step_index": i, "reason": reason, "compensating_action": inverse,
+                    "status": status, "crn": saga.crn, "error": result.err(),
+                }),
+            ))?;
+            self.put_saga(saga, None)?;
+        }
+        Ok(())
+    }
+
+    /// Sagas the daemon stopped in the middle of: their steps are
+    /// compensated and the item goes back to `pending` with the reason.
+    fn recover_sagas(&self, sources: &mut [Box<dyn Source>]) -> Result<usize, RemediationError> {
+        let interrupted = std::mem::take(&mut self.remediation.state.lock().interrupted);
+        let n = interrupted.len();
+        for mut saga in interrupted {
+            let reason = "the daemon stopped during the saga; its steps are compensated on restart";
+            let result = self.compensate(sources, &mut saga, reason, "engine");
+            result?;
+            saga.status = "compensated".into();
+            self.put_saga(&saga, None)?;
+            let _ = self.decide_quietly(&saga.crn, |it, now_us| {
+                it.failure = Some(reason.into());
+                it.saga_id = Some(saga.id.clone());
+                it.set_stage(Phase::Pending, now_us);
+            });
+            warn!(crn = %saga.crn, saga = %saga.id, "saga interrupted by a stop; compensated");
+        }
+        Ok(n)
+    }
+
+    fn put_saga(&self, saga: &Saga, payload: Option<(&str, &Compensation)>) -> Result<(), RemediationError> {
+        self.store().put_remediation(&Batch {
+            sagas: vec![saga],
+            payloads: payload.into_iter().collect(),
+            ..Batch::default()
+        })?;
+        Ok(())
+    }
+
+    fn decide_quietly(&self, crn: &str, f: impl FnOnce(&mut Item, u64)) -> Result<Item, RemediationError> {
+        let now_us = self.clock().now_us();
+        let mut st = self.durable_state()?;
+        let item = st
+            .items
+            .get_mut(crn)
+            .map(|e| &mut e.item)
+            .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))?;
+        f(item, now_us);
+        let next = item.clone();
+        self.store().put_remediation(&Batch {
+            items: vec![&next],
+            ..Batch::default()
+        })?;
+        drop(st);
+        self.set_phase_of(crn, next.stage);
+        Ok(next)
+    }
+
+    fn lock_timeout(&self, crn: &str, actor: &str, why: &str) -> Result<RemediationError, RemediationError> {
+        let secs = LOCK_WAIT.as_secs();
+        self.ledger().append_one(event(
+            "LOCK_TIMEOUT",
+            Some(crn),
+            actor,
+            format!("could not lock {crn} within {secs} s: {why}"),
+            json!({"crn": crn, "waited_seconds": secs, "reason": why}),
+        ))?;
+        Ok(RemediationError::LockTimeout(format!(
+            "could not lock {crn} within {secs} s: {why}"
+        )))
+    }
+
+    /// Quarantines a resource (`ISOLATE`, `STOP` or `DELETE`) through its
+    /// plugin, keeping the inverse by hash; returns the hash.
+    pub fn quarantine(&self, crn: &str, action: &str, reason: &str, actor: &str) -> Result<String, RemediationError> {
+        if !["ISOLATE", "STOP", "DELETE"].contains(&action) {
+            return Err(RemediationError::Invalid(format!(
+                "unknown quarantine action {action:?}: expected ISOLATE, STOP or DELETE"
+            )));
+        }
+        let c = canonical_crn(crn)?;
+        let crn = c.to_string();
+        if self.graph().find(&c).is_none() {
+            return Err(RemediationError::NotFound(format!("no node with crn {crn}")));
+        }
+        let Some(_lock) = self.remediation.lock_crn(&crn, LOCK_WAIT) else {
+            return Err(self.lock_timeout(&crn, actor, "another saga holds the resource")?);
+        };
+        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
+            return Err(self.lock_timeout(&crn, actor, "a scan holds the plugins")?);
+        };
+        let previous = {
+            let g = self.graph();
+            let reader = g.interner().reader();
+            g.find(&c)
+                .and_then(|id| g.node(id))
+                .map(|n| reader.resolve(n.state()).to_owned())
+                .unwrap_or_default()
+        };
+        let source = source_for(&mut sources[..], &c, &self.served())
+            .ok_or_else(|| RemediationError::Conflict(format!("no plugin registered for provider: {}", c.provider)))?;
+        match source.apply_quarantine(&crn, action, reason) {
+            None => {
+                return Err(RemediationError::Conflict(format!(
+                    "the {} plugin cannot quarantine",
+                    source.name()
+                )));
+            }
+            Some(Err(e)) => return Err(RemediationError::Conflict(format!("quarantine of {crn} failed: {e}"))),
+            Some(Ok(o)) if !o.success => {
+                return Err(RemediationError::Conflict(format!(
+                    "quarantine of {crn} failed: {}",
+                    o.message
+                )));
+            }
+            Some(Ok(_)) => {}
+        }
+        drop(sources);
+        let payload = Compensation {
+            crn: crn.clone(),
+            kind: "quarantine".into(),
+            applied: action.to_owned(),
+            inverse: "restore".into(),
+            properties: BTreeMap::from([
+                ("state_before".to_owned(), previous),
+                ("quarantine_action".to_owned(), action.to_owned()),
+            ]),
+            saga_id: String::new(),
+            created_us: self.clock().now_us(),
+            reverted_us: 0,
+        };
+        let hash = plan::payload_hash(&payload_canonical(&payload));
+        self.store().put_remediation(&Batch {
+            payloads: vec![(&hash, &payload)],
+            ..Batch::default()
+        })?;
+        self.ledger().append_one(event(
+            "QUARANTINE",
+            Some(&crn),
+            actor,
+            format!("{actor} quarantined {crn} ({action}): {reason}"),
+            json!({"crn": crn, "action": action, "reason": reason, "compensating_payload_hash": hash, "actor": actor}),
+        ))?;
+        Ok(hash)
+    }
+
+    /// Undoes what the payload stored under `hash` records (a quarantine
+    /// or a committed saga step), once.
+    pub fn revert(&self, hash: &str, actor: &str) -> Result<Compensation, RemediationError> {
+        let hash = hash.trim().to_ascii_lowercase();
+        if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(RemediationError::Invalid(format!("{hash:?} is not a SHA-256 in hex")));
+        }
+        let mut payload = self
+            .store()
+            .load_payload(&hash)?
+            .ok_or_else(|| RemediationError::NotFound(format!("no compensating payload with hash {hash}")))?;
+        if payload.reverted_us != 0 {
+            return Err(RemediationError::Conflict(format!("{hash} was already reverted")));
+        }
+        let c = canonical_crn(&payload.crn)?;
+        let Some(_lock) = self.remediation.lock_crn(&payload.crn, LOCK_WAIT) else {
+            return Err(self.lock_timeout(&payload.crn, actor, "another saga holds the resource")?);
+        };
+        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
+            return Err(self.lock_timeout(&payload.crn, actor, "a scan holds the plugins")?);
+        };
+        let req = RemediateRequest {
+            crn: &payload.crn,
+            action: &payload.inverse,
+            properties: &payload.properties,
+            dry_run: false,
+        };
+        remediate_on(&mut sources[..], &self.served(), &c, &req)
+            .map_err(|e| RemediationError::Conflict(format!("revert failed: {e}")))?;
+        drop(sources);
+        payload.reverted_us = self.clock().now_us();
+        self.store().put_remediation(&Batch {
+            payloads: vec![(&hash, &payload)],
+            ..Batch::default()
+        })?;
+        let kind = if payload.kind == "quarantine" {
+            "QUARANTINE_REVERTED"
+        } else {
+            "EXECUTION_ROLLBACK"
+        };
+        let body = if kind == "QUARANTINE_REVERTED" {
+            json!({"crn": payload.crn, "compensating_payload_hash": hash, "action": payload.inverse, "reverted": payload.applied, "actor": actor})
+        } else {
+            json!({"saga_id": payload.saga_id, "step_index": Value::Null, "reason": format!("reverted by {actor}"),
+                   "compensating_action": payload.inverse, "status": "COMPENSATED", "crn": payload.crn,
+                   "compensating_payload_hash": hash})
+        };
+        self.ledger().append_one(event(
+            kind,
+            Some(&payload.crn),
+            actor,
+            format!("{actor} reverted {} on {} ({hash})", payload.applied, payload.crn),
+            body,
+        ))?;
+        if payload.kind == "step" {
+            // An applied remediation that is undone waits for a decision again.
+            let why = format!("{} was reverted by {actor}", payload.applied);
+            let _ = self.decide_quietly(&payload.crn, |it, now_us| {
+                if it.stage == Phase::Applied {
+                    it.failure = Some(why);
+                    it.set_stage(Phase::Pending, now_us);
+                }
+            });
+        }
+        Ok(payload)
+    }
+
+    /// Adds (or replaces) an ignore entry.
+    pub fn isolate(
+        &self,
+        crn: &str,
+        reason_code: &str,
+        ttl_seconds: u64,
+        actor: &str,
+    ) -> Result<Isolation, RemediationError> {
+        let c = canonical_crn(crn)?.to_string();
+        if reason_code.trim().is_empty() {
+            return Err(RemediationError::Invalid("reason_code must not be empty".into()));
+        }
+        let entry = Isolation {
+            crn: c.clone(),
+            author: actor.to_owned(),
+            reason_code: reason_code.to_owned(),
+            ttl_seconds,
+            created_us: self.clock().now_us(),
+        };
+        let mut st = self.remediation.state.lock();
+        self.store().put_remediation(&Batch {
+            isolations: vec![&entry],
+            ..Batch::default()
+        })?;
+        self.ledger().append_one(event(
+            "ISOLATION",
+            Some(&c),
+            actor,
+            format!(
+                "{actor} added {c} to the ignore list ({reason_code}, {})",
+                if ttl_seconds == 0 { "permanent".to_owned() } else { format!("{ttl_seconds} s") }
+            ),
+            json!({"crn": c, "author_identifier": actor, "reason_code": reason_code, "ttl_seconds": ttl_seconds, "action": "ADDED"}),
+        ))?;
+        st.isolation.insert(c, entry.clone());
+        Ok(entry)
+    }
+
+    /// The ignore list.
+    pub fn isolations(&self) -> Vec<Isolation> {
+        self.remediation.state.lock().isolation.values().cloned().collect()
+    }
+
+    /// Removes an ignore entry.
+    pub fn remove_isolation(&self, crn: &str, actor: &str) -> Result<Isolation, RemediationError> {
+        let c = canonical_crn(crn)?.to_string();
+        let mut st = self.remediation.state.lock();
+        let entry = st
+            .isolation
+            .get(&c)
+            .cloned()
+            .ok_or_else(|| RemediationError::NotFound(format!("{c} is not on the ignore list")))?;
+        self.remove_isolation_locked(&mut st, &entry, actor, "REMOVED")?;
+        Ok(entry)
+    }
+
+    fn remove_isolation_locked(
+        &self,
+        st: &mut State,
+        entry: &Isolation,
+        actor: &str,
+        action: &str,
+    ) -> Result<(), RemediationError> {
+        self.store().put_remediation(&Batch {
+            removed_isolations: vec![&entry.crn],
+            ..Batch::default()
+        })?;
+        self.ledger().append_one(event(
+            "ISOLATION",
+            Some(&entry.crn),
+            actor,
+            format!(
+                "{} left the ignore list ({})",
+                entry.crn,
+                if action == "EXPIRED" {
+                    "its TTL ran out"
+                } else {
+                    "removed"
+                }
+            ),
+            json!({"crn": entry.crn, "author_identifier": actor, "reason_code": entry.reason_code,
+                   "ttl_seconds": entry.ttl_seconds, "action": action}),
+        ))?;
+        st.isolation.remove(&entry.crn);
+        Ok(())
+    }
+
+    /// Removes the ignore entries whose TTL ran out by `now_us`, recording each.
+    pub fn expire_isolations(&self, now_us: u64) -> Result<usize, RemediationError> {
+        let mut st = self.remediation.state.lock();
+        let due: Vec<Isolation> = st
+            .isolation
+            .values()
+            .filter(|i| i.expires_us().is_some_and(|t| t <= now_us))
+            .cloned()
+            .collect();
+        for entry in &due {
+            self.remove_isolation_locked(&mut st, entry, "engine", "EXPIRED")?;
+        }
+        Ok(due.len())
+    }
+}
+
+#[cfg(test)]
+#[path = "pass_tests.rs"]
+mod pass_tests;

@@ -1,0 +1,248 @@
+//! The `engine.sau` pass over scans whose estate changes: items follow
+//! their resources through retire, revive and restart, and a node an item
+//! remembers that no longer is its resource is never taken for it.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::clock::ManualClock;
+use crate::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Phase};
+use crate::scan::{ScanContext, ScanSink, Source, SourceError};
+use crate::{Crn, Engine, NodeId};
+use svc_remediation::RemediationStore;
+
+/// Elastic IPs attached to nothing (waste by `aws-eip-unassociated`), by
+/// number; the test changes which exist between scans.
+struct Eips(Arc<Mutex<Vec<u32>>>);
+
+fn crn(n: u32) -> String {
+    format!("crn:svc:aws:us-east-1:ec2:eip:111:eipalloc-{n}")
+}
+
+impl Source for Eips {
+    fn name(&self) -> &str {
+        "aws"
+    }
+    fn providers(&self) -> Vec<String> {
+        vec!["aws".to_owned()]
+    }
+    fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
+        let i = ctx.interner;
+        let mut nodes = NodeBatch::default();
+        for n in self.0.lock().iter() {
+            let c = Crn::parse(&crn(*n)).map_err(|e| SourceError::Failed(e.to_string()))?;
+            let input = NodeInput {
+                key: NodeKeyRef::intern(i, &c),
+                ty: i.intern(&c.node_type()),
+                state: i.intern("available"),
+                cost_usd_mo: 3.6,
+                creation_ts: 1_600_000_000,
+            };
+            nodes.push(input, &[], |_| {});
+        }
+        sink.nodes(nodes);
+        sink.edges(EdgeBatch::default());
+        Ok(())
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    clock: Arc<ManualClock>,
+    present: Arc<Mutex<Vec<u32>>>,
+}
+
+impl Fixture {
+    fn new(present: impl IntoIterator<Item = u32>) -> Fixture {
+        Fixture {
+            _dir: tempfile::tempdir().unwrap(),
+            clock: Arc::new(ManualClock::new(1_700_000_000_000_000)),
+            present: Arc::new(Mutex::new(present.into_iter().collect())),
+        }
+    }
+
+    fn open(&self) -> Arc<Engine> {
+        let engine = Arc::new(Engine::open(self._dir.path(), "t", self.clock.clone()).unwrap());
+        engine.set_sources(vec![Box::new(Eips(self.present.clone()))]);
+        engine
+    }
+
+    fn scan(&self, engine: &Arc<Engine>) -> super::SauReport {
+        self.clock.advance(3_600_000_000);
+        let report = engine.try_start_scan().unwrap().run().unwrap();
+        report.sau.unwrap()
+    }
+}
+
+/// The CRNs in the pipeline, and for each that its node carries its stage.
+fn items(engine: &Engine) -> Vec<String> {
+    let items = engine.remediation_items().unwrap();
+    let g = engine.graph();
+    for i in &items {
+        let id = g.find(&Crn::parse(&i.crn).unwrap()).unwrap();
+        assert_eq!(g.node(id).unwrap().phase(), i.stage, "{}", i.crn);
+        assert_eq!(g.crn(id), i.crn);
+    }
+    items.into_iter().map(|i| i.crn).collect()
+}
+
+#[test]
+fn items_follow_their_resources_through_retire_revive_and_restart() {
+    let f = Fixture::new(0..6);
+    let engine = f.open();
+    let first = f.scan(&engine);
+    assert_eq!((first.entered, first.analyzed), (6, 6));
+    assert_eq!(items(&engine), (0..6).map(crn).collect::<Vec<_>>());
+    assert!(
+        engine
+            .remediation_items()
+            .unwrap()
+            .iter()
+            .all(|i| i.stage == Phase::Pending)
+    );
+
+    // Nothing changed: nothing is written.
+    let same = f.scan(&engine);
+    assert_eq!((same.entered, same.left, same.written), (0, 0, 0));
+
+    // eipalloc-2 is released: its node is retired and its item leaves.
+    f.present.lock().retain(|n| *n != 2);
+    let retired = f.scan(&engine);
+    assert_eq!((retired.entered, retired.left), (0, 1));
+    let id2 = engine.graph().find(&Crn::parse(&crn(2)).unwrap()).unwrap();
+    assert_eq!(items(&engine), [0, 1, 3, 4, 5].map(crn));
+
+    // It comes back on the same row, and a new address comes with it.
+    f.present.lock().extend([2, 6]);
+    let revived = f.scan(&engine);
+    assert_eq!((revived.entered, revived.left, revived.analyzed), (2, 0, 2));
+    assert_eq!(engine.graph().find(&Crn::parse(&crn(2)).unwrap()), Some(id2));
+    assert_eq!(items(&engine), (0..7).map(crn).collect::<Vec<_>>());
+    let before = engine.remediation_items().unwrap();
+    drop(engine);
+
+    // After a restart every item is found again by its CRN, unchanged.
+    let engine = f.open();
+    assert_eq!(engine.remediation_items().unwrap(), before);
+    let restarted = f.scan(&engine);
+    assert_eq!(
+        (restarted.entered, restarted.left, restarted.written, restarted.analyzed),
+        (0, 0, 0, 0)
+    );
+    assert_eq!(engine.remediation_items().unwrap(), before);
+    assert_eq!(items(&engine).len(), 7);
+}
+
+/// A remembered node that no longer is the item's resource (a shard
+/// compacted under it, rows moved) is not taken for it: the item is found
+/// again by its CRN.
+#[test]
+fn a_remembered_node_that_names_another_resource_is_not_used() {
+    let f = Fixture::new(0..4);
+    let engine = f.open();
+    f.scan(&engine);
+    let before = engine.remediation_items().unwrap();
+    {
+        // Point every item at another item's node, as if rows had moved.
+        let mut st = engine.remediation.state.lock();
+        let mut nodes: Vec<_> = st.items.values().map(|e| e.node).collect();
+        nodes.rotate_left(1);
+        for (e, node) in st.items.values_mut().zip(nodes) {
+            e.node = node.map(|(id, _)| (id, 0xdead_beef));
+        }
+    }
+    let again = f.scan(&engine);
+    assert_eq!((again.entered, again.left, again.written), (0, 0, 0));
+    assert_eq!(engine.remediation_items().unwrap(), before);
+    assert_eq!(items(&engine).len(), 4);
+}
+
+/// An item a pass wrote is shown only once it is durable: reading it
+/// between the pass and its scan's commit waits for the write.
+#[test]
+fn items_are_shown_once_durable() {
+    let f = Fixture::new(0..3);
+    let engine = f.open();
+    f.scan(&engine);
+    assert!(
+        engine.remediation.state.lock().behind.is_none(),
+        "the scan's commit waited for the pass's write"
+    );
+
+    // A pass on its own (no commit after it), as in the middle of a scan,
+    // with an item to write.
+    if let Some(e) = engine.remediation.state.lock().items.values_mut().next() {
+        e.item.reason = "stale".into();
+    }
+    {
+        let mut sources = engine.lock_sources();
+        let none = |_: NodeId| Vec::<String>::new();
+        let sau = engine.sau_pass(&mut sources[..], engine.now_us(), &none).unwrap();
+        assert_eq!(sau.written, 1);
+    }
+    assert!(engine.remediation.state.lock().behind.is_some());
+    let shown = engine.remediation_items().unwrap();
+    assert!(
+        engine.remediation.state.lock().behind.is_none(),
+        "the write behind the pass was waited for"
+    );
+    // What is shown is what the store holds.
+    let mut stored = engine.store().load_remediation().unwrap().items;
+    stored.sort_by(|a, b| a.crn.cmp(&b.crn));
+    assert_eq!(stored, shown);
+    assert!(shown.iter().all(|i| i.reason != "stale"));
+}
+
+#[test]
+fn the_queue_counts_every_part_and_copies_only_the_longest_waiting() {
+    let f = Fixture::new(0..9);
+    let engine = f.open();
+    f.scan(&engine);
+    let hash = |n: u32| engine.remediation_item(&crn(n)).unwrap().plan_hash;
+    // Held for review one by one, later and later; two rejected.
+    for n in [7, 3, 5] {
+        f.clock.advance(1_000_000);
+        engine
+            .move_item(&crn(n), &hash(n), Phase::SauGate, "ops", "review")
+            .unwrap();
+    }
+    for n in [1, 8] {
+        engine.reject(&crn(n), &hash(n), "ops", "keep").unwrap();
+    }
+
+    // What the whole list says each part holds, longest at its stage first.
+    let all = engine.remediation_items().unwrap();
+    let part_of = |i: &super::Item, name: &str| match &i.rejected {
+        Some(_) => name == "rejected",
+        None => i.stage.name() == name,
+    };
+    for limit in [0, 2, 1000] {
+        let queue = engine.remediation_queue(limit).unwrap();
+        let names: Vec<&str> = queue.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "flagged", "analyzed", "codegen", "sau_gate", "pending", "applied", "rejected"
+            ]
+        );
+        for part in &queue {
+            let mut of: Vec<&super::Item> = all.iter().filter(|i| part_of(i, part.name)).collect();
+            of.sort_by(|a, b| a.stage_us.cmp(&b.stage_us).then(a.crn.cmp(&b.crn)));
+            assert_eq!(part.count, of.len() as u64, "{}", part.name);
+            let savings: f64 = of.iter().map(|i| i.savings_usd_mo).sum();
+            assert!((part.savings_usd_mo - savings).abs() < 1e-9, "{}", part.name);
+            let oldest: Vec<&super::Item> = part.oldest.iter().collect();
+            assert_eq!(oldest, of.into_iter().take(limit).collect::<Vec<_>>(), "{}", part.name);
+        }
+        let count = |name: &str| queue.iter().find(|p| p.name == name).map(|p| p.count);
+        assert_eq!(
+            [count("pending"), count("sau_gate"), count("rejected")],
+            [Some(4), Some(3), Some(2)]
+        );
+    }
+    let queue = engine.remediation_queue(2).unwrap();
+    let gate = queue.iter().find(|p| p.name == "sau_gate").unwrap();
+    let held: Vec<&str> = gate.oldest.iter().map(|i| i.crn.as_str()).collect();
+    assert_eq!(held, [crn(7), crn(3)], "held first, listed first");
+}

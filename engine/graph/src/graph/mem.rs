@@ -1,0 +1,139 @@
+//! The byte-level pieces shared by batches and shards: spans of a byte
+//! buffer, the content and key hash finaliser, and cache prefetch hints.
+
+use std::hash::Hasher;
+
+use rustc_hash::FxHasher;
+
+use crate::ids::Sym;
+
+/// A byte range in a batch buffer or a shard arena.
+#[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
+pub struct Span {
+    pub off: u32,
+    pub len: u32,
+}
+
+impl Span {
+    pub fn get(self, buf: &[u8]) -> &[u8] {
+        let start = self.off as usize;
+        buf.get(start..start + self.len as usize).unwrap_or(&[])
+    }
+    pub fn get_str(self, buf: &[u8]) -> &str {
+        std::str::from_utf8(self.get(buf)).unwrap_or("")
+    }
+}
+
+/// Appends `bytes` to `buf` and returns where they are.
+pub fn push_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Span {
+    let off = buf.len() as u32;
+    buf.extend_from_slice(bytes);
+    Span {
+        off,
+        len: bytes.len() as u32,
+    }
+}
+
+/// MurmurHash3's finaliser: spreads every input bit over the low byte used for sharding.
+pub fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
+
+/// The hash of a node version's content: equal contents, equal hashes.
+pub fn content_hash(ty: Sym, state: Sym, cost: f32, creation_ts: u64, tags: &[u8], props: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u32(ty.to_raw());
+    h.write_u32(state.to_raw());
+    h.write_u32(cost.to_bits());
+    h.write_u64(creation_ts);
+    h.write_usize(tags.len());
+    h.write(tags);
+    h.write(props);
+    fmix64(h.finish())
+}
+
+/// Asks the processor to start loading the cache lines holding `x`, so a
+/// read of it soon after does not wait on memory. Changes nothing else.
+#[inline(always)]
+pub fn prefetch<T>(x: &T) {
+    let start = (x as *const T).cast::<u8>();
+    let lines = (start as usize % 64 + std::mem::size_of::<T>().max(1) - 1) / 64 + 1;
+    for line in 0..lines {
+        prefetch_line(start.wrapping_add(64 * line));
+    }
+}
+
+#[inline(always)]
+fn prefetch_line(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing into the program and
+    // cannot fault, whatever the address (here always inside a value the
+    // caller holds a reference to); SSE is part of every x86_64 processor.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+/// Bytes of a physical id loaded ahead of comparing it: the whole of any
+/// id the estates hold.
+pub const ID_PREFETCH: usize = 256;
+
+/// [`prefetch`]es every cache line of the first `len` bytes of `span` in `buf`.
+pub fn prefetch_bytes(buf: &[u8], span: Span, len: usize) {
+    for byte in line_starts(buf, span, len) {
+        prefetch(byte);
+    }
+}
+
+/// One byte in each cache line the first `len` bytes of `span` in `buf`
+/// touch: the span's first byte, then the first byte of each next line.
+fn line_starts(buf: &[u8], span: Span, len: usize) -> impl Iterator<Item = &u8> {
+    let start = span.off as usize;
+    let end = (start + len.min(span.len as usize)).min(buf.len());
+    let mut at = start;
+    std::iter::from_fn(move || {
+        let byte = buf.get(at).filter(|_| at < end)?;
+        at += 64 - (byte as *const u8 as usize) % 64;
+        Some(byte)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every cache line of a span is reached once, from wherever in a line
+    /// the span starts, and nothing past its first `len` bytes.
+    #[test]
+    fn prefetching_a_span_reaches_each_of_its_lines() {
+        let buf = vec![0u8; 1024];
+        let base = buf.as_ptr() as usize;
+        for off in 0..200u32 {
+            for len in [0u32, 1, 2, 63, 64, 65, 100, 128, 300] {
+                for cap in [1usize, 64, 256, usize::MAX] {
+                    let span = Span { off, len };
+                    let end = off as usize + (len as usize).min(cap);
+                    let lines: Vec<usize> = line_starts(&buf, span, cap)
+                        .map(|b| b as *const u8 as usize - base)
+                        .collect();
+                    let want: Vec<usize> = (off as usize..end)
+                        .filter(|&i| i == off as usize || (base + i).is_multiple_of(64))
+                        .collect();
+                    assert_eq!(lines, want, "span {off}+{len}, first {cap} bytes");
+                }
+            }
+        }
+        // A span running past the buffer stops at its end.
+        assert_eq!(line_starts(&buf, Span { off: 1000, len: 100 }, usize::MAX).count(), {
+            let first = 1000;
+            1 + (first + 1..1024).filter(|&i| (base + i).is_multiple_of(64)).count()
+        });
+    }
+}

@@ -1,0 +1,1053 @@
+//! Node and edge shards: structs of arrays with aligned rows.
+
+use std::hash::Hasher;
+
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
+
+use super::batch::BatchNode;
+use super::mem::{ID_PREFETCH, Span, content_hash, fmix64, push_bytes};
+pub use super::mem::{prefetch, prefetch_bytes};
+use crate::ids::{NodeId, Sym};
+use crate::relation::Relation;
+
+/// Reachability from the estate's entry points (formal verification).
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+#[repr(u8)]
+pub enum Reachability {
+    #[default]
+    Unknown = 0,
+    Reachable = 1,
+    Unreachable = 2,
+}
+
+impl Reachability {
+    pub fn name(self) -> &'static str {
+        match self {
+            Reachability::Unknown => "unknown",
+            Reachability::Reachable => "reachable",
+            Reachability::Unreachable => "unreachable",
+        }
+    }
+    pub fn from_u8(v: u8) -> Reachability {
+        match v {
+            1 => Reachability::Reachable,
+            2 => Reachability::Unreachable,
+            _ => Reachability::Unknown,
+        }
+    }
+}
+
+/// Remediation pipeline stage (SPEC 3.1); `None` before a node is flagged.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
+#[repr(u8)]
+pub enum Phase {
+    #[default]
+    None = 0,
+    Flagged = 1,
+    Analyzed = 2,
+    Codegen = 3,
+    SauGate = 4,
+    Pending = 5,
+    Applied = 6,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::None => "",
+            Phase::Flagged => "flagged",
+            Phase::Analyzed => "analyzed",
+            Phase::Codegen => "codegen",
+            Phase::SauGate => "sau_gate",
+            Phase::Pending => "pending",
+            Phase::Applied => "applied",
+        }
+    }
+    pub fn from_u8(v: u8) -> Phase {
+        match v {
+            1 => Phase::Flagged,
+            2 => Phase::Analyzed,
+            3 => Phase::Codegen,
+            4 => Phase::SauGate,
+            5 => Phase::Pending,
+            6 => Phase::Applied,
+            _ => Phase::None,
+        }
+    }
+}
+
+/// A node or edge is visible when `valid_to` is 0 or later than `now_us` (SPEC 3.3).
+#[inline]
+pub fn visible(valid_to: u64, now_us: u64) -> bool {
+    valid_to == 0 || valid_to > now_us
+}
+
+/// A growable bitset.
+#[derive(Default, Clone)]
+pub struct BitSet {
+    words: Vec<u64>,
+}
+
+impl BitSet {
+    pub fn with_len(len: usize) -> BitSet {
+        BitSet {
+            words: vec![0; len.div_ceil(64)],
+        }
+    }
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    #[inline]
+    pub fn set(&mut self, i: usize, v: bool) {
+        let w = i / 64;
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        if v {
+            self.words[w] |= 1 << (i % 64);
+        } else {
+            self.words[w] &= !(1 << (i % 64));
+        }
+    }
+    /// Sets bit `i`; returns whether it was clear before.
+    #[inline]
+    pub fn insert(&mut self, i: usize) -> bool {
+        let was = self.get(i);
+        self.set(i, true);
+        !was
+    }
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+    pub fn count_ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    fn heap_bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+}
+
+/// Rows whose visibility may have changed since the adjacency index was
+/// last built, in the order they changed, repeats allowed: the rows an
+/// incremental rebuild must look at again ([`super::adjacency`]). Past a
+/// bound it forgets the rows and only remembers that too many changed.
+#[derive(Default)]
+pub struct Touched {
+    rows: Vec<u32>,
+    overflow: bool,
+}
+
+impl Touched {
+    /// Notes `row` of a shard of `len` rows.
+    #[inline]
+    fn mark(&mut self, row: u32, len: usize) {
+        if self.overflow {
+            return;
+        }
+        if self.rows.len() >= len / 2 + 1024 {
+            self.overflow = true;
+            self.rows = Vec::new();
+            return;
+        }
+        self.rows.push(row);
+    }
+
+    /// The rows noted since the last [`Touched::clear`]; `None` when there
+    /// were too many to keep.
+    pub fn rows(&self) -> Option<&[u32]> {
+        (!self.overflow).then_some(&self.rows[..])
+    }
+
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        self.overflow = false;
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.rows.capacity() * 4
+    }
+}
+
+/// Where a node row's key leads in its shard's index.
+enum Slot {
+    Found(u32),
+    /// Not there: the row number it is given.
+    New(u32),
+}
+
+/// How an upsert changed a row.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub enum Upsert {
+    Inserted,
+    Changed,
+    Unchanged,
+    Revived,
+}
+
+/// One node shard. Rows never move; deletion is logical (`valid_to`).
+#[derive(Default)]
+pub struct NodeShard {
+    pub generation: u32,
+    pub hash: Vec<u64>,
+    /// provider, region, service, kind, account.
+    pub key: Vec<[Sym; 5]>,
+    pub id: Vec<Span>,
+    pub ty: Vec<Sym>,
+    pub state: Vec<Sym>,
+    pub cost: Vec<f32>,
+    pub creation_ts: Vec<u64>,
+    pub valid_from: Vec<u64>,
+    pub valid_to: Vec<u64>,
+    pub waste: BitSet,
+    pub waste_reason: Vec<Span>,
+    pub risk: Vec<f32>,
+    pub reach: Vec<Reachability>,
+    pub phase: Vec<Phase>,
+    pub verdict: Vec<Option<Sym>>,
+    pub tags: Vec<Span>,
+    pub props: Vec<Span>,
+    /// Hash of the discovered fields, to tell a changed node from an unchanged one.
+    pub content: Vec<u64>,
+    /// The scan that last reported the row.
+    pub seen: Vec<u32>,
+    pub arena: Vec<u8>,
+    pub index: HashTable<u32>,
+    /// Rows changed since the last commit, each once.
+    pub dirty: Vec<u32>,
+    pub dirty_set: BitSet,
+    /// Rows retired, revived or loaded since the adjacency index was built.
+    pub touched: Touched,
+    /// Rows inserted, changed, revived, retired or loaded since the last
+    /// [`super::Graph::take_row_changes`].
+    pub changed: Touched,
+}
+
+/// Everything a node row holds, owned; used to load rows from the store.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeRow {
+    pub key: [Sym; 5],
+    pub id: String,
+    pub ty: Sym,
+    pub state: Sym,
+    pub cost_usd_mo: f32,
+    pub creation_ts: u64,
+    pub valid_from: u64,
+    pub valid_to: u64,
+    pub is_waste: bool,
+    pub waste_reason: String,
+    pub risk_score: f32,
+    pub reachability: Reachability,
+    pub phase: Phase,
+    pub verdict: Option<Sym>,
+    pub tags: Vec<u8>,
+    pub props: Vec<u8>,
+}
+
+/// The outcome of the heuristics phase for one node.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Verdict<'a> {
+    pub is_waste: bool,
+    pub reason: &'a str,
+    /// The rule that decided, when one did.
+    pub rule: Option<Sym>,
+}
+
+impl Verdict<'_> {
+    /// Not waste, no rule.
+    pub const CLEAR: Verdict<'static> = Verdict {
+        is_waste: false,
+        reason: "",
+        rule: None,
+    };
+}
+
+/// Copies a batch row's id, tags and properties into `arena`: in one piece
+/// when the batch wrote them one after another (as [`NodeBatch::push`]
+/// does), one by one otherwise. Returns where each landed.
+///
+/// [`NodeBatch::push`]: super::NodeBatch::push
+pub fn push_row_bytes(arena: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> (Span, Span, Span) {
+    let (id, tags, props) = (n.id, n.tags, n.props);
+    let contiguous = id.off.checked_add(id.len) == Some(tags.off) && tags.off.checked_add(tags.len) == Some(props.off);
+    let end = props
+        .off
+        .checked_add(props.len)
+        .filter(|&end| end as usize <= buf.len());
+    if contiguous && let Some(end) = end {
+        let whole = Span {
+            off: id.off,
+            len: end - id.off,
+        };
+        let at = push_bytes(arena, whole.get(buf)).off;
+        let moved = |s: Span| Span {
+            off: at + (s.off - id.off),
+            len: s.len,
+        };
+        return (moved(id), moved(tags), moved(props));
+    }
+    (
+        push_bytes(arena, id.get(buf)),
+        push_bytes(arena, tags.get(buf)),
+        push_bytes(arena, props.get(buf)),
+    )
+}
+
+impl NodeShard {
+    /// Starts loading what reading row `r` touches ([`super::Graph::prefetch_node`]).
+    pub fn prefetch_row(&self, r: usize, stage: super::Prefetch) {
+        if r >= self.ty.len() {
+            return;
+        }
+        match stage {
+            super::Prefetch::Row => {
+                prefetch(&self.ty[r]);
+                prefetch(&self.key[r]);
+                prefetch(&self.state[r]);
+                prefetch(&self.cost[r]);
+                prefetch(&self.creation_ts[r]);
+                prefetch(&self.valid_from[r]);
+                prefetch(&self.valid_to[r]);
+                prefetch(&self.id[r]);
+                prefetch(&self.tags[r]);
+                prefetch(&self.props[r]);
+            }
+            super::Prefetch::Lists => {
+                for span in [self.tags[r], self.props[r]] {
+                    prefetch_bytes(&self.arena, span, usize::MAX);
+                }
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.hash.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.hash.is_empty()
+    }
+
+    /// Rebuilds the key index from the `hash` column (after loading columns).
+    pub fn rebuild_index(&mut self) {
+        let mut index = HashTable::with_capacity(self.hash.len());
+        let hashes = &self.hash;
+        for (r, h) in hashes.iter().enumerate() {
+            index.insert_unique(*h, r as u32, |&x| hashes[x as usize]);
+        }
+        self.index = index;
+    }
+
+    /// Sizes an empty shard once for the rows it is about to take, with
+    /// an eighth more arena for the waste reasons the analysis writes next
+    /// (one node in five, tens of bytes each), so that does not copy the
+    /// arena to grow it; capacity never written costs no memory.
+    pub fn reserve_for<'a>(&mut self, rows: impl Iterator<Item = &'a BatchNode>) {
+        let (rows, bytes) = rows.fold((0usize, 0usize), |(rows, bytes), n| {
+            (rows + 1, bytes + (n.id.len + n.tags.len + n.props.len) as usize)
+        });
+        self.reserve(rows, bytes + bytes / 8);
+    }
+
+    /// Makes room for `rows` more rows and `bytes` more arena bytes, so a
+    /// large ingest grows each column once instead of doubling repeatedly.
+    pub fn reserve(&mut self, rows: usize, bytes: usize) {
+        self.hash.reserve(rows);
+        self.key.reserve(rows);
+        self.id.reserve(rows);
+        self.ty.reserve(rows);
+        self.state.reserve(rows);
+        self.cost.reserve(rows);
+        self.creation_ts.reserve(rows);
+        self.valid_from.reserve(rows);
+        self.valid_to.reserve(rows);
+        self.waste_reason.reserve(rows);
+        self.risk.reserve(rows);
+        self.reach.reserve(rows);
+        self.phase.reserve(rows);
+        self.verdict.reserve(rows);
+        self.tags.reserve(rows);
+        self.props.reserve(rows);
+        self.content.reserve(rows);
+        self.seen.reserve(rows);
+        self.dirty.reserve(rows);
+        self.arena.reserve(bytes);
+        let hashes = &self.hash;
+        self.index.reserve(rows, |&r| hashes[r as usize]);
+    }
+
+    pub fn find(&self, hash: u64, key: &[Sym; 5], id: &[u8]) -> Option<u32> {
+        self.index
+            .find(hash, |&row| {
+                let r = row as usize;
+                self.key[r] == *key && self.id[r].get(&self.arena) == id
+            })
+            .copied()
+    }
+
+    /// [`NodeShard::find`] in two steps, for many lookups at once: the
+    /// first row with the key's hash and segments, its id's bytes (in the
+    /// arena, far from anything read lately) asked for, not yet compared.
+    /// Then [`NodeShard::find_end`].
+    pub fn find_start(&self, hash: u64, key: &[Sym; 5]) -> Option<u32> {
+        let row = *self.index.find(hash, |&row| self.key[row as usize] == *key)?;
+        if let Some(&id) = self.id.get(row as usize) {
+            prefetch_bytes(&self.arena, id, ID_PREFETCH);
+        }
+        Some(row)
+    }
+
+    /// What [`NodeShard::find`] answers, given the row [`NodeShard::find_start`] gave.
+    pub fn find_end(&self, start: Option<u32>, hash: u64, key: &[Sym; 5], id: &[u8]) -> Option<u32> {
+        let row = start?;
+        if self.id.get(row as usize).is_some_and(|s| s.get(&self.arena) == id) {
+            return Some(row);
+        }
+        // Another node with the same segments came first: look further.
+        self.find(hash, key, id)
+    }
+
+    fn mark_dirty(&mut self, row: u32) {
+        if self.dirty_set.insert(row as usize) {
+            self.dirty.push(row);
+        }
+    }
+
+    pub fn take_dirty(&mut self) -> Vec<u32> {
+        self.dirty_set.clear();
+        std::mem::take(&mut self.dirty)
+    }
+
+    fn push_row(&mut self, hash: u64, key: [Sym; 5], id: &[u8]) -> u32 {
+        let row = self.hash.len() as u32;
+        let empty = crate::intern::well_known::EMPTY;
+        let n = BatchNode {
+            hash,
+            syms: key,
+            ty: empty,
+            state: empty,
+            cost: 0.0,
+            creation_ts: 0,
+            id: push_bytes(&mut self.arena, id),
+            tags: Span::default(),
+            props: Span::default(),
+            content: 0,
+        };
+        self.push_columns(&n, 0, 0);
+        let hashes = &self.hash;
+        self.index.insert_unique(hash, row, |&r| hashes[r as usize]);
+        row
+    }
+
+    /// Inserts or updates a node from a batch row at scan time `now_us`.
+    /// One probe of the index either finds the row or reserves its slot.
+    pub fn upsert(&mut self, n: &BatchNode, buf: &[u8], now_us: u64, scan: u32) -> (u32, Upsert) {
+        match self.slot(n, Some(buf)) {
+            Slot::Found(row) => {
+                let Some(outcome) = self.seen_again(row, n.content, scan) else {
+                    return (row, Upsert::Unchanged);
+                };
+                let tags = push_bytes(&mut self.arena, n.tags.get(buf));
+                let props = push_bytes(&mut self.arena, n.props.get(buf));
+                self.rewrite(row, n, (tags, props), now_us, outcome);
+                (row, outcome)
+            }
+            Slot::New(row) => {
+                let (id, tags, props) = push_row_bytes(&mut self.arena, n, buf);
+                self.push_new(&BatchNode { id, tags, props, ..*n }, now_us, scan);
+                (row, Upsert::Inserted)
+            }
+        }
+    }
+
+    /// The row keyed like `n`, its id read from `buf` (from the arena when
+    /// `None`: a row adopted into it): found, or the number of a new row
+    /// (the next one), already in the index.
+    fn slot(&mut self, n: &BatchNode, buf: Option<&[u8]>) -> Slot {
+        let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
+        let id = n.id.get(buf.unwrap_or(arena));
+        let entry = self.index.entry(
+            n.hash,
+            |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
+            |&r| hashes[r as usize],
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(e) => Slot::Found(*e.get()),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let row = hashes.len() as u32;
+                v.insert(row);
+                Slot::New(row)
+            }
+        }
+    }
+
+    /// Takes the rows a scan staged for this shard while it is still empty
+    /// (no row, no arena byte): `staged`'s buffer becomes the arena as it
+    /// is, its rows' spans pointing into it already, so no byte is copied
+    /// (an eighth more room is made for the waste reasons the analysis
+    /// writes next, as [`super::Graph::ingest_nodes`] does). A key staged
+    /// twice updates its first row, as a second upsert would; its first
+    /// bytes stay in the arena unused, as an update leaves them.
+    pub fn adopt(&mut self, staged: super::NodeBatch, now_us: u64, scan: u32) -> super::IngestStats {
+        debug_assert!(self.is_empty() && self.arena.is_empty());
+        let mut stats = super::IngestStats::default();
+        let super::NodeBatch { rows, buf } = staged;
+        self.arena = buf;
+        // Staging may have left far more room than that.
+        let room = self.arena.len() / 8;
+        self.arena.shrink_to(self.arena.len() + room);
+        self.reserve(rows.len(), room);
+        for n in &rows {
+            match self.slot(n, None) {
+                Slot::Found(row) => {
+                    let outcome = self.seen_again(row, n.content, scan);
+                    if let Some(outcome) = outcome {
+                        self.rewrite(row, n, (n.tags, n.props), now_us, outcome);
+                    }
+                    stats.add(outcome.unwrap_or(Upsert::Unchanged));
+                }
+                Slot::New(_) => {
+                    self.push_new(n, now_us, scan);
+                    stats.add(Upsert::Inserted);
+                }
+            }
+        }
+        stats
+    }
+
+    /// Marks a found row seen by `scan`: how an upsert with `content`
+    /// changes it, `None` when it does not.
+    fn seen_again(&mut self, row: u32, content: u64, scan: u32) -> Option<Upsert> {
+        let r = row as usize;
+        self.seen[r] = scan;
+        let revived = self.valid_to[r] != 0;
+        if !revived && self.content[r] == content {
+            return None;
+        }
+        Some(if revived { Upsert::Revived } else { Upsert::Changed })
+    }
+
+    /// Rewrites a found row's discovered fields from `n`, its tags and
+    /// properties at `spans` of the arena.
+    fn rewrite(&mut self, row: u32, n: &BatchNode, (tags, props): (Span, Span), now_us: u64, outcome: Upsert) {
+        let r = row as usize;
+        self.ty[r] = n.ty;
+        self.state[r] = n.state;
+        self.cost[r] = n.cost;
+        self.creation_ts[r] = n.creation_ts;
+        self.valid_from[r] = now_us;
+        self.valid_to[r] = 0;
+        self.tags[r] = tags;
+        self.props[r] = props;
+        self.content[r] = n.content;
+        self.mark_dirty(row);
+        if outcome == Upsert::Revived {
+            self.touched.mark(row, self.hash.len());
+        }
+        self.changed.mark(row, self.hash.len());
+    }
+
+    /// Appends a new row from `n`, whose id, tags and properties are
+    /// already in the arena (the index already holds it), as changed.
+    fn push_new(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
+        let row = self.hash.len() as u32;
+        self.push_columns(n, now_us, scan);
+        self.mark_dirty(row);
+        self.changed.mark(row, self.hash.len());
+    }
+
+    /// Appends `n` to every column, first seen at `now_us` by `scan`, with
+    /// nothing the analysis writes yet.
+    fn push_columns(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
+        let row = self.hash.len();
+        self.hash.push(n.hash);
+        self.key.push(n.syms);
+        self.id.push(n.id);
+        self.ty.push(n.ty);
+        self.state.push(n.state);
+        self.cost.push(n.cost);
+        self.creation_ts.push(n.creation_ts);
+        self.valid_from.push(now_us);
+        self.valid_to.push(0);
+        self.waste.set(row, false);
+        self.waste_reason.push(Span::default());
+        self.risk.push(0.0);
+        self.reach.push(Reachability::Unknown);
+        self.phase.push(Phase::None);
+        self.verdict.push(None);
+        self.tags.push(n.tags);
+        self.props.push(n.props);
+        self.content.push(n.content);
+        self.seen.push(scan);
+    }
+
+    /// Loads a stored row as it is; used when hydrating from the store.
+    pub fn load(&mut self, hash: u64, n: &NodeRow) -> u32 {
+        let row = match self.find(hash, &n.key, n.id.as_bytes()) {
+            Some(row) => row,
+            None => self.push_row(hash, n.key, n.id.as_bytes()),
+        };
+        let r = row as usize;
+        self.ty[r] = n.ty;
+        self.state[r] = n.state;
+        self.cost[r] = n.cost_usd_mo;
+        self.creation_ts[r] = n.creation_ts;
+        self.valid_from[r] = n.valid_from;
+        self.valid_to[r] = n.valid_to;
+        self.waste.set(r, n.is_waste);
+        self.waste_reason[r] = push_bytes(&mut self.arena, n.waste_reason.as_bytes());
+        self.risk[r] = n.risk_score;
+        self.reach[r] = n.reachability;
+        self.phase[r] = n.phase;
+        self.verdict[r] = n.verdict;
+        self.tags[r] = push_bytes(&mut self.arena, &n.tags);
+        self.props[r] = push_bytes(&mut self.arena, &n.props);
+        self.content[r] = content_hash(n.ty, n.state, n.cost_usd_mo, n.creation_ts, &n.tags, &n.props);
+        self.touched.mark(row, self.hash.len());
+        self.changed.mark(row, self.hash.len());
+        row
+    }
+
+    /// Logically deletes a row at `now_us`; returns whether it was active.
+    pub fn retire(&mut self, row: u32, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.valid_to[r] != 0 {
+            return false;
+        }
+        self.valid_to[r] = now_us;
+        self.mark_dirty(row);
+        self.touched.mark(row, self.hash.len());
+        self.changed.mark(row, self.hash.len());
+        true
+    }
+
+    /// Sets the verdict of a row (waste or not, why, the rule that
+    /// decided); marks it changed when anything differs.
+    pub fn set_verdict(&mut self, row: u32, v: &Verdict<'_>, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.waste.get(r) == v.is_waste
+            && self.verdict[r] == v.rule
+            && self.waste_reason[r].get_str(&self.arena) == v.reason
+        {
+            return false;
+        }
+        self.waste.set(r, v.is_waste);
+        self.waste_reason[r] = push_bytes(&mut self.arena, v.reason.as_bytes());
+        self.verdict[r] = v.rule;
+        self.valid_from[r] = now_us;
+        self.mark_dirty(row);
+        true
+    }
+
+    /// Sets the reachability and removal risk of a row (formal
+    /// verification); marks it changed when either differs.
+    pub fn set_assessment(&mut self, row: u32, reach: Reachability, risk: f32, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.reach[r] == reach && self.risk[r].to_bits() == risk.to_bits() {
+            return false;
+        }
+        self.reach[r] = reach;
+        self.risk[r] = risk;
+        self.valid_from[r] = now_us;
+        self.mark_dirty(row);
+        true
+    }
+
+    /// Sets the remediation stage of a row; marks it changed when it differs.
+    pub fn set_phase(&mut self, row: u32, phase: Phase, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.phase[r] == phase {
+            return false;
+        }
+        self.phase[r] = phase;
+        self.valid_from[r] = now_us;
+        self.mark_dirty(row);
+        true
+    }
+
+    /// A row's fields as the store encodes them, borrowed.
+    pub fn fields(&self, row: u32) -> crate::graph::NodeFields<'_> {
+        let r = row as usize;
+        crate::graph::NodeFields {
+            key: self.key[r],
+            id: self.id[r].get(&self.arena),
+            ty: self.ty[r],
+            state: self.state[r],
+            cost_usd_mo: self.cost[r],
+            creation_ts: self.creation_ts[r],
+            valid_from: self.valid_from[r],
+            valid_to: self.valid_to[r],
+            is_waste: self.waste.get(r),
+            waste_reason: self.waste_reason[r].get(&self.arena),
+            risk_score: self.risk[r],
+            reachability: self.reach[r],
+            phase: self.phase[r],
+            verdict: self.verdict[r],
+            tags: self.tags[r].get(&self.arena),
+            props: self.props[r].get(&self.arena),
+        }
+    }
+
+    /// Owned copy of a row.
+    pub fn row(&self, row: u32) -> NodeRow {
+        self.fields(row).to_row()
+    }
+
+    pub fn shrink(&mut self) {
+        self.hash.shrink_to_fit();
+        self.key.shrink_to_fit();
+        self.id.shrink_to_fit();
+        self.ty.shrink_to_fit();
+        self.state.shrink_to_fit();
+        self.cost.shrink_to_fit();
+        self.creation_ts.shrink_to_fit();
+        self.valid_from.shrink_to_fit();
+        self.valid_to.shrink_to_fit();
+        self.waste_reason.shrink_to_fit();
+        self.risk.shrink_to_fit();
+        self.reach.shrink_to_fit();
+        self.phase.shrink_to_fit();
+        self.verdict.shrink_to_fit();
+        self.tags.shrink_to_fit();
+        self.props.shrink_to_fit();
+        self.content.shrink_to_fit();
+        self.seen.shrink_to_fit();
+        self.arena.shrink_to_fit();
+        self.dirty.shrink_to_fit();
+        let hashes = &self.hash;
+        self.index.shrink_to_fit(|&r| hashes[r as usize]);
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        fn v<T>(x: &Vec<T>) -> usize {
+            x.capacity() * std::mem::size_of::<T>()
+        }
+        v(&self.hash)
+            + v(&self.key)
+            + v(&self.id)
+            + v(&self.ty)
+            + v(&self.state)
+            + v(&self.cost)
+            + v(&self.creation_ts)
+            + v(&self.valid_from)
+            + v(&self.valid_to)
+            + self.waste.heap_bytes()
+            + v(&self.waste_reason)
+            + v(&self.risk)
+            + v(&self.reach)
+            + v(&self.phase)
+            + v(&self.verdict)
+            + v(&self.tags)
+            + v(&self.props)
+            + v(&self.content)
+            + v(&self.seen)
+            + v(&self.arena)
+            + v(&self.dirty)
+            + self.dirty_set.heap_bytes()
+            + self.touched.heap_bytes()
+            + self.changed.heap_bytes()
+            + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
+    }
+}
+
+/// Properties an edge shard has written during one apply, so that edges
+/// with the same ones (one relation string, mostly) keep a single copy in
+/// its arena: a direct-mapped table of 32 places by a hash of the bytes,
+/// each the last properties that fell on it and where the arena holds them
+/// (a plugin's edges name a few dozen relations at most).
+#[derive(Default)]
+pub struct HeldProps([(u64, Span); 32]);
+
+impl HeldProps {
+    /// Where `arena` holds `props`: the span written for the same bytes
+    /// before, or a copy appended now (and remembered).
+    fn keep(&mut self, arena: &mut Vec<u8>, props: &[u8]) -> Span {
+        let mut h = FxHasher::default();
+        h.write(props);
+        // Never 0, the hash of the empty places.
+        let hash = h.finish() | 1;
+        let place = &mut self.0[(hash >> 59) as usize];
+        if place.0 == hash && place.1.get(arena) == props {
+            return place.1;
+        }
+        let span = push_bytes(arena, props);
+        *place = (hash, span);
+        span
+    }
+}
+
+/// One edge shard, holding the edges whose source lives in node shards
+/// `i`, `i + 128`.
+#[derive(Default)]
+pub struct EdgeShard {
+    pub src: Vec<NodeId>,
+    pub dst: Vec<NodeId>,
+    pub rel: Vec<Relation>,
+    pub inferred: BitSet,
+    pub valid_from: Vec<u64>,
+    pub valid_to: Vec<u64>,
+    pub props: Vec<Span>,
+    pub seen: Vec<u32>,
+    pub arena: Vec<u8>,
+    pub index: HashTable<u32>,
+    pub dirty: Vec<u32>,
+    pub dirty_set: BitSet,
+    /// Rows inserted, revived, retired or loaded since the adjacency index
+    /// was built (unlike `dirty`, not cleared by a commit).
+    pub touched: Touched,
+    /// Rows inserted, changed, revived, retired or loaded since the last
+    /// [`super::Graph::take_row_changes`].
+    pub changed: Touched,
+}
+
+impl EdgeShard {
+    /// Starts loading row `r`'s relation and ends.
+    pub fn prefetch_row(&self, r: usize) {
+        if r < self.rel.len() {
+            prefetch(&self.rel[r]);
+            prefetch(&self.dst[r]);
+            prefetch(&self.src[r]);
+        }
+    }
+}
+
+pub fn edge_hash(src: NodeId, dst: NodeId, rel: Relation) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u64(src.to_raw());
+    h.write_u64(dst.to_raw());
+    h.write_u8(rel as u8);
+    fmix64(h.finish())
+}
+
+impl EdgeShard {
+    pub fn len(&self) -> usize {
+        self.src.len()
+    }
+
+    /// Room for `rows` more edges and `bytes` more of their properties, so
+    /// a first ingest sizes each column once instead of doubling it.
+    pub fn reserve(&mut self, rows: usize, bytes: usize) {
+        self.src.reserve(rows);
+        self.dst.reserve(rows);
+        self.rel.reserve(rows);
+        self.valid_from.reserve(rows);
+        self.valid_to.reserve(rows);
+        self.props.reserve(rows);
+        self.seen.reserve(rows);
+        self.dirty.reserve(rows);
+        self.arena.reserve(bytes);
+        let (s, d, rl) = (&self.src, &self.dst, &self.rel);
+        self.index.reserve(rows, |&r| {
+            let r = r as usize;
+            edge_hash(s[r], d[r], rl[r])
+        });
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
+    }
+
+    /// Rebuilds the endpoint index (after loading columns).
+    pub fn rebuild_index(&mut self) {
+        let mut index = HashTable::with_capacity(self.src.len());
+        let (s, d, rl) = (&self.src, &self.dst, &self.rel);
+        for r in 0..s.len() {
+            index.insert_unique(edge_hash(s[r], d[r], rl[r]), r as u32, |&x| {
+                let x = x as usize;
+                edge_hash(s[x], d[x], rl[x])
+            });
+        }
+        self.index = index;
+    }
+
+    pub fn find(&self, src: NodeId, dst: NodeId, rel: Relation) -> Option<u32> {
+        let h = edge_hash(src, dst, rel);
+        self.index
+            .find(h, |&r| {
+                let r = r as usize;
+                self.src[r] == src && self.dst[r] == dst && self.rel[r] == rel
+            })
+            .copied()
+    }
+
+    fn mark_dirty(&mut self, row: u32) {
+        if self.dirty_set.insert(row as usize) {
+            self.dirty.push(row);
+        }
+    }
+
+    pub fn take_dirty(&mut self) -> Vec<u32> {
+        self.dirty_set.clear();
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Inserts or refreshes an edge; `loaded` carries stored validity when
+    /// hydrating. A row written takes the span `held` knows for the same
+    /// properties, when it knows one, instead of a copy of its own: pass
+    /// the same `held` for every edge a shard takes in one apply.
+    #[allow(clippy::too_many_arguments)]
+    pub fn upsert(
+        &mut self,
+        src: NodeId,
+        dst: NodeId,
+        rel: Relation,
+        inferred: bool,
+        props: &[u8],
+        held: &mut HeldProps,
+        now_us: u64,
+        scan: u32,
+        loaded: Option<(u64, u64)>,
+    ) -> Upsert {
+        let (row, outcome) = match self.find(src, dst, rel) {
+            Some(row) => {
+                let r = row as usize;
+                self.seen[r] = scan;
+                let revived = self.valid_to[r] != 0;
+                let same = self.inferred.get(r) == inferred && self.props[r].get(&self.arena) == props;
+                if loaded.is_none() && !revived && same {
+                    return Upsert::Unchanged;
+                }
+                (row, if revived { Upsert::Revived } else { Upsert::Changed })
+            }
+            None => {
+                let row = self.src.len() as u32;
+                let h = edge_hash(src, dst, rel);
+                self.src.push(src);
+                self.dst.push(dst);
+                self.rel.push(rel);
+                self.valid_from.push(0);
+                self.valid_to.push(0);
+                self.props.push(Span::default());
+                self.seen.push(0);
+                let (s, d, rl) = (&self.src, &self.dst, &self.rel);
+                self.index.insert_unique(h, row, |&r| {
+                    let r = r as usize;
+                    edge_hash(s[r], d[r], rl[r])
+                });
+                (row, Upsert::Inserted)
+            }
+        };
+        let r = row as usize;
+        self.inferred.set(r, inferred);
+        self.props[r] = held.keep(&mut self.arena, props);
+        self.seen[r] = scan;
+        // A changed row that stays visible keeps its place in the index.
+        let visibility = loaded.is_some() || outcome != Upsert::Changed;
+        match loaded {
+            Some((from, to)) => {
+                self.valid_from[r] = from;
+                self.valid_to[r] = to;
+            }
+            None => {
+                self.valid_from[r] = now_us;
+                self.valid_to[r] = 0;
+                self.mark_dirty(row);
+            }
+        }
+        if visibility {
+            self.touched.mark(row, self.src.len());
+        }
+        self.changed.mark(row, self.src.len());
+        outcome
+    }
+
+    pub fn retire(&mut self, row: u32, now_us: u64) -> bool {
+        let r = row as usize;
+        if self.valid_to[r] != 0 {
+            return false;
+        }
+        self.valid_to[r] = now_us;
+        self.mark_dirty(row);
+        self.touched.mark(row, self.src.len());
+        self.changed.mark(row, self.src.len());
+        true
+    }
+
+    pub fn shrink(&mut self) {
+        self.src.shrink_to_fit();
+        self.dst.shrink_to_fit();
+        self.rel.shrink_to_fit();
+        self.valid_from.shrink_to_fit();
+        self.valid_to.shrink_to_fit();
+        self.props.shrink_to_fit();
+        self.seen.shrink_to_fit();
+        self.arena.shrink_to_fit();
+        let (s, d, rl) = (&self.src, &self.dst, &self.rel);
+        self.index.shrink_to_fit(|&r| {
+            let r = r as usize;
+            edge_hash(s[r], d[r], rl[r])
+        });
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        fn v<T>(x: &Vec<T>) -> usize {
+            x.capacity() * std::mem::size_of::<T>()
+        }
+        v(&self.src)
+            + v(&self.dst)
+            + v(&self.rel)
+            + self.inferred.heap_bytes()
+            + v(&self.valid_from)
+            + v(&self.valid_to)
+            + v(&self.props)
+            + v(&self.seen)
+            + v(&self.arena)
+            + v(&self.dirty)
+            + self.dirty_set.heap_bytes()
+            + self.touched.heap_bytes()
+            + self.changed.heap_bytes()
+            + self.index.capacity() * (std::mem::size_of::<u32>() + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: Span, tags: Span, props: Span) -> BatchNode {
+        let sym = Sym::from_index(0);
+        BatchNode {
+            hash: 0,
+            syms: [sym; 5],
+            ty: sym,
+            state: sym,
+            cost: 0.0,
+            creation_ts: 0,
+            id,
+            tags,
+            props,
+            content: 0,
+        }
+    }
+
+    fn span(off: u32, len: u32) -> Span {
+        Span { off, len }
+    }
+
+    /// A row's bytes land in the arena as they were in the batch, whether
+    /// the batch wrote them one after another or not.
+    #[test]
+    fn row_bytes_are_copied_whole_or_one_by_one() {
+        let buf = b"..idTTTTpppp..".to_vec();
+        let mut arena = b"xyz".to_vec();
+        for n in [
+            row(span(2, 2), span(4, 4), span(8, 4)),
+            row(span(2, 2), span(4, 0), span(4, 8)),
+            row(span(8, 4), span(4, 4), span(2, 2)),
+            row(span(2, 2), span(5, 3), span(8, 4)),
+        ] {
+            let before = arena.len();
+            let (id, tags, props) = push_row_bytes(&mut arena, &n, &buf);
+            assert_eq!(id.get(&arena), n.id.get(&buf));
+            assert_eq!(tags.get(&arena), n.tags.get(&buf));
+            assert_eq!(props.get(&arena), n.props.get(&buf));
+            assert_eq!(arena.len() - before, (n.id.len + n.tags.len + n.props.len) as usize);
+        }
+        // Spans past the end of the batch copy nothing rather than panic.
+        let before = arena.len();
+        let (id, tags, props) = push_row_bytes(&mut arena, &row(span(2, 2), span(4, 4), span(8, 40)), &buf);
+        assert_eq!((id.get(&arena), tags.get(&arena)), (&b"id"[..], &b"TTTT"[..]));
+        assert!(props.get(&arena).is_empty() && arena.len() == before + 6);
+    }
+}

@@ -1,0 +1,170 @@
+//! The pipeline's state in memory: items by CRN, ignore entries and sagas
+//! cut short, with the per-CRN locks that guard a saga or quarantine. The
+//! store ([`crate::store`]) holds the same; the engine's operations read
+//! and change it under [`Remediation::state`].
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Instant;
+
+use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashMap;
+use tracing::warn;
+
+use svc_graph::graph::Phase;
+use svc_graph::ids::NodeId;
+use svc_store::StoreError;
+
+use crate::{Isolation, Item, Saga, SagaStep};
+
+/// Items, ignore entries and sagas cut short, in memory; the store holds
+/// the same.
+#[derive(Default)]
+pub struct Remediation {
+    pub state: Mutex<State>,
+    /// CRNs with a saga or quarantine running.
+    pub locks: Mutex<HashSet<String>>,
+    pub freed: Condvar,
+}
+
+#[derive(Default)]
+pub struct State {
+    /// By CRN; hashed, since a scan looks up every waste resource's item.
+    /// Each entry is boxed, so the table holds pointers: growing it moves
+    /// 8 bytes an item rather than ~550 while the old and the new table
+    /// are both held. At 1M nodes (~190k items) that lowered the daemon's
+    /// peak resident memory by ~55 MB (docs/perf-log.md, the daemon's resident
+    /// memory); the table's spare slots were never written, so they were
+    /// not resident before either.
+    pub items: FxHashMap<String, Box<Entry>>,
+    pub isolation: BTreeMap<String, Isolation>,
+    /// Sagas found running at start: the daemon stopped mid-saga.
+    pub interrupted: Vec<Saga>,
+    /// Whether a pass since the start rechecked every item's plan hash.
+    pub planned: bool,
+    /// A pass's write of its items still running behind the scan (see
+    /// the engine's `sau_pass`).
+    pub behind: Option<std::thread::JoinHandle<Result<(), StoreError>>>,
+}
+
+impl State {
+    /// Waits for a write running behind the scan, if any; a failed one is
+    /// logged (its items stay as they are in memory, and the next pass that
+    /// changes them writes them again).
+    pub fn settle(&mut self) {
+        if let Some(handle) = self.behind.take() {
+            match handle.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => warn!(error = %e, "the remediation pass's items could not be written"),
+                Err(_) => warn!("the remediation pass's item writer stopped unexpectedly"),
+            }
+        }
+    }
+}
+
+/// An item and the node it was matched to.
+pub struct Entry {
+    pub item: Item,
+    /// The waste node the last pass matched the item to, and that node's
+    /// key hash. A row never changes key, so while the id (with its shard
+    /// generation) and the hash still agree, the node is the item's
+    /// resource and the next pass need not find it by CRN. `None` for an
+    /// item loaded at start until a pass matches it.
+    pub node: Option<(NodeId, u64)>,
+    /// Whether the last pass changed the item.
+    pub dirty: bool,
+}
+
+impl Entry {
+    pub fn new(item: Item, node: Option<(NodeId, u64)>) -> Entry {
+        Entry {
+            item,
+            node,
+            dirty: false,
+        }
+    }
+}
+
+/// What one `engine.sau` pass did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SauReport {
+    /// Items per stage after the pass, in stage order.
+    pub stages: Vec<(&'static str, u64)>,
+    pub entered: u64,
+    pub left: u64,
+    /// Items that left, by reason.
+    pub left_reasons: BTreeMap<&'static str, u64>,
+    pub analyzed: u64,
+    /// Items stored because they changed (entered, moved, or their
+    /// finding, proof or plan changed); the others are left as they are.
+    pub written: u64,
+    pub held: u64,
+    pub expired_isolations: u64,
+    pub recovered_sagas: u64,
+    /// How long reconciling the items took (not in the ledger payload).
+    pub duration: std::time::Duration,
+}
+
+/// How a saga ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SagaOutcome {
+    pub saga_id: String,
+    pub crn: String,
+    pub applied: bool,
+    pub stage: Phase,
+    pub failure: Option<String>,
+    pub steps: Vec<SagaStep>,
+}
+
+/// A CRN lock, released when dropped.
+pub struct CrnLock<'a> {
+    r: &'a Remediation,
+    crn: String,
+}
+
+impl Drop for CrnLock<'_> {
+    fn drop(&mut self) {
+        self.r.locks.lock().remove(&self.crn);
+        self.r.freed.notify_all();
+    }
+}
+
+impl Remediation {
+    pub fn load(loaded: crate::store::Loaded) -> Remediation {
+        let state = State {
+            items: loaded
+                .items
+                .into_iter()
+                .map(|i| (i.crn.clone(), Box::new(Entry::new(i, None))))
+                .collect(),
+            isolation: loaded.isolations.into_iter().map(|i| (i.crn.clone(), i)).collect(),
+            interrupted: loaded.sagas.into_iter().filter(|g| g.status == "running").collect(),
+            planned: false,
+            behind: None,
+        };
+        Remediation {
+            state: Mutex::new(state),
+            ..Remediation::default()
+        }
+    }
+
+    /// Waits for a pass's write still running behind the scan.
+    pub fn settle(&self) {
+        self.state.lock().settle();
+    }
+
+    pub fn lock_crn(&self, crn: &str, wait: std::time::Duration) -> Option<CrnLock<'_>> {
+        let deadline = Instant::now() + wait;
+        let mut held = self.locks.lock();
+        while held.contains(crn) {
+            if self.freed.wait_until(&mut held, deadline).timed_out() && held.contains(crn) {
+                return None;
+            }
+        }
+        held.insert(crn.to_owned());
+        Some(CrnLock {
+            r: self,
+            crn: crn.to_owned(),
+        })
+    }
+}
+

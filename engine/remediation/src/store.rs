@@ -1,0 +1,684 @@
+//! Remediation state in `graph.redb`, as JSON values (the fields change
+//! more often than the graph's, and JSON tolerates added ones):
+//!
+//! - `remediation_items`: CRN -> item.
+//! - `remediation_payloads`: SHA-256 -> compensating payload.
+//! - `remediation_sagas`: saga id -> saga, kept after it ends.
+//! - `isolation`: CRN -> ignore entry.
+//!
+//! Every write is one durable transaction. Decoding never panics: a
+//! malformed value is a `Corrupt` error naming the table.
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError};
+use serde_json::{Value, json};
+
+use super::{Compensation, Isolation, Item, Override, Proof, Saga, SagaStep, stage_named};
+use svc_store::DecodeError;
+use svc_store::{GraphStore, StoreError};
+
+const ITEMS: TableDefinition<&str, &[u8]> = TableDefinition::new("remediation_items");
+const PAYLOADS: TableDefinition<&str, &[u8]> = TableDefinition::new("remediation_payloads");
+const SAGAS: TableDefinition<&str, &[u8]> = TableDefinition::new("remediation_sagas");
+const ISOLATION: TableDefinition<&str, &[u8]> = TableDefinition::new("isolation");
+
+/// Changes to write in one transaction.
+#[derive(Default)]
+pub struct Batch<'a> {
+    pub items: Vec<&'a Item>,
+    pub removed_items: Vec<&'a str>,
+    pub payloads: Vec<(&'a str, &'a Compensation)>,
+    pub sagas: Vec<&'a Saga>,
+    pub isolations: Vec<&'a Isolation>,
+    pub removed_isolations: Vec<&'a str>,
+}
+
+fn s(v: &Value, k: &str) -> String {
+    v.get(k).and_then(Value::as_str).unwrap_or_default().to_owned()
+}
+fn u(v: &Value, k: &str) -> u64 {
+    v.get(k).and_then(Value::as_u64).unwrap_or_default()
+}
+fn f(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or_default()
+}
+fn opt_s(v: &Value, k: &str) -> Option<String> {
+    v.get(k).and_then(Value::as_str).map(str::to_owned)
+}
+fn map(v: &Value, k: &str) -> BTreeMap<String, String> {
+    v.get(k)
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An item as a JSON tree: the reference [`write_item`] is checked against.
+#[cfg(test)]
+fn item_json(i: &Item) -> Value {
+    json!({
+        "crn": i.crn, "stage": i.stage.name(), "type": i.ty, "state": i.state, "rule": i.rule,
+        "action": i.action, "reason": i.reason, "savings_usd_mo": i.savings_usd_mo,
+        "risk_score": i.risk_score, "reachability": i.reachability, "blast_radius": i.blast_radius,
+        "proof": i.proof.as_ref().map(|p| json!({"safe": p.safe, "reason": p.reason, "source": p.source})),
+        "plan_hash": i.plan_hash, "blockers": i.blockers, "held_by": i.held_by,
+        "override": i.override_by.as_ref().map(|o| json!({"actor": o.actor, "reason": o.reason, "plan_hash": o.plan_hash})),
+        "failure": i.failure, "saga_id": i.saga_id, "rejected": i.rejected,
+        "flagged_us": i.flagged_us, "stage_us": i.stage_us,
+    })
+}
+
+/// An item's JSON text, written field by field into `buf` without building
+/// a tree: a scan stores thousands of items.
+pub fn write_item(buf: &mut Vec<u8>, i: &Item) {
+    let mut o = Obj::new(buf);
+    o.str("crn", &i.crn);
+    o.str("stage", i.stage.name());
+    o.str("type", &i.ty);
+    o.str("state", &i.state);
+    o.str("rule", &i.rule);
+    o.str("action", &i.action);
+    o.str("reason", &i.reason);
+    o.num("savings_usd_mo", i.savings_usd_mo);
+    o.num("risk_score", i.risk_score);
+    o.str("reachability", &i.reachability);
+    o.int("blast_radius", i.blast_radius);
+    match &i.proof {
+        Some(p) => {
+            let mut n = Obj::new(o.key("proof"));
+            n.bool("safe", p.safe);
+            n.str("reason", &p.reason);
+            n.str("source", &p.source);
+            n.end();
+        }
+        None => o.null("proof"),
+    }
+    o.str("plan_hash", &i.plan_hash);
+    let out = o.key("blockers");
+    out.push(b'[');
+    for (k, b) in i.blockers.iter().enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        text(out, b);
+    }
+    out.push(b']');
+    o.opt("held_by", i.held_by.as_deref());
+    match &i.override_by {
+        Some(v) => {
+            let mut n = Obj::new(o.key("override"));
+            n.str("actor", &v.actor);
+            n.str("reason", &v.reason);
+            n.str("plan_hash", &v.plan_hash);
+            n.end();
+        }
+        None => o.null("override"),
+    }
+    o.opt("failure", i.failure.as_deref());
+    o.opt("saga_id", i.saga_id.as_deref());
+    o.opt("rejected", i.rejected.as_deref());
+    o.int("flagged_us", i.flagged_us);
+    o.int("stage_us", i.stage_us);
+    o.end();
+}
+
+/// Items encoded on every core, in key order (the order they insert fastest in).
+fn encode_items(items: &[&Item]) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = items
+        .par_iter()
+        .map(|i| {
+            let mut buf = Vec::with_capacity(768);
+            write_item(&mut buf, i);
+            (i.crn.clone(), buf)
+        })
+        .collect();
+    out.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// A JSON string literal, escaped as serde_json escapes it.
+fn text(out: &mut Vec<u8>, s: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// A JSON object being written.
+struct Obj<'b> {
+    out: &'b mut Vec<u8>,
+    first: bool,
+}
+
+impl<'b> Obj<'b> {
+    fn new(out: &'b mut Vec<u8>) -> Obj<'b> {
+        out.push(b'{');
+        Obj { out, first: true }
+    }
+    fn key(&mut self, k: &str) -> &mut Vec<u8> {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+        text(self.out, k);
+        self.out.push(b':');
+        self.out
+    }
+    fn str(&mut self, k: &str, v: &str) {
+        text(self.key(k), v);
+    }
+    fn opt(&mut self, k: &str, v: Option<&str>) {
+        match v {
+            Some(v) => self.str(k, v),
+            None => self.null(k),
+        }
+    }
+    fn null(&mut self, k: &str) {
+        self.key(k).extend_from_slice(b"null");
+    }
+    fn bool(&mut self, k: &str, v: bool) {
+        let v: &[u8] = if v { b"true" } else { b"false" };
+        self.key(k).extend_from_slice(v);
+    }
+    fn int(&mut self, k: &str, v: u64) {
+        let _ = serde_json::to_writer(self.key(k), &v);
+    }
+    /// A float as serde_json writes one (`null` when not finite).
+    fn num(&mut self, k: &str, v: f64) {
+        let _ = serde_json::to_writer(self.key(k), &Value::from(v));
+    }
+    fn end(self) {
+        self.out.push(b'}');
+    }
+}
+
+fn item_from(v: &Value) -> Result<Item, DecodeError> {
+    let stage = v
+        .get("stage")
+        .and_then(Value::as_str)
+        .and_then(stage_named)
+        .ok_or(DecodeError("item without a stage"))?;
+    let crn = opt_s(v, "crn").ok_or(DecodeError("item without a crn"))?;
+    Ok(Item {
+        stage,
+        ty: s(v, "type"),
+        state: s(v, "state"),
+        rule: s(v, "rule"),
+        action: s(v, "action"),
+        reason: s(v, "reason"),
+        savings_usd_mo: f(v, "savings_usd_mo"),
+        risk_score: f(v, "risk_score"),
+        reachability: s(v, "reachability"),
+        blast_radius: u(v, "blast_radius"),
+        proof: v.get("proof").filter(|p| p.is_object()).map(|p| Proof {
+            safe: p.get("safe").and_then(Value::as_bool).unwrap_or(false),
+            reason: s(p, "reason"),
+            source: s(p, "source"),
+        }),
+        plan_hash: s(v, "plan_hash"),
+        blockers: v
+            .get("blockers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|b| b.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default(),
+        held_by: opt_s(v, "held_by"),
+        override_by: v.get("override").filter(|o| o.is_object()).map(|o| {
+            Box::new(Override {
+                actor: s(o, "actor"),
+                reason: s(o, "reason"),
+                plan_hash: s(o, "plan_hash"),
+            })
+        }),
+        failure: opt_s(v, "failure"),
+        saga_id: opt_s(v, "saga_id"),
+        rejected: opt_s(v, "rejected"),
+        flagged_us: u(v, "flagged_us"),
+        stage_us: u(v, "stage_us"),
+        crn,
+    })
+}
+
+pub fn payload_json(c: &Compensation) -> Value {
+    json!({
+        "crn": c.crn, "kind": c.kind, "applied": c.applied, "inverse": c.inverse,
+        "properties": c.properties, "saga_id": c.saga_id, "created_us": c.created_us,
+        "reverted_us": c.reverted_us,
+    })
+}
+
+/// The canonical bytes a payload's hash is taken over (everything but
+/// whether it was reverted).
+pub fn payload_canonical(c: &Compensation) -> Vec<u8> {
+    let mut v = payload_json(c);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("reverted_us");
+    }
+    serde_json::to_vec(&v).unwrap_or_default()
+}
+
+fn payload_from(v: &Value) -> Compensation {
+    Compensation {
+        crn: s(v, "crn"),
+        kind: s(v, "kind"),
+        applied: s(v, "applied"),
+        inverse: s(v, "inverse"),
+        properties: map(v, "properties"),
+        saga_id: s(v, "saga_id"),
+        created_us: u(v, "created_us"),
+        reverted_us: u(v, "reverted_us"),
+    }
+}
+
+fn saga_json(g: &Saga) -> Value {
+    json!({
+        "id": g.id, "crn": g.crn, "plan_hash": g.plan_hash, "intent": g.intent,
+        "blast_radius": g.blast_radius, "status": g.status, "started_us": g.started_us,
+        "steps": g.steps.iter().map(|s| json!({
+            "action": s.action, "inverse": s.inverse, "status": s.status, "payload_hash": s.payload_hash,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn saga_from(v: &Value) -> Saga {
+    Saga {
+        id: s(v, "id"),
+        crn: s(v, "crn"),
+        plan_hash: s(v, "plan_hash"),
+        intent: s(v, "intent"),
+        blast_radius: u(v, "blast_radius"),
+        status: s(v, "status"),
+        started_us: u(v, "started_us"),
+        steps: v
+            .get("steps")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|st| SagaStep {
+                        action: s(st, "action"),
+                        inverse: s(st, "inverse"),
+                        status: s(st, "status"),
+                        payload_hash: s(st, "payload_hash"),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn isolation_json(i: &Isolation) -> Value {
+    json!({
+        "crn": i.crn, "author": i.author, "reason_code": i.reason_code,
+        "ttl_seconds": i.ttl_seconds, "created_us": i.created_us,
+    })
+}
+
+fn isolation_from(v: &Value) -> Isolation {
+    Isolation {
+        crn: s(v, "crn"),
+        author: s(v, "author"),
+        reason_code: s(v, "reason_code"),
+        ttl_seconds: u(v, "ttl_seconds"),
+        created_us: u(v, "created_us"),
+    }
+}
+
+/// Everything stored, as loaded at start.
+#[derive(Default)]
+pub struct Loaded {
+    pub items: Vec<Item>,
+    pub sagas: Vec<Saga>,
+    pub isolations: Vec<Isolation>,
+}
+
+fn rem_corrupt(store: &GraphStore, what: &str, cause: DecodeError) -> StoreError {
+    StoreError::Corrupt {
+        path: store.path().to_owned(),
+        what: what.to_owned(),
+        cause,
+    }
+}
+
+/// The remediation pipeline's items, payloads, sagas and ignore entries in `graph.redb`.
+pub trait RemediationStore {
+    /// Writes a batch of remediation changes durably.
+    fn put_remediation(&self, b: &Batch<'_>) -> Result<(), StoreError>;
+
+    /// Writes items and removes others durably, without holding up the
+    /// caller: the items are encoded here, on every core, and the write
+    /// transaction begins here, so every later write of `graph.redb` (a
+    /// scan's commit, a durable batch, [`GraphStore::sync`]) comes after
+    /// this one; the inserts, the commit and its sync run on a thread of
+    /// their own, whose handle gives the outcome.
+    fn put_items_behind(
+        &self,
+        items: &[&Item],
+        removed: &[&str],
+    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError>;
+
+    /// Items, sagas and ignore entries, as stored.
+    fn load_remediation(&self) -> Result<Loaded, StoreError>;
+
+    /// The compensating payload stored under `hash`.
+    fn load_payload(&self, hash: &str) -> Result<Option<Compensation>, StoreError>;
+}
+
+impl RemediationStore for GraphStore {
+    /// Writes a batch of remediation changes durably.
+    fn put_remediation(&self, b: &Batch<'_>) -> Result<(), StoreError> {
+        let err = self.db_err();
+        let items = encode_items(&b.items);
+        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        {
+            let bytes = |v: Value| serde_json::to_vec(&v).unwrap_or_default();
+            let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
+            for (crn, bytes) in &items {
+                t.insert(crn.as_str(), bytes.as_slice()).map_err(|e| err(e.into()))?;
+            }
+            for crn in &b.removed_items {
+                t.remove(*crn).map_err(|e| err(e.into()))?;
+            }
+            let mut t = txn.open_table(PAYLOADS).map_err(|e| err(e.into()))?;
+            for (hash, c) in &b.payloads {
+                t.insert(*hash, bytes(payload_json(c)).as_slice())
+                    .map_err(|e| err(e.into()))?;
+            }
+            let mut t = txn.open_table(SAGAS).map_err(|e| err(e.into()))?;
+            for g in &b.sagas {
+                t.insert(g.id.as_str(), bytes(saga_json(g)).as_slice())
+                    .map_err(|e| err(e.into()))?;
+            }
+            let mut t = txn.open_table(ISOLATION).map_err(|e| err(e.into()))?;
+            for i in &b.isolations {
+                t.insert(i.crn.as_str(), bytes(isolation_json(i)).as_slice())
+                    .map_err(|e| err(e.into()))?;
+            }
+            for crn in &b.removed_isolations {
+                t.remove(*crn).map_err(|e| err(e.into()))?;
+            }
+        }
+        txn.commit().map_err(|e| err(e.into()))?;
+        Ok(())
+    }
+
+    /// Writes items and removes others durably, without holding up the
+    /// caller: the items are encoded here, on every core, and the write
+    /// transaction begins here, so every later write of `graph.redb` (a
+    /// scan's commit, a durable batch, [`GraphStore::sync`]) comes after
+    /// this one; the inserts, the commit and its sync run on a thread of
+    /// their own, whose handle gives the outcome.
+    fn put_items_behind(
+        &self,
+        items: &[&Item],
+        removed: &[&str],
+    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
+        let at = |path: std::path::PathBuf| {
+            move |e: redb::Error| StoreError::Db {
+                path: path.clone(),
+                cause: Box::new(e),
+            }
+        };
+        let err = at(self.path().to_owned());
+        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        let items = encode_items(items);
+        let removed: Vec<String> = removed.iter().map(|c| (*c).to_owned()).collect();
+        let write = move || -> Result<(), StoreError> {
+            {
+                let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
+                for (crn, bytes) in &items {
+                    t.insert(crn.as_str(), bytes.as_slice()).map_err(|e| err(e.into()))?;
+                }
+                for crn in &removed {
+                    t.remove(crn.as_str()).map_err(|e| err(e.into()))?;
+                }
+            }
+            txn.commit().map_err(|e| err(e.into()))
+        };
+        std::thread::Builder::new()
+            .name("svc-items".into())
+            .spawn(write)
+            // The transaction went with the closure: nothing was written.
+            .map_err(|e| at(self.path().to_owned())(redb::Error::Io(e)))
+    }
+
+    /// Items, sagas and ignore entries, as stored.
+    fn load_remediation(&self) -> Result<Loaded, StoreError> {
+        let err = self.db_err();
+        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let mut out = Loaded::default();
+        let each =
+            |def: TableDefinition<&str, &[u8]>, what: &str, f: &mut dyn FnMut(Value) -> Result<(), DecodeError>| {
+                let table = match txn.open_table(def) {
+                    Ok(t) => t,
+                    Err(TableError::TableDoesNotExist(_)) => return Ok(()),
+                    Err(e) => return Err(err(e.into())),
+                };
+                for row in table.iter().map_err(|e| err(e.into()))? {
+                    let (_, v) = row.map_err(|e| err(e.into()))?;
+                    let value: Value = serde_json::from_slice(v.value())
+                        .map_err(|_| rem_corrupt(self, what, DecodeError("not JSON")))?;
+                    f(value).map_err(|e| rem_corrupt(self, what, e))?;
+                }
+                Ok(())
+            };
+        each(ITEMS, "remediation items", &mut |v| {
+            out.items.push(item_from(&v)?);
+            Ok(())
+        })?;
+        each(SAGAS, "sagas", &mut |v| {
+            out.sagas.push(saga_from(&v));
+            Ok(())
+        })?;
+        each(ISOLATION, "ignore list", &mut |v| {
+            out.isolations.push(isolation_from(&v));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// The compensating payload stored under `hash`.
+    fn load_payload(&self, hash: &str) -> Result<Option<Compensation>, StoreError> {
+        let err = self.db_err();
+        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let table = match txn.open_table(PAYLOADS) {
+            Ok(t) => t,
+            Err(TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(err(e.into())),
+        };
+        let Some(v) = table.get(hash).map_err(|e| err(e.into()))? else {
+            return Ok(None);
+        };
+        let value: Value = serde_json::from_slice(v.value())
+            .map_err(|_| rem_corrupt(self, "compensating payloads", DecodeError("not JSON")))?;
+        Ok(Some(payload_from(&value)))
+    }
+}
+
+/// The stage names, for tests of the encoding.
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use parking_lot::Mutex;
+    use redb::{Database, StorageBackend};
+
+    use super::*;
+    use svc_graph::graph::Phase;
+
+    /// A disk that keeps what was written up to the last `sync_data`: a
+    /// crash is reopening from [`Disk::after_crash`].
+    #[derive(Debug, Default)]
+    struct Disk {
+        live: Mutex<Vec<u8>>,
+        synced: Arc<Mutex<Vec<u8>>>,
+        /// Writes and syncs fail while set.
+        full: std::sync::atomic::AtomicBool,
+    }
+
+    impl Disk {
+        fn fail_if_full(&self) -> Result<(), std::io::Error> {
+            if self.full.load(std::sync::atomic::Ordering::Relaxed) {
+                return Err(std::io::Error::other("no space left on the disk"));
+            }
+            Ok(())
+        }
+
+        fn after_crash(&self) -> Disk {
+            let synced = self.synced.lock().clone();
+            Disk {
+                live: Mutex::new(synced.clone()),
+                synced: Arc::new(Mutex::new(synced)),
+                full: Default::default(),
+            }
+        }
+    }
+
+    /// The same disk, shared with the test while a database has it.
+    #[derive(Debug)]
+    struct Shared(Arc<Disk>);
+
+    impl StorageBackend for Shared {
+        fn len(&self) -> Result<u64, std::io::Error> {
+            Ok(self.0.live.lock().len() as u64)
+        }
+        fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), std::io::Error> {
+            let live = self.0.live.lock();
+            let at = offset as usize;
+            let src = live
+                .get(at..at + out.len())
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "read past the end"))?;
+            out.copy_from_slice(src);
+            Ok(())
+        }
+        fn set_len(&self, len: u64) -> Result<(), std::io::Error> {
+            self.0.live.lock().resize(len as usize, 0);
+            Ok(())
+        }
+        fn sync_data(&self) -> Result<(), std::io::Error> {
+            self.0.fail_if_full()?;
+            let live = self.0.live.lock().clone();
+            *self.0.synced.lock() = live;
+            Ok(())
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> Result<(), std::io::Error> {
+            self.0.fail_if_full()?;
+            let mut live = self.0.live.lock();
+            let at = offset as usize;
+            if live.len() < at + data.len() {
+                live.resize(at + data.len(), 0);
+            }
+            live[at..at + data.len()].copy_from_slice(data);
+            Ok(())
+        }
+    }
+
+    fn store_on(disk: &Arc<Disk>) -> GraphStore {
+        let db = Database::builder().create_with_backend(Shared(disk.clone())).unwrap();
+        GraphStore::on(db, Path::new("graph.redb")).unwrap()
+    }
+
+    fn stored_crns(store: &GraphStore) -> Vec<String> {
+        store
+            .load_remediation()
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|i| i.crn)
+            .collect()
+    }
+
+    /// Items written behind the caller survive a crash once their write is
+    /// done, and a write begun after them comes after them.
+    #[test]
+    fn items_written_behind_are_durable_once_done_and_before_later_writes() {
+        let item = |n: u32| Item::new(format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{n}"), 7);
+        let (a, b, c) = (item(1), item(2), item(3));
+        let disk = Arc::new(Disk::default());
+        let store = store_on(&disk);
+        store
+            .put_remediation(&Batch {
+                items: vec![&a],
+                ..Batch::default()
+            })
+            .unwrap();
+        let crns = |disk: &Disk| {
+            let mut crns = stored_crns(&store_on(&Arc::new(disk.after_crash())));
+            crns.sort();
+            crns
+        };
+
+        store.put_items_behind(&[&b, &c], &[]).unwrap().join().unwrap().unwrap();
+        assert_eq!(crns(&disk), [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
+
+        // A removal behind, then at once a write of the same item: the
+        // write waits for the removal, so the item is back.
+        let removal = store.put_items_behind(&[], &[&a.crn]).unwrap();
+        store
+            .put_remediation(&Batch {
+                items: vec![&a],
+                ..Batch::default()
+            })
+            .unwrap();
+        removal.join().unwrap().unwrap();
+        assert_eq!(crns(&disk), [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
+        store.put_items_behind(&[], &[&b.crn]).unwrap().join().unwrap().unwrap();
+        assert_eq!(crns(&disk), [a.crn.clone(), c.crn.clone()]);
+    }
+
+    /// A write behind the caller that the disk refuses reports the error
+    /// through its handle, and what was durable before stays.
+    #[test]
+    fn a_refused_write_behind_reports_its_error_and_loses_nothing_earlier() {
+        let item = |n: u32| Item::new(format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{n}"), 7);
+        let (a, b) = (item(1), item(2));
+        let disk = Arc::new(Disk::default());
+        let store = store_on(&disk);
+        store.put_items_behind(&[&a], &[]).unwrap().join().unwrap().unwrap();
+        disk.full.store(true, std::sync::atomic::Ordering::Relaxed);
+        let refused = store.put_items_behind(&[&b], &[&a.crn]).unwrap().join().unwrap();
+        assert!(matches!(refused, Err(StoreError::Db { .. })), "{refused:?}");
+        assert_eq!(
+            stored_crns(&store_on(&Arc::new(disk.after_crash()))),
+            std::slice::from_ref(&a.crn)
+        );
+    }
+
+    #[test]
+    fn items_round_trip() {
+        let mut i = Item::new("crn:svc:aws:us-east-1:ec2:volume:1:vol-1".into(), 7);
+        i.stage = Phase::SauGate;
+        i.proof = Some(Proof {
+            safe: false,
+            reason: "deletion protection".into(),
+            source: "plugin".into(),
+        });
+        i.blockers = vec!["policy:keep-prod".into()];
+        i.override_by = Some(Box::new(Override {
+            actor: "ops".into(),
+            reason: "ticket 7".into(),
+            plan_hash: "ab".into(),
+        }));
+        i.savings_usd_mo = 12.5;
+        assert_eq!(item_from(&item_json(&i)).unwrap(), i);
+        // The stored text is the same object, escapes included.
+        i.reason = "a \"quoted\" reason\nwith a line break and é".into();
+        i.held_by = Some("alice".into());
+        i.risk_score = f64::NAN;
+        let mut buf = Vec::new();
+        write_item(&mut buf, &i);
+        let stored: Value = serde_json::from_slice(&buf).unwrap();
+        assert_eq!(stored, item_json(&i));
+        i.risk_score = 0.0;
+        assert_eq!(item_from(&stored).unwrap(), i);
+        i.proof = None;
+        i.override_by = None;
+        i.blockers.clear();
+        buf.clear();
+        write_item(&mut buf, &i);
+        assert_eq!(serde_json::from_slice::<Value>(&buf).unwrap(), item_json(&i));
+        assert!(item_from(&json!({"crn": "x"})).is_err());
+    }
+}

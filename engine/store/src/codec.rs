@@ -1,0 +1,263 @@
+//! Binary encodings of stored node and edge versions.
+//!
+//! Little-endian, length-prefixed, versioned by a leading byte. Decoding
+//! never panics: a truncated or foreign value is an error naming what broke.
+
+use svc_graph::graph::{EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
+use svc_graph::ids::Sym;
+use svc_graph::relation::Relation;
+
+const NODE_V1: u8 = 1;
+
+pub struct Writer(pub Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u32(b.len() as u32);
+        self.0.extend_from_slice(b);
+    }
+}
+
+pub struct Reader<'a> {
+    buf: &'a [u8],
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("malformed stored value: {0}")]
+pub struct DecodeError(pub &'static str);
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf }
+    }
+    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        if self.buf.len() < n {
+            return Err(DecodeError(what));
+        }
+        let (a, b) = self.buf.split_at(n);
+        self.buf = b;
+        Ok(a)
+    }
+    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
+        Ok(self.take(1, what)?[0])
+    }
+    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
+        let b = self.take(4, what)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        let b = self.take(8, what)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn sym(&mut self, what: &'static str) -> Result<Sym, DecodeError> {
+        Sym::from_raw(self.u32(what)?).ok_or(DecodeError(what))
+    }
+    fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
+        let n = self.u32(what)? as usize;
+        self.take(n, what)
+    }
+    fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
+        String::from_utf8(self.bytes(what)?.to_vec()).map_err(|_| DecodeError(what))
+    }
+}
+
+#[cfg(test)]
+pub fn encode_node(n: &NodeRow) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96 + n.id.len() + n.tags.len() + n.props.len());
+    encode_node_into(n, &mut out);
+    out
+}
+
+/// How many bytes [`encode_fields_into`] appends for `f`.
+pub fn encoded_fields_len(f: &NodeFields<'_>) -> usize {
+    // Version, five key symbols, type, state, cost, three times, waste,
+    // risk, reachability, phase, verdict, and four length prefixes.
+    let fixed = 1 + 5 * 4 + 4 + 4 + 4 + 3 * 8 + 1 + 4 + 1 + 1 + 4 + 4 * 4;
+    fixed + f.id.len() + f.waste_reason.len() + f.tags.len() + f.props.len()
+}
+
+/// A node version's stored value, appended to `out`.
+pub fn encode_fields_into(f: &NodeFields<'_>, out: &mut Vec<u8>) {
+    let mut w = Writer(std::mem::take(out));
+    w.u8(NODE_V1);
+    for s in f.key {
+        w.u32(s.to_raw());
+    }
+    w.bytes(f.id);
+    w.u32(f.ty.to_raw());
+    w.u32(f.state.to_raw());
+    w.u32(f.cost_usd_mo.to_bits());
+    w.u64(f.creation_ts);
+    w.u64(f.valid_from);
+    w.u64(f.valid_to);
+    w.u8(u8::from(f.is_waste));
+    w.bytes(f.waste_reason);
+    w.u32(f.risk_score.to_bits());
+    w.u8(f.reachability as u8);
+    w.u8(f.phase as u8);
+    w.u32(f.verdict.map_or(0, Sym::to_raw));
+    w.bytes(f.tags);
+    w.bytes(f.props);
+    *out = w.0;
+}
+
+/// How many bytes [`encode_node_into`] appends for `n`.
+pub fn encoded_node_len(n: &NodeRow) -> usize {
+    encoded_fields_len(&NodeFields::of(n))
+}
+
+/// [`encode_node`], appended to `out`.
+pub fn encode_node_into(n: &NodeRow, out: &mut Vec<u8>) {
+    encode_fields_into(&NodeFields::of(n), out);
+}
+
+pub fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
+    let mut r = Reader::new(buf);
+    if r.u8("version")? != NODE_V1 {
+        return Err(DecodeError("unknown node encoding version"));
+    }
+    let key = [
+        r.sym("provider")?,
+        r.sym("region")?,
+        r.sym("service")?,
+        r.sym("kind")?,
+        r.sym("account")?,
+    ];
+    Ok(NodeRow {
+        key,
+        id: r.string("id")?,
+        ty: r.sym("type")?,
+        state: r.sym("state")?,
+        cost_usd_mo: f32::from_bits(r.u32("cost")?),
+        creation_ts: r.u64("creation_ts")?,
+        valid_from: r.u64("valid_from")?,
+        valid_to: r.u64("valid_to")?,
+        is_waste: r.u8("is_waste")? != 0,
+        waste_reason: r.string("waste_reason")?,
+        risk_score: f32::from_bits(r.u32("risk_score")?),
+        reachability: Reachability::from_u8(r.u8("reachability")?),
+        phase: Phase::from_u8(r.u8("phase")?),
+        verdict: Sym::from_raw(r.u32("verdict")?),
+        tags: r.bytes("tags")?.to_vec(),
+        props: r.bytes("props")?.to_vec(),
+    })
+}
+
+/// The key of an edge in the edge tables: source, relation and target.
+pub fn edge_key(e: &EdgeVersion) -> String {
+    format!("{}\u{1}{}\u{1}{}", e.src, e.relation as u8, e.dst)
+}
+
+/// [`edge_key`]'s bytes, appended to `out`.
+pub fn edge_key_into(e: &EdgeVersion, out: &mut Vec<u8>) {
+    out.extend_from_slice(e.src.as_bytes());
+    relation_key_into(e.relation, out);
+    out.extend_from_slice(e.dst.as_bytes());
+}
+
+/// The part of an edge key between its endpoints: the relation's number in
+/// decimal between two 1 bytes.
+pub fn relation_key_into(relation: Relation, out: &mut Vec<u8>) {
+    let n = relation as u8;
+    out.push(1);
+    if n >= 100 {
+        out.push(b'0' + n / 100);
+    }
+    if n >= 10 {
+        out.push(b'0' + n / 10 % 10);
+    }
+    out.push(b'0' + n % 10);
+    out.push(1);
+}
+
+const EDGE_KEYED_V1: u8 = 2;
+
+/// An edge's fields without its endpoints, which its key ([`edge_key`]) carries.
+#[cfg(test)]
+pub fn encode_edge_value(e: &EdgeVersion) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + e.props.len());
+    encode_edge_value_into(e, &mut out);
+    out
+}
+
+/// How many bytes [`encode_edge_value_into`] appends for `e`.
+pub fn encoded_edge_value_len(e: &EdgeVersion) -> usize {
+    edge_value_len(e.props.len())
+}
+
+/// How many bytes an edge value with `props` bytes of properties takes.
+pub fn edge_value_len(props: usize) -> usize {
+    // Version, relation, inferred, two times and the properties' length prefix.
+    1 + 1 + 1 + 2 * 8 + 4 + props
+}
+
+/// [`encode_edge_value`], appended to `out`.
+pub fn encode_edge_value_into(e: &EdgeVersion, out: &mut Vec<u8>) {
+    encode_edge_fields_into(e.relation, e.inferred, e.valid_from, e.valid_to, &e.props, out);
+}
+
+/// An edge's stored value from its fields, appended to `out`.
+pub fn encode_edge_fields_into(
+    relation: Relation,
+    inferred: bool,
+    valid_from: u64,
+    valid_to: u64,
+    props: &[u8],
+    out: &mut Vec<u8>,
+) {
+    let mut w = Writer(std::mem::take(out));
+    w.u8(EDGE_KEYED_V1);
+    w.u8(relation as u8);
+    w.u8(u8::from(inferred));
+    w.u64(valid_from);
+    w.u64(valid_to);
+    w.bytes(props);
+    *out = w.0;
+}
+
+/// Rebuilds an edge from its key and [`encode_edge_value`] bytes.
+pub fn decode_edge_keyed(key: &[u8], value: &[u8]) -> Result<EdgeVersion, DecodeError> {
+    let key = std::str::from_utf8(key).map_err(|_| DecodeError("edge key"))?;
+    let mut parts = key.splitn(3, '\u{1}');
+    let (Some(src), Some(_), Some(dst)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(DecodeError("edge key"));
+    };
+    let mut r = Reader::new(value);
+    if r.u8("version")? != EDGE_KEYED_V1 {
+        return Err(DecodeError("unknown edge encoding version"));
+    }
+    Ok(EdgeVersion {
+        src: src.to_owned(),
+        dst: dst.to_owned(),
+        relation: Relation::from_u8(r.u8("relation")?).ok_or(DecodeError("relation"))?,
+        inferred: r.u8("inferred")? != 0,
+        valid_from: r.u64("valid_from")?,
+        valid_to: r.u64("valid_to")?,
+        props: r.bytes("props")?.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_relation_key_is_its_number_in_decimal_as_stored_before() {
+        for r in Relation::ALL {
+            let mut key = Vec::new();
+            relation_key_into(r, &mut key);
+            assert_eq!(key, [&[1u8][..], (r as u8).to_string().as_bytes(), &[1]].concat());
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! Tampered chains and files that are not a readable ledger.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use redb::{Database, ReadableTable};
+
+use super::tests::{Fixture, T0, ev, ledger_of};
+use super::*;
+use svc_graph::clock::ManualClock;
+
+/// Rewrites stored event `seq` through redb, bypassing the ledger.
+fn rewrite(path: &Path, seq: u64, edit: impl FnOnce(&mut codec::Stored<'_>, &mut String)) {
+    let db = Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut events = txn.open_table(tables::EVENTS).unwrap();
+        let bytes = events.get(seq).unwrap().unwrap().value().to_vec();
+        let mut stored = codec::decode(&bytes).unwrap();
+        let mut message = stored.message.to_owned();
+        edit(&mut stored, &mut message);
+        stored.message = &message;
+        events.insert(seq, stored.encode().as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+fn remove_event(path: &Path, seq: u64) {
+    let db = Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.open_table(tables::EVENTS).unwrap().remove(seq).unwrap();
+    txn.commit().unwrap();
+}
+
+#[test]
+fn tampered_message_is_reported_with_its_seq() {
+    let f = ledger_of(5);
+    rewrite(&f.path, 3, |_, m| m.push_str(" (edited)"));
+    let expect = Some("event 3: hash mismatch".to_owned());
+    let r = Ledger::verify_file(&f.path).unwrap();
+    assert_eq!((r.ok, r.checked, r.problem.clone()), (false, 2, expect.clone()));
+    let broken = r.first_broken.unwrap();
+    assert_eq!(broken.seq, 3);
+    assert!(broken.reason.starts_with("hash mismatch"), "{}", broken.reason);
+    let l = f.open("s2");
+    assert_eq!(l.verify().unwrap().problem, expect);
+}
+
+#[test]
+fn tampered_hash_breaks_the_next_link() {
+    let f = ledger_of(5);
+    rewrite(&f.path, 3, |s, m| {
+        m.push_str(" (edited)");
+        let copy = codec::Stored {
+            message: m.as_str(),
+            ..s.clone()
+        };
+        s.hash = copy.compute_hash(3);
+    });
+    let r = Ledger::verify_file(&f.path).unwrap();
+    assert_eq!(r.problem.as_deref(), Some("event 4: prev_hash does not match event 3"));
+    assert_eq!(r.first_broken.map(|b| b.seq), Some(4));
+}
+
+#[test]
+fn removed_event_is_reported_as_a_gap() {
+    let f = ledger_of(6);
+    remove_event(&f.path, 5);
+    let r = Ledger::verify_file(&f.path).unwrap();
+    assert_eq!(r.problem.as_deref(), Some("gap between 4 and 6"));
+    assert_eq!(r.checked, 4);
+    let broken = r.first_broken.unwrap();
+    assert_eq!(
+        (broken.seq, broken.reason.as_str()),
+        (5, "missing: the sequence jumps from 4 to 6")
+    );
+}
+
+#[test]
+fn removed_last_event_fails_open_and_verify() {
+    let f = ledger_of(4);
+    remove_event(&f.path, 4);
+    let r = Ledger::verify_file(&f.path).unwrap();
+    assert_eq!(
+        r.problem.as_deref(),
+        Some("head records event 4 but the chain ends at event 3")
+    );
+    assert_eq!(r.first_broken.map(|b| b.seq), Some(4));
+    let err = Ledger::open(&f.path, "s2", f.clock.clone()).err().unwrap();
+    assert!(err.to_string().contains(&f.path.display().to_string()), "{err}");
+}
+
+fn assert_open_fails_naming(path: &Path) {
+    let clock = Arc::new(ManualClock::new(T0));
+    let err = Ledger::open(path, "s", clock).err().expect("open must fail");
+    let msg = err.to_string();
+    assert!(msg.starts_with("cannot open ledger "), "{msg}");
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    let err = Ledger::verify_file(path).expect_err("verify_file must fail");
+    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+}
+
+#[test]
+fn garbage_file_is_an_error_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.redb");
+    let garbage: Vec<u8> = (0..10_000u32).map(|i| (i * 7919 % 251) as u8).collect();
+    std::fs::write(&path, &garbage).unwrap();
+    assert_open_fails_naming(&path);
+    assert_eq!(std::fs::read(&path).unwrap(), garbage);
+}
+
+#[test]
+fn empty_file_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("events.redb");
+    std::fs::write(&path, b"").unwrap();
+    assert_open_fails_naming(&path);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+}
+
+#[test]
+fn truncated_ledger_is_an_error() {
+    let f = Fixture::new();
+    {
+        let l = f.open("s1");
+        for _ in 0..20 {
+            l.append(
+                (0..200)
+                    .map(|i| ev("SCAN_COMPLETED", Some(&format!("crn:{i}"))))
+                    .collect(),
+            )
+            .unwrap();
+        }
+    }
+    let len = std::fs::metadata(&f.path).unwrap().len();
+    let file = std::fs::OpenOptions::new().write(true).open(&f.path).unwrap();
+    file.set_len(len / 2).unwrap();
+    drop(file);
+    assert_open_fails_naming(&f.path);
+}
+
+#[test]
+fn other_redb_file_is_not_a_ledger() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("graph.redb");
+    {
+        let db = Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let def: redb::TableDefinition<u64, u64> = redb::TableDefinition::new("nodes");
+        txn.open_table(def).unwrap().insert(1, 2).unwrap();
+        txn.commit().unwrap();
+    }
+    assert_open_fails_naming(&path);
+    let err = Ledger::open(&path, "s", Arc::new(ManualClock::new(0))).err().unwrap();
+    assert!(err.to_string().ends_with("not a ledger file"), "{err}");
+}
+
+#[test]
+fn missing_directory_is_an_error_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absent").join("events.redb");
+    let err = Ledger::open(&path, "s", Arc::new(ManualClock::new(0))).err().unwrap();
+    assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+}
+
+#[test]
+fn export_mark_is_durable_and_only_moves_forward() {
+    let f = ledger_of(10);
+    {
+        let l = f.open("s2");
+        assert_eq!(l.exported_through().unwrap(), 0);
+        l.mark_exported(6).unwrap();
+        l.mark_exported(4).unwrap();
+        assert_eq!(l.exported_through().unwrap(), 6);
+        let err = l.mark_exported(11).unwrap_err();
+        assert!(err.to_string().contains("ends at event 10"), "{err}");
+    }
+    let l = f.open("s3");
+    assert_eq!(l.exported_through().unwrap(), 6);
+    assert!(l.verify().unwrap().ok);
+}

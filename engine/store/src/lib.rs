@@ -1,0 +1,16 @@
+//! Persistent stores under the data directory: `graph.redb` (every node and
+//! edge version) and `events.redb` (the audit ledger).
+
+pub mod codec;
+pub mod graph_store;
+pub mod ledger;
+mod policy_store;
+pub mod snapshot;
+mod source_store;
+
+pub use codec::DecodeError;
+pub use graph_store::{
+    CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, GraphVersions, Loaded, StoreError, StoreStats,
+    Versions,
+};
+pub use policy_store::{StoredEvaluation, StoredRule};
