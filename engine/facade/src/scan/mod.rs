@@ -1,8 +1,19 @@
 //! The scan pipeline: the ten phases of SPEC section 1, in order.
+//!
+//! - [`pipeline`]: the phase table and the runner (spans, timing, errors,
+//!   commit); [`context`]: what a scan carries from phase to phase.
+//! - [`ingest`], [`verdicts`], [`passes`]: the phases themselves.
+//! - [`report`]: what a scan reports, and the span names.
 
+mod context;
+mod ingest;
+mod passes;
 mod pipeline;
-pub use pipeline::{CollectSink, ScanReport, SourceOutcome, spans};
+mod report;
+mod verdicts;
+
 pub(crate) use pipeline::{announce, run};
+pub use report::{CollectSink, ScanReport, SourceOutcome, spans};
 pub use svc_graph::source::{
     QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanLimits, ScanSink,
     Source, SourceError,

@@ -1,0 +1,189 @@
+//! `engine.heuristics`: the built-in rules, then heuristic plugins, joined
+//! into each node's verdict.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use tracing::{debug, warn};
+
+use super::context::Scan;
+use super::report::SourceOutcome;
+use crate::engine::{Engine, EngineError};
+use crate::heuristics::{self, AnalyzerOutcome, BuiltinStats, Finding, FindingSet, FindingSource};
+use crate::ids::{NodeId, Sym};
+
+/// `engine.heuristics`.
+pub(super) fn heuristics(cx: &mut Scan<'_>) -> Result<(), EngineError> {
+    let engine = cx.engine;
+    let now_us = cx.now_us;
+    let analyzers = &mut *cx.analyzers;
+    let limits = cx.limits;
+    let report = &mut cx.report;
+    // The estate was observed now, unless every source that scanned
+    // keeps its own clock; when none scanned, it is as last observed.
+    let scanned: Vec<&SourceOutcome> = report.sources.iter().filter(|s| s.ok).collect();
+    report.observed_at = match scanned.iter().filter_map(|s| s.observed_at).max() {
+        Some(t) => t,
+        None if scanned.is_empty() && engine.observed_s() > 0 => engine.observed_s(),
+        None => now_us / 1_000_000,
+    };
+    let started = Instant::now();
+    let selection = engine.rule_selection();
+    // Node and edge rows changed since the last pass (the adjacency
+    // index is current): whose answers, and whose ends', may differ.
+    let changes = engine.graph_mut().take_row_changes();
+    let mut rules = engine.rule_cache.lock();
+    let pass = rules.run(&engine.graph(), &changes, now_us, report.observed_at, &selection);
+    drop(changes);
+    let builtin_ms = started.elapsed().as_millis() as u64;
+    // Plugins run after the built-in rules.
+    let (mut others, mut outcomes) = {
+        let graph = engine.graph();
+        heuristics::analyzer::run_analyzers(&graph, analyzers, now_us, limits.timeout)
+    };
+    let stats = BuiltinStats {
+        rules: heuristics::builtin::rules().filter(|r| selection.allows(r)).count() as u64,
+        evaluated: pass.evaluated,
+        checks: pass.checks,
+        kept: pass.kept,
+        findings: pass.findings,
+        ignored: pass.ignored,
+        duration_ms: builtin_ms,
+    };
+    carry_over(engine, now_us, &mut others, &mut outcomes);
+    // Policy verdicts of rules still in the book stand until the
+    // policy phase decides again.
+    others.extend(crate::policy::phase::carried(engine, now_us));
+    let t = Instant::now();
+    if pass.full {
+        let mut set = FindingSet::grouped(report.scan_seq, rules.findings_by_node(), others, outcomes);
+        set.ignored = rules.ignored().map(|(id, why)| (id, why.clone())).collect();
+        drop(rules);
+        set.builtin = stats.clone();
+        set.as_of_s = report.observed_at;
+        report.findings = set.len() as u64;
+        report.verdicts_changed = heuristics::join::apply(&mut engine.graph_mut(), &set, now_us) as u64;
+        report.heuristics = set.analyzers.clone();
+        engine.set_findings(set);
+    } else {
+        // The last scan's findings, changed where this scan's differ:
+        // the built-in answers worked out again, and every plugin and
+        // carried policy finding replaced.
+        let builtin_touched = pass.touched;
+        let mut touched = builtin_touched.clone();
+        engine.update_findings(|set| {
+            let mut emptied = Vec::new();
+            for (id, list) in set.by_node.iter_mut() {
+                if list.iter().any(|f| f.source != FindingSource::Builtin) {
+                    list.retain(|f| f.source == FindingSource::Builtin);
+                    touched.push(*id);
+                    if list.is_empty() {
+                        emptied.push(*id);
+                    }
+                }
+            }
+            for id in emptied {
+                set.by_node.remove(&id);
+            }
+            for id in &builtin_touched {
+                match rules.findings_of(*id) {
+                    [] => set.by_node.remove(id),
+                    found => set.by_node.insert(*id, found.to_vec()),
+                };
+                match rules.ignored_of(*id) {
+                    Some(why) => set.ignored.insert(*id, why.clone()),
+                    None => set.ignored.remove(id),
+                };
+            }
+            for f in others {
+                touched.push(f.node);
+                set.by_node.entry(f.node).or_default().push(f);
+            }
+            touched.sort_unstable();
+            touched.dedup();
+            for id in &touched {
+                if let Some(list) = set.by_node.get_mut(id) {
+                    list.sort_by(heuristics::join::precedence);
+                }
+            }
+            set.scan_seq = report.scan_seq;
+            set.analyzers = outcomes;
+            set.builtin = stats.clone();
+            set.as_of_s = report.observed_at;
+            report.findings = set.len() as u64;
+            report.heuristics = set.analyzers.clone();
+        });
+        drop(rules);
+        let set = engine.findings();
+        report.verdicts_changed = heuristics::join::apply_to(&mut engine.graph_mut(), &set, now_us, &touched) as u64;
+    }
+    debug!(
+        join_ms = t.elapsed().as_millis() as u64,
+        heuristics_ms = started.elapsed().as_millis() as u64,
+        "joined"
+    );
+    report.builtin = stats;
+    debug!(
+        findings = report.findings,
+        changed = report.verdicts_changed,
+        builtin_ms,
+        evaluated = report.builtin.evaluated,
+        kept = report.builtin.kept,
+        "verdicts joined"
+    );
+    Ok(())
+}
+
+/// Keeps the verdicts of each analyzer that failed this scan, for nodes
+/// still visible: a plugin that crashes or hangs leaves the verdicts it gave
+/// as they were, as a failed provider leaves its resources. Its findings of
+/// the previous scan are kept whole; a waste verdict in the graph named by
+/// its rule (after a restart, when no findings are in memory) is kept as a
+/// finding rebuilt from the node.
+fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcomes: &mut [AnalyzerOutcome]) {
+    let previous = engine.findings();
+    let graph = engine.graph();
+    let interner = engine.interner();
+    for o in outcomes.iter_mut().filter(|o| !o.ok) {
+        let source = FindingSource::Plugin(o.name.clone());
+        let before = findings.len();
+        let mut kept: HashSet<NodeId> = HashSet::new();
+        let mut rules: HashSet<Sym> = interner.get(&o.rule).into_iter().collect();
+        for (id, list) in &previous.by_node {
+            for f in list.iter().filter(|f| f.source == source) {
+                rules.extend(interner.get(&f.rule));
+                if graph.is_node_visible(*id, now_us) && kept.insert(*id) {
+                    findings.push(f.clone());
+                }
+            }
+        }
+        if !rules.is_empty() {
+            for n in graph.nodes() {
+                let named = n.verdict().is_some_and(|v| rules.contains(&v));
+                if named && n.is_waste() && n.is_visible(now_us) && !kept.contains(&n.id()) {
+                    findings.push(Finding {
+                        node: n.id(),
+                        source: source.clone(),
+                        rule: n
+                            .verdict()
+                            .map(|v| interner.resolve(v).to_string())
+                            .unwrap_or_default()
+                            .into(),
+                        is_waste: true,
+                        // The finding's own risk is not kept in the graph; a plugin's
+                        // is capped at 79.
+                        risk_score: 79,
+                        reason: n.waste_reason().to_owned(),
+                        suggested_action: Default::default(),
+                        projected_savings_usd_mo: f64::from(n.cost_usd_mo()),
+                        annotations: Vec::new(),
+                    });
+                }
+            }
+        }
+        o.carried_over = (findings.len() - before) as u64;
+        if o.carried_over > 0 {
+            warn!(plugin = %o.name, kept = o.carried_over, "heuristic plugin failed; the verdicts it gave are kept");
+        }
+    }
+}
