@@ -7,6 +7,8 @@ use svc_graph::graph::{EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
 use svc_graph::ids::Sym;
 use svc_graph::relation::Relation;
 
+pub use crate::bytes::DecodeError;
+
 const NODE_V1: u8 = 1;
 
 pub struct Writer(pub Vec<u8>);
@@ -30,10 +32,6 @@ impl Writer {
 pub struct Reader<'a> {
     buf: &'a [u8],
 }
-
-#[derive(Debug, thiserror::Error)]
-#[error("malformed stored value: {0}")]
-pub struct DecodeError(pub &'static str);
 
 impl<'a> Reader<'a> {
     pub fn new(buf: &'a [u8]) -> Reader<'a> {

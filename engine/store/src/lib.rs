@@ -1,6 +1,7 @@
 //! Persistent stores under the data directory: `graph.redb` (every node and
 //! edge version) and `events.redb` (the audit ledger).
 
+pub mod bytes;
 pub mod codec;
 pub mod graph_store;
 pub mod ledger;
@@ -8,7 +9,7 @@ mod policy_store;
 pub mod snapshot;
 mod source_store;
 
-pub use codec::DecodeError;
+pub use bytes::DecodeError;
 pub use graph_store::{
     CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, GraphVersions, Loaded, StoreError, StoreStats,
     Versions,
