@@ -1,74 +1,17 @@
 //! Binary encodings of stored node and edge versions.
 //!
-//! Little-endian, length-prefixed, versioned by a leading byte. Decoding
-//! never panics: a truncated or foreign value is an error naming what broke.
+//! Little-endian, length-prefixed ([`crate::bytes`]), versioned by a
+//! leading byte. Decoding never panics: a truncated or foreign value is an
+//! error naming what broke.
 
 use svc_graph::graph::{EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
 use svc_graph::ids::Sym;
 use svc_graph::relation::Relation;
 
 pub use crate::bytes::DecodeError;
+use crate::bytes::{Reader, Writer};
 
 const NODE_V1: u8 = 1;
-
-pub struct Writer(pub Vec<u8>);
-
-impl Writer {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        self.u32(b.len() as u32);
-        self.0.extend_from_slice(b);
-    }
-}
-
-pub struct Reader<'a> {
-    buf: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    pub fn new(buf: &'a [u8]) -> Reader<'a> {
-        Reader { buf }
-    }
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        if self.buf.len() < n {
-            return Err(DecodeError(what));
-        }
-        let (a, b) = self.buf.split_at(n);
-        self.buf = b;
-        Ok(a)
-    }
-    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
-        Ok(self.take(1, what)?[0])
-    }
-    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        let b = self.take(4, what)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
-        let b = self.take(8, what)?;
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        Ok(u64::from_le_bytes(a))
-    }
-    fn sym(&mut self, what: &'static str) -> Result<Sym, DecodeError> {
-        Sym::from_raw(self.u32(what)?).ok_or(DecodeError(what))
-    }
-    fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        let n = self.u32(what)? as usize;
-        self.take(n, what)
-    }
-    fn string(&mut self, what: &'static str) -> Result<String, DecodeError> {
-        String::from_utf8(self.bytes(what)?.to_vec()).map_err(|_| DecodeError(what))
-    }
-}
 
 #[cfg(test)]
 pub fn encode_node(n: &NodeRow) -> Vec<u8> {
@@ -87,27 +30,26 @@ pub fn encoded_fields_len(f: &NodeFields<'_>) -> usize {
 
 /// A node version's stored value, appended to `out`.
 pub fn encode_fields_into(f: &NodeFields<'_>, out: &mut Vec<u8>) {
-    let mut w = Writer(std::mem::take(out));
+    let mut w = Writer::new(out);
     w.u8(NODE_V1);
     for s in f.key {
-        w.u32(s.to_raw());
+        w.sym(s);
     }
     w.bytes(f.id);
-    w.u32(f.ty.to_raw());
-    w.u32(f.state.to_raw());
-    w.u32(f.cost_usd_mo.to_bits());
+    w.sym(f.ty);
+    w.sym(f.state);
+    w.f32(f.cost_usd_mo);
     w.u64(f.creation_ts);
     w.u64(f.valid_from);
     w.u64(f.valid_to);
-    w.u8(u8::from(f.is_waste));
+    w.bool(f.is_waste);
     w.bytes(f.waste_reason);
-    w.u32(f.risk_score.to_bits());
+    w.f32(f.risk_score);
     w.u8(f.reachability as u8);
     w.u8(f.phase as u8);
     w.u32(f.verdict.map_or(0, Sym::to_raw));
     w.bytes(f.tags);
     w.bytes(f.props);
-    *out = w.0;
 }
 
 /// How many bytes [`encode_node_into`] appends for `n`.
@@ -137,13 +79,13 @@ pub fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
         id: r.string("id")?,
         ty: r.sym("type")?,
         state: r.sym("state")?,
-        cost_usd_mo: f32::from_bits(r.u32("cost")?),
+        cost_usd_mo: r.f32("cost")?,
         creation_ts: r.u64("creation_ts")?,
         valid_from: r.u64("valid_from")?,
         valid_to: r.u64("valid_to")?,
-        is_waste: r.u8("is_waste")? != 0,
+        is_waste: r.bool("is_waste")?,
         waste_reason: r.string("waste_reason")?,
-        risk_score: f32::from_bits(r.u32("risk_score")?),
+        risk_score: r.f32("risk_score")?,
         reachability: Reachability::from_u8(r.u8("reachability")?),
         phase: Phase::from_u8(r.u8("phase")?),
         verdict: Sym::from_raw(r.u32("verdict")?),
@@ -214,14 +156,13 @@ pub fn encode_edge_fields_into(
     props: &[u8],
     out: &mut Vec<u8>,
 ) {
-    let mut w = Writer(std::mem::take(out));
+    let mut w = Writer::new(out);
     w.u8(EDGE_KEYED_V1);
     w.u8(relation as u8);
-    w.u8(u8::from(inferred));
+    w.bool(inferred);
     w.u64(valid_from);
     w.u64(valid_to);
     w.bytes(props);
-    *out = w.0;
 }
 
 /// Rebuilds an edge from its key and [`encode_edge_value`] bytes.
@@ -239,7 +180,7 @@ pub fn decode_edge_keyed(key: &[u8], value: &[u8]) -> Result<EdgeVersion, Decode
         src: src.to_owned(),
         dst: dst.to_owned(),
         relation: Relation::from_u8(r.u8("relation")?).ok_or(DecodeError("relation"))?,
-        inferred: r.u8("inferred")? != 0,
+        inferred: r.bool("inferred")?,
         valid_from: r.u64("valid_from")?,
         valid_to: r.u64("valid_to")?,
         props: r.bytes("props")?.to_vec(),
@@ -249,6 +190,63 @@ pub fn decode_edge_keyed(key: &[u8], value: &[u8]) -> Result<EdgeVersion, Decode
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sym(raw: u32) -> Sym {
+        Sym::from_raw(raw).unwrap()
+    }
+
+    /// The stored layouts, spelled out byte by byte.
+    #[test]
+    fn node_and_edge_values_keep_their_layout() {
+        let n = NodeRow {
+            key: [sym(1), sym(2), sym(3), sym(4), sym(0x0102_0304)],
+            id: "vol-é".into(),
+            ty: sym(6),
+            state: sym(7),
+            cost_usd_mo: 1.5,
+            creation_ts: 0x0102_0304_0506_0708,
+            valid_from: 9,
+            valid_to: u64::MAX,
+            is_waste: true,
+            waste_reason: "idle".into(),
+            risk_score: -2.0,
+            reachability: Reachability::from_u8(1),
+            phase: Phase::from_u8(2),
+            verdict: None,
+            tags: vec![0xff],
+            props: Vec::new(),
+        };
+        let want: Vec<u8> = [
+            &[1u8, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 4, 3, 2, 1][..],
+            &[6, 0, 0, 0, b'v', b'o', b'l', b'-', 0xc3, 0xa9],
+            &[6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0xc0, 0x3f],
+            &[
+                8, 7, 6, 5, 4, 3, 2, 1, 9, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255,
+            ],
+            &[1, 4, 0, 0, 0, b'i', b'd', b'l', b'e', 0, 0, 0, 0xc0, 1, 2, 0, 0, 0, 0],
+            &[1, 0, 0, 0, 0xff, 0, 0, 0, 0],
+        ]
+        .concat();
+        assert_eq!(encode_node(&n), want);
+        assert_eq!(encoded_node_len(&n), want.len());
+        assert_eq!(decode_node(&want).unwrap(), n);
+
+        let e = EdgeVersion {
+            src: "a".into(),
+            dst: "b".into(),
+            relation: Relation::ALL[3],
+            inferred: true,
+            valid_from: 5,
+            valid_to: 0x0100,
+            props: vec![7, 8],
+        };
+        let want = [
+            2u8, 3, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 7, 8,
+        ];
+        assert_eq!(encode_edge_value(&e), want);
+        assert_eq!(encoded_edge_value_len(&e), want.len());
+        assert_eq!(decode_edge_keyed(b"a\x013\x01b", &want).unwrap(), e);
+    }
 
     #[test]
     fn a_relation_key_is_its_number_in_decimal_as_stored_before() {
