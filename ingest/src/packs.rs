@@ -94,7 +94,7 @@ fn valid_name(name: &str) -> bool {
 /// but the manifest, in name order; every rule must compile.
 pub fn read_pack(dir: &Path) -> Result<PackInfo, PackError> {
     let manifest_path = dir.join(MANIFEST);
-    let m: Manifest = serde_yaml::from_str(&read_small(&manifest_path)?)
+    let m: Manifest = serde_yaml_ng::from_str(&read_small(&manifest_path)?)
         .map_err(|e| invalid(&manifest_path, format!("not a pack manifest: {e}")))?;
     if m.kind != "policy" {
         return Err(invalid(
@@ -134,7 +134,7 @@ pub fn read_pack(dir: &Path) -> Result<PackInfo, PackError> {
     let origin = Origin::Pack(m.name.clone());
     for f in &files {
         let parsed: RuleFile =
-            serde_yaml::from_str(&read_small(f)?).map_err(|e| invalid(f, format!("not a rule file: {e}")))?;
+            serde_yaml_ng::from_str(&read_small(f)?).map_err(|e| invalid(f, format!("not a rule file: {e}")))?;
         for r in parsed.rules {
             let action = Action::parse(&r.action).ok_or_else(|| {
                 invalid(

@@ -98,11 +98,11 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn from_yaml(text: &str) -> Result<Manifest, String> {
-        serde_yaml::from_str(text).map_err(|e| e.to_string())
+        serde_yaml_ng::from_str(text).map_err(|e| e.to_string())
     }
 
     pub fn to_yaml(&self) -> Result<String, String> {
-        serde_yaml::to_string(self).map_err(|e| e.to_string())
+        serde_yaml_ng::to_string(self).map_err(|e| e.to_string())
     }
 }
 
