@@ -11,7 +11,7 @@
 
 use redb::{ReadableDatabase, TableDefinition, TableError};
 
-use super::codec::DecodeError;
+use super::bytes::{DecodeError, Reader, Writer};
 use super::graph_store::{GraphStore, StoreError};
 
 const POLICIES: TableDefinition<&str, &[u8]> = TableDefinition::new("policies");
@@ -44,62 +44,9 @@ pub struct StoredEvaluation {
     pub first_error: String,
 }
 
-struct W(Vec<u8>);
-
-impl W {
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.0.extend_from_slice(s.as_bytes());
-    }
-}
-
-struct R<'a>(&'a [u8]);
-
-impl<'a> R<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        if self.0.len() < n {
-            return Err(DecodeError(what));
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
-        Ok(self.take(1, what)?[0])
-    }
-    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(self.take(4, what)?);
-        Ok(u32::from_le_bytes(a))
-    }
-    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8, what)?);
-        Ok(u64::from_le_bytes(a))
-    }
-    fn str(&mut self, what: &'static str) -> Result<String, DecodeError> {
-        let n = self.u32(what)? as usize;
-        std::str::from_utf8(self.take(n, what)?)
-            .map(str::to_owned)
-            .map_err(|_| DecodeError(what))
-    }
-    fn end(&self, what: &'static str) -> Result<(), DecodeError> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(DecodeError(what))
-        }
-    }
-}
-
 fn encode_rules(rules: &[StoredRule]) -> Vec<u8> {
-    let mut w = W(vec![V1]);
+    let mut out = vec![V1];
+    let mut w = Writer::new(&mut out);
     w.u32(rules.len() as u32);
     for r in rules {
         w.str(&r.id);
@@ -110,11 +57,11 @@ fn encode_rules(rules: &[StoredRule]) -> Vec<u8> {
         w.str(&r.origin);
         w.u64(r.created_us);
     }
-    w.0
+    out
 }
 
 fn decode_rules(b: &[u8]) -> Result<Vec<StoredRule>, DecodeError> {
-    let mut r = R(b);
+    let mut r = Reader::new(b);
     if r.u8("policy rules version")? != V1 {
         return Err(DecodeError("policy rules version"));
     }
@@ -123,12 +70,12 @@ fn decode_rules(b: &[u8]) -> Result<Vec<StoredRule>, DecodeError> {
     let mut out = Vec::with_capacity(n.min(b.len() / 32));
     for _ in 0..n {
         out.push(StoredRule {
-            id: r.str("policy rule id")?,
-            condition: r.str("policy rule condition")?,
-            action: r.str("policy rule action")?,
-            message: r.str("policy rule message")?,
-            mode: r.str("policy rule mode")?,
-            origin: r.str("policy rule origin")?,
+            id: r.string("policy rule id")?,
+            condition: r.string("policy rule condition")?,
+            action: r.string("policy rule action")?,
+            message: r.string("policy rule message")?,
+            mode: r.string("policy rule mode")?,
+            origin: r.string("policy rule origin")?,
             created_us: r.u64("policy rule time")?,
         });
     }
@@ -137,7 +84,8 @@ fn decode_rules(b: &[u8]) -> Result<Vec<StoredRule>, DecodeError> {
 }
 
 fn encode_evals(evals: &[StoredEvaluation]) -> Vec<u8> {
-    let mut w = W(vec![V1]);
+    let mut out = vec![V1];
+    let mut w = Writer::new(&mut out);
     w.u32(evals.len() as u32);
     for e in evals {
         w.str(&e.id);
@@ -148,11 +96,11 @@ fn encode_evals(evals: &[StoredEvaluation]) -> Vec<u8> {
         w.str(&e.mode);
         w.str(&e.first_error);
     }
-    w.0
+    out
 }
 
 fn decode_evals(b: &[u8]) -> Result<Vec<StoredEvaluation>, DecodeError> {
-    let mut r = R(b);
+    let mut r = Reader::new(b);
     if r.u8("policy evaluation version")? != V1 {
         return Err(DecodeError("policy evaluation version"));
     }
@@ -160,13 +108,13 @@ fn decode_evals(b: &[u8]) -> Result<Vec<StoredEvaluation>, DecodeError> {
     let mut out = Vec::with_capacity(n.min(b.len() / 44));
     for _ in 0..n {
         out.push(StoredEvaluation {
-            id: r.str("policy evaluation id")?,
+            id: r.string("policy evaluation id")?,
             scan_seq: r.u64("policy evaluation scan")?,
             at_us: r.u64("policy evaluation time")?,
             matches: r.u64("policy evaluation matches")?,
             errors: r.u64("policy evaluation errors")?,
-            mode: r.str("policy evaluation mode")?,
-            first_error: r.str("policy evaluation error")?,
+            mode: r.string("policy evaluation mode")?,
+            first_error: r.string("policy evaluation error")?,
         });
     }
     r.end("policy evaluation trailing bytes")?;
@@ -240,6 +188,17 @@ impl GraphStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic_the_decoders(tail in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let b = [&[V1][..], &tail].concat();
+            let _ = decode_rules(&b);
+            let _ = decode_evals(&b);
+            let _ = decode_rules(&tail);
+        }
+    }
 
     #[test]
     fn rules_round_trip_and_truncation_is_an_error() {
