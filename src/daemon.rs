@@ -12,6 +12,7 @@ use svc_api::AppState;
 use svc_engine::Engine;
 use svc_engine::clock::SystemClock;
 use svc_engine::scan::Source;
+use svc_engine::store::atomic::write_bytes_atomic;
 use svc_mock_estate::{MockEstate, SOURCE_NAME as MOCK_SOURCE};
 use tracing::{error, info, warn};
 
@@ -320,9 +321,8 @@ fn ensure_daemon_uuid(path: &Path) -> anyhow::Result<String> {
     b[8] = (b[8] & 0x3f) | 0x80;
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
     let uuid = format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, format!("{uuid}\n")).with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    write_bytes_atomic(path, format!("{uuid}\n").as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(uuid)
 }
 

@@ -12,6 +12,7 @@ use svc_api::plugins::{PluginCatalog, PluginInfo, ToggleError};
 use svc_engine::Engine;
 use svc_engine::heuristics::Analyzer;
 use svc_engine::scan::Source;
+use svc_engine::store::atomic::{write_atomic, write_bytes_atomic};
 use svc_ingest::host::{
     Category, Discovered, HeuristicPlugin, Integrity, Manifest, PLUGIN_PREFIX, PluginSource, Role, SourceOptions,
     discover, write_manifest_for,
@@ -303,10 +304,8 @@ impl Plugins {
         );
         let out = toml::to_string(&doc).context("cannot serialize the configuration")?;
         Config::validate_text(&out)?;
-        let tmp = self.config_path.with_extension("toml.tmp");
-        std::fs::write(&tmp, out).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, &self.config_path)
-            .with_context(|| format!("cannot replace {}", self.config_path.display()))?;
+        write_bytes_atomic(&self.config_path, out.as_bytes())
+            .with_context(|| format!("cannot write {}", self.config_path.display()))?;
         Ok(())
     }
 }
@@ -372,10 +371,11 @@ pub fn install_local(path: &Path, name: Option<&str>, category: &str, role: &str
     let dir = crate::paths::data_dir().join(crate::paths::PLUGINS_DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let target = dir.join(format!("{PLUGIN_PREFIX}{name}"));
-    let tmp = dir.join(format!(".{PLUGIN_PREFIX}{name}.tmp"));
-    std::fs::copy(path, &tmp).with_context(|| format!("cannot copy {} to {}", path.display(), tmp.display()))?;
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))?;
-    std::fs::rename(&tmp, &target).with_context(|| format!("cannot install {}", target.display()))?;
+    write_atomic(&target, |f| {
+        std::io::copy(&mut std::fs::File::open(path)?, f)?;
+        f.set_permissions(std::fs::Permissions::from_mode(0o755))
+    })
+    .with_context(|| format!("cannot install {} as {}", path.display(), target.display()))?;
     let manifest = write_manifest_for(&target, &name, role, category)?;
     println!(
         "installed {} (sha256 {}); unless it is active already, turn it on with `svc plugins toggle {name}` \

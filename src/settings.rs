@@ -6,12 +6,12 @@
 //! whole (unknown keys and bad values are refused and nothing changes),
 //! written atomically and applied live.
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use parking_lot::Mutex;
 use serde_json::Value;
 use svc_api::config::{ConfigError, ConfigService};
+use svc_engine::store::atomic::write_bytes_atomic;
 
 use crate::config::Config;
 
@@ -46,17 +46,7 @@ impl FileConfig {
 
     fn write(&self, text: &str) -> Result<(), ConfigError> {
         let failed = |e: std::io::Error| ConfigError::Failed(format!("cannot write {}: {e}", self.path.display()));
-        let tmp = self.path.with_extension("toml.tmp");
-        {
-            let mut f = std::fs::File::create(&tmp).map_err(failed)?;
-            f.write_all(text.as_bytes()).map_err(failed)?;
-            f.sync_all().map_err(failed)?;
-        }
-        std::fs::rename(&tmp, &self.path).map_err(failed)?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(failed)?;
-        }
-        Ok(())
+        write_bytes_atomic(&self.path, text.as_bytes()).map_err(failed)
     }
 }
 

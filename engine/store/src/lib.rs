@@ -1,6 +1,7 @@
 //! Persistent stores under the data directory: `graph.redb` (every node and
 //! edge version) and `events.redb` (the audit ledger).
 
+pub mod atomic;
 pub mod bytes;
 pub mod codec;
 pub mod graph_store;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use svc_engine::Crn;
 use svc_engine::scan::{QuarantineOutcome, RemediateOutcome};
+use svc_engine::store::atomic::write_bytes_atomic;
 
 /// Remediate actions the simulated estate accepts, with the state each
 /// leaves; `None` removes the resource.
@@ -90,11 +91,8 @@ impl Effects {
 
     fn save(&self) -> Result<(), String> {
         let Some(path) = &self.path else { return Ok(()) };
-        let tmp = path.with_extension("json.tmp");
         let bytes = serde_json::to_vec_pretty(&self.states).map_err(|e| e.to_string())?;
-        std::fs::write(&tmp, bytes)
-            .and_then(|()| std::fs::File::open(&tmp)?.sync_all())
-            .and_then(|()| std::fs::rename(&tmp, path))
+        write_bytes_atomic(path, &bytes)
             .map_err(|e| format!("cannot record the simulated effect in {}: {e}", path.display()))
     }
 
