@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use rustc_hash::FxHasher;
 
-use super::codec::DecodeError;
+use super::bytes::{DecodeError, Reader, Writer};
 use super::graph_store::CommitMeta;
 use svc_graph::graph::{BitSet, EdgeShard, Graph, NodeShard, Phase, Reachability, Span};
 use svc_graph::ids::{EDGE_SHARDS, NODE_SHARDS, NodeId, Sym};
@@ -60,76 +60,39 @@ pub enum SnapshotError {
     },
 }
 
+/// The header buffer [`Encoded::write_to`] fills, through [`Writer`].
 struct W(Vec<u8>);
 
 impl W {
-    fn u8s(&mut self, v: impl IntoIterator<Item = u8>) {
-        self.0.extend(v);
-    }
-    fn u32s(&mut self, v: impl IntoIterator<Item = u32>) {
-        for x in v {
-            self.0.extend_from_slice(&x.to_le_bytes());
-        }
-    }
     fn u64s(&mut self, v: impl IntoIterator<Item = u64>) {
-        for x in v {
-            self.0.extend_from_slice(&x.to_le_bytes());
-        }
-    }
-    fn bytes(&mut self, b: &[u8]) {
-        self.u64s([b.len() as u64]);
-        self.0.extend_from_slice(b);
+        Writer::new(&mut self.0).u64s(v);
     }
 }
 
-struct R<'a>(&'a [u8]);
+/// `n` symbols; raw 0 is `what`.
+fn syms(r: &mut Reader<'_>, n: usize, what: &'static str) -> Result<Vec<Sym>, DecodeError> {
+    r.u32s(n, what)?
+        .map(|v| Sym::from_raw(v).ok_or(DecodeError(what)))
+        .collect()
+}
 
-impl<'a> R<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        if self.0.len() < n {
-            return Err(DecodeError(what));
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u8s(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        self.take(n, what)
-    }
-    fn u32s(&mut self, n: usize, what: &'static str) -> Result<impl Iterator<Item = u32> + 'a, DecodeError> {
-        let b = self.take(n.checked_mul(4).ok_or(DecodeError(what))?, what)?;
-        Ok(b.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
-    }
-    fn u64s(&mut self, n: usize, what: &'static str) -> Result<impl Iterator<Item = u64> + 'a, DecodeError> {
-        let b = self.take(n.checked_mul(8).ok_or(DecodeError(what))?, what)?;
-        Ok(b.chunks_exact(8)
-            .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])))
-    }
-    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
-        self.u64s(1, what)?.next().ok_or(DecodeError(what))
-    }
-    fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        let n = usize::try_from(self.u64(what)?).map_err(|_| DecodeError(what))?;
-        self.take(n, what)
-    }
-    fn syms(&mut self, n: usize, what: &'static str) -> Result<Vec<Sym>, DecodeError> {
-        self.u32s(n, what)?
-            .map(|v| Sym::from_raw(v).ok_or(DecodeError(what)))
-            .collect()
-    }
-    fn spans(&mut self, n: usize, arena_len: usize, what: &'static str) -> Result<Vec<Span>, DecodeError> {
-        let raw: Vec<u32> = self.u32s(2 * n, what)?.collect();
-        raw.chunks_exact(2)
-            .map(|c| {
-                let s = Span { off: c[0], len: c[1] };
-                if (s.off as usize + s.len as usize) <= arena_len {
-                    Ok(s)
-                } else {
-                    Err(DecodeError(what))
-                }
-            })
-            .collect()
-    }
+/// `n` spans (offset and length, `u32` each), every one inside an arena of
+/// `arena_len` bytes.
+fn spans(r: &mut Reader<'_>, n: usize, arena_len: usize, what: &'static str) -> Result<Vec<Span>, DecodeError> {
+    r.arrays::<8>(n, what)?
+        .iter()
+        .map(|&[a, b, c, d, e, f, g, h]| {
+            let s = Span {
+                off: u32::from_le_bytes([a, b, c, d]),
+                len: u32::from_le_bytes([e, f, g, h]),
+            };
+            if (s.off as usize + s.len as usize) <= arena_len {
+                Ok(s)
+            } else {
+                Err(DecodeError(what))
+            }
+        })
+        .collect()
 }
 
 fn checksum(b: &[u8]) -> u64 {
@@ -141,9 +104,10 @@ fn checksum(b: &[u8]) -> u64 {
 
 fn encode_nodes(s: &NodeShard) -> Vec<u8> {
     let n = s.len();
-    let mut w = W(Vec::with_capacity(n * 140 + s.arena.len() + 64));
+    let mut out = Vec::with_capacity(n * 140 + s.arena.len() + 64);
+    let mut w = Writer::new(&mut out);
     w.u64s([n as u64, u64::from(s.generation)]);
-    w.bytes(&s.arena);
+    w.bytes64(&s.arena);
     w.u64s(s.hash.iter().copied());
     w.u32s(s.key.iter().flat_map(|k| k.map(Sym::to_raw)));
     w.u32s(s.id.iter().flat_map(|x| [x.off, x.len]));
@@ -163,28 +127,30 @@ fn encode_nodes(s: &NodeShard) -> Vec<u8> {
     w.u32s(s.props.iter().flat_map(|x| [x.off, x.len]));
     w.u64s(s.content.iter().copied());
     w.u32s(s.seen.iter().copied());
-    w.0
+    out
 }
 
-fn decode_nodes(b: &[u8]) -> Result<NodeShard, DecodeError> {
-    let mut r = R(b);
+/// A node shard from its snapshot section (as [`encode`] wrote it), with
+/// its hash index rebuilt.
+pub fn decode_nodes(b: &[u8]) -> Result<NodeShard, DecodeError> {
+    let mut r = Reader::new(b);
     let n = usize::try_from(r.u64("node count")?).map_err(|_| DecodeError("node count"))?;
     if n > b.len() {
         return Err(DecodeError("node count"));
     }
     let generation = u32::try_from(r.u64("generation")?).map_err(|_| DecodeError("generation"))?;
-    let arena = r.bytes("node arena")?.to_vec();
+    let arena = r.bytes64("node arena")?.to_vec();
     let a = arena.len();
     let mut s = NodeShard {
         generation,
         ..NodeShard::default()
     };
     s.hash = r.u64s(n, "hash")?.collect();
-    let keys = r.syms(5 * n, "key")?;
+    let keys = syms(&mut r, 5 * n, "key")?;
     s.key = keys.chunks_exact(5).map(|k| [k[0], k[1], k[2], k[3], k[4]]).collect();
-    s.id = r.spans(n, a, "id")?;
-    s.ty = r.syms(n, "type")?;
-    s.state = r.syms(n, "state")?;
+    s.id = spans(&mut r, n, a, "id")?;
+    s.ty = syms(&mut r, n, "type")?;
+    s.state = syms(&mut r, n, "state")?;
     s.cost = r.u32s(n, "cost")?.map(f32::from_bits).collect();
     s.creation_ts = r.u64s(n, "creation_ts")?.collect();
     s.valid_from = r.u64s(n, "valid_from")?.collect();
@@ -194,7 +160,7 @@ fn decode_nodes(b: &[u8]) -> Result<NodeShard, DecodeError> {
     for (i, w) in waste.iter().enumerate() {
         s.waste.set(i, *w != 0);
     }
-    s.waste_reason = r.spans(n, a, "waste_reason")?;
+    s.waste_reason = spans(&mut r, n, a, "waste_reason")?;
     s.risk = r.u32s(n, "risk")?.map(f32::from_bits).collect();
     s.reach = r
         .u8s(n, "reachability")?
@@ -203,13 +169,11 @@ fn decode_nodes(b: &[u8]) -> Result<NodeShard, DecodeError> {
         .collect();
     s.phase = r.u8s(n, "phase")?.iter().map(|v| Phase::from_u8(*v)).collect();
     s.verdict = r.u32s(n, "verdict")?.map(Sym::from_raw).collect();
-    s.tags = r.spans(n, a, "tags")?;
-    s.props = r.spans(n, a, "props")?;
+    s.tags = spans(&mut r, n, a, "tags")?;
+    s.props = spans(&mut r, n, a, "props")?;
     s.content = r.u64s(n, "content")?.collect();
     s.seen = r.u32s(n, "seen")?.collect();
-    if !r.0.is_empty() {
-        return Err(DecodeError("trailing bytes in node shard"));
-    }
+    r.end("trailing bytes in node shard")?;
     s.arena = arena;
     s.rebuild_index();
     Ok(s)
@@ -217,9 +181,10 @@ fn decode_nodes(b: &[u8]) -> Result<NodeShard, DecodeError> {
 
 fn encode_edges(s: &EdgeShard) -> Vec<u8> {
     let n = s.len();
-    let mut w = W(Vec::with_capacity(n * 64 + s.arena.len() + 64));
+    let mut out = Vec::with_capacity(n * 64 + s.arena.len() + 64);
+    let mut w = Writer::new(&mut out);
     w.u64s([n as u64]);
-    w.bytes(&s.arena);
+    w.bytes64(&s.arena);
     w.u64s(s.src.iter().map(|x| x.to_raw()));
     w.u64s(s.dst.iter().map(|x| x.to_raw()));
     w.u8s(s.rel.iter().map(|x| *x as u8));
@@ -228,18 +193,20 @@ fn encode_edges(s: &EdgeShard) -> Vec<u8> {
     w.u64s(s.valid_to.iter().copied());
     w.u32s(s.props.iter().flat_map(|x| [x.off, x.len]));
     w.u32s(s.seen.iter().copied());
-    w.0
+    out
 }
 
-fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError> {
-    let mut r = R(b);
+/// An edge shard from its snapshot section (as [`encode`] wrote it), every
+/// endpoint a row of `nodes`, with its hash index rebuilt.
+pub fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError> {
+    let mut r = Reader::new(b);
     let n = usize::try_from(r.u64("edge count")?).map_err(|_| DecodeError("edge count"))?;
     if n > b.len() {
         return Err(DecodeError("edge count"));
     }
-    let arena = r.bytes("edge arena")?.to_vec();
+    let arena = r.bytes64("edge arena")?.to_vec();
     let node_ok = |id: NodeId| nodes.get(id.shard()).is_some_and(|s| (id.row() as usize) < s.len());
-    let ids = |r: &mut R<'_>, what| -> Result<Vec<NodeId>, DecodeError> {
+    let ids = |r: &mut Reader<'_>, what| -> Result<Vec<NodeId>, DecodeError> {
         r.u64s(n, what)?
             .map(|v| {
                 Some(NodeId::from_raw(v))
@@ -265,11 +232,9 @@ fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError>
     }
     s.valid_from = r.u64s(n, "valid_from")?.collect();
     s.valid_to = r.u64s(n, "valid_to")?.collect();
-    s.props = r.spans(n, arena.len(), "props")?;
+    s.props = spans(&mut r, n, arena.len(), "props")?;
     s.seen = r.u32s(n, "seen")?.collect();
-    if !r.0.is_empty() {
-        return Err(DecodeError("trailing bytes in edge shard"));
-    }
+    r.end("trailing bytes in edge shard")?;
     s.arena = arena;
     s.rebuild_index();
     Ok(s)
@@ -361,16 +326,16 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
         path: path.to_owned(),
         cause,
     };
-    let mut r = R(&bytes);
+    let mut r = Reader::new(&bytes);
     if r.take(8, "magic").map_err(bad)? != MAGIC {
         return Err(bad(DecodeError("not an svc snapshot")));
     }
-    let h: Vec<u64> = r.u64s(4, "header").map_err(bad)?.collect();
+    let mut header = || r.u64("header").map_err(bad);
     let found = SnapshotKey {
-        generation: h[0],
-        scan_seq: h[1],
-        commit_us: h[2],
-        symbols: h[3],
+        generation: header()?,
+        scan_seq: header()?,
+        commit_us: header()?,
+        symbols: header()?,
     };
     if found != want {
         return Err(SnapshotError::Stale {
@@ -381,11 +346,11 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
     }
     let mut sections = Vec::with_capacity(NODE_SHARDS + EDGE_SHARDS);
     for _ in 0..NODE_SHARDS + EDGE_SHARDS {
-        let body = r.bytes("section").map_err(bad)?;
+        let body = r.bytes64("section").map_err(bad)?;
         let sum = r.u64("section checksum").map_err(bad)?;
         sections.push((body, sum));
     }
-    if r.take(8, "end marker").map_err(bad)? != END || !r.0.is_empty() {
+    if r.take(8, "end marker").map_err(bad)? != END || !r.is_empty() {
         return Err(bad(DecodeError("end marker")));
     }
     if sections.par_iter().any(|(body, sum)| checksum(body) != *sum) {
@@ -402,4 +367,20 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
         .collect::<Result<_, _>>()
         .map_err(bad)?;
     Ok(Shards { nodes, edges })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn arbitrary_sections_never_panic_the_decoders(count in 0u64..4, tail in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let b = [&count.to_le_bytes()[..], &tail].concat();
+            let nodes: Vec<NodeShard> = decode_nodes(&b).into_iter().collect();
+            let _ = decode_edges(&b, &nodes);
+            let _ = decode_edges(&tail, &[]);
+        }
+    }
 }
