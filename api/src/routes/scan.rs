@@ -152,7 +152,7 @@ async fn trigger(
             .into_response());
     }
     let report = run.await.map_err(ApiError::internal)?.map_err(ApiError::internal)?;
-    let mut body = report.payload();
+    let mut body = serde_json::to_value(report.payload()).map_err(ApiError::internal)?;
     if let Value::Object(m) = &mut body {
         m.insert("status".into(), "completed".into());
         m.insert("cycle".into(), cycle.name().into());

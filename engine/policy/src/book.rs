@@ -17,11 +17,9 @@ use tracing::warn;
 use super::compile::{self, CompileError};
 use super::{Action, MAX_MESSAGE_BYTES, MAX_RULES, Mode, Origin, Rule, RuleSpec, check_id};
 use svc_graph::ids::NodeId;
+use svc_store::ledger::events::PolicyChange;
 use svc_store::ledger::{Ledger, LedgerError, NewEvent};
 use svc_store::{GraphStore, StoreError, StoredEvaluation, StoredRule};
-
-/// Event type of a rule change (SPEC 6.1).
-pub const POLICY_CHANGE: &str = "POLICY_CHANGE";
 
 #[derive(Debug, Error)]
 pub enum PolicyError {
@@ -176,27 +174,27 @@ pub fn check_spec(index: Option<usize>, spec: &RuleSpec, origin: &Origin, now_us
 }
 
 fn change_event(rule: &Rule, action: &str, author: &str) -> NewEvent {
-    NewEvent {
-        event_type: POLICY_CHANGE.into(),
-        crn: None,
-        actor: author.to_owned(),
-        message: format!(
+    NewEvent::of(
+        None,
+        author,
+        format!(
             "policy rule {} {} ({}, {})",
             rule.spec.id,
             action.to_ascii_lowercase(),
             rule.spec.action.name(),
             rule.spec.mode.name()
         ),
-        payload: serde_json::json!({
-            "rule_id": rule.spec.id,
-            "action": action,
-            "enforcement_mode": rule.spec.mode.name(),
-            "author": author,
-            "rule_action": rule.spec.action.name(),
-            "condition": rule.spec.condition,
-            "origin": rule.origin.label(),
-        }),
-    }
+        &PolicyChange {
+            rule_id: rule.spec.id.clone(),
+            action: action.to_owned(),
+            enforcement_mode: rule.spec.mode.name().to_owned(),
+            author: author.to_owned(),
+            rule_action: Some(rule.spec.action.name().to_owned()),
+            condition: Some(rule.spec.condition.clone()),
+            origin: Some(rule.origin.label().to_owned()),
+            order: None,
+        },
+    )
 }
 
 /// A policy pack as read from `$SVC_DATA_DIR/policies/`.
@@ -414,19 +412,25 @@ impl Book {
             .collect();
         next.extend(current.iter().filter(|r| !seen.contains(r.spec.id.as_str())).cloned());
         let order: Vec<&str> = next.iter().map(|r| r.spec.id.as_str()).collect();
-        let event = NewEvent {
-            event_type: POLICY_CHANGE.into(),
-            crn: None,
-            actor: author.to_owned(),
-            message: format!("policy rules reordered: {}", order.join(", ")),
-            payload: serde_json::json!({
-                "rule_id": ids.first().map(String::as_str).unwrap_or(""),
-                "action": "REORDERED",
-                "enforcement_mode": next.first().map(|r| r.spec.mode.name()).unwrap_or("enforcing"),
-                "author": author,
-                "order": order,
-            }),
-        };
+        let event = NewEvent::of(
+            None,
+            author,
+            format!("policy rules reordered: {}", order.join(", ")),
+            &PolicyChange {
+                rule_id: ids.first().cloned().unwrap_or_default(),
+                action: "REORDERED".to_owned(),
+                enforcement_mode: next
+                    .first()
+                    .map(|r| r.spec.mode.name())
+                    .unwrap_or("enforcing")
+                    .to_owned(),
+                author: author.to_owned(),
+                rule_action: None,
+                condition: None,
+                origin: None,
+                order: Some(order.iter().map(|s| (*s).to_owned()).collect()),
+            },
+        );
         self.commit(next.clone(), vec![event], store, ledger)?;
         Ok(next)
     }

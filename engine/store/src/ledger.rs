@@ -15,6 +15,7 @@
 //! `ledger/codec.rs`.
 
 mod codec;
+pub mod events;
 mod postings;
 mod query;
 mod tables;
@@ -44,32 +45,25 @@ use redb::{Database, ReadableDatabase, ReadableTable, TableError};
 
 use svc_graph::clock::Clock;
 
-/// Every s.a.u decision type; the history filter `s.a.u_ACTION` matches these.
-pub const SAU_ACTION_TYPES: &[&str] = &[
-    "QUARANTINE",
-    "QUARANTINE_REVERTED",
-    "APPROVAL",
-    "REJECTION",
-    "EXECUTION_COMMIT",
-    "EXECUTION_ROLLBACK",
-    "s.a.u_OVERRIDE",
-];
-/// The history type filter that stands for all of [`SAU_ACTION_TYPES`].
+pub use events::{EventKind, Payload};
+
+/// The history type filter that stands for every kind whose
+/// [`EventKind::is_sau_action`] holds.
 pub const SAU_ACTION: &str = "s.a.u_ACTION";
 /// Type of the event [`Ledger::prune`] appends to audit itself.
-pub const HISTORY_PRUNED: &str = "HISTORY_PRUNED";
+pub const HISTORY_PRUNED: &str = EventKind::HistoryPruned.as_str();
 pub const HISTORY_MAX_LIMIT: usize = 500;
 pub const HISTORY_DEFAULT_LIMIT: usize = 100;
 
-/// History status of an event type: APPROVED for APPROVAL, REJECTED for
-/// REJECTION, QUARANTINED for QUARANTINE, OK otherwise.
+/// History status of an event type ([`EventKind::status`]); OK for a type
+/// no kind names.
 pub fn status_of(event_type: &str) -> &'static str {
-    match event_type {
-        "APPROVAL" => "APPROVED",
-        "REJECTION" => "REJECTED",
-        "QUARANTINE" => "QUARANTINED",
-        _ => "OK",
-    }
+    EventKind::parse(event_type).map_or("OK", EventKind::status)
+}
+
+/// Every type the history filter `s.a.u_ACTION` matches.
+pub fn sau_action_types() -> impl Iterator<Item = &'static str> {
+    EventKind::ALL.iter().filter(|k| k.is_sau_action()).map(|k| k.as_str())
 }
 
 #[derive(Debug, thiserror::Error)]

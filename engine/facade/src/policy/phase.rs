@@ -252,6 +252,15 @@ fn apply_flags(engine: &Engine, rules: &[Rule], flagged: &HashMap<NodeId, usize>
         return 0;
     }
     let interner = engine.interner().clone();
+    // Costs are read before the findings' write lock is taken: the graph
+    // lock is never taken under the findings lock (ARCHITECTURE.md, lock order).
+    let costs: HashMap<NodeId, f64> = {
+        let graph = engine.graph();
+        flagged
+            .keys()
+            .map(|id| (*id, graph.node(*id).map_or(0.0, |n| f64::from(n.cost_usd_mo()))))
+            .collect()
+    };
     let mut touched: Vec<NodeId> = Vec::new();
     engine.update_findings(|set| {
         for (id, list) in set.by_node.iter_mut() {
@@ -262,10 +271,9 @@ fn apply_flags(engine: &Engine, rules: &[Rule], flagged: &HashMap<NodeId, usize>
             }
         }
         set.by_node.retain(|_, l| !l.is_empty());
-        let graph = engine.graph();
         for (id, i) in flagged {
             let Some(rule) = rules.get(*i) else { continue };
-            let cost = graph.node(*id).map_or(0.0, |n| f64::from(n.cost_usd_mo()));
+            let cost = costs.get(id).copied().unwrap_or(0.0);
             let list = set.by_node.entry(*id).or_default();
             list.push(policy_finding(*id, &rule.reason(), cost, &rule.spec.message));
             list.sort_by(join::precedence);

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
 use super::plan::{self, Plan};
@@ -21,24 +20,15 @@ use crate::graph::{Graph, Phase};
 use crate::ids::NodeId;
 use crate::scan::{RemediateRequest, Source};
 use crate::store::ledger::NewEvent;
+use crate::store::ledger::events as payloads;
 use svc_remediation::RemediationStore;
 
-pub use svc_remediation::state::{SagaOutcome, SauReport};
 use svc_remediation::state::{Entry, State};
+pub use svc_remediation::state::{SagaOutcome, SauReport};
 
 /// The canonical CRN of an operator's input (with or without `svc:`).
 pub fn canonical_crn(input: &str) -> Result<Crn, RemediationError> {
     Crn::parse(input).map_err(|e| RemediationError::Invalid(e.to_string()))
-}
-
-fn event(kind: &str, crn: Option<&str>, actor: &str, message: String, payload: Value) -> NewEvent {
-    NewEvent {
-        event_type: kind.to_owned(),
-        crn: crn.map(str::to_owned),
-        actor: actor.to_owned(),
-        message,
-        payload,
-    }
 }
 
 /// Sets `field` to `value`; whether it changed. Equal text allocates nothing.
@@ -406,12 +396,18 @@ impl Engine {
                 || item.saga_id.is_some()
                 || item.stage == Phase::Applied;
             if decided {
-                events.push(event(
-                    "PIPELINE_MOVE",
+                events.push(NewEvent::of(
                     Some(crn),
                     "engine",
                     format!("{crn} left the pipeline at {}: {why}", item.stage.name()),
-                    json!({"crn": crn, "from": item.stage.name(), "to": "removed", "reason": why, "actor": "engine"}),
+                    &payloads::PipelineMove {
+                        crn: crn.to_owned(),
+                        from: item.stage.name().to_owned(),
+                        to: "removed".to_owned(),
+                        reason: why.to_owned(),
+                        actor: "engine".to_owned(),
+                        plan_hash: None,
+                    },
                 ));
             }
             *report.left_reasons.entry(why).or_default() += 1;
@@ -755,12 +751,17 @@ impl Engine {
             let from = item.stage.name();
             item.rejected = Some(format!("{actor}: {reason}"));
             item.stage_us = now_us;
-            Ok(event(
-                "REJECTION",
+            Ok(NewEvent::of(
                 Some(&item.crn),
                 actor,
                 format!("{actor} rejected the remediation of {} at {from}", item.crn),
-                json!({"crn": item.crn, "plan_hash": item.plan_hash, "stage": from, "reason": reason, "actor": actor}),
+                &payloads::Rejection {
+                    crn: item.crn.clone(),
+                    plan_hash: item.plan_hash.clone(),
+                    stage: from.to_owned(),
+                    reason: reason.to_owned(),
+                    actor: actor.to_owned(),
+                },
             ))
         })
     }
@@ -814,12 +815,18 @@ impl Engine {
                 _ => return Err(illegal("not a legal move")),
             }
             item.set_stage(to, now_us);
-            Ok(event(
-                "PIPELINE_MOVE",
+            Ok(NewEvent::of(
                 Some(&item.crn),
                 actor,
                 format!("{actor} moved {} from {} to {}", item.crn, from.name(), to.name()),
-                json!({"crn": item.crn, "from": from.name(), "to": to.name(), "reason": reason, "actor": actor, "plan_hash": item.plan_hash}),
+                &payloads::PipelineMove {
+                    crn: item.crn.clone(),
+                    from: from.name().to_owned(),
+                    to: to.name().to_owned(),
+                    reason: reason.to_owned(),
+                    actor: actor.to_owned(),
+                    plan_hash: Some(item.plan_hash.clone()),
+                },
             ))
         })
     }
@@ -852,12 +859,17 @@ impl Engine {
             }));
             item.held_by = None;
             item.set_stage(Phase::Pending, now_us);
-            Ok(event(
-                "s.a.u_OVERRIDE",
+            Ok(NewEvent::of(
                 Some(&item.crn),
                 actor,
                 format!("{actor} overrode sau_gate for {}: {reason}", item.crn),
-                json!({"crn": item.crn, "plan_hash": item.plan_hash, "reason": reason, "blockers": blockers, "actor": actor}),
+                &payloads::SauOverride {
+                    crn: item.crn.clone(),
+                    plan_hash: item.plan_hash.clone(),
+                    reason: reason.to_owned(),
+                    blockers,
+                    actor: actor.to_owned(),
+                },
             ))
         })
     }
@@ -889,12 +901,17 @@ impl Engine {
                     if item.rejected.is_some() { " (rejected)" } else { "" }
                 )));
             }
-            Ok(event(
-                "APPROVAL",
+            Ok(NewEvent::of(
                 Some(&item.crn),
                 actor,
                 format!("{actor} approved the remediation of {}", item.crn),
-                json!({"crn": item.crn, "plan_hash": item.plan_hash, "intent": item.action, "savings_usd_mo": item.savings_usd_mo, "actor": actor}),
+                &payloads::Approval {
+                    crn: item.crn.clone(),
+                    plan_hash: item.plan_hash.clone(),
+                    intent: item.action.to_string(),
+                    savings_usd_mo: item.savings_usd_mo,
+                    actor: actor.to_owned(),
+                },
             ))
         })?;
         self.run_saga(&item, actor)
@@ -971,17 +988,22 @@ impl Engine {
                     saga.steps[i].status = "SUCCESS".into();
                     saga.steps[i].payload_hash = hash.clone();
                     self.put_saga(&saga, Some((&hash, &payload)))?;
-                    self.ledger().append_one(event(
-                        "EXECUTION_COMMIT",
+                    self.ledger().append_one(NewEvent::of(
                         Some(&item.crn),
                         actor,
                         format!("step {i} of {} ({action}) on {} succeeded", saga.id, item.crn),
-                        json!({
-                            "saga_id": saga.id, "crn": item.crn, "intent": saga.intent, "step_index": i,
-                            "blast_radius": saga.blast_radius, "compensating_payload_hash": hash,
-                            "status": "SUCCESS", "duration_ms": started.elapsed().as_millis() as u64,
-                            "action": action, "provider_status": outcome.status,
-                        }),
+                        &payloads::ExecutionCommit {
+                            saga_id: saga.id.clone(),
+                            crn: item.crn.clone(),
+                            intent: saga.intent.to_string(),
+                            step_index: i as u64,
+                            blast_radius: saga.blast_radius as u64,
+                            compensating_payload_hash: hash,
+                            status: "SUCCESS".to_owned(),
+                            duration_ms: started.elapsed().as_millis() as u64,
+                            action: action.to_string(),
+                            provider_status: outcome.status.to_string(),
+                        },
                     ))?;
                 }
                 Err(e) => {
@@ -1052,18 +1074,22 @@ impl Engine {
                 warn!(crn = %saga.crn, saga = %saga.id, step = i, error = %e, "compensation failed");
             }
             saga.steps[i].status = status.into();
-            self.ledger().append_one(event(
-                "EXECUTION_ROLLBACK",
+            self.ledger().append_one(NewEvent::of(
                 Some(&saga.crn),
                 actor,
                 format!(
                     "step {i} of {} on {} reversed with {inverse}: {reason}",
                     saga.id, saga.crn
                 ),
-                json!({
-                    "saga_id": saga.id, "step_index": i, "reason": reason, "compensating_action": inverse,
-                    "status": status, "crn": saga.crn, "error": result.err(),
-                }),
+                &payloads::ExecutionRollback::Compensated {
+                    saga_id: saga.id.clone(),
+                    step_index: i as u64,
+                    reason: reason.to_owned(),
+                    compensating_action: inverse.to_string(),
+                    status: status.to_owned(),
+                    crn: saga.crn.clone(),
+                    error: result.err().map(|e| e.to_string()),
+                },
             ))?;
             self.put_saga(saga, None)?;
         }
@@ -1121,12 +1147,15 @@ impl Engine {
 
     fn lock_timeout(&self, crn: &str, actor: &str, why: &str) -> Result<RemediationError, RemediationError> {
         let secs = LOCK_WAIT.as_secs();
-        self.ledger().append_one(event(
-            "LOCK_TIMEOUT",
+        self.ledger().append_one(NewEvent::of(
             Some(crn),
             actor,
             format!("could not lock {crn} within {secs} s: {why}"),
-            json!({"crn": crn, "waited_seconds": secs, "reason": why}),
+            &payloads::LockTimeout {
+                crn: crn.to_owned(),
+                waited_seconds: secs,
+                reason: why.to_owned(),
+            },
         ))?;
         Ok(RemediationError::LockTimeout(format!(
             "could not lock {crn} within {secs} s: {why}"
@@ -1197,12 +1226,17 @@ impl Engine {
             payloads: vec![(&hash, &payload)],
             ..Batch::default()
         })?;
-        self.ledger().append_one(event(
-            "QUARANTINE",
+        self.ledger().append_one(NewEvent::of(
             Some(&crn),
             actor,
             format!("{actor} quarantined {crn} ({action}): {reason}"),
-            json!({"crn": crn, "action": action, "reason": reason, "compensating_payload_hash": hash, "actor": actor}),
+            &payloads::Quarantine {
+                crn: crn.to_string(),
+                action: action.to_string(),
+                reason: reason.to_owned(),
+                compensating_payload_hash: hash.clone(),
+                actor: actor.to_owned(),
+            },
         ))?;
         Ok(hash)
     }
@@ -1242,25 +1276,37 @@ impl Engine {
             payloads: vec![(&hash, &payload)],
             ..Batch::default()
         })?;
-        let kind = if payload.kind == "quarantine" {
-            "QUARANTINE_REVERTED"
+        let message = format!("{actor} reverted {} on {} ({hash})", payload.applied, payload.crn);
+        let event = if payload.kind == "quarantine" {
+            NewEvent::of(
+                Some(&payload.crn),
+                actor,
+                message,
+                &payloads::QuarantineReverted {
+                    crn: payload.crn.clone(),
+                    compensating_payload_hash: hash.clone(),
+                    action: payload.inverse.clone(),
+                    reverted: payload.applied.clone(),
+                    actor: actor.to_owned(),
+                },
+            )
         } else {
-            "EXECUTION_ROLLBACK"
+            NewEvent::of(
+                Some(&payload.crn),
+                actor,
+                message,
+                &payloads::ExecutionRollback::Reverted {
+                    saga_id: payload.saga_id.clone(),
+                    step_index: None,
+                    reason: format!("reverted by {actor}"),
+                    compensating_action: payload.inverse.clone(),
+                    status: "COMPENSATED".to_owned(),
+                    crn: payload.crn.clone(),
+                    compensating_payload_hash: hash.clone(),
+                },
+            )
         };
-        let body = if kind == "QUARANTINE_REVERTED" {
-            json!({"crn": payload.crn, "compensating_payload_hash": hash, "action": payload.inverse, "reverted": payload.applied, "actor": actor})
-        } else {
-            json!({"saga_id": payload.saga_id, "step_index": Value::Null, "reason": format!("reverted by {actor}"),
-                   "compensating_action": payload.inverse, "status": "COMPENSATED", "crn": payload.crn,
-                   "compensating_payload_hash": hash})
-        };
-        self.ledger().append_one(event(
-            kind,
-            Some(&payload.crn),
-            actor,
-            format!("{actor} reverted {} on {} ({hash})", payload.applied, payload.crn),
-            body,
-        ))?;
+        self.ledger().append_one(event)?;
         if payload.kind == "step" {
             // An applied remediation that is undone waits for a decision again.
             let why = format!("{} was reverted by {actor}", payload.applied);
@@ -1298,15 +1344,24 @@ impl Engine {
             isolations: vec![&entry],
             ..Batch::default()
         })?;
-        self.ledger().append_one(event(
-            "ISOLATION",
+        self.ledger().append_one(NewEvent::of(
             Some(&c),
             actor,
             format!(
                 "{actor} added {c} to the ignore list ({reason_code}, {})",
-                if ttl_seconds == 0 { "permanent".to_owned() } else { format!("{ttl_seconds} s") }
+                if ttl_seconds == 0 {
+                    "permanent".to_owned()
+                } else {
+                    format!("{ttl_seconds} s")
+                }
             ),
-            json!({"crn": c, "author_identifier": actor, "reason_code": reason_code, "ttl_seconds": ttl_seconds, "action": "ADDED"}),
+            &payloads::Isolation {
+                crn: c.clone(),
+                author_identifier: actor.to_owned(),
+                reason_code: reason_code.to_owned(),
+                ttl_seconds,
+                action: "ADDED".to_owned(),
+            },
         ))?;
         st.isolation.insert(c, entry.clone());
         Ok(entry)
@@ -1341,8 +1396,7 @@ impl Engine {
             removed_isolations: vec![&entry.crn],
             ..Batch::default()
         })?;
-        self.ledger().append_one(event(
-            "ISOLATION",
+        self.ledger().append_one(NewEvent::of(
             Some(&entry.crn),
             actor,
             format!(
@@ -1354,8 +1408,13 @@ impl Engine {
                     "removed"
                 }
             ),
-            json!({"crn": entry.crn, "author_identifier": actor, "reason_code": entry.reason_code,
-                   "ttl_seconds": entry.ttl_seconds, "action": action}),
+            &payloads::Isolation {
+                crn: entry.crn.clone(),
+                author_identifier: actor.to_owned(),
+                reason_code: entry.reason_code.clone(),
+                ttl_seconds: entry.ttl_seconds,
+                action: action.to_owned(),
+            },
         ))?;
         st.isolation.remove(&entry.crn);
         Ok(())

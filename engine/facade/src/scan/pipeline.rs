@@ -134,13 +134,9 @@ pub(crate) fn announce(engine: &Engine, report: &mut ScanReport) -> Result<(), E
         "scan {} completed: {} nodes, {} edges, {} waste (${:.2}/mo)",
         report.scan_seq, report.nodes, report.edges, report.waste, report.waste_usd_mo
     );
-    let event = engine.ledger().append_one(NewEvent {
-        event_type: "SCAN_COMPLETED".into(),
-        crn: None,
-        actor: "engine".into(),
-        message,
-        payload: report.payload(),
-    })?;
+    let event = engine
+        .ledger()
+        .append_one(NewEvent::of(None, "engine", message, &report.payload()))?;
     report.event_seq = event.seq;
     Ok(())
 }

@@ -4,6 +4,7 @@
 use crate::analysis::linker::LinkReport;
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
 use crate::heuristics::{AnalyzerOutcome, BuiltinStats};
+use crate::store::ledger::events::{LinkerSummary, ReachabilitySummary, RemediationSummary, ScanCompleted, ScanSource};
 use svc_graph::source::ScanSink;
 
 /// Span names of the pipeline, declared once.
@@ -107,73 +108,74 @@ pub struct ScanReport {
 
 impl ScanReport {
     /// The SCAN_COMPLETED payload.
-    pub fn payload(&self) -> serde_json::Value {
-        let sources: Vec<serde_json::Value> = self
-            .sources
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "name": s.name, "providers": s.providers, "ok": s.ok, "error": s.error,
-                    "nodes": s.nodes, "edges": s.edges, "duration_ms": s.duration_ms,
-                    "rejected": s.rejected, "rejections": s.rejections,
+    pub fn payload(&self) -> ScanCompleted {
+        ScanCompleted {
+            scan_seq: self.scan_seq,
+            generation: self.generation,
+            duration_ms: self.duration_ms,
+            node_count: self.nodes,
+            edge_count: self.edges,
+            waste_count: self.waste,
+            logically_deleted: self.logically_deleted,
+            cost_usd_mo: round2(self.cost_usd_mo),
+            waste_usd_mo: round2(self.waste_usd_mo),
+            projected_savings_usd_mo: round2(self.projected_savings_usd_mo),
+            savings_usd: round2(self.projected_savings_usd_mo),
+            nodes_added: (self.nodes_ingest.inserted + self.nodes_ingest.revived) as u64,
+            nodes_changed: self.nodes_ingest.changed as u64,
+            nodes_unchanged: self.nodes_ingest.unchanged as u64,
+            nodes_deleted: self.retired_nodes,
+            edges_added: (self.edges_ingest.inserted + self.edges_ingest.revived) as u64,
+            edges_deleted: self.retired_edges,
+            edges_dangling: self.edges_ingest.dangling as u64,
+            versions_written: self.versions_written,
+            providers: self.providers.iter().cloned().collect(),
+            sources: self
+                .sources
+                .iter()
+                .map(|s| ScanSource {
+                    name: s.name.clone(),
+                    providers: s.providers.clone(),
+                    ok: s.ok,
+                    error: s.error.clone(),
+                    nodes: s.nodes,
+                    edges: s.edges,
+                    duration_ms: s.duration_ms,
+                    rejected: s.rejected,
+                    rejections: s.rejections.clone(),
                 })
-            })
-            .collect();
-        let heuristics: Vec<serde_json::Value> = self.heuristics.iter().map(AnalyzerOutcome::payload).collect();
-        let providers: serde_json::Map<String, serde_json::Value> =
-            self.providers.iter().map(|(p, n)| (p.clone(), (*n).into())).collect();
-        serde_json::json!({
-            "scan_seq": self.scan_seq,
-            "generation": self.generation,
-            "duration_ms": self.duration_ms,
-            "node_count": self.nodes,
-            "edge_count": self.edges,
-            "waste_count": self.waste,
-            "logically_deleted": self.logically_deleted,
-            "cost_usd_mo": round2(self.cost_usd_mo),
-            "waste_usd_mo": round2(self.waste_usd_mo),
-            "projected_savings_usd_mo": round2(self.projected_savings_usd_mo),
-            "savings_usd": round2(self.projected_savings_usd_mo),
-            "nodes_added": self.nodes_ingest.inserted + self.nodes_ingest.revived,
-            "nodes_changed": self.nodes_ingest.changed,
-            "nodes_unchanged": self.nodes_ingest.unchanged,
-            "nodes_deleted": self.retired_nodes,
-            "edges_added": self.edges_ingest.inserted + self.edges_ingest.revived,
-            "edges_deleted": self.retired_edges,
-            "edges_dangling": self.edges_ingest.dangling,
-            "versions_written": self.versions_written,
-            "providers": providers,
-            "sources": sources,
-            "heuristics": heuristics,
-            "builtin": self.builtin.payload(),
-            "observed_at": self.observed_at,
-            "findings": self.findings,
-            "verdicts_changed": self.verdicts_changed,
-            "ghost_linker": {
-                "matched": self.links.matched(),
-                "added": self.links.added,
-                "retired": self.links.retired,
-                "expired_flows": self.links.expired_flows,
+                .collect(),
+            heuristics: self.heuristics.iter().map(AnalyzerOutcome::payload).collect(),
+            builtin: self.builtin.payload(),
+            observed_at: self.observed_at,
+            findings: self.findings,
+            verdicts_changed: self.verdicts_changed,
+            ghost_linker: LinkerSummary {
+                matched: self.links.matched(),
+                added: self.links.added,
+                retired: self.links.retired,
+                expired_flows: self.links.expired_flows,
             },
-            "assessments_changed": self.assessments_changed,
-            "reachability": {
-                "reachable": self.reachability[0],
-                "unreachable": self.reachability[1],
-                "unknown": self.reachability[2],
+            assessments_changed: self.assessments_changed,
+            reachability: ReachabilitySummary {
+                reachable: self.reachability[0],
+                unreachable: self.reachability[1],
+                unknown: self.reachability[2],
             },
-            "pattern": self.pattern,
-            "remediation": self.sau.as_ref().map(|s| {
-                let stages: serde_json::Map<String, serde_json::Value> =
-                    s.stages.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())).collect();
-                serde_json::json!({
-                    "stages": stages, "entered": s.entered, "left": s.left, "left_reasons": s.left_reasons,
-                    "analyzed": s.analyzed, "written": s.written,
-                    "held": s.held, "expired_isolations": s.expired_isolations,
-                    "recovered_sagas": s.recovered_sagas,
-                })
+            pattern: self.pattern.clone(),
+            remediation: self.sau.as_ref().map(|s| RemediationSummary {
+                stages: s.stages.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+                entered: s.entered,
+                left: s.left,
+                left_reasons: s.left_reasons.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+                analyzed: s.analyzed,
+                written: s.written,
+                held: s.held,
+                expired_isolations: s.expired_isolations,
+                recovered_sagas: s.recovered_sagas,
             }),
-            "policy": self.policy.payload(),
-        })
+            policy: self.policy.payload(),
+        }
     }
 }
 

@@ -11,16 +11,23 @@ use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata}
 
 use super::tables::{self, SessionRow};
 use super::{
-    Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SAU_ACTION_TYPES, SessionInfo,
-    Summary, status_of,
+    Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SessionInfo, Summary,
+    sau_action_types, status_of,
 };
-use super::{codec, postings, type_index};
+use super::{EventKind, codec, postings, type_index};
 
 type Events = ReadOnlyTable<u64, &'static [u8]>;
 type Keyed = ReadOnlyTable<(&'static str, u64), &'static [u8]>;
 
 /// Types whose status is not OK.
-const NOT_OK_TYPES: &[&str] = &["APPROVAL", "REJECTION", "QUARANTINE"];
+/// The types whose status is not OK.
+fn not_ok_types() -> Vec<&'static str> {
+    EventKind::ALL
+        .iter()
+        .filter(|k| k.status() != "OK")
+        .map(|k| k.as_str())
+        .collect()
+}
 
 fn decode_event(seq: u64, bytes: &[u8]) -> Result<Event, LedgerError> {
     codec::decode(bytes)
@@ -63,7 +70,7 @@ pub(super) fn events_after(txn: &ReadTransaction, after: u64, limit: usize) -> R
 enum TypeSet {
     All,
     Only(Vec<String>),
-    AllExcept(&'static [&'static str]),
+    AllExcept(Vec<&'static str>),
 }
 
 impl TypeSet {
@@ -71,22 +78,21 @@ impl TypeSet {
         let status_matches = |t: &str| status.is_none_or(|s| status_of(t).eq_ignore_ascii_case(s));
         match event_type {
             Some(SAU_ACTION) => TypeSet::Only(
-                SAU_ACTION_TYPES
-                    .iter()
+                sau_action_types()
                     .filter(|t| status_matches(t))
-                    .map(|t| (*t).to_owned())
+                    .map(str::to_owned)
                     .collect(),
             ),
             Some(t) if status_matches(t) => TypeSet::Only(vec![t.to_owned()]),
             Some(_) => TypeSet::Only(Vec::new()),
             None => match status {
                 None => TypeSet::All,
-                Some(s) if s.eq_ignore_ascii_case("OK") => TypeSet::AllExcept(NOT_OK_TYPES),
+                Some(s) if s.eq_ignore_ascii_case("OK") => TypeSet::AllExcept(not_ok_types()),
                 Some(_) => TypeSet::Only(
-                    NOT_OK_TYPES
-                        .iter()
+                    not_ok_types()
+                        .into_iter()
                         .filter(|t| status_matches(t))
-                        .map(|t| (*t).to_owned())
+                        .map(str::to_owned)
                         .collect(),
                 ),
             },
@@ -287,8 +293,8 @@ pub(super) fn summary(txn: &ReadTransaction) -> Result<Summary, LedgerError> {
     };
     Ok(Summary {
         total_events: events.len()?,
-        quarantined: count("QUARANTINE")?,
-        approved: count("APPROVAL")?,
+        quarantined: count(EventKind::Quarantine.as_str())?,
+        approved: count(EventKind::Approval.as_str())?,
         rejected: count("REJECTION")?,
         session_count: sessions.len()?,
         total_savings_usd: tables::read_savings(&meta)?,

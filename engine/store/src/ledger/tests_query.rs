@@ -40,7 +40,7 @@ fn mixed_ledger(f: &Fixture) -> (Ledger, Vec<Event>) {
 pub(super) fn matches(e: &Event, q: &HistoryQuery) -> bool {
     let type_ok = match q.event_type.as_deref() {
         None => true,
-        Some(SAU_ACTION) => SAU_ACTION_TYPES.contains(&e.event_type.as_str()),
+        Some(SAU_ACTION) => sau_action_types().any(|t| t == e.event_type),
         Some(t) => e.event_type == t,
     };
     type_ok

@@ -19,10 +19,11 @@ use redb::{Durability, ReadableTable, ReadableTableMetadata, Table, WriteTransac
 use serde_json::Value;
 
 use super::codec::{self, Stored};
+use super::events::HistoryPruned;
 use super::postings::Postings;
 use super::tables::{self, Anchor, Head, SessionRow};
 use super::type_index::Types;
-use super::{Event, HISTORY_PRUNED, LedgerError, Listener, NewEvent, Shared};
+use super::{Event, LedgerError, Listener, NewEvent, Shared};
 use svc_graph::clock::Clock;
 
 /// Upper bound on events per transaction, to bound commit latency.
@@ -196,17 +197,16 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
                 }
                 Work::Prune { cutoff_us, actor } => {
                     let (pruned, through_seq) = ctx.prune(*cutoff_us)?;
-                    let audit = Pending::new(NewEvent {
-                        event_type: HISTORY_PRUNED.to_owned(),
-                        crn: None,
-                        actor: std::mem::take(actor),
-                        message: format!("pruned {pruned} events older than {cutoff_us} us"),
-                        payload: serde_json::json!({
-                            "pruned": pruned,
-                            "cutoff_us": *cutoff_us,
-                            "through_seq": through_seq,
-                        }),
-                    })?;
+                    let audit = Pending::new(NewEvent::of(
+                        None,
+                        actor,
+                        format!("pruned {pruned} events older than {cutoff_us} us"),
+                        &HistoryPruned {
+                            pruned,
+                            cutoff_us: *cutoff_us,
+                            through_seq,
+                        },
+                    ))?;
                     Done {
                         events: vec![ctx.append(audit, now)?],
                         pruned,
