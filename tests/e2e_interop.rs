@@ -20,7 +20,7 @@ fn python_plugin(dir: &Path) -> PathBuf {
     let ok = check.as_ref().is_ok_and(|o| o.status.success());
     assert!(
         ok,
-        "python3 with grpcio is needed: python3 -m pip install grpcio==1.76.0 grpcio-tools==1.76.0"
+        "python3 with grpcio is needed: run the suite with scripts/test, which installs grpcio into .venv"
     );
     let wrapper = dir.join("svc-plugin-pyco");
     let script = format!(
@@ -107,9 +107,8 @@ async fn a_go_plugin_provider_is_scanned() {
     let out = out.unwrap_or_else(|e| panic!("run tests/interop/go/build.sh: {e}"));
     assert!(
         out.status.success(),
-        "building the go-plugin provider failed (Debian: apt-get install golang-go \
-         golang-github-hashicorp-go-plugin-dev golang-google-grpc-dev golang-google-protobuf-dev \
-         golang-github-golang-protobuf-1-5-dev protoc-gen-go protoc-gen-go-grpc protobuf-compiler):\n{}",
+        "building the go-plugin provider failed (scripts/test installs Go, go-plugin and the protobuf \
+         generators from Debian's packages):\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let (_data, d, scan) = scanned_through(&bin, "goco", "eu-9").await;

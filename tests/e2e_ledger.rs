@@ -511,7 +511,7 @@ impl Moto {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
-                panic!("cannot start moto_server ({e}): install it with `python3 -m pip install 'moto[server]'`")
+                panic!("cannot start moto_server ({e}): run the suite with scripts/test, which installs it into .venv")
             });
         let m = Moto {
             child,

@@ -158,7 +158,7 @@ async fn metrics_agree_with_the_api_and_pass_promtool() {
     {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            panic!("promtool not found: apt-get install -y prometheus")
+            panic!("promtool not found: scripts/test installs it (Debian package prometheus)")
         }
         Err(e) => panic!("cannot run promtool: {e}"),
     };
