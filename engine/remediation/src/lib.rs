@@ -6,8 +6,12 @@
 //! - [`plan`]: the steps, inverses, CLI and Terraform text of one plan.
 //! - [`store`]: items, compensating payloads, sagas and ignore entries in
 //!   `graph.redb`, so all of it survives a restart.
-//! - [`ops`]: what the engine does with them: the `engine.sau` pass of a
-//!   scan, the operator actions, sagas, quarantine, revert, isolation.
+//! - [`state`]: the pipeline's state in memory, with the per-CRN locks.
+//!
+//! What the engine does with them (the `engine.sau` pass of a scan, the
+//! operator actions, sagas, quarantine, revert, isolation) is in the
+//! `svc-engine` facade, `remediation::ops`, since it needs the graph, the
+//! sources and the ledger together.
 //!
 //! An item is the pipeline's record of one resource. It enters at
 //! `flagged` when a scan marks the resource waste (unless an ignore entry
@@ -223,10 +227,8 @@ pub const STAGES: [Phase; 6] = [
     Phase::Applied,
 ];
 
-/// One part of the remediation queue ([`Engine::remediation_queue`]): the
+/// One part of the remediation queue (the engine's `remediation_queue`): the
 /// items at one stage, or the rejected ones.
-///
-/// [`Engine::remediation_queue`]: crate::Engine::remediation_queue
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueuePart {
     /// The stage's name, or `rejected`.
