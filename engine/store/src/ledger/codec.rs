@@ -4,6 +4,7 @@
 //! a format byte, `ts_us` (u64 LE), `prev_hash` and `hash` (32 bytes each),
 //! then six strings, each a LEB128 length followed by UTF-8 bytes: event
 //! type, CRN, actor, message, session id and the payload as JSON text.
+//! Written and read with [`crate::bytes`].
 //!
 //! The hash is SHA-256 over a canonical encoding that does not depend on the
 //! storage layout: a domain tag, `seq` and `ts_us` (u64 BE), the same six
@@ -17,6 +18,7 @@
 use sha2::{Digest, Sha256};
 
 use super::Event;
+use crate::bytes::{DecodeError, Reader, Writer};
 
 const FORMAT_V1: u8 = 1;
 const HASH_DOMAIN: &[u8] = b"svc.ledger.event.v1\0";
@@ -66,13 +68,13 @@ impl<'a> Stored<'a> {
         let strings = self.strings();
         let len = FIXED_LEN + strings.iter().map(|s| s.len() + 10).sum::<usize>();
         let mut out = Vec::with_capacity(len);
-        out.push(FORMAT_V1);
-        out.extend_from_slice(&self.ts_us.to_le_bytes());
-        out.extend_from_slice(&self.prev_hash);
-        out.extend_from_slice(&self.hash);
+        let mut w = Writer::new(&mut out);
+        w.u8(FORMAT_V1);
+        w.u64(self.ts_us);
+        w.raw(&self.prev_hash);
+        w.raw(&self.hash);
         for s in strings {
-            put_varint(&mut out, s.len() as u64);
-            out.extend_from_slice(s.as_bytes());
+            w.str_varint(s);
         }
         out
     }
@@ -95,106 +97,59 @@ impl<'a> Stored<'a> {
     }
 }
 
+/// What a read of a stored event could not read, as the ledger reports it.
+fn malformed(e: DecodeError) -> String {
+    format!("malformed {}", e.0)
+}
+
 /// Decodes a stored value. The error says what was wrong with the bytes.
 pub fn decode(bytes: &[u8]) -> Result<Stored<'_>, String> {
-    let mut r = Reader { bytes, pos: 0 };
-    let format = r.take(1)?[0];
+    let mut r = Reader::new(bytes);
+    let format = r.u8("event format").map_err(malformed)?;
     if format != FORMAT_V1 {
         return Err(format!("unknown event format {format}"));
     }
-    let ts_us = u64::from_le_bytes(r.array()?);
-    let prev_hash = r.array()?;
-    let hash = r.array()?;
-    let event_type = r.string("event type")?;
-    let crn = r.string("crn")?;
-    let actor = r.string("actor")?;
-    let message = r.string("message")?;
-    let session_id = r.string("session id")?;
-    let payload = r.string("payload")?;
-    if r.pos != bytes.len() {
-        return Err(format!("{} trailing bytes", bytes.len() - r.pos));
+    let stored = read_fields(&mut r).map_err(malformed)?;
+    if !r.is_empty() {
+        return Err(format!("{} trailing bytes", r.remaining()));
     }
+    Ok(stored)
+}
+
+/// Everything after the format byte.
+fn read_fields<'a>(r: &mut Reader<'a>) -> Result<Stored<'a>, DecodeError> {
     Ok(Stored {
-        ts_us,
-        event_type,
-        crn,
-        actor,
-        message,
-        session_id,
-        payload,
-        prev_hash,
-        hash,
+        ts_us: r.u64("timestamp")?,
+        prev_hash: r.array("prev_hash")?,
+        hash: r.array("hash")?,
+        event_type: r.str_varint("event type")?,
+        crn: r.str_varint("crn")?,
+        actor: r.str_varint("actor")?,
+        message: r.str_varint("message")?,
+        session_id: r.str_varint("session id")?,
+        payload: r.str_varint("payload")?,
     })
 }
 
 /// Reads only the timestamp of a stored value.
 pub fn peek_ts(bytes: &[u8]) -> Result<u64, String> {
-    if bytes.first() != Some(&FORMAT_V1) || bytes.len() < FIXED_LEN {
+    let mut r = Reader::new(bytes);
+    if r.u8("event format") != Ok(FORMAT_V1) || bytes.len() < FIXED_LEN {
         return Err("unknown event format or truncated event".to_owned());
     }
-    let mut ts = [0u8; 8];
-    ts.copy_from_slice(&bytes[1..9]);
-    Ok(u64::from_le_bytes(ts))
+    r.u64("timestamp").map_err(malformed)
 }
 
 /// Reads only the event type of a stored value, for filters that need
 /// nothing else.
 pub fn peek_type(bytes: &[u8]) -> Result<&str, String> {
-    let mut r = Reader { bytes, pos: FIXED_LEN };
     if bytes.first() != Some(&FORMAT_V1) {
         return Err("unknown event format".to_owned());
     }
-    r.string("event type")
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&end| end <= self.bytes.len())
-            .ok_or_else(|| format!("truncated at byte {}", self.pos))?;
-        let out = &self.bytes[self.pos..end];
-        self.pos = end;
-        Ok(out)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        Ok(out)
-    }
-
-    fn varint(&mut self) -> Result<u64, String> {
-        let mut v = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.take(1)?[0];
-            v |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(format!("length too long at byte {}", self.pos))
-    }
-
-    fn string(&mut self, what: &str) -> Result<&'a str, String> {
-        let len = usize::try_from(self.varint()?).map_err(|_| format!("{what} too long"))?;
-        let raw = self.take(len).map_err(|e| format!("{what}: {e}"))?;
-        std::str::from_utf8(raw).map_err(|e| format!("{what} is not utf-8: {e}"))
-    }
+    let Some(after_hashes) = bytes.get(FIXED_LEN..) else {
+        return Err(malformed(DecodeError("event type")));
+    };
+    Reader::new(after_hashes).str_varint("event type").map_err(malformed)
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@
 use redb::{ReadableTable, TableDefinition};
 
 use super::LedgerError;
+use crate::bytes::{DecodeError, Reader, Writer};
 
 pub const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");
 /// The time index of older files, dropped when such a file is opened.
@@ -120,10 +121,13 @@ fn corrupt(what: &str) -> LedgerError {
     LedgerError::Corrupt(format!("meta record {what} is malformed"))
 }
 
-fn fixed<const N: usize>(raw: &[u8], at: usize, what: &str) -> Result<[u8; N], LedgerError> {
-    raw.get(at..at + N)
-        .and_then(|s| <[u8; N]>::try_from(s).ok())
-        .ok_or_else(|| corrupt(what))
+/// A meta record read by `read`; anything it cannot read makes the record `what` malformed.
+fn record<T>(
+    raw: &[u8],
+    what: &str,
+    read: impl FnOnce(&mut Reader<'_>) -> Result<T, DecodeError>,
+) -> Result<T, LedgerError> {
+    read(&mut Reader::new(raw)).map_err(|_| corrupt(what))
 }
 
 fn read_raw<T: ReadableTable<&'static str, &'static [u8]>>(
@@ -136,17 +140,19 @@ fn read_raw<T: ReadableTable<&'static str, &'static [u8]>>(
 pub fn read_format<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<Option<u64>, LedgerError> {
     match read_raw(meta, FORMAT_KEY)? {
         None => Ok(None),
-        Some(raw) => Ok(Some(u64::from_le_bytes(fixed(&raw, 0, FORMAT_KEY)?))),
+        Some(raw) => record(&raw, FORMAT_KEY, |r| r.u64("format")).map(Some),
     }
 }
 
 pub fn read_head<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<Head, LedgerError> {
     match read_raw(meta, HEAD_KEY)? {
         None => Ok(Head::default()),
-        Some(raw) if raw.len() == 48 => Ok(Head {
-            seq: u64::from_le_bytes(fixed(&raw, 0, HEAD_KEY)?),
-            ts_us: u64::from_le_bytes(fixed(&raw, 8, HEAD_KEY)?),
-            hash: fixed(&raw, 16, HEAD_KEY)?,
+        Some(raw) if raw.len() == 48 => record(&raw, HEAD_KEY, |r| {
+            Ok(Head {
+                seq: r.u64("seq")?,
+                ts_us: r.u64("ts_us")?,
+                hash: r.array("hash")?,
+            })
         }),
         Some(_) => Err(corrupt(HEAD_KEY)),
     }
@@ -155,9 +161,11 @@ pub fn read_head<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Res
 pub fn read_anchor<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<Anchor, LedgerError> {
     match read_raw(meta, ANCHOR_KEY)? {
         None => Ok(Anchor::default()),
-        Some(raw) if raw.len() == 40 => Ok(Anchor {
-            seq: u64::from_le_bytes(fixed(&raw, 0, ANCHOR_KEY)?),
-            prev_hash: fixed(&raw, 8, ANCHOR_KEY)?,
+        Some(raw) if raw.len() == 40 => record(&raw, ANCHOR_KEY, |r| {
+            Ok(Anchor {
+                seq: r.u64("seq")?,
+                prev_hash: r.array("prev_hash")?,
+            })
         }),
         Some(_) => Err(corrupt(ANCHOR_KEY)),
     }
@@ -166,7 +174,7 @@ pub fn read_anchor<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> R
 pub fn read_savings<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<f64, LedgerError> {
     match read_raw(meta, SAVINGS_KEY)? {
         None => Ok(0.0),
-        Some(raw) => Ok(f64::from_le_bytes(fixed(&raw, 0, SAVINGS_KEY)?)),
+        Some(raw) => record(&raw, SAVINGS_KEY, |r| r.f64("savings")),
     }
 }
 
@@ -174,7 +182,7 @@ pub fn read_savings<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> 
 pub fn read_crn_recent<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<u64, LedgerError> {
     match read_raw(meta, CRN_RECENT_KEY)? {
         None => Ok(0),
-        Some(raw) => Ok(u64::from_le_bytes(fixed(&raw, 0, CRN_RECENT_KEY)?)),
+        Some(raw) => record(&raw, CRN_RECENT_KEY, |r| r.u64("count")),
     }
 }
 
@@ -189,18 +197,20 @@ pub fn write_format(meta: &mut redb::Table<&str, &[u8]>) -> Result<(), LedgerErr
 }
 
 pub fn write_head(meta: &mut redb::Table<&str, &[u8]>, h: &Head) -> Result<(), LedgerError> {
-    let mut raw = [0u8; 48];
-    raw[..8].copy_from_slice(&h.seq.to_le_bytes());
-    raw[8..16].copy_from_slice(&h.ts_us.to_le_bytes());
-    raw[16..].copy_from_slice(&h.hash);
+    let mut raw = Vec::with_capacity(48);
+    let mut w = Writer::new(&mut raw);
+    w.u64(h.seq);
+    w.u64(h.ts_us);
+    w.raw(&h.hash);
     meta.insert(HEAD_KEY, raw.as_slice())?;
     Ok(())
 }
 
 pub fn write_anchor(meta: &mut redb::Table<&str, &[u8]>, a: &Anchor) -> Result<(), LedgerError> {
-    let mut raw = [0u8; 40];
-    raw[..8].copy_from_slice(&a.seq.to_le_bytes());
-    raw[8..].copy_from_slice(&a.prev_hash);
+    let mut raw = Vec::with_capacity(40);
+    let mut w = Writer::new(&mut raw);
+    w.u64(a.seq);
+    w.raw(&a.prev_hash);
     meta.insert(ANCHOR_KEY, raw.as_slice())?;
     Ok(())
 }
@@ -250,4 +260,51 @@ pub fn seq_bounds<T: ReadableTable<u64, &'static [u8]>>(events: &T) -> Result<Op
         None => first,
     };
     Ok(Some((first, last)))
+}
+
+#[cfg(test)]
+mod tests {
+    use redb::backends::InMemoryBackend;
+    use redb::{Database, ReadableDatabase};
+
+    use super::*;
+
+    /// The meta records' stored bytes, spelled out, and read back.
+    #[test]
+    fn meta_records_keep_their_layout() {
+        let db = Database::builder().create_with_backend(InMemoryBackend::new()).unwrap();
+        let head = Head {
+            seq: 0x0102,
+            ts_us: 7,
+            hash: [0xab; 32],
+        };
+        let anchor = Anchor {
+            seq: 3,
+            prev_hash: [0xcd; 32],
+        };
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            write_head(&mut meta, &head).unwrap();
+            write_anchor(&mut meta, &anchor).unwrap();
+            write_savings(&mut meta, 2.5).unwrap();
+            write_crn_recent(&mut meta, 9).unwrap();
+            write_format(&mut meta).unwrap();
+        }
+        txn.commit().unwrap();
+        let txn = db.begin_read().unwrap();
+        let meta = txn.open_table(META).unwrap();
+        let raw = |k: &str| meta.get(k).unwrap().unwrap().value().to_vec();
+        let le = |v: u64| v.to_le_bytes().to_vec();
+        assert_eq!(raw(HEAD_KEY), [le(0x0102), le(7), vec![0xab; 32]].concat());
+        assert_eq!(raw(ANCHOR_KEY), [le(3), vec![0xcd; 32]].concat());
+        assert_eq!(raw(SAVINGS_KEY), 2.5f64.to_le_bytes());
+        assert_eq!(raw(CRN_RECENT_KEY), le(9));
+        assert_eq!(raw(FORMAT_KEY), le(FORMAT_VERSION));
+        assert_eq!(read_head(&meta).unwrap(), head);
+        assert_eq!(read_anchor(&meta).unwrap(), anchor);
+        assert_eq!(read_savings(&meta).unwrap(), 2.5);
+        assert_eq!(read_crn_recent(&meta).unwrap(), 9);
+        assert_eq!(read_format(&meta).unwrap(), Some(FORMAT_VERSION));
+    }
 }
