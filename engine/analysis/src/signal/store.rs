@@ -15,7 +15,7 @@ use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError};
 
 use crate::signal::{Anomalies, BaselineKind, ChangeKind, NodeAnomaly, ScanTotals, TypeAnomaly, TypeKey, TypeTotals};
 use svc_graph::intern::Interner;
-use svc_store::codec::DecodeError;
+use svc_store::bytes::{DecodeError, Reader, Writer};
 use svc_store::{GraphStore, StoreError};
 
 const HISTORY: TableDefinition<u64, &[u8]> = TableDefinition::new("signal_history");
@@ -24,78 +24,10 @@ const ANOMALIES: TableDefinition<u64, &[u8]> = TableDefinition::new("signal_anom
 const TOTALS_V1: u8 = 1;
 const ANOMALIES_V1: u8 = 1;
 
-struct W(Vec<u8>);
-
-impl W {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
-    }
-    fn f64(&mut self, v: f64) {
-        self.u64(v.to_bits());
-    }
-    fn str(&mut self, s: &str) {
-        self.u32(s.len() as u32);
-        self.0.extend_from_slice(s.as_bytes());
-    }
-}
-
-struct R<'a>(&'a [u8]);
-
-impl<'a> R<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        if self.0.len() < n {
-            return Err(DecodeError(what));
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Ok(a)
-    }
-    fn u8(&mut self, what: &'static str) -> Result<u8, DecodeError> {
-        Ok(self.take(1, what)?[0])
-    }
-    fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(self.take(4, what)?);
-        Ok(u32::from_le_bytes(a))
-    }
-    fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(self.take(8, what)?);
-        Ok(u64::from_le_bytes(a))
-    }
-    fn f64(&mut self, what: &'static str) -> Result<f64, DecodeError> {
-        Ok(f64::from_bits(self.u64(what)?))
-    }
-    fn str(&mut self, what: &'static str) -> Result<&'a str, DecodeError> {
-        let n = self.u32(what)? as usize;
-        std::str::from_utf8(self.take(n, what)?).map_err(|_| DecodeError(what))
-    }
-    /// A count of items, each at least `min_bytes` long: bounded by what is left.
-    fn count(&mut self, min_bytes: usize, what: &'static str) -> Result<usize, DecodeError> {
-        let n = self.u32(what)? as usize;
-        if n.saturating_mul(min_bytes) > self.0.len() {
-            return Err(DecodeError(what));
-        }
-        Ok(n)
-    }
-    fn end(&self, what: &'static str) -> Result<(), DecodeError> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(DecodeError(what))
-        }
-    }
-}
-
 pub fn encode_totals(t: &ScanTotals, interner: &Interner) -> Vec<u8> {
     let reader = interner.reader();
-    let mut w = W(Vec::with_capacity(16 + t.types.len() * 64));
+    let mut out = Vec::with_capacity(16 + t.types.len() * 64);
+    let mut w = Writer::new(&mut out);
     w.u8(TOTALS_V1);
     w.u64(t.scan_seq);
     w.u64(t.at_us);
@@ -107,11 +39,11 @@ pub fn encode_totals(t: &ScanTotals, interner: &Interner) -> Vec<u8> {
         w.f64(v.cost_usd_mo);
         w.f64(v.waste_usd_mo);
     }
-    w.0
+    out
 }
 
 pub fn decode_totals(buf: &[u8], interner: &Interner) -> Result<ScanTotals, DecodeError> {
-    let mut r = R(buf);
+    let mut r = Reader::new(buf);
     if r.u8("totals version")? != TOTALS_V1 {
         return Err(DecodeError("totals version"));
     }
@@ -137,7 +69,8 @@ pub fn decode_totals(buf: &[u8], interner: &Interner) -> Result<ScanTotals, Deco
 }
 
 pub fn encode_anomalies(a: &Anomalies) -> Vec<u8> {
-    let mut w = W(Vec::with_capacity(64 + a.nodes.len() * 128));
+    let mut out = Vec::with_capacity(64 + a.nodes.len() * 128);
+    let mut w = Writer::new(&mut out);
     w.u8(ANOMALIES_V1);
     w.u64(a.scan_seq);
     w.u64(a.previous_scan_seq);
@@ -166,11 +99,11 @@ pub fn encode_anomalies(a: &Anomalies) -> Vec<u8> {
         w.f64(t.z);
         w.u64(t.history_changes);
     }
-    w.0
+    out
 }
 
 pub fn decode_anomalies(buf: &[u8]) -> Result<Anomalies, DecodeError> {
-    let mut r = R(buf);
+    let mut r = Reader::new(buf);
     if r.u8("anomalies version")? != ANOMALIES_V1 {
         return Err(DecodeError("anomalies version"));
     }
