@@ -3,6 +3,8 @@
 //! restart to ready (budget: 1 s), i.e. opening the stores and loading the
 //! graph. `SVC_BENCH_NODES` changes the size.
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -12,6 +12,8 @@
 //! edges, an hour later), and only the answers that may differ worked out
 //! again.
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};

@@ -13,6 +13,8 @@
 //! node): the decoder's cost on the estate the plugin ingest bench
 //! streams, with its bytes warm rather than just read from a socket.
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::collections::HashMap;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

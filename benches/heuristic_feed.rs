@@ -8,6 +8,8 @@
 //!   `svc-plugin-unattached-volumes` as a real process over gRPC (volumes and
 //!   disks only). Needs `cargo build --release -p svc-plugin-unattached-volumes`.
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;

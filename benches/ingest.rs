@@ -4,6 +4,8 @@
 //! decoders do before handing batches over; the timed part is the shard-side
 //! upsert (and, for `nodes+edges`, edge resolution and the adjacency rebuild).
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::sync::Arc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};

@@ -7,6 +7,8 @@
 //! later runs; delete it to regenerate. `SVC_BENCH_LEDGER_EVENTS` changes
 //! its size (the file name carries the size).
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

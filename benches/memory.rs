@@ -4,6 +4,8 @@
 //! index hold after a full ingest of the mock estate (exact, from column
 //! capacities), with the breakdown by part. Run: `cargo bench --bench memory`.
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::sync::Arc;
 
 use svc_engine::{Graph, Interner};

@@ -5,6 +5,8 @@
 //! writes. Before criterion's runs, one round prints its nanoseconds a
 //! node and the message bytes a node.
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::collections::HashMap;
 use std::time::Instant;
 

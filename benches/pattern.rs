@@ -3,6 +3,8 @@
 //! and grouped findings, over a graph whose verdicts the built-in rules set.
 //! The signatures alone are measured apart.
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

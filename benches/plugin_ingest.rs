@@ -11,6 +11,8 @@
 //! between the bench (the daemon's side) and its plugins. Needs
 //! `cargo build --release -p svc-plugin-mock`.
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -7,6 +7,8 @@
 //! inferred edges as the linker adds them, and after a rescan (about 0.5%
 //! of nodes gone, 0.5% new, 1.5% changed, with their edges).
 
+#![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -9,6 +9,8 @@
 //! ignored. Fenced code blocks are not read. Paths are relative to the
 //! repository root.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::path::Path;
 
 const EXTENSIONS: [&str; 5] = [".rs", ".toml", ".md", ".yaml", ".proto"];

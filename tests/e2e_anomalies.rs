@@ -3,6 +3,8 @@
 //! scan has node anomalies; the answer is cached; the history and the
 //! per-node baseline survive a restart without a flood of false anomalies.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -7,6 +7,8 @@
 //! scans or appends to the ledger takes it alone, so readers never see the
 //! graph change between two calls.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};

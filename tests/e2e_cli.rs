@@ -2,6 +2,8 @@
 //! through `SVC_DATA_DIR`), as tables and as `--json`, and against no
 //! daemon at all.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use common::{Daemon, run_cli};

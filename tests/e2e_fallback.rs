@@ -2,6 +2,8 @@
 //! plugins says so and scans the mock estate; one asked for a provider
 //! plugin that is not installed does not.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use common::{Daemon, Sources};

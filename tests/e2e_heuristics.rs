@@ -7,6 +7,8 @@
 //! returns; a finding about a resource it was not sent is discarded, a risk
 //! above 79 is capped, and a crash or a hang fails only the plugin.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::BTreeSet;

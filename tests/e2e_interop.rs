@@ -2,6 +2,8 @@
 //! SPEC.md alone, `tests/interop/svc_plugin_py.py`) serving over TCP is
 //! installed, launched, handshaken and scanned by the daemon.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -4,6 +4,8 @@
 //! compliance export to a directory and to S3 (a real `moto_server`),
 //! including a `kill -9` in the middle of an export.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -6,6 +6,8 @@
 //! queries by type and status with the kinds' statuses; and a WebSocket
 //! replay from 0 returns every one of them in order before the new ones.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::BTreeMap;
@@ -65,7 +67,10 @@ async fn a_ledger_of_the_previous_format_verifies_answers_queries_and_replays() 
     let api = d.api();
     let scanned = api.scan_wait().await;
     let last = u(&scanned["event_seq"]);
-    assert!(last > FIXTURE_EVENTS, "the daemon appended after the fixture: {scanned}");
+    assert!(
+        last > FIXTURE_EVENTS,
+        "the daemon appended after the fixture: {scanned}"
+    );
     let v = api.get_ok("/api/v1/ledger/verify").await;
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(u(&v["last_seq"]), last, "{v}");
@@ -125,7 +130,11 @@ async fn a_ledger_of_the_previous_format_verifies_answers_queries_and_replays() 
         expected_types()
     );
     for w in got.windows(2) {
-        assert_eq!(w[1]["prev_hash"], w[0]["hash"], "event {} links to {}", w[1]["seq"], w[0]["seq"]);
+        assert_eq!(
+            w[1]["prev_hash"], w[0]["hash"],
+            "event {} links to {}",
+            w[1]["seq"], w[0]["seq"]
+        );
     }
     ws.close().await;
 }

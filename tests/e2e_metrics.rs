@@ -1,6 +1,8 @@
 //! `/metrics` of a running daemon: the SPEC metrics with values that agree
 //! with the API, and an exposition that `promtool check metrics` accepts.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::io::Write;

@@ -5,6 +5,8 @@
 //! scan and deletes nothing; a tampered binary is listed and never started,
 //! and its scans fail with the reason.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::path::PathBuf;

@@ -2,6 +2,8 @@
 //! changes nothing, the scan applying the rules, the ledger and metrics,
 //! a restart, pack install and the CLI.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use common::{Daemon, encode_segment, run_cli};

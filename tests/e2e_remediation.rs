@@ -4,6 +4,8 @@
 //! revert, an ignore entry that expires, a daemon killed mid-saga that
 //! compensates on restart, and bad input.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::time::{Duration, Instant};

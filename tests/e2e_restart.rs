@@ -6,6 +6,8 @@
 //! provider plugin (`Sources::None`): its scans find nothing and delete
 //! nothing. A further restart on the mock estate then proves scanning goes on.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::path::Path;

@@ -5,6 +5,8 @@
 //! machines carry an interruption estimate, and solver results, node detail
 //! and the SCAN_COMPLETED payload agree.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::BTreeMap;

@@ -4,6 +4,8 @@
 //! tell the same story. The pattern phase's groups, outliers and grouped
 //! findings agree with the verdicts.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

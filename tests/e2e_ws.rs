@@ -2,6 +2,8 @@
 //! order, replay with `{"since": N}` joined to live events without a gap or a
 //! duplicate, several clients, bad client messages.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use common::{Daemon, SCAN_DEADLINE, seqs};

@@ -1,6 +1,8 @@
 //! The live-graph endpoints through the real router: shapes, paging, CRN
 //! forms in paths, errors, and the streamed topology with its checksum.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod graph_fixture;
 
 use std::collections::HashSet;

@@ -1,6 +1,8 @@
 //! The history endpoints through the real router: every query parameter,
 //! every error, paging, summary, sessions, prune and verify.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::path::Path;
 use std::sync::Arc;
 

@@ -10,6 +10,8 @@
 //! `format: date-time`, `$ref`). A keyword outside that subset fails the
 //! test, so nothing in the file is silently left unchecked.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod graph_fixture;
 
 use std::collections::{BTreeSet, HashSet};

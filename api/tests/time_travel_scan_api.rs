@@ -1,5 +1,7 @@
 //! Time travel, scan triggers and metrics through the real router.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod graph_fixture;
 
 use std::collections::HashSet;

@@ -2,6 +2,8 @@
 //! ephemeral port: auth, live order, `since` replay without gap or
 //! duplicate, bursts larger than the fan-out buffer, bad client messages.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! Plugin discovery, manifests and the launch integrity check.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 

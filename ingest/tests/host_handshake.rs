@@ -1,6 +1,8 @@
 //! The plugin handshake line: both transports, the optional fields, and
 //! every refusal quoting the line.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use svc_ingest::host::{Handshake, Net, parse_handshake};
 
 fn ok(line: &str) -> Handshake {

@@ -1,6 +1,8 @@
 //! Launching plugins that misbehave: shell scripts standing in for plugin
 //! binaries, each refused with the documented error and left not running.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

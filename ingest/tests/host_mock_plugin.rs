@@ -2,6 +2,8 @@
 //! into the graph over both transports, and each injected failure
 //! (`SVC_MOCK_FAIL`) giving the documented outcome.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -4,6 +4,8 @@
 //! `svc:ignore` tag in its four forms, and savings priced from the table
 //! when a provider reports no cost.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};

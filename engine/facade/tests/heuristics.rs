@@ -2,6 +2,8 @@
 //! (types, properties, batches), what is kept (known CRNs, capped risk),
 //! how findings become verdicts, and that a failing analyzer fails alone.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::mpsc::Receiver;

@@ -2,6 +2,7 @@
 //! heaps back to the kernel. A test binary of its own: it reads the
 //! process's resident memory, which other tests would move.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 #![cfg(all(target_os = "linux", target_env = "gnu"))]
 
 use svc_engine::malloc;

@@ -5,6 +5,8 @@
 //! directions; identical waste becomes one grouped finding with the right
 //! savings.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::sync::Arc;
 
 use proptest::prelude::*;

@@ -1,6 +1,8 @@
 //! The scan pipeline end to end inside the engine: sources, ingest,
 //! logical deletion, commit, SCAN_COMPLETED, restart.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -2,6 +2,8 @@
 //! the interpreter on random estates and conditions, and the phase inside
 //! a real scan (flag, block, warn, shadow, errors, persistence).
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! `engine.signal_analysis` through real scans: per-node cost changes scored
 //! within their type, per-type history, and what a restart keeps.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 

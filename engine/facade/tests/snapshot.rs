@@ -1,6 +1,8 @@
 //! `graph.snap`: a start from the snapshot gives exactly the graph the store
 //! replay gives; a stale, corrupt or truncated snapshot is ignored and rewritten.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::path::Path;
 use std::sync::Arc;
 

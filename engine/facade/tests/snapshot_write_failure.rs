@@ -3,6 +3,7 @@
 //! it lowers this process's file size limit (`RLIMIT_FSIZE`), which makes a
 //! write past it fail as a full disk's would.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 #![cfg(target_os = "linux")]
 
 use std::sync::Arc;

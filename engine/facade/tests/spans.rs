@@ -1,6 +1,8 @@
 //! The scan pipeline's tracing spans: the ten phases of SPEC section 1, in
 //! order, each a child of the root `engine.run`.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 

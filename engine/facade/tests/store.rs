@@ -1,5 +1,7 @@
 //! The temporal graph store: versions, time travel, diffs, restarts, corruption.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::sync::Arc;
 
 use svc_engine::graph::{NodeBatch, NodeInput, NodeKeyRef};

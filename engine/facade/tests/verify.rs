@@ -7,6 +7,8 @@
 //! never makes a reachable node unreachable, and the result is closed under
 //! every traffic-carrying step.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

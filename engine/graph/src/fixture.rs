@@ -1,6 +1,11 @@
 //! A hand-built estate for tests: nodes by CRN text, edges by CRN pairs
 //! (feature `test-support` for other crates' tests).
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test support: a malformed CRN is the calling test's bug"
+)]
+
 use std::sync::Arc;
 
 use crate::crn::Crn;

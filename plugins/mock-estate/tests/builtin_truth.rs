@@ -2,6 +2,8 @@
 //! resource planted as waste is found, and no resource planted as in use is
 //! reported as waste, at the first scan and at a later one.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 

@@ -1,6 +1,8 @@
 //! The mock estate through the engine's ingest path: determinism, CRNs,
 //! relations, providers, waste share, churn between epochs and scale.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 

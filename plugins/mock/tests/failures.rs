@@ -1,6 +1,8 @@
 //! Startup checks and the failure modes injected by `SVC_MOCK_FAIL`, which
 //! the daemon's plugin host is tested against.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::time::Duration;

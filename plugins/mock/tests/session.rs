@@ -2,6 +2,8 @@
 //! line, health, Handshake, Scan, safety check, remediation, quarantine,
 //! shutdown.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::{HashMap, HashSet};

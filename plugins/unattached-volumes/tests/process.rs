@@ -1,6 +1,8 @@
 //! The plugin binary as the daemon starts it: without the magic cookie it
 //! refuses to run; with it, it prints a go-plugin handshake line.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
