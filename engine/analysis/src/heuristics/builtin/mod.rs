@@ -26,7 +26,7 @@ use std::fmt::{self, Write as _};
 use rayon::prelude::*;
 
 use self::ignore::Ignore;
-use self::view::{Index, Keys, Node};
+use self::view::{Index, Keys, MachineName, MachineShard, Machines, Node, Unused};
 use super::{Finding, FindingSource};
 use svc_graph::graph::{Graph, visible};
 use svc_graph::ids::{NodeId, Sym};
@@ -387,15 +387,6 @@ pub const STALE_DAYS: u64 = 90;
 /// (so one that is being moved is not).
 pub const GRACE_DAYS: u64 = 7;
 
-/// Why a machine is unused.
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub enum Unused {
-    /// Stopped this many days ago.
-    Stopped(u64),
-    /// Running at this CPU average with this many network bytes over 7 days.
-    Idle(f64, f64),
-}
-
 impl Unused {
     fn describe(self) -> impl fmt::Display {
         fmt::from_fn(move |f| match self {
@@ -423,24 +414,6 @@ pub fn unused_machine(n: &Node<'_>) -> Option<Unused> {
 
 /// Node types whose verdict [`Machines`] works out before the rules run.
 const MACHINE_TYPES: [&str; 3] = ["ec2:instance", "compute:instance", "compute:vm"];
-
-/// The verdict of every visible machine, worked out in one parallel pass
-/// before the rules run: a machine is read by its own rules and by each
-/// volume or disk attached to it.
-#[derive(Default)]
-pub struct Machines {
-    shards: Vec<MachineShard>,
-}
-
-#[derive(Default)]
-struct MachineShard {
-    /// By row: 1 + the machine's place in `verdicts`, or 0 for other rows.
-    at: Vec<u32>,
-    /// Each machine's verdict, the observation time (Unix seconds) from
-    /// which it may read differently, and which of the machine's own edges
-    /// it read ([`view::edge_bit`]).
-    verdicts: Vec<(Option<Unused>, u64, u16)>,
-}
 
 impl Machines {
     fn build(ctx: &view::Ctx<'_>) -> Machines {
@@ -518,18 +491,6 @@ pub fn attached_machine<'a>(n: &Node<'a>) -> Option<(MachineName<'a>, Unused)> {
         n.out(svc_graph::relation::Relation::AttachedTo)
             .find_map(|m| unused_machine(&m).map(|u| (MachineName(m.graph_ref()), u)))
     })
-}
-
-/// A machine's name, as a reason shows it: the last segment of its id, so
-/// an Azure resource id reads as the VM's name. Read only when rendered.
-#[derive(Copy, Clone)]
-pub struct MachineName<'a>(svc_graph::graph::NodeRef<'a>);
-
-impl fmt::Display for MachineName<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let id = self.0.physical_id();
-        f.write_str(id.rsplit('/').next().unwrap_or(id))
-    }
 }
 
 /// "500 GiB gp2, $50.00/mo": a volume's or disk's size, its class (the

@@ -1,6 +1,7 @@
 //! What a rule sees of a node.
 
 use std::cell::{Cell, OnceCell, RefCell};
+use std::fmt;
 
 use std::hash::Hasher;
 
@@ -264,7 +265,7 @@ pub struct Ctx<'g> {
     pub reader: &'g InternerReader<'g>,
     pub keys: &'g Keys,
     pub index: &'g Index,
-    pub machines: &'g super::Machines,
+    pub machines: &'g Machines,
     pub now_us: u64,
     /// When the estate was observed, Unix seconds.
     pub as_of_s: u64,
@@ -339,8 +340,8 @@ pub struct Node<'a> {
     /// Whether this is the node being evaluated (not a neighbour it read).
     own: bool,
     cost: Cell<Option<f64>>,
-    pub(super) unused: OnceCell<Option<super::Unused>>,
-    pub(super) attached_machine: OnceCell<Option<(super::MachineName<'a>, super::Unused)>>,
+    pub(super) unused: OnceCell<Option<Unused>>,
+    pub(super) attached_machine: OnceCell<Option<(MachineName<'a>, Unused)>>,
 }
 
 impl<'a> Node<'a> {
@@ -417,7 +418,7 @@ impl<'a> Node<'a> {
     pub fn disk_exists(&self, name: &str) -> bool {
         self.knows(Fact::Disk, name)
     }
-    pub(super) fn machines(&self) -> &'a super::Machines {
+    pub(super) fn machines(&self) -> &'a Machines {
         self.ctx.machines
     }
     pub fn provider(&self) -> &'a str {
@@ -748,6 +749,45 @@ fn days_from_civil(y: u64, m: u64, d: u64) -> Option<u64> {
     let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     u64::try_from(era * 146_097 + doe - 719_468).ok()
+}
+
+/// Why a machine is unused.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Unused {
+    /// Stopped this many days ago.
+    Stopped(u64),
+    /// Running at this CPU average with this many network bytes over 7 days.
+    Idle(f64, f64),
+}
+
+/// The verdict of every visible machine, worked out in one parallel pass
+/// before the rules run: a machine is read by its own rules and by each
+/// volume or disk attached to it.
+#[derive(Default)]
+pub struct Machines {
+    pub(super) shards: Vec<MachineShard>,
+}
+
+#[derive(Default)]
+pub(super) struct MachineShard {
+    /// By row: 1 + the machine's place in `verdicts`, or 0 for other rows.
+    pub(super) at: Vec<u32>,
+    /// Each machine's verdict, the observation time (Unix seconds) from
+    /// which it may read differently, and which of the machine's own edges
+    /// it read ([`edge_bit`]).
+    pub(super) verdicts: Vec<(Option<Unused>, u64, u16)>,
+}
+
+/// A machine's name, as a reason shows it: the last segment of its id, so
+/// an Azure resource id reads as the VM's name. Read only when rendered.
+#[derive(Copy, Clone)]
+pub struct MachineName<'a>(pub(super) svc_graph::graph::NodeRef<'a>);
+
+impl fmt::Display for MachineName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let id = self.0.physical_id();
+        f.write_str(id.rsplit('/').next().unwrap_or(id))
+    }
 }
 
 #[cfg(test)]
