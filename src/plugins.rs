@@ -12,15 +12,13 @@ use svc_api::plugins::{PluginCatalog, PluginInfo, ToggleError};
 use svc_engine::Engine;
 use svc_engine::heuristics::Analyzer;
 use svc_engine::scan::Source;
-use svc_engine::store::atomic::{write_atomic, write_bytes_atomic};
+use svc_engine::store::atomic::write_atomic;
 use svc_ingest::host::{
     Category, Discovered, HeuristicPlugin, Integrity, Manifest, PLUGIN_PREFIX, PluginSource, Role, SourceOptions,
     discover, write_manifest_for,
 };
 use tokio::runtime::Handle;
 use tracing::{info, warn};
-
-use crate::config::Config;
 
 /// Makes a fresh non-plugin source (the mock estate) whenever sources are rebuilt.
 pub type MakeSource = Box<dyn Fn() -> Box<dyn Source> + Send + Sync>;
@@ -285,29 +283,19 @@ impl Plugins {
 
     /// Rewrites `plugins.active` in the configuration file, keeping the rest.
     fn persist(&self, active: &[String]) -> anyhow::Result<()> {
-        let text = match std::fs::read_to_string(&self.config_path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", self.config_path.display())),
-        };
-        let mut doc: toml::Table =
-            toml::from_str(&text).with_context(|| format!("invalid configuration {}", self.config_path.display()))?;
-        let plugins = doc
-            .entry("plugins")
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        let Some(plugins) = plugins.as_table_mut() else {
-            anyhow::bail!("{}: [plugins] is not a table", self.config_path.display());
-        };
-        plugins.insert(
-            "active".into(),
-            toml::Value::Array(active.iter().cloned().map(toml::Value::String).collect()),
-        );
-        let out = toml::to_string(&doc).context("cannot serialize the configuration")?;
-        Config::validate_text(&out)?;
-        write_bytes_atomic(&self.config_path, out.as_bytes())
-            .with_context(|| format!("cannot write {}", self.config_path.display()))?;
-        Ok(())
+        persist_active(&self.config_path, active)
     }
+}
+
+/// Sets `plugins.active` in the configuration file at `config_path`, as an
+/// edit of the file that keeps everything else as the operator wrote it.
+fn persist_active(config_path: &Path, active: &[String]) -> anyhow::Result<()> {
+    let mut plugins = serde_json::Map::new();
+    plugins.insert("active".into(), serde_json::Value::from(active.to_vec()));
+    let mut patch = serde_json::Map::new();
+    patch.insert("plugins".into(), serde_json::Value::Object(plugins));
+    crate::settings::edit(config_path, &patch)?;
+    Ok(())
 }
 
 impl PluginCatalog for Plugins {
@@ -384,4 +372,70 @@ pub fn install_local(path: &Path, name: Option<&str>, category: &str, role: &str
         manifest.sha256
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn persisted(start: Option<&str>, active: &[&str]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        if let Some(text) = start {
+            std::fs::write(&path, text).unwrap();
+        }
+        let active: Vec<String> = active.iter().map(|&a| a.to_owned()).collect();
+        persist_active(&path, &active).unwrap();
+        let written = std::fs::read_to_string(&path).unwrap();
+        let config = Config::validate_text(&written).unwrap();
+        assert_eq!(config.plugins.active, active, "{written}");
+        written
+    }
+
+    #[test]
+    fn toggling_keeps_the_operators_comments_and_order() {
+        let start = r#"# plugins first on this host
+[plugins]
+# the team's accounts; gcp comes next quarter
+active = ["aws"]   # keep in step with the credentials
+
+[plugins.config.aws]
+region = "eu-west-1" # the only region we use
+
+[daemon]
+scan_interval = "10m"
+"#;
+        assert_eq!(
+            persisted(Some(start), &["aws", "gcp"]),
+            start.replace(r#"["aws"]"#, r#"["aws", "gcp"]"#)
+        );
+        let start = "plugins.active = [\"aws\"] # dotted\nplugins.config.aws.region = \"eu-west-1\"\n";
+        assert_eq!(persisted(Some(start), &[]), start.replace("[\"aws\"]", "[]"));
+        let start = "# inline\nplugins = { config = { aws = { region = \"eu-west-1\" } } }\n";
+        assert_eq!(
+            persisted(Some(start), &["aws"]),
+            "# inline\nplugins = { config = { aws = { region = \"eu-west-1\" } }, active = [\"aws\"] }\n"
+        );
+    }
+
+    #[test]
+    fn toggling_without_a_file_writes_one() {
+        assert_eq!(persisted(None, &["aws"]), "[plugins]\nactive = [\"aws\"]\n");
+        assert_eq!(
+            persisted(Some("# nothing yet\n"), &["aws"]),
+            "# nothing yet\n\n[plugins]\nactive = [\"aws\"]\n"
+        );
+    }
+
+    #[test]
+    fn toggling_leaves_an_invalid_file_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        for bad in ["plugins = 3\n", "[plugins\nactive = []\n"] {
+            std::fs::write(&path, bad).unwrap();
+            assert!(persist_active(&path, &["aws".to_owned()]).is_err(), "{bad}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), bad);
+        }
+    }
 }

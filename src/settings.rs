@@ -1,59 +1,53 @@
-//! `PUT /api/v1/config`: the configuration file behind the API's
-//! [`ConfigService`]. A patch is deep-merged into `config.toml` (objects
-//! merge key by key, anything else replaces, `null` removes a key; keys may
-//! be nested or dotted: `{"sau": {"audit_bucket": ..}}` and
-//! `{"sau.audit_bucket": ..}` are the same), the result is validated as a
-//! whole (unknown keys and bad values are refused and nothing changes),
-//! written atomically and applied live.
+//! `PUT /api/v1/config` and `svc plugins toggle`: edits of `config.toml`.
+//! A patch is deep-merged into the file (objects merge key by key, anything
+//! else replaces, `null` removes a key; keys may be nested or dotted:
+//! `{"sau": {"audit_bucket": ..}}` and `{"sau.audit_bucket": ..}` are the
+//! same), the result is validated as a whole (unknown keys and bad values
+//! are refused and nothing changes), written atomically and applied live.
+//!
+//! The patch is applied to the parsed document, not to its values: the
+//! operator's comments, the order of keys and sections, and the formatting
+//! of everything the patch does not touch survive, as does the comment
+//! after a value that is replaced. A section the patch creates is written
+//! in the style of its parent: a `[header]` at the top level, a dotted key
+//! among dotted keys, an inline table inside an inline table.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use svc_api::config::{ConfigError, ConfigService};
 use svc_engine::store::atomic::write_bytes_atomic;
+use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike};
 
 use crate::config::Config;
 
 /// Applies a validated configuration to the running daemon.
 pub type Apply = Box<dyn Fn(&Config) + Send + Sync>;
 
+/// Serializes the read-merge-write cycles of every writer of the file (the
+/// API's configuration and the plugin catalog), so neither loses the
+/// other's change.
+static EDITS: Mutex<()> = Mutex::new(());
+
 pub struct FileConfig {
     path: PathBuf,
     apply: Apply,
-    /// Serializes read-merge-write cycles.
-    lock: Mutex<()>,
 }
 
 impl FileConfig {
     pub fn new(path: PathBuf, apply: Apply) -> FileConfig {
-        FileConfig {
-            path,
-            apply,
-            lock: Mutex::new(()),
-        }
-    }
-
-    fn read(&self) -> Result<toml::Table, ConfigError> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(ConfigError::Failed(format!("cannot read {}: {e}", self.path.display()))),
-        };
-        toml::from_str(&text)
-            .map_err(|e| ConfigError::Failed(format!("{} is not valid TOML: {e}", self.path.display())))
-    }
-
-    fn write(&self, text: &str) -> Result<(), ConfigError> {
-        let failed = |e: std::io::Error| ConfigError::Failed(format!("cannot write {}: {e}", self.path.display()));
-        write_bytes_atomic(&self.path, text.as_bytes()).map_err(failed)
+        FileConfig { path, apply }
     }
 }
 
 impl ConfigService for FileConfig {
     fn get(&self) -> Value {
-        let _guard = self.lock.lock();
-        match self.read() {
+        let table = read_text(&self.path).and_then(|text| {
+            toml::from_str::<toml::Table>(&text)
+                .map_err(|e| ConfigError::Failed(format!("{} is not valid TOML: {e}", self.path.display())))
+        });
+        match table {
             Ok(t) => serde_json::to_value(&t).unwrap_or_default(),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the configuration");
@@ -68,103 +62,211 @@ impl ConfigService for FileConfig {
                 "the configuration patch must be a JSON object".into(),
             ));
         };
-        let _guard = self.lock.lock();
-        let mut table = self.read()?;
-        merge(&mut table, &patch, "")?;
-        let text = toml::to_string(&table)
-            .map_err(|e| ConfigError::Invalid(format!("cannot write the merged configuration as TOML: {e}")))?;
-        let config = Config::validate_text(&text).map_err(|e| ConfigError::Invalid(format!("{e:#}")))?;
-        self.write(&text)?;
+        let (config, table) = edit(&self.path, &patch)?;
         (self.apply)(&config);
         tracing::info!(path = %self.path.display(), "configuration changed");
         Ok(serde_json::to_value(&table).unwrap_or_default())
     }
 }
 
-/// Deep-merges `patch` into `table`. `at` is the dotted path so far, for messages.
-fn merge(table: &mut toml::Table, patch: &serde_json::Map<String, Value>, at: &str) -> Result<(), ConfigError> {
+/// Applies `patch` to the configuration file at `path` (a missing file is
+/// an empty one) and writes the result atomically once it validates.
+/// Returns the configuration the written file holds, and the file as a
+/// table; on any error the file is unchanged.
+pub fn edit(path: &Path, patch: &Map<String, Value>) -> Result<(Config, toml::Table), ConfigError> {
+    let _guard = EDITS.lock();
+    let mut doc: DocumentMut = read_text(path)?
+        .parse()
+        .map_err(|e| ConfigError::Failed(format!("{} is not valid TOML: {e}", path.display())))?;
+    // A file of comments only: they stay at the top, above what is added.
+    let mut lead = String::new();
+    if doc.as_table().is_empty() {
+        lead = doc.trailing().as_str().unwrap_or_default().to_owned();
+        doc.set_trailing("");
+    }
+    merge(doc.as_table_mut(), false, patch, "")?;
+    let text = above(&lead, doc.to_string());
+    let config = Config::validate_text(&text).map_err(|e| ConfigError::Invalid(format!("{e:#}")))?;
+    let table: toml::Table = toml::from_str(&text)
+        .map_err(|e| ConfigError::Invalid(format!("the merged configuration is not valid TOML: {e}")))?;
+    write_bytes_atomic(path, text.as_bytes())
+        .map_err(|e| ConfigError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    Ok((config, table))
+}
+
+/// `lead` above `body`, a blank line between them.
+fn above(lead: &str, body: String) -> String {
+    if lead.is_empty() || body.is_empty() {
+        return format!("{lead}{body}");
+    }
+    let gap = match (lead.ends_with("\n\n"), lead.ends_with('\n')) {
+        (true, _) => "",
+        (false, true) => "\n",
+        (false, false) => "\n\n",
+    };
+    format!("{lead}{gap}{body}")
+}
+
+fn read_text(path: &Path) -> Result<String, ConfigError> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(ConfigError::Failed(format!("cannot read {}: {e}", path.display()))),
+    }
+}
+
+/// Deep-merges `patch` into `table`, an inline table when `inline`. `at` is
+/// the dotted path so far, for messages.
+fn merge(
+    table: &mut (dyn TableLike + 'static),
+    inline: bool,
+    patch: &Map<String, Value>,
+    at: &str,
+) -> Result<(), ConfigError> {
     for (key, value) in patch {
-        let full = if at.is_empty() {
-            key.clone()
-        } else {
-            format!("{at}.{key}")
-        };
+        let full = join(at, key);
         let parts: Vec<&str> = key.split('.').collect();
         if parts.iter().any(|p| p.is_empty()) {
             return Err(ConfigError::Invalid(format!("invalid key {full:?}: empty segment")));
         }
         let (last, parents) = parts.split_last().unwrap_or((&"", &[]));
         let mut t = &mut *table;
+        let mut t_inline = inline;
         let mut path = at.to_owned();
         for p in parents {
-            path = if path.is_empty() {
-                (*p).to_owned()
-            } else {
-                format!("{path}.{p}")
-            };
-            let entry = t
-                .entry((*p).to_owned())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            t = entry
-                .as_table_mut()
-                .ok_or_else(|| ConfigError::Invalid(format!("{path} is a value, not a section")))?;
+            path = join(&path, p);
+            (t, t_inline) = section(t, t_inline, p, &path)?;
         }
         match value {
             Value::Null => {
-                t.remove(*last);
+                t.remove(last);
             }
             Value::Object(sub) => {
-                let entry = t
-                    .entry((*last).to_owned())
-                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-                let sub_table = entry
-                    .as_table_mut()
-                    .ok_or_else(|| ConfigError::Invalid(format!("{full} is a value, not a section")))?;
-                merge(sub_table, sub, &full)?;
+                let (s, s_inline) = section(t, t_inline, last, &full)?;
+                merge(s, s_inline, sub, &full)?;
             }
-            other => {
-                t.insert((*last).to_owned(), to_toml(other, &full)?);
-            }
+            other => set(t, t_inline, last, to_toml(other, &full)?),
         }
     }
     Ok(())
 }
 
-fn to_toml(v: &Value, at: &str) -> Result<toml::Value, ConfigError> {
+fn join(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{at}.{key}")
+    }
+}
+
+/// The section `key` of `table`, created in the style of `table` when it is
+/// absent; whether it is an inline table comes back with it.
+fn section<'a>(
+    table: &'a mut (dyn TableLike + 'static),
+    inline: bool,
+    key: &str,
+    path: &str,
+) -> Result<(&'a mut (dyn TableLike + 'static), bool), ConfigError> {
+    if !table.contains_key(key) {
+        let fresh = if inline {
+            let mut t = InlineTable::new();
+            t.set_dotted(table.is_dotted());
+            Item::Value(toml_edit::Value::InlineTable(t))
+        } else {
+            let mut t = Table::new();
+            // No header of its own while it only holds sections.
+            t.set_implicit(true);
+            t.set_dotted(table.is_dotted());
+            Item::Table(t)
+        };
+        append(table, inline, key, fresh);
+    }
+    match table.get_mut(key) {
+        Some(Item::Table(t)) => Ok((t, false)),
+        Some(Item::Value(toml_edit::Value::InlineTable(t))) => Ok((t, true)),
+        _ => Err(ConfigError::Invalid(format!("{path} is a value, not a section"))),
+    }
+}
+
+/// Sets `key` to `value`. A value replaced in place keeps its key, with the
+/// comments above it, and the spacing and comment around the old value.
+fn set(table: &mut dyn TableLike, inline: bool, key: &str, mut value: toml_edit::Value) {
+    match table.get_mut(key) {
+        Some(Item::Value(old)) => {
+            *value.decor_mut() = old.decor().clone();
+            *old = value;
+        }
+        Some(item) => *item = Item::Value(value),
+        None => append(table, inline, key, Item::Value(value)),
+    }
+}
+
+/// Adds `key` after the last key of `table`. In an inline table the space
+/// before the closing brace moves from the old last value to the new one
+/// (`{ a = 1 }` becomes `{ a = 1, b = 2 }`, not `{ a = 1 , b = 2 }`).
+fn append(table: &mut dyn TableLike, inline: bool, key: &str, mut item: Item) {
+    if inline
+        && let Some(v) = item.as_value_mut()
+        && let Some(space) = closing_space(table)
+    {
+        v.decor_mut().set_suffix(space);
+    }
+    table.insert(key, item);
+}
+
+/// Takes the whitespace after the last value of an inline table.
+fn closing_space(table: &mut dyn TableLike) -> Option<String> {
+    let (_, last) = table.iter_mut().last()?;
+    let decor = last.as_value_mut()?.decor_mut();
+    let space = decor.suffix()?.as_str()?.to_owned();
+    if !space.trim().is_empty() {
+        return None;
+    }
+    decor.set_suffix("");
+    Some(space)
+}
+
+fn to_toml(v: &Value, at: &str) -> Result<toml_edit::Value, ConfigError> {
     Ok(match v {
         Value::Null => {
             return Err(ConfigError::Invalid(format!(
                 "{at}: null is only allowed to remove a key"
             )));
         }
-        Value::Bool(b) => toml::Value::Boolean(*b),
+        Value::Bool(b) => (*b).into(),
         Value::Number(n) => match n.as_i64() {
-            Some(i) => toml::Value::Integer(i),
-            None => toml::Value::Float(
-                n.as_f64()
-                    .ok_or_else(|| ConfigError::Invalid(format!("{at}: number out of range")))?,
-            ),
+            Some(i) => i.into(),
+            None => n
+                .as_f64()
+                .ok_or_else(|| ConfigError::Invalid(format!("{at}: number out of range")))?
+                .into(),
         },
-        Value::String(s) => toml::Value::String(s.clone()),
-        Value::Array(items) => toml::Value::Array(items.iter().map(|i| to_toml(i, at)).collect::<Result<_, _>>()?),
+        Value::String(s) => s.as_str().into(),
+        Value::Array(items) => toml_edit::Value::Array(items.iter().map(|i| to_toml(i, at)).collect::<Result<_, _>>()?),
         Value::Object(o) => {
-            let mut t = toml::Table::new();
-            merge(&mut t, o, at)?;
-            toml::Value::Table(t)
+            let mut t = InlineTable::new();
+            merge(&mut t, true, o, at)?;
+            toml_edit::Value::InlineTable(t)
         }
     })
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use serde_json::json;
 
-    fn merged(start: &str, patch: Value) -> Result<toml::Table, ConfigError> {
-        let mut t: toml::Table = toml::from_str(start).unwrap();
+    fn merged_text(start: &str, patch: Value) -> Result<String, ConfigError> {
+        let mut doc: DocumentMut = start.parse().unwrap();
         let Value::Object(p) = patch else { unreachable!() };
-        merge(&mut t, &p, "")?;
-        Ok(t)
+        merge(doc.as_table_mut(), false, &p, "")?;
+        Ok(doc.to_string())
+    }
+
+    fn merged(start: &str, patch: Value) -> Result<toml::Table, ConfigError> {
+        Ok(toml::from_str(&merged_text(start, patch)?).unwrap())
     }
 
     #[test]
@@ -186,5 +288,98 @@ mod tests {
         assert!(t["sau"].as_table().unwrap().is_empty());
         assert!(merged("[daemon]\nscan_interval = \"5m\"", json!({"daemon.scan_interval.x": 1})).is_err());
         assert!(merged("", json!({"a..b": 1})).is_err());
+    }
+
+    /// A file as an operator keeps it: comments above, beside and between
+    /// keys, sections out of the usual order, aligned values.
+    const OPERATOR_FILE: &str = r#"# svc on the build estate; owned by the platform team
+
+[sau]
+# the audit export goes to the team's bucket
+audit_export_interval = "2h"   # twice the default
+
+[daemon]
+# scans are slow here
+scan_timeout  = "30m"
+scan_interval = "10m" # in step with the nightly job
+
+[plugins]
+active = [] # none yet
+"#;
+
+    #[test]
+    fn a_change_keeps_the_operators_comments_order_and_formatting() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, OPERATOR_FILE).unwrap();
+        let applied = Arc::new(Mutex::new(None));
+        let seen = applied.clone();
+        let service = FileConfig::new(
+            path.clone(),
+            Box::new(move |c: &Config| {
+                *seen.lock() = Some((c.daemon.scan_interval.clone(), c.heuristics.disabled.clone()));
+            }),
+        );
+        let answer = service
+            .put(json!({"daemon": {"scan_interval": "15m"}, "heuristics.disabled": ["aws-ebs-gp2-to-gp3"]}))
+            .unwrap();
+
+        let written = std::fs::read_to_string(&path).unwrap();
+        let expected =
+            OPERATOR_FILE.replace(r#""10m""#, r#""15m""#) + "\n[heuristics]\ndisabled = [\"aws-ebs-gp2-to-gp3\"]\n";
+        assert_eq!(written, expected);
+        // What was applied is what the file now says, and what the API answered.
+        let on_disk = Config::load(&path).unwrap();
+        assert_eq!(on_disk.daemon.scan_interval, "15m");
+        assert_eq!(on_disk.daemon.scan_timeout, "30m");
+        assert_eq!(
+            *applied.lock(),
+            Some((
+                on_disk.daemon.scan_interval.clone(),
+                on_disk.heuristics.disabled.clone()
+            ))
+        );
+        assert_eq!(answer["daemon"]["scan_interval"], "15m");
+        assert_eq!(answer["heuristics"]["disabled"], json!(["aws-ebs-gp2-to-gp3"]));
+        assert_eq!(answer, service.get());
+    }
+
+    #[test]
+    fn a_refused_change_leaves_the_file_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, OPERATOR_FILE).unwrap();
+        let service = FileConfig::new(path.clone(), Box::new(|_: &Config| panic!("nothing may be applied")));
+        for bad in [
+            json!({"daemon": {"scan_interval": "soon"}}),
+            json!({"daemon.no_such_key": 1}),
+            json!({"sau.audit_export_interval": {"nested": true}}),
+        ] {
+            assert!(
+                matches!(service.put(bad.clone()), Err(ConfigError::Invalid(_))),
+                "{bad}"
+            );
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), OPERATOR_FILE, "{bad}");
+        }
+    }
+
+    #[test]
+    fn new_keys_follow_the_style_of_their_section() {
+        // Dotted keys stay dotted, inline tables stay inline, a new section
+        // nested in an existing one follows it.
+        let text = merged_text(
+            "daemon.scan_interval = \"5m\" # fast\noracle = { enabled = true }\n\n[plugins]\nactive = [\"aws\"]\n\n[sau]\naudit_export_interval = \"1h\"\n",
+            json!({
+                "daemon": {"scan_timeout": "20m"},
+                "oracle.enabled": false,
+                "oracle.solver": {"budget": 3},
+                "plugins.config.aws.region": "eu-west-1",
+            }),
+        )
+        .unwrap();
+        assert_eq!(
+            text,
+            "daemon.scan_interval = \"5m\" # fast\ndaemon.scan_timeout = \"20m\"\noracle = { enabled = false, solver = { budget = 3 } }\n\n[plugins]\nactive = [\"aws\"]\n\n[plugins.config.aws]\nregion = \"eu-west-1\"\n\n[sau]\naudit_export_interval = \"1h\"\n"
+        );
     }
 }
