@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use svc_graph::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::ranks;
 use thiserror::Error;
 use tracing::{debug, info, warn};
 
@@ -303,7 +305,7 @@ impl Engine {
         Ok(Engine {
             data_dir: data_dir.to_owned(),
             interner,
-            graph: RwLock::new(graph),
+            graph: RwLock::new(ranks::GRAPH, graph),
             store,
             ledger: Arc::new(ledger),
             clock,
@@ -311,34 +313,34 @@ impl Engine {
             scanning: AtomicBool::new(false),
             scan_seq: AtomicU64::new(loaded_meta.scan_seq),
             observed_s: AtomicU64::new(loaded_meta.observed_s),
-            rules: RwLock::new(crate::heuristics::builtin::Selection::default()),
+            rules: RwLock::new(ranks::RULES, crate::heuristics::builtin::Selection::default()),
             last_commit_us: AtomicU64::new(loaded_meta.commit_us),
-            persisted_symbols: Mutex::new(persisted),
-            sources: Mutex::new(Vec::new()),
-            analyzers: Mutex::new(Vec::new()),
-            pending_sources: Mutex::new(None),
-            pending_analyzers: Mutex::new(None),
-            findings: RwLock::new(Arc::new(FindingSet::default())),
+            persisted_symbols: Mutex::new(ranks::PERSISTED_SYMBOLS, persisted),
+            sources: Mutex::new(ranks::SOURCES, Vec::new()),
+            analyzers: Mutex::new(ranks::ANALYZERS, Vec::new()),
+            pending_sources: Mutex::new(ranks::PENDING_SOURCES, None),
+            pending_analyzers: Mutex::new(ranks::PENDING_ANALYZERS, None),
+            findings: RwLock::new(ranks::FINDINGS, Arc::new(FindingSet::default())),
             oracle: AtomicBool::new(true),
-            assessment: RwLock::new(None),
-            links: RwLock::new(Arc::new(LinkReport::default())),
-            link_cache: Mutex::new(Default::default()),
-            rule_cache: Mutex::new(Default::default()),
-            pattern: RwLock::new(Arc::new(PatternReport::default())),
-            source_config: RwLock::new(BTreeMap::new()),
-            last_report: RwLock::new(None),
-            listeners: RwLock::new(Vec::new()),
+            assessment: RwLock::new(ranks::ASSESSMENT, None),
+            links: RwLock::new(ranks::LINKS, Arc::new(LinkReport::default())),
+            link_cache: Mutex::new(ranks::LINK_CACHE, Default::default()),
+            rule_cache: Mutex::new(ranks::RULE_CACHE, Default::default()),
+            pattern: RwLock::new(ranks::PATTERN, Arc::new(PatternReport::default())),
+            source_config: RwLock::new(ranks::SOURCE_CONFIG, BTreeMap::new()),
+            last_report: RwLock::new(ranks::LAST_REPORT, None),
+            listeners: RwLock::new(ranks::LISTENERS, Vec::new()),
             loaded_from: from,
             signal,
-            snapshot_writer: Mutex::new(None),
-            served: RwLock::new(BTreeMap::new()),
-            answered: RwLock::new(answered),
+            snapshot_writer: Mutex::new(ranks::SNAPSHOT_WRITER, None),
+            served: RwLock::new(ranks::SERVED, BTreeMap::new()),
+            answered: RwLock::new(ranks::ANSWERED, answered),
             answered_read,
             remediation,
             policies,
-            packs: RwLock::new(None),
-            before_scan: RwLock::new(None),
-            limits: RwLock::new(ScanLimits::default()),
+            packs: RwLock::new(ranks::PACKS, None),
+            before_scan: RwLock::new(ranks::BEFORE_SCAN, None),
+            limits: RwLock::new(ranks::LIMITS, ScanLimits::default()),
         })
     }
 
@@ -415,7 +417,7 @@ impl Engine {
     }
 
     /// The sources, with those set since the list was last locked.
-    pub(crate) fn lock_sources(&self) -> parking_lot::MutexGuard<'_, Vec<Box<dyn Source>>> {
+    pub(crate) fn lock_sources(&self) -> MutexGuard<'_, Vec<Box<dyn Source>>> {
         let mut held = self.sources.lock();
         self.take_pending_sources(&mut held);
         held
@@ -425,7 +427,7 @@ impl Engine {
     pub(crate) fn try_lock_sources_for(
         &self,
         wait: std::time::Duration,
-    ) -> Option<parking_lot::MutexGuard<'_, Vec<Box<dyn Source>>>> {
+    ) -> Option<MutexGuard<'_, Vec<Box<dyn Source>>>> {
         let mut held = self.sources.try_lock_for(wait)?;
         self.take_pending_sources(&mut held);
         Some(held)

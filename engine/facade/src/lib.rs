@@ -14,6 +14,7 @@
 
 pub mod engine;
 pub mod policy;
+pub mod ranks;
 pub mod remediation;
 pub mod scan;
 

@@ -160,12 +160,9 @@ fn scans_version_retire_and_survive_restart() {
     assert_eq!(r3.scan_seq, 3);
     assert_eq!(r3.nodes_ingest.unchanged, 5, "nothing changed for aws since scan 2");
     assert_eq!(r3.retired_nodes, 0);
-    let blast = svc_engine::blast::blast_radius(
-        &engine.graph(),
-        engine.graph().find(&Crn::parse(&crn("aws", 5)).unwrap()).unwrap(),
-        10,
-    )
-    .unwrap();
+    let graph = engine.graph();
+    let blast =
+        svc_engine::blast::blast_radius(&graph, graph.find(&Crn::parse(&crn("aws", 5)).unwrap()).unwrap(), 10).unwrap();
     assert_eq!(blast.count, 4, "id-1..id-4 use id-5 transitively");
 }
 

@@ -653,11 +653,17 @@ fn flag_block_warn_and_shadow_in_a_scan_and_across_a_restart() {
     assert_eq!(e.policies().get("gp2-volumes").unwrap().spec.mode, Mode::Enforcing);
     assert_eq!(e.policies().last_evaluation().by_rule["costly"].matches, 2);
     e.try_start_scan().unwrap().run().unwrap();
-    assert!(e.graph().node(node(&e, &crn("volume", "vol-b"))).unwrap().is_waste());
+    assert!({
+        let id = node(&e, &crn("volume", "vol-b"));
+        e.graph().node(id).unwrap().is_waste()
+    });
     // Removing the rule clears the node at the next scan.
     e.remove_policy("gp2-volumes", "test").unwrap();
     e.try_start_scan().unwrap().run().unwrap();
-    assert!(!e.graph().node(node(&e, &crn("volume", "vol-b"))).unwrap().is_waste());
+    assert!(!{
+        let id = node(&e, &crn("volume", "vol-b"));
+        e.graph().node(id).unwrap().is_waste()
+    });
     let q = svc_engine::store::ledger::HistoryQuery {
         event_type: Some("POLICY_CHANGE".into()),
         limit: 100,

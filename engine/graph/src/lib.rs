@@ -19,6 +19,7 @@ pub mod props;
 pub mod relation;
 pub mod source;
 pub mod stage;
+pub mod sync;
 
 #[cfg(any(test, feature = "test-support"))]
 pub mod fixture;

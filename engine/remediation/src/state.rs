@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Condvar;
 use rustc_hash::FxHashMap;
+use svc_graph::sync::{Mutex, Rank};
 use tracing::warn;
 
 use svc_graph::graph::Phase;
@@ -16,13 +17,16 @@ use svc_store::StoreError;
 
 use crate::{Isolation, Item, Saga, SagaStep};
 
+/// The remediation state's place in the engine's lock order: after the
+/// graph and its passes' locks, before a store write or a ledger append.
+pub const STATE_RANK: Rank = Rank::new(50, "remediation state");
+
 /// Items, ignore entries and sagas cut short, in memory; the store holds
 /// the same.
-#[derive(Default)]
 pub struct Remediation {
     pub state: Mutex<State>,
     /// CRNs with a saga or quarantine running.
-    pub locks: Mutex<HashSet<String>>,
+    pub locks: parking_lot::Mutex<HashSet<String>>,
     pub freed: Condvar,
 }
 
@@ -142,8 +146,9 @@ impl Remediation {
             behind: None,
         };
         Remediation {
-            state: Mutex::new(state),
-            ..Remediation::default()
+            state: Mutex::new(STATE_RANK, state),
+            locks: parking_lot::Mutex::new(HashSet::new()),
+            freed: Condvar::new(),
         }
     }
 

@@ -664,7 +664,7 @@ impl Engine {
     /// The items' state, locked, once what a pass wrote is durable: nothing
     /// is shown (or decided on) that a crash could still take back. Waits
     /// only in the short window between a pass and its scan's commit.
-    fn durable_state(&self) -> Result<parking_lot::MutexGuard<'_, State>, RemediationError> {
+    fn durable_state(&self) -> Result<svc_graph::sync::MutexGuard<'_, State>, RemediationError> {
         let mut st = self.remediation.state.lock();
         st.settle();
         Ok(st)
