@@ -58,8 +58,8 @@ struct Spec {
 }
 
 /// YAML to JSON; mapping keys become strings (`200:` and `'200':` alike).
-fn yaml_to_json(v: &serde_yaml::Value) -> Value {
-    use serde_yaml::Value as Y;
+fn yaml_to_json(v: &serde_yaml_ng::Value) -> Value {
+    use serde_yaml_ng::Value as Y;
     match v {
         Y::Null => Value::Null,
         Y::Bool(b) => Value::Bool(*b),
@@ -94,8 +94,8 @@ fn yaml_to_json(v: &serde_yaml::Value) -> Value {
 impl Spec {
     fn load() -> Spec {
         let text = std::fs::read_to_string(SPEC_PATH).unwrap_or_else(|e| panic!("cannot read {SPEC_PATH}: {e}"));
-        let yaml: serde_yaml::Value =
-            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{SPEC_PATH} is not valid YAML: {e}"));
+        let yaml: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{SPEC_PATH} is not valid YAML: {e}"));
         Spec {
             doc: yaml_to_json(&yaml),
         }
