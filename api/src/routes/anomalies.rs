@@ -24,24 +24,25 @@ use svc_engine::signal::{
 };
 
 use super::ApiQuery;
-use super::graph::{limit_param, round2};
+use super::graph::round2;
+use super::query::{Limit, NonBlank};
 use super::rfc3339;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// How long a computed answer is served (SPEC 8).
 pub const CACHE_TTL: Duration = Duration::from_secs(30);
-/// Anomalies listed by default and at most.
-pub const DEFAULT_LIMIT: usize = 100;
-pub const MAX_LIMIT: usize = 1000;
-
-#[derive(Deserialize, Default)]
+/// Query parameters of `GET /api/v1/anomalies`.
+#[derive(Deserialize)]
 pub struct AnomalyQuery {
-    limit: Option<String>,
-    /// A full type (`ec2:volume`) or its kind (`volume`).
+    /// Node and type anomalies listed (each).
+    #[serde(default)]
+    limit: Limit<100, 1000>,
+    /// Only this resource type: a full type (`ec2:volume`) or its kind (`volume`).
     #[serde(rename = "type")]
-    ty: Option<String>,
-    provider: Option<String>,
+    ty: Option<NonBlank>,
+    /// Only this provider.
+    provider: Option<NonBlank>,
 }
 
 /// One listed item with what the filters look at.
@@ -89,14 +90,8 @@ impl Cache {
 /// `GET /api/v1/anomalies`.
 pub async fn list(State(state): State<AppState>, ApiQuery(q): ApiQuery<AnomalyQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
-    for (name, v) in [("type", &q.ty), ("provider", &q.provider)] {
-        if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
-            return Err(ApiError::bad_request(format!(
-                "invalid {name} \"\": expected a non-empty value"
-            )));
-        }
-    }
+    let limit = q.limit.0;
+    let (ty, provider) = (q.ty.map(|t| t.0), q.provider.map(|p| p.0));
     let computed = state
         .inner
         .anomalies
@@ -107,9 +102,9 @@ pub async fn list(State(state): State<AppState>, ApiQuery(q): ApiQuery<AnomalyQu
         })
         .await?;
     let keep = |e: &&Entry| {
-        q.ty.as_deref()
+        ty.as_deref()
             .is_none_or(|t| e.ty == t || e.ty.rsplit(':').next() == Some(t))
-            && q.provider.as_deref().is_none_or(|p| e.provider == p)
+            && provider.as_deref().is_none_or(|p| e.provider == p)
     };
     let pick = |list: &[Entry], limit: usize| -> (usize, Vec<Value>) {
         let matching: Vec<&Entry> = list.iter().filter(keep).collect();

@@ -14,8 +14,6 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use svc_engine::graph::NodeRef;
@@ -25,6 +23,7 @@ use svc_engine::{Graph, NodeId};
 pub use layout::{flow_graph, graph_topology};
 pub use topology::topology;
 
+use super::query::{Flag, Limit, NodeCursor};
 use super::{ApiQuery, find_node};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -42,60 +41,6 @@ where
     .await
     .map_err(ApiError::internal)??;
     Ok(([(header::CONTENT_TYPE, "application/json")], Bytes::from(body)).into_response())
-}
-
-/// Parses a page size: absent gives `default`; anything but an integer in
-/// `1..=max` is a 400.
-pub(crate) fn limit_param(raw: Option<&str>, default: usize, max: usize) -> ApiResult<usize> {
-    let Some(raw) = raw else { return Ok(default) };
-    match raw.trim().parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(ApiError::bad_request(format!(
-            "invalid limit {raw:?}: expected an integer from 1 to {max}"
-        ))),
-    }
-}
-
-/// Parses a boolean query flag: `true`/`1`/`yes` or `false`/`0`/`no`; a
-/// flag given without a value (`?wait`) is true.
-pub(crate) fn bool_param(name: &str, raw: Option<&str>) -> ApiResult<bool> {
-    match raw.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
-        None => Ok(false),
-        Some("" | "true" | "1" | "yes") => Ok(true),
-        Some("false" | "0" | "no") => Ok(false),
-        Some(_) => Err(ApiError::bad_request(format!(
-            "invalid {name} {:?}: expected true or false",
-            raw.unwrap_or_default()
-        ))),
-    }
-}
-
-/// An opaque cursor: base64url of the bytes it stands for.
-pub(crate) fn encode_cursor(bytes: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
-pub(crate) fn decode_cursor(raw: &str) -> ApiResult<Vec<u8>> {
-    URL_SAFE_NO_PAD.decode(raw.trim()).map_err(|_| {
-        ApiError::bad_request(format!(
-            "invalid cursor {raw:?}: take next_cursor from a previous response"
-        ))
-    })
-}
-
-/// A node cursor carries the last node's id (8 bytes, big-endian).
-fn node_cursor(id: NodeId) -> String {
-    encode_cursor(&id.to_raw().to_be_bytes())
-}
-
-fn parse_node_cursor(raw: Option<&str>) -> ApiResult<Option<NodeId>> {
-    let Some(raw) = raw else { return Ok(None) };
-    let bytes: [u8; 8] = decode_cursor(raw)?.try_into().map_err(|_| {
-        ApiError::bad_request(format!(
-            "invalid cursor {raw:?}: take next_cursor from a previous response"
-        ))
-    })?;
-    Ok(Some(NodeId::from_raw(u64::from_be_bytes(bytes))))
 }
 
 /// The text of a `{crn}` path segment (percent-decoded by the router).
@@ -156,12 +101,34 @@ pub(crate) fn round2(v: f64) -> f64 {
 
 // ---------------------------------------------------------------- node pages
 
-#[derive(Deserialize, Default)]
+/// `GET /api/v1/graph/nodes`: a page of nodes.
+#[derive(Deserialize)]
 pub struct NodesQuery {
-    limit: Option<String>,
+    /// Page size.
+    #[serde(default)]
+    limit: Limit<100, 1000>,
+    /// Only nodes of this provider (a provider the graph never saw matches nothing).
     provider: Option<String>,
-    cursor: Option<String>,
-    include_deleted: Option<String>,
+    /// Opaque cursor, `next_cursor` of a previous response.
+    cursor: Option<NodeCursor>,
+    /// Also list logically deleted nodes.
+    #[serde(default)]
+    include_deleted: Flag,
+}
+
+/// `GET /api/v1/nodes`: a page of the terminal UI's rows.
+#[derive(Deserialize)]
+pub struct RowsQuery {
+    /// Page size.
+    #[serde(default)]
+    limit: Limit<1000, 10_000>,
+    /// Only nodes of this provider (a provider the graph never saw matches nothing).
+    provider: Option<String>,
+    /// Opaque cursor, `next_cursor` of a previous response.
+    cursor: Option<NodeCursor>,
+    /// Also list logically deleted nodes.
+    #[serde(default)]
+    include_deleted: Flag,
 }
 
 /// One page request over the nodes, in id order.
@@ -173,18 +140,17 @@ struct PageSpec {
 }
 
 impl PageSpec {
-    fn parse(q: &NodesQuery, default: usize, max: usize) -> ApiResult<PageSpec> {
-        Ok(PageSpec {
-            limit: limit_param(q.limit.as_deref(), default, max)?,
-            provider: q
-                .provider
+    fn new(limit: usize, provider: Option<String>, cursor: Option<NodeCursor>, include_deleted: Flag) -> PageSpec {
+        PageSpec {
+            limit,
+            provider: provider
                 .as_deref()
                 .map(str::trim)
                 .filter(|p| !p.is_empty())
                 .map(str::to_owned),
-            after: parse_node_cursor(q.cursor.as_deref())?,
-            include_deleted: bool_param("include_deleted", q.include_deleted.as_deref())?,
-        })
+            after: cursor.map(|c| c.0),
+            include_deleted: include_deleted.0,
+        }
     }
 
     /// The page, the cursor of the next one, and how many nodes match in all.
@@ -207,7 +173,7 @@ impl PageSpec {
             .collect();
         let next = if page.len() > self.limit {
             page.truncate(self.limit);
-            page.last().map(|n| node_cursor(n.id()))
+            page.last().map(|n| NodeCursor::encode(n.id()))
         } else {
             None
         };
@@ -218,28 +184,35 @@ impl PageSpec {
 /// `GET /api/v1/graph/nodes?limit=&provider=&cursor=&include_deleted=`:
 /// `{nodes, next_cursor, total}`; visible nodes unless `include_deleted`.
 pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
-    page_of(&state, &q, (100, 1000), "nodes", |n, r| wire::node(&NodeView::of(n), r)).await
+    page_of(
+        &state,
+        PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted),
+        "nodes",
+        |n, r| wire::node(&NodeView::of(n), r),
+    )
+    .await
 }
 
 /// `GET /api/v1/nodes`: the terminal UI's rows, `{rows, next_cursor, total}`;
 /// paging as for `graph/nodes` with limit default 1000, max 10000.
-pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
-    page_of(&state, &q, (1000, 10_000), "rows", |n, r| {
-        wire::tui_row(&NodeView::of(n), r)
-    })
+pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<RowsQuery>) -> ApiResult<Response> {
+    page_of(
+        &state,
+        PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted),
+        "rows",
+        |n, r| wire::tui_row(&NodeView::of(n), r),
+    )
     .await
 }
 
 /// One page of nodes as `{<field>: [...], next_cursor, total}`, each node
-/// rendered by `render`; `limits` is the default and maximum page size.
+/// rendered by `render`.
 async fn page_of(
     state: &AppState,
-    q: &NodesQuery,
-    limits: (usize, usize),
+    spec: PageSpec,
     field: &'static str,
     render: fn(&NodeRef<'_>, &InternerReader<'_>) -> Value,
 ) -> ApiResult<Response> {
-    let spec = PageSpec::parse(q, limits.0, limits.1)?;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
@@ -282,9 +255,20 @@ pub async fn get_node(State(state): State<AppState>, path: Result<Path<String>, 
     .await
 }
 
-#[derive(Deserialize, Default)]
-pub struct LimitQuery {
-    limit: Option<String>,
+/// `GET /api/v1/graph/nodes/{crn}/edges`.
+#[derive(Deserialize)]
+pub struct EdgesQuery {
+    /// Most edges listed in each direction.
+    #[serde(default)]
+    limit: Limit<1000, 10_000>,
+}
+
+/// `GET /api/v1/graph/blast-radius/{crn}`.
+#[derive(Deserialize)]
+pub struct BlastQuery {
+    /// Most affected nodes listed.
+    #[serde(default)]
+    limit: Limit<100, 10_000>,
 }
 
 /// `GET /api/v1/graph/nodes/{crn}/edges?limit=`: `{crn, outgoing, incoming,
@@ -293,10 +277,10 @@ pub struct LimitQuery {
 pub async fn node_edges(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
-    ApiQuery(q): ApiQuery<LimitQuery>,
+    ApiQuery(q): ApiQuery<EdgesQuery>,
 ) -> ApiResult<Response> {
     let raw = path_text(path)?;
-    let limit = limit_param(q.limit.as_deref(), 1000, 10_000)?;
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
@@ -340,10 +324,10 @@ pub async fn node_edges(
 pub async fn blast_radius(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
-    ApiQuery(q): ApiQuery<LimitQuery>,
+    ApiQuery(q): ApiQuery<BlastQuery>,
 ) -> ApiResult<Response> {
     let raw = path_text(path)?;
-    let limit = limit_param(q.limit.as_deref(), 100, 10_000)?;
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let g = engine.graph();
@@ -376,38 +360,4 @@ pub async fn blast_radius(
         }))
     })
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limits_parse_or_say_why_not() {
-        assert_eq!(limit_param(None, 100, 1000).ok(), Some(100));
-        assert_eq!(limit_param(Some("1000"), 100, 1000).ok(), Some(1000));
-        for bad in ["0", "1001", "-1", "abc", "", "1.5"] {
-            let e = limit_param(Some(bad), 100, 1000).err().map(|e| e.status.as_u16());
-            assert_eq!(e, Some(400), "{bad}");
-        }
-    }
-
-    #[test]
-    fn node_cursors_round_trip_and_reject_garbage() {
-        let id = NodeId::new(17, 4242, 3);
-        let c = node_cursor(id);
-        assert_eq!(parse_node_cursor(Some(&c)).ok().flatten(), Some(id));
-        for bad in ["!!", "AAAA", "not a cursor"] {
-            assert!(parse_node_cursor(Some(bad)).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn flags_parse() {
-        assert_eq!(bool_param("x", None).ok(), Some(false));
-        assert_eq!(bool_param("x", Some("")).ok(), Some(true));
-        assert_eq!(bool_param("x", Some("TRUE")).ok(), Some(true));
-        assert_eq!(bool_param("x", Some("0")).ok(), Some(false));
-        assert!(bool_param("x", Some("maybe")).is_err());
-    }
 }

@@ -11,15 +11,11 @@ use serde_json::{Value, json};
 use svc_engine::remediation::ops::SagaOutcome;
 use svc_engine::remediation::{Isolation, Item, RemediationError, stage_named};
 
-use super::graph::{blocking, limit_param};
+use super::graph::blocking;
+use super::query::{Limit, StageFilter};
 use super::{ApiJson, ApiQuery};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-
-/// Items listed per stage unless `limit` says otherwise.
-const DEFAULT_PER_STAGE: usize = 100;
-/// The most items listed per stage.
-const MAX_PER_STAGE: usize = 1000;
 
 fn api_error(e: RemediationError) -> ApiError {
     match e {
@@ -93,27 +89,23 @@ fn actor(a: &Option<String>) -> String {
         .to_owned()
 }
 
+/// Query parameters of `GET /api/v1/remediation/queue`; any other is refused.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct QueueQuery {
-    stage: Option<String>,
-    limit: Option<String>,
+    /// List only this stage's items (the others' lists are empty; counts and savings stay complete).
+    stage: Option<StageFilter>,
+    /// Most items listed per stage.
+    #[serde(default)]
+    limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/remediation/queue`: every stage with its items (up to
 /// `limit` each, oldest in the stage first), counts and savings.
 pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_PER_STAGE, MAX_PER_STAGE)?;
-    let only = match q.stage.as_deref() {
-        None => None,
-        Some("rejected") => Some(None),
-        Some(s) => Some(Some(stage_named(s).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "unknown stage {s:?}: expected one of flagged, analyzed, codegen, sau_gate, pending, applied, rejected"
-            ))
-        })?)),
-    };
+    let limit = q.limit.0;
+    let only = q.stage;
     blocking(move || {
         let parts = engine.remediation_queue(limit).map_err(api_error)?;
         let mut stages = serde_json::Map::new();
@@ -122,8 +114,8 @@ pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQue
         for part in parts {
             let wanted = match only {
                 None => true,
-                Some(None) => part.name == "rejected",
-                Some(Some(p)) => part.name == p.name(),
+                Some(StageFilter::Rejected) => part.name == "rejected",
+                Some(StageFilter::Stage(p)) => part.name == p.name(),
             };
             counts.insert(part.name.to_owned(), part.count.into());
             let total = part.savings_usd_mo + 0.0;
@@ -140,9 +132,11 @@ pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQue
     .await
 }
 
+/// Query parameters of `GET /api/v1/plan`; any other is refused.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlanQuery {
+    /// The resource whose plan to show.
     crn: String,
 }
 

@@ -20,13 +20,16 @@ use serde_json::{Value, json};
 use tracing::{error, info};
 
 use super::ApiQuery;
-use super::graph::bool_param;
+use super::query::Flag;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
+/// Query parameters of the scan triggers.
 #[derive(Deserialize, Default)]
 pub struct ScanQuery {
-    wait: Option<String>,
+    /// Answer when the scan has finished (200) instead of when it started (202).
+    #[serde(default)]
+    wait: Flag,
 }
 
 #[derive(Deserialize, Default)]
@@ -74,7 +77,7 @@ fn request(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<Requ
             ApiError::bad_request(format!("cannot read request body: {}", e.body_text()))
         }
     })?;
-    let from_query = bool_param("wait", q.wait.as_deref())?;
+    let from_query = q.wait.0;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Request {
             wait: from_query,
@@ -185,7 +188,7 @@ mod tests {
 
     fn wait(q: Option<&str>, body: &str) -> Option<bool> {
         let q = ScanQuery {
-            wait: q.map(str::to_owned),
+            wait: Flag(q == Some("true")),
         };
         request(&q, Ok(Bytes::copy_from_slice(body.as_bytes())))
             .ok()
@@ -202,8 +205,7 @@ mod tests {
         assert_eq!(wait(None, "{}"), Some(false));
         assert_eq!(wait(None, r#"{"wait": "soon"}"#), None);
         assert_eq!(wait(None, "[1]"), None);
-        assert_eq!(wait(Some("perhaps"), ""), None);
-        let q = ScanQuery { wait: None };
+        let q = ScanQuery::default();
         let r = request(&q, Ok(Bytes::from_static(br#"{"provider": "aws", "wait": true}"#)))
             .ok()
             .unwrap();

@@ -12,51 +12,32 @@ use serde_json::{Value, json};
 use svc_engine::analysis::reach::{self, Via};
 use svc_engine::graph::Reachability;
 
-use super::graph::{blocking, crn_with, limit_param, path_text};
+use super::graph::{blocking, crn_with, path_text};
+use super::query::{Limit, MinRisk, ReachabilityFilter};
 use super::{ApiQuery, find_node, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::wire;
 
-#[derive(Deserialize, Default)]
+/// Query parameters of `GET /api/v1/solver/results`.
+#[derive(Deserialize)]
 pub struct ResultsQuery {
     /// Only nodes with this reachability.
-    reachability: Option<String>,
+    reachability: Option<ReachabilityFilter>,
     /// Only nodes whose risk is at least this.
-    min_risk: Option<String>,
-    /// Nodes listed (default 100, at most 1000).
-    limit: Option<String>,
-}
-
-fn reachability_param(raw: Option<&str>) -> ApiResult<Option<Reachability>> {
-    match raw {
-        None => Ok(None),
-        Some("reachable") => Ok(Some(Reachability::Reachable)),
-        Some("unreachable") => Ok(Some(Reachability::Unreachable)),
-        Some("unknown") => Ok(Some(Reachability::Unknown)),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "invalid reachability {other:?}: expected reachable, unreachable or unknown"
-        ))),
-    }
-}
-
-fn risk_param(raw: Option<&str>) -> ApiResult<f32> {
-    match raw {
-        None => Ok(0.0),
-        Some(s) => s
-            .parse::<f32>()
-            .ok()
-            .filter(|v| (0.0..=100.0).contains(v))
-            .ok_or_else(|| ApiError::bad_request(format!("invalid min_risk {s:?}: expected a number from 0 to 100"))),
-    }
+    #[serde(default)]
+    min_risk: MinRisk,
+    /// Nodes listed.
+    #[serde(default)]
+    limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/solver/results`.
 pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<ResultsQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let limit = limit_param(q.limit.as_deref(), 100, 1000)?;
-    let only = reachability_param(q.reachability.as_deref())?;
-    let min_risk = risk_param(q.min_risk.as_deref())?;
+    let limit = q.limit.0;
+    let only = q.reachability.map(|r| r.0);
+    let min_risk = q.min_risk.0;
     blocking(move || {
         let now = engine.now_us();
         let a = engine.assessment();

@@ -9,24 +9,15 @@ use serde_json::{Value, json};
 use svc_engine::graph::{EdgeVersion, NodeVersion};
 use svc_engine::intern::InternerReader;
 
-use super::graph::{blocking, decode_cursor, encode_cursor, limit_param};
-use super::{ApiQuery, parse_rfc3339, rfc3339};
+use super::graph::blocking;
+use super::query::{CrnCursor, Limit, Time, required_time};
+use super::{ApiQuery, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::wire::{self, NodeView};
 
-const DEFAULT_LIMIT: usize = 1000;
-const MAX_LIMIT: usize = 10_000;
-
-/// Parses a required RFC 3339 time parameter into microseconds. A `+` of a
-/// UTC offset that arrived unescaped (and so decoded as a space) is accepted.
-fn time_param(name: &str, raw: Option<&str>) -> ApiResult<u64> {
-    let raw = raw.map(str::trim).filter(|s| !s.is_empty());
-    let raw = raw.ok_or_else(|| ApiError::bad_request(format!("missing {name}: expected an RFC 3339 time")))?;
-    parse_rfc3339(raw)
-        .or_else(|| parse_rfc3339(&raw.replace(' ', "+")))
-        .ok_or_else(|| ApiError::bad_request(format!("invalid {name} {raw:?}: expected an RFC 3339 time")))
-}
+/// Page size (graph/at) or most entries per list (graph/diff).
+type TimeTravelLimit = Limit<1000, 10_000>;
 
 fn node_json(v: &NodeVersion, r: &InternerReader<'_>) -> Value {
     wire::node_with_crn(&NodeView::of_row(&v.row), v.crn.clone(), r)
@@ -36,11 +27,16 @@ fn edge_order(a: &EdgeVersion, b: &EdgeVersion) -> std::cmp::Ordering {
     (&a.src, &a.dst, a.relation.name()).cmp(&(&b.src, &b.dst, b.relation.name()))
 }
 
-#[derive(Deserialize, Default)]
+/// `GET /api/v1/graph/at`.
+#[derive(Deserialize)]
 pub struct AtQuery {
-    ts: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
+    /// The time to show the graph at.
+    ts: Option<Time>,
+    /// Page size.
+    #[serde(default)]
+    limit: TimeTravelLimit,
+    /// Opaque cursor, `next_cursor` of a previous response.
+    cursor: Option<CrnCursor>,
 }
 
 /// `GET /api/v1/graph/at?ts=RFC3339&limit=&cursor=`: the graph as it was at
@@ -52,16 +48,9 @@ pub struct AtQuery {
 /// type), so following `next_cursor` lists every node and edge once. The
 /// totals count the whole graph at `ts`.
 pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQuery>) -> ApiResult<Response> {
-    let ts = time_param("ts", q.ts.as_deref())?;
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
-    let after = match q.cursor.as_deref() {
-        Some(c) => Some(String::from_utf8(decode_cursor(c)?).map_err(|_| {
-            ApiError::bad_request(format!(
-                "invalid cursor {c:?}: take next_cursor from a previous response"
-            ))
-        })?),
-        None => None,
-    };
+    let ts = required_time(q.ts, "ts")?;
+    let limit = q.limit.0;
+    let after = q.cursor.map(|c| c.0);
     let engine = state.engine()?.clone();
     blocking(move || {
         let at = engine.store().graph_at(ts)?;
@@ -92,17 +81,22 @@ pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQue
             "edges": edges_json,
             "total_nodes": nodes.len(),
             "total_edges": at.edges.len(),
-            "next_cursor": upper.map(|u| encode_cursor(u.as_bytes())).unwrap_or_default(),
+            "next_cursor": upper.map(CrnCursor::encode).unwrap_or_default(),
         }))
     })
     .await
 }
 
-#[derive(Deserialize, Default)]
+/// `GET /api/v1/graph/diff`.
+#[derive(Deserialize)]
 pub struct DiffQuery {
-    from: Option<String>,
-    to: Option<String>,
-    limit: Option<String>,
+    /// The earlier time.
+    from: Option<Time>,
+    /// The later time.
+    to: Option<Time>,
+    /// Most entries per list.
+    #[serde(default)]
+    limit: TimeTravelLimit,
 }
 
 /// Fields of the node object that are version bookkeeping, not content.
@@ -132,8 +126,8 @@ fn changed_fields(before: &Value, after: &Value) -> Vec<String> {
 /// `fields` names the changed fields of the node object, leaving out
 /// `valid_from` and `valid_to`.
 pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<DiffQuery>) -> ApiResult<Response> {
-    let from = time_param("from", q.from.as_deref())?;
-    let to = time_param("to", q.to.as_deref())?;
+    let from = required_time(q.from, "from")?;
+    let to = required_time(q.to, "to")?;
     if from > to {
         return Err(ApiError::bad_request(format!(
             "invalid range: from {} is after to {}",
@@ -141,7 +135,7 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
             rfc3339(to)
         )));
     }
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let d = engine.store().diff(from, to)?;
@@ -211,22 +205,6 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_parse_with_an_unescaped_plus() {
-        assert_eq!(time_param("ts", Some("1970-01-01T00:00:01Z")).ok(), Some(1_000_000));
-        assert_eq!(
-            time_param("ts", Some("1970-01-01T01:00:01 01:00")).ok(),
-            Some(1_000_000)
-        );
-        for bad in [None, Some(""), Some("yesterday"), Some("1969-12-31T23:59:59Z")] {
-            assert_eq!(
-                time_param("ts", bad).err().map(|e| e.status.as_u16()),
-                Some(400),
-                "{bad:?}"
-            );
-        }
-    }
 
     #[test]
     fn changed_fields_leave_out_version_bookkeeping() {

@@ -14,7 +14,8 @@ use svc_engine::analysis::traffic::{self, FlowKeys, FlowRecord, TrafficReport};
 use svc_engine::graph::visible;
 
 use super::ApiQuery;
-use super::graph::{blocking, crn_with, limit_param};
+use super::graph::{blocking, crn_with};
+use super::query::Limit;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -128,15 +129,18 @@ pub async fn ingest(
         .into_response())
 }
 
-#[derive(Deserialize, Default)]
+/// Query parameters of `GET /api/v1/traffic/edges`.
+#[derive(Deserialize)]
 pub struct EdgesQuery {
-    limit: Option<String>,
+    /// Edges listed.
+    #[serde(default)]
+    limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/traffic/edges`.
 pub async fn edges(State(state): State<AppState>, ApiQuery(q): ApiQuery<EdgesQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let limit = limit_param(q.limit.as_deref(), 100, 1000)?;
+    let limit = q.limit.0;
     blocking(move || {
         let now = engine.now_us();
         let g = engine.graph();

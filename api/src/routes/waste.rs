@@ -17,14 +17,17 @@ use svc_engine::heuristics::{AnalyzerOutcome, Finding, FindingSet, FindingSource
 use svc_engine::{Graph, NodeId, Sym};
 
 use super::ApiQuery;
-use super::graph::{blocking, crn_with, limit_param, round2};
+use super::graph::{blocking, crn_with, round2};
+use super::query::Limit;
 use crate::error::ApiResult;
 use crate::state::AppState;
 
-#[derive(Deserialize, Default)]
+/// Query parameters of `GET /api/v1/waste-ledger`.
+#[derive(Deserialize)]
 pub struct LedgerQuery {
-    /// Top resources listed per type (default 5, at most 100).
-    top: Option<String>,
+    /// Top resources listed per type.
+    #[serde(default)]
+    top: Limit<5, 100>,
     /// Only this provider's types.
     provider: Option<String>,
 }
@@ -46,7 +49,7 @@ struct Line<'f> {
 /// `GET /api/v1/waste-ledger`.
 pub async fn ledger(State(state): State<AppState>, ApiQuery(q): ApiQuery<LedgerQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let top = limit_param(q.top.as_deref(), 5, 100)?;
+    let top = q.top.0;
     blocking(move || {
         let now = engine.now_us();
         let findings = engine.findings();

@@ -16,14 +16,20 @@ use svc_engine::graph::NodeRef;
 use svc_engine::intern::InternerReader;
 use svc_engine::{Graph, NodeId};
 
-use super::{LimitQuery, blocking, limit_param};
+use super::blocking;
 use crate::error::ApiResult;
 use crate::routes::ApiQuery;
+use crate::routes::query::Limit;
 use crate::state::AppState;
 use crate::wire;
 
-const DEFAULT_LIMIT: usize = 2000;
-const MAX_LIMIT: usize = 20_000;
+/// `GET /api/v1/graph` and `GET /api/v1/graph/topology`.
+#[derive(serde::Deserialize)]
+pub struct LayoutQuery {
+    /// Most nodes drawn.
+    #[serde(default)]
+    limit: Limit<2000, 20_000>,
+}
 
 /// Distance between neighbouring nodes in a cluster, in layout units.
 const NODE_SPACING: f64 = 60.0;
@@ -103,8 +109,8 @@ fn crn(r: &InternerReader<'_>, n: &NodeRef<'_>) -> String {
 /// {cost_usd_mo, state, is_waste}}], edges: [{id, source, target, type}],
 /// truncated, total_nodes}`. A node's `id` is its CRN and its label the
 /// physical id; an edge's `id` is unique within the response.
-pub async fn flow_graph(State(state): State<AppState>, ApiQuery(q): ApiQuery<LimitQuery>) -> ApiResult<Response> {
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+pub async fn flow_graph(State(state): State<AppState>, ApiQuery(q): ApiQuery<LayoutQuery>) -> ApiResult<Response> {
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
@@ -161,8 +167,8 @@ struct Placed {
 /// (id `provider/account/region`). The layout is deterministic: clusters,
 /// sorted by id, sit on a square grid of equal cells; inside its cell a
 /// cluster's nodes, sorted by CRN, fill a square grid row by row.
-pub async fn graph_topology(State(state): State<AppState>, ApiQuery(q): ApiQuery<LimitQuery>) -> ApiResult<Response> {
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+pub async fn graph_topology(State(state): State<AppState>, ApiQuery(q): ApiQuery<LayoutQuery>) -> ApiResult<Response> {
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
