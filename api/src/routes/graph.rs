@@ -6,6 +6,7 @@
 //! read lock is taken and released there, never held across an `.await`,
 //! and the JSON body is serialized there too.
 
+mod body;
 mod layout;
 mod topology;
 
@@ -14,12 +15,12 @@ use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
 use svc_engine::graph::NodeRef;
 use svc_engine::intern::InternerReader;
 use svc_engine::{Graph, NodeId};
 
+pub use body::*;
 pub use layout::{flow_graph, graph_topology};
 pub use topology::topology;
 
@@ -27,12 +28,14 @@ use super::query::{Flag, Limit, NodeCursor};
 use super::{ApiQuery, find_node};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::wire::{self, NodeView};
+use crate::wire::{self, Crn, NodeView};
 
-/// Runs `f` on the blocking pool and answers with its value as JSON.
-pub(crate) async fn blocking<F>(f: F) -> ApiResult<Response>
+/// Runs `f` on the blocking pool and answers with its value as JSON,
+/// serialized there too.
+pub(crate) async fn blocking<F, T>(f: F) -> ApiResult<Response>
 where
-    F: FnOnce() -> ApiResult<Value> + Send + 'static,
+    F: FnOnce() -> ApiResult<T> + Send + 'static,
+    T: Serialize,
 {
     let body = tokio::task::spawn_blocking(move || {
         let v = f()?;
@@ -75,21 +78,21 @@ pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
             st.projected_savings_usd_mo
         };
         let r = g.interner().reader();
-        let providers: Map<String, Value> = st
+        let providers = st
             .providers
             .iter()
-            .map(|(p, n)| (r.resolve(*p).to_owned(), Value::from(*n)))
+            .map(|(p, n)| (r.resolve(*p).to_owned(), *n))
             .collect();
-        Ok(json!({
-            "total_nodes": st.total_nodes,
-            "active_nodes": st.active_nodes,
-            "logically_deleted": st.logically_deleted,
-            "total_edges": st.total_edges,
-            "waste_nodes": st.waste_nodes,
-            "total_cost_usd_mo": round2(st.total_cost_usd_mo),
-            "projected_savings_usd_mo": round2(savings),
-            "providers": providers,
-        }))
+        Ok(GraphStats {
+            active_nodes: st.active_nodes,
+            logically_deleted: st.logically_deleted,
+            projected_savings_usd_mo: round2(savings),
+            providers,
+            total_cost_usd_mo: round2(st.total_cost_usd_mo),
+            total_edges: st.total_edges,
+            total_nodes: st.total_nodes,
+            waste_nodes: st.waste_nodes,
+        })
     })
     .await
 }
@@ -184,34 +187,33 @@ impl PageSpec {
 /// `GET /api/v1/graph/nodes?limit=&provider=&cursor=&include_deleted=`:
 /// `{nodes, next_cursor, total}`; visible nodes unless `include_deleted`.
 pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
-    page_of(
-        &state,
-        PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted),
-        "nodes",
-        |n, r| wire::node(&NodeView::of(n), r),
-    )
+    let spec = PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted);
+    page_of(&state, spec, |page, r, next_cursor, total| NodePage {
+        next_cursor,
+        nodes: page.iter().map(|n| wire::node(&NodeView::of(n), r)).collect(),
+        total,
+    })
     .await
 }
 
 /// `GET /api/v1/nodes`: the terminal UI's rows, `{rows, next_cursor, total}`;
 /// paging as for `graph/nodes` with limit default 1000, max 10000.
 pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<RowsQuery>) -> ApiResult<Response> {
-    page_of(
-        &state,
-        PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted),
-        "rows",
-        |n, r| wire::tui_row(&NodeView::of(n), r),
-    )
+    let spec = PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted);
+    page_of(&state, spec, |page, r, next_cursor, total| TuiRowPage {
+        next_cursor,
+        rows: page.iter().map(|n| wire::tui_row(&NodeView::of(n), r)).collect(),
+        total,
+    })
     .await
 }
 
-/// One page of nodes as `{<field>: [...], next_cursor, total}`, each node
-/// rendered by `render`.
-async fn page_of(
+/// One page of nodes, rendered by `render` from the page, the cursor of the
+/// next one (empty on the last) and how many nodes match in all.
+async fn page_of<T: Serialize + 'static>(
     state: &AppState,
     spec: PageSpec,
-    field: &'static str,
-    render: fn(&NodeRef<'_>, &InternerReader<'_>) -> Value,
+    render: fn(&[NodeRef<'_>], &InternerReader<'_>, String, u64) -> T,
 ) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -219,8 +221,7 @@ async fn page_of(
         let g = engine.graph();
         let (page, next, total) = spec.run(&g, now);
         let r = g.interner().reader();
-        let items: Vec<Value> = page.iter().map(|n| render(n, &r)).collect();
-        Ok(json!({ field: items, "next_cursor": next.unwrap_or_default(), "total": total }))
+        Ok(render(&page, &r, next.unwrap_or_default(), total))
     })
     .await
 }
@@ -243,14 +244,9 @@ pub async fn get_node(State(state): State<AppState>, path: Result<Path<String>, 
         let edges_out = n.out_edges().filter(|e| g.is_edge_visible(e.id(), now)).count();
         let edges_in = n.in_edges().filter(|e| g.is_edge_visible(e.id(), now)).count();
         let r = g.interner().reader();
-        let mut v = wire::node(&NodeView::of(&n), &r);
-        let findings = engine.findings();
-        if let Value::Object(m) = &mut v {
-            m.insert("edges_out".into(), edges_out.into());
-            m.insert("edges_in".into(), edges_in.into());
-            m.insert("findings".into(), findings.of(id).iter().map(wire::finding).collect());
-        }
-        Ok(v)
+        let node = wire::node(&NodeView::of(&n), &r);
+        let findings = engine.findings().of(id).iter().map(wire::finding).collect();
+        Ok(wire::NodeDetail::new(node, edges_in as u64, edges_out as u64, findings))
     })
     .await
 }
@@ -303,16 +299,14 @@ pub async fn node_edges(
                 &r,
             )
         };
-        let outgoing: Vec<Value> = out.iter().take(limit).map(render).collect();
-        let incoming: Vec<Value> = inc.iter().take(limit).map(render).collect();
-        Ok(json!({
-            "crn": me,
-            "outgoing": outgoing,
-            "incoming": incoming,
-            "outgoing_total": out.len(),
-            "incoming_total": inc.len(),
-            "truncated": out.len() > limit || inc.len() > limit,
-        }))
+        Ok(NodeEdges {
+            crn: Crn(me),
+            incoming: inc.iter().take(limit).map(render).collect(),
+            incoming_total: inc.len() as u64,
+            outgoing: out.iter().take(limit).map(render).collect(),
+            outgoing_total: out.len() as u64,
+            truncated: out.len() > limit || inc.len() > limit,
+        })
     })
     .await
 }
@@ -335,29 +329,29 @@ pub async fn blast_radius(
         let b = svc_engine::blast::blast_radius(&g, id, limit)
             .ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
         let r = g.interner().reader();
-        let affected: Vec<Value> = b
+        let affected = b
             .affected
             .iter()
             .filter_map(|a| {
                 let n = g.node(a.id)?;
-                Some(json!({
-                    "crn": wire::crn_of(&r, n.key(), n.physical_id()),
-                    "type": r.resolve(n.ty()),
-                    "depth": a.depth,
-                    "via_crn": crn_with(&g, &r, a.via),
-                    "relation": a.relation.name(),
-                    "cost_usd_mo": wire::f32_value(n.cost_usd_mo()),
-                }))
+                Some(AffectedNode {
+                    cost_usd_mo: wire::f32_value(n.cost_usd_mo()),
+                    crn: Crn(wire::crn_of(&r, n.key(), n.physical_id())),
+                    depth: a.depth,
+                    relation: a.relation.into(),
+                    ty: r.resolve(n.ty()).to_owned(),
+                    via_crn: Crn(crn_with(&g, &r, a.via)),
+                })
             })
             .collect();
-        Ok(json!({
-            "crn": crn_with(&g, &r, id),
-            "affected_count": b.count,
-            "total_cost_usd_mo": round2(b.total_cost_usd_mo),
-            "max_depth": b.max_depth,
-            "truncated": b.truncated,
-            "affected": affected,
-        }))
+        Ok(BlastRadius {
+            affected,
+            affected_count: b.count as u64,
+            crn: Crn(crn_with(&g, &r, id)),
+            max_depth: b.max_depth,
+            total_cost_usd_mo: round2(b.total_cost_usd_mo),
+            truncated: b.truncated,
+        })
     })
     .await
 }

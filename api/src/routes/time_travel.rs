@@ -4,22 +4,86 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use svc_engine::graph::{EdgeVersion, NodeVersion};
 use svc_engine::intern::InternerReader;
+use utoipa::ToSchema;
 
 use super::graph::blocking;
 use super::query::{CrnCursor, Limit, Time, required_time};
 use super::{ApiQuery, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::wire::{self, NodeView};
+use crate::wire::{self, Crn, Node, NodeView};
 
 /// Page size (graph/at) or most entries per list (graph/diff).
 type TimeTravelLimit = Limit<1000, 10_000>;
 
-fn node_json(v: &NodeVersion, r: &InternerReader<'_>) -> Value {
+/// `GET /api/v1/graph/at`: one page of the graph as it was.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GraphAt {
+    pub edges: Vec<wire::EdgeVersion>,
+    /// Cursor of the next page; empty on the last page.
+    pub next_cursor: String,
+    pub nodes: Vec<Node>,
+    pub total_edges: u64,
+    pub total_nodes: u64,
+    #[schema(format = DateTime)]
+    pub ts: String,
+}
+
+/// A node that changed between the two times.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeChange {
+    pub after: Node,
+    pub before: Node,
+    pub crn: Crn,
+    /// Names of the node-object fields that differ, leaving out `valid_from` and `valid_to`.
+    pub fields: Vec<String>,
+}
+
+/// An edge that changed between the two times.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeChange {
+    pub after: wire::EdgeVersion,
+    pub before: wire::EdgeVersion,
+}
+
+/// How many of each change there are, also beyond `limit`.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiffCounts {
+    pub added: u64,
+    pub changed: u64,
+    pub edges_added: u64,
+    pub edges_changed: u64,
+    pub edges_removed: u64,
+    pub removed: u64,
+}
+
+/// `GET /api/v1/graph/diff`: what changed between two times.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GraphDiff {
+    pub added: Vec<Node>,
+    pub changed: Vec<NodeChange>,
+    pub counts: DiffCounts,
+    pub edges_added: Vec<wire::EdgeVersion>,
+    pub edges_changed: Vec<EdgeChange>,
+    pub edges_removed: Vec<wire::EdgeVersion>,
+    #[schema(format = DateTime)]
+    pub from: String,
+    pub removed: Vec<Node>,
+    #[schema(format = DateTime)]
+    pub to: String,
+    pub truncated: bool,
+}
+
+fn node_json(v: &NodeVersion, r: &InternerReader<'_>) -> Node {
     wire::node_with_crn(&NodeView::of_row(&v.row), v.crn.clone(), r)
 }
 
@@ -73,16 +137,14 @@ pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQue
             .collect();
         edges.sort_by(|a, b| edge_order(a, b));
         let r = engine.interner().reader();
-        let nodes_json: Vec<Value> = page.iter().map(|n| node_json(n, &r)).collect();
-        let edges_json: Vec<Value> = edges.iter().map(|e| wire::edge_version(e, &r)).collect();
-        Ok(json!({
-            "ts": rfc3339(ts),
-            "nodes": nodes_json,
-            "edges": edges_json,
-            "total_nodes": nodes.len(),
-            "total_edges": at.edges.len(),
-            "next_cursor": upper.map(CrnCursor::encode).unwrap_or_default(),
-        }))
+        Ok(GraphAt {
+            edges: edges.iter().map(|e| wire::edge_version(e, &r)).collect(),
+            next_cursor: upper.map(CrnCursor::encode).unwrap_or_default(),
+            nodes: page.iter().map(|n| node_json(n, &r)).collect(),
+            total_edges: at.edges.len() as u64,
+            total_nodes: nodes.len() as u64,
+            ts: rfc3339(ts),
+        })
     })
     .await
 }
@@ -103,7 +165,15 @@ pub struct DiffQuery {
 const VERSION_FIELDS: [&str; 2] = ["valid_from", "valid_to"];
 
 /// Names of the node-object fields that differ between two versions.
-fn changed_fields(before: &Value, after: &Value) -> Vec<String> {
+fn changed_fields(before: &Node, after: &Node) -> Vec<String> {
+    match (serde_json::to_value(before), serde_json::to_value(after)) {
+        (Ok(b), Ok(a)) => changed_keys(&b, &a),
+        _ => Vec::new(),
+    }
+}
+
+/// Keys whose values differ between two JSON objects.
+fn changed_keys(before: &Value, after: &Value) -> Vec<String> {
     let (Some(b), Some(a)) = (before.as_object(), after.as_object()) else {
         return Vec::new();
     };
@@ -140,9 +210,8 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
     blocking(move || {
         let d = engine.store().diff(from, to)?;
         let r = engine.interner().reader();
-        let nodes =
-            |list: &[NodeVersion]| -> Vec<Value> { list.iter().take(limit).map(|n| node_json(n, &r)).collect() };
-        let edges = |list: &[EdgeVersion]| -> Vec<Value> {
+        let nodes = |list: &[NodeVersion]| -> Vec<Node> { list.iter().take(limit).map(|n| node_json(n, &r)).collect() };
+        let edges = |list: &[EdgeVersion]| -> Vec<wire::EdgeVersion> {
             let mut sorted: Vec<&EdgeVersion> = list.iter().collect();
             sorted.sort_by(|a, b| edge_order(a, b));
             sorted
@@ -151,30 +220,38 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
                 .map(|e| wire::edge_version(e, &r))
                 .collect()
         };
-        let changed: Vec<Value> = d
+        let changed = d
             .changed
             .iter()
             .take(limit)
             .map(|(b, a)| {
                 let (before, after) = (node_json(b, &r), node_json(a, &r));
                 let fields = changed_fields(&before, &after);
-                json!({ "crn": a.crn, "before": before, "after": after, "fields": fields })
+                NodeChange {
+                    after,
+                    before,
+                    crn: Crn(a.crn.clone()),
+                    fields,
+                }
             })
             .collect();
-        let edges_changed: Vec<Value> = d
+        let edges_changed = d
             .edges_changed
             .iter()
             .take(limit)
-            .map(|(b, a)| json!({ "before": wire::edge_version(b, &r), "after": wire::edge_version(a, &r) }))
+            .map(|(b, a)| EdgeChange {
+                after: wire::edge_version(a, &r),
+                before: wire::edge_version(b, &r),
+            })
             .collect();
-        let counts = json!({
-            "added": d.added.len(),
-            "removed": d.removed.len(),
-            "changed": d.changed.len(),
-            "edges_added": d.edges_added.len(),
-            "edges_removed": d.edges_removed.len(),
-            "edges_changed": d.edges_changed.len(),
-        });
+        let counts = DiffCounts {
+            added: d.added.len() as u64,
+            changed: d.changed.len() as u64,
+            edges_added: d.edges_added.len() as u64,
+            edges_changed: d.edges_changed.len() as u64,
+            edges_removed: d.edges_removed.len() as u64,
+            removed: d.removed.len() as u64,
+        };
         let longest = [
             d.added.len(),
             d.removed.len(),
@@ -186,18 +263,18 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
         .into_iter()
         .max()
         .unwrap_or(0);
-        Ok(json!({
-            "from": rfc3339(from),
-            "to": rfc3339(to),
-            "added": nodes(&d.added),
-            "removed": nodes(&d.removed),
-            "changed": changed,
-            "edges_added": edges(&d.edges_added),
-            "edges_removed": edges(&d.edges_removed),
-            "edges_changed": edges_changed,
-            "counts": counts,
-            "truncated": longest > limit,
-        }))
+        Ok(GraphDiff {
+            added: nodes(&d.added),
+            changed,
+            counts,
+            edges_added: edges(&d.edges_added),
+            edges_changed,
+            edges_removed: edges(&d.edges_removed),
+            from: rfc3339(from),
+            removed: nodes(&d.removed),
+            to: rfc3339(to),
+            truncated: longest > limit,
+        })
     })
     .await
 }
@@ -205,11 +282,12 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn changed_fields_leave_out_version_bookkeeping() {
         let a = json!({"crn": "x", "state": "running", "valid_from": "a", "valid_to": 0, "cost_usd_mo": 1.0});
         let b = json!({"crn": "x", "state": "stopped", "valid_from": "b", "valid_to": 5, "cost_usd_mo": 1.0});
-        assert_eq!(changed_fields(&a, &b), vec!["state".to_owned()]);
+        assert_eq!(changed_keys(&a, &b), vec!["state".to_owned()]);
     }
 }

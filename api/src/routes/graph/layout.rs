@@ -11,17 +11,17 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use axum::extract::State;
 use axum::response::Response;
-use serde_json::{Value, json};
 use svc_engine::graph::NodeRef;
 use svc_engine::intern::InternerReader;
 use svc_engine::{Graph, NodeId};
 
 use super::blocking;
+use super::body::{Cluster, FlowEdge, FlowGraph, FlowNode, FlowNodeData, LayoutEdge, LayoutGraph, LayoutNode};
 use crate::error::ApiResult;
 use crate::routes::ApiQuery;
 use crate::routes::query::Limit;
 use crate::state::AppState;
-use crate::wire;
+use crate::wire::{self, Crn};
 
 /// `GET /api/v1/graph` and `GET /api/v1/graph/topology`.
 #[derive(serde::Deserialize)]
@@ -118,36 +118,37 @@ pub async fn flow_graph(State(state): State<AppState>, ApiQuery(q): ApiQuery<Lay
         let sel = select(&g, now, limit);
         let edges = edges_among(&g, &sel, now);
         let r = g.interner().reader();
-        let nodes: Vec<Value> = sel
+        let nodes = sel
             .nodes
             .iter()
             .filter_map(|id| g.node(*id))
-            .map(|n| {
-                json!({
-                    "id": crn(&r, &n),
-                    "label": n.physical_id(),
-                    "type": r.resolve(n.ty()),
-                    "provider": r.resolve(n.provider()),
-                    "data": {
-                        "cost_usd_mo": wire::f32_value(n.cost_usd_mo()),
-                        "state": r.resolve(n.state()),
-                        "is_waste": n.is_waste(),
-                    },
-                })
+            .map(|n| FlowNode {
+                data: FlowNodeData {
+                    cost_usd_mo: wire::f32_value(n.cost_usd_mo()),
+                    is_waste: n.is_waste(),
+                    state: r.resolve(n.state()).to_owned(),
+                },
+                id: Crn(crn(&r, &n)),
+                label: n.physical_id().to_owned(),
+                provider: r.resolve(n.provider()).to_owned(),
+                ty: r.resolve(n.ty()).to_owned(),
             })
             .collect();
-        let edges: Vec<Value> = edges
+        let edges = edges
             .iter()
-            .map(|e| {
-                json!({
-                    "id": format!("e{}-{}", e.id().shard(), e.id().row()),
-                    "source": super::crn_with(&g, &r, e.source()),
-                    "target": super::crn_with(&g, &r, e.target()),
-                    "type": e.relation().name(),
-                })
+            .map(|e| FlowEdge {
+                id: format!("e{}-{}", e.id().shard(), e.id().row()),
+                source: Crn(super::crn_with(&g, &r, e.source())),
+                target: Crn(super::crn_with(&g, &r, e.target())),
+                ty: e.relation().into(),
             })
             .collect();
-        Ok(json!({ "nodes": nodes, "edges": edges, "truncated": sel.truncated(), "total_nodes": sel.visible }))
+        Ok(FlowGraph {
+            edges,
+            nodes,
+            total_nodes: sel.visible,
+            truncated: sel.truncated(),
+        })
     })
     .await
 }
@@ -198,39 +199,45 @@ pub async fn graph_topology(State(state): State<AppState>, ApiQuery(q): ApiQuery
             let (cx, cy) = ((i % columns) as f64 * cell, (i / columns) as f64 * cell);
             let k = side(members.len()) as usize;
             let extent = k as f64 * NODE_SPACING;
-            cluster_list.push(json!({
-                "id": id, "provider": provider, "account": account, "region": region,
-                "node_count": members.len(), "x": cx, "y": cy, "width": extent, "height": extent,
-            }));
+            let node_count = members.len() as u64;
             for (j, m) in members.into_iter().enumerate() {
                 let Some(n) = g.node(m.id) else { continue };
-                nodes.push(json!({
-                    "crn": m.crn,
-                    "type": r.resolve(n.ty()),
-                    "provider": provider,
-                    "cluster": id,
-                    "x": cx + (j % k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
-                    "y": cy + (j / k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
-                }));
+                nodes.push(LayoutNode {
+                    cluster: id.clone(),
+                    crn: Crn(m.crn),
+                    provider: provider.clone(),
+                    ty: r.resolve(n.ty()).to_owned(),
+                    x: cx + (j % k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
+                    y: cy + (j / k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
+                });
             }
+            cluster_list.push(Cluster {
+                account,
+                height: extent,
+                id,
+                node_count,
+                provider,
+                region,
+                width: extent,
+                x: cx,
+                y: cy,
+            });
         }
-        let edges: Vec<Value> = edges
+        let edges = edges
             .iter()
-            .map(|e| {
-                json!({
-                    "source": super::crn_with(&g, &r, e.source()),
-                    "target": super::crn_with(&g, &r, e.target()),
-                    "type": e.relation().name(),
-                })
+            .map(|e| LayoutEdge {
+                source: Crn(super::crn_with(&g, &r, e.source())),
+                target: Crn(super::crn_with(&g, &r, e.target())),
+                ty: e.relation().into(),
             })
             .collect();
-        Ok(json!({
-            "nodes": nodes,
-            "edges": edges,
-            "clusters": cluster_list,
-            "truncated": sel.truncated(),
-            "total_nodes": sel.visible,
-        }))
+        Ok(LayoutGraph {
+            clusters: cluster_list,
+            edges,
+            nodes,
+            total_nodes: sel.visible,
+            truncated: sel.truncated(),
+        })
     })
     .await
 }

@@ -51,6 +51,7 @@ use sha2::{Digest, Sha256};
 use snapshot::{CrnRef, Snapshot};
 use tokio::sync::{Semaphore, mpsc};
 
+use super::body::TopologyMeta;
 use super::round2;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -113,11 +114,12 @@ impl Snapshot {
     /// Formats the body into pieces for [`hash_and_send`]; stops early when
     /// the client is gone.
     fn format(&self, tx: &SyncSender<Piece>) {
-        let meta = serde_json::json!({
-            "total_nodes": self.crns.len(),
-            "total_edges": self.edges.len(),
-            "waste_identified_usd_mo": round2(self.waste_usd_mo),
-        });
+        let meta = TopologyMeta {
+            total_edges: self.edges.len() as u64,
+            total_nodes: self.crns.len() as u64,
+            waste_identified_usd_mo: round2(self.waste_usd_mo),
+        };
+        let meta = serde_json::to_string(&meta).unwrap_or_default();
         let head = format!(
             "{{\"topology_version\":\"v{}\",\"meta\":{meta},\"nodes\":[",
             self.generation
