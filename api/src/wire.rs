@@ -17,7 +17,8 @@ use svc_engine::graph::{self, NodeRef, NodeRow};
 use svc_engine::intern::InternerReader;
 use svc_engine::props::{self, Props, ValueRef};
 
-pub use names::{Crn, Phase, Reachability, Relation};
+pub(crate) use names::listed_str;
+pub use names::{Crn, JsonObject, Phase, Reachability, Relation};
 pub use shapes::{Edge, EdgeVersion, Finding, Node, NodeDetail, Properties, Tags, TuiRow};
 
 /// The fields of one node, borrowed from the live graph or a stored version.

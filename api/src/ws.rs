@@ -27,15 +27,13 @@ use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
 use futures::SinkExt;
-use serde::Deserialize;
-use serde_json::json;
 use svc_engine::Engine;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::debug;
 
 use crate::error::ApiError;
-use crate::routes::history::{blocking, envelope};
+use crate::routes::history::{StreamClientMessage, blocking, envelope_text};
 use crate::state::AppState;
 
 /// How long live events wait for a first `{"since": N}` after connecting.
@@ -48,13 +46,6 @@ type Live = Receiver<(u64, Utf8Bytes)>;
 /// Live events written to the socket before one flush: a burst goes out in
 /// few writes instead of one system call per event.
 const LIVE_BATCH: usize = 256;
-
-/// The one message a client may send.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ClientMessage {
-    since: u64,
-}
 
 /// Upgrades to the event stream. 503 until the engine is ready.
 pub async fn events(
@@ -152,8 +143,8 @@ impl Stream {
             // The socket answers pings itself.
             Message::Ping(_) | Message::Pong(_) | Message::Close(_) => return Ok(()),
         };
-        match serde_json::from_str::<ClientMessage>(text.as_str()) {
-            Ok(ClientMessage { since }) => {
+        match serde_json::from_str::<StreamClientMessage>(text.as_str()) {
+            Ok(StreamClientMessage { since }) => {
                 // A seq beyond the head (a client that remembers another
                 // ledger) resumes from the head at connect rather than
                 // waiting for the ledger to reach it.
@@ -212,10 +203,7 @@ impl Stream {
             let after = self.sent;
             let page = blocking(&self.engine, move |e| {
                 let events = e.ledger().events_after(after, REPLAY_PAGE)?;
-                Ok(events
-                    .iter()
-                    .map(|ev| (ev.seq, envelope(ev).to_string()))
-                    .collect::<Vec<_>>())
+                Ok(events.iter().map(|ev| (ev.seq, envelope_text(ev))).collect::<Vec<_>>())
             })
             .await;
             let page = match page {
@@ -244,8 +232,8 @@ impl Stream {
 
     /// Answers a bad client message with an error frame; the stream goes on.
     async fn reject(&mut self, message: &str) -> Result<(), StreamError> {
-        let body = json!({"error": {"code": "bad_request", "message": message, "details": {}}});
-        self.socket.send(Message::Text(body.to_string().into())).await?;
+        let body = ApiError::bad_request(message).body_text();
+        self.socket.send(Message::Text(body.into())).await?;
         Ok(())
     }
 

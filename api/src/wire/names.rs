@@ -52,6 +52,25 @@ macro_rules! listed_str {
         impl utoipa::ToSchema for $name {}
     };
 }
+pub(crate) use listed_str;
+
+/// A JSON object with any members.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct JsonObject(pub serde_json::Value);
+
+impl utoipa::PartialSchema for JsonObject {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::Object)
+            .additional_properties(Some(utoipa::openapi::schema::AdditionalProperties::<
+                utoipa::openapi::Schema,
+            >::FreeForm(true)))
+            .into()
+    }
+}
+
+impl ToSchema for JsonObject {}
 
 /// Resource name, graph form:
 /// `crn:svc:<provider>:<region>:<service>:<kind>:<account>:<physical_id>`.
