@@ -9,6 +9,7 @@
 //! they hold the reader.
 
 mod names;
+pub mod payloads;
 mod shapes;
 
 use serde_json::{Map, Number, Value};
