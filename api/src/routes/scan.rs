@@ -15,14 +15,16 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tracing::{error, info};
+use utoipa::ToSchema;
 
 use super::ApiQuery;
 use super::query::Flag;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::wire::listed_str;
 
 /// Query parameters of the scan triggers.
 #[derive(Deserialize, Default)]
@@ -32,16 +34,45 @@ pub struct ScanQuery {
     wait: Flag,
 }
 
-#[derive(Deserialize, Default)]
-struct ScanBody {
+/// The optional body of the scan triggers: empty (or only whitespace), or
+/// this object, whatever the content type.
+#[derive(Deserialize, Default, ToSchema)]
+#[schema(as = ScanRequest)]
+pub struct ScanBody {
+    /// Answer when the scan has finished.
     #[serde(default)]
     wait: bool,
-    /// Scan only the source serving this provider.
+    /// Scan only the source serving this provider; 422 `no plugin registered for provider:
+    /// <provider>` when no active source serves it.
     #[serde(default)]
+    #[schema(nullable = false)]
     provider: Option<String>,
-    /// How long each source may scan, a duration such as `20m`.
+    /// How long each source may scan before it is cancelled, a duration such as `20m` (default
+    /// 10 minutes; at least 1s).
     #[serde(default)]
+    #[schema(nullable = false)]
     timeout: Option<String>,
+}
+
+listed_str! {
+    /// Which trigger started the scan.
+    ScanCycle ["scan", "sync"]
+}
+
+listed_str! {
+    ScanStatus ["started"]
+}
+
+/// The answer when the scan has started. Fields are declared in the order
+/// they are written: by name.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScanStarted {
+    pub cycle: ScanCycle,
+    /// Sequence number the scan will have.
+    #[schema(minimum = 1)]
+    pub scan_seq: u64,
+    pub status: ScanStatus,
 }
 
 /// What a trigger asks for.
@@ -150,7 +181,11 @@ async fn trigger(
     if !wait {
         return Ok((
             StatusCode::ACCEPTED,
-            Json(json!({ "status": "started", "scan_seq": scan_seq, "cycle": cycle.name() })),
+            Json(ScanStarted {
+                cycle: ScanCycle::from(cycle.name()),
+                scan_seq,
+                status: ScanStatus::from("started"),
+            }),
         )
             .into_response());
     }

@@ -4,11 +4,12 @@
 //! resource: its reachability with the proof path, the parts of its removal
 //! risk, and the spot-interruption estimate of a spot machine).
 
+mod body;
+
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use svc_engine::analysis::reach::{self, Via};
 use svc_engine::graph::Reachability;
 
@@ -17,7 +18,8 @@ use super::query::{Limit, MinRisk, ReachabilityFilter};
 use super::{ApiQuery, find_node, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::wire;
+use crate::wire::{self, Crn};
+pub use body::*;
 
 /// Query parameters of `GET /api/v1/solver/results`.
 #[derive(Deserialize)]
@@ -58,7 +60,7 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
         }
         listed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         listed.truncate(limit);
-        let nodes: Vec<Value> = listed
+        let nodes = listed
             .iter()
             .filter_map(|&(_, id)| {
                 let n = g.node(id)?;
@@ -67,16 +69,16 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
                     Via::Entry => Some(0),
                     Via::None => None,
                 };
-                Some(json!({
-                    "crn": crn_with(&g, &r, id),
-                    "type": r.resolve(n.ty()),
-                    "reachability": n.reachability().name(),
-                    "risk_score": wire::f32_value(n.risk_score()),
-                    "is_waste": n.is_waste(),
-                    "entry_point": a.via(id) == Via::Entry,
-                    "proof_hops": hops,
-                    "cost_usd_mo": wire::f32_value(n.cost_usd_mo()),
-                }))
+                Some(SolverNode {
+                    cost_usd_mo: wire::f32_value(n.cost_usd_mo()),
+                    crn: Crn(crn_with(&g, &r, id)),
+                    entry_point: a.via(id) == Via::Entry,
+                    is_waste: n.is_waste(),
+                    proof_hops: hops,
+                    reachability: n.reachability().into(),
+                    risk_score: wire::f32_value(n.risk_score()),
+                    ty: r.resolve(n.ty()).to_owned(),
+                })
             })
             .collect();
         let reachable = counts[Reachability::Reachable as usize];
@@ -88,32 +90,36 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
         } else {
             (reachable + unreachable) as f64 / total as f64
         };
-        let rules: Vec<Value> = links
+        let rules = links
             .rules
             .iter()
-            .map(|s| json!({"rule": s.rule, "matched": s.matched, "reported": s.reported}))
+            .map(|s| LinkRuleStats {
+                matched: s.matched,
+                reported: s.reported,
+                rule: LinkRule::from(s.rule),
+            })
             .collect();
-        Ok(json!({
-            "enabled": a.enabled && engine.oracle_enabled(),
-            "scan_seq": a.scan_seq,
-            "computed_at": (a.computed_us > 0).then(|| rfc3339(a.computed_us)),
-            "duration_ms": a.duration_ms,
-            "entry_points": a.entry_points,
-            "reachable": reachable,
-            "unreachable": unreachable,
-            "unknown": unknown,
-            "confidence": (confidence * 10_000.0).round() / 10_000.0,
-            "spot_machines": a.spot_machines,
-            "high_risk": a.high_risk,
-            "failed_providers": a.failed_providers,
-            "ghost_linker": {
-                "added": links.added,
-                "retired": links.retired,
-                "rules": rules,
+        Ok(SolverResults {
+            computed_at: (a.computed_us > 0).then(|| rfc3339(a.computed_us)),
+            confidence: (confidence * 10_000.0).round() / 10_000.0,
+            duration_ms: a.duration_ms,
+            enabled: a.enabled && engine.oracle_enabled(),
+            entry_points: a.entry_points,
+            failed_providers: a.failed_providers.clone(),
+            ghost_linker: GhostLinker {
+                added: links.added,
+                retired: links.retired,
+                rules,
             },
-            "matched": matched,
-            "nodes": nodes,
-        }))
+            high_risk: a.high_risk,
+            matched,
+            nodes,
+            reachable,
+            scan_seq: a.scan_seq,
+            spot_machines: a.spot_machines,
+            unknown,
+            unreachable,
+        })
     })
     .await
 }
@@ -131,63 +137,44 @@ pub async fn oracle(State(state): State<AppState>, path: Result<Path<String>, Pa
             .ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
         let r = g.interner().reader();
         let reach = n.reachability();
-        let proof: Vec<Value> = a
+        let proof: Vec<ProofStep> = a
             .proof(&g, id)
             .into_iter()
             .filter_map(|(e, from, to)| {
                 let edge = g.edge(e)?;
-                Some(json!({
-                    "from": crn_with(&g, &r, from),
-                    "to": crn_with(&g, &r, to),
-                    "source_crn": crn_with(&g, &r, edge.source()),
-                    "target_crn": crn_with(&g, &r, edge.target()),
-                    "relation": edge.relation().name(),
-                    "inferred": edge.inferred(),
-                }))
+                Some(ProofStep {
+                    from: Crn(crn_with(&g, &r, from)),
+                    inferred: edge.inferred(),
+                    relation: edge.relation().into(),
+                    source_crn: Crn(crn_with(&g, &r, edge.source())),
+                    target_crn: Crn(crn_with(&g, &r, edge.target())),
+                    to: Crn(crn_with(&g, &r, to)),
+                })
             })
             .collect();
         let entry_crn = match a.via(id) {
-            Via::Entry => Some(crn_with(&g, &r, id)),
-            Via::Edge(_) => proof.first().and_then(|s| s["from"].as_str().map(str::to_owned)),
+            Via::Entry => Some(Crn(crn_with(&g, &r, id))),
+            Via::Edge(_) => proof.first().map(|s| s.from.clone()),
             Via::None => None,
         };
         // A node not in the adjacency index (logically deleted) has no parts.
         let (parts, spot, entry) = reach::explain(&g, id, reach).unwrap_or_default();
-        let risk = json!({
-            "dependents": parts.dependents,
-            "blast_radius": parts.blast,
-            "reachability": parts.reachability,
-            "cost": parts.cost,
-            "stateful": parts.stateful,
-            "entry_point": parts.entry,
-            "spot": parts.spot,
-            "total": parts.total,
-        });
-        let spot = spot.map(|s| {
-            json!({
-                "interruption_band": s.band,
-                "interruption_frequency": s.frequency,
-                "interruption_score": s.score,
-                "machine_type": s.machine_type,
-                "basis": s.basis,
-            })
-        });
-        Ok(json!({
-            "crn": crn_with(&g, &r, id),
-            "type": r.resolve(n.ty()),
-            "visible": n.is_visible(engine.now_us()),
-            "enabled": a.enabled && engine.oracle_enabled(),
-            "scan_seq": a.scan_seq,
-            "reachability": reach.name(),
-            "risk_score": wire::f32_value(n.risk_score()),
-            "risk": risk,
-            "entry_point": entry,
-            "entry_crn": entry_crn,
-            "proof": proof,
-            "spot": spot,
-            "is_waste": n.is_waste(),
-            "verdict": n.verdict().map(|v| r.resolve(v).to_owned()),
-        }))
+        Ok(OracleResult {
+            crn: Crn(crn_with(&g, &r, id)),
+            enabled: a.enabled && engine.oracle_enabled(),
+            entry_crn,
+            entry_point: entry,
+            is_waste: n.is_waste(),
+            proof,
+            reachability: reach.into(),
+            risk: RiskParts::from(&parts),
+            risk_score: wire::f32_value(n.risk_score()),
+            scan_seq: a.scan_seq,
+            spot: spot.map(SpotEstimate::from),
+            ty: r.resolve(n.ty()).to_owned(),
+            verdict: n.verdict().map(|v| r.resolve(v).to_owned()),
+            visible: n.is_visible(engine.now_us()),
+        })
     })
     .await
 }
