@@ -48,6 +48,37 @@ type Live = Receiver<(u64, Utf8Bytes)>;
 const LIVE_BATCH: usize = 256;
 
 /// Upgrades to the event stream. 503 until the engine is ready.
+#[utoipa::path(
+    get,
+    path = "/events",
+    operation_id = "events",
+    tag = "events",
+    summary = "WebSocket ledger event stream.",
+    description = r#"Upgrades to a WebSocket (`ws://<host>:8080/events`). The server pushes one
+text frame per committed ledger event, an `Envelope`, in `seq` order.
+
+The client may send one kind of text message, `StreamClientMessage`
+`{"since": SEQ}`: every stored event after `SEQ` is replayed first, then
+live events follow with no gap and no duplicate. Live events are held
+back for 300 ms after connecting so that a `since` sent straight away is
+answered before any of them. A `since` beyond the head of the ledger
+resumes from the head as it was when the client connected. Any other
+client message (binary, malformed, unknown fields) is answered with a
+text frame holding an `Error` body (code `bad_request`) and the stream
+goes on. The server closes with code 1001 when it shuts down and 1011
+when the ledger cannot be read.
+
+The `x-websocket` extension names the schemas of the frames: what the
+server sends, what the client may send, the error frame, and the
+payload of each event type whose payload has a fixed shape."#,
+    responses(
+        (status = 101, description = "Switching protocols; the WebSocket stream of `Envelope` frames follows."),
+        (status = 400, description = "Not a WebSocket upgrade request (a missing or wrong `Connection`, `Upgrade`, `Sec-WebSocket-Key` or `Sec-WebSocket-Version` header).", body = crate::error::ErrorBody, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 426, description = "The connection cannot be upgraded (for example HTTP/1.0); the body is an `Error` with code `bad_request`.", body = crate::error::ErrorBody, content_type = "application/json"),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn events(
     State(state): State<AppState>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,

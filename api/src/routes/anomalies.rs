@@ -36,15 +36,19 @@ pub use body::*;
 /// How long a computed answer is served (SPEC 8).
 pub const CACHE_TTL: Duration = Duration::from_secs(30);
 /// Query parameters of `GET /api/v1/anomalies`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AnomalyQuery {
-    /// Node and type anomalies listed (each).
+    /// Page size.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<100, 1000>,
-    /// Only this resource type: a full type (`ec2:volume`) or its kind (`volume`).
+    /// Only this resource type, full (`ec2:volume`) or by kind (`volume`).
     #[serde(rename = "type")]
+    #[param(inline)]
     ty: Option<NonBlank>,
-    /// Only this provider.
+    /// Only this provider's types and nodes.
+    #[param(inline)]
     provider: Option<NonBlank>,
 }
 
@@ -89,6 +93,22 @@ impl Cache {
 }
 
 /// `GET /api/v1/anomalies`.
+#[utoipa::path(
+    get,
+    path = "/anomalies",
+    operation_id = "getAnomalies",
+    tag = "signals",
+    summary = "Cost anomalies of the last analysed scan, and each type's cost history in brief (SPEC 4.4).",
+    description = "A node is an anomaly when its cost change since the previous scan has a robust z-score (0.6745 (x - median) / MAD over the changes of every node of its type, unchanged ones counting as 0; (x - median) / (1.253314 MeanAD) when the MAD is 0) above 3.5 in absolute value and the change is material (at least $1/mo and 10% of the previous cost; a new node, or one that cost nothing, passes). New and removed nodes are changes from and to 0. A type is an anomaly when its total's change scores above 3.5 against the type's changes over the recorded scans (at least 5 of them) and is at least $1/mo and 1% of the previous total. The answer is computed at most once per 30 seconds (SPEC 8) and shared by every request in that window; `generated_at` says when.",
+    params(AnomalyQuery),
+    responses(
+        (status = 200, description = "The anomalies and the history summary.", body = crate::routes::anomalies::Anomalies<'static>, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn list(State(state): State<AppState>, ApiQuery(q): ApiQuery<AnomalyQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let limit = q.limit.0;

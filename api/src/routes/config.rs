@@ -35,6 +35,19 @@ impl utoipa::PartialSchema for Config {
 impl utoipa::ToSchema for Config {}
 
 /// `GET /api/v1/config`: the configuration file as JSON.
+#[utoipa::path(
+    get,
+    path = "/config",
+    operation_id = "getConfig",
+    tag = "config",
+    summary = "The configuration file (`config.toml`) as JSON.",
+    responses(
+        (status = 200, description = "The configuration tree; keys absent from the file take their defaults.", body = crate::routes::config::Config, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn get(State(state): State<AppState>) -> ApiResult<Json<Config>> {
     let config = state
         .config()
@@ -48,6 +61,24 @@ pub async fn get(State(state): State<AppState>) -> ApiResult<Json<Config>> {
 
 /// `PUT /api/v1/config`: deep-merge, validate (422 and nothing applied on
 /// an unknown key or a bad value), write, apply.
+#[utoipa::path(
+    put,
+    path = "/config",
+    operation_id = "putConfig",
+    tag = "config",
+    summary = "Deep-merge into the configuration, validate, write and apply without a restart.",
+    description = r#"Objects merge key by key, any other value replaces, `null` removes a key (back to its default). Keys may be nested (`{"sau": {"audit_bucket": ..}}`) or dotted (`{"sau.audit_bucket": ..}`). The merged configuration is validated as a whole: an unknown key or a bad value (for example an `sau.audit_bucket` that is neither `file:///dir` nor `s3://bucket/prefix`) is a 422 and nothing is applied or written. Applied live: `daemon.scan_interval`, `heuristics`, `oracle.enabled`, `sau.audit_bucket`, `sau.audit_export_interval`, `sau.audit_export_max_events`."#,
+    request_body(content = crate::routes::config::Config, description = "Sent with `Content-Type: application/json` (anything else is a 400)."),
+    responses(
+        (status = 200, description = "The configuration after the merge.", body = crate::routes::config::Config, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn put(State(state): State<AppState>, ApiJson(Config(patch)): ApiJson<Config>) -> ApiResult<Json<Config>> {
     let config = state
         .config()

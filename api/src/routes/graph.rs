@@ -7,8 +7,8 @@
 //! and the JSON body is serialized there too.
 
 mod body;
-mod layout;
-mod topology;
+pub mod layout;
+pub mod topology;
 
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -62,6 +62,19 @@ pub(crate) fn crn_with(g: &Graph, r: &InternerReader<'_>, id: NodeId) -> String 
 // ---------------------------------------------------------------- stats
 
 /// `GET /api/v1/graph/stats` (SPEC 4.2).
+#[utoipa::path(
+    get,
+    path = "/graph/stats",
+    operation_id = "getGraphStats",
+    tag = "graph",
+    summary = "Counts and costs of the live graph.",
+    responses(
+        (status = 200, description = "Graph statistics.", body = crate::routes::graph::GraphStats, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -105,32 +118,42 @@ pub(crate) fn round2(v: f64) -> f64 {
 // ---------------------------------------------------------------- node pages
 
 /// `GET /api/v1/graph/nodes`: a page of nodes.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct NodesQuery {
     /// Page size.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<100, 1000>,
     /// Only nodes of this provider (a provider the graph never saw matches nothing).
     provider: Option<String>,
     /// Opaque cursor, `next_cursor` of a previous response.
+    #[param(inline)]
     cursor: Option<NodeCursor>,
-    /// Also list logically deleted nodes.
+    /// Also list logically deleted nodes. Accepts `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag
+    /// means true.
     #[serde(default)]
+    #[param(inline)]
     include_deleted: Flag,
 }
 
 /// `GET /api/v1/nodes`: a page of the terminal UI's rows.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RowsQuery {
     /// Page size.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<1000, 10_000>,
     /// Only nodes of this provider (a provider the graph never saw matches nothing).
     provider: Option<String>,
     /// Opaque cursor, `next_cursor` of a previous response.
+    #[param(inline)]
     cursor: Option<NodeCursor>,
-    /// Also list logically deleted nodes.
+    /// Also list logically deleted nodes. Accepts `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag
+    /// means true.
     #[serde(default)]
+    #[param(inline)]
     include_deleted: Flag,
 }
 
@@ -186,6 +209,22 @@ impl PageSpec {
 
 /// `GET /api/v1/graph/nodes?limit=&provider=&cursor=&include_deleted=`:
 /// `{nodes, next_cursor, total}`; visible nodes unless `include_deleted`.
+#[utoipa::path(
+    get,
+    path = "/graph/nodes",
+    operation_id = "listNodes",
+    tag = "graph",
+    summary = "One page of nodes, in id order.",
+    description = "Visible nodes unless `include_deleted`; follow `next_cursor` to list every node once.",
+    params(NodesQuery),
+    responses(
+        (status = 200, description = "A page of node objects.", body = crate::routes::graph::NodePage, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
     let spec = PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted);
     page_of(&state, spec, |page, r, next_cursor, total| NodePage {
@@ -198,6 +237,22 @@ pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<Nod
 
 /// `GET /api/v1/nodes`: the terminal UI's rows, `{rows, next_cursor, total}`;
 /// paging as for `graph/nodes` with limit default 1000, max 10000.
+#[utoipa::path(
+    get,
+    path = "/nodes",
+    operation_id = "listTuiRows",
+    tag = "graph",
+    summary = "Nodes as rows of the terminal UI's node table.",
+    description = "Paging as for `/api/v1/graph/nodes`, with a larger page size.",
+    params(RowsQuery),
+    responses(
+        (status = 200, description = "A page of rows.", body = crate::routes::graph::TuiRowPage, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<RowsQuery>) -> ApiResult<Response> {
     let spec = PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted);
     page_of(&state, spec, |page, r, next_cursor, total| TuiRowPage {
@@ -231,6 +286,23 @@ async fn page_of<T: Serialize + 'static>(
 /// `GET /api/v1/graph/nodes/{crn}`: the node object plus `edges_out` and
 /// `edges_in` (visible edges). A logically deleted node is still returned,
 /// with `valid_to` set and no visible edges: it stays in the temporal store.
+#[utoipa::path(
+    get,
+    path = "/graph/nodes/{crn}",
+    operation_id = "getNode",
+    tag = "graph",
+    summary = "One node by CRN, with its visible edge counts.",
+    description = "A logically deleted node is still returned, with `valid_to` set and no visible edges.",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    responses(
+        (status = 200, description = "The node object plus `edges_out` and `edges_in`.", body = crate::wire::NodeDetail, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn get_node(State(state): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let raw = path_text(path)?;
     let engine = state.engine()?.clone();
@@ -252,24 +324,45 @@ pub async fn get_node(State(state): State<AppState>, path: Result<Path<String>, 
 }
 
 /// `GET /api/v1/graph/nodes/{crn}/edges`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EdgesQuery {
     /// Most edges listed in each direction.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<1000, 10_000>,
 }
 
 /// `GET /api/v1/graph/blast-radius/{crn}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct BlastQuery {
     /// Most affected nodes listed.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<100, 10_000>,
 }
 
 /// `GET /api/v1/graph/nodes/{crn}/edges?limit=`: `{crn, outgoing, incoming,
 /// outgoing_total, incoming_total, truncated}`, visible edges only; each list
 /// holds at most `limit` (default 1000, max 10000) edges.
+#[utoipa::path(
+    get,
+    path = "/graph/nodes/{crn}/edges",
+    operation_id = "getNodeEdges",
+    tag = "graph",
+    summary = "A node's visible edges, both ways.",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH), EdgesQuery),
+    responses(
+        (status = 200, description = "Outgoing and incoming edges, each list capped at `limit`.", body = crate::routes::graph::NodeEdges, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn node_edges(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
@@ -315,6 +408,24 @@ pub async fn node_edges(
 /// total_cost_usd_mo, max_depth, truncated, affected: [{crn, type, depth,
 /// via_crn, relation, cost_usd_mo}]}`; `limit` (default 100, max 10000) caps
 /// the listing, never the count or the cost.
+#[utoipa::path(
+    get,
+    path = "/graph/blast-radius/{crn}",
+    operation_id = "getBlastRadius",
+    tag = "graph",
+    summary = "The resources affected by removing a node.",
+    description = "`limit` caps the listing, never `affected_count` or `total_cost_usd_mo`.",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH), BlastQuery),
+    responses(
+        (status = 200, description = "The blast radius.", body = crate::routes::graph::BlastRadius, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn blast_radius(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,

@@ -34,32 +34,56 @@ pub fn envelope_text(e: &Event) -> String {
 }
 
 /// Query parameters of `GET /api/v1/history`. An empty value counts as absent.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct HistoryParams {
     /// Event type, for example `SCAN_COMPLETED`; `s.a.u_ACTION` matches every s.a.u decision.
     #[serde(rename = "type", default, deserialize_with = "blank_as_absent")]
     event_type: Option<String>,
-    /// Only events about this resource.
+    /// Only events about this resource (422 when the CRN does not parse).
     #[serde(default, deserialize_with = "blank_as_absent")]
     crn: Option<String>,
-    /// Only events with this status (any case).
+    /// Event status (case-insensitive).
     #[serde(default, deserialize_with = "blank_as_absent")]
+    #[param(inline)]
     status: Option<Status>,
-    /// Events at or after this time: a duration before now (`3d`, `12h`, `30m`, `45s`) or an RFC 3339 time.
+    /// Events at or after this time; a duration before now (`3d`, `12h`, `30m`, `45s`, `1h30m`) or an
+    /// RFC 3339 time.
     #[serde(default, deserialize_with = "blank_as_absent")]
+    #[param(inline)]
     since: Option<Since>,
-    /// Events at or before this RFC 3339 time.
+    /// Events before this RFC 3339 time.
     #[serde(default, deserialize_with = "blank_as_absent")]
+    #[param(inline)]
     until: Option<Until>,
     /// Page size.
     #[serde(default)]
+    #[param(inline)]
     limit: HistoryLimit,
-    /// Opaque cursor, `next_cursor` of a previous response.
+    /// Opaque cursor, `next_cursor` of a previous response, passed unchanged.
     #[serde(default, deserialize_with = "blank_as_absent")]
+    #[param(inline)]
     cursor: Option<HistoryCursor>,
 }
 
 /// `GET /api/v1/history`: one page of matching events, newest first.
+#[utoipa::path(
+    get,
+    path = "/history",
+    operation_id = "listHistory",
+    tag = "history",
+    summary = "One page of ledger events, newest first.",
+    description = "An empty parameter value counts as absent.",
+    params(HistoryParams),
+    responses(
+        (status = 200, description = "A page of events.", body = crate::routes::history::HistoryPage<'static>, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn list(State(state): State<AppState>, ApiQuery(params): ApiQuery<HistoryParams>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let query = history_query(&params, engine.now_us())?;
@@ -96,6 +120,19 @@ fn history_query(p: &HistoryParams, now_us: u64) -> ApiResult<HistoryQuery> {
 }
 
 /// `GET /api/v1/history/summary`.
+#[utoipa::path(
+    get,
+    path = "/history/summary",
+    operation_id = "getHistorySummary",
+    tag = "history",
+    summary = "Counts and savings over the whole ledger.",
+    responses(
+        (status = 200, description = "The summary.", body = crate::routes::history::HistorySummary, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn summary(State(state): State<AppState>) -> ApiResult<Json<HistorySummary>> {
     let engine = state.engine()?.clone();
     let s = blocking(&engine, |e| e.ledger().summary()).await?;
@@ -113,18 +150,37 @@ pub async fn summary(State(state): State<AppState>) -> ApiResult<Json<HistorySum
 }
 
 /// Query parameters of `GET /api/v1/history/resource`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ResourceParams {
-    /// The resource (required).
+    /// The resource (400 when missing, 422 when it does not parse).
     #[serde(default, deserialize_with = "blank_as_absent")]
+    #[param(required = true)]
     crn: Option<String>,
-    /// Most events listed.
+    /// Page size.
     #[serde(default)]
+    #[param(inline)]
     limit: HistoryLimit,
 }
 
 /// `GET /api/v1/history/resource?crn=`: the lifecycle of one resource,
 /// newest first.
+#[utoipa::path(
+    get,
+    path = "/history/resource",
+    operation_id = "getResourceHistory",
+    tag = "history",
+    summary = "The lifecycle of one resource, newest first.",
+    params(ResourceParams),
+    responses(
+        (status = 200, description = "The resource's events.", body = crate::routes::history::ResourceHistory<'static>, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn resource(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<ResourceParams>,
@@ -146,6 +202,19 @@ pub async fn resource(
 }
 
 /// `GET /api/v1/history/sessions`: every daemon run with stored events.
+#[utoipa::path(
+    get,
+    path = "/history/sessions",
+    operation_id = "listSessions",
+    tag = "history",
+    summary = "Every daemon run with stored events.",
+    responses(
+        (status = 200, description = "The sessions and the current one.", body = crate::routes::history::SessionList, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn sessions(State(state): State<AppState>) -> ApiResult<Json<SessionList>> {
     let engine = state.engine()?.clone();
     let list = blocking(&engine, |e| e.ledger().sessions()).await?;
@@ -166,6 +235,23 @@ pub async fn sessions(State(state): State<AppState>) -> ApiResult<Json<SessionLi
 
 /// `POST /api/v1/history/prune`: removes events older than `max_age_days`
 /// days and records the prune in the ledger.
+#[utoipa::path(
+    post,
+    path = "/history/prune",
+    operation_id = "pruneHistory",
+    tag = "history",
+    summary = "Remove events older than a number of days.",
+    description = "The prune itself is recorded in the ledger as a `HISTORY_PRUNED` event by actor `api`.",
+    request_body(content = crate::routes::history::PruneRequest, description = "Sent with `Content-Type: application/json` (anything else is a 400)."),
+    responses(
+        (status = 200, description = "How many events were removed.", body = crate::routes::history::PruneResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn prune(State(state): State<AppState>, ApiJson(req): ApiJson<PruneRequest>) -> ApiResult<Json<PruneResult>> {
     let engine = state.engine()?.clone();
     let days = u64::try_from(req.max_age_days)
@@ -179,6 +265,19 @@ pub async fn prune(State(state): State<AppState>, ApiJson(req): ApiJson<PruneReq
 }
 
 /// `GET /api/v1/ledger/verify`: walks the hash chain.
+#[utoipa::path(
+    get,
+    path = "/ledger/verify",
+    operation_id = "verifyLedger",
+    tag = "history",
+    summary = "Walk the ledger's hash chain.",
+    responses(
+        (status = 200, description = "The verification result.", body = crate::routes::history::LedgerVerification, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn verify(State(state): State<AppState>) -> ApiResult<Json<LedgerVerification>> {
     let engine = state.engine()?.clone();
     let r = blocking(&engine, |e| e.ledger().verify()).await?;

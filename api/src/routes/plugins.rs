@@ -58,6 +58,18 @@ impl From<PluginInfo> for Plugin {
 /// The installed plugins, sorted by name. Listing checks each binary
 /// against its manifest (hashing one that changed), so it runs off the
 /// async workers.
+#[utoipa::path(
+    get,
+    path = "/plugins",
+    operation_id = "listPlugins",
+    tag = "plugins",
+    summary = "The installed plugins (SPEC 4.2), sorted by name.",
+    responses(
+        (status = 200, description = "Every `svc-plugin-<name>` binary found in the plugin directory at start.", body = Vec<crate::routes::plugins::Plugin>, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn list(State(state): State<AppState>) -> ApiResult<Json<Vec<Plugin>>> {
     state.engine()?;
     let catalog = state.plugins();
@@ -77,6 +89,23 @@ pub struct ToggleBody {
 }
 
 /// Flips a plugin between active and inactive; takes effect from the next scan.
+#[utoipa::path(
+    post,
+    path = "/plugins/toggle",
+    operation_id = "togglePlugin",
+    tag = "plugins",
+    summary = "Switch a plugin between active and inactive (persisted in `plugins.active`); effective from the next scan.",
+    request_body(content = crate::routes::plugins::ToggleBody),
+    responses(
+        (status = 200, description = "The plugin as it now is.", body = crate::routes::plugins::Plugin, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn toggle(State(state): State<AppState>, ApiJson(body): ApiJson<ToggleBody>) -> ApiResult<Json<Plugin>> {
     state.engine()?;
     let Some(catalog) = state.plugins() else {

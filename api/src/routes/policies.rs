@@ -94,6 +94,25 @@ fn spec(i: usize, b: RuleBody) -> ApiResult<RuleSpec> {
 }
 
 /// `POST /api/v1/policies`: adds rules, all or none.
+#[utoipa::path(
+    post,
+    path = "/policies",
+    operation_id = "addPolicies",
+    tag = "policies",
+    summary = "Add CEL rules to the running daemon, all or none; each is compiled once and appends a POLICY_CHANGE event (ADDED).",
+    description = "A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, no comprehensions).",
+    request_body(content = crate::routes::policies::AddBody),
+    responses(
+        (status = 200, description = "The added rules.", body = crate::routes::policies::PolicyAddResponse, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn add(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -129,6 +148,19 @@ pub async fn add(
 }
 
 /// `GET /api/v1/policies`: every rule in priority order.
+#[utoipa::path(
+    get,
+    path = "/policies",
+    operation_id = "listPolicies",
+    tag = "policies",
+    summary = "Every policy rule (SPEC 2.7) in priority order, API and pack rules together.",
+    responses(
+        (status = 200, description = "The rules, highest priority first.", body = crate::routes::policies::PolicyList, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn list(State(state): State<AppState>) -> ApiResult<Json<PolicyList>> {
     let engine = state.engine()?;
     let rules = engine.policies().rules();
@@ -145,6 +177,22 @@ fn rule_list(rules: &[svc_engine::policy::Rule]) -> PolicyList {
 }
 
 /// `DELETE /api/v1/policies/{id}`.
+#[utoipa::path(
+    delete,
+    path = "/policies/{id}",
+    operation_id = "removePolicy",
+    tag = "policies",
+    summary = "Remove a rule added through the API; appends POLICY_CHANGE (REMOVED). Pack rules change with their pack (409).",
+    params(("id" = String, Path, description = "")),
+    responses(
+        (status = 200, description = "The removed rule.", body = crate::routes::policies::PolicyRemoved, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn remove(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let author = author(&headers);
@@ -158,6 +206,23 @@ pub async fn remove(State(state): State<AppState>, headers: HeaderMap, Path(id):
 }
 
 /// `POST /api/v1/policies/toggle`: enforcing <-> shadow (SPEC 3.2).
+#[utoipa::path(
+    post,
+    path = "/policies/toggle",
+    operation_id = "togglePolicy",
+    tag = "policies",
+    summary = "Switch a rule between enforcing and shadow (SPEC 3.2); appends POLICY_CHANGE (TOGGLED).",
+    request_body(content = crate::routes::policies::ToggleBody),
+    responses(
+        (status = 200, description = "The rule as it now is.", body = crate::routes::policies::PolicyRule, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn toggle(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -179,6 +244,24 @@ pub async fn toggle(
 }
 
 /// `POST /api/v1/policies/reorder`: the named rules first, in that order.
+#[utoipa::path(
+    post,
+    path = "/policies/reorder",
+    operation_id = "reorderPolicies",
+    tag = "policies",
+    summary = "Set evaluation priorities; the rules named come first in that order, the others follow in their previous order. Appends POLICY_CHANGE (REORDERED).",
+    request_body(content = crate::routes::policies::ReorderBody),
+    responses(
+        (status = 200, description = "Every rule in its new order.", body = crate::routes::policies::PolicyList, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn reorder(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -195,6 +278,23 @@ pub async fn reorder(
 
 /// `POST /api/v1/policies/dry-run`: one condition against the live graph;
 /// nothing is stored.
+#[utoipa::path(
+    post,
+    path = "/policies/dry-run",
+    operation_id = "dryRunPolicy",
+    tag = "policies",
+    summary = "Evaluate one CEL condition against the live graph without persisting anything.",
+    request_body(content = crate::routes::policies::DryRunBody),
+    responses(
+        (status = 200, description = "What the condition matches now.", body = crate::routes::policies::PolicyDryRun, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn dry_run(State(state): State<AppState>, ApiJson(body): ApiJson<DryRunBody>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let limit = match body.limit {
@@ -236,6 +336,19 @@ pub async fn dry_run(State(state): State<AppState>, ApiJson(body): ApiJson<DryRu
 
 /// `GET /api/v1/policies/mesh`: every rule with its mode, action and what
 /// its last evaluation found.
+#[utoipa::path(
+    get,
+    path = "/policies/mesh",
+    operation_id = "policyMesh",
+    tag = "policies",
+    summary = "Every rule with its mode, action, trigger count, error count and last evaluation.",
+    responses(
+        (status = 200, description = "The rules with what they last did.", body = crate::routes::policies::PolicyMesh, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn mesh(State(state): State<AppState>) -> ApiResult<Json<PolicyMesh>> {
     let engine = state.engine()?;
     let rules = engine.policies().rules();

@@ -152,6 +152,8 @@ impl<const DEFAULT: usize, const MAX: usize> utoipa::PartialSchema for Limit<DEF
     }
 }
 
+impl<const DEFAULT: usize, const MAX: usize> utoipa::ToSchema for Limit<DEFAULT, MAX> {}
+
 /// The page size of the history endpoints: 1 to 500, 100 when absent or
 /// empty; the text must be the number alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -332,6 +334,24 @@ impl utoipa::PartialSchema for Status {
         one_of(&STATUSES)
     }
 }
+
+/// Query value types are described inline, where a parameter uses them.
+macro_rules! to_schema {
+    ($($ty:ty),* $(,)?) => {$(
+        impl utoipa::ToSchema for $ty {}
+    )*};
+}
+pub(crate) use to_schema;
+
+to_schema!(
+    HistoryLimit,
+    Flag,
+    NonBlank,
+    ReachabilityFilter,
+    MinRisk,
+    StageFilter,
+    Status
+);
 
 deserialize_via_parse!(
     HistoryLimit,

@@ -39,18 +39,36 @@ fn actor(a: &Option<String>) -> String {
 }
 
 /// Query parameters of `GET /api/v1/remediation/queue`; any other is refused.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct QueueQuery {
-    /// List only this stage's items (the others' lists are empty; counts and savings stay complete).
+    /// List only this stage (`rejected` lists rejected items); the counts cover every stage.
+    #[param(inline)]
     stage: Option<StageFilter>,
-    /// Most items listed per stage.
+    /// Items listed per stage.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/remediation/queue`: every stage with its items (up to
 /// `limit` each, oldest in the stage first), counts and savings.
+#[utoipa::path(
+    get,
+    path = "/remediation/queue",
+    operation_id = "getRemediationQueue",
+    tag = "remediation",
+    summary = "The remediation pipeline by stage (SPEC 3.1), each stage listing up to `limit` items, longest in the stage first.",
+    params(QueueQuery),
+    responses(
+        (status = 200, description = "Every stage with its items, counts and savings.", body = crate::routes::remediation::RemediationQueue, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let limit = q.limit.0;
@@ -67,7 +85,8 @@ pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQue
 }
 
 /// Query parameters of `GET /api/v1/plan`; any other is refused.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PlanQuery {
     /// The resource whose plan to show.
@@ -75,6 +94,23 @@ pub struct PlanQuery {
 }
 
 /// `GET /api/v1/plan?crn=`: the steps, inverses, CLI and Terraform text.
+#[utoipa::path(
+    get,
+    path = "/plan",
+    operation_id = "getPlan",
+    tag = "remediation",
+    summary = "The plan of one resource in the pipeline: ordered steps with their inverses, the equivalent CLI commands and a Terraform-style diff.",
+    params(PlanQuery),
+    responses(
+        (status = 200, description = "The plan.", body = crate::routes::remediation::RemediationPlan, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn plan(State(state): State<AppState>, ApiQuery(q): ApiQuery<PlanQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -86,6 +122,25 @@ pub async fn plan(State(state): State<AppState>, ApiQuery(q): ApiQuery<PlanQuery
 }
 
 /// `POST /api/v1/remediation/approve`: approves and runs the saga.
+#[utoipa::path(
+    post,
+    path = "/remediation/approve",
+    operation_id = "approveRemediation",
+    tag = "remediation",
+    summary = "Approve a pending item for the plan the operator saw, and run its saga (dry run, then each step; compensated on failure).",
+    request_body(content = crate::routes::remediation::Decision),
+    responses(
+        (status = 200, description = "How the saga ended.", body = crate::routes::remediation::SagaOutcome, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn approve(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -98,6 +153,25 @@ pub async fn approve(State(state): State<AppState>, ApiJson(b): ApiJson<Decision
 }
 
 /// `POST /api/v1/remediation/reject`.
+#[utoipa::path(
+    post,
+    path = "/remediation/reject",
+    operation_id = "rejectRemediation",
+    tag = "remediation",
+    summary = "Reject an item: it leaves the queue while its plan is unchanged (REJECTION event).",
+    request_body(content = crate::routes::remediation::Decision),
+    responses(
+        (status = 200, description = "The item as it now is.", body = crate::routes::remediation::RemediationItem, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -111,6 +185,25 @@ pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>
 }
 
 /// `POST /api/v1/remediation/override`: break-glass past `sau_gate`.
+#[utoipa::path(
+    post,
+    path = "/remediation/override",
+    operation_id = "overrideRemediationGate",
+    tag = "remediation",
+    summary = "Break-glass: let one item past `sau_gate` for its current plan, with a reason (`s.a.u_OVERRIDE` event).",
+    request_body(content = crate::routes::remediation::Decision),
+    responses(
+        (status = 200, description = "The item as it now is.", body = crate::routes::remediation::RemediationItem, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn override_gate(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -124,6 +217,25 @@ pub async fn override_gate(State(state): State<AppState>, ApiJson(b): ApiJson<De
 }
 
 /// `POST /api/v1/remediation/move`: legal moves only, 409 otherwise.
+#[utoipa::path(
+    post,
+    path = "/remediation/move",
+    operation_id = "moveRemediation",
+    tag = "remediation",
+    summary = "Move an item between stages: `pending -> sau_gate` (hold), `sau_gate -> pending` (release a hold), any stage but `applied` back to `flagged`; anything else is a 409.",
+    request_body(content = crate::routes::remediation::MoveBody),
+    responses(
+        (status = 200, description = "The item as it now is.", body = crate::routes::remediation::RemediationItem, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn move_item(State(state): State<AppState>, ApiJson(b): ApiJson<MoveBody>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let to = stage_named(&b.to).ok_or_else(|| {
@@ -146,6 +258,25 @@ pub async fn move_item(State(state): State<AppState>, ApiJson(b): ApiJson<MoveBo
 pub const MAX_BULK: usize = 1000;
 
 /// `POST /api/v1/remediation/bulk`: approve or reject many, with a result per item.
+#[utoipa::path(
+    post,
+    path = "/remediation/bulk",
+    operation_id = "bulkRemediation",
+    tag = "remediation",
+    summary = "Approve or reject up to 1000 items, with a result per item.",
+    request_body(content = crate::routes::remediation::BulkBody),
+    responses(
+        (status = 200, description = "One result per item, in request order.", body = crate::routes::remediation::BulkResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn bulk(State(state): State<AppState>, ApiJson(b): ApiJson<BulkBody>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     if b.action != "approve" && b.action != "reject" {
@@ -213,6 +344,25 @@ pub async fn bulk(State(state): State<AppState>, ApiJson(b): ApiJson<BulkBody>) 
 }
 
 /// `POST /api/v1/remediation/quarantine`.
+#[utoipa::path(
+    post,
+    path = "/remediation/quarantine",
+    operation_id = "quarantineResource",
+    tag = "remediation",
+    summary = "Quarantine a resource through its plugin (`ApplyQuarantine`); the inverse is stored by its SHA-256 (QUARANTINE event).",
+    request_body(content = crate::routes::remediation::QuarantineRequest),
+    responses(
+        (status = 200, description = "The stored inverse.", body = crate::routes::remediation::QuarantineResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn quarantine(State(state): State<AppState>, ApiJson(b): ApiJson<QuarantineRequest>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -229,6 +379,25 @@ pub async fn quarantine(State(state): State<AppState>, ApiJson(b): ApiJson<Quara
 }
 
 /// `POST /api/v1/remediation/revert`: undoes a quarantine or a committed step by its payload hash.
+#[utoipa::path(
+    post,
+    path = "/remediation/revert",
+    operation_id = "revertByHash",
+    tag = "remediation",
+    summary = "Undo a quarantine or a committed saga step by the hash of its compensating payload, once.",
+    request_body(content = crate::routes::remediation::RevertRequest),
+    responses(
+        (status = 200, description = "What was undone.", body = crate::routes::remediation::RevertResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn revert(State(state): State<AppState>, ApiJson(b): ApiJson<RevertRequest>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -239,6 +408,25 @@ pub async fn revert(State(state): State<AppState>, ApiJson(b): ApiJson<RevertReq
 }
 
 /// `POST /api/v1/isolation`: adds a resource to the ignore list.
+#[utoipa::path(
+    post,
+    path = "/isolation",
+    operation_id = "addIsolation",
+    tag = "remediation",
+    summary = "Add a resource to the ignore list; `ttl_seconds` 0 is permanent, others expire by themselves (ISOLATION event).",
+    request_body(content = crate::routes::remediation::IsolationRequest),
+    responses(
+        (status = 200, description = "The entry.", body = crate::routes::remediation::Isolation, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn isolate(State(state): State<AppState>, ApiJson(b): ApiJson<IsolationRequest>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -251,6 +439,19 @@ pub async fn isolate(State(state): State<AppState>, ApiJson(b): ApiJson<Isolatio
 }
 
 /// `GET /api/v1/isolation`: the ignore list.
+#[utoipa::path(
+    get,
+    path = "/isolation",
+    operation_id = "listIsolation",
+    tag = "remediation",
+    summary = "The ignore list (SPEC 3.5).",
+    responses(
+        (status = 200, description = "Every entry.", body = crate::routes::remediation::IsolationList, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn isolations(State(state): State<AppState>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -264,6 +465,23 @@ pub async fn isolations(State(state): State<AppState>) -> ApiResult<Response> {
 }
 
 /// `DELETE /api/v1/isolation/{crn}`.
+#[utoipa::path(
+    delete,
+    path = "/isolation/{crn}",
+    operation_id = "removeIsolation",
+    tag = "remediation",
+    summary = "Remove a resource from the ignore list (ISOLATION event).",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    responses(
+        (status = 200, description = "The removed entry.", body = crate::routes::remediation::Isolation, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn remove_isolation(State(state): State<AppState>, Path(crn): Path<String>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {

@@ -27,10 +27,13 @@ use crate::state::AppState;
 use crate::wire::listed_str;
 
 /// Query parameters of the scan triggers.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ScanQuery {
-    /// Answer when the scan has finished (200) instead of when it started (202).
+    /// Answer when the scan has finished (200) instead of when it started (202). Accepts
+    /// `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag means true.
     #[serde(default)]
+    #[param(inline)]
     wait: Flag,
 }
 
@@ -41,6 +44,7 @@ pub struct ScanQuery {
 pub struct ScanBody {
     /// Answer when the scan has finished.
     #[serde(default)]
+    #[schema(default = false)]
     wait: bool,
     /// Scan only the source serving this provider; 422 `no plugin registered for provider:
     /// <provider>` when no active source serves it.
@@ -200,6 +204,29 @@ async fn trigger(
 }
 
 /// `POST /api/v1/engine/scan`: a manual re-scan of every configured source.
+#[utoipa::path(
+    post,
+    path = "/engine/scan",
+    operation_id = "triggerScan",
+    tag = "scan",
+    summary = "Trigger a manual re-scan of every configured source.",
+    description = r#"Without `wait` the scan runs in the background and the answer is 202.
+With `wait` (query flag or body) the answer is 200 with the scan report
+once the scan finished. Only one scan runs at a time: 409 otherwise."#,
+    params(ScanQuery),
+    request_body(content = ScanBody, description = "Optional. Empty (or only whitespace), or a JSON object; read whatever the content type. `wait` here or in the query makes the call wait.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The scan finished (`wait`).", body = crate::wire::payloads::ScanCompleted, content_type = "application/json"),
+        (status = 202, description = "The scan started.", body = crate::routes::scan::ScanStarted, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn trigger_scan(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ScanQuery>,
@@ -209,6 +236,27 @@ pub async fn trigger_scan(
 }
 
 /// `POST /api/v1/sync`: an immediate reconciliation cycle (the same pipeline).
+#[utoipa::path(
+    post,
+    path = "/sync",
+    operation_id = "triggerSync",
+    tag = "scan",
+    summary = "Trigger an immediate reconciliation cycle.",
+    description = "The same pipeline and the same answers as `/api/v1/engine/scan`, with `cycle` `sync`.",
+    params(ScanQuery),
+    request_body(content = ScanBody, description = "Optional. Empty (or only whitespace), or a JSON object; read whatever the content type. `wait` here or in the query makes the call wait.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The cycle finished (`wait`).", body = crate::wire::payloads::ScanCompleted, content_type = "application/json"),
+        (status = 202, description = "The cycle started.", body = crate::routes::scan::ScanStarted, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn trigger_sync(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ScanQuery>,

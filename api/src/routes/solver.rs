@@ -22,19 +22,39 @@ use crate::wire::{self, Crn};
 pub use body::*;
 
 /// Query parameters of `GET /api/v1/solver/results`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ResultsQuery {
     /// Only nodes with this reachability.
+    #[param(inline)]
     reachability: Option<ReachabilityFilter>,
-    /// Only nodes whose risk is at least this.
+    /// Only nodes whose removal risk is at least this.
     #[serde(default)]
+    #[param(inline)]
     min_risk: MinRisk,
     /// Nodes listed.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/solver/results`.
+#[utoipa::path(
+    get,
+    path = "/solver/results",
+    operation_id = "getSolverResults",
+    tag = "verification",
+    summary = "Reachability analysis of the last scan, its confidence, and the nodes it judged, riskiest first.",
+    description = "Counts are read from the live graph (they hold across a restart). `confidence` is the share of live nodes with a definite answer (`reachable` or `unreachable`); `unknown` nodes belong to, or are joined to, a provider whose scan failed. `nodes` lists the nodes that pass the filters, by removal risk, highest first.",
+    params(ResultsQuery),
+    responses(
+        (status = 200, description = "The results.", body = crate::routes::solver::SolverResults, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<ResultsQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let limit = q.limit.0;
@@ -125,6 +145,24 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
 }
 
 /// `GET /api/v1/oracle/{crn}`.
+#[utoipa::path(
+    get,
+    path = "/oracle/{crn}",
+    operation_id = "getOracle",
+    tag = "verification",
+    summary = "Formal verification of one resource.",
+    description = "Its reachability with the proof path (the chain of edges from an entry point that makes it reachable, entry point first), the parts of its removal risk, and, for a spot or preemptible machine, the estimated interruption band.",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    responses(
+        (status = 200, description = "The verdict and its proof.", body = crate::routes::solver::OracleResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn oracle(State(state): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let raw = path_text(path)?;
     let engine = state.engine()?.clone();

@@ -92,14 +92,18 @@ fn edge_order(a: &EdgeVersion, b: &EdgeVersion) -> std::cmp::Ordering {
 }
 
 /// `GET /api/v1/graph/at`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AtQuery {
-    /// The time to show the graph at.
+    /// RFC 3339 time. A `+` of a UTC offset that arrived unescaped (decoded as a space) is accepted.
+    #[param(inline, required = true)]
     ts: Option<Time>,
-    /// Page size.
+    /// Page size (graph/at) or most entries per list (graph/diff).
     #[serde(default)]
+    #[param(inline)]
     limit: TimeTravelLimit,
     /// Opaque cursor, `next_cursor` of a previous response.
+    #[param(inline)]
     cursor: Option<CrnCursor>,
 }
 
@@ -111,6 +115,26 @@ pub struct AtQuery {
 /// also any edge whose source was not live), sorted by (source, target,
 /// type), so following `next_cursor` lists every node and edge once. The
 /// totals count the whole graph at `ts`.
+#[utoipa::path(
+    get,
+    path = "/graph/at",
+    operation_id = "getGraphAt",
+    tag = "time-travel",
+    summary = "The graph as it was at a time.",
+    description = r#"Nodes are sorted by CRN and paged; a page carries the edges whose
+source is one of its nodes (the last page also any edge whose source
+was not live), sorted by (source, target, type). Following
+`next_cursor` lists every node and edge once; the totals count the
+whole graph at `ts`."#,
+    params(AtQuery),
+    responses(
+        (status = 200, description = "One page of the graph at `ts`.", body = crate::routes::time_travel::GraphAt, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQuery>) -> ApiResult<Response> {
     let ts = required_time(q.ts, "ts")?;
     let limit = q.limit.0;
@@ -150,14 +174,18 @@ pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQue
 }
 
 /// `GET /api/v1/graph/diff`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DiffQuery {
-    /// The earlier time.
+    /// RFC 3339 time (an unescaped `+` is accepted).
+    #[param(inline, required = true)]
     from: Option<Time>,
-    /// The later time.
+    /// RFC 3339 time, not before `from` (an unescaped `+` is accepted).
+    #[param(inline, required = true)]
     to: Option<Time>,
-    /// Most entries per list.
+    /// Page size (graph/at) or most entries per list (graph/diff).
     #[serde(default)]
+    #[param(inline)]
     limit: TimeTravelLimit,
 }
 
@@ -195,6 +223,23 @@ fn changed_keys(before: &Value, after: &Value) -> Vec<String> {
 /// `limit` entries (default 1000, max 10000); `counts` are complete.
 /// `fields` names the changed fields of the node object, leaving out
 /// `valid_from` and `valid_to`.
+#[utoipa::path(
+    get,
+    path = "/graph/diff",
+    operation_id = "getGraphDiff",
+    tag = "time-travel",
+    summary = "What changed between two times.",
+    description = r#"Each list holds at most `limit` entries; `counts` are complete and
+`truncated` tells whether any list was cut. `from` after `to` is a 400."#,
+    params(DiffQuery),
+    responses(
+        (status = 200, description = "The difference.", body = crate::routes::time_travel::GraphDiff, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<DiffQuery>) -> ApiResult<Response> {
     let from = required_time(q.from, "from")?;
     let to = required_time(q.to, "to")?;

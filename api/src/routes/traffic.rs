@@ -154,6 +154,31 @@ fn records(headers: &HeaderMap, body: &[u8], report: &mut TrafficReport) -> ApiR
 }
 
 /// `POST /api/v1/traffic/ingest`.
+#[utoipa::path(
+    post,
+    path = "/traffic/ingest",
+    operation_id = "ingestTraffic",
+    tag = "verification",
+    summary = "Add observed flows to the graph as FlowsTo edges with their volumes.",
+    description = r#"`application/json`: `{"records": [{"source", "destination", "bytes", "packets", "start", "end"}]}`, endpoints
+as CRNs or IP addresses, the window in Unix seconds. `text/plain`: AWS VPC flow-log lines (version 2, default
+format); `REJECT`ed, `NODATA` and `SKIPDATA` lines are skipped. Endpoints given as IPs resolve through the
+addresses resources carry. Records are summed per (source, destination); a pair sent again adds to its
+totals. Bad records are skipped and counted, the first of them named in `errors`; a request with no usable
+record is 422. Traffic edges feed reachability and the idle rules from the next scan, and expire 7 days
+after their window ends."#,
+    request_body(content((TrafficIngest = "application/json"), (String = "text/plain"))),
+    responses(
+        (status = 200, description = "What was ingested.", body = crate::routes::traffic::TrafficIngestReport, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn ingest(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -187,14 +212,31 @@ pub async fn ingest(
 }
 
 /// Query parameters of `GET /api/v1/traffic/edges`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EdgesQuery {
     /// Edges listed.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/traffic/edges`.
+#[utoipa::path(
+    get,
+    path = "/traffic/edges",
+    operation_id = "getTrafficEdges",
+    tag = "verification",
+    summary = "Traffic edges (observed flows), largest volume first.",
+    params(EdgesQuery),
+    responses(
+        (status = 200, description = "The edges.", body = crate::routes::traffic::TrafficEdges, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn edges(State(state): State<AppState>, ApiQuery(q): ApiQuery<EdgesQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let limit = q.limit.0;

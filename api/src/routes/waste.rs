@@ -27,12 +27,14 @@ use crate::state::AppState;
 use crate::wire::Crn;
 
 /// Query parameters of `GET /api/v1/waste-ledger`.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LedgerQuery {
-    /// Top resources listed per type.
+    /// Resources listed per type, largest saving first.
     #[serde(default)]
+    #[param(inline)]
     top: Limit<5, 100>,
-    /// Only this provider's types.
+    /// Only nodes of this provider (a provider the graph never saw matches nothing).
     provider: Option<String>,
 }
 
@@ -51,6 +53,22 @@ struct Line<'f> {
 }
 
 /// `GET /api/v1/waste-ledger`.
+#[utoipa::path(
+    get,
+    path = "/waste-ledger",
+    operation_id = "getWasteLedger",
+    tag = "heuristics",
+    summary = "Waste and projected savings per resource type, with the top resources.",
+    description = "Built from the last scan's findings, one deciding finding per resource (so no saving is counted twice). Types with no finding are left out; types are ordered by projected savings, largest first.",
+    params(LedgerQuery),
+    responses(
+        (status = 200, description = "The ledger.", body = crate::routes::waste::WasteLedger, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn ledger(State(state): State<AppState>, ApiQuery(q): ApiQuery<LedgerQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let top = q.top.0;
@@ -197,6 +215,19 @@ struct Tally {
 }
 
 /// `GET /api/v1/heuristics/status`.
+#[utoipa::path(
+    get,
+    path = "/heuristics/status",
+    operation_id = "getHeuristicsStatus",
+    tag = "heuristics",
+    summary = "What the heuristics phase found, and which engine or plugin flagged what.",
+    responses(
+        (status = 200, description = "Counts, verdicts over the live graph, the built-in pass, each source and each rule.", body = crate::routes::waste::HeuristicsStatus, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn status(State(state): State<AppState>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {

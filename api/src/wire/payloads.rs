@@ -42,6 +42,7 @@ pub struct ScanReport {
     pub observed_at: u64,
     pub pattern: PatternCounts,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub policy: Option<PolicyScanCounts>,
     pub projected_savings_usd_mo: f64,
     /// Active nodes per provider.

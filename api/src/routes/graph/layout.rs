@@ -24,10 +24,12 @@ use crate::state::AppState;
 use crate::wire::{self, Crn};
 
 /// `GET /api/v1/graph` and `GET /api/v1/graph/topology`.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LayoutQuery {
     /// Most nodes drawn.
     #[serde(default)]
+    #[param(inline)]
     limit: Limit<2000, 20_000>,
 }
 
@@ -109,6 +111,24 @@ fn crn(r: &InternerReader<'_>, n: &NodeRef<'_>) -> String {
 /// {cost_usd_mo, state, is_waste}}], edges: [{id, source, target, type}],
 /// truncated, total_nodes}`. A node's `id` is its CRN and its label the
 /// physical id; an edge's `id` is unique within the response.
+#[utoipa::path(
+    get,
+    path = "/graph",
+    operation_id = "getFlowGraph",
+    tag = "graph",
+    summary = "Nodes and edges for the web UI's flow visualisation.",
+    description = r#"At most `limit` visible nodes, chosen so that edges survive the cut
+(each node pulls in its neighbourhood breadth-first); edges are those
+among the chosen nodes."#,
+    params(LayoutQuery),
+    responses(
+        (status = 200, description = "The flow graph.", body = crate::routes::graph::FlowGraph, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn flow_graph(State(state): State<AppState>, ApiQuery(q): ApiQuery<LayoutQuery>) -> ApiResult<Response> {
     let limit = q.limit.0;
     let engine = state.engine()?.clone();
@@ -168,6 +188,26 @@ struct Placed {
 /// (id `provider/account/region`). The layout is deterministic: clusters,
 /// sorted by id, sit on a square grid of equal cells; inside its cell a
 /// cluster's nodes, sorted by CRN, fill a square grid row by row.
+#[utoipa::path(
+    get,
+    path = "/graph/topology",
+    operation_id = "getLayout",
+    tag = "graph",
+    summary = "The graph laid out, with node positions and clusters.",
+    description = r#"Node selection as for `/api/v1/graph`. A cluster groups the chosen nodes
+of one provider, account and region (id `provider/account/region`). The
+layout is deterministic: clusters, sorted by id, sit on a square grid of
+equal cells; inside its cell a cluster's nodes, sorted by CRN, fill a
+square grid row by row."#,
+    params(LayoutQuery),
+    responses(
+        (status = 200, description = "The laid-out graph.", body = crate::routes::graph::LayoutGraph, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn graph_topology(State(state): State<AppState>, ApiQuery(q): ApiQuery<LayoutQuery>) -> ApiResult<Response> {
     let limit = q.limit.0;
     let engine = state.engine()?.clone();

@@ -61,7 +61,6 @@ pub struct Envelope<'a> {
     pub id: String,
     pub message: &'a str,
     /// Shape depends on `event_type`; a non-object payload is kept under `value`.
-    #[schema(inline)]
     pub payload: Payload<'a>,
     /// Hash of the previous event, hex.
     pub prev_hash: String,
@@ -119,7 +118,6 @@ pub struct HistoryEvent<'a> {
     pub message: &'a str,
     /// The event payload (free-form, for example `savings_usd`); a non-object payload is kept
     /// under `value`.
-    #[schema(inline)]
     pub meta: Payload<'a>,
     #[schema(minimum = 1)]
     pub seq: u64,
@@ -212,6 +210,7 @@ pub struct SessionList {
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PruneRequest {
     /// Events older than this many days are removed (a negative value is a 400).
+    #[schema(minimum = 0)]
     pub max_age_days: i64,
 }
 
@@ -219,6 +218,7 @@ pub struct PruneRequest {
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PruneResult {
+    #[schema(minimum = 0)]
     pub max_age_days: i64,
     /// Events removed.
     pub pruned: u64,

@@ -162,6 +162,7 @@ pub struct PolicyDryRun {
     /// Visible nodes the condition matches.
     pub count: u64,
     pub crns: Vec<String>,
+    #[schema(minimum = 0)]
     pub duration_ms: f64,
     pub error_samples: Vec<PolicyEvaluationError>,
     /// Nodes on which evaluating the condition was an error (never a match).
@@ -171,7 +172,7 @@ pub struct PolicyDryRun {
     pub truncated: bool,
 }
 
-/// What a rule did in the last scan that evaluated it.
+/// What the rule did in the last scan that evaluated it; null before any.
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyLastEvaluation {
@@ -261,6 +262,7 @@ impl PolicyMeshEntry {
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyMeshPass {
+    #[schema(minimum = 0)]
     pub duration_ms: f64,
     pub nodes: u64,
 }

@@ -104,6 +104,7 @@ macro_rules! opaque_text {
 opaque_text!(NodeCursor, CrnCursor, HistoryCursor);
 
 deserialize_via_parse!(NodeCursor, CrnCursor, HistoryCursor);
+super::to_schema!(NodeCursor, CrnCursor, HistoryCursor);
 
 #[cfg(test)]
 mod tests {

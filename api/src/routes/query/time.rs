@@ -99,6 +99,7 @@ impl utoipa::PartialSchema for Until {
 }
 
 deserialize_via_parse!(Time, Since, Until);
+super::to_schema!(Time, Since, Until);
 
 #[cfg(test)]
 mod tests {

@@ -143,17 +143,24 @@ impl From<&Item> for RemediationItem {
 
 /// Declares a struct with one field per part of the queue.
 macro_rules! by_stage {
-    ($(#[doc = $doc:literal])* $name:ident($ty:ty)) => {
+    ($(#[doc = $doc:literal])* $name:ident($ty:ty) $(#[$field:meta])*) => {
         $(#[doc = $doc])*
         #[derive(Default, Serialize, ToSchema)]
         #[serde(deny_unknown_fields)]
         pub struct $name {
+            $(#[$field])*
             pub analyzed: $ty,
+            $(#[$field])*
             pub applied: $ty,
+            $(#[$field])*
             pub codegen: $ty,
+            $(#[$field])*
             pub flagged: $ty,
+            $(#[$field])*
             pub pending: $ty,
+            $(#[$field])*
             pub rejected: $ty,
+            $(#[$field])*
             pub sau_gate: $ty,
         }
 
@@ -187,7 +194,7 @@ by_stage! {
 
 by_stage! {
     /// Monthly savings of each stage's items, to the cent.
-    RemediationStageSavings(f64)
+    RemediationStageSavings(f64) #[schema(minimum = 0)]
 }
 
 /// `GET /api/v1/remediation/queue`.

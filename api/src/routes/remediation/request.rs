@@ -28,9 +28,11 @@ pub struct Decision {
     /// The plan hash the operator saw; a plan that changed since is a 409.
     pub plan_hash: String,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub reason: Option<String>,
     /// Who decides (recorded in the ledger); `api` when absent.
     #[serde(default)]
+    #[schema(nullable = false)]
     pub actor: Option<String>,
 }
 
@@ -44,8 +46,10 @@ pub struct MoveBody {
     #[schema(value_type = Stage)]
     pub to: String,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub reason: Option<String>,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub actor: Option<String>,
 }
 
@@ -66,8 +70,10 @@ pub struct BulkBody {
     pub action: String,
     pub items: Vec<BulkItem>,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub reason: Option<String>,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub actor: Option<String>,
 }
 
@@ -80,6 +86,7 @@ pub struct QuarantineRequest {
     pub action: String,
     pub reason: String,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub actor: Option<String>,
 }
 
@@ -89,6 +96,7 @@ pub struct QuarantineRequest {
 pub struct RevertRequest {
     pub hash: String,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub actor: Option<String>,
 }
 
@@ -101,5 +109,6 @@ pub struct IsolationRequest {
     /// 0 is permanent.
     pub ttl_seconds: u64,
     #[serde(default)]
+    #[schema(nullable = false)]
     pub actor: Option<String>,
 }

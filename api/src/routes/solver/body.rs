@@ -127,7 +127,8 @@ pub struct ProofStep {
 }
 
 /// Estimated from the machine family and size (embedded table), not a live
-/// feed.
+/// feed; null for a machine that is not spot or preemptible, and for other
+/// resources.
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SpotEstimate {
