@@ -5,7 +5,47 @@
 use axum::Json;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use serde::Serialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use crate::wire::{JsonObject, listed_str};
+
+listed_str! {
+    /// Machine-readable reason; one per status (405 and 426 answer `bad_request`).
+    ErrorCode [
+        "bad_request",
+        "unauthorized",
+        "forbidden",
+        "not_found",
+        "conflict",
+        "payload_too_large",
+        "invalid",
+        "rate_limited",
+        "not_ready",
+        "internal",
+    ]
+}
+
+/// The body of every failed request.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = Error)]
+pub struct ErrorBody {
+    #[schema(inline)]
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorDetail {
+    pub code: ErrorCode,
+    /// Structured details; `{}` unless stated.
+    pub details: JsonObject,
+    /// Human-readable explanation.
+    pub message: String,
+}
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -80,11 +120,29 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The body answered for this error.
+    pub fn body(self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: ErrorCode::from(self.code),
+                details: JsonObject(self.details),
+                message: self.message,
+            },
+        }
+    }
+
+    /// [`ApiError::body`] as JSON text.
+    pub fn body_text(self) -> String {
+        serde_json::to_string(&self.body()).unwrap_or_default()
+    }
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message, "details": self.details}});
-        let mut resp = (self.status, Json(body)).into_response();
-        if let Some(s) = self.retry_after
+        let (status, retry_after) = (self.status, self.retry_after);
+        let mut resp = (status, Json(self.body())).into_response();
+        if let Some(s) = retry_after
             && let Ok(v) = HeaderValue::from_str(&s.to_string())
         {
             resp.headers_mut().insert(header::RETRY_AFTER, v);

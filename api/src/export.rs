@@ -14,7 +14,7 @@
 //!
 //! Each line is `{daemon_uuid, daemon_version, os_arch, event_idx, event}`
 //! where `event_idx` is the ledger seq and `event` the stream envelope of
-//! [`crate::routes::history::envelope`] (SPEC 6.1 plus seq and hashes, so an
+//! [`crate::routes::history::Envelope`] (SPEC 6.1 plus seq and hashes, so an
 //! auditor can check the chain from the files alone).
 //!
 //! The object-store I/O lives here, not in the engine: the engine only
@@ -30,13 +30,13 @@ use flate2::write::GzEncoder;
 use object_store::aws::AmazonS3Builder;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
 use parking_lot::RwLock;
-use serde_json::json;
+use serde::Serialize;
 use svc_engine::Engine;
 use svc_engine::store::ledger::LedgerError;
 use tokio::sync::{Mutex, Notify};
 use tracing::{error, info};
 
-use crate::routes::history::envelope;
+use crate::routes::history::Envelope;
 use crate::state::AppState;
 
 /// Default of `sau.audit_export_interval` (SPEC 8).
@@ -153,6 +153,17 @@ impl Identity {
             os_arch: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
         }
     }
+}
+
+/// One line of an export object. Fields are declared in the order they are
+/// written: by name.
+#[derive(Serialize)]
+struct Line<'a> {
+    daemon_uuid: &'a str,
+    daemon_version: &'a str,
+    event: Envelope<'a>,
+    event_idx: u64,
+    os_arch: &'a str,
 }
 
 /// One object written.
@@ -334,13 +345,13 @@ fn build_object(engine: &Engine, identity: &Identity, max_events: usize) -> Resu
         for e in &page {
             first.get_or_insert((e.seq, e.ts_us));
             line.clear();
-            let value = json!({
-                "daemon_uuid": identity.daemon_uuid,
-                "daemon_version": identity.daemon_version,
-                "os_arch": identity.os_arch,
-                "event_idx": e.seq,
-                "event": envelope(e),
-            });
+            let value = Line {
+                daemon_uuid: &identity.daemon_uuid,
+                daemon_version: &identity.daemon_version,
+                event: Envelope::of(e),
+                event_idx: e.seq,
+                os_arch: &identity.os_arch,
+            };
             serde_json::to_writer(&mut line, &value).map_err(|e| ExportError::Task(e.to_string()))?;
             line.push(b'\n');
             gz.write_all(&line).map_err(|e| ExportError::Task(e.to_string()))?;

@@ -1,24 +1,34 @@
 //! svc-api: the REST API (`/api/v1`), the WebSocket ledger stream
 //! (`/events`), the probes and `/metrics`. Converts engine types to the wire
 //! shapes of SPEC.md; holds no business logic.
+//!
+//! Every route is registered once, with its OpenAPI operation
+//! (`#[utoipa::path]` on the handler): the router, the OpenAPI document
+//! ([`openapi()`], committed as `schemas/openapi.yaml`) and the route table
+//! ([`ROUTES`]) all come from those registrations.
 
 pub mod auth;
 pub mod config;
 pub mod error;
 pub mod export;
 pub mod metrics;
+pub mod openapi;
 pub mod plugins;
 pub mod routes;
 pub mod state;
 pub mod wire;
 pub mod ws;
 
+use std::sync::LazyLock;
+
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, StatusCode, Uri};
 use axum::middleware;
 use axum::response::IntoResponse;
-use axum::routing::{delete, get, post};
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use error::{ApiError, ApiResult};
 pub use state::AppState;
@@ -27,128 +37,145 @@ pub use state::AppState;
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Every route the server answers, as `(method, path)` in OpenAPI path
-/// syntax. `schemas/openapi.yaml` must describe exactly these; a test checks it.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/healthz"),
-    ("GET", "/readyz"),
-    ("GET", "/metrics"),
-    ("GET", "/events"),
-    ("GET", "/api/v1/topology"),
-    ("GET", "/api/v1/graph/stats"),
-    ("GET", "/api/v1/graph/nodes"),
-    ("GET", "/api/v1/graph/nodes/{crn}"),
-    ("GET", "/api/v1/graph/nodes/{crn}/edges"),
-    ("GET", "/api/v1/graph/blast-radius/{crn}"),
-    ("GET", "/api/v1/graph/at"),
-    ("GET", "/api/v1/graph/diff"),
-    ("GET", "/api/v1/nodes"),
-    ("GET", "/api/v1/graph"),
-    ("GET", "/api/v1/graph/topology"),
-    ("POST", "/api/v1/engine/scan"),
-    ("POST", "/api/v1/sync"),
-    ("GET", "/api/v1/history"),
-    ("GET", "/api/v1/history/summary"),
-    ("GET", "/api/v1/history/resource"),
-    ("GET", "/api/v1/history/sessions"),
-    ("POST", "/api/v1/history/prune"),
-    ("GET", "/api/v1/ledger/verify"),
-    ("POST", "/api/v1/ledger/export"),
-    ("GET", "/api/v1/config"),
-    ("PUT", "/api/v1/config"),
-    ("GET", "/api/v1/waste-ledger"),
-    ("GET", "/api/v1/heuristics/status"),
-    ("GET", "/api/v1/solver/results"),
-    ("GET", "/api/v1/oracle/{crn}"),
-    ("POST", "/api/v1/traffic/ingest"),
-    ("GET", "/api/v1/traffic/edges"),
-    ("GET", "/api/v1/anomalies"),
-    ("GET", "/api/v1/plugins"),
-    ("POST", "/api/v1/plugins/toggle"),
-    ("GET", "/api/v1/remediation/queue"),
-    ("POST", "/api/v1/remediation/approve"),
-    ("POST", "/api/v1/remediation/reject"),
-    ("POST", "/api/v1/remediation/move"),
-    ("POST", "/api/v1/remediation/bulk"),
-    ("POST", "/api/v1/remediation/override"),
-    ("POST", "/api/v1/remediation/quarantine"),
-    ("POST", "/api/v1/remediation/revert"),
-    ("GET", "/api/v1/plan"),
-    ("POST", "/api/v1/isolation"),
-    ("GET", "/api/v1/isolation"),
-    ("DELETE", "/api/v1/isolation/{crn}"),
-    ("GET", "/api/v1/policies"),
-    ("POST", "/api/v1/policies"),
-    ("POST", "/api/v1/policies/toggle"),
-    ("POST", "/api/v1/policies/reorder"),
-    ("POST", "/api/v1/policies/dry-run"),
-    ("GET", "/api/v1/policies/mesh"),
-    ("DELETE", "/api/v1/policies/{id}"),
-];
+/// syntax, read from the OpenAPI document the router builds with its routes
+/// (so the two cannot disagree), in the document's order.
+pub const ROUTES: Routes = Routes;
+
+/// The route table; iterate it (`for (method, path) in ROUTES`) or call
+/// [`Routes::iter`].
+#[derive(Clone, Copy, Debug)]
+pub struct Routes;
+
+static ROUTE_PATHS: LazyLock<Vec<(&'static str, String)>> = LazyLock::new(|| {
+    let doc = openapi();
+    let mut out = Vec::new();
+    for (path, item) in &doc.paths.paths {
+        let methods = [
+            ("GET", &item.get),
+            ("PUT", &item.put),
+            ("POST", &item.post),
+            ("DELETE", &item.delete),
+            ("PATCH", &item.patch),
+        ];
+        for (method, op) in methods {
+            if op.is_some() {
+                out.push((method, path.clone()));
+            }
+        }
+    }
+    out
+});
+
+static ROUTE_TABLE: LazyLock<Vec<(&'static str, &'static str)>> =
+    LazyLock::new(|| ROUTE_PATHS.iter().map(|(m, p)| (*m, p.as_str())).collect());
+
+impl Routes {
+    pub fn iter(&self) -> std::slice::Iter<'static, (&'static str, &'static str)> {
+        ROUTE_TABLE.iter()
+    }
+    pub fn len(&self) -> usize {
+        ROUTE_TABLE.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        ROUTE_TABLE.is_empty()
+    }
+}
+
+impl IntoIterator for Routes {
+    type Item = &'static (&'static str, &'static str);
+    type IntoIter = std::slice::Iter<'static, (&'static str, &'static str)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// The routes under `/api/v1`, each registered with its OpenAPI operation.
+fn api_routes() -> OpenApiRouter<AppState> {
+    use routes::{
+        anomalies, config, graph, history, ledger, plugins, policies, remediation, scan, solver, time_travel, traffic,
+        waste,
+    };
+    OpenApiRouter::new()
+        .routes(routes!(graph::topology::topology))
+        .routes(routes!(graph::stats))
+        .routes(routes!(graph::list_nodes))
+        .routes(routes!(graph::get_node))
+        .routes(routes!(graph::node_edges))
+        .routes(routes!(graph::blast_radius))
+        .routes(routes!(time_travel::graph_at))
+        .routes(routes!(time_travel::graph_diff))
+        .routes(routes!(graph::tui_rows))
+        .routes(routes!(graph::layout::flow_graph))
+        .routes(routes!(graph::layout::graph_topology))
+        .routes(routes!(scan::trigger_scan))
+        .routes(routes!(scan::trigger_sync))
+        .routes(routes!(history::list))
+        .routes(routes!(history::summary))
+        .routes(routes!(history::resource))
+        .routes(routes!(history::sessions))
+        .routes(routes!(history::prune))
+        .routes(routes!(history::verify))
+        .routes(routes!(ledger::export_now))
+        .routes(routes!(config::get, config::put))
+        .routes(routes!(waste::ledger))
+        .routes(routes!(waste::status))
+        .routes(routes!(solver::results))
+        .routes(routes!(solver::oracle))
+        .routes(routes!(traffic::ingest))
+        .routes(routes!(traffic::edges))
+        .routes(routes!(anomalies::list))
+        .routes(routes!(plugins::list))
+        .routes(routes!(plugins::toggle))
+        .routes(routes!(remediation::queue))
+        .routes(routes!(remediation::approve))
+        .routes(routes!(remediation::reject))
+        .routes(routes!(remediation::move_item))
+        .routes(routes!(remediation::bulk))
+        .routes(routes!(remediation::override_gate))
+        .routes(routes!(remediation::quarantine))
+        .routes(routes!(remediation::revert))
+        .routes(routes!(remediation::plan))
+        .routes(routes!(remediation::isolations, remediation::isolate))
+        .routes(routes!(remediation::remove_isolation))
+        .routes(routes!(policies::list, policies::add))
+        .routes(routes!(policies::toggle))
+        .routes(routes!(policies::reorder))
+        .routes(routes!(policies::dry_run))
+        .routes(routes!(policies::mesh))
+        .routes(routes!(policies::remove))
+}
+
+/// The HTTP surface, before it has its state, and its OpenAPI document:
+/// both come from the same route registrations. Without a state (for the
+/// document alone) the routes are not guarded by the token check.
+fn surface(state: Option<&AppState>) -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (api, api_doc) = api_routes().split_for_parts();
+    let api = api.fallback(no_route).method_not_allowed_fallback(method_not_allowed);
+    let mut api = OpenApiRouter::from(api);
+    *api.get_openapi_mut() = api_doc;
+    let mut protected = OpenApiRouter::new().nest("/api/v1", api).routes(routes!(ws::events));
+    if let Some(state) = state {
+        protected = protected.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_token));
+    }
+    let (router, mut doc) = OpenApiRouter::with_openapi(openapi::Base::openapi())
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(metrics::render))
+        .merge(protected)
+        .split_for_parts();
+    openapi::complete(&mut doc);
+    (router, doc)
+}
+
+/// The OpenAPI document of the whole HTTP surface.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    surface(None).1
+}
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
-    use routes::{
-        config, graph, history, ledger, plugins, policies, remediation, scan, solver, time_travel, traffic, waste,
-    };
-    let api = Router::new()
-        .route("/topology", get(graph::topology))
-        .route("/graph/stats", get(graph::stats))
-        .route("/graph/nodes", get(graph::list_nodes))
-        .route("/graph/nodes/{crn}", get(graph::get_node))
-        .route("/graph/nodes/{crn}/edges", get(graph::node_edges))
-        .route("/graph/blast-radius/{crn}", get(graph::blast_radius))
-        .route("/graph/at", get(time_travel::graph_at))
-        .route("/graph/diff", get(time_travel::graph_diff))
-        .route("/nodes", get(graph::tui_rows))
-        .route("/graph", get(graph::flow_graph))
-        .route("/graph/topology", get(graph::graph_topology))
-        .route("/engine/scan", post(scan::trigger_scan))
-        .route("/sync", post(scan::trigger_sync))
-        .route("/history", get(history::list))
-        .route("/history/summary", get(history::summary))
-        .route("/history/resource", get(history::resource))
-        .route("/history/sessions", get(history::sessions))
-        .route("/history/prune", post(history::prune))
-        .route("/ledger/verify", get(history::verify))
-        .route("/ledger/export", post(ledger::export_now))
-        .route("/config", get(config::get).put(config::put))
-        .route("/waste-ledger", get(waste::ledger))
-        .route("/heuristics/status", get(waste::status))
-        .route("/solver/results", get(solver::results))
-        .route("/oracle/{crn}", get(solver::oracle))
-        .route("/traffic/ingest", post(traffic::ingest))
-        .route("/traffic/edges", get(traffic::edges))
-        .route("/anomalies", get(routes::anomalies::list))
-        .route("/plugins", get(plugins::list))
-        .route("/plugins/toggle", post(plugins::toggle))
-        .route("/remediation/queue", get(remediation::queue))
-        .route("/remediation/approve", post(remediation::approve))
-        .route("/remediation/reject", post(remediation::reject))
-        .route("/remediation/move", post(remediation::move_item))
-        .route("/remediation/bulk", post(remediation::bulk))
-        .route("/remediation/override", post(remediation::override_gate))
-        .route("/remediation/quarantine", post(remediation::quarantine))
-        .route("/remediation/revert", post(remediation::revert))
-        .route("/plan", get(remediation::plan))
-        .route("/isolation", get(remediation::isolations).post(remediation::isolate))
-        .route("/isolation/{crn}", delete(remediation::remove_isolation))
-        .route("/policies", get(policies::list).post(policies::add))
-        .route("/policies/toggle", post(policies::toggle))
-        .route("/policies/reorder", post(policies::reorder))
-        .route("/policies/dry-run", post(policies::dry_run))
-        .route("/policies/mesh", get(policies::mesh))
-        .route("/policies/{id}", delete(policies::remove))
-        .fallback(no_route)
-        .method_not_allowed_fallback(method_not_allowed);
-    let protected = Router::new()
-        .nest("/api/v1", api)
-        .route("/events", get(ws::events))
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_token));
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics::render))
-        .merge(protected)
+    let (router, _) = surface(Some(&state));
+    router
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -156,13 +183,46 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn healthz() -> impl IntoResponse {
-    (StatusCode::OK, "ok\n")
+wire::listed_str! {
+    /// The liveness answer.
+    Alive ["ok\n"]
 }
 
+wire::listed_str! {
+    /// The readiness answer.
+    Ready ["ready\n"]
+}
+
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "healthz",
+    tag = "probes",
+    summary = "Liveness probe.",
+    description = "Answers 200 while the daemon process is alive.",
+    responses(
+        (status = 200, description = "The process is alive.", body = inline(Alive), content_type = "text/plain"),
+    ),
+)]
+async fn healthz() -> impl IntoResponse {
+    (StatusCode::OK, Alive::VALUES[0])
+}
+
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    operation_id = "readyz",
+    tag = "probes",
+    summary = "Readiness probe.",
+    description = "Answers 200 once the graph is loaded and the engine accepts requests, 503 before.",
+    responses(
+        (status = 200, description = "The engine is ready.", body = inline(Ready), content_type = "text/plain"),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     state.engine()?;
-    Ok((StatusCode::OK, "ready\n"))
+    Ok((StatusCode::OK, Ready::VALUES[0]))
 }
 
 async fn no_route(method: Method, uri: Uri) -> ApiError {

@@ -298,9 +298,13 @@ fn method_label(m: &Method) -> &'static str {
     }
 }
 
-/// The route template a path belongs to, from [`crate::ROUTES`]; a `{param}`
-/// segment matches any one segment.
+/// The route template a path belongs to, from [`crate::ROUTES`]: the route
+/// itself when it is one, else the first whose `{param}` segments match any
+/// one segment each.
 fn route_template(path: &str) -> Option<&'static str> {
+    if let Some((_, t)) = crate::ROUTES.iter().find(|(_, t)| *t == path) {
+        return Some(t);
+    }
     let segs: Vec<&str> = path.split('/').collect();
     crate::ROUTES.iter().map(|(_, t)| *t).find(|t| {
         let tsegs = t.split('/');
@@ -312,6 +316,27 @@ fn route_template(path: &str) -> Option<&'static str> {
 }
 
 /// `GET /metrics`.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    tag = "probes",
+    summary = "Prometheus metrics.",
+    description = r#"Prometheus text exposition format 0.0.4 (`text/plain; version=0.0.4`).
+Families include `svc_scan_duration_seconds` (histogram),
+`svc_nodes_discovered_total{provider}`, `svc_scans_total{outcome}`,
+`svc_source_failures_total{source}`,
+`svc_policy_violations_total{rule_id,resource_type,enforcement_mode}`,
+`svc_http_requests_total{method,route,status}`,
+`svc_http_request_duration_seconds{method,route}` (histogram),
+`svc_graph_nodes`, `svc_graph_edges`, `svc_process_uptime_seconds`,
+`svc_ledger_events_total` (once the engine is ready) and
+`svc_waste_usd_total` (untyped; current projected waste in USD per month)."#,
+    responses(
+        (status = 200, description = "The exposition text.", body = String, content_type = "text/plain"),
+        (status = 500, response = crate::openapi::Internal),
+    ),
+)]
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
     let uptime = state.inner.started.elapsed().as_secs_f64();
     let ledger = state.engine().ok().map(|e| e.ledger().last_seq());

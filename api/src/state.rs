@@ -65,7 +65,7 @@ impl AppState {
     pub fn set_engine(&self, engine: Arc<Engine>) {
         let events = self.inner.events.clone();
         engine.ledger().add_listener(Box::new(move |e| {
-            let envelope = crate::routes::history::envelope(e).to_string();
+            let envelope = crate::routes::history::envelope_text(e);
             // No receivers is fine: nobody is listening.
             let _ = events.send((e.seq, Utf8Bytes::from(envelope)));
         }));

@@ -8,12 +8,19 @@
 //! anything that locks the interner (`Graph::find`, `NodeRef::crn`) while
 //! they hold the reader.
 
-use serde_json::{Map, Number, Value, json};
+mod names;
+pub mod payloads;
+mod shapes;
+
+use serde_json::{Map, Number, Value};
 use svc_engine::Sym;
-use svc_engine::graph::{NodeRef, NodeRow, Phase, Reachability};
+use svc_engine::graph::{self, NodeRef, NodeRow};
 use svc_engine::intern::InternerReader;
-use svc_engine::props::{Props, Tags, ValueRef};
-use svc_engine::relation::Relation;
+use svc_engine::props::{self, Props, ValueRef};
+
+pub(crate) use names::listed_str;
+pub use names::{Crn, JsonObject, Phase, Reachability, Relation};
+pub use shapes::{Edge, EdgeVersion, Finding, Node, NodeDetail, Properties, Tags, TuiRow};
 
 /// The fields of one node, borrowed from the live graph or a stored version.
 #[derive(Clone)]
@@ -33,10 +40,10 @@ pub struct NodeView<'a> {
     pub is_waste: bool,
     pub waste_reason: &'a str,
     pub risk_score: f32,
-    pub reachability: Reachability,
-    pub phase: Phase,
+    pub reachability: graph::Reachability,
+    pub phase: graph::Phase,
     pub verdict: Option<Sym>,
-    pub tags: Tags<'a>,
+    pub tags: props::Tags<'a>,
     pub props: Props<'a>,
 }
 
@@ -78,7 +85,7 @@ impl<'a> NodeView<'a> {
             reachability: row.reachability,
             phase: row.phase,
             verdict: row.verdict,
-            tags: Tags::new(&row.tags),
+            tags: props::Tags::new(&row.tags),
             props: Props::new(&row.props),
         }
     }
@@ -90,15 +97,27 @@ impl<'a> NodeView<'a> {
 
     /// The heuristic findings of SPEC 4.2 `heuristics_flagged`: one entry for
     /// a waste node with a reason, named by its verdict (or `waste`).
-    pub fn heuristics_flagged(&self, r: &InternerReader<'_>) -> Value {
-        match flag_rule(self.is_waste, self.waste_reason, self.verdict) {
-            Some(rule) => {
-                let name = rule.map_or(WASTE_RULE, |v| r.resolve(v));
-                json!([{ "rule_name": name, "severity": severity(self.risk_score) }])
-            }
-            None => json!([]),
-        }
+    pub fn heuristics_flagged(&self, r: &InternerReader<'_>) -> Vec<HeuristicFlag> {
+        flag_rule(self.is_waste, self.waste_reason, self.verdict)
+            .map(|rule| HeuristicFlag {
+                rule_name: rule.map_or(WASTE_RULE, |v| r.resolve(v)).to_owned(),
+                severity: severity(self.risk_score),
+            })
+            .into_iter()
+            .collect()
     }
+}
+
+/// One entry of a topology node's `heuristics_flagged`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = HeuristicFinding)]
+pub struct HeuristicFlag {
+    /// The verdict naming the finding, or `waste`.
+    pub rule_name: String,
+    /// From the risk score (<20, <40, <60, <80, >=80).
+    #[schema(minimum = 1, maximum = 5)]
+    pub severity: u8,
 }
 
 /// Rule name of a finding without a verdict symbol.
@@ -139,14 +158,13 @@ pub fn crn_of(r: &InternerReader<'_>, key: [Sym; 5], physical_id: &str) -> Strin
     out
 }
 
-/// An `f32` as the JSON number with the same shortest decimal form
-/// (`40.1f32` is `40.1`, not `40.099998474121094`); non-finite values are 0.
-pub fn f32_value(v: f32) -> Value {
+/// An `f32` as the `f64` with the same shortest decimal form (`40.1f32` is
+/// written `40.1`, not `40.099998474121094`); non-finite values are 0.
+pub fn f32_value(v: f32) -> f64 {
     if !v.is_finite() {
-        return json!(0.0);
+        return 0.0;
     }
-    let shortest: f64 = v.to_string().parse().unwrap_or(f64::from(v));
-    Number::from_f64(shortest).map_or(json!(0.0), Value::Number)
+    v.to_string().parse().unwrap_or(f64::from(v))
 }
 
 /// A property value with its JSON type; arrays and objects are parsed back
@@ -163,88 +181,82 @@ pub fn value_json(v: ValueRef<'_>) -> Value {
 }
 
 /// Properties as a JSON object (a repeated key keeps its last value).
-pub fn props_json(props: Props<'_>, r: &InternerReader<'_>) -> Value {
+pub fn props_json(props: Props<'_>, r: &InternerReader<'_>) -> Properties {
     let mut m = Map::new();
     for (k, v) in props {
         m.insert(r.resolve(k).to_owned(), value_json(v));
     }
-    Value::Object(m)
+    Properties(m)
 }
 
-/// Tags as a JSON object of strings.
-pub fn tags_json(tags: Tags<'_>, r: &InternerReader<'_>) -> Value {
-    let mut m = Map::new();
-    for (k, v) in tags {
-        m.insert(r.resolve(k).to_owned(), Value::from(r.resolve(v)));
-    }
-    Value::Object(m)
+/// Tags as an object of strings (a repeated key keeps its last value).
+pub fn tags_json(tags: props::Tags<'_>, r: &InternerReader<'_>) -> Tags {
+    Tags(
+        tags.map(|(k, v)| (r.resolve(k).to_owned(), r.resolve(v).to_owned()))
+            .collect(),
+    )
 }
 
 /// The node object shared by every endpoint that returns whole nodes.
-pub fn node(v: &NodeView<'_>, r: &InternerReader<'_>) -> Value {
+pub fn node(v: &NodeView<'_>, r: &InternerReader<'_>) -> Node {
     node_with_crn(v, v.crn(r), r)
 }
 
 /// [`node`] with the CRN already at hand.
-pub fn node_with_crn(v: &NodeView<'_>, crn: String, r: &InternerReader<'_>) -> Value {
-    json!({
-        "crn": crn,
-        "type": r.resolve(v.ty),
-        "provider": r.resolve(v.key[0]),
-        "region": r.resolve(v.key[1]),
-        "service": r.resolve(v.key[2]),
-        "kind": r.resolve(v.key[3]),
-        "account": r.resolve(v.key[4]),
-        "physical_id": v.physical_id,
-        "state": r.resolve(v.state),
-        "cost_usd_mo": f32_value(v.cost_usd_mo),
-        "tags": tags_json(v.tags.clone(), r),
-        "properties": props_json(v.props.clone(), r),
-        "creation_timestamp": v.creation_ts,
-        "valid_from": v.valid_from,
-        "valid_to": v.valid_to,
-        "is_waste": v.is_waste,
-        "waste_reason": v.waste_reason,
-        "risk_score": f32_value(v.risk_score),
-        "reachability": v.reachability.name(),
-        "phase": v.phase.name(),
-        "verdict": v.verdict.map_or("", |s| r.resolve(s)),
-    })
+pub fn node_with_crn(v: &NodeView<'_>, crn: String, r: &InternerReader<'_>) -> Node {
+    Node {
+        account: r.resolve(v.key[4]).to_owned(),
+        cost_usd_mo: f32_value(v.cost_usd_mo),
+        creation_timestamp: v.creation_ts,
+        crn: Crn(crn),
+        is_waste: v.is_waste,
+        kind: r.resolve(v.key[3]).to_owned(),
+        phase: v.phase.into(),
+        physical_id: v.physical_id.to_owned(),
+        properties: props_json(v.props.clone(), r),
+        provider: r.resolve(v.key[0]).to_owned(),
+        reachability: v.reachability.into(),
+        region: r.resolve(v.key[1]).to_owned(),
+        risk_score: f32_value(v.risk_score),
+        service: r.resolve(v.key[2]).to_owned(),
+        state: r.resolve(v.state).to_owned(),
+        tags: tags_json(v.tags.clone(), r),
+        ty: r.resolve(v.ty).to_owned(),
+        valid_from: v.valid_from,
+        valid_to: v.valid_to,
+        verdict: v.verdict.map_or("", |s| r.resolve(s)).to_owned(),
+        waste_reason: v.waste_reason.to_owned(),
+    }
 }
 
 /// A heuristic finding about one node.
-pub fn finding(f: &svc_engine::heuristics::Finding) -> Value {
-    let annotations: serde_json::Map<String, Value> = f
-        .annotations
-        .iter()
-        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-        .collect();
-    json!({
-        "source": f.source.label(),
-        "rule": f.rule,
-        "is_waste": f.is_waste,
-        "risk_score": f.risk_score,
-        "reason": f.reason,
-        "suggested_action": f.suggested_action,
-        "projected_savings_usd_mo": f.projected_savings_usd_mo,
-        "annotations": annotations,
-    })
+pub fn finding(f: &svc_engine::heuristics::Finding) -> Finding {
+    Finding {
+        annotations: f.annotations.iter().cloned().collect(),
+        is_waste: f.is_waste,
+        projected_savings_usd_mo: f.projected_savings_usd_mo,
+        reason: f.reason.clone(),
+        risk_score: f.risk_score,
+        rule: f.rule.to_string(),
+        source: f.source.label(),
+        suggested_action: f.suggested_action.to_string(),
+    }
 }
 
 /// The terminal UI's row: the columns of its node table.
-pub fn tui_row(v: &NodeView<'_>, r: &InternerReader<'_>) -> Value {
-    json!({
-        "crn": v.crn(r),
-        "type": r.resolve(v.ty),
-        "provider": r.resolve(v.key[0]),
-        "region": r.resolve(v.key[1]),
-        "state": r.resolve(v.state),
-        "cost_usd_mo": f32_value(v.cost_usd_mo),
-        "is_waste": v.is_waste,
-        "waste_reason": v.waste_reason,
-        "phase": v.phase.name(),
-        "reachability": v.reachability.name(),
-    })
+pub fn tui_row(v: &NodeView<'_>, r: &InternerReader<'_>) -> TuiRow {
+    TuiRow {
+        cost_usd_mo: f32_value(v.cost_usd_mo),
+        crn: Crn(v.crn(r)),
+        is_waste: v.is_waste,
+        phase: v.phase.into(),
+        provider: r.resolve(v.key[0]).to_owned(),
+        reachability: v.reachability.into(),
+        region: r.resolve(v.key[1]).to_owned(),
+        state: r.resolve(v.state).to_owned(),
+        ty: r.resolve(v.ty).to_owned(),
+        waste_reason: v.waste_reason.to_owned(),
+    }
 }
 
 /// The edge object: endpoints, relationship name, whether the engine
@@ -252,42 +264,40 @@ pub fn tui_row(v: &NodeView<'_>, r: &InternerReader<'_>) -> Value {
 pub fn edge(
     source_crn: String,
     target_crn: String,
-    rel: Relation,
+    rel: svc_engine::relation::Relation,
     inferred: bool,
     props: Props<'_>,
     r: &InternerReader<'_>,
-) -> Value {
-    json!({
-        "source_crn": source_crn,
-        "target_crn": target_crn,
-        "type": rel.name(),
-        "inferred": inferred,
-        "properties": props_json(props, r),
-    })
+) -> Edge {
+    Edge {
+        inferred,
+        properties: props_json(props, r),
+        source_crn: Crn(source_crn),
+        target_crn: Crn(target_crn),
+        ty: rel.into(),
+    }
 }
 
 /// A stored edge version: [`edge`] plus its validity interval
 /// (`valid_from` and `valid_to` in microseconds since the epoch, `valid_to` 0 while active).
-pub fn edge_version(e: &svc_engine::graph::EdgeVersion, r: &InternerReader<'_>) -> Value {
-    let mut v = edge(
-        e.src.clone(),
-        e.dst.clone(),
-        e.relation,
-        e.inferred,
-        Props::new(&e.props),
-        r,
-    );
-    if let Value::Object(m) = &mut v {
-        m.insert("valid_from".into(), Value::from(e.valid_from));
-        m.insert("valid_to".into(), Value::from(e.valid_to));
+pub fn edge_version(e: &svc_engine::graph::EdgeVersion, r: &InternerReader<'_>) -> EdgeVersion {
+    EdgeVersion {
+        inferred: e.inferred,
+        properties: props_json(Props::new(&e.props), r),
+        source_crn: Crn(e.src.clone()),
+        target_crn: Crn(e.dst.clone()),
+        ty: e.relation.into(),
+        valid_from: e.valid_from,
+        valid_to: e.valid_to,
     }
-    v
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use svc_engine::Interner;
+    use svc_engine::graph::{Phase, Reachability};
     use svc_engine::props::{PropWriter, write_tag};
 
     fn row(i: &Interner) -> NodeRow {
@@ -333,7 +343,7 @@ mod tests {
         let row = row(&i);
         let r = i.reader();
         let v = NodeView::of_row(&row);
-        let got = node(&v, &r);
+        let got = serde_json::to_value(node(&v, &r)).unwrap();
         assert_eq!(
             got,
             json!({
@@ -351,7 +361,7 @@ mod tests {
             })
         );
         assert_eq!(
-            v.heuristics_flagged(&r),
+            serde_json::to_value(v.heuristics_flagged(&r)).unwrap(),
             json!([{"rule_name": "unattached-volume", "severity": 3}])
         );
     }
@@ -363,14 +373,20 @@ mod tests {
         row.verdict = None;
         let r = i.reader();
         assert_eq!(
-            NodeView::of_row(&row).heuristics_flagged(&r),
+            serde_json::to_value(NodeView::of_row(&row).heuristics_flagged(&r)).unwrap(),
             json!([{"rule_name": "waste", "severity": 3}])
         );
         row.waste_reason.clear();
-        assert_eq!(NodeView::of_row(&row).heuristics_flagged(&r), json!([]));
+        assert_eq!(
+            serde_json::to_value(NodeView::of_row(&row).heuristics_flagged(&r)).unwrap(),
+            json!([])
+        );
         row.waste_reason = "x".into();
         row.is_waste = false;
-        assert_eq!(NodeView::of_row(&row).heuristics_flagged(&r), json!([]));
+        assert_eq!(
+            serde_json::to_value(NodeView::of_row(&row).heuristics_flagged(&r)).unwrap(),
+            json!([])
+        );
     }
 
     #[test]
@@ -395,9 +411,10 @@ mod tests {
 
     #[test]
     fn floats_use_their_shortest_form() {
-        assert_eq!(f32_value(40.1).to_string(), "40.1");
-        assert_eq!(f32_value(0.0).to_string(), "0.0");
-        assert_eq!(f32_value(f32::NAN).to_string(), "0.0");
+        let text = |v: f32| serde_json::to_string(&f32_value(v)).unwrap();
+        assert_eq!(text(40.1), "40.1");
+        assert_eq!(text(0.0), "0.0");
+        assert_eq!(text(f32::NAN), "0.0");
         assert_eq!(value_json(ValueRef::Float(f64::INFINITY)), Value::Null);
         assert_eq!(value_json(ValueRef::Json("{broken")), json!("{broken"));
     }

@@ -27,15 +27,13 @@ use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade, close_code};
 use axum::response::Response;
 use futures::SinkExt;
-use serde::Deserialize;
-use serde_json::json;
 use svc_engine::Engine;
 use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::RecvError;
 use tracing::debug;
 
 use crate::error::ApiError;
-use crate::routes::history::{blocking, envelope};
+use crate::routes::history::{StreamClientMessage, blocking, envelope_text};
 use crate::state::AppState;
 
 /// How long live events wait for a first `{"since": N}` after connecting.
@@ -49,14 +47,38 @@ type Live = Receiver<(u64, Utf8Bytes)>;
 /// few writes instead of one system call per event.
 const LIVE_BATCH: usize = 256;
 
-/// The one message a client may send.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ClientMessage {
-    since: u64,
-}
-
 /// Upgrades to the event stream. 503 until the engine is ready.
+#[utoipa::path(
+    get,
+    path = "/events",
+    operation_id = "events",
+    tag = "events",
+    summary = "WebSocket ledger event stream.",
+    description = r#"Upgrades to a WebSocket (`ws://<host>:8080/events`). The server pushes one
+text frame per committed ledger event, an `Envelope`, in `seq` order.
+
+The client may send one kind of text message, `StreamClientMessage`
+`{"since": SEQ}`: every stored event after `SEQ` is replayed first, then
+live events follow with no gap and no duplicate. Live events are held
+back for 300 ms after connecting so that a `since` sent straight away is
+answered before any of them. A `since` beyond the head of the ledger
+resumes from the head as it was when the client connected. Any other
+client message (binary, malformed, unknown fields) is answered with a
+text frame holding an `Error` body (code `bad_request`) and the stream
+goes on. The server closes with code 1001 when it shuts down and 1011
+when the ledger cannot be read.
+
+The `x-websocket` extension names the schemas of the frames: what the
+server sends, what the client may send, the error frame, and the
+payload of each event type whose payload has a fixed shape."#,
+    responses(
+        (status = 101, description = "Switching protocols; the WebSocket stream of `Envelope` frames follows."),
+        (status = 400, description = "Not a WebSocket upgrade request (a missing or wrong `Connection`, `Upgrade`, `Sec-WebSocket-Key` or `Sec-WebSocket-Version` header).", body = crate::error::ErrorBody, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 426, description = "The connection cannot be upgraded (for example HTTP/1.0); the body is an `Error` with code `bad_request`.", body = crate::error::ErrorBody, content_type = "application/json"),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn events(
     State(state): State<AppState>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
@@ -152,8 +174,8 @@ impl Stream {
             // The socket answers pings itself.
             Message::Ping(_) | Message::Pong(_) | Message::Close(_) => return Ok(()),
         };
-        match serde_json::from_str::<ClientMessage>(text.as_str()) {
-            Ok(ClientMessage { since }) => {
+        match serde_json::from_str::<StreamClientMessage>(text.as_str()) {
+            Ok(StreamClientMessage { since }) => {
                 // A seq beyond the head (a client that remembers another
                 // ledger) resumes from the head at connect rather than
                 // waiting for the ledger to reach it.
@@ -212,10 +234,7 @@ impl Stream {
             let after = self.sent;
             let page = blocking(&self.engine, move |e| {
                 let events = e.ledger().events_after(after, REPLAY_PAGE)?;
-                Ok(events
-                    .iter()
-                    .map(|ev| (ev.seq, envelope(ev).to_string()))
-                    .collect::<Vec<_>>())
+                Ok(events.iter().map(|ev| (ev.seq, envelope_text(ev))).collect::<Vec<_>>())
             })
             .await;
             let page = match page {
@@ -244,8 +263,8 @@ impl Stream {
 
     /// Answers a bad client message with an error frame; the stream goes on.
     async fn reject(&mut self, message: &str) -> Result<(), StreamError> {
-        let body = json!({"error": {"code": "bad_request", "message": message, "details": {}}});
-        self.socket.send(Message::Text(body.to_string().into())).await?;
+        let body = ApiError::bad_request(message).body_text();
+        self.socket.send(Message::Text(body.into())).await?;
         Ok(())
     }
 

@@ -409,6 +409,9 @@ async fn topology_has_the_spec_shape_and_a_verifiable_checksum() {
     let mut keys: Vec<&String> = t.as_object().unwrap().keys().collect();
     keys.sort();
     assert_eq!(keys, ["checksum_sha256", "edges", "meta", "nodes", "topology_version"]);
+    // The hand-written body is exactly the declared type, no field more or less.
+    let typed: svc_api::routes::graph::Topology = serde_json::from_slice(&raw).unwrap();
+    assert_eq!((typed.nodes.len(), typed.edges.len()), (9, 6));
     let version = t["topology_version"].as_str().unwrap();
     assert!(
         version.starts_with('v') && version[1..].parse::<u64>().is_ok(),

@@ -5,10 +5,11 @@
 //! frames) match the documented schemas.
 //!
 //! The schemas are checked by a small validator for the subset of JSON
-//! Schema the file uses (`type`, `properties`, `required`, `items`,
-//! `nullable`, `additionalProperties`, `enum`, `minimum`, `maximum`,
-//! `format: date-time`, `$ref`). A keyword outside that subset fails the
-//! test, so nothing in the file is silently left unchecked.
+//! Schema (OpenAPI 3.1) the file uses (`type`, also as a list with `null`,
+//! `properties`, `required`, `items`, `additionalProperties`,
+//! `propertyNames`, `oneOf`, `enum`, `minimum`, `maximum`, `format`,
+//! `$ref`). A keyword outside that subset fails the test, so nothing in the
+//! file is silently left unchecked.
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
@@ -35,21 +36,22 @@ use tower::ServiceExt;
 const SPEC_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/openapi.yaml");
 const HTTP_METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 /// Schema keywords the validator checks, plus the ones that only document.
-const CHECKED_KEYWORDS: [&str; 11] = [
+const CHECKED_KEYWORDS: [&str; 12] = [
     "$ref",
     "type",
     "properties",
     "required",
     "items",
-    "nullable",
     "additionalProperties",
+    "propertyNames",
+    "oneOf",
     "enum",
     "minimum",
     "maximum",
     "format",
 ];
 const DOC_KEYWORDS: [&str; 2] = ["description", "default"];
-const FORMATS: [&str; 2] = ["date-time", "int64"];
+const FORMATS: [&str; 5] = ["date-time", "int32", "int64", "float", "double"];
 /// Upper bound for a background scan or a WebSocket frame; only a failing test waits this long.
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -60,8 +62,8 @@ struct Spec {
 }
 
 /// YAML to JSON; mapping keys become strings (`200:` and `'200':` alike).
-fn yaml_to_json(v: &serde_yaml::Value) -> Value {
-    use serde_yaml::Value as Y;
+fn yaml_to_json(v: &serde_yaml_ng::Value) -> Value {
+    use serde_yaml_ng::Value as Y;
     match v {
         Y::Null => Value::Null,
         Y::Bool(b) => Value::Bool(*b),
@@ -96,8 +98,8 @@ fn yaml_to_json(v: &serde_yaml::Value) -> Value {
 impl Spec {
     fn load() -> Spec {
         let text = std::fs::read_to_string(SPEC_PATH).unwrap_or_else(|e| panic!("cannot read {SPEC_PATH}: {e}"));
-        let yaml: serde_yaml::Value =
-            serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{SPEC_PATH} is not valid YAML: {e}"));
+        let yaml: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{SPEC_PATH} is not valid YAML: {e}"));
         Spec {
             doc: yaml_to_json(&yaml),
         }
@@ -186,27 +188,56 @@ impl Spec {
                 errors.push(format!("{at}: schema keyword {k:?} is not checked by this test"));
             }
         }
+        if let Some(branches) = s.get("oneOf").and_then(Value::as_array) {
+            let matching = branches
+                .iter()
+                .filter(|b| {
+                    let mut e = Vec::new();
+                    self.check(b, v, at, &mut e);
+                    e.is_empty()
+                })
+                .count();
+            if matching != 1 {
+                errors.push(format!(
+                    "{at}: {v} matches {matching} of the oneOf schemas, not exactly one"
+                ));
+            }
+            return;
+        }
+        let types: Vec<&str> = match s.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            Some(other) => {
+                errors.push(format!("{at}: type {other} is neither a name nor a list of names"));
+                return;
+            }
+            None => Vec::new(),
+        };
         if v.is_null() {
-            if s.get("type").is_some() && s.get("nullable") != Some(&Value::Bool(true)) {
+            if !types.is_empty() && !types.contains(&"null") {
                 errors.push(format!("{at}: null where the schema does not allow it"));
             }
             return;
         }
-        if let Some(ty) = s.get("type").and_then(Value::as_str) {
-            let ok = match ty {
-                "string" => v.is_string(),
-                "integer" => v.is_i64() || v.is_u64(),
-                "number" => v.is_number(),
-                "boolean" => v.is_boolean(),
-                "object" => v.is_object(),
-                "array" => v.is_array(),
-                other => {
-                    errors.push(format!("{at}: unknown type {other:?} in the schema"));
-                    return;
-                }
-            };
+        if !types.is_empty() {
+            let mut ok = false;
+            for ty in &types {
+                ok |= match *ty {
+                    "string" => v.is_string(),
+                    "integer" => v.is_i64() || v.is_u64(),
+                    "number" => v.is_number(),
+                    "boolean" => v.is_boolean(),
+                    "object" => v.is_object(),
+                    "array" => v.is_array(),
+                    "null" => false,
+                    other => {
+                        errors.push(format!("{at}: unknown type {other:?} in the schema"));
+                        return;
+                    }
+                };
+            }
             if !ok {
-                errors.push(format!("{at}: expected {ty}, got {v}"));
+                errors.push(format!("{at}: expected {}, got {v}", types.join(" or ")));
                 return;
             }
         }
@@ -235,10 +266,18 @@ impl Spec {
                     errors.push(format!("{at}: {t:?} is not an RFC 3339 time"));
                 }
             }
+            Some("int32") if v.as_i64().is_none_or(|n| i32::try_from(n).is_err()) => {
+                errors.push(format!("{at}: {v} is not a 32-bit integer"));
+            }
             Some(f) if !FORMATS.contains(&f) => errors.push(format!("{at}: format {f:?} is not checked by this test")),
             _ => {}
         }
         if let Some(obj) = v.as_object() {
+            if let Some(names) = s.get("propertyNames") {
+                for k in obj.keys() {
+                    self.check(names, &Value::String(k.clone()), &format!("{at} key {k:?}"), errors);
+                }
+            }
             let props = s.get("properties").and_then(Value::as_object);
             for name in s.get("required").and_then(Value::as_array).into_iter().flatten() {
                 let name = name.as_str().unwrap_or_default();
@@ -305,7 +344,12 @@ fn unknown_keywords(schema: &Value, at: &str, out: &mut Vec<String>) {
                     unknown_keywords(p, &format!("{at}/properties/{name}"), out);
                 }
             }
-            "items" => unknown_keywords(sub, &format!("{at}/items"), out),
+            "items" | "propertyNames" => unknown_keywords(sub, &format!("{at}/{k}"), out),
+            "oneOf" => {
+                for (i, branch) in sub.as_array().into_iter().flatten().enumerate() {
+                    unknown_keywords(branch, &format!("{at}/oneOf/{i}"), out);
+                }
+            }
             "additionalProperties" if sub.is_object() => {
                 unknown_keywords(sub, &format!("{at}/additionalProperties"), out)
             }
@@ -610,7 +654,7 @@ fn operations_are_exactly_the_routes() {
 #[test]
 fn document_is_well_formed_and_every_ref_resolves() {
     let spec = Spec::load();
-    assert_eq!(spec.doc["openapi"], "3.0.3");
+    assert_eq!(spec.doc["openapi"], "3.1.0");
     assert_eq!(spec.doc["info"]["title"], "svc");
     assert_eq!(spec.doc["info"]["version"], env!("CARGO_PKG_VERSION"));
     assert!(spec.doc["info"]["description"].as_str().is_some_and(|d| !d.is_empty()));

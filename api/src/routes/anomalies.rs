@@ -9,6 +9,8 @@
 //! `type`, `provider` and `limit`. A scan that finishes within the TTL shows
 //! once it expires.
 
+mod body;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,47 +19,51 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 use svc_engine::signal::{
     self, HISTORY_SCANS, MIN_CHANGE_PCT, MIN_CHANGE_USD_MO, TYPE_MIN_CHANGE_PCT, TYPE_MIN_CHANGES, TypeTotals,
     Z_THRESHOLD,
 };
 
 use super::ApiQuery;
-use super::graph::{limit_param, round2};
+use super::graph::round2;
+use super::query::{Limit, NonBlank};
 use super::rfc3339;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::wire::Crn;
+pub use body::*;
 
 /// How long a computed answer is served (SPEC 8).
 pub const CACHE_TTL: Duration = Duration::from_secs(30);
-/// Anomalies listed by default and at most.
-pub const DEFAULT_LIMIT: usize = 100;
-pub const MAX_LIMIT: usize = 1000;
-
-#[derive(Deserialize, Default)]
+/// Query parameters of `GET /api/v1/anomalies`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AnomalyQuery {
-    limit: Option<String>,
-    /// A full type (`ec2:volume`) or its kind (`volume`).
+    /// Page size.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 1000>,
+    /// Only this resource type, full (`ec2:volume`) or by kind (`volume`).
     #[serde(rename = "type")]
-    ty: Option<String>,
-    provider: Option<String>,
-}
-
-/// One listed item with what the filters look at.
-struct Entry {
-    ty: String,
-    provider: String,
-    body: Value,
+    #[param(inline)]
+    ty: Option<NonBlank>,
+    /// Only this provider's types and nodes.
+    #[param(inline)]
+    provider: Option<NonBlank>,
 }
 
 /// One computed answer, before filtering.
 pub struct Computed {
     at: Instant,
-    head: serde_json::Map<String, Value>,
-    nodes: Vec<Entry>,
-    types: Vec<Entry>,
-    history: Vec<Entry>,
+    baseline: Baseline,
+    generated_at: String,
+    previous_scan_seq: u64,
+    scan_seq: u64,
+    summary: AnomalySummary,
+    thresholds: Thresholds,
+    nodes: Vec<NodeAnomaly>,
+    types: Vec<TypeAnomaly>,
+    history: Vec<TypeHistory>,
 }
 
 /// The answer cache of the API state.
@@ -87,16 +93,26 @@ impl Cache {
 }
 
 /// `GET /api/v1/anomalies`.
+#[utoipa::path(
+    get,
+    path = "/anomalies",
+    operation_id = "getAnomalies",
+    tag = "signals",
+    summary = "Cost anomalies of the last analysed scan, and each type's cost history in brief (SPEC 4.4).",
+    description = "A node is an anomaly when its cost change since the previous scan has a robust z-score (0.6745 (x - median) / MAD over the changes of every node of its type, unchanged ones counting as 0; (x - median) / (1.253314 MeanAD) when the MAD is 0) above 3.5 in absolute value and the change is material (at least $1/mo and 10% of the previous cost; a new node, or one that cost nothing, passes). New and removed nodes are changes from and to 0. A type is an anomaly when its total's change scores above 3.5 against the type's changes over the recorded scans (at least 5 of them) and is at least $1/mo and 1% of the previous total. The answer is computed at most once per 30 seconds (SPEC 8) and shared by every request in that window; `generated_at` says when.",
+    params(AnomalyQuery),
+    responses(
+        (status = 200, description = "The anomalies and the history summary.", body = crate::routes::anomalies::Anomalies<'static>, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn list(State(state): State<AppState>, ApiQuery(q): ApiQuery<AnomalyQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
-    for (name, v) in [("type", &q.ty), ("provider", &q.provider)] {
-        if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
-            return Err(ApiError::bad_request(format!(
-                "invalid {name} \"\": expected a non-empty value"
-            )));
-        }
-    }
+    let limit = q.limit.0;
+    let (ty_filter, provider) = (q.ty.map(|t| t.0), q.provider.map(|p| p.0));
     let computed = state
         .inner
         .anomalies
@@ -106,57 +122,83 @@ pub async fn list(State(state): State<AppState>, ApiQuery(q): ApiQuery<AnomalyQu
                 .map_err(ApiError::internal)?
         })
         .await?;
-    let keep = |e: &&Entry| {
-        q.ty.as_deref()
-            .is_none_or(|t| e.ty == t || e.ty.rsplit(':').next() == Some(t))
-            && q.provider.as_deref().is_none_or(|p| e.provider == p)
+    let keep = |ty: &str, p: &str| self::ty(&ty_filter, ty) && provider.as_deref().is_none_or(|want| p == want);
+    let (node_matches, nodes) = pick(computed.nodes.iter().filter(|n| keep(&n.ty, &n.provider)), limit);
+    let (type_matches, types) = pick(computed.types.iter().filter(|t| keep(&t.ty, &t.provider)), limit);
+    let (_, history) = pick(computed.history.iter().filter(|h| keep(&h.ty, &h.provider)), usize::MAX);
+    let body = Anomalies {
+        baseline: &computed.baseline,
+        cache_ttl_s: CACHE_TTL.as_secs(),
+        generated_at: &computed.generated_at,
+        history,
+        matching: Matching {
+            nodes: node_matches,
+            types: type_matches,
+        },
+        nodes,
+        previous_scan_seq: computed.previous_scan_seq,
+        scan_seq: computed.scan_seq,
+        summary: &computed.summary,
+        thresholds: &computed.thresholds,
+        types,
     };
-    let pick = |list: &[Entry], limit: usize| -> (usize, Vec<Value>) {
-        let matching: Vec<&Entry> = list.iter().filter(keep).collect();
-        (
-            matching.len(),
-            matching.iter().take(limit).map(|e| e.body.clone()).collect(),
-        )
-    };
-    let (node_matches, nodes) = pick(&computed.nodes, limit);
-    let (type_matches, types) = pick(&computed.types, limit);
-    let (_, history) = pick(&computed.history, usize::MAX);
-    let mut body = computed.head.clone();
-    body.insert("matching".into(), json!({"nodes": node_matches, "types": type_matches}));
-    body.insert("nodes".into(), Value::Array(nodes));
-    body.insert("types".into(), Value::Array(types));
-    body.insert("history".into(), Value::Array(history));
-    let bytes = serde_json::to_vec(&Value::Object(body)).map_err(ApiError::internal)?;
+    let bytes = serde_json::to_vec(&body).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+}
+
+/// Whether a type passes the `type` filter: the full type or its kind.
+fn ty(filter: &Option<String>, ty: &str) -> bool {
+    filter
+        .as_deref()
+        .is_none_or(|t| ty == t || ty.rsplit(':').next() == Some(t))
+}
+
+/// How many items match, and the first `limit` of them.
+fn pick<'a, T>(matching: impl Iterator<Item = &'a T>, limit: usize) -> (usize, Vec<&'a T>) {
+    let mut count = 0;
+    let mut listed = Vec::new();
+    for item in matching {
+        count += 1;
+        if listed.len() < limit {
+            listed.push(item);
+        }
+    }
+    (count, listed)
 }
 
 fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
-/// previous, current, change (of the rounded values, so they add up), change_pct, direction.
-fn change_fields(previous: f64, current: f64) -> serde_json::Map<String, Value> {
-    let (p, c) = (round2(previous), round2(current));
-    let change = round2(c - p);
-    let mut m = serde_json::Map::new();
-    m.insert("previous".into(), json!(p));
-    m.insert("current".into(), json!(c));
-    m.insert("change".into(), json!(change));
-    m.insert(
-        "change_pct".into(),
-        json!(signal::change_pct(previous, current).map(round2)),
-    );
-    m.insert("direction".into(), json!(signal::direction(change)));
-    m
+/// The change of a cost: previous, current, change (of the rounded
+/// values, so they add up), change_pct, direction.
+struct Change {
+    previous: f64,
+    current: f64,
+    change: f64,
+    change_pct: Option<f64>,
+    direction: Direction,
 }
 
-fn point(scan_seq: u64, t: &TypeTotals) -> Value {
-    json!({
-        "scan_seq": scan_seq,
-        "count": t.count,
-        "cost_usd_mo": round2(t.cost_usd_mo),
-        "waste_usd_mo": round2(t.waste_usd_mo),
-    })
+fn change_of(previous: f64, current: f64) -> Change {
+    let (p, c) = (round2(previous), round2(current));
+    let change = round2(c - p);
+    Change {
+        previous: p,
+        current: c,
+        change,
+        change_pct: signal::change_pct(previous, current).map(round2),
+        direction: Direction::from(signal::direction(change)),
+    }
+}
+
+fn point(scan_seq: u64, t: &TypeTotals) -> HistoryPoint {
+    HistoryPoint {
+        cost_usd_mo: round2(t.cost_usd_mo),
+        count: t.count,
+        scan_seq,
+        waste_usd_mo: round2(t.waste_usd_mo),
+    }
 }
 
 /// Builds the whole answer from the engine's last analysis and history.
@@ -167,17 +209,19 @@ fn compute(engine: &svc_engine::Engine) -> ApiResult<Computed> {
         .nodes
         .iter()
         .map(|n| {
-            let mut m = change_fields(n.previous, n.current);
-            m.insert("crn".into(), json!(n.crn));
-            m.insert("type".into(), json!(n.ty));
-            m.insert("provider".into(), json!(n.provider));
-            m.insert("kind".into(), json!(n.kind.label()));
-            m.insert("z".into(), json!(round3(n.z)));
-            m.insert("scan_seq".into(), json!(a.scan_seq));
-            Entry {
-                ty: n.ty.clone(),
+            let c = change_of(n.previous, n.current);
+            NodeAnomaly {
+                change: c.change,
+                change_pct: c.change_pct,
+                crn: Crn(n.crn.clone()),
+                current: c.current,
+                direction: c.direction,
+                kind: ChangeKind::from(n.kind.label()),
+                previous: c.previous,
                 provider: n.provider.clone(),
-                body: Value::Object(m),
+                scan_seq: a.scan_seq,
+                ty: n.ty.clone(),
+                z: round3(n.z),
             }
         })
         .collect();
@@ -185,18 +229,20 @@ fn compute(engine: &svc_engine::Engine) -> ApiResult<Computed> {
         .types
         .iter()
         .map(|t| {
-            let mut m = change_fields(t.previous, t.current);
-            m.insert("type".into(), json!(t.ty));
-            m.insert("provider".into(), json!(t.provider));
-            m.insert("previous_count".into(), json!(t.previous_count));
-            m.insert("count".into(), json!(t.count));
-            m.insert("z".into(), json!(round3(t.z)));
-            m.insert("history_changes".into(), json!(t.history_changes));
-            m.insert("scan_seq".into(), json!(a.scan_seq));
-            Entry {
-                ty: t.ty.clone(),
+            let c = change_of(t.previous, t.current);
+            TypeAnomaly {
+                change: c.change,
+                change_pct: c.change_pct,
+                count: t.count,
+                current: c.current,
+                direction: c.direction,
+                history_changes: t.history_changes,
+                previous: c.previous,
+                previous_count: t.previous_count,
                 provider: t.provider.clone(),
-                body: Value::Object(m),
+                scan_seq: a.scan_seq,
+                ty: t.ty.clone(),
+                z: round3(t.z),
             }
         })
         .collect();
@@ -211,59 +257,47 @@ fn compute(engine: &svc_engine::Engine) -> ApiResult<Computed> {
     let history_entries = summaries
         .iter()
         .map(|s| {
-            let (ty, provider) = (
-                reader.resolve(s.key.ty).to_owned(),
-                reader.resolve(s.key.provider).to_owned(),
-            );
             let previous = s.previous.map(|p| round2(p.cost_usd_mo));
-            let body = json!({
-                "type": ty,
-                "provider": provider,
-                "scans": s.scans,
-                "first_scan_seq": s.first_scan_seq,
-                "last_scan_seq": s.last_scan_seq,
-                "count": s.latest.count,
-                "cost_usd_mo": round2(s.latest.cost_usd_mo),
-                "waste_usd_mo": round2(s.latest.waste_usd_mo),
-                "previous_cost_usd_mo": previous,
-                "change_usd_mo": previous.map(|p| round2(round2(s.latest.cost_usd_mo) - p)),
-                "min_cost_usd_mo": round2(s.min_cost_usd_mo),
-                "max_cost_usd_mo": round2(s.max_cost_usd_mo),
-                "mean_cost_usd_mo": round2(s.mean_cost_usd_mo),
-                "recent": s.recent.iter().map(|(seq, t)| point(*seq, t)).collect::<Vec<_>>(),
-            });
-            Entry { ty, provider, body }
+            TypeHistory {
+                change_usd_mo: previous.map(|p| round2(round2(s.latest.cost_usd_mo) - p)),
+                cost_usd_mo: round2(s.latest.cost_usd_mo),
+                count: s.latest.count,
+                first_scan_seq: s.first_scan_seq,
+                last_scan_seq: s.last_scan_seq,
+                max_cost_usd_mo: round2(s.max_cost_usd_mo),
+                mean_cost_usd_mo: round2(s.mean_cost_usd_mo),
+                min_cost_usd_mo: round2(s.min_cost_usd_mo),
+                previous_cost_usd_mo: previous,
+                provider: reader.resolve(s.key.provider).to_owned(),
+                recent: s.recent.iter().map(|(seq, t)| point(*seq, t)).collect(),
+                scans: s.scans,
+                ty: reader.resolve(s.key.ty).to_owned(),
+                waste_usd_mo: round2(s.latest.waste_usd_mo),
+            }
         })
         .collect();
     drop(reader);
-    let head = json!({
-        "generated_at": rfc3339(engine.now_us()),
-        "cache_ttl_s": CACHE_TTL.as_secs(),
-        "scan_seq": a.scan_seq,
-        "previous_scan_seq": a.previous_scan_seq,
-        "baseline": a.baseline.label(),
-        "thresholds": {
-            "z": Z_THRESHOLD,
-            "min_change_usd_mo": MIN_CHANGE_USD_MO,
-            "min_change_pct": MIN_CHANGE_PCT,
-            "type_min_change_pct": TYPE_MIN_CHANGE_PCT,
-            "type_min_changes": TYPE_MIN_CHANGES,
-        },
-        "summary": {
-            "nodes_compared": a.nodes_compared,
-            "nodes_changed": a.nodes_changed,
-            "node_anomalies": a.nodes_flagged,
-            "type_anomalies": a.types.len(),
-            "history_scans": history.len(),
-            "history_retention_scans": HISTORY_SCANS,
-        },
-    });
-    let Value::Object(head) = head else {
-        return Err(ApiError::internal("anomaly head is not an object"));
-    };
     Ok(Computed {
         at: Instant::now(),
-        head,
+        baseline: Baseline::from(a.baseline.label()),
+        generated_at: rfc3339(engine.now_us()),
+        previous_scan_seq: a.previous_scan_seq,
+        scan_seq: a.scan_seq,
+        summary: AnomalySummary {
+            history_retention_scans: HISTORY_SCANS,
+            history_scans: history.len(),
+            node_anomalies: a.nodes_flagged,
+            nodes_changed: a.nodes_changed,
+            nodes_compared: a.nodes_compared,
+            type_anomalies: a.types.len(),
+        },
+        thresholds: Thresholds {
+            min_change_pct: MIN_CHANGE_PCT,
+            min_change_usd_mo: MIN_CHANGE_USD_MO,
+            type_min_change_pct: TYPE_MIN_CHANGE_PCT,
+            type_min_changes: TYPE_MIN_CHANGES,
+            z: Z_THRESHOLD,
+        },
         nodes,
         types,
         history: history_entries,
@@ -276,12 +310,28 @@ mod tests {
 
     use super::*;
 
-    fn computed(at: Instant, n: u32) -> Computed {
-        let mut head = serde_json::Map::new();
-        head.insert("n".into(), json!(n));
+    fn computed(at: Instant, n: u64) -> Computed {
         Computed {
             at,
-            head,
+            baseline: Baseline::from("none"),
+            generated_at: String::new(),
+            previous_scan_seq: 0,
+            scan_seq: n,
+            summary: AnomalySummary {
+                history_retention_scans: 1,
+                history_scans: 0,
+                node_anomalies: 0,
+                nodes_changed: 0,
+                nodes_compared: 0,
+                type_anomalies: 0,
+            },
+            thresholds: Thresholds {
+                min_change_pct: 0.0,
+                min_change_usd_mo: 0.0,
+                type_min_change_pct: 0.0,
+                type_min_changes: 0,
+                z: 0.0,
+            },
             nodes: Vec::new(),
             types: Vec::new(),
             history: Vec::new(),
@@ -300,12 +350,11 @@ mod tests {
                 cache
                     .get_or_compute(now, || async move {
                         let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
-                        Ok(computed(now, n))
+                        Ok(computed(now, u64::from(n)))
                     })
                     .await
                     .unwrap()
-                    .head["n"]
-                    .clone()
+                    .scan_seq
             }
         };
         assert_eq!(get(t0).await, 1);
@@ -324,27 +373,17 @@ mod tests {
             .await;
         assert!(err.is_err());
         let ok = cache.get_or_compute(now, || async move { Ok(computed(now, 7)) }).await;
-        assert_eq!(ok.unwrap().head["n"], 7);
+        assert_eq!(ok.unwrap().scan_seq, 7);
     }
 
     #[test]
-    fn change_fields_add_up_and_say_which_way() {
-        let m = change_fields(10.004, 80.456);
-        assert_eq!(
-            (m["previous"].clone(), m["current"].clone()),
-            (json!(10.0), json!(80.46))
-        );
-        assert_eq!(m["change"], json!(70.46));
-        assert_eq!(m["direction"], "up");
-        let m = change_fields(0.0, 5.0);
-        assert_eq!(
-            (m["change_pct"].clone(), m["direction"].clone()),
-            (Value::Null, json!("up"))
-        );
-        let m = change_fields(200.0, 50.0);
-        assert_eq!(
-            (m["change_pct"].clone(), m["direction"].clone()),
-            (json!(-75.0), json!("down"))
-        );
+    fn changes_add_up_and_say_which_way() {
+        let c = change_of(10.004, 80.456);
+        assert_eq!((c.previous, c.current, c.change), (10.0, 80.46, 70.46));
+        assert_eq!(c.direction, Direction::from("up"));
+        let c = change_of(0.0, 5.0);
+        assert_eq!((c.change_pct, c.direction), (None, Direction::from("up")));
+        let c = change_of(200.0, 50.0);
+        assert_eq!((c.change_pct, c.direction), (Some(-75.0), Direction::from("down")));
     }
 }

@@ -6,34 +6,36 @@
 //! read lock is taken and released there, never held across an `.await`,
 //! and the JSON body is serialized there too.
 
-mod layout;
-mod topology;
+mod body;
+pub mod layout;
+pub mod topology;
 
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
 use svc_engine::graph::NodeRef;
 use svc_engine::intern::InternerReader;
 use svc_engine::{Graph, NodeId};
 
+pub use body::*;
 pub use layout::{flow_graph, graph_topology};
 pub use topology::topology;
 
+use super::query::{Flag, Limit, NodeCursor};
 use super::{ApiQuery, find_node};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::wire::{self, NodeView};
+use crate::wire::{self, Crn, NodeView};
 
-/// Runs `f` on the blocking pool and answers with its value as JSON.
-pub(crate) async fn blocking<F>(f: F) -> ApiResult<Response>
+/// Runs `f` on the blocking pool and answers with its value as JSON,
+/// serialized there too.
+pub(crate) async fn blocking<F, T>(f: F) -> ApiResult<Response>
 where
-    F: FnOnce() -> ApiResult<Value> + Send + 'static,
+    F: FnOnce() -> ApiResult<T> + Send + 'static,
+    T: Serialize,
 {
     let body = tokio::task::spawn_blocking(move || {
         let v = f()?;
@@ -42,60 +44,6 @@ where
     .await
     .map_err(ApiError::internal)??;
     Ok(([(header::CONTENT_TYPE, "application/json")], Bytes::from(body)).into_response())
-}
-
-/// Parses a page size: absent gives `default`; anything but an integer in
-/// `1..=max` is a 400.
-pub(crate) fn limit_param(raw: Option<&str>, default: usize, max: usize) -> ApiResult<usize> {
-    let Some(raw) = raw else { return Ok(default) };
-    match raw.trim().parse::<usize>() {
-        Ok(n) if (1..=max).contains(&n) => Ok(n),
-        _ => Err(ApiError::bad_request(format!(
-            "invalid limit {raw:?}: expected an integer from 1 to {max}"
-        ))),
-    }
-}
-
-/// Parses a boolean query flag: `true`/`1`/`yes` or `false`/`0`/`no`; a
-/// flag given without a value (`?wait`) is true.
-pub(crate) fn bool_param(name: &str, raw: Option<&str>) -> ApiResult<bool> {
-    match raw.map(|s| s.trim().to_ascii_lowercase()).as_deref() {
-        None => Ok(false),
-        Some("" | "true" | "1" | "yes") => Ok(true),
-        Some("false" | "0" | "no") => Ok(false),
-        Some(_) => Err(ApiError::bad_request(format!(
-            "invalid {name} {:?}: expected true or false",
-            raw.unwrap_or_default()
-        ))),
-    }
-}
-
-/// An opaque cursor: base64url of the bytes it stands for.
-pub(crate) fn encode_cursor(bytes: &[u8]) -> String {
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
-pub(crate) fn decode_cursor(raw: &str) -> ApiResult<Vec<u8>> {
-    URL_SAFE_NO_PAD.decode(raw.trim()).map_err(|_| {
-        ApiError::bad_request(format!(
-            "invalid cursor {raw:?}: take next_cursor from a previous response"
-        ))
-    })
-}
-
-/// A node cursor carries the last node's id (8 bytes, big-endian).
-fn node_cursor(id: NodeId) -> String {
-    encode_cursor(&id.to_raw().to_be_bytes())
-}
-
-fn parse_node_cursor(raw: Option<&str>) -> ApiResult<Option<NodeId>> {
-    let Some(raw) = raw else { return Ok(None) };
-    let bytes: [u8; 8] = decode_cursor(raw)?.try_into().map_err(|_| {
-        ApiError::bad_request(format!(
-            "invalid cursor {raw:?}: take next_cursor from a previous response"
-        ))
-    })?;
-    Ok(Some(NodeId::from_raw(u64::from_be_bytes(bytes))))
 }
 
 /// The text of a `{crn}` path segment (percent-decoded by the router).
@@ -114,6 +62,19 @@ pub(crate) fn crn_with(g: &Graph, r: &InternerReader<'_>, id: NodeId) -> String 
 // ---------------------------------------------------------------- stats
 
 /// `GET /api/v1/graph/stats` (SPEC 4.2).
+#[utoipa::path(
+    get,
+    path = "/graph/stats",
+    operation_id = "getGraphStats",
+    tag = "graph",
+    summary = "Counts and costs of the live graph.",
+    responses(
+        (status = 200, description = "Graph statistics.", body = crate::routes::graph::GraphStats, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -130,21 +91,21 @@ pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
             st.projected_savings_usd_mo
         };
         let r = g.interner().reader();
-        let providers: Map<String, Value> = st
+        let providers = st
             .providers
             .iter()
-            .map(|(p, n)| (r.resolve(*p).to_owned(), Value::from(*n)))
+            .map(|(p, n)| (r.resolve(*p).to_owned(), *n))
             .collect();
-        Ok(json!({
-            "total_nodes": st.total_nodes,
-            "active_nodes": st.active_nodes,
-            "logically_deleted": st.logically_deleted,
-            "total_edges": st.total_edges,
-            "waste_nodes": st.waste_nodes,
-            "total_cost_usd_mo": round2(st.total_cost_usd_mo),
-            "projected_savings_usd_mo": round2(savings),
-            "providers": providers,
-        }))
+        Ok(GraphStats {
+            active_nodes: st.active_nodes,
+            logically_deleted: st.logically_deleted,
+            projected_savings_usd_mo: round2(savings),
+            providers,
+            total_cost_usd_mo: round2(st.total_cost_usd_mo),
+            total_edges: st.total_edges,
+            total_nodes: st.total_nodes,
+            waste_nodes: st.waste_nodes,
+        })
     })
     .await
 }
@@ -156,12 +117,44 @@ pub(crate) fn round2(v: f64) -> f64 {
 
 // ---------------------------------------------------------------- node pages
 
-#[derive(Deserialize, Default)]
+/// `GET /api/v1/graph/nodes`: a page of nodes.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct NodesQuery {
-    limit: Option<String>,
+    /// Page size.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 1000>,
+    /// Only nodes of this provider (a provider the graph never saw matches nothing).
     provider: Option<String>,
-    cursor: Option<String>,
-    include_deleted: Option<String>,
+    /// Opaque cursor, `next_cursor` of a previous response.
+    #[param(inline)]
+    cursor: Option<NodeCursor>,
+    /// Also list logically deleted nodes. Accepts `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag
+    /// means true.
+    #[serde(default)]
+    #[param(inline)]
+    include_deleted: Flag,
+}
+
+/// `GET /api/v1/nodes`: a page of the terminal UI's rows.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RowsQuery {
+    /// Page size.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<1000, 10_000>,
+    /// Only nodes of this provider (a provider the graph never saw matches nothing).
+    provider: Option<String>,
+    /// Opaque cursor, `next_cursor` of a previous response.
+    #[param(inline)]
+    cursor: Option<NodeCursor>,
+    /// Also list logically deleted nodes. Accepts `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag
+    /// means true.
+    #[serde(default)]
+    #[param(inline)]
+    include_deleted: Flag,
 }
 
 /// One page request over the nodes, in id order.
@@ -173,18 +166,17 @@ struct PageSpec {
 }
 
 impl PageSpec {
-    fn parse(q: &NodesQuery, default: usize, max: usize) -> ApiResult<PageSpec> {
-        Ok(PageSpec {
-            limit: limit_param(q.limit.as_deref(), default, max)?,
-            provider: q
-                .provider
+    fn new(limit: usize, provider: Option<String>, cursor: Option<NodeCursor>, include_deleted: Flag) -> PageSpec {
+        PageSpec {
+            limit,
+            provider: provider
                 .as_deref()
                 .map(str::trim)
                 .filter(|p| !p.is_empty())
                 .map(str::to_owned),
-            after: parse_node_cursor(q.cursor.as_deref())?,
-            include_deleted: bool_param("include_deleted", q.include_deleted.as_deref())?,
-        })
+            after: cursor.map(|c| c.0),
+            include_deleted: include_deleted.0,
+        }
     }
 
     /// The page, the cursor of the next one, and how many nodes match in all.
@@ -207,7 +199,7 @@ impl PageSpec {
             .collect();
         let next = if page.len() > self.limit {
             page.truncate(self.limit);
-            page.last().map(|n| node_cursor(n.id()))
+            page.last().map(|n| NodeCursor::encode(n.id()))
         } else {
             None
         };
@@ -217,37 +209,74 @@ impl PageSpec {
 
 /// `GET /api/v1/graph/nodes?limit=&provider=&cursor=&include_deleted=`:
 /// `{nodes, next_cursor, total}`; visible nodes unless `include_deleted`.
+#[utoipa::path(
+    get,
+    path = "/graph/nodes",
+    operation_id = "listNodes",
+    tag = "graph",
+    summary = "One page of nodes, in id order.",
+    description = "Visible nodes unless `include_deleted`; follow `next_cursor` to list every node once.",
+    params(NodesQuery),
+    responses(
+        (status = 200, description = "A page of node objects.", body = crate::routes::graph::NodePage, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
-    page_of(&state, &q, (100, 1000), "nodes", |n, r| wire::node(&NodeView::of(n), r)).await
-}
-
-/// `GET /api/v1/nodes`: the terminal UI's rows, `{rows, next_cursor, total}`;
-/// paging as for `graph/nodes` with limit default 1000, max 10000.
-pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
-    page_of(&state, &q, (1000, 10_000), "rows", |n, r| {
-        wire::tui_row(&NodeView::of(n), r)
+    let spec = PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted);
+    page_of(&state, spec, |page, r, next_cursor, total| NodePage {
+        next_cursor,
+        nodes: page.iter().map(|n| wire::node(&NodeView::of(n), r)).collect(),
+        total,
     })
     .await
 }
 
-/// One page of nodes as `{<field>: [...], next_cursor, total}`, each node
-/// rendered by `render`; `limits` is the default and maximum page size.
-async fn page_of(
+/// `GET /api/v1/nodes`: the terminal UI's rows, `{rows, next_cursor, total}`;
+/// paging as for `graph/nodes` with limit default 1000, max 10000.
+#[utoipa::path(
+    get,
+    path = "/nodes",
+    operation_id = "listTuiRows",
+    tag = "graph",
+    summary = "Nodes as rows of the terminal UI's node table.",
+    description = "Paging as for `/api/v1/graph/nodes`, with a larger page size.",
+    params(RowsQuery),
+    responses(
+        (status = 200, description = "A page of rows.", body = crate::routes::graph::TuiRowPage, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<RowsQuery>) -> ApiResult<Response> {
+    let spec = PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted);
+    page_of(&state, spec, |page, r, next_cursor, total| TuiRowPage {
+        next_cursor,
+        rows: page.iter().map(|n| wire::tui_row(&NodeView::of(n), r)).collect(),
+        total,
+    })
+    .await
+}
+
+/// One page of nodes, rendered by `render` from the page, the cursor of the
+/// next one (empty on the last) and how many nodes match in all.
+async fn page_of<T: Serialize + 'static>(
     state: &AppState,
-    q: &NodesQuery,
-    limits: (usize, usize),
-    field: &'static str,
-    render: fn(&NodeRef<'_>, &InternerReader<'_>) -> Value,
+    spec: PageSpec,
+    render: fn(&[NodeRef<'_>], &InternerReader<'_>, String, u64) -> T,
 ) -> ApiResult<Response> {
-    let spec = PageSpec::parse(q, limits.0, limits.1)?;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
         let g = engine.graph();
         let (page, next, total) = spec.run(&g, now);
         let r = g.interner().reader();
-        let items: Vec<Value> = page.iter().map(|n| render(n, &r)).collect();
-        Ok(json!({ field: items, "next_cursor": next.unwrap_or_default(), "total": total }))
+        Ok(render(&page, &r, next.unwrap_or_default(), total))
     })
     .await
 }
@@ -257,6 +286,23 @@ async fn page_of(
 /// `GET /api/v1/graph/nodes/{crn}`: the node object plus `edges_out` and
 /// `edges_in` (visible edges). A logically deleted node is still returned,
 /// with `valid_to` set and no visible edges: it stays in the temporal store.
+#[utoipa::path(
+    get,
+    path = "/graph/nodes/{crn}",
+    operation_id = "getNode",
+    tag = "graph",
+    summary = "One node by CRN, with its visible edge counts.",
+    description = "A logically deleted node is still returned, with `valid_to` set and no visible edges.",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    responses(
+        (status = 200, description = "The node object plus `edges_out` and `edges_in`.", body = crate::wire::NodeDetail, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn get_node(State(state): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let raw = path_text(path)?;
     let engine = state.engine()?.clone();
@@ -270,33 +316,60 @@ pub async fn get_node(State(state): State<AppState>, path: Result<Path<String>, 
         let edges_out = n.out_edges().filter(|e| g.is_edge_visible(e.id(), now)).count();
         let edges_in = n.in_edges().filter(|e| g.is_edge_visible(e.id(), now)).count();
         let r = g.interner().reader();
-        let mut v = wire::node(&NodeView::of(&n), &r);
-        let findings = engine.findings();
-        if let Value::Object(m) = &mut v {
-            m.insert("edges_out".into(), edges_out.into());
-            m.insert("edges_in".into(), edges_in.into());
-            m.insert("findings".into(), findings.of(id).iter().map(wire::finding).collect());
-        }
-        Ok(v)
+        let node = wire::node(&NodeView::of(&n), &r);
+        let findings = engine.findings().of(id).iter().map(wire::finding).collect();
+        Ok(wire::NodeDetail::new(node, edges_in as u64, edges_out as u64, findings))
     })
     .await
 }
 
-#[derive(Deserialize, Default)]
-pub struct LimitQuery {
-    limit: Option<String>,
+/// `GET /api/v1/graph/nodes/{crn}/edges`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EdgesQuery {
+    /// Most edges listed in each direction.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<1000, 10_000>,
+}
+
+/// `GET /api/v1/graph/blast-radius/{crn}`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct BlastQuery {
+    /// Most affected nodes listed.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 10_000>,
 }
 
 /// `GET /api/v1/graph/nodes/{crn}/edges?limit=`: `{crn, outgoing, incoming,
 /// outgoing_total, incoming_total, truncated}`, visible edges only; each list
 /// holds at most `limit` (default 1000, max 10000) edges.
+#[utoipa::path(
+    get,
+    path = "/graph/nodes/{crn}/edges",
+    operation_id = "getNodeEdges",
+    tag = "graph",
+    summary = "A node's visible edges, both ways.",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH), EdgesQuery),
+    responses(
+        (status = 200, description = "Outgoing and incoming edges, each list capped at `limit`.", body = crate::routes::graph::NodeEdges, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn node_edges(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
-    ApiQuery(q): ApiQuery<LimitQuery>,
+    ApiQuery(q): ApiQuery<EdgesQuery>,
 ) -> ApiResult<Response> {
     let raw = path_text(path)?;
-    let limit = limit_param(q.limit.as_deref(), 1000, 10_000)?;
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
@@ -319,16 +392,14 @@ pub async fn node_edges(
                 &r,
             )
         };
-        let outgoing: Vec<Value> = out.iter().take(limit).map(render).collect();
-        let incoming: Vec<Value> = inc.iter().take(limit).map(render).collect();
-        Ok(json!({
-            "crn": me,
-            "outgoing": outgoing,
-            "incoming": incoming,
-            "outgoing_total": out.len(),
-            "incoming_total": inc.len(),
-            "truncated": out.len() > limit || inc.len() > limit,
-        }))
+        Ok(NodeEdges {
+            crn: Crn(me),
+            incoming: inc.iter().take(limit).map(render).collect(),
+            incoming_total: inc.len() as u64,
+            outgoing: out.iter().take(limit).map(render).collect(),
+            outgoing_total: out.len() as u64,
+            truncated: out.len() > limit || inc.len() > limit,
+        })
     })
     .await
 }
@@ -337,13 +408,31 @@ pub async fn node_edges(
 /// total_cost_usd_mo, max_depth, truncated, affected: [{crn, type, depth,
 /// via_crn, relation, cost_usd_mo}]}`; `limit` (default 100, max 10000) caps
 /// the listing, never the count or the cost.
+#[utoipa::path(
+    get,
+    path = "/graph/blast-radius/{crn}",
+    operation_id = "getBlastRadius",
+    tag = "graph",
+    summary = "The resources affected by removing a node.",
+    description = "`limit` caps the listing, never `affected_count` or `total_cost_usd_mo`.",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH), BlastQuery),
+    responses(
+        (status = 200, description = "The blast radius.", body = crate::routes::graph::BlastRadius, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn blast_radius(
     State(state): State<AppState>,
     path: Result<Path<String>, PathRejection>,
-    ApiQuery(q): ApiQuery<LimitQuery>,
+    ApiQuery(q): ApiQuery<BlastQuery>,
 ) -> ApiResult<Response> {
     let raw = path_text(path)?;
-    let limit = limit_param(q.limit.as_deref(), 100, 10_000)?;
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let g = engine.graph();
@@ -351,63 +440,29 @@ pub async fn blast_radius(
         let b = svc_engine::blast::blast_radius(&g, id, limit)
             .ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
         let r = g.interner().reader();
-        let affected: Vec<Value> = b
+        let affected = b
             .affected
             .iter()
             .filter_map(|a| {
                 let n = g.node(a.id)?;
-                Some(json!({
-                    "crn": wire::crn_of(&r, n.key(), n.physical_id()),
-                    "type": r.resolve(n.ty()),
-                    "depth": a.depth,
-                    "via_crn": crn_with(&g, &r, a.via),
-                    "relation": a.relation.name(),
-                    "cost_usd_mo": wire::f32_value(n.cost_usd_mo()),
-                }))
+                Some(AffectedNode {
+                    cost_usd_mo: wire::f32_value(n.cost_usd_mo()),
+                    crn: Crn(wire::crn_of(&r, n.key(), n.physical_id())),
+                    depth: a.depth,
+                    relation: a.relation.into(),
+                    ty: r.resolve(n.ty()).to_owned(),
+                    via_crn: Crn(crn_with(&g, &r, a.via)),
+                })
             })
             .collect();
-        Ok(json!({
-            "crn": crn_with(&g, &r, id),
-            "affected_count": b.count,
-            "total_cost_usd_mo": round2(b.total_cost_usd_mo),
-            "max_depth": b.max_depth,
-            "truncated": b.truncated,
-            "affected": affected,
-        }))
+        Ok(BlastRadius {
+            affected,
+            affected_count: b.count as u64,
+            crn: Crn(crn_with(&g, &r, id)),
+            max_depth: b.max_depth,
+            total_cost_usd_mo: round2(b.total_cost_usd_mo),
+            truncated: b.truncated,
+        })
     })
     .await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn limits_parse_or_say_why_not() {
-        assert_eq!(limit_param(None, 100, 1000).ok(), Some(100));
-        assert_eq!(limit_param(Some("1000"), 100, 1000).ok(), Some(1000));
-        for bad in ["0", "1001", "-1", "abc", "", "1.5"] {
-            let e = limit_param(Some(bad), 100, 1000).err().map(|e| e.status.as_u16());
-            assert_eq!(e, Some(400), "{bad}");
-        }
-    }
-
-    #[test]
-    fn node_cursors_round_trip_and_reject_garbage() {
-        let id = NodeId::new(17, 4242, 3);
-        let c = node_cursor(id);
-        assert_eq!(parse_node_cursor(Some(&c)).ok().flatten(), Some(id));
-        for bad in ["!!", "AAAA", "not a cursor"] {
-            assert!(parse_node_cursor(Some(bad)).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn flags_parse() {
-        assert_eq!(bool_param("x", None).ok(), Some(false));
-        assert_eq!(bool_param("x", Some("")).ok(), Some(true));
-        assert_eq!(bool_param("x", Some("TRUE")).ok(), Some(true));
-        assert_eq!(bool_param("x", Some("0")).ok(), Some(false));
-        assert!(bool_param("x", Some("maybe")).is_err());
-    }
 }

@@ -7,6 +7,7 @@ pub mod history;
 pub mod ledger;
 pub mod plugins;
 pub mod policies;
+pub mod query;
 pub mod remediation;
 pub mod scan;
 pub mod solver;
@@ -14,12 +15,13 @@ pub mod time_travel;
 pub mod traffic;
 pub mod waste;
 
-use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use svc_engine::{Crn, Graph, NodeId};
+
+pub use query::ApiQuery;
 
 use crate::error::ApiError;
 
@@ -49,23 +51,6 @@ fn json_rejection(e: JsonRejection) -> ApiError {
         return ApiError::payload_too_large(format!("request body is larger than {} bytes", crate::MAX_BODY_BYTES));
     }
     ApiError::bad_request(format!("malformed request body: {}", e.body_text()))
-}
-
-/// `Query<T>` whose rejections are 400 API errors.
-pub struct ApiQuery<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
-    type Rejection = ApiError;
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
-            Ok(axum::extract::Query(v)) => Ok(ApiQuery(v)),
-            Err(e) => Err(query_rejection(e)),
-        }
-    }
-}
-
-fn query_rejection(e: QueryRejection) -> ApiError {
-    ApiError::bad_request(format!("invalid query: {}", e.body_text()))
 }
 
 /// Parses a CRN from a path or query (with or without the `svc` segment):

@@ -5,17 +5,20 @@
 //! the blocking pool. The author recorded on `POLICY_CHANGE` is `cli` for
 //! the CLI (its user agent is `svc-cli/<version>`), else `api`.
 
+mod body;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::http::header::USER_AGENT;
 use axum::response::Response;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use svc_engine::policy::{Action, Mode, PolicyError, Rule, RuleSpec, compile};
+use serde_json::json;
+use svc_engine::policy::{Action, Mode, PolicyError, RuleSpec, compile};
 
+pub use body::*;
+
+use super::ApiJson;
 use super::graph::blocking;
-use super::{ApiJson, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -30,20 +33,6 @@ fn author(headers: &HeaderMap) -> &'static str {
         Some(ua) if ua.starts_with(CLI_USER_AGENT) => "cli",
         _ => "api",
     }
-}
-
-pub(crate) fn rule_json(r: &Rule, priority: usize) -> Value {
-    json!({
-        "id": r.spec.id,
-        "condition": r.spec.condition,
-        "action": r.spec.action.name(),
-        "message": r.spec.message,
-        "mode": r.spec.mode.name(),
-        "priority": priority,
-        "origin": r.origin.label(),
-        "created_at": rfc3339(r.created_us),
-        "evaluation": if r.compiled.is_fast() { "fast" } else { "interpreter" },
-    })
 }
 
 fn error(e: PolicyError) -> ApiError {
@@ -78,24 +67,6 @@ fn error(e: PolicyError) -> ApiError {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RuleBody {
-    id: String,
-    condition: String,
-    action: String,
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    mode: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AddBody {
-    rules: Vec<RuleBody>,
-}
-
 fn spec(i: usize, b: RuleBody) -> ApiResult<RuleSpec> {
     let bad = |m: String| ApiError::invalid(m).with_details(json!({"index": i, "rule_id": b.id}));
     let action = Action::parse(&b.action).ok_or_else(|| {
@@ -123,6 +94,25 @@ fn spec(i: usize, b: RuleBody) -> ApiResult<RuleSpec> {
 }
 
 /// `POST /api/v1/policies`: adds rules, all or none.
+#[utoipa::path(
+    post,
+    path = "/policies",
+    operation_id = "addPolicies",
+    tag = "policies",
+    summary = "Add CEL rules to the running daemon, all or none; each is compiled once and appends a POLICY_CHANGE event (ADDED).",
+    description = "A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, no comprehensions).",
+    request_body(content = crate::routes::policies::AddBody),
+    responses(
+        (status = 200, description = "The added rules.", body = crate::routes::policies::PolicyAddResponse, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn add(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -142,44 +132,97 @@ pub async fn add(
     blocking(move || {
         let added = engine.add_policies(&specs, author).map_err(error)?;
         let rules = engine.policies().rules();
-        let added: Vec<Value> = added
+        let added: Vec<PolicyRule> = added
             .iter()
             .map(|a| {
                 let p = rules.iter().position(|r| r.spec.id == a.spec.id).unwrap_or(0);
-                rule_json(a, p)
+                PolicyRule::new(a, p)
             })
             .collect();
-        Ok(json!({"added": added.len(), "rules": added}))
+        Ok(PolicyAddResponse {
+            added: added.len(),
+            rules: added,
+        })
     })
     .await
 }
 
 /// `GET /api/v1/policies`: every rule in priority order.
-pub async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+#[utoipa::path(
+    get,
+    path = "/policies",
+    operation_id = "listPolicies",
+    tag = "policies",
+    summary = "Every policy rule (SPEC 2.7) in priority order, API and pack rules together.",
+    responses(
+        (status = 200, description = "The rules, highest priority first.", body = crate::routes::policies::PolicyList, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn list(State(state): State<AppState>) -> ApiResult<Json<PolicyList>> {
     let engine = state.engine()?;
     let rules = engine.policies().rules();
-    let list: Vec<Value> = rules.iter().enumerate().map(|(i, r)| rule_json(r, i)).collect();
-    Ok(Json(json!({"count": list.len(), "rules": list})))
+    Ok(Json(rule_list(&rules)))
+}
+
+/// Rules in priority order.
+fn rule_list(rules: &[svc_engine::policy::Rule]) -> PolicyList {
+    let rules: Vec<PolicyRule> = rules.iter().enumerate().map(|(i, r)| PolicyRule::new(r, i)).collect();
+    PolicyList {
+        count: rules.len(),
+        rules,
+    }
 }
 
 /// `DELETE /api/v1/policies/{id}`.
+#[utoipa::path(
+    delete,
+    path = "/policies/{id}",
+    operation_id = "removePolicy",
+    tag = "policies",
+    summary = "Remove a rule added through the API; appends POLICY_CHANGE (REMOVED). Pack rules change with their pack (409).",
+    params(("id" = String, Path, description = "")),
+    responses(
+        (status = 200, description = "The removed rule.", body = crate::routes::policies::PolicyRemoved, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn remove(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let author = author(&headers);
     blocking(move || {
         let r = engine.remove_policy(&id, author).map_err(error)?;
-        Ok(json!({"removed": rule_json(&r, 0)}))
+        Ok(PolicyRemoved {
+            removed: PolicyRule::new(&r, 0),
+        })
     })
     .await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ToggleBody {
-    rule_id: String,
-}
-
 /// `POST /api/v1/policies/toggle`: enforcing <-> shadow (SPEC 3.2).
+#[utoipa::path(
+    post,
+    path = "/policies/toggle",
+    operation_id = "togglePolicy",
+    tag = "policies",
+    summary = "Switch a rule between enforcing and shadow (SPEC 3.2); appends POLICY_CHANGE (TOGGLED).",
+    request_body(content = crate::routes::policies::ToggleBody),
+    responses(
+        (status = 200, description = "The rule as it now is.", body = crate::routes::policies::PolicyRule, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn toggle(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -195,18 +238,30 @@ pub async fn toggle(
             .iter()
             .position(|x| x.spec.id == r.spec.id)
             .unwrap_or(0);
-        Ok(rule_json(&r, p))
+        Ok(PolicyRule::new(&r, p))
     })
     .await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReorderBody {
-    order: Vec<String>,
-}
-
 /// `POST /api/v1/policies/reorder`: the named rules first, in that order.
+#[utoipa::path(
+    post,
+    path = "/policies/reorder",
+    operation_id = "reorderPolicies",
+    tag = "policies",
+    summary = "Set evaluation priorities; the rules named come first in that order, the others follow in their previous order. Appends POLICY_CHANGE (REORDERED).",
+    request_body(content = crate::routes::policies::ReorderBody),
+    responses(
+        (status = 200, description = "Every rule in its new order.", body = crate::routes::policies::PolicyList, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn reorder(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -216,22 +271,30 @@ pub async fn reorder(
     let author = author(&headers);
     blocking(move || {
         let rules = engine.reorder_policies(&body.order, author).map_err(error)?;
-        let list: Vec<Value> = rules.iter().enumerate().map(|(i, r)| rule_json(r, i)).collect();
-        Ok(json!({"count": list.len(), "rules": list}))
+        Ok(rule_list(&rules))
     })
     .await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DryRunBody {
-    condition: String,
-    #[serde(default)]
-    limit: Option<usize>,
-}
-
 /// `POST /api/v1/policies/dry-run`: one condition against the live graph;
 /// nothing is stored.
+#[utoipa::path(
+    post,
+    path = "/policies/dry-run",
+    operation_id = "dryRunPolicy",
+    tag = "policies",
+    summary = "Evaluate one CEL condition against the live graph without persisting anything.",
+    request_body(content = crate::routes::policies::DryRunBody),
+    responses(
+        (status = 200, description = "What the condition matches now.", body = crate::routes::policies::PolicyDryRun, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn dry_run(State(state): State<AppState>, ApiJson(body): ApiJson<DryRunBody>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let limit = match body.limit {
@@ -252,60 +315,55 @@ pub async fn dry_run(State(state): State<AppState>, ApiJson(body): ApiJson<DryRu
             ApiError::invalid(format!("invalid condition: {e}")).with_details(details)
         })?;
         let r = svc_engine::policy::dry_run(&engine, &compiled, limit);
-        let errors: Vec<Value> = r
-            .error_samples
-            .iter()
-            .map(|(crn, message)| json!({"crn": crn, "message": message}))
-            .collect();
-        Ok(json!({
-            "condition": body.condition,
-            "count": r.count,
-            "crns": r.crns,
-            "truncated": (r.crns.len() as u64) < r.count,
-            "errors": r.errors,
-            "error_samples": errors,
-            "nodes_evaluated": r.nodes,
-            "evaluation": if r.fast { "fast" } else { "interpreter" },
-            "duration_ms": r.duration_us as f64 / 1000.0,
-        }))
+        Ok(PolicyDryRun {
+            condition: body.condition,
+            count: r.count,
+            truncated: (r.crns.len() as u64) < r.count,
+            crns: r.crns,
+            duration_ms: r.duration_us as f64 / 1000.0,
+            error_samples: r
+                .error_samples
+                .into_iter()
+                .map(|(crn, message)| PolicyEvaluationError { crn, message })
+                .collect(),
+            errors: r.errors,
+            evaluation: Evaluation::of(r.fast),
+            nodes_evaluated: r.nodes,
+        })
     })
     .await
 }
 
 /// `GET /api/v1/policies/mesh`: every rule with its mode, action and what
 /// its last evaluation found.
-pub async fn mesh(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+#[utoipa::path(
+    get,
+    path = "/policies/mesh",
+    operation_id = "policyMesh",
+    tag = "policies",
+    summary = "Every rule with its mode, action, trigger count, error count and last evaluation.",
+    responses(
+        (status = 200, description = "The rules with what they last did.", body = crate::routes::policies::PolicyMesh, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn mesh(State(state): State<AppState>) -> ApiResult<Json<PolicyMesh>> {
     let engine = state.engine()?;
     let rules = engine.policies().rules();
     let last = engine.policies().last_evaluation();
-    let list: Vec<Value> = rules
+    let policies: Vec<PolicyMeshEntry> = rules
         .iter()
         .enumerate()
-        .map(|(i, r)| {
-            let s = last.by_rule.get(&r.spec.id);
-            let mut v = rule_json(r, i);
-            v["enforcement_mode"] = json!(r.spec.mode.name());
-            v["trigger_count"] = json!(s.map_or(0, |s| s.matches));
-            v["error_count"] = json!(s.map_or(0, |s| s.errors));
-            v["last_evaluation"] = match s {
-                None => Value::Null,
-                Some(s) => json!({
-                    "scan_seq": s.scan_seq,
-                    "at": rfc3339(s.at_us),
-                    "matches": s.matches,
-                    "errors": s.errors,
-                    "mode": s.mode,
-                    "first_error": if s.first_error.is_empty() { Value::Null } else { json!(s.first_error) },
-                    "sample_crns": s.samples,
-                    "interpreted_nodes": s.interpreted,
-                }),
-            };
-            v
-        })
+        .map(|(i, r)| PolicyMeshEntry::new(r, i, last.by_rule.get(&r.spec.id)))
         .collect();
-    Ok(Json(json!({
-        "count": list.len(),
-        "policies": list,
-        "last_pass": {"nodes": last.nodes, "duration_ms": last.duration_us as f64 / 1000.0},
-    })))
+    Ok(Json(PolicyMesh {
+        count: policies.len(),
+        last_pass: PolicyMeshPass {
+            duration_ms: last.duration_us as f64 / 1000.0,
+            nodes: last.nodes,
+        },
+        policies,
+    }))
 }

@@ -4,22 +4,22 @@
 //! and the ignore list. Every decision names the plan hash the operator
 //! saw; a plan that changed since is a 409.
 
+mod body;
+mod request;
+
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
-use svc_engine::remediation::ops::SagaOutcome;
-use svc_engine::remediation::{Isolation, Item, RemediationError, stage_named};
+use svc_engine::remediation::{RemediationError, stage_named};
 
-use super::graph::{blocking, limit_param};
+pub use body::*;
+pub use request::*;
+
+use super::graph::blocking;
+use super::query::{Limit, StageFilter};
 use super::{ApiJson, ApiQuery};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-
-/// Items listed per stage unless `limit` says otherwise.
-const DEFAULT_PER_STAGE: usize = 100;
-/// The most items listed per stage.
-const MAX_PER_STAGE: usize = 1000;
 
 fn api_error(e: RemediationError) -> ApiError {
     match e {
@@ -30,61 +30,6 @@ fn api_error(e: RemediationError) -> ApiError {
     }
 }
 
-fn us_to_s(us: u64) -> u64 {
-    us / 1_000_000
-}
-
-pub(crate) fn item_json(i: &Item) -> Value {
-    json!({
-        "crn": i.crn,
-        "stage": if i.rejected.is_some() { "rejected" } else { i.stage.name() },
-        "type": i.ty,
-        "state": i.state,
-        "rule": i.rule,
-        "action": i.action,
-        "reason": i.reason,
-        "plan_hash": i.plan_hash,
-        "savings_usd_mo": (i.savings_usd_mo * 100.0).round() / 100.0,
-        "risk_score": i.risk_score,
-        "reachability": i.reachability,
-        "blast_radius": i.blast_radius,
-        "proof": i.proof.as_ref().map(|p| json!({"safe": p.safe, "reason": p.reason, "source": p.source})),
-        "blockers": i.blockers,
-        "held_by": i.held_by,
-        "override": i.override_by.as_ref().map(|o| json!({"actor": o.actor, "reason": o.reason, "plan_hash": o.plan_hash})),
-        "failure": i.failure,
-        "rejected": i.rejected,
-        "saga_id": i.saga_id,
-        "flagged_at": us_to_s(i.flagged_us),
-        "stage_since": us_to_s(i.stage_us),
-    })
-}
-
-fn saga_json(o: &SagaOutcome) -> Value {
-    json!({
-        "crn": o.crn,
-        "saga_id": o.saga_id,
-        "applied": o.applied,
-        "stage": o.stage.name(),
-        "failure": o.failure,
-        "steps": o.steps.iter().enumerate().map(|(i, s)| json!({
-            "index": i, "action": s.action, "inverse": s.inverse, "status": s.status,
-            "compensating_payload_hash": s.payload_hash,
-        })).collect::<Vec<_>>(),
-    })
-}
-
-fn isolation_json(i: &Isolation) -> Value {
-    json!({
-        "crn": i.crn,
-        "author_identifier": i.author,
-        "reason_code": i.reason_code,
-        "ttl_seconds": i.ttl_seconds,
-        "created_at": us_to_s(i.created_us),
-        "expires_at": i.expires_us().map(us_to_s),
-    })
-}
-
 fn actor(a: &Option<String>) -> String {
     a.as_deref()
         .map(str::trim)
@@ -93,107 +38,140 @@ fn actor(a: &Option<String>) -> String {
         .to_owned()
 }
 
-#[derive(Deserialize)]
+/// Query parameters of `GET /api/v1/remediation/queue`; any other is refused.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct QueueQuery {
-    stage: Option<String>,
-    limit: Option<String>,
+    /// List only this stage (`rejected` lists rejected items); the counts cover every stage.
+    #[param(inline)]
+    stage: Option<StageFilter>,
+    /// Items listed per stage.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/remediation/queue`: every stage with its items (up to
 /// `limit` each, oldest in the stage first), counts and savings.
+#[utoipa::path(
+    get,
+    path = "/remediation/queue",
+    operation_id = "getRemediationQueue",
+    tag = "remediation",
+    summary = "The remediation pipeline by stage (SPEC 3.1), each stage listing up to `limit` items, longest in the stage first.",
+    params(QueueQuery),
+    responses(
+        (status = 200, description = "Every stage with its items, counts and savings.", body = crate::routes::remediation::RemediationQueue, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_PER_STAGE, MAX_PER_STAGE)?;
-    let only = match q.stage.as_deref() {
-        None => None,
-        Some("rejected") => Some(None),
-        Some(s) => Some(Some(stage_named(s).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "unknown stage {s:?}: expected one of flagged, analyzed, codegen, sau_gate, pending, applied, rejected"
-            ))
-        })?)),
-    };
+    let limit = q.limit.0;
+    let only = q.stage;
     blocking(move || {
         let parts = engine.remediation_queue(limit).map_err(api_error)?;
-        let mut stages = serde_json::Map::new();
-        let mut counts = serde_json::Map::new();
-        let mut savings = serde_json::Map::new();
-        for part in parts {
-            let wanted = match only {
-                None => true,
-                Some(None) => part.name == "rejected",
-                Some(Some(p)) => part.name == p.name(),
-            };
-            counts.insert(part.name.to_owned(), part.count.into());
-            let total = part.savings_usd_mo + 0.0;
-            savings.insert(part.name.to_owned(), ((total * 100.0).round() / 100.0).into());
-            let listed: Vec<Value> = if wanted {
-                part.oldest.iter().map(item_json).collect()
-            } else {
-                Vec::new()
-            };
-            stages.insert(part.name.to_owned(), Value::Array(listed));
-        }
-        Ok(json!({"stages": stages, "counts": counts, "savings_usd_mo": savings, "limit": limit}))
+        RemediationQueue::new(parts, limit, |name| match only {
+            None => true,
+            Some(StageFilter::Rejected) => name == "rejected",
+            Some(StageFilter::Stage(p)) => name == p.name(),
+        })
     })
     .await
 }
 
-#[derive(Deserialize)]
+/// Query parameters of `GET /api/v1/plan`; any other is refused.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PlanQuery {
+    /// The resource whose plan to show.
     crn: String,
 }
 
 /// `GET /api/v1/plan?crn=`: the steps, inverses, CLI and Terraform text.
+#[utoipa::path(
+    get,
+    path = "/plan",
+    operation_id = "getPlan",
+    tag = "remediation",
+    summary = "The plan of one resource in the pipeline: ordered steps with their inverses, the equivalent CLI commands and a Terraform-style diff.",
+    params(PlanQuery),
+    responses(
+        (status = 200, description = "The plan.", body = crate::routes::remediation::RemediationPlan, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn plan(State(state): State<AppState>, ApiQuery(q): ApiQuery<PlanQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let item = engine.remediation_item(&q.crn).map_err(api_error)?;
         let p = engine.remediation_plan(&q.crn).map_err(api_error)?;
-        Ok(json!({
-            "crn": p.crn,
-            "rule": p.rule,
-            "intent": p.intent,
-            "stage": item.stage.name(),
-            "plan_hash": p.hash,
-            "steps": p.steps.iter().enumerate().map(|(i, s)| json!({
-                "index": i, "action": s.action, "inverse": s.inverse, "cli": s.cli,
-            })).collect::<Vec<_>>(),
-            "cli": p.steps.iter().map(|s| s.cli.clone()).collect::<Vec<_>>(),
-            "terraform": p.terraform,
-            "savings_usd_mo": (item.savings_usd_mo * 100.0).round() / 100.0,
-            "blast_radius": item.blast_radius,
-        }))
+        Ok(RemediationPlan::new(&item, p))
     })
     .await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Decision {
-    crn: String,
-    plan_hash: String,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    actor: Option<String>,
-}
-
 /// `POST /api/v1/remediation/approve`: approves and runs the saga.
+#[utoipa::path(
+    post,
+    path = "/remediation/approve",
+    operation_id = "approveRemediation",
+    tag = "remediation",
+    summary = "Approve a pending item for the plan the operator saw, and run its saga (dry run, then each step; compensated on failure).",
+    request_body(content = crate::routes::remediation::Decision),
+    responses(
+        (status = 200, description = "How the saga ended.", body = crate::routes::remediation::SagaOutcome, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn approve(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let outcome = engine
             .approve(&b.crn, &b.plan_hash, &actor(&b.actor))
             .map_err(api_error)?;
-        Ok(saga_json(&outcome))
+        Ok(SagaOutcome::from(&outcome))
     })
     .await
 }
 
 /// `POST /api/v1/remediation/reject`.
+#[utoipa::path(
+    post,
+    path = "/remediation/reject",
+    operation_id = "rejectRemediation",
+    tag = "remediation",
+    summary = "Reject an item: it leaves the queue while its plan is unchanged (REJECTION event).",
+    request_body(content = crate::routes::remediation::Decision),
+    responses(
+        (status = 200, description = "The item as it now is.", body = crate::routes::remediation::RemediationItem, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -201,12 +179,31 @@ pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>
         let item = engine
             .reject(&b.crn, &b.plan_hash, &actor(&b.actor), &reason)
             .map_err(api_error)?;
-        Ok(item_json(&item))
+        Ok(RemediationItem::from(&item))
     })
     .await
 }
 
 /// `POST /api/v1/remediation/override`: break-glass past `sau_gate`.
+#[utoipa::path(
+    post,
+    path = "/remediation/override",
+    operation_id = "overrideRemediationGate",
+    tag = "remediation",
+    summary = "Break-glass: let one item past `sau_gate` for its current plan, with a reason (`s.a.u_OVERRIDE` event).",
+    request_body(content = crate::routes::remediation::Decision),
+    responses(
+        (status = 200, description = "The item as it now is.", body = crate::routes::remediation::RemediationItem, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn override_gate(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -214,24 +211,31 @@ pub async fn override_gate(State(state): State<AppState>, ApiJson(b): ApiJson<De
         let item = engine
             .override_gate(&b.crn, &b.plan_hash, &actor(&b.actor), &reason)
             .map_err(api_error)?;
-        Ok(item_json(&item))
+        Ok(RemediationItem::from(&item))
     })
     .await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MoveBody {
-    crn: String,
-    plan_hash: String,
-    to: String,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    actor: Option<String>,
-}
-
 /// `POST /api/v1/remediation/move`: legal moves only, 409 otherwise.
+#[utoipa::path(
+    post,
+    path = "/remediation/move",
+    operation_id = "moveRemediation",
+    tag = "remediation",
+    summary = "Move an item between stages: `pending -> sau_gate` (hold), `sau_gate -> pending` (release a hold), any stage but `applied` back to `flagged`; anything else is a 409.",
+    request_body(content = crate::routes::remediation::MoveBody),
+    responses(
+        (status = 200, description = "The item as it now is.", body = crate::routes::remediation::RemediationItem, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn move_item(State(state): State<AppState>, ApiJson(b): ApiJson<MoveBody>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let to = stage_named(&b.to).ok_or_else(|| {
@@ -245,33 +249,34 @@ pub async fn move_item(State(state): State<AppState>, ApiJson(b): ApiJson<MoveBo
         let item = engine
             .move_item(&b.crn, &b.plan_hash, to, &actor(&b.actor), &reason)
             .map_err(api_error)?;
-        Ok(item_json(&item))
+        Ok(RemediationItem::from(&item))
     })
     .await
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BulkItem {
-    crn: String,
-    plan_hash: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BulkBody {
-    action: String,
-    items: Vec<BulkItem>,
-    #[serde(default)]
-    reason: Option<String>,
-    #[serde(default)]
-    actor: Option<String>,
 }
 
 /// Items one bulk request may name.
 pub const MAX_BULK: usize = 1000;
 
 /// `POST /api/v1/remediation/bulk`: approve or reject many, with a result per item.
+#[utoipa::path(
+    post,
+    path = "/remediation/bulk",
+    operation_id = "bulkRemediation",
+    tag = "remediation",
+    summary = "Approve or reject up to 1000 items, with a result per item.",
+    request_body(content = crate::routes::remediation::BulkBody),
+    responses(
+        (status = 200, description = "One result per item, in request order.", body = crate::routes::remediation::BulkResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn bulk(State(state): State<AppState>, ApiJson(b): ApiJson<BulkBody>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     if b.action != "approve" && b.action != "reject" {
@@ -290,118 +295,198 @@ pub async fn bulk(State(state): State<AppState>, ApiJson(b): ApiJson<BulkBody>) 
         let who = actor(&b.actor);
         let reason = b.reason.clone().unwrap_or_default();
         let mut ok = 0;
-        let results: Vec<Value> = b
+        let results: Vec<BulkItemResult> = b
             .items
             .iter()
             .map(|it| {
                 let r = if b.action == "approve" {
                     engine.approve(&it.crn, &it.plan_hash, &who).map(|o| {
                         let applied = o.applied;
-                        (saga_json(&o), applied)
+                        (BulkOutcome::Saga(SagaOutcome::from(&o)), applied)
                     })
                 } else {
                     engine
                         .reject(&it.crn, &it.plan_hash, &who, &reason)
-                        .map(|i| (item_json(&i), true))
+                        .map(|i| (BulkOutcome::Item(Box::new(RemediationItem::from(&i))), true))
                 };
                 match r {
                     Ok((v, done)) => {
                         ok += usize::from(done);
-                        json!({"crn": it.crn, "ok": done, "status": 200, "result": v})
+                        BulkItemResult {
+                            crn: it.crn.clone(),
+                            error: None,
+                            ok: done,
+                            result: Some(v),
+                            status: 200,
+                        }
                     }
                     Err(e) => {
                         let err = api_error(e);
-                        json!({"crn": it.crn, "ok": false, "status": err.status.as_u16(), "error": err.message})
+                        BulkItemResult {
+                            crn: it.crn.clone(),
+                            error: Some(err.message),
+                            ok: false,
+                            result: None,
+                            status: err.status.as_u16(),
+                        }
                     }
                 }
             })
             .collect();
-        Ok(json!({"action": b.action, "succeeded": ok, "failed": results.len() - ok, "results": results}))
+        Ok(BulkResult {
+            failed: results.len() - ok,
+            succeeded: ok,
+            results,
+            action: b.action,
+        })
     })
     .await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct QuarantineBody {
-    crn: String,
-    action: String,
-    reason: String,
-    #[serde(default)]
-    actor: Option<String>,
-}
-
 /// `POST /api/v1/remediation/quarantine`.
-pub async fn quarantine(State(state): State<AppState>, ApiJson(b): ApiJson<QuarantineBody>) -> ApiResult<Response> {
+#[utoipa::path(
+    post,
+    path = "/remediation/quarantine",
+    operation_id = "quarantineResource",
+    tag = "remediation",
+    summary = "Quarantine a resource through its plugin (`ApplyQuarantine`); the inverse is stored by its SHA-256 (QUARANTINE event).",
+    request_body(content = crate::routes::remediation::QuarantineRequest),
+    responses(
+        (status = 200, description = "The stored inverse.", body = crate::routes::remediation::QuarantineResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn quarantine(State(state): State<AppState>, ApiJson(b): ApiJson<QuarantineRequest>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let hash = engine
             .quarantine(&b.crn, &b.action, &b.reason, &actor(&b.actor))
             .map_err(api_error)?;
-        Ok(json!({"crn": b.crn, "action": b.action, "compensating_payload_hash": hash}))
+        Ok(QuarantineResult {
+            action: b.action,
+            compensating_payload_hash: hash,
+            crn: b.crn,
+        })
     })
     .await
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RevertBody {
-    hash: String,
-    #[serde(default)]
-    actor: Option<String>,
 }
 
 /// `POST /api/v1/remediation/revert`: undoes a quarantine or a committed step by its payload hash.
-pub async fn revert(State(state): State<AppState>, ApiJson(b): ApiJson<RevertBody>) -> ApiResult<Response> {
+#[utoipa::path(
+    post,
+    path = "/remediation/revert",
+    operation_id = "revertByHash",
+    tag = "remediation",
+    summary = "Undo a quarantine or a committed saga step by the hash of its compensating payload, once.",
+    request_body(content = crate::routes::remediation::RevertRequest),
+    responses(
+        (status = 200, description = "What was undone.", body = crate::routes::remediation::RevertResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn revert(State(state): State<AppState>, ApiJson(b): ApiJson<RevertRequest>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let p = engine.revert(&b.hash, &actor(&b.actor)).map_err(api_error)?;
-        Ok(json!({
-            "crn": p.crn, "kind": p.kind, "reverted": p.applied, "action": p.inverse,
-            "compensating_payload_hash": b.hash.trim().to_ascii_lowercase(),
-        }))
+        Ok(RevertResult::new(p, &b.hash))
     })
     .await
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct IsolationBody {
-    crn: String,
-    reason_code: String,
-    ttl_seconds: u64,
-    #[serde(default)]
-    actor: Option<String>,
-}
-
 /// `POST /api/v1/isolation`: adds a resource to the ignore list.
-pub async fn isolate(State(state): State<AppState>, ApiJson(b): ApiJson<IsolationBody>) -> ApiResult<Response> {
+#[utoipa::path(
+    post,
+    path = "/isolation",
+    operation_id = "addIsolation",
+    tag = "remediation",
+    summary = "Add a resource to the ignore list; `ttl_seconds` 0 is permanent, others expire by themselves (ISOLATION event).",
+    request_body(content = crate::routes::remediation::IsolationRequest),
+    responses(
+        (status = 200, description = "The entry.", body = crate::routes::remediation::Isolation, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn isolate(State(state): State<AppState>, ApiJson(b): ApiJson<IsolationRequest>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let entry = engine
             .isolate(&b.crn, &b.reason_code, b.ttl_seconds, &actor(&b.actor))
             .map_err(api_error)?;
-        Ok(isolation_json(&entry))
+        Ok(Isolation::from(&entry))
     })
     .await
 }
 
 /// `GET /api/v1/isolation`: the ignore list.
+#[utoipa::path(
+    get,
+    path = "/isolation",
+    operation_id = "listIsolation",
+    tag = "remediation",
+    summary = "The ignore list (SPEC 3.5).",
+    responses(
+        (status = 200, description = "Every entry.", body = crate::routes::remediation::IsolationList, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn isolations(State(state): State<AppState>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
-        let list: Vec<Value> = engine.isolations().iter().map(isolation_json).collect();
-        Ok(json!({"count": list.len(), "entries": list}))
+        let entries: Vec<Isolation> = engine.isolations().iter().map(Isolation::from).collect();
+        Ok(IsolationList {
+            count: entries.len(),
+            entries,
+        })
     })
     .await
 }
 
 /// `DELETE /api/v1/isolation/{crn}`.
+#[utoipa::path(
+    delete,
+    path = "/isolation/{crn}",
+    operation_id = "removeIsolation",
+    tag = "remediation",
+    summary = "Remove a resource from the ignore list (ISOLATION event).",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    responses(
+        (status = 200, description = "The removed entry.", body = crate::routes::remediation::Isolation, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn remove_isolation(State(state): State<AppState>, Path(crn): Path<String>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let entry = engine.remove_isolation(&crn, "api").map_err(api_error)?;
-        Ok(isolation_json(&entry))
+        Ok(Isolation::from(&entry))
     })
     .await
 }

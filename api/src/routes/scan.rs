@@ -15,30 +15,68 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Json, Response};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tracing::{error, info};
+use utoipa::ToSchema;
 
 use super::ApiQuery;
-use super::graph::bool_param;
+use super::query::Flag;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::wire::listed_str;
 
-#[derive(Deserialize, Default)]
+/// Query parameters of the scan triggers.
+#[derive(Deserialize, Default, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ScanQuery {
-    wait: Option<String>,
+    /// Answer when the scan has finished (200) instead of when it started (202). Accepts
+    /// `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag means true.
+    #[serde(default)]
+    #[param(inline)]
+    wait: Flag,
 }
 
-#[derive(Deserialize, Default)]
-struct ScanBody {
+/// The optional body of the scan triggers: empty (or only whitespace), or
+/// this object, whatever the content type.
+#[derive(Deserialize, Default, ToSchema)]
+#[schema(as = ScanRequest)]
+pub struct ScanBody {
+    /// Answer when the scan has finished.
     #[serde(default)]
+    #[schema(default = false)]
     wait: bool,
-    /// Scan only the source serving this provider.
+    /// Scan only the source serving this provider; 422 `no plugin registered for provider:
+    /// <provider>` when no active source serves it.
     #[serde(default)]
+    #[schema(nullable = false)]
     provider: Option<String>,
-    /// How long each source may scan, a duration such as `20m`.
+    /// How long each source may scan before it is cancelled, a duration such as `20m` (default
+    /// 10 minutes; at least 1s).
     #[serde(default)]
+    #[schema(nullable = false)]
     timeout: Option<String>,
+}
+
+listed_str! {
+    /// Which trigger started the scan.
+    ScanCycle ["scan", "sync"]
+}
+
+listed_str! {
+    ScanStatus ["started"]
+}
+
+/// The answer when the scan has started. Fields are declared in the order
+/// they are written: by name.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScanStarted {
+    pub cycle: ScanCycle,
+    /// Sequence number the scan will have.
+    #[schema(minimum = 1)]
+    pub scan_seq: u64,
+    pub status: ScanStatus,
 }
 
 /// What a trigger asks for.
@@ -74,7 +112,7 @@ fn request(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<Requ
             ApiError::bad_request(format!("cannot read request body: {}", e.body_text()))
         }
     })?;
-    let from_query = bool_param("wait", q.wait.as_deref())?;
+    let from_query = q.wait.0;
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Request {
             wait: from_query,
@@ -147,7 +185,11 @@ async fn trigger(
     if !wait {
         return Ok((
             StatusCode::ACCEPTED,
-            Json(json!({ "status": "started", "scan_seq": scan_seq, "cycle": cycle.name() })),
+            Json(ScanStarted {
+                cycle: ScanCycle::from(cycle.name()),
+                scan_seq,
+                status: ScanStatus::from("started"),
+            }),
         )
             .into_response());
     }
@@ -162,6 +204,29 @@ async fn trigger(
 }
 
 /// `POST /api/v1/engine/scan`: a manual re-scan of every configured source.
+#[utoipa::path(
+    post,
+    path = "/engine/scan",
+    operation_id = "triggerScan",
+    tag = "scan",
+    summary = "Trigger a manual re-scan of every configured source.",
+    description = r#"Without `wait` the scan runs in the background and the answer is 202.
+With `wait` (query flag or body) the answer is 200 with the scan report
+once the scan finished. Only one scan runs at a time: 409 otherwise."#,
+    params(ScanQuery),
+    request_body(content = ScanBody, description = "Optional. Empty (or only whitespace), or a JSON object; read whatever the content type. `wait` here or in the query makes the call wait.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The scan finished (`wait`).", body = crate::wire::payloads::ScanCompleted, content_type = "application/json"),
+        (status = 202, description = "The scan started.", body = crate::routes::scan::ScanStarted, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn trigger_scan(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ScanQuery>,
@@ -171,6 +236,27 @@ pub async fn trigger_scan(
 }
 
 /// `POST /api/v1/sync`: an immediate reconciliation cycle (the same pipeline).
+#[utoipa::path(
+    post,
+    path = "/sync",
+    operation_id = "triggerSync",
+    tag = "scan",
+    summary = "Trigger an immediate reconciliation cycle.",
+    description = "The same pipeline and the same answers as `/api/v1/engine/scan`, with `cycle` `sync`.",
+    params(ScanQuery),
+    request_body(content = ScanBody, description = "Optional. Empty (or only whitespace), or a JSON object; read whatever the content type. `wait` here or in the query makes the call wait.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The cycle finished (`wait`).", body = crate::wire::payloads::ScanCompleted, content_type = "application/json"),
+        (status = 202, description = "The cycle started.", body = crate::routes::scan::ScanStarted, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn trigger_sync(
     State(state): State<AppState>,
     ApiQuery(q): ApiQuery<ScanQuery>,
@@ -185,7 +271,7 @@ mod tests {
 
     fn wait(q: Option<&str>, body: &str) -> Option<bool> {
         let q = ScanQuery {
-            wait: q.map(str::to_owned),
+            wait: Flag(q == Some("true")),
         };
         request(&q, Ok(Bytes::copy_from_slice(body.as_bytes())))
             .ok()
@@ -202,8 +288,7 @@ mod tests {
         assert_eq!(wait(None, "{}"), Some(false));
         assert_eq!(wait(None, r#"{"wait": "soon"}"#), None);
         assert_eq!(wait(None, "[1]"), None);
-        assert_eq!(wait(Some("perhaps"), ""), None);
-        let q = ScanQuery { wait: None };
+        let q = ScanQuery::default();
         let r = request(&q, Ok(Bytes::from_static(br#"{"provider": "aws", "wait": true}"#)))
             .ok()
             .unwrap();

@@ -4,59 +4,62 @@
 //! resource: its reachability with the proof path, the parts of its removal
 //! risk, and the spot-interruption estimate of a spot machine).
 
+mod body;
+
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use svc_engine::analysis::reach::{self, Via};
 use svc_engine::graph::Reachability;
 
-use super::graph::{blocking, crn_with, limit_param, path_text};
+use super::graph::{blocking, crn_with, path_text};
+use super::query::{Limit, MinRisk, ReachabilityFilter};
 use super::{ApiQuery, find_node, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::wire;
+use crate::wire::{self, Crn};
+pub use body::*;
 
-#[derive(Deserialize, Default)]
+/// Query parameters of `GET /api/v1/solver/results`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ResultsQuery {
     /// Only nodes with this reachability.
-    reachability: Option<String>,
-    /// Only nodes whose risk is at least this.
-    min_risk: Option<String>,
-    /// Nodes listed (default 100, at most 1000).
-    limit: Option<String>,
-}
-
-fn reachability_param(raw: Option<&str>) -> ApiResult<Option<Reachability>> {
-    match raw {
-        None => Ok(None),
-        Some("reachable") => Ok(Some(Reachability::Reachable)),
-        Some("unreachable") => Ok(Some(Reachability::Unreachable)),
-        Some("unknown") => Ok(Some(Reachability::Unknown)),
-        Some(other) => Err(ApiError::bad_request(format!(
-            "invalid reachability {other:?}: expected reachable, unreachable or unknown"
-        ))),
-    }
-}
-
-fn risk_param(raw: Option<&str>) -> ApiResult<f32> {
-    match raw {
-        None => Ok(0.0),
-        Some(s) => s
-            .parse::<f32>()
-            .ok()
-            .filter(|v| (0.0..=100.0).contains(v))
-            .ok_or_else(|| ApiError::bad_request(format!("invalid min_risk {s:?}: expected a number from 0 to 100"))),
-    }
+    #[param(inline)]
+    reachability: Option<ReachabilityFilter>,
+    /// Only nodes whose removal risk is at least this.
+    #[serde(default)]
+    #[param(inline)]
+    min_risk: MinRisk,
+    /// Nodes listed.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/solver/results`.
+#[utoipa::path(
+    get,
+    path = "/solver/results",
+    operation_id = "getSolverResults",
+    tag = "verification",
+    summary = "Reachability analysis of the last scan, its confidence, and the nodes it judged, riskiest first.",
+    description = "Counts are read from the live graph (they hold across a restart). `confidence` is the share of live nodes with a definite answer (`reachable` or `unreachable`); `unknown` nodes belong to, or are joined to, a provider whose scan failed. `nodes` lists the nodes that pass the filters, by removal risk, highest first.",
+    params(ResultsQuery),
+    responses(
+        (status = 200, description = "The results.", body = crate::routes::solver::SolverResults, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<ResultsQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let limit = limit_param(q.limit.as_deref(), 100, 1000)?;
-    let only = reachability_param(q.reachability.as_deref())?;
-    let min_risk = risk_param(q.min_risk.as_deref())?;
+    let limit = q.limit.0;
+    let only = q.reachability.map(|r| r.0);
+    let min_risk = q.min_risk.0;
     blocking(move || {
         let now = engine.now_us();
         let a = engine.assessment();
@@ -77,7 +80,7 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
         }
         listed.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
         listed.truncate(limit);
-        let nodes: Vec<Value> = listed
+        let nodes = listed
             .iter()
             .filter_map(|&(_, id)| {
                 let n = g.node(id)?;
@@ -86,16 +89,16 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
                     Via::Entry => Some(0),
                     Via::None => None,
                 };
-                Some(json!({
-                    "crn": crn_with(&g, &r, id),
-                    "type": r.resolve(n.ty()),
-                    "reachability": n.reachability().name(),
-                    "risk_score": wire::f32_value(n.risk_score()),
-                    "is_waste": n.is_waste(),
-                    "entry_point": a.via(id) == Via::Entry,
-                    "proof_hops": hops,
-                    "cost_usd_mo": wire::f32_value(n.cost_usd_mo()),
-                }))
+                Some(SolverNode {
+                    cost_usd_mo: wire::f32_value(n.cost_usd_mo()),
+                    crn: Crn(crn_with(&g, &r, id)),
+                    entry_point: a.via(id) == Via::Entry,
+                    is_waste: n.is_waste(),
+                    proof_hops: hops,
+                    reachability: n.reachability().into(),
+                    risk_score: wire::f32_value(n.risk_score()),
+                    ty: r.resolve(n.ty()).to_owned(),
+                })
             })
             .collect();
         let reachable = counts[Reachability::Reachable as usize];
@@ -107,37 +110,59 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
         } else {
             (reachable + unreachable) as f64 / total as f64
         };
-        let rules: Vec<Value> = links
+        let rules = links
             .rules
             .iter()
-            .map(|s| json!({"rule": s.rule, "matched": s.matched, "reported": s.reported}))
+            .map(|s| LinkRuleStats {
+                matched: s.matched,
+                reported: s.reported,
+                rule: LinkRule::from(s.rule),
+            })
             .collect();
-        Ok(json!({
-            "enabled": a.enabled && engine.oracle_enabled(),
-            "scan_seq": a.scan_seq,
-            "computed_at": (a.computed_us > 0).then(|| rfc3339(a.computed_us)),
-            "duration_ms": a.duration_ms,
-            "entry_points": a.entry_points,
-            "reachable": reachable,
-            "unreachable": unreachable,
-            "unknown": unknown,
-            "confidence": (confidence * 10_000.0).round() / 10_000.0,
-            "spot_machines": a.spot_machines,
-            "high_risk": a.high_risk,
-            "failed_providers": a.failed_providers,
-            "ghost_linker": {
-                "added": links.added,
-                "retired": links.retired,
-                "rules": rules,
+        Ok(SolverResults {
+            computed_at: (a.computed_us > 0).then(|| rfc3339(a.computed_us)),
+            confidence: (confidence * 10_000.0).round() / 10_000.0,
+            duration_ms: a.duration_ms,
+            enabled: a.enabled && engine.oracle_enabled(),
+            entry_points: a.entry_points,
+            failed_providers: a.failed_providers.clone(),
+            ghost_linker: GhostLinker {
+                added: links.added,
+                retired: links.retired,
+                rules,
             },
-            "matched": matched,
-            "nodes": nodes,
-        }))
+            high_risk: a.high_risk,
+            matched,
+            nodes,
+            reachable,
+            scan_seq: a.scan_seq,
+            spot_machines: a.spot_machines,
+            unknown,
+            unreachable,
+        })
     })
     .await
 }
 
 /// `GET /api/v1/oracle/{crn}`.
+#[utoipa::path(
+    get,
+    path = "/oracle/{crn}",
+    operation_id = "getOracle",
+    tag = "verification",
+    summary = "Formal verification of one resource.",
+    description = "Its reachability with the proof path (the chain of edges from an entry point that makes it reachable, entry point first), the parts of its removal risk, and, for a spot or preemptible machine, the estimated interruption band.",
+    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    responses(
+        (status = 200, description = "The verdict and its proof.", body = crate::routes::solver::OracleResult, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 404, response = crate::openapi::NotFound),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn oracle(State(state): State<AppState>, path: Result<Path<String>, PathRejection>) -> ApiResult<Response> {
     let raw = path_text(path)?;
     let engine = state.engine()?.clone();
@@ -150,63 +175,44 @@ pub async fn oracle(State(state): State<AppState>, path: Result<Path<String>, Pa
             .ok_or_else(|| ApiError::not_found(format!("no node with crn {crn}")))?;
         let r = g.interner().reader();
         let reach = n.reachability();
-        let proof: Vec<Value> = a
+        let proof: Vec<ProofStep> = a
             .proof(&g, id)
             .into_iter()
             .filter_map(|(e, from, to)| {
                 let edge = g.edge(e)?;
-                Some(json!({
-                    "from": crn_with(&g, &r, from),
-                    "to": crn_with(&g, &r, to),
-                    "source_crn": crn_with(&g, &r, edge.source()),
-                    "target_crn": crn_with(&g, &r, edge.target()),
-                    "relation": edge.relation().name(),
-                    "inferred": edge.inferred(),
-                }))
+                Some(ProofStep {
+                    from: Crn(crn_with(&g, &r, from)),
+                    inferred: edge.inferred(),
+                    relation: edge.relation().into(),
+                    source_crn: Crn(crn_with(&g, &r, edge.source())),
+                    target_crn: Crn(crn_with(&g, &r, edge.target())),
+                    to: Crn(crn_with(&g, &r, to)),
+                })
             })
             .collect();
         let entry_crn = match a.via(id) {
-            Via::Entry => Some(crn_with(&g, &r, id)),
-            Via::Edge(_) => proof.first().and_then(|s| s["from"].as_str().map(str::to_owned)),
+            Via::Entry => Some(Crn(crn_with(&g, &r, id))),
+            Via::Edge(_) => proof.first().map(|s| s.from.clone()),
             Via::None => None,
         };
         // A node not in the adjacency index (logically deleted) has no parts.
         let (parts, spot, entry) = reach::explain(&g, id, reach).unwrap_or_default();
-        let risk = json!({
-            "dependents": parts.dependents,
-            "blast_radius": parts.blast,
-            "reachability": parts.reachability,
-            "cost": parts.cost,
-            "stateful": parts.stateful,
-            "entry_point": parts.entry,
-            "spot": parts.spot,
-            "total": parts.total,
-        });
-        let spot = spot.map(|s| {
-            json!({
-                "interruption_band": s.band,
-                "interruption_frequency": s.frequency,
-                "interruption_score": s.score,
-                "machine_type": s.machine_type,
-                "basis": s.basis,
-            })
-        });
-        Ok(json!({
-            "crn": crn_with(&g, &r, id),
-            "type": r.resolve(n.ty()),
-            "visible": n.is_visible(engine.now_us()),
-            "enabled": a.enabled && engine.oracle_enabled(),
-            "scan_seq": a.scan_seq,
-            "reachability": reach.name(),
-            "risk_score": wire::f32_value(n.risk_score()),
-            "risk": risk,
-            "entry_point": entry,
-            "entry_crn": entry_crn,
-            "proof": proof,
-            "spot": spot,
-            "is_waste": n.is_waste(),
-            "verdict": n.verdict().map(|v| r.resolve(v).to_owned()),
-        }))
+        Ok(OracleResult {
+            crn: Crn(crn_with(&g, &r, id)),
+            enabled: a.enabled && engine.oracle_enabled(),
+            entry_crn,
+            entry_point: entry,
+            is_waste: n.is_waste(),
+            proof,
+            reachability: reach.into(),
+            risk: RiskParts::from(&parts),
+            risk_score: wire::f32_value(n.risk_score()),
+            scan_seq: a.scan_seq,
+            spot: spot.map(SpotEstimate::from),
+            ty: r.resolve(n.ty()).to_owned(),
+            verdict: n.verdict().map(|v| r.resolve(v).to_owned()),
+            visible: n.is_visible(engine.now_us()),
+        })
     })
     .await
 }

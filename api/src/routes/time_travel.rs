@@ -4,31 +4,86 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use svc_engine::graph::{EdgeVersion, NodeVersion};
 use svc_engine::intern::InternerReader;
+use utoipa::ToSchema;
 
-use super::graph::{blocking, decode_cursor, encode_cursor, limit_param};
-use super::{ApiQuery, parse_rfc3339, rfc3339};
+use super::graph::blocking;
+use super::query::{CrnCursor, Limit, Time, required_time};
+use super::{ApiQuery, rfc3339};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::wire::{self, NodeView};
+use crate::wire::{self, Crn, Node, NodeView};
 
-const DEFAULT_LIMIT: usize = 1000;
-const MAX_LIMIT: usize = 10_000;
+/// Page size (graph/at) or most entries per list (graph/diff).
+type TimeTravelLimit = Limit<1000, 10_000>;
 
-/// Parses a required RFC 3339 time parameter into microseconds. A `+` of a
-/// UTC offset that arrived unescaped (and so decoded as a space) is accepted.
-fn time_param(name: &str, raw: Option<&str>) -> ApiResult<u64> {
-    let raw = raw.map(str::trim).filter(|s| !s.is_empty());
-    let raw = raw.ok_or_else(|| ApiError::bad_request(format!("missing {name}: expected an RFC 3339 time")))?;
-    parse_rfc3339(raw)
-        .or_else(|| parse_rfc3339(&raw.replace(' ', "+")))
-        .ok_or_else(|| ApiError::bad_request(format!("invalid {name} {raw:?}: expected an RFC 3339 time")))
+/// `GET /api/v1/graph/at`: one page of the graph as it was.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GraphAt {
+    pub edges: Vec<wire::EdgeVersion>,
+    /// Cursor of the next page; empty on the last page.
+    pub next_cursor: String,
+    pub nodes: Vec<Node>,
+    pub total_edges: u64,
+    pub total_nodes: u64,
+    #[schema(format = DateTime)]
+    pub ts: String,
 }
 
-fn node_json(v: &NodeVersion, r: &InternerReader<'_>) -> Value {
+/// A node that changed between the two times.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeChange {
+    pub after: Node,
+    pub before: Node,
+    pub crn: Crn,
+    /// Names of the node-object fields that differ, leaving out `valid_from` and `valid_to`.
+    pub fields: Vec<String>,
+}
+
+/// An edge that changed between the two times.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EdgeChange {
+    pub after: wire::EdgeVersion,
+    pub before: wire::EdgeVersion,
+}
+
+/// How many of each change there are, also beyond `limit`.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiffCounts {
+    pub added: u64,
+    pub changed: u64,
+    pub edges_added: u64,
+    pub edges_changed: u64,
+    pub edges_removed: u64,
+    pub removed: u64,
+}
+
+/// `GET /api/v1/graph/diff`: what changed between two times.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GraphDiff {
+    pub added: Vec<Node>,
+    pub changed: Vec<NodeChange>,
+    pub counts: DiffCounts,
+    pub edges_added: Vec<wire::EdgeVersion>,
+    pub edges_changed: Vec<EdgeChange>,
+    pub edges_removed: Vec<wire::EdgeVersion>,
+    #[schema(format = DateTime)]
+    pub from: String,
+    pub removed: Vec<Node>,
+    #[schema(format = DateTime)]
+    pub to: String,
+    pub truncated: bool,
+}
+
+fn node_json(v: &NodeVersion, r: &InternerReader<'_>) -> Node {
     wire::node_with_crn(&NodeView::of_row(&v.row), v.crn.clone(), r)
 }
 
@@ -36,11 +91,20 @@ fn edge_order(a: &EdgeVersion, b: &EdgeVersion) -> std::cmp::Ordering {
     (&a.src, &a.dst, a.relation.name()).cmp(&(&b.src, &b.dst, b.relation.name()))
 }
 
-#[derive(Deserialize, Default)]
+/// `GET /api/v1/graph/at`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AtQuery {
-    ts: Option<String>,
-    limit: Option<String>,
-    cursor: Option<String>,
+    /// RFC 3339 time. A `+` of a UTC offset that arrived unescaped (decoded as a space) is accepted.
+    #[param(inline, required = true)]
+    ts: Option<Time>,
+    /// Page size (graph/at) or most entries per list (graph/diff).
+    #[serde(default)]
+    #[param(inline)]
+    limit: TimeTravelLimit,
+    /// Opaque cursor, `next_cursor` of a previous response.
+    #[param(inline)]
+    cursor: Option<CrnCursor>,
 }
 
 /// `GET /api/v1/graph/at?ts=RFC3339&limit=&cursor=`: the graph as it was at
@@ -51,17 +115,30 @@ pub struct AtQuery {
 /// also any edge whose source was not live), sorted by (source, target,
 /// type), so following `next_cursor` lists every node and edge once. The
 /// totals count the whole graph at `ts`.
+#[utoipa::path(
+    get,
+    path = "/graph/at",
+    operation_id = "getGraphAt",
+    tag = "time-travel",
+    summary = "The graph as it was at a time.",
+    description = r#"Nodes are sorted by CRN and paged; a page carries the edges whose
+source is one of its nodes (the last page also any edge whose source
+was not live), sorted by (source, target, type). Following
+`next_cursor` lists every node and edge once; the totals count the
+whole graph at `ts`."#,
+    params(AtQuery),
+    responses(
+        (status = 200, description = "One page of the graph at `ts`.", body = crate::routes::time_travel::GraphAt, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQuery>) -> ApiResult<Response> {
-    let ts = time_param("ts", q.ts.as_deref())?;
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
-    let after = match q.cursor.as_deref() {
-        Some(c) => Some(String::from_utf8(decode_cursor(c)?).map_err(|_| {
-            ApiError::bad_request(format!(
-                "invalid cursor {c:?}: take next_cursor from a previous response"
-            ))
-        })?),
-        None => None,
-    };
+    let ts = required_time(q.ts, "ts")?;
+    let limit = q.limit.0;
+    let after = q.cursor.map(|c| c.0);
     let engine = state.engine()?.clone();
     blocking(move || {
         let at = engine.store().graph_at(ts)?;
@@ -84,32 +161,47 @@ pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQue
             .collect();
         edges.sort_by(|a, b| edge_order(a, b));
         let r = engine.interner().reader();
-        let nodes_json: Vec<Value> = page.iter().map(|n| node_json(n, &r)).collect();
-        let edges_json: Vec<Value> = edges.iter().map(|e| wire::edge_version(e, &r)).collect();
-        Ok(json!({
-            "ts": rfc3339(ts),
-            "nodes": nodes_json,
-            "edges": edges_json,
-            "total_nodes": nodes.len(),
-            "total_edges": at.edges.len(),
-            "next_cursor": upper.map(|u| encode_cursor(u.as_bytes())).unwrap_or_default(),
-        }))
+        Ok(GraphAt {
+            edges: edges.iter().map(|e| wire::edge_version(e, &r)).collect(),
+            next_cursor: upper.map(CrnCursor::encode).unwrap_or_default(),
+            nodes: page.iter().map(|n| node_json(n, &r)).collect(),
+            total_edges: at.edges.len() as u64,
+            total_nodes: nodes.len() as u64,
+            ts: rfc3339(ts),
+        })
     })
     .await
 }
 
-#[derive(Deserialize, Default)]
+/// `GET /api/v1/graph/diff`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct DiffQuery {
-    from: Option<String>,
-    to: Option<String>,
-    limit: Option<String>,
+    /// RFC 3339 time (an unescaped `+` is accepted).
+    #[param(inline, required = true)]
+    from: Option<Time>,
+    /// RFC 3339 time, not before `from` (an unescaped `+` is accepted).
+    #[param(inline, required = true)]
+    to: Option<Time>,
+    /// Page size (graph/at) or most entries per list (graph/diff).
+    #[serde(default)]
+    #[param(inline)]
+    limit: TimeTravelLimit,
 }
 
 /// Fields of the node object that are version bookkeeping, not content.
 const VERSION_FIELDS: [&str; 2] = ["valid_from", "valid_to"];
 
 /// Names of the node-object fields that differ between two versions.
-fn changed_fields(before: &Value, after: &Value) -> Vec<String> {
+fn changed_fields(before: &Node, after: &Node) -> Vec<String> {
+    match (serde_json::to_value(before), serde_json::to_value(after)) {
+        (Ok(b), Ok(a)) => changed_keys(&b, &a),
+        _ => Vec::new(),
+    }
+}
+
+/// Keys whose values differ between two JSON objects.
+fn changed_keys(before: &Value, after: &Value) -> Vec<String> {
     let (Some(b), Some(a)) = (before.as_object(), after.as_object()) else {
         return Vec::new();
     };
@@ -131,9 +223,26 @@ fn changed_fields(before: &Value, after: &Value) -> Vec<String> {
 /// `limit` entries (default 1000, max 10000); `counts` are complete.
 /// `fields` names the changed fields of the node object, leaving out
 /// `valid_from` and `valid_to`.
+#[utoipa::path(
+    get,
+    path = "/graph/diff",
+    operation_id = "getGraphDiff",
+    tag = "time-travel",
+    summary = "What changed between two times.",
+    description = r#"Each list holds at most `limit` entries; `counts` are complete and
+`truncated` tells whether any list was cut. `from` after `to` is a 400."#,
+    params(DiffQuery),
+    responses(
+        (status = 200, description = "The difference.", body = crate::routes::time_travel::GraphDiff, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<DiffQuery>) -> ApiResult<Response> {
-    let from = time_param("from", q.from.as_deref())?;
-    let to = time_param("to", q.to.as_deref())?;
+    let from = required_time(q.from, "from")?;
+    let to = required_time(q.to, "to")?;
     if from > to {
         return Err(ApiError::bad_request(format!(
             "invalid range: from {} is after to {}",
@@ -141,14 +250,13 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
             rfc3339(to)
         )));
     }
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let d = engine.store().diff(from, to)?;
         let r = engine.interner().reader();
-        let nodes =
-            |list: &[NodeVersion]| -> Vec<Value> { list.iter().take(limit).map(|n| node_json(n, &r)).collect() };
-        let edges = |list: &[EdgeVersion]| -> Vec<Value> {
+        let nodes = |list: &[NodeVersion]| -> Vec<Node> { list.iter().take(limit).map(|n| node_json(n, &r)).collect() };
+        let edges = |list: &[EdgeVersion]| -> Vec<wire::EdgeVersion> {
             let mut sorted: Vec<&EdgeVersion> = list.iter().collect();
             sorted.sort_by(|a, b| edge_order(a, b));
             sorted
@@ -157,30 +265,38 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
                 .map(|e| wire::edge_version(e, &r))
                 .collect()
         };
-        let changed: Vec<Value> = d
+        let changed = d
             .changed
             .iter()
             .take(limit)
             .map(|(b, a)| {
                 let (before, after) = (node_json(b, &r), node_json(a, &r));
                 let fields = changed_fields(&before, &after);
-                json!({ "crn": a.crn, "before": before, "after": after, "fields": fields })
+                NodeChange {
+                    after,
+                    before,
+                    crn: Crn(a.crn.clone()),
+                    fields,
+                }
             })
             .collect();
-        let edges_changed: Vec<Value> = d
+        let edges_changed = d
             .edges_changed
             .iter()
             .take(limit)
-            .map(|(b, a)| json!({ "before": wire::edge_version(b, &r), "after": wire::edge_version(a, &r) }))
+            .map(|(b, a)| EdgeChange {
+                after: wire::edge_version(a, &r),
+                before: wire::edge_version(b, &r),
+            })
             .collect();
-        let counts = json!({
-            "added": d.added.len(),
-            "removed": d.removed.len(),
-            "changed": d.changed.len(),
-            "edges_added": d.edges_added.len(),
-            "edges_removed": d.edges_removed.len(),
-            "edges_changed": d.edges_changed.len(),
-        });
+        let counts = DiffCounts {
+            added: d.added.len() as u64,
+            changed: d.changed.len() as u64,
+            edges_added: d.edges_added.len() as u64,
+            edges_changed: d.edges_changed.len() as u64,
+            edges_removed: d.edges_removed.len() as u64,
+            removed: d.removed.len() as u64,
+        };
         let longest = [
             d.added.len(),
             d.removed.len(),
@@ -192,18 +308,18 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
         .into_iter()
         .max()
         .unwrap_or(0);
-        Ok(json!({
-            "from": rfc3339(from),
-            "to": rfc3339(to),
-            "added": nodes(&d.added),
-            "removed": nodes(&d.removed),
-            "changed": changed,
-            "edges_added": edges(&d.edges_added),
-            "edges_removed": edges(&d.edges_removed),
-            "edges_changed": edges_changed,
-            "counts": counts,
-            "truncated": longest > limit,
-        }))
+        Ok(GraphDiff {
+            added: nodes(&d.added),
+            changed,
+            counts,
+            edges_added: edges(&d.edges_added),
+            edges_changed,
+            edges_removed: edges(&d.edges_removed),
+            from: rfc3339(from),
+            removed: nodes(&d.removed),
+            to: rfc3339(to),
+            truncated: longest > limit,
+        })
     })
     .await
 }
@@ -211,27 +327,12 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_parse_with_an_unescaped_plus() {
-        assert_eq!(time_param("ts", Some("1970-01-01T00:00:01Z")).ok(), Some(1_000_000));
-        assert_eq!(
-            time_param("ts", Some("1970-01-01T01:00:01 01:00")).ok(),
-            Some(1_000_000)
-        );
-        for bad in [None, Some(""), Some("yesterday"), Some("1969-12-31T23:59:59Z")] {
-            assert_eq!(
-                time_param("ts", bad).err().map(|e| e.status.as_u16()),
-                Some(400),
-                "{bad:?}"
-            );
-        }
-    }
+    use serde_json::json;
 
     #[test]
     fn changed_fields_leave_out_version_bookkeeping() {
         let a = json!({"crn": "x", "state": "running", "valid_from": "a", "valid_to": 0, "cost_usd_mo": 1.0});
         let b = json!({"crn": "x", "state": "stopped", "valid_from": "b", "valid_to": 5, "cost_usd_mo": 1.0});
-        assert_eq!(changed_fields(&a, &b), vec!["state".to_owned()]);
+        assert_eq!(changed_keys(&a, &b), vec!["state".to_owned()]);
     }
 }

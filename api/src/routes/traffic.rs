@@ -8,34 +8,92 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 use svc_engine::analysis::traffic::{self, FlowKeys, FlowRecord, TrafficReport};
 use svc_engine::graph::visible;
+use utoipa::ToSchema;
 
 use super::ApiQuery;
-use super::graph::{blocking, crn_with, limit_param};
+use super::graph::{blocking, crn_with};
+use super::query::Limit;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::wire::{Crn, listed_str};
 
-/// One record of the JSON form.
-#[derive(Deserialize)]
+/// One flow record of the JSON form.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct JsonRecord {
+pub struct FlowRecordBody {
+    /// A CRN, or an address or name a resource carries.
     source: String,
+    /// Like `source`.
     destination: String,
     bytes: u64,
     #[serde(default)]
     packets: u64,
-    /// The window, Unix seconds.
+    /// Start of the window, Unix seconds.
     start: u64,
+    /// End of the window, Unix seconds.
     end: u64,
 }
 
-#[derive(Deserialize)]
+/// `POST /api/v1/traffic/ingest` as JSON (AWS VPC flow-log lines are sent as `text/plain`).
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-struct JsonBody {
-    records: Vec<JsonRecord>,
+pub struct TrafficIngest {
+    records: Vec<FlowRecordBody>,
+}
+
+/// What an ingest did. Fields are declared in the order they are written: by name.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = TrafficReport)]
+pub struct TrafficIngestReport {
+    pub bytes: u64,
+    pub edges_added: u64,
+    pub edges_updated: u64,
+    /// The first 20 problems, for the operator.
+    pub errors: Vec<String>,
+    pub pairs: u64,
+    pub records: u64,
+    /// Pairs a provider already reports a FlowsTo edge for (left as reported).
+    pub reported: u64,
+    pub resolved: u64,
+    pub skipped: u64,
+    /// Records with an endpoint no resource carries.
+    pub unresolved: u64,
+}
+
+listed_str! {
+    FlowsTo ["FlowsTo"]
+}
+
+/// An observed traffic edge.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficEdge {
+    pub bytes: u64,
+    pub packets: u64,
+    pub records: u64,
+    pub source_crn: Crn,
+    pub target_crn: Crn,
+    #[serde(rename = "type")]
+    pub ty: FlowsTo,
+    /// Unix seconds.
+    pub window_end: u64,
+    /// Unix seconds.
+    pub window_start: u64,
+}
+
+/// `GET /api/v1/traffic/edges`: observed traffic edges, largest first.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficEdges {
+    pub count: usize,
+    pub edges: Vec<TrafficEdge>,
+    /// How long an edge is kept after its window ended, in seconds.
+    pub retention_s: u64,
+    pub total_bytes: u64,
 }
 
 fn body_rejection(e: BytesRejection) -> ApiError {
@@ -56,7 +114,7 @@ fn records(headers: &HeaderMap, body: &[u8], report: &mut TrafficReport) -> ApiR
         let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("flow-log body is not UTF-8 text"))?;
         traffic::parse_flow_log(text, report)
     } else if content_type.starts_with("application/json") || content_type.is_empty() {
-        let b: JsonBody =
+        let b: TrafficIngest =
             serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("malformed request body: {e}")))?;
         b.records
             .into_iter()
@@ -96,6 +154,31 @@ fn records(headers: &HeaderMap, body: &[u8], report: &mut TrafficReport) -> ApiR
 }
 
 /// `POST /api/v1/traffic/ingest`.
+#[utoipa::path(
+    post,
+    path = "/traffic/ingest",
+    operation_id = "ingestTraffic",
+    tag = "verification",
+    summary = "Add observed flows to the graph as FlowsTo edges with their volumes.",
+    description = r#"`application/json`: `{"records": [{"source", "destination", "bytes", "packets", "start", "end"}]}`, endpoints
+as CRNs or IP addresses, the window in Unix seconds. `text/plain`: AWS VPC flow-log lines (version 2, default
+format); `REJECT`ed, `NODATA` and `SKIPDATA` lines are skipped. Endpoints given as IPs resolve through the
+addresses resources carry. Records are summed per (source, destination); a pair sent again adds to its
+totals. Bad records are skipped and counted, the first of them named in `errors`; a request with no usable
+record is 422. Traffic edges feed reachability and the idle rules from the next scan, and expire 7 days
+after their window ends."#,
+    request_body(content((TrafficIngest = "application/json"), (String = "text/plain"))),
+    responses(
+        (status = 200, description = "What was ingested.", body = crate::routes::traffic::TrafficIngestReport, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 409, response = crate::openapi::Conflict),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn ingest(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -112,31 +195,51 @@ pub async fn ingest(
         .ok_or_else(|| ApiError::conflict("a scan is running; send the records again when it has finished"))?;
     Ok((
         StatusCode::OK,
-        axum::Json(json!({
-            "records": report.records + report.skipped,
-            "resolved": report.resolved,
-            "unresolved": report.unresolved,
-            "skipped": report.skipped,
-            "pairs": report.pairs,
-            "edges_added": report.edges_added,
-            "edges_updated": report.edges_updated,
-            "reported": report.reported,
-            "bytes": report.bytes,
-            "errors": report.errors,
-        })),
+        axum::Json(TrafficIngestReport {
+            bytes: report.bytes,
+            edges_added: report.edges_added,
+            edges_updated: report.edges_updated,
+            errors: report.errors,
+            pairs: report.pairs,
+            records: report.records + report.skipped,
+            reported: report.reported,
+            resolved: report.resolved,
+            skipped: report.skipped,
+            unresolved: report.unresolved,
+        }),
     )
         .into_response())
 }
 
-#[derive(Deserialize, Default)]
+/// Query parameters of `GET /api/v1/traffic/edges`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EdgesQuery {
-    limit: Option<String>,
+    /// Edges listed.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<100, 1000>,
 }
 
 /// `GET /api/v1/traffic/edges`.
+#[utoipa::path(
+    get,
+    path = "/traffic/edges",
+    operation_id = "getTrafficEdges",
+    tag = "verification",
+    summary = "Traffic edges (observed flows), largest volume first.",
+    params(EdgesQuery),
+    responses(
+        (status = 200, description = "The edges.", body = crate::routes::traffic::TrafficEdges, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn edges(State(state): State<AppState>, ApiQuery(q): ApiQuery<EdgesQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let limit = limit_param(q.limit.as_deref(), 100, 1000)?;
+    let limit = q.limit.0;
     blocking(move || {
         let now = engine.now_us();
         let g = engine.graph();
@@ -152,27 +255,25 @@ pub async fn edges(State(state): State<AppState>, ApiQuery(q): ApiQuery<EdgesQue
         let count = flows.len();
         flows.sort_by(|a, b| b.2.bytes.cmp(&a.2.bytes).then(a.0.cmp(&b.0)).then(a.1.cmp(&b.1)));
         flows.truncate(limit);
-        let edges: Vec<Value> = flows
+        let edges = flows
             .iter()
-            .map(|(s, t, f)| {
-                json!({
-                    "source_crn": crn_with(&g, &r, *s),
-                    "target_crn": crn_with(&g, &r, *t),
-                    "type": "FlowsTo",
-                    "bytes": f.bytes,
-                    "packets": f.packets,
-                    "records": f.records,
-                    "window_start": f.window_start,
-                    "window_end": f.window_end,
-                })
+            .map(|(s, t, f)| TrafficEdge {
+                bytes: f.bytes,
+                packets: f.packets,
+                records: f.records,
+                source_crn: Crn(crn_with(&g, &r, *s)),
+                target_crn: Crn(crn_with(&g, &r, *t)),
+                ty: FlowsTo::from("FlowsTo"),
+                window_end: f.window_end,
+                window_start: f.window_start,
             })
             .collect();
-        Ok(json!({
-            "count": count,
-            "total_bytes": total_bytes,
-            "retention_s": traffic::RETENTION_S,
-            "edges": edges,
-        }))
+        Ok(TrafficEdges {
+            count,
+            edges,
+            retention_s: traffic::RETENTION_S,
+            total_bytes,
+        })
     })
     .await
 }

@@ -5,27 +5,36 @@
 //! scan and the live graph; a node's deciding finding is what counts, so no
 //! saving is counted twice.
 
+mod body;
+
 use std::collections::HashMap;
 
 use axum::extract::State;
 use axum::response::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use svc_engine::analysis::pattern::PatternReport;
-use svc_engine::heuristics::builtin::{self, RuleKind};
+use svc_engine::heuristics::builtin;
 use svc_engine::heuristics::{AnalyzerOutcome, Finding, FindingSet, FindingSource};
 use svc_engine::{Graph, NodeId, Sym};
 
+pub use body::*;
+
 use super::ApiQuery;
-use super::graph::{blocking, crn_with, limit_param, round2};
+use super::graph::{blocking, crn_with, round2};
+use super::query::Limit;
 use crate::error::ApiResult;
 use crate::state::AppState;
+use crate::wire::Crn;
 
-#[derive(Deserialize, Default)]
+/// Query parameters of `GET /api/v1/waste-ledger`.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct LedgerQuery {
-    /// Top resources listed per type (default 5, at most 100).
-    top: Option<String>,
-    /// Only this provider's types.
+    /// Resources listed per type, largest saving first.
+    #[serde(default)]
+    #[param(inline)]
+    top: Limit<5, 100>,
+    /// Only nodes of this provider (a provider the graph never saw matches nothing).
     provider: Option<String>,
 }
 
@@ -44,9 +53,25 @@ struct Line<'f> {
 }
 
 /// `GET /api/v1/waste-ledger`.
+#[utoipa::path(
+    get,
+    path = "/waste-ledger",
+    operation_id = "getWasteLedger",
+    tag = "heuristics",
+    summary = "Waste and projected savings per resource type, with the top resources.",
+    description = "Built from the last scan's findings, one deciding finding per resource (so no saving is counted twice). Types with no finding are left out; types are ordered by projected savings, largest first.",
+    params(LedgerQuery),
+    responses(
+        (status = 200, description = "The ledger.", body = crate::routes::waste::WasteLedger, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn ledger(State(state): State<AppState>, ApiQuery(q): ApiQuery<LedgerQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let top = limit_param(q.top.as_deref(), 5, 100)?;
+    let top = q.top.0;
     blocking(move || {
         let now = engine.now_us();
         let findings = engine.findings();
@@ -82,7 +107,7 @@ pub async fn ledger(State(state): State<AppState>, ApiQuery(q): ApiQuery<LedgerQ
             .map(|(ty, l)| (r.resolve(ty), l))
             .collect();
         types.sort_by(|a, b| b.1.savings_usd_mo.total_cmp(&a.1.savings_usd_mo).then(a.0.cmp(b.0)));
-        let types: Vec<Value> = types
+        let types: Vec<WasteLedgerType> = types
             .into_iter()
             .map(|(ty, mut l)| {
                 waste += l.waste_usd_mo;
@@ -100,30 +125,29 @@ pub async fn ledger(State(state): State<AppState>, ApiQuery(q): ApiQuery<LedgerQ
                 }
                 l.top.truncate(top);
                 l.top.sort_unstable_by(first);
-                let top: Vec<Value> = l.top.iter().map(|(id, f)| resource(&g, &r, *id, f)).collect();
-                json!({
-                    "type": ty,
-                    "provider": l.provider.map_or("", |p| r.resolve(p)),
-                    "count": l.count,
-                    "waste_count": l.waste_count,
-                    "optimize_count": l.optimize_count,
-                    "waste_usd_mo": round2(l.waste_usd_mo),
-                    "projected_savings_usd_mo": round2(l.savings_usd_mo),
-                    "top": top,
-                })
+                WasteLedgerType {
+                    count: l.count,
+                    optimize_count: l.optimize_count,
+                    projected_savings_usd_mo: round2(l.savings_usd_mo),
+                    provider: l.provider.map_or("", |p| r.resolve(p)).to_owned(),
+                    top: l.top.iter().map(|(id, f)| resource(&g, &r, *id, f)).collect(),
+                    ty: ty.to_owned(),
+                    waste_count: l.waste_count,
+                    waste_usd_mo: round2(l.waste_usd_mo),
+                }
             })
             .collect();
-        Ok(json!({
-            "scan_seq": findings.scan_seq,
-            "observed_at": findings.as_of_s,
-            "price_table": svc_engine::prices::VERSION,
-            "totals": {
-                "flagged": flagged,
-                "waste_usd_mo": round2(waste),
-                "projected_savings_usd_mo": round2(savings),
+        Ok(WasteLedger {
+            observed_at: findings.as_of_s,
+            price_table: svc_engine::prices::VERSION,
+            scan_seq: findings.scan_seq,
+            totals: WasteTotals {
+                flagged,
+                projected_savings_usd_mo: round2(savings),
+                waste_usd_mo: round2(waste),
             },
-            "types": types,
-        }))
+            types,
+        })
     })
     .await
 }
@@ -168,17 +192,17 @@ impl Decided {
     }
 }
 
-fn resource(g: &Graph, r: &svc_engine::intern::InternerReader<'_>, id: NodeId, f: &Finding) -> Value {
-    json!({
-        "crn": crn_with(g, r, id),
-        "rule": f.rule,
-        "source": f.source.label(),
-        "is_waste": f.is_waste,
-        "reason": f.reason,
-        "suggested_action": f.suggested_action,
-        "risk_score": f.risk_score,
-        "projected_savings_usd_mo": f.projected_savings_usd_mo,
-    })
+fn resource(g: &Graph, r: &svc_engine::intern::InternerReader<'_>, id: NodeId, f: &Finding) -> WasteResource {
+    WasteResource {
+        crn: Crn(crn_with(g, r, id)),
+        is_waste: f.is_waste,
+        projected_savings_usd_mo: f.projected_savings_usd_mo,
+        reason: f.reason.clone(),
+        risk_score: f.risk_score,
+        rule: f.rule.to_string(),
+        source: f.source.label(),
+        suggested_action: f.suggested_action.to_string(),
+    }
 }
 
 /// Counts per rule (and per source).
@@ -191,6 +215,19 @@ struct Tally {
 }
 
 /// `GET /api/v1/heuristics/status`.
+#[utoipa::path(
+    get,
+    path = "/heuristics/status",
+    operation_id = "getHeuristicsStatus",
+    tag = "heuristics",
+    summary = "What the heuristics phase found, and which engine or plugin flagged what.",
+    responses(
+        (status = 200, description = "Counts, verdicts over the live graph, the built-in pass, each source and each rule.", body = crate::routes::waste::HeuristicsStatus, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn status(State(state): State<AppState>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
@@ -228,24 +265,24 @@ pub async fn status(State(state): State<AppState>) -> ApiResult<Response> {
                 None => clear += 1,
             }
         }
-        let mut rule_rows: Vec<Value> = builtin::rules()
+        let mut rule_rows: Vec<HeuristicRule> = builtin::rules()
             .map(|rule| {
                 let t = rules.remove(rule.name).unwrap_or_default();
-                json!({
-                    "name": rule.name,
-                    "source": "builtin",
-                    "provider": rule.provider,
-                    "types": rule.types,
-                    "kind": rule.kind.label(),
-                    "risk_score": rule.risk,
-                    "action": rule.action,
-                    "condition": rule.condition,
-                    "suggested_action": rule.suggestion,
-                    "findings": t.findings,
-                    "waste": t.waste,
-                    "decided": t.decided,
-                    "projected_savings_usd_mo": round2(t.savings),
-                })
+                HeuristicRule {
+                    action: Some(rule.action),
+                    condition: Some(rule.condition),
+                    decided: t.decided,
+                    findings: t.findings,
+                    kind: RuleKind::from(rule.kind.label()),
+                    name: rule.name.to_owned(),
+                    projected_savings_usd_mo: round2(t.savings),
+                    provider: Some(rule.provider),
+                    risk_score: Some(rule.risk),
+                    source: "builtin".to_owned(),
+                    suggested_action: Some(rule.suggestion),
+                    types: Some(rule.types.to_vec()),
+                    waste: t.waste,
+                }
             })
             .collect();
         // Rules named by heuristic plugins.
@@ -253,28 +290,37 @@ pub async fn status(State(state): State<AppState>) -> ApiResult<Response> {
         plugin_rules.sort_by(|a, b| a.0.cmp(b.0));
         for (name, t) in plugin_rules {
             let (source, is_waste) = kinds.get(name).map(|(s, w)| (s.label(), *w)).unwrap_or_default();
-            rule_rows.push(json!({
-                "name": name,
-                "source": source,
-                "kind": if is_waste { RuleKind::Waste.label() } else { RuleKind::Optimize.label() },
-                "findings": t.findings,
-                "waste": t.waste,
-                "decided": t.decided,
-                "projected_savings_usd_mo": round2(t.savings),
-            }));
+            let kind = if is_waste {
+                builtin::RuleKind::Waste
+            } else {
+                builtin::RuleKind::Optimize
+            };
+            rule_rows.push(HeuristicRule {
+                action: None,
+                condition: None,
+                decided: t.decided,
+                findings: t.findings,
+                kind: RuleKind::from(kind.label()),
+                name: name.to_owned(),
+                projected_savings_usd_mo: round2(t.savings),
+                provider: None,
+                risk_score: None,
+                source,
+                suggested_action: None,
+                types: None,
+                waste: t.waste,
+            });
         }
         let mut sources: Vec<(String, Tally)> = sources.into_iter().map(|(s, t)| (s.label(), t)).collect();
         sources.sort_by(|a, b| a.0.cmp(&b.0));
-        let engines: Vec<Value> = sources
+        let engines = sources
             .into_iter()
-            .map(|(source, t)| {
-                json!({
-                    "source": source,
-                    "findings": t.findings,
-                    "waste": t.waste,
-                    "decided": t.decided,
-                    "projected_savings_usd_mo": round2(t.savings),
-                })
+            .map(|(source, t)| EngineTally {
+                decided: t.decided,
+                findings: t.findings,
+                projected_savings_usd_mo: round2(t.savings),
+                source,
+                waste: t.waste,
             })
             .collect();
         let mut ignored: Vec<(String, String)> = findings
@@ -283,31 +329,31 @@ pub async fn status(State(state): State<AppState>) -> ApiResult<Response> {
             .map(|(id, why)| (crn_with(&g, &r, *id), why.describe()))
             .collect();
         ignored.sort();
-        let ignored: Vec<Value> = ignored
+        let ignored = ignored
             .into_iter()
             .take(IGNORED_LISTED)
-            .map(|(crn, reason)| json!({"crn": crn, "reason": reason}))
+            .map(|(crn, reason)| IgnoredResource { crn: Crn(crn), reason })
             .collect();
         let (waste_usd, savings) = findings.totals();
-        Ok(json!({
-            "scan_seq": findings.scan_seq,
-            "observed_at": findings.as_of_s,
-            "price_table": svc_engine::prices::VERSION,
-            "counts": {
-                "findings": findings.len(),
-                "nodes_flagged": findings.by_node.len(),
-                "ignored": findings.ignored.len(),
-                "waste_usd_mo": round2(waste_usd),
-                "projected_savings_usd_mo": round2(savings),
+        Ok(HeuristicsStatus {
+            builtin: findings.builtin.payload(),
+            counts: FindingCounts {
+                findings: findings.len() as u64,
+                ignored: findings.ignored.len() as u64,
+                nodes_flagged: findings.by_node.len() as u64,
+                projected_savings_usd_mo: round2(savings),
+                waste_usd_mo: round2(waste_usd),
             },
-            "verdicts": {"waste": waste, "optimize": optimize, "clear": clear},
-            "builtin": findings.builtin.payload(),
-            "engines": engines,
-            "plugins": plugins(&findings),
-            "rules": rule_rows,
-            "ignored": ignored,
-            "pattern": pattern(&engine.pattern(), &g, &r),
-        }))
+            engines,
+            ignored,
+            observed_at: findings.as_of_s,
+            pattern: pattern(&engine.pattern(), &g, &r),
+            plugins: findings.analyzers.iter().map(AnalyzerOutcome::payload).collect(),
+            price_table: svc_engine::prices::VERSION,
+            rules: rule_rows,
+            scan_seq: findings.scan_seq,
+            verdicts: Verdicts { clear, optimize, waste },
+        })
     })
     .await
 }
@@ -315,60 +361,52 @@ pub async fn status(State(state): State<AppState>) -> ApiResult<Response> {
 /// Ignored resources listed in the status (the count covers all).
 const IGNORED_LISTED: usize = 100;
 
-fn plugins(findings: &FindingSet) -> Vec<Value> {
-    findings.analyzers.iter().map(AnalyzerOutcome::payload).collect()
-}
-
 /// Grouped findings and outliers listed in the status (the counts cover all).
 const PATTERN_LISTED: usize = 100;
 
 /// The `pattern` object of the status: the last scan's `engine.pattern` phase.
-fn pattern(p: &PatternReport, g: &Graph, r: &svc_engine::intern::InternerReader<'_>) -> Value {
-    let grouped: Vec<Value> = p
+fn pattern(p: &PatternReport, g: &Graph, r: &svc_engine::intern::InternerReader<'_>) -> PatternStatus {
+    let grouped = p
         .grouped
         .iter()
         .take(PATTERN_LISTED)
-        .map(|f| {
-            json!({
-                "signature": format!("{:016x}", f.signature),
-                "rule": f.rule,
-                "type": f.ty,
-                "members": f.members,
-                "group_size": f.group_size,
-                "savings_usd_mo": round2(f.savings_usd_mo),
-                "samples": f.samples.iter().map(|id| crn_with(g, r, *id)).collect::<Vec<_>>(),
-                "summary": f.summary,
-            })
+        .map(|f| GroupedFinding {
+            group_size: f.group_size,
+            members: f.members,
+            rule: f.rule.clone(),
+            samples: f.samples.iter().map(|id| Crn(crn_with(g, r, *id))).collect(),
+            savings_usd_mo: round2(f.savings_usd_mo),
+            signature: format!("{:016x}", f.signature),
+            summary: f.summary.clone(),
+            ty: f.ty.clone(),
         })
         .collect();
-    let outliers: Vec<Value> = p
+    let outliers = p
         .outliers
         .iter()
         .take(PATTERN_LISTED)
-        .map(|o| {
-            json!({
-                "crn": crn_with(g, r, o.node),
-                "signature": format!("{:016x}", o.signature),
-                "group_size": o.group_size,
-                "group_waste": o.group_waste,
-                "direction": o.direction.label(),
-                "reason": o.reason,
-            })
+        .map(|o| PatternOutlier {
+            crn: Crn(crn_with(g, r, o.node)),
+            direction: OutlierDirection::from(o.direction.label()),
+            group_size: o.group_size,
+            group_waste: o.group_waste,
+            reason: o.reason.clone(),
+            signature: format!("{:016x}", o.signature),
         })
         .collect();
-    json!({
-        "scan_seq": p.scan_seq,
-        "rounds": p.rounds,
-        "min_group": p.min_group,
-        "majority": p.majority,
-        "signatures": p.signatures,
-        "distinct_signatures": p.distinct_signatures,
-        "groups": p.groups,
-        "grouped_nodes": p.grouped_nodes,
-        "outliers_total": p.outliers_total,
-        "grouped_total": p.grouped_total,
-        "duration_ms": p.duration_ms,
-        "grouped": grouped,
-        "outliers": outliers,
-    })
+    PatternStatus {
+        distinct_signatures: p.distinct_signatures,
+        duration_ms: p.duration_ms,
+        grouped,
+        grouped_nodes: p.grouped_nodes,
+        grouped_total: p.grouped_total,
+        groups: p.groups,
+        majority: p.majority,
+        min_group: p.min_group,
+        outliers,
+        outliers_total: p.outliers_total,
+        rounds: p.rounds,
+        scan_seq: p.scan_seq,
+        signatures: p.signatures,
+    }
 }

@@ -11,19 +11,27 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use axum::extract::State;
 use axum::response::Response;
-use serde_json::{Value, json};
 use svc_engine::graph::NodeRef;
 use svc_engine::intern::InternerReader;
 use svc_engine::{Graph, NodeId};
 
-use super::{LimitQuery, blocking, limit_param};
+use super::blocking;
+use super::body::{Cluster, FlowEdge, FlowGraph, FlowNode, FlowNodeData, LayoutEdge, LayoutGraph, LayoutNode};
 use crate::error::ApiResult;
 use crate::routes::ApiQuery;
+use crate::routes::query::Limit;
 use crate::state::AppState;
-use crate::wire;
+use crate::wire::{self, Crn};
 
-const DEFAULT_LIMIT: usize = 2000;
-const MAX_LIMIT: usize = 20_000;
+/// `GET /api/v1/graph` and `GET /api/v1/graph/topology`.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LayoutQuery {
+    /// Most nodes drawn.
+    #[serde(default)]
+    #[param(inline)]
+    limit: Limit<2000, 20_000>,
+}
 
 /// Distance between neighbouring nodes in a cluster, in layout units.
 const NODE_SPACING: f64 = 60.0;
@@ -103,8 +111,26 @@ fn crn(r: &InternerReader<'_>, n: &NodeRef<'_>) -> String {
 /// {cost_usd_mo, state, is_waste}}], edges: [{id, source, target, type}],
 /// truncated, total_nodes}`. A node's `id` is its CRN and its label the
 /// physical id; an edge's `id` is unique within the response.
-pub async fn flow_graph(State(state): State<AppState>, ApiQuery(q): ApiQuery<LimitQuery>) -> ApiResult<Response> {
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+#[utoipa::path(
+    get,
+    path = "/graph",
+    operation_id = "getFlowGraph",
+    tag = "graph",
+    summary = "Nodes and edges for the web UI's flow visualisation.",
+    description = r#"At most `limit` visible nodes, chosen so that edges survive the cut
+(each node pulls in its neighbourhood breadth-first); edges are those
+among the chosen nodes."#,
+    params(LayoutQuery),
+    responses(
+        (status = 200, description = "The flow graph.", body = crate::routes::graph::FlowGraph, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn flow_graph(State(state): State<AppState>, ApiQuery(q): ApiQuery<LayoutQuery>) -> ApiResult<Response> {
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
@@ -112,36 +138,37 @@ pub async fn flow_graph(State(state): State<AppState>, ApiQuery(q): ApiQuery<Lim
         let sel = select(&g, now, limit);
         let edges = edges_among(&g, &sel, now);
         let r = g.interner().reader();
-        let nodes: Vec<Value> = sel
+        let nodes = sel
             .nodes
             .iter()
             .filter_map(|id| g.node(*id))
-            .map(|n| {
-                json!({
-                    "id": crn(&r, &n),
-                    "label": n.physical_id(),
-                    "type": r.resolve(n.ty()),
-                    "provider": r.resolve(n.provider()),
-                    "data": {
-                        "cost_usd_mo": wire::f32_value(n.cost_usd_mo()),
-                        "state": r.resolve(n.state()),
-                        "is_waste": n.is_waste(),
-                    },
-                })
+            .map(|n| FlowNode {
+                data: FlowNodeData {
+                    cost_usd_mo: wire::f32_value(n.cost_usd_mo()),
+                    is_waste: n.is_waste(),
+                    state: r.resolve(n.state()).to_owned(),
+                },
+                id: Crn(crn(&r, &n)),
+                label: n.physical_id().to_owned(),
+                provider: r.resolve(n.provider()).to_owned(),
+                ty: r.resolve(n.ty()).to_owned(),
             })
             .collect();
-        let edges: Vec<Value> = edges
+        let edges = edges
             .iter()
-            .map(|e| {
-                json!({
-                    "id": format!("e{}-{}", e.id().shard(), e.id().row()),
-                    "source": super::crn_with(&g, &r, e.source()),
-                    "target": super::crn_with(&g, &r, e.target()),
-                    "type": e.relation().name(),
-                })
+            .map(|e| FlowEdge {
+                id: format!("e{}-{}", e.id().shard(), e.id().row()),
+                source: Crn(super::crn_with(&g, &r, e.source())),
+                target: Crn(super::crn_with(&g, &r, e.target())),
+                ty: e.relation().into(),
             })
             .collect();
-        Ok(json!({ "nodes": nodes, "edges": edges, "truncated": sel.truncated(), "total_nodes": sel.visible }))
+        Ok(FlowGraph {
+            edges,
+            nodes,
+            total_nodes: sel.visible,
+            truncated: sel.truncated(),
+        })
     })
     .await
 }
@@ -161,8 +188,28 @@ struct Placed {
 /// (id `provider/account/region`). The layout is deterministic: clusters,
 /// sorted by id, sit on a square grid of equal cells; inside its cell a
 /// cluster's nodes, sorted by CRN, fill a square grid row by row.
-pub async fn graph_topology(State(state): State<AppState>, ApiQuery(q): ApiQuery<LimitQuery>) -> ApiResult<Response> {
-    let limit = limit_param(q.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT)?;
+#[utoipa::path(
+    get,
+    path = "/graph/topology",
+    operation_id = "getLayout",
+    tag = "graph",
+    summary = "The graph laid out, with node positions and clusters.",
+    description = r#"Node selection as for `/api/v1/graph`. A cluster groups the chosen nodes
+of one provider, account and region (id `provider/account/region`). The
+layout is deterministic: clusters, sorted by id, sit on a square grid of
+equal cells; inside its cell a cluster's nodes, sorted by CRN, fill a
+square grid row by row."#,
+    params(LayoutQuery),
+    responses(
+        (status = 200, description = "The laid-out graph.", body = crate::routes::graph::LayoutGraph, content_type = "application/json"),
+        (status = 400, response = crate::openapi::BadRequest),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn graph_topology(State(state): State<AppState>, ApiQuery(q): ApiQuery<LayoutQuery>) -> ApiResult<Response> {
+    let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
@@ -192,39 +239,45 @@ pub async fn graph_topology(State(state): State<AppState>, ApiQuery(q): ApiQuery
             let (cx, cy) = ((i % columns) as f64 * cell, (i / columns) as f64 * cell);
             let k = side(members.len()) as usize;
             let extent = k as f64 * NODE_SPACING;
-            cluster_list.push(json!({
-                "id": id, "provider": provider, "account": account, "region": region,
-                "node_count": members.len(), "x": cx, "y": cy, "width": extent, "height": extent,
-            }));
+            let node_count = members.len() as u64;
             for (j, m) in members.into_iter().enumerate() {
                 let Some(n) = g.node(m.id) else { continue };
-                nodes.push(json!({
-                    "crn": m.crn,
-                    "type": r.resolve(n.ty()),
-                    "provider": provider,
-                    "cluster": id,
-                    "x": cx + (j % k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
-                    "y": cy + (j / k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
-                }));
+                nodes.push(LayoutNode {
+                    cluster: id.clone(),
+                    crn: Crn(m.crn),
+                    provider: provider.clone(),
+                    ty: r.resolve(n.ty()).to_owned(),
+                    x: cx + (j % k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
+                    y: cy + (j / k) as f64 * NODE_SPACING + NODE_SPACING / 2.0,
+                });
             }
+            cluster_list.push(Cluster {
+                account,
+                height: extent,
+                id,
+                node_count,
+                provider,
+                region,
+                width: extent,
+                x: cx,
+                y: cy,
+            });
         }
-        let edges: Vec<Value> = edges
+        let edges = edges
             .iter()
-            .map(|e| {
-                json!({
-                    "source": super::crn_with(&g, &r, e.source()),
-                    "target": super::crn_with(&g, &r, e.target()),
-                    "type": e.relation().name(),
-                })
+            .map(|e| LayoutEdge {
+                source: Crn(super::crn_with(&g, &r, e.source())),
+                target: Crn(super::crn_with(&g, &r, e.target())),
+                ty: e.relation().into(),
             })
             .collect();
-        Ok(json!({
-            "nodes": nodes,
-            "edges": edges,
-            "clusters": cluster_list,
-            "truncated": sel.truncated(),
-            "total_nodes": sel.visible,
-        }))
+        Ok(LayoutGraph {
+            clusters: cluster_list,
+            edges,
+            nodes,
+            total_nodes: sel.visible,
+            truncated: sel.truncated(),
+        })
     })
     .await
 }

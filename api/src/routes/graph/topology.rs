@@ -51,6 +51,7 @@ use sha2::{Digest, Sha256};
 use snapshot::{CrnRef, Snapshot};
 use tokio::sync::{Semaphore, mpsc};
 
+use super::body::TopologyMeta;
 use super::round2;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -113,11 +114,12 @@ impl Snapshot {
     /// Formats the body into pieces for [`hash_and_send`]; stops early when
     /// the client is gone.
     fn format(&self, tx: &SyncSender<Piece>) {
-        let meta = serde_json::json!({
-            "total_nodes": self.crns.len(),
-            "total_edges": self.edges.len(),
-            "waste_identified_usd_mo": round2(self.waste_usd_mo),
-        });
+        let meta = TopologyMeta {
+            total_edges: self.edges.len() as u64,
+            total_nodes: self.crns.len() as u64,
+            waste_identified_usd_mo: round2(self.waste_usd_mo),
+        };
+        let meta = serde_json::to_string(&meta).unwrap_or_default();
         let head = format!(
             "{{\"topology_version\":\"v{}\",\"meta\":{meta},\"nodes\":[",
             self.generation
@@ -268,6 +270,26 @@ fn push_number(buf: &mut Vec<u8>, v: f32) {
 }
 
 /// `GET /api/v1/topology` (SPEC 4.2), streamed; see the module documentation.
+#[utoipa::path(
+    get,
+    path = "/topology",
+    operation_id = "getTopology",
+    tag = "graph",
+    summary = "Snapshot of the whole visible graph, with a checksum.",
+    description = r#"Streams every visible node and edge. Nodes are sorted by CRN (byte
+order), edges by `(source_crn, target_crn, type)`. `checksum_sha256`
+is the SHA-256 of the bytes inside the `nodes` array's brackets, one
+newline, then the bytes inside the `edges` array's brackets; it does
+not cover `topology_version` or `meta`. At most two snapshots are
+built at a time; a third request waits up to ten seconds, then gets 429."#,
+    responses(
+        (status = 200, description = "The topology snapshot.", body = crate::routes::graph::Topology, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 429, response = crate::openapi::RateLimited),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
 pub async fn topology(State(state): State<AppState>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let permit = tokio::time::timeout(SLOT_WAIT, SLOTS.acquire())

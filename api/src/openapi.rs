@@ -1,0 +1,246 @@
+//! The OpenAPI document of the HTTP surface, generated from the router and
+//! the types of its bodies: every route's `#[utoipa::path]`, the schemas
+//! its types derive, and what this module adds (the document's head, the
+//! shared error responses, the security schemes, the open probes and the
+//! `/events` frames). `schemas/openapi.yaml` is this document, committed;
+//! a test fails when the two differ.
+
+use utoipa::openapi::extensions::Extensions;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::tag::TagBuilder;
+use utoipa::openapi::{
+    ComponentsBuilder, InfoBuilder, LicenseBuilder, OpenApi, Ref, SecurityRequirement, ServerBuilder,
+};
+use utoipa::{Modify, ToResponse};
+
+use crate::error::ErrorBody;
+
+/// The document's description: what the daemon is and the conventions of
+/// its API.
+const DESCRIPTION: &str = "\
+svc is a long-running daemon that finds cloud resources an organisation
+pays for and does not use. It discovers resources through provider
+plugins, keeps them as a temporal graph (nodes keyed by CRN, typed
+directed edges, an estimated monthly cost per node), flags waste, shows
+what removing a resource would affect (blast radius), and records every
+decision in an append-only, hash-chained audit ledger.
+
+This document describes the HTTP surface of the daemon: the REST API
+under `/api/v1`, the WebSocket ledger stream at `/events`, the health
+probes and the Prometheus metrics. It lists exactly the routes the server
+answers.
+
+Conventions:
+- A CRN is `crn:svc:<provider>:<region>:<service>:<kind>:<account>:<physical_id>`.
+  The physical id is everything after the seventh colon, so it may hold
+  colons and slashes; in a path segment it must be percent-encoded
+  (`/` as `%2F`). A CRN without the `svc` segment is accepted as well.
+- Times in responses are RFC 3339 (UTC) unless a field says otherwise;
+  `valid_to` fields are microseconds since the Unix epoch (0 while the
+  version is current) and `creation_timestamp` is Unix seconds.
+- Every failed request answers with the `Error` body
+  `{\"error\":{\"code\":..,\"message\":..,\"details\":{}}}`.
+- Every `/api/v1` route and `/events` need `Authorization: Bearer <token>`
+  (or the `svc_token` cookie); `/healthz`, `/readyz` and `/metrics` are open.
+- Until the graph is loaded, every route that reads the engine answers 503
+  `not_ready`.
+";
+
+/// Tags of the operations, in the order the document lists them.
+const TAGS: [(&str, &str); 13] = [
+    ("probes", "Liveness, readiness and metrics (no authentication)."),
+    ("graph", "The live resource graph."),
+    (
+        "time-travel",
+        "The graph as it was at a past time, and what changed between two times.",
+    ),
+    ("scan", "Scan and reconciliation triggers."),
+    ("heuristics", "Waste findings, the waste ledger and who flagged what."),
+    (
+        "verification",
+        "Formal verification (reachability with proof paths, removal risk, spot interruption) and the cross-provider linker.",
+    ),
+    ("signals", "Cost history per resource type and cost anomalies."),
+    ("history", "The audit ledger."),
+    ("events", "The WebSocket ledger stream."),
+    ("policies", "CEL policy rules, their enforcement and what they match."),
+    (
+        "remediation",
+        "The remediation pipeline, quarantine and revert, and the ignore list.",
+    ),
+    ("plugins", "Installed provider and heuristic plugins."),
+    ("config", "The daemon configuration."),
+];
+
+/// Routes anyone may call.
+pub const OPEN_ROUTES: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// Description of a `{crn}` path segment.
+pub const CRN_PATH: &str = "A CRN, percent-encoded (a `/` in the physical id as `%2F`); with or without the `svc` \
+                            segment. 422 when it does not parse, 404 when no node has it.";
+
+/// A malformed parameter or body (`bad_request`).
+#[derive(ToResponse)]
+pub struct BadRequest(pub ErrorBody);
+
+/// Missing or wrong token (`unauthorized`).
+#[derive(ToResponse)]
+pub struct Unauthorized(pub ErrorBody);
+
+/// No node with that CRN (`not_found`).
+#[derive(ToResponse)]
+pub struct NotFound(pub ErrorBody);
+
+/// A scan is already running (`conflict`).
+#[derive(ToResponse)]
+pub struct Conflict(pub ErrorBody);
+
+/// The request body is larger than 1 MiB (`payload_too_large`).
+#[derive(ToResponse)]
+pub struct PayloadTooLarge(pub ErrorBody);
+
+/// A well-formed request naming something invalid, such as a CRN that does not parse (`invalid`).
+#[derive(ToResponse)]
+pub struct Invalid(pub ErrorBody);
+
+/// Too many concurrent requests of this kind (`rate_limited`); retry after the given seconds.
+#[derive(ToResponse)]
+#[response(headers(("Retry-After" = u64, description = "Seconds to wait before retrying.")))]
+pub struct RateLimited(pub ErrorBody);
+
+/// An internal failure (`internal`); details are in the daemon log, not in the body.
+#[derive(ToResponse)]
+pub struct Internal(pub ErrorBody);
+
+/// The graph is still loading (`not_ready`).
+#[derive(ToResponse)]
+pub struct NotReady(pub ErrorBody);
+
+/// The parts of the document no route declares.
+#[derive(utoipa::OpenApi)]
+#[openapi(components(
+    responses(
+        BadRequest,
+        Unauthorized,
+        NotFound,
+        Conflict,
+        PayloadTooLarge,
+        Invalid,
+        RateLimited,
+        Internal,
+        NotReady
+    ),
+    schemas(
+        crate::routes::history::Envelope,
+        crate::routes::history::StreamClientMessage,
+        crate::wire::payloads::ScanReport,
+        ErrorBody
+    )
+))]
+pub struct Base;
+
+/// Completes a document the router made: head, open routes, event frames.
+pub(crate) fn complete(doc: &mut OpenApi) {
+    Head.modify(doc);
+    OpenRoutes.modify(doc);
+    EventFrames.modify(doc);
+    OptionalBodies.modify(doc);
+}
+
+/// Routes whose body may be left out.
+pub const OPTIONAL_BODIES: [&str; 2] = ["/api/v1/engine/scan", "/api/v1/sync"];
+
+/// The scan triggers take an empty body as well as a JSON object.
+struct OptionalBodies;
+
+impl Modify for OptionalBodies {
+    fn modify(&self, doc: &mut OpenApi) {
+        for route in OPTIONAL_BODIES {
+            let body = doc
+                .paths
+                .paths
+                .get_mut(route)
+                .and_then(|item| item.post.as_mut())
+                .and_then(|op| op.request_body.as_mut());
+            if let Some(utoipa::openapi::RefOr::T(body)) = body {
+                body.required = Some(utoipa::openapi::Required::False);
+            }
+        }
+    }
+}
+
+/// Title, version, description, server, tags and security.
+struct Head;
+
+impl Modify for Head {
+    fn modify(&self, doc: &mut OpenApi) {
+        doc.info = InfoBuilder::new()
+            .title("svc")
+            .version(env!("CARGO_PKG_VERSION"))
+            .description(Some(DESCRIPTION))
+            .license(Some(LicenseBuilder::new().name("Apache-2.0").build()))
+            .build();
+        doc.servers = Some(vec![
+            ServerBuilder::new()
+                .url("http://127.0.0.1:8080")
+                .description(Some("Default bind address of the daemon."))
+                .build(),
+        ]);
+        doc.tags = Some(
+            TAGS.iter()
+                .map(|(name, description)| TagBuilder::new().name(*name).description(Some(*description)).build())
+                .collect(),
+        );
+        doc.security = Some(vec![
+            SecurityRequirement::new("bearerAuth", Vec::<String>::new()),
+            SecurityRequirement::new("cookieAuth", Vec::<String>::new()),
+        ]);
+        let components = doc.components.get_or_insert_with(|| ComponentsBuilder::new().build());
+        let mut bearer = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
+        bearer.description =
+            Some("The operator token from `$SVC_DATA_DIR/token`, as `Authorization: Bearer <token>`.".into());
+        components.add_security_scheme("bearerAuth", SecurityScheme::Http(bearer));
+        components.add_security_scheme(
+            "cookieAuth",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::auth::TOKEN_COOKIE,
+                "The same token in the `svc_token` cookie, set by the dashboard link the daemon prints at start.",
+            ))),
+        );
+    }
+}
+
+/// The probes and `/metrics` need no credentials.
+struct OpenRoutes;
+
+impl Modify for OpenRoutes {
+    fn modify(&self, doc: &mut OpenApi) {
+        for route in OPEN_ROUTES {
+            if let Some(item) = doc.paths.paths.get_mut(route) {
+                for op in [&mut item.get, &mut item.post].into_iter().flatten() {
+                    op.security = Some(Vec::new());
+                }
+            }
+        }
+    }
+}
+
+/// What `/events` sends and accepts, named by the `x-websocket` extension.
+struct EventFrames;
+
+impl Modify for EventFrames {
+    fn modify(&self, doc: &mut OpenApi) {
+        let schema = |name: &str| serde_json::to_value(Ref::from_schema_name(name)).unwrap_or_default();
+        let frames = serde_json::json!({
+            "server-messages": schema("Envelope"),
+            "client-messages": schema("StreamClientMessage"),
+            "error-messages": schema("Error"),
+            "payloads": {"SCAN_COMPLETED": schema("ScanReport")},
+        });
+        if let Some(op) = doc.paths.paths.get_mut("/events").and_then(|item| item.get.as_mut()) {
+            let mut ext = Extensions::default();
+            ext.insert("x-websocket".into(), frames);
+            op.extensions = Some(ext);
+        }
+    }
+}
