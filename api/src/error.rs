@@ -9,6 +9,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
+/// Largest request body accepted, in bytes.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
 use crate::wire::{JsonObject, listed_str};
 
 listed_str! {

@@ -33,8 +33,7 @@ use utoipa_axum::routes;
 pub use error::{ApiError, ApiResult};
 pub use state::AppState;
 
-/// Largest request body accepted, in bytes.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+pub use error::MAX_BODY_BYTES;
 
 /// Every route the server answers, as `(method, path)` in OpenAPI path
 /// syntax, read from the OpenAPI document the router builds with its routes
@@ -160,7 +159,7 @@ fn surface(state: Option<&AppState>) -> (Router<AppState>, utoipa::openapi::Open
     let (router, mut doc) = OpenApiRouter::with_openapi(openapi::Base::openapi())
         .routes(routes!(healthz))
         .routes(routes!(readyz))
-        .routes(routes!(metrics::render))
+        .routes(routes!(metrics::http::render))
         .merge(protected)
         .split_for_parts();
     openapi::complete(&mut doc);
@@ -179,7 +178,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn_with_state(state.clone(), metrics::track_http))
+        .layer(middleware::from_fn_with_state(state.clone(), metrics::http::track_http))
         .with_state(state)
 }
 

@@ -2,7 +2,7 @@
 //!
 //! Every metric name of the daemon's own is declared once, below. Scan
 //! metrics are fed by the engine's scan listener ([`Metrics::observe_scan`]);
-//! HTTP metrics by the [`track_http`] middleware; uptime and the ledger's
+//! HTTP metrics by the [`http::track_http`] middleware; uptime and the ledger's
 //! event count are read when `/metrics` is scraped, and so are the standard
 //! `process_*` metrics on Linux (resident memory, CPU seconds, file
 //! descriptors, threads).
@@ -12,21 +12,17 @@
 //! metrics` ("non-counter metrics should not have _total suffix"), so it is
 //! exposed untyped: queries treat it exactly like a gauge.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+pub mod http;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{Method, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::http::Method;
 use prometheus::proto::{Counter, Gauge, Metric, MetricFamily, MetricType};
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry, TextEncoder,
     exponential_buckets,
 };
 use svc_engine::scan::ScanReport;
-
-use crate::state::AppState;
 
 /// Metric names, declared once.
 pub mod names {
@@ -298,95 +294,9 @@ fn method_label(m: &Method) -> &'static str {
     }
 }
 
-/// The route template a path belongs to, from [`crate::ROUTES`]: the route
-/// itself when it is one, else the first whose `{param}` segments match any
-/// one segment each.
-fn route_template(path: &str) -> Option<&'static str> {
-    if let Some((_, t)) = crate::ROUTES.iter().find(|(_, t)| *t == path) {
-        return Some(t);
-    }
-    let segs: Vec<&str> = path.split('/').collect();
-    crate::ROUTES.iter().map(|(_, t)| *t).find(|t| {
-        let tsegs = t.split('/');
-        tsegs.clone().count() == segs.len()
-            && tsegs
-                .zip(&segs)
-                .all(|(t, s)| (t.starts_with('{') && t.ends_with('}') && !s.is_empty()) || t == *s)
-    })
-}
-
-/// `GET /metrics`.
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    operation_id = "metrics",
-    tag = "probes",
-    summary = "Prometheus metrics.",
-    description = r#"Prometheus text exposition format 0.0.4 (`text/plain; version=0.0.4`).
-Families include `svc_scan_duration_seconds` (histogram),
-`svc_nodes_discovered_total{provider}`, `svc_scans_total{outcome}`,
-`svc_source_failures_total{source}`,
-`svc_policy_violations_total{rule_id,resource_type,enforcement_mode}`,
-`svc_http_requests_total{method,route,status}`,
-`svc_http_request_duration_seconds{method,route}` (histogram),
-`svc_graph_nodes`, `svc_graph_edges`, `svc_process_uptime_seconds`,
-`svc_ledger_events_total` (once the engine is ready) and
-`svc_waste_usd_total` (untyped; current projected waste in USD per month)."#,
-    responses(
-        (status = 200, description = "The exposition text.", body = String, content_type = "text/plain"),
-        (status = 500, response = crate::openapi::Internal),
-    ),
-)]
-pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
-    let uptime = state.inner.started.elapsed().as_secs_f64();
-    let ledger = state.engine().ok().map(|e| e.ledger().last_seq());
-    match state.inner.metrics.encode(uptime, ledger) {
-        Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
-        Err(e) => crate::error::ApiError::internal(e).into_response(),
-    }
-}
-
-/// Middleware: counts and times every request by method, route template
-/// and status. The route is the matched path when routing has run (route
-/// layers), else the template of [`crate::ROUTES`] the path fits, else
-/// `unmatched`.
-pub async fn track_http(
-    State(state): State<AppState>,
-    matched: Option<MatchedPath>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let started = Instant::now();
-    let method = req.method().clone();
-    let route = match &matched {
-        Some(m) => route_template(m.as_str()).unwrap_or(UNMATCHED_ROUTE),
-        None => route_template(req.uri().path()).unwrap_or(UNMATCHED_ROUTE),
-    };
-    let response = next.run(req).await;
-    state.inner.metrics.observe_http(
-        &method,
-        route,
-        response.status().as_u16(),
-        started.elapsed().as_secs_f64(),
-    );
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn routes_map_to_their_templates() {
-        assert_eq!(route_template("/api/v1/graph/nodes"), Some("/api/v1/graph/nodes"));
-        assert_eq!(
-            route_template("/api/v1/graph/nodes/crn:svc:aws:r:s:k:a:default%2Fweb-1/edges"),
-            Some("/api/v1/graph/nodes/{crn}/edges")
-        );
-        assert_eq!(route_template("/metrics"), Some("/metrics"));
-        assert_eq!(route_template("/api/v1/graph/nodes//edges"), None);
-        assert_eq!(route_template("/nope"), None);
-    }
 
     #[test]
     fn output_has_help_and_type_for_every_family() {

@@ -131,8 +131,8 @@ pub struct NotReady(pub ErrorBody);
         NotReady
     ),
     schemas(
-        crate::routes::history::Envelope,
-        crate::routes::history::StreamClientMessage,
+        crate::routes::history::body::Envelope,
+        crate::routes::history::body::StreamClientMessage,
         crate::wire::payloads::ScanReport,
         ErrorBody
     )

@@ -38,7 +38,7 @@ pub struct Inner {
     /// The daemon's configuration file, once loaded.
     config: OnceLock<Arc<dyn crate::config::ConfigService>>,
     /// `GET /api/v1/anomalies`, computed at most once per 30 s.
-    pub anomalies: crate::routes::anomalies::Cache,
+    pub anomalies: crate::routes::anomalies::cache::Cache,
 }
 
 impl AppState {
@@ -65,7 +65,7 @@ impl AppState {
     pub fn set_engine(&self, engine: Arc<Engine>) {
         let events = self.inner.events.clone();
         engine.ledger().add_listener(Box::new(move |e| {
-            let envelope = crate::routes::history::envelope_text(e);
+            let envelope = crate::routes::history::body::envelope_text(e);
             // No receivers is fine: nobody is listening.
             let _ = events.send((e.seq, Utf8Bytes::from(envelope)));
         }));

@@ -10,10 +10,9 @@
 //! once it expires.
 
 mod body;
+pub mod cache;
 
-use std::future::Future;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::extract::State;
 use axum::http::header;
@@ -32,9 +31,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::wire::Crn;
 pub use body::*;
+pub use cache::{CACHE_TTL, Cache, Computed};
 
-/// How long a computed answer is served (SPEC 8).
-pub const CACHE_TTL: Duration = Duration::from_secs(30);
 /// Query parameters of `GET /api/v1/anomalies`.
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -50,46 +48,6 @@ pub struct AnomalyQuery {
     /// Only this provider's types and nodes.
     #[param(inline)]
     provider: Option<NonBlank>,
-}
-
-/// One computed answer, before filtering.
-pub struct Computed {
-    at: Instant,
-    baseline: Baseline,
-    generated_at: String,
-    previous_scan_seq: u64,
-    scan_seq: u64,
-    summary: AnomalySummary,
-    thresholds: Thresholds,
-    nodes: Vec<NodeAnomaly>,
-    types: Vec<TypeAnomaly>,
-    history: Vec<TypeHistory>,
-}
-
-/// The answer cache of the API state.
-#[derive(Default)]
-pub struct Cache(tokio::sync::Mutex<Option<Arc<Computed>>>);
-
-fn fresh(at: Instant, now: Instant) -> bool {
-    now.saturating_duration_since(at) < CACHE_TTL
-}
-
-impl Cache {
-    /// The cached answer when younger than [`CACHE_TTL`] at `now`, else a
-    /// new one from `compute` (one computation at a time; waiters reuse it).
-    pub async fn get_or_compute<F, Fut>(&self, now: Instant, compute: F) -> ApiResult<Arc<Computed>>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = ApiResult<Computed>>,
-    {
-        let mut slot = self.0.lock().await;
-        if let Some(c) = slot.as_ref().filter(|c| fresh(c.at, now)) {
-            return Ok(c.clone());
-        }
-        let c = Arc::new(compute().await?);
-        *slot = Some(c.clone());
-        Ok(c)
-    }
 }
 
 /// `GET /api/v1/anomalies`.
@@ -307,6 +265,7 @@ fn compute(engine: &svc_engine::Engine) -> ApiResult<Computed> {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
 
     use super::*;
 

@@ -4,7 +4,7 @@
 //!
 //! Every ledger call is blocking store I/O and runs on the blocking pool.
 
-mod body;
+pub mod body;
 
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 use svc_engine::Engine;
-use svc_engine::store::ledger::{Event, HistoryQuery, LedgerError, VerifyReport};
+use svc_engine::store::ledger::{HistoryQuery, LedgerError, VerifyReport};
 
 use super::query::{HistoryCursor, HistoryLimit, Since, Status, Until, blank_as_absent};
 use super::{ApiJson, ApiQuery, parse_crn, rfc3339};
@@ -27,11 +27,6 @@ pub use body::*;
 /// Actor recorded on the audit event a prune through the API appends.
 const PRUNE_ACTOR: &str = "api";
 const US_PER_DAY: u64 = 86_400 * 1_000_000;
-
-/// The stream envelope of SPEC 6.1 of one event, as JSON text.
-pub fn envelope_text(e: &Event) -> String {
-    serde_json::to_string(&Envelope::of(e)).unwrap_or_default()
-}
 
 /// Query parameters of `GET /api/v1/history`. An empty value counts as absent.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]

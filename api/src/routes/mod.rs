@@ -48,7 +48,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 
 fn json_rejection(e: JsonRejection) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::payload_too_large(format!("request body is larger than {} bytes", crate::MAX_BODY_BYTES));
+        return ApiError::payload_too_large(format!(
+            "request body is larger than {} bytes",
+            crate::error::MAX_BODY_BYTES
+        ));
     }
     ApiError::bad_request(format!("malformed request body: {}", e.body_text()))
 }

@@ -107,7 +107,10 @@ impl Cycle {
 fn request(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<Request> {
     let body = body.map_err(|e| {
         if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::payload_too_large(format!("request body is larger than {} bytes", crate::MAX_BODY_BYTES))
+            ApiError::payload_too_large(format!(
+                "request body is larger than {} bytes",
+                crate::error::MAX_BODY_BYTES
+            ))
         } else {
             ApiError::bad_request(format!("cannot read request body: {}", e.body_text()))
         }

@@ -98,7 +98,10 @@ pub struct TrafficEdges {
 
 fn body_rejection(e: BytesRejection) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return ApiError::payload_too_large(format!("request body is larger than {} bytes", crate::MAX_BODY_BYTES));
+        return ApiError::payload_too_large(format!(
+            "request body is larger than {} bytes",
+            crate::error::MAX_BODY_BYTES
+        ));
     }
     ApiError::bad_request(format!("unreadable request body: {}", e.body_text()))
 }

@@ -72,6 +72,11 @@ pub struct Envelope<'a> {
     pub timestamp: u64,
 }
 
+/// The stream envelope of SPEC 6.1 of one event, as JSON text.
+pub fn envelope_text(e: &Event) -> String {
+    serde_json::to_string(&Envelope::of(e)).unwrap_or_default()
+}
+
 impl<'a> Envelope<'a> {
     pub fn of(e: &'a Event) -> Envelope<'a> {
         Envelope {
