@@ -492,7 +492,7 @@ async fn kill_9_during_an_export_then_restart_exports_every_event_exactly_once()
         !std::fs::read_dir(&out)
             .expect("dir")
             .flatten()
-            .any(|e| e.file_name().to_string_lossy().ends_with(".tmp")),
+            .any(|e| e.file_name().to_string_lossy().contains(".tmp")),
         "no temporary file left behind"
     );
 }

@@ -448,18 +448,11 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)?.flatten() {
         let n = entry.file_name();
         let n = n.to_string_lossy();
-        if n.starts_with(".ledger-") && n.ends_with(".jsonl.gz.tmp") {
+        if n.starts_with(".ledger-") && n.contains(".jsonl.gz.tmp") {
             let _ = std::fs::remove_file(entry.path());
         }
     }
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    std::fs::rename(&tmp, dir.join(name))?;
-    std::fs::File::open(dir)?.sync_all()
+    svc_engine::store::atomic::write_bytes_atomic(&dir.join(name), bytes)
 }
 
 #[cfg(test)]

@@ -268,29 +268,28 @@ impl Encoded {
         self.key
     }
 
-    /// Writes the snapshot to a temporary file, syncs it and renames it
-    /// over `path`, so a reader sees the old snapshot or the new one, never
-    /// a part. Returns the bytes written. When any step fails the temporary
-    /// file is removed: a part written to a full disk would otherwise hold
-    /// its space (hundreds of megabytes at 1M nodes) until the next
-    /// snapshot, while the stores need it.
+    /// Writes the snapshot over `path` atomically ([`crate::atomic`]), so a
+    /// reader sees the old snapshot or the new one, never a part. Returns
+    /// the bytes written. When any step fails the temporary file is
+    /// removed: a part written to a full disk would otherwise hold its
+    /// space (hundreds of megabytes at 1M nodes) until the next snapshot,
+    /// while the stores need it.
     pub fn write(&self, path: &Path) -> Result<u64, SnapshotError> {
-        let tmp = path.with_extension("snap.tmp");
-        let written = self
-            .write_to(&tmp)
-            .and_then(|total| std::fs::rename(&tmp, path).map(|()| total));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written.map_err(|source| SnapshotError::Io {
+        let mut total = 0;
+        crate::atomic::write_atomic(path, |file| {
+            total = self.write_to(file)?;
+            Ok(())
+        })
+        .map(|()| total)
+        .map_err(|source| SnapshotError::Io {
             path: path.to_owned(),
             source,
         })
     }
 
-    /// The snapshot's bytes into `tmp`, synced.
-    fn write_to(&self, tmp: &Path) -> std::io::Result<u64> {
-        let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(tmp)?);
+    /// The snapshot's bytes into `file`, flushed.
+    fn write_to(&self, file: &mut std::fs::File) -> std::io::Result<u64> {
+        let mut f = std::io::BufWriter::with_capacity(1 << 20, file);
         let mut header = W(Vec::with_capacity(48));
         header.0.extend_from_slice(MAGIC);
         let key = self.key;
@@ -304,8 +303,7 @@ impl Encoded {
             total += section.len() as u64 + 16;
         }
         f.write_all(END)?;
-        let f = f.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
+        f.flush()?;
         Ok(total + 8)
     }
 }
