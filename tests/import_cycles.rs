@@ -8,36 +8,22 @@
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
+mod workspace;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use workspace::{read, root, workspace_members};
+
 type ModPath = Vec<String>;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
-}
-
 /// The source folders of the workspace's crates: `src` of the root package
-/// and of every member listed in `members = [...]`.
+/// and of every member.
 fn source_dirs() -> Vec<PathBuf> {
-    let toml = read(&root().join("Cargo.toml"));
-    let members = toml
-        .split_once("members = [")
-        .and_then(|(_, rest)| rest.split_once(']'))
-        .map_or("", |(inside, _)| inside);
-    let mut dirs = vec![root().join("src")];
-    dirs.extend(
-        members
-            .split(',')
-            .map(|m| m.trim().trim_matches('"'))
-            .filter(|m| !m.is_empty())
-            .map(|m| root().join(m).join("src")),
-    );
-    dirs
+    let members = workspace_members(&read(&root().join("Cargo.toml")));
+    std::iter::once(root().join("src"))
+        .chain(members.iter().map(|m| root().join(m).join("src")))
+        .collect()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -123,7 +109,7 @@ fn is_ident_char(c: char) -> bool {
 
 /// Every path that starts with `crate`, `super` or `self`, as segments,
 /// with `use` groups (`use super::{a, b::c}`) expanded one level.
-fn relative_paths(code: &str) -> Vec<(String, usize, Vec<String>)> {
+fn relative_paths(code: &str) -> Vec<(bool, usize, Vec<String>)> {
     let mut out = Vec::new();
     let bytes = code.as_bytes();
     for head in ["crate::", "super::", "self::"] {
@@ -141,17 +127,17 @@ fn relative_paths(code: &str) -> Vec<(String, usize, Vec<String>)> {
                 supers += 1;
                 rest = r;
             }
-            let kind = if head == "crate::" { "crate" } else { "relative" };
+            let from_root = head == "crate::";
             if let Some(group) = rest.strip_prefix('{') {
                 let inside = group.split('}').next().unwrap_or("");
                 for item in inside.split(',') {
                     let segs = segments(item.trim());
                     if !segs.is_empty() {
-                        out.push((kind.to_owned(), supers, segs));
+                        out.push((from_root, supers, segs));
                     }
                 }
             } else {
-                out.push((kind.to_owned(), supers, segments(rest)));
+                out.push((from_root, supers, segments(rest)));
             }
         }
     }
@@ -189,10 +175,11 @@ fn dependencies(src: &Path) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
     for (module, file) in &modules {
         let mut to = BTreeSet::new();
         let text = code(&read(file));
-        for (kind, supers, segs) in relative_paths(&text) {
-            let mut path: ModPath = match kind.as_str() {
-                "crate" => Vec::new(),
-                _ => module[..module.len().saturating_sub(supers)].to_vec(),
+        for (from_root, supers, segs) in relative_paths(&text) {
+            let mut path: ModPath = if from_root {
+                Vec::new()
+            } else {
+                module[..module.len().saturating_sub(supers)].to_vec()
             };
             path.extend(segs);
             let target = (0..=path.len())
@@ -276,15 +263,15 @@ fn name(m: &ModPath) -> String {
 #[test]
 fn the_reader_finds_paths_and_cycles() {
     let found = relative_paths("use super::{a, b::c};\nlet x = crate::d::e(1); self::f; super::super::g::h;");
-    let got: Vec<(String, usize, String)> = found.into_iter().map(|(k, n, s)| (k, n, s.join("::"))).collect();
+    let got: Vec<(bool, usize, String)> = found.into_iter().map(|(k, n, s)| (k, n, s.join("::"))).collect();
     assert_eq!(
         got,
         [
-            ("crate".to_owned(), 0, "d::e".to_owned()),
-            ("relative".to_owned(), 1, "a".to_owned()),
-            ("relative".to_owned(), 1, "b::c".to_owned()),
-            ("relative".to_owned(), 2, "g::h".to_owned()),
-            ("relative".to_owned(), 0, "f".to_owned()),
+            (true, 0, "d::e".to_owned()),
+            (false, 1, "a".to_owned()),
+            (false, 1, "b::c".to_owned()),
+            (false, 2, "g::h".to_owned()),
+            (false, 0, "f".to_owned()),
         ]
     );
     assert_eq!(
