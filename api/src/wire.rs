@@ -14,7 +14,7 @@ mod shapes;
 
 use serde_json::{Map, Number, Value};
 use svc_engine::Sym;
-use svc_engine::graph::{self, NodeRef, NodeRow};
+use svc_engine::graph::{NodeFields, NodeRef, NodeRow};
 use svc_engine::intern::InternerReader;
 use svc_engine::props::{self, Props, ValueRef};
 
@@ -22,83 +22,52 @@ pub(crate) use names::listed_str;
 pub use names::{Crn, JsonObject, Phase, Reachability, Relation};
 pub use shapes::{Edge, EdgeVersion, Finding, Node, NodeDetail, Properties, Tags, TuiRow};
 
-/// The fields of one node, borrowed from the live graph or a stored version.
-#[derive(Clone)]
-pub struct NodeView<'a> {
-    /// provider, region, service, kind, account.
-    pub key: [Sym; 5],
-    pub physical_id: &'a str,
-    pub ty: Sym,
-    pub state: Sym,
-    pub cost_usd_mo: f32,
-    /// Unix seconds.
-    pub creation_ts: u64,
-    /// Microseconds since the epoch.
-    pub valid_from: u64,
-    /// Microseconds since the epoch; 0 while active.
-    pub valid_to: u64,
-    pub is_waste: bool,
-    pub waste_reason: &'a str,
-    pub risk_score: f32,
-    pub reachability: graph::Reachability,
-    pub phase: graph::Phase,
-    pub verdict: Option<Sym>,
-    pub tags: props::Tags<'a>,
-    pub props: Props<'a>,
+/// The fields of one node, borrowed from the live graph or a stored
+/// version: the schema's [`NodeFields`], with its text and lists read.
+#[derive(Clone, Copy)]
+pub struct NodeView<'a>(pub NodeFields<'a>);
+
+impl<'a> std::ops::Deref for NodeView<'a> {
+    type Target = NodeFields<'a>;
+    fn deref(&self) -> &NodeFields<'a> {
+        &self.0
+    }
 }
 
 impl<'a> NodeView<'a> {
     pub fn of(n: &NodeRef<'a>) -> NodeView<'a> {
-        NodeView {
-            key: n.key(),
-            physical_id: n.physical_id(),
-            ty: n.ty(),
-            state: n.state(),
-            cost_usd_mo: n.cost_usd_mo(),
-            creation_ts: n.creation_ts(),
-            valid_from: n.valid_from(),
-            valid_to: n.valid_to(),
-            is_waste: n.is_waste(),
-            waste_reason: n.waste_reason(),
-            risk_score: n.risk_score(),
-            reachability: n.reachability(),
-            phase: n.phase(),
-            verdict: n.verdict(),
-            tags: n.tags(),
-            props: n.props(),
-        }
+        NodeView(n.fields())
     }
 
     pub fn of_row(row: &'a NodeRow) -> NodeView<'a> {
-        NodeView {
-            key: row.key,
-            physical_id: &row.id,
-            ty: row.ty,
-            state: row.state,
-            cost_usd_mo: row.cost_usd_mo,
-            creation_ts: row.creation_ts,
-            valid_from: row.valid_from,
-            valid_to: row.valid_to,
-            is_waste: row.is_waste,
-            waste_reason: &row.waste_reason,
-            risk_score: row.risk_score,
-            reachability: row.reachability,
-            phase: row.phase,
-            verdict: row.verdict,
-            tags: props::Tags::new(&row.tags),
-            props: Props::new(&row.props),
-        }
+        NodeView(NodeFields::of(row))
+    }
+
+    pub fn physical_id(&self) -> &'a str {
+        text(self.0.id)
+    }
+
+    pub fn waste_reason(&self) -> &'a str {
+        text(self.0.waste_reason)
+    }
+
+    pub fn tags(&self) -> props::Tags<'a> {
+        props::Tags::new(self.0.tags)
+    }
+
+    pub fn props(&self) -> Props<'a> {
+        Props::new(self.0.props)
     }
 
     /// The graph-form CRN.
     pub fn crn(&self, r: &InternerReader<'_>) -> String {
-        crn_of(r, self.key, self.physical_id)
+        crn_of(r, self.key, self.physical_id())
     }
 
     /// The heuristic findings of SPEC 4.2 `heuristics_flagged`: one entry for
     /// a waste node with a reason, named by its verdict (or `waste`).
     pub fn heuristics_flagged(&self, r: &InternerReader<'_>) -> Vec<HeuristicFlag> {
-        flag_rule(self.is_waste, self.waste_reason, self.verdict)
+        flag_rule(self.is_waste, self.waste_reason(), self.verdict)
             .map(|rule| HeuristicFlag {
                 rule_name: rule.map_or(WASTE_RULE, |v| r.resolve(v)).to_owned(),
                 severity: severity(self.risk_score),
@@ -118,6 +87,11 @@ pub struct HeuristicFlag {
     /// From the risk score (<20, <40, <60, <80, >=80).
     #[schema(minimum = 1, maximum = 5)]
     pub severity: u8,
+}
+
+/// Stored text; bytes that are not UTF-8, which no arena holds, read as empty.
+fn text(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or("")
 }
 
 /// Rule name of a finding without a verdict symbol.
@@ -212,20 +186,20 @@ pub fn node_with_crn(v: &NodeView<'_>, crn: String, r: &InternerReader<'_>) -> N
         is_waste: v.is_waste,
         kind: r.resolve(v.key[3]).to_owned(),
         phase: v.phase.into(),
-        physical_id: v.physical_id.to_owned(),
-        properties: props_json(v.props.clone(), r),
+        physical_id: v.physical_id().to_owned(),
+        properties: props_json(v.props(), r),
         provider: r.resolve(v.key[0]).to_owned(),
         reachability: v.reachability.into(),
         region: r.resolve(v.key[1]).to_owned(),
         risk_score: f32_value(v.risk_score),
         service: r.resolve(v.key[2]).to_owned(),
         state: r.resolve(v.state).to_owned(),
-        tags: tags_json(v.tags.clone(), r),
+        tags: tags_json(v.tags(), r),
         ty: r.resolve(v.ty).to_owned(),
         valid_from: v.valid_from,
         valid_to: v.valid_to,
         verdict: v.verdict.map_or("", |s| r.resolve(s)).to_owned(),
-        waste_reason: v.waste_reason.to_owned(),
+        waste_reason: v.waste_reason().to_owned(),
     }
 }
 
@@ -255,7 +229,7 @@ pub fn tui_row(v: &NodeView<'_>, r: &InternerReader<'_>) -> TuiRow {
         region: r.resolve(v.key[1]).to_owned(),
         state: r.resolve(v.state).to_owned(),
         ty: r.resolve(v.ty).to_owned(),
-        waste_reason: v.waste_reason.to_owned(),
+        waste_reason: v.waste_reason().to_owned(),
     }
 }
 

@@ -4,52 +4,56 @@
 //! leading byte. Decoding never panics: a truncated or foreign value is an
 //! error naming what broke.
 
-use svc_graph::graph::{EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
-use svc_graph::ids::Sym;
+use svc_graph::graph::schema::{Bytes, F32, Flag, Key, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
+use svc_graph::graph::{EdgeFields, EdgeVersion, NodeFields, NodeRow};
 use svc_graph::relation::Relation;
 
 pub use crate::bytes::DecodeError;
 use crate::bytes::{Reader, Writer};
+use crate::kinds::Stored;
 
 const NODE_V1: u8 = 1;
 
+/// The node value's encoder and decoder, from the schema.
+macro_rules! node_codec {
+    (
+        identity { $($(#[$idoc:meta])* $ifield:ident / $icol:ident : $ikind:ident = $iname:literal,)* }
+        fields { $($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)* }
+    ) => {
+        /// How many bytes [`encode_fields_into`] appends for `f`.
+        pub fn encoded_fields_len(f: &NodeFields<'_>) -> usize {
+            1 $(+ $ikind::len(f.$ifield))* $(+ $kind::len(f.$field))*
+        }
+
+        /// A node version's stored value: the version byte, then every
+        /// field of the schema in order, appended to `out`.
+        pub fn encode_fields_into(f: &NodeFields<'_>, out: &mut Vec<u8>) {
+            let mut w = Writer::new(out);
+            w.u8(NODE_V1);
+            $($ikind::write(&mut w, f.$ifield);)*
+            $($kind::write(&mut w, f.$field);)*
+        }
+
+        pub fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
+            let mut r = Reader::new(buf);
+            if r.u8("version")? != NODE_V1 {
+                return Err(DecodeError("unknown node encoding version"));
+            }
+            Ok(NodeRow {
+                $($ifield: $ikind::read(&mut r, $iname)?,)*
+                $($field: $kind::read(&mut r, $name)?,)*
+            })
+        }
+    };
+}
+
+svc_graph::node_schema!(node_codec);
+
 #[cfg(test)]
 pub fn encode_node(n: &NodeRow) -> Vec<u8> {
-    let mut out = Vec::with_capacity(96 + n.id.len() + n.tags.len() + n.props.len());
+    let mut out = Vec::with_capacity(encoded_node_len(n));
     encode_node_into(n, &mut out);
     out
-}
-
-/// How many bytes [`encode_fields_into`] appends for `f`.
-pub fn encoded_fields_len(f: &NodeFields<'_>) -> usize {
-    // Version, five key symbols, type, state, cost, three times, waste,
-    // risk, reachability, phase, verdict, and four length prefixes.
-    let fixed = 1 + 5 * 4 + 4 + 4 + 4 + 3 * 8 + 1 + 4 + 1 + 1 + 4 + 4 * 4;
-    fixed + f.id.len() + f.waste_reason.len() + f.tags.len() + f.props.len()
-}
-
-/// A node version's stored value, appended to `out`.
-pub fn encode_fields_into(f: &NodeFields<'_>, out: &mut Vec<u8>) {
-    let mut w = Writer::new(out);
-    w.u8(NODE_V1);
-    for s in f.key {
-        w.sym(s);
-    }
-    w.bytes(f.id);
-    w.sym(f.ty);
-    w.sym(f.state);
-    w.f32(f.cost_usd_mo);
-    w.u64(f.creation_ts);
-    w.u64(f.valid_from);
-    w.u64(f.valid_to);
-    w.bool(f.is_waste);
-    w.bytes(f.waste_reason);
-    w.f32(f.risk_score);
-    w.u8(f.reachability as u8);
-    w.u8(f.phase as u8);
-    w.u32(f.verdict.map_or(0, Sym::to_raw));
-    w.bytes(f.tags);
-    w.bytes(f.props);
 }
 
 /// How many bytes [`encode_node_into`] appends for `n`.
@@ -60,38 +64,6 @@ pub fn encoded_node_len(n: &NodeRow) -> usize {
 /// [`encode_node`], appended to `out`.
 pub fn encode_node_into(n: &NodeRow, out: &mut Vec<u8>) {
     encode_fields_into(&NodeFields::of(n), out);
-}
-
-pub fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
-    let mut r = Reader::new(buf);
-    if r.u8("version")? != NODE_V1 {
-        return Err(DecodeError("unknown node encoding version"));
-    }
-    let key = [
-        r.sym("provider")?,
-        r.sym("region")?,
-        r.sym("service")?,
-        r.sym("kind")?,
-        r.sym("account")?,
-    ];
-    Ok(NodeRow {
-        key,
-        id: r.string("id")?,
-        ty: r.sym("type")?,
-        state: r.sym("state")?,
-        cost_usd_mo: r.f32("cost")?,
-        creation_ts: r.u64("creation_ts")?,
-        valid_from: r.u64("valid_from")?,
-        valid_to: r.u64("valid_to")?,
-        is_waste: r.bool("is_waste")?,
-        waste_reason: r.string("waste_reason")?,
-        risk_score: r.f32("risk_score")?,
-        reachability: Reachability::from_u8(r.u8("reachability")?),
-        phase: Phase::from_u8(r.u8("phase")?),
-        verdict: Sym::from_raw(r.u32("verdict")?),
-        tags: r.bytes("tags")?.to_vec(),
-        props: r.bytes("props")?.to_vec(),
-    })
 }
 
 /// The key of an edge in the edge tables: source, relation and target.
@@ -123,73 +95,68 @@ pub fn relation_key_into(relation: Relation, out: &mut Vec<u8>) {
 
 const EDGE_KEYED_V1: u8 = 2;
 
-/// An edge's fields without its endpoints, which its key ([`edge_key`]) carries.
+/// The edge value's encoder and decoder, from the schema.
+macro_rules! edge_codec {
+    ($($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)*) => {
+        /// How many bytes [`encode_edge_fields_into`] appends for `f`.
+        pub fn encoded_edge_fields_len(f: &EdgeFields<'_>) -> usize {
+            1 $(+ $kind::len(f.$field))*
+        }
+
+        /// An edge's stored value, without its endpoints, which its key
+        /// ([`edge_key`]) carries: the version byte, then every field of
+        /// the schema in order, appended to `out`.
+        pub fn encode_edge_fields_into(f: &EdgeFields<'_>, out: &mut Vec<u8>) {
+            let mut w = Writer::new(out);
+            w.u8(EDGE_KEYED_V1);
+            $($kind::write(&mut w, f.$field);)*
+        }
+
+        /// Rebuilds an edge from its key and [`encode_edge_fields_into`] bytes.
+        pub fn decode_edge_keyed(key: &[u8], value: &[u8]) -> Result<EdgeVersion, DecodeError> {
+            let key = std::str::from_utf8(key).map_err(|_| DecodeError("edge key"))?;
+            let mut parts = key.splitn(3, '\u{1}');
+            let (Some(src), Some(_), Some(dst)) = (parts.next(), parts.next(), parts.next()) else {
+                return Err(DecodeError("edge key"));
+            };
+            let mut r = Reader::new(value);
+            if r.u8("version")? != EDGE_KEYED_V1 {
+                return Err(DecodeError("unknown edge encoding version"));
+            }
+            Ok(EdgeVersion {
+                src: src.to_owned(),
+                dst: dst.to_owned(),
+                $($field: $kind::read(&mut r, $name)?,)*
+            })
+        }
+    };
+}
+
+svc_graph::edge_schema!(edge_codec);
+
+/// An edge's stored value ([`encode_edge_fields_into`]).
 #[cfg(test)]
 pub fn encode_edge_value(e: &EdgeVersion) -> Vec<u8> {
-    let mut out = Vec::with_capacity(24 + e.props.len());
+    let mut out = Vec::new();
     encode_edge_value_into(e, &mut out);
     out
 }
 
 /// How many bytes [`encode_edge_value_into`] appends for `e`.
 pub fn encoded_edge_value_len(e: &EdgeVersion) -> usize {
-    edge_value_len(e.props.len())
-}
-
-/// How many bytes an edge value with `props` bytes of properties takes.
-pub fn edge_value_len(props: usize) -> usize {
-    // Version, relation, inferred, two times and the properties' length prefix.
-    1 + 1 + 1 + 2 * 8 + 4 + props
+    encoded_edge_fields_len(&EdgeFields::of(e))
 }
 
 /// [`encode_edge_value`], appended to `out`.
 pub fn encode_edge_value_into(e: &EdgeVersion, out: &mut Vec<u8>) {
-    encode_edge_fields_into(e.relation, e.inferred, e.valid_from, e.valid_to, &e.props, out);
-}
-
-/// An edge's stored value from its fields, appended to `out`.
-pub fn encode_edge_fields_into(
-    relation: Relation,
-    inferred: bool,
-    valid_from: u64,
-    valid_to: u64,
-    props: &[u8],
-    out: &mut Vec<u8>,
-) {
-    let mut w = Writer::new(out);
-    w.u8(EDGE_KEYED_V1);
-    w.u8(relation as u8);
-    w.bool(inferred);
-    w.u64(valid_from);
-    w.u64(valid_to);
-    w.bytes(props);
-}
-
-/// Rebuilds an edge from its key and [`encode_edge_value`] bytes.
-pub fn decode_edge_keyed(key: &[u8], value: &[u8]) -> Result<EdgeVersion, DecodeError> {
-    let key = std::str::from_utf8(key).map_err(|_| DecodeError("edge key"))?;
-    let mut parts = key.splitn(3, '\u{1}');
-    let (Some(src), Some(_), Some(dst)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(DecodeError("edge key"));
-    };
-    let mut r = Reader::new(value);
-    if r.u8("version")? != EDGE_KEYED_V1 {
-        return Err(DecodeError("unknown edge encoding version"));
-    }
-    Ok(EdgeVersion {
-        src: src.to_owned(),
-        dst: dst.to_owned(),
-        relation: Relation::from_u8(r.u8("relation")?).ok_or(DecodeError("relation"))?,
-        inferred: r.bool("inferred")?,
-        valid_from: r.u64("valid_from")?,
-        valid_to: r.u64("valid_to")?,
-        props: r.bytes("props")?.to_vec(),
-    })
+    encode_edge_fields_into(&EdgeFields::of(e), out);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use svc_graph::graph::{Phase, Reachability};
+    use svc_graph::ids::Sym;
 
     fn sym(raw: u32) -> Sym {
         Sym::from_raw(raw).unwrap()

@@ -25,8 +25,9 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use thiserror::Error;
 
 use super::codec::{
-    DecodeError, decode_edge_keyed, decode_node, edge_key, edge_key_into, edge_value_len, encode_edge_fields_into,
-    encode_edge_value_into, encode_node_into, encoded_edge_value_len, encoded_node_len, relation_key_into,
+    DecodeError, decode_edge_keyed, decode_node, edge_key, edge_key_into, encode_edge_fields_into,
+    encode_edge_value_into, encode_node_into, encoded_edge_fields_len, encoded_edge_value_len, encoded_node_len,
+    relation_key_into,
 };
 use svc_graph::graph::{Changes, DirtyRows, EdgeVersion, Graph, NodeRow, NodeVersion};
 use svc_graph::ids::NodeId;
@@ -523,19 +524,11 @@ impl Versions for GraphVersions<'_> {
                     edge_key,
                     |e, v| {
                         let (shard, r) = edge(e);
-                        let props = shard.props[r].get(&shard.arena);
-                        encode_edge_fields_into(
-                            shard.rel[r],
-                            shard.inferred.get(r),
-                            shard.valid_from[r],
-                            shard.valid_to[r],
-                            props,
-                            v,
-                        );
+                        encode_edge_fields_into(&shard.fields(r as u32), v);
                     },
                     |e| {
                         let (shard, r) = edge(e);
-                        edge_value_len(shard.props[r].len as usize)
+                        encoded_edge_fields_len(&shard.fields(r as u32))
                     },
                 )
             },

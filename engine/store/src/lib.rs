@@ -5,6 +5,7 @@ pub mod atomic;
 pub mod bytes;
 pub mod codec;
 pub mod graph_store;
+mod kinds;
 pub mod ledger;
 mod policy_store;
 pub mod snapshot;

@@ -19,9 +19,10 @@ use rustc_hash::FxHasher;
 
 use super::bytes::{DecodeError, Reader, Writer};
 use super::graph_store::CommitMeta;
-use svc_graph::graph::{BitSet, EdgeShard, Graph, NodeShard, Phase, Reachability, Span};
-use svc_graph::ids::{EDGE_SHARDS, NODE_SHARDS, NodeId, Sym};
-use svc_graph::relation::Relation;
+use super::kinds::Stored;
+use svc_graph::graph::schema::{Bytes, F32, Flag, Key, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
+use svc_graph::graph::{EdgeShard, Graph, NodeShard};
+use svc_graph::ids::{EDGE_SHARDS, NODE_SHARDS, NodeId};
 
 const MAGIC: &[u8; 8] = b"SVCSNAP\x02";
 const END: &[u8; 8] = b"SVCSNAPE";
@@ -69,32 +70,6 @@ impl W {
     }
 }
 
-/// `n` symbols; raw 0 is `what`.
-fn syms(r: &mut Reader<'_>, n: usize, what: &'static str) -> Result<Vec<Sym>, DecodeError> {
-    r.u32s(n, what)?
-        .map(|v| Sym::from_raw(v).ok_or(DecodeError(what)))
-        .collect()
-}
-
-/// `n` spans (offset and length, `u32` each), every one inside an arena of
-/// `arena_len` bytes.
-fn spans(r: &mut Reader<'_>, n: usize, arena_len: usize, what: &'static str) -> Result<Vec<Span>, DecodeError> {
-    r.arrays::<8>(n, what)?
-        .iter()
-        .map(|&[a, b, c, d, e, f, g, h]| {
-            let s = Span {
-                off: u32::from_le_bytes([a, b, c, d]),
-                len: u32::from_le_bytes([e, f, g, h]),
-            };
-            if (s.off as usize + s.len as usize) <= arena_len {
-                Ok(s)
-            } else {
-                Err(DecodeError(what))
-            }
-        })
-        .collect()
-}
-
 fn checksum(b: &[u8]) -> u64 {
     let mut h = FxHasher::default();
     h.write(b);
@@ -102,143 +77,120 @@ fn checksum(b: &[u8]) -> u64 {
     h.finish()
 }
 
-fn encode_nodes(s: &NodeShard) -> Vec<u8> {
-    let n = s.len();
-    let mut out = Vec::with_capacity(n * 140 + s.arena.len() + 64);
-    let mut w = Writer::new(&mut out);
-    w.u64s([n as u64, u64::from(s.generation)]);
-    w.bytes64(&s.arena);
-    w.u64s(s.hash.iter().copied());
-    w.u32s(s.key.iter().flat_map(|k| k.map(Sym::to_raw)));
-    w.u32s(s.id.iter().flat_map(|x| [x.off, x.len]));
-    w.u32s(s.ty.iter().map(|x| x.to_raw()));
-    w.u32s(s.state.iter().map(|x| x.to_raw()));
-    w.u32s(s.cost.iter().map(|x| x.to_bits()));
-    w.u64s(s.creation_ts.iter().copied());
-    w.u64s(s.valid_from.iter().copied());
-    w.u64s(s.valid_to.iter().copied());
-    w.u8s((0..n).map(|r| u8::from(s.waste.get(r))));
-    w.u32s(s.waste_reason.iter().flat_map(|x| [x.off, x.len]));
-    w.u32s(s.risk.iter().map(|x| x.to_bits()));
-    w.u8s(s.reach.iter().map(|x| *x as u8));
-    w.u8s(s.phase.iter().map(|x| *x as u8));
-    w.u32s(s.verdict.iter().map(|x| x.map_or(0, Sym::to_raw)));
-    w.u32s(s.tags.iter().flat_map(|x| [x.off, x.len]));
-    w.u32s(s.props.iter().flat_map(|x| [x.off, x.len]));
-    w.u64s(s.content.iter().copied());
-    w.u32s(s.seen.iter().copied());
-    out
+/// The shards' snapshot sections, from the schema.
+macro_rules! node_section {
+    (
+        identity { $($(#[$idoc:meta])* $ifield:ident / $icol:ident : $ikind:ident = $iname:literal,)* }
+        fields { $($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)* }
+    ) => {
+        /// A node shard's section: its row count and generation, its arena,
+        /// the key hashes, a column for each field of the schema in order,
+        /// the content hashes and the scan that last saw each row.
+        fn encode_nodes(s: &NodeShard) -> Vec<u8> {
+            let n = s.len();
+            let mut out = Vec::with_capacity(n * 140 + s.arena.len() + 64);
+            let mut w = Writer::new(&mut out);
+            w.u64s([n as u64, u64::from(s.generation)]);
+            w.bytes64(&s.arena);
+            w.u64s(s.hash.iter().copied());
+            $($ikind::write_column(&mut w, &s.$icol, n);)*
+            $($kind::write_column(&mut w, &s.$col, n);)*
+            w.u64s(s.content.iter().copied());
+            w.u32s(s.seen.iter().copied());
+            out
+        }
+
+        /// A node shard from its snapshot section (as [`encode`] wrote it), with
+        /// its hash index rebuilt.
+        pub fn decode_nodes(b: &[u8]) -> Result<NodeShard, DecodeError> {
+            let mut r = Reader::new(b);
+            let n = usize::try_from(r.u64("node count")?).map_err(|_| DecodeError("node count"))?;
+            if n > b.len() {
+                return Err(DecodeError("node count"));
+            }
+            let generation = u32::try_from(r.u64("generation")?).map_err(|_| DecodeError("generation"))?;
+            let arena = r.bytes64("node arena")?.to_vec();
+            let a = arena.len();
+            let hash = r.u64s(n, "hash")?.collect();
+            $(let $icol = $ikind::read_column(&mut r, n, a, $iname)?;)*
+            $(let $col = $kind::read_column(&mut r, n, a, $name)?;)*
+            let mut s = NodeShard {
+                generation,
+                hash,
+                $($icol,)*
+                $($col,)*
+                content: r.u64s(n, "content")?.collect(),
+                seen: r.u32s(n, "seen")?.collect(),
+                ..NodeShard::default()
+            };
+            r.end("trailing bytes in node shard")?;
+            s.arena = arena;
+            s.rebuild_index();
+            Ok(s)
+        }
+    };
 }
 
-/// A node shard from its snapshot section (as [`encode`] wrote it), with
-/// its hash index rebuilt.
-pub fn decode_nodes(b: &[u8]) -> Result<NodeShard, DecodeError> {
-    let mut r = Reader::new(b);
-    let n = usize::try_from(r.u64("node count")?).map_err(|_| DecodeError("node count"))?;
-    if n > b.len() {
-        return Err(DecodeError("node count"));
-    }
-    let generation = u32::try_from(r.u64("generation")?).map_err(|_| DecodeError("generation"))?;
-    let arena = r.bytes64("node arena")?.to_vec();
-    let a = arena.len();
-    let mut s = NodeShard {
-        generation,
-        ..NodeShard::default()
+svc_graph::node_schema!(node_section);
+
+/// The edge shards' snapshot sections, from the schema.
+macro_rules! edge_section {
+    ($($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)*) => {
+        /// An edge shard's section: its row count, its arena, the sources
+        /// and targets, a column for each field of the schema in order,
+        /// and the scan that last saw each row.
+        fn encode_edges(s: &EdgeShard) -> Vec<u8> {
+            let n = s.len();
+            let mut out = Vec::with_capacity(n * 64 + s.arena.len() + 64);
+            let mut w = Writer::new(&mut out);
+            w.u64s([n as u64]);
+            w.bytes64(&s.arena);
+            w.u64s(s.src.iter().map(|x| x.to_raw()));
+            w.u64s(s.dst.iter().map(|x| x.to_raw()));
+            $($kind::write_column(&mut w, &s.$col, n);)*
+            w.u32s(s.seen.iter().copied());
+            out
+        }
+
+        /// An edge shard from its snapshot section (as [`encode`] wrote it), every
+        /// endpoint a row of `nodes`, with its hash index rebuilt.
+        pub fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError> {
+            let mut r = Reader::new(b);
+            let n = usize::try_from(r.u64("edge count")?).map_err(|_| DecodeError("edge count"))?;
+            if n > b.len() {
+                return Err(DecodeError("edge count"));
+            }
+            let arena = r.bytes64("edge arena")?.to_vec();
+            let a = arena.len();
+            let node_ok = |id: NodeId| nodes.get(id.shard()).is_some_and(|s| (id.row() as usize) < s.len());
+            let ids = |r: &mut Reader<'_>, what| -> Result<Vec<NodeId>, DecodeError> {
+                r.u64s(n, what)?
+                    .map(|v| {
+                        Some(NodeId::from_raw(v))
+                            .filter(|id| node_ok(*id))
+                            .ok_or(DecodeError(what))
+                    })
+                    .collect()
+            };
+            let src = ids(&mut r, "source")?;
+            let dst = ids(&mut r, "target")?;
+            $(let $col = $kind::read_column(&mut r, n, a, $name)?;)*
+            let mut s = EdgeShard {
+                src,
+                dst,
+                $($col,)*
+                seen: r.u32s(n, "seen")?.collect(),
+                ..EdgeShard::default()
+            };
+            r.end("trailing bytes in edge shard")?;
+            s.arena = arena;
+            s.rebuild_index();
+            Ok(s)
+        }
     };
-    s.hash = r.u64s(n, "hash")?.collect();
-    let keys = syms(&mut r, 5 * n, "key")?;
-    s.key = keys.chunks_exact(5).map(|k| [k[0], k[1], k[2], k[3], k[4]]).collect();
-    s.id = spans(&mut r, n, a, "id")?;
-    s.ty = syms(&mut r, n, "type")?;
-    s.state = syms(&mut r, n, "state")?;
-    s.cost = r.u32s(n, "cost")?.map(f32::from_bits).collect();
-    s.creation_ts = r.u64s(n, "creation_ts")?.collect();
-    s.valid_from = r.u64s(n, "valid_from")?.collect();
-    s.valid_to = r.u64s(n, "valid_to")?.collect();
-    let waste = r.u8s(n, "waste")?;
-    s.waste = BitSet::with_len(n);
-    for (i, w) in waste.iter().enumerate() {
-        s.waste.set(i, *w != 0);
-    }
-    s.waste_reason = spans(&mut r, n, a, "waste_reason")?;
-    s.risk = r.u32s(n, "risk")?.map(f32::from_bits).collect();
-    s.reach = r
-        .u8s(n, "reachability")?
-        .iter()
-        .map(|v| Reachability::from_u8(*v))
-        .collect();
-    s.phase = r.u8s(n, "phase")?.iter().map(|v| Phase::from_u8(*v)).collect();
-    s.verdict = r.u32s(n, "verdict")?.map(Sym::from_raw).collect();
-    s.tags = spans(&mut r, n, a, "tags")?;
-    s.props = spans(&mut r, n, a, "props")?;
-    s.content = r.u64s(n, "content")?.collect();
-    s.seen = r.u32s(n, "seen")?.collect();
-    r.end("trailing bytes in node shard")?;
-    s.arena = arena;
-    s.rebuild_index();
-    Ok(s)
 }
 
-fn encode_edges(s: &EdgeShard) -> Vec<u8> {
-    let n = s.len();
-    let mut out = Vec::with_capacity(n * 64 + s.arena.len() + 64);
-    let mut w = Writer::new(&mut out);
-    w.u64s([n as u64]);
-    w.bytes64(&s.arena);
-    w.u64s(s.src.iter().map(|x| x.to_raw()));
-    w.u64s(s.dst.iter().map(|x| x.to_raw()));
-    w.u8s(s.rel.iter().map(|x| *x as u8));
-    w.u8s((0..n).map(|r| u8::from(s.inferred.get(r))));
-    w.u64s(s.valid_from.iter().copied());
-    w.u64s(s.valid_to.iter().copied());
-    w.u32s(s.props.iter().flat_map(|x| [x.off, x.len]));
-    w.u32s(s.seen.iter().copied());
-    out
-}
-
-/// An edge shard from its snapshot section (as [`encode`] wrote it), every
-/// endpoint a row of `nodes`, with its hash index rebuilt.
-pub fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError> {
-    let mut r = Reader::new(b);
-    let n = usize::try_from(r.u64("edge count")?).map_err(|_| DecodeError("edge count"))?;
-    if n > b.len() {
-        return Err(DecodeError("edge count"));
-    }
-    let arena = r.bytes64("edge arena")?.to_vec();
-    let node_ok = |id: NodeId| nodes.get(id.shard()).is_some_and(|s| (id.row() as usize) < s.len());
-    let ids = |r: &mut Reader<'_>, what| -> Result<Vec<NodeId>, DecodeError> {
-        r.u64s(n, what)?
-            .map(|v| {
-                Some(NodeId::from_raw(v))
-                    .filter(|id| node_ok(*id))
-                    .ok_or(DecodeError(what))
-            })
-            .collect()
-    };
-    let mut s = EdgeShard {
-        src: ids(&mut r, "source")?,
-        dst: ids(&mut r, "target")?,
-        ..EdgeShard::default()
-    };
-    s.rel = r
-        .u8s(n, "relation")?
-        .iter()
-        .map(|v| Relation::from_u8(*v).ok_or(DecodeError("relation")))
-        .collect::<Result<_, _>>()?;
-    let inferred = r.u8s(n, "inferred")?;
-    s.inferred = BitSet::with_len(n);
-    for (i, v) in inferred.iter().enumerate() {
-        s.inferred.set(i, *v != 0);
-    }
-    s.valid_from = r.u64s(n, "valid_from")?.collect();
-    s.valid_to = r.u64s(n, "valid_to")?.collect();
-    s.props = spans(&mut r, n, arena.len(), "props")?;
-    s.seen = r.u32s(n, "seen")?.collect();
-    r.end("trailing bytes in edge shard")?;
-    s.arena = arena;
-    s.rebuild_index();
-    Ok(s)
-}
+svc_graph::edge_schema!(edge_section);
 
 /// Writes the graph to `path` atomically (temporary file, fsync, rename).
 pub fn write(path: &Path, graph: &Graph, key: SnapshotKey) -> Result<u64, SnapshotError> {
@@ -371,6 +323,85 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use svc_graph::graph::shard::HeldProps;
+    use svc_graph::graph::{NodeRow, Phase, Reachability};
+    use svc_graph::ids::Sym;
+    use svc_graph::relation::Relation;
+
+    /// The sections' layouts, spelled out byte by byte: the schema's order
+    /// is the stored order, and a section reads back as it was.
+    #[test]
+    fn sections_keep_their_layout() {
+        let sym = |raw| Sym::from_raw(raw).unwrap();
+        let row = NodeRow {
+            key: [sym(1), sym(2), sym(3), sym(4), sym(5)],
+            id: "i".into(),
+            ty: sym(6),
+            state: sym(7),
+            cost_usd_mo: 1.5,
+            creation_ts: 8,
+            valid_from: 9,
+            valid_to: 10,
+            is_waste: true,
+            waste_reason: "w".into(),
+            risk_score: 2.0,
+            reachability: Reachability::Unreachable,
+            phase: Phase::Codegen,
+            verdict: Some(sym(11)),
+            tags: vec![0xaa],
+            props: vec![0xbb],
+        };
+        let mut nodes = NodeShard::default();
+        nodes.load(0x1234, &row);
+        let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let u64s = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let want = [
+            u64s(&[1, 0, 4]),
+            b"iw\xaa\xbb".to_vec(),
+            u64s(&[0x1234]),
+            u32s(&[1, 2, 3, 4, 5, 0, 1, 6, 7, 1.5f32.to_bits()]),
+            u64s(&[8, 9, 10]),
+            vec![1],
+            u32s(&[1, 1, 2.0f32.to_bits()]),
+            vec![2, 3],
+            u32s(&[11, 2, 1, 3, 1]),
+            u64s(&[nodes.content[0]]),
+            u32s(&[0]),
+        ]
+        .concat();
+        assert_eq!(encode_nodes(&nodes), want);
+        let back = decode_nodes(&want).unwrap();
+        assert_eq!(back.row(0), row);
+        assert_eq!(back.find(0x1234, &row.key, b"i"), Some(0));
+
+        let end = NodeId::new(0, 0, 0);
+        let mut edges = EdgeShard::default();
+        let rel = Relation::ALL[3];
+        edges.upsert(
+            end,
+            end,
+            rel,
+            true,
+            &[0xcc],
+            &mut HeldProps::default(),
+            0,
+            7,
+            Some((5, 6)),
+        );
+        let want = [
+            u64s(&[1, 1]),
+            vec![0xcc],
+            u64s(&[end.to_raw(), end.to_raw()]),
+            vec![rel as u8, 1],
+            u64s(&[5, 6]),
+            u32s(&[0, 1, 7]),
+        ]
+        .concat();
+        assert_eq!(encode_edges(&edges), want);
+        let back = decode_edges(&want, std::slice::from_ref(&nodes)).unwrap();
+        assert_eq!(back.fields(0).to_version(String::new(), String::new()).props, [0xcc]);
+        assert_eq!(back.find(end, end, rel), Some(0));
+    }
 
     proptest! {
         #[test]

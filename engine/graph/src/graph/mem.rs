@@ -34,6 +34,52 @@ pub fn push_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Span {
     }
 }
 
+/// A growable bitset.
+#[derive(Default, Clone)]
+pub struct BitSet {
+    words: Vec<u64>,
+}
+
+impl BitSet {
+    pub fn with_len(len: usize) -> BitSet {
+        BitSet {
+            words: vec![0; len.div_ceil(64)],
+        }
+    }
+    #[inline]
+    pub fn get(&self, i: usize) -> bool {
+        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    #[inline]
+    pub fn set(&mut self, i: usize, v: bool) {
+        let w = i / 64;
+        if w >= self.words.len() {
+            self.words.resize(w + 1, 0);
+        }
+        if v {
+            self.words[w] |= 1 << (i % 64);
+        } else {
+            self.words[w] &= !(1 << (i % 64));
+        }
+    }
+    /// Sets bit `i`; returns whether it was clear before.
+    #[inline]
+    pub fn insert(&mut self, i: usize) -> bool {
+        let was = self.get(i);
+        self.set(i, true);
+        !was
+    }
+    pub fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+    pub fn count_ones(&self) -> usize {
+        self.words.iter().map(|w| w.count_ones() as usize).sum()
+    }
+    pub fn heap_bytes(&self) -> usize {
+        self.words.capacity() * 8
+    }
+}
+
 /// MurmurHash3's finaliser: spreads every input bit over the low byte used for sharding.
 pub fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;

@@ -6,8 +6,8 @@
 
 pub mod adjacency;
 pub mod batch;
-mod fields;
 pub mod mem;
+pub mod schema;
 pub mod shard;
 mod staging;
 mod view;
@@ -27,8 +27,9 @@ use batch::key_hash;
 pub use batch::{
     Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, SharedProps, Span,
 };
-pub use fields::NodeFields;
-pub use shard::{BitSet, EdgeShard, NodeRow, NodeShard, Phase, Reachability, Upsert, Verdict, visible};
+pub use mem::BitSet;
+pub use schema::{EdgeFields, EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
+pub use shard::{EdgeShard, NodeShard, Upsert, Verdict, visible};
 pub use staging::NodeStage;
 pub use view::{EdgeRef, NodeRef};
 
@@ -86,18 +87,6 @@ pub struct GraphStats {
 pub struct NodeVersion {
     pub crn: String,
     pub row: NodeRow,
-}
-
-/// One changed edge, as written to the temporal store.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EdgeVersion {
-    pub src: String,
-    pub dst: String,
-    pub relation: Relation,
-    pub inferred: bool,
-    pub valid_from: u64,
-    pub valid_to: u64,
-    pub props: Vec<u8>,
 }
 
 /// Node and edge rows changed between two calls of [`Graph::take_row_changes`].

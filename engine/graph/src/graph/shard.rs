@@ -6,127 +6,16 @@ use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
 use super::batch::BatchNode;
-use super::mem::{ID_PREFETCH, Span, content_hash, fmix64, push_bytes};
+use super::mem::{BitSet, ID_PREFETCH, Span, content_hash, fmix64, push_bytes};
 pub use super::mem::{prefetch, prefetch_bytes};
+use super::schema::{self, EdgeFields, Kind, NodeFields, NodeRow, Phase, Reachability};
 use crate::ids::{NodeId, Sym};
 use crate::relation::Relation;
-
-/// Reachability from the estate's entry points (formal verification).
-#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
-#[repr(u8)]
-pub enum Reachability {
-    #[default]
-    Unknown = 0,
-    Reachable = 1,
-    Unreachable = 2,
-}
-
-impl Reachability {
-    pub fn name(self) -> &'static str {
-        match self {
-            Reachability::Unknown => "unknown",
-            Reachability::Reachable => "reachable",
-            Reachability::Unreachable => "unreachable",
-        }
-    }
-    pub fn from_u8(v: u8) -> Reachability {
-        match v {
-            1 => Reachability::Reachable,
-            2 => Reachability::Unreachable,
-            _ => Reachability::Unknown,
-        }
-    }
-}
-
-/// Remediation pipeline stage (SPEC 3.1); `None` before a node is flagged.
-#[derive(Copy, Clone, PartialEq, Eq, Debug, Default)]
-#[repr(u8)]
-pub enum Phase {
-    #[default]
-    None = 0,
-    Flagged = 1,
-    Analyzed = 2,
-    Codegen = 3,
-    SauGate = 4,
-    Pending = 5,
-    Applied = 6,
-}
-
-impl Phase {
-    pub fn name(self) -> &'static str {
-        match self {
-            Phase::None => "",
-            Phase::Flagged => "flagged",
-            Phase::Analyzed => "analyzed",
-            Phase::Codegen => "codegen",
-            Phase::SauGate => "sau_gate",
-            Phase::Pending => "pending",
-            Phase::Applied => "applied",
-        }
-    }
-    pub fn from_u8(v: u8) -> Phase {
-        match v {
-            1 => Phase::Flagged,
-            2 => Phase::Analyzed,
-            3 => Phase::Codegen,
-            4 => Phase::SauGate,
-            5 => Phase::Pending,
-            6 => Phase::Applied,
-            _ => Phase::None,
-        }
-    }
-}
 
 /// A node or edge is visible when `valid_to` is 0 or later than `now_us` (SPEC 3.3).
 #[inline]
 pub fn visible(valid_to: u64, now_us: u64) -> bool {
     valid_to == 0 || valid_to > now_us
-}
-
-/// A growable bitset.
-#[derive(Default, Clone)]
-pub struct BitSet {
-    words: Vec<u64>,
-}
-
-impl BitSet {
-    pub fn with_len(len: usize) -> BitSet {
-        BitSet {
-            words: vec![0; len.div_ceil(64)],
-        }
-    }
-    #[inline]
-    pub fn get(&self, i: usize) -> bool {
-        self.words.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
-    }
-    #[inline]
-    pub fn set(&mut self, i: usize, v: bool) {
-        let w = i / 64;
-        if w >= self.words.len() {
-            self.words.resize(w + 1, 0);
-        }
-        if v {
-            self.words[w] |= 1 << (i % 64);
-        } else {
-            self.words[w] &= !(1 << (i % 64));
-        }
-    }
-    /// Sets bit `i`; returns whether it was clear before.
-    #[inline]
-    pub fn insert(&mut self, i: usize) -> bool {
-        let was = self.get(i);
-        self.set(i, true);
-        !was
-    }
-    pub fn clear(&mut self) {
-        self.words.iter_mut().for_each(|w| *w = 0);
-    }
-    pub fn count_ones(&self) -> usize {
-        self.words.iter().map(|w| w.count_ones() as usize).sum()
-    }
-    fn heap_bytes(&self) -> usize {
-        self.words.capacity() * 8
-    }
 }
 
 /// Rows whose visibility may have changed since the adjacency index was
@@ -186,64 +75,71 @@ pub enum Upsert {
     Revived,
 }
 
-/// One node shard. Rows never move; deletion is logical (`valid_to`).
-#[derive(Default)]
-pub struct NodeShard {
-    pub generation: u32,
-    pub hash: Vec<u64>,
-    /// provider, region, service, kind, account.
-    pub key: Vec<[Sym; 5]>,
-    pub id: Vec<Span>,
-    pub ty: Vec<Sym>,
-    pub state: Vec<Sym>,
-    pub cost: Vec<f32>,
-    pub creation_ts: Vec<u64>,
-    pub valid_from: Vec<u64>,
-    pub valid_to: Vec<u64>,
-    pub waste: BitSet,
-    pub waste_reason: Vec<Span>,
-    pub risk: Vec<f32>,
-    pub reach: Vec<Reachability>,
-    pub phase: Vec<Phase>,
-    pub verdict: Vec<Option<Sym>>,
-    pub tags: Vec<Span>,
-    pub props: Vec<Span>,
-    /// Hash of the discovered fields, to tell a changed node from an unchanged one.
-    pub content: Vec<u64>,
-    /// The scan that last reported the row.
-    pub seen: Vec<u32>,
-    pub arena: Vec<u8>,
-    pub index: HashTable<u32>,
-    /// Rows changed since the last commit, each once.
-    pub dirty: Vec<u32>,
-    pub dirty_set: BitSet,
-    /// Rows retired, revived or loaded since the adjacency index was built.
-    pub touched: Touched,
-    /// Rows inserted, changed, revived, retired or loaded since the last
-    /// [`super::Graph::take_row_changes`].
-    pub changed: Touched,
+/// The node shard and its row-wide operations, from [`crate::node_schema!`].
+macro_rules! node_shard {
+    (
+        identity { $($(#[$idoc:meta])* $ifield:ident / $icol:ident : $ikind:ident = $iname:literal,)* }
+        fields { $($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)* }
+    ) => {
+        /// One node shard: a column for each field of the schema, aligned
+        /// by row. Rows never move; deletion is logical (`valid_to`).
+        #[derive(Default)]
+        pub struct NodeShard {
+            pub generation: u32,
+            /// The key's hash, by which the index finds a row.
+            pub hash: Vec<u64>,
+            $($(#[$idoc])* pub $icol: <schema::$ikind as Kind>::Column,)*
+            $($(#[$doc])* pub $col: <schema::$kind as Kind>::Column,)*
+            /// Hash of the discovered fields, to tell a changed node from an unchanged one.
+            pub content: Vec<u64>,
+            /// The scan that last reported the row.
+            pub seen: Vec<u32>,
+            pub arena: Vec<u8>,
+            pub index: HashTable<u32>,
+            /// Rows changed since the last commit, each once.
+            pub dirty: Vec<u32>,
+            pub dirty_set: BitSet,
+            /// Rows retired, revived or loaded since the adjacency index was built.
+            pub touched: Touched,
+            /// Rows inserted, changed, revived, retired or loaded since the last
+            /// [`super::Graph::take_row_changes`].
+            pub changed: Touched,
+        }
+
+        impl NodeShard {
+            /// A row's fields, borrowed.
+            pub fn fields(&self, row: u32) -> NodeFields<'_> {
+                let r = row as usize;
+                NodeFields {
+                    $($ifield: <schema::$ikind as Kind>::get(&self.$icol, &self.arena, r),)*
+                    $($field: <schema::$kind as Kind>::get(&self.$col, &self.arena, r),)*
+                }
+            }
+
+            /// Overwrites every field of row `r` but its identity with `f`'s.
+            fn set_fields(&mut self, r: usize, f: &NodeFields<'_>) {
+                $(<schema::$kind as Kind>::set(&mut self.$col, &mut self.arena, r, f.$field);)*
+            }
+
+            fn reserve_columns(&mut self, rows: usize) {
+                $(<schema::$ikind as Kind>::reserve(&mut self.$icol, rows);)*
+                $(<schema::$kind as Kind>::reserve(&mut self.$col, rows);)*
+            }
+
+            fn shrink_columns(&mut self) {
+                $(<schema::$ikind as Kind>::shrink(&mut self.$icol);)*
+                $(<schema::$kind as Kind>::shrink(&mut self.$col);)*
+            }
+
+            fn columns_heap_bytes(&self) -> usize {
+                0 $(+ <schema::$ikind as Kind>::heap_bytes(&self.$icol))*
+                    $(+ <schema::$kind as Kind>::heap_bytes(&self.$col))*
+            }
+        }
+    };
 }
 
-/// Everything a node row holds, owned; used to load rows from the store.
-#[derive(Clone, Debug, PartialEq)]
-pub struct NodeRow {
-    pub key: [Sym; 5],
-    pub id: String,
-    pub ty: Sym,
-    pub state: Sym,
-    pub cost_usd_mo: f32,
-    pub creation_ts: u64,
-    pub valid_from: u64,
-    pub valid_to: u64,
-    pub is_waste: bool,
-    pub waste_reason: String,
-    pub risk_score: f32,
-    pub reachability: Reachability,
-    pub phase: Phase,
-    pub verdict: Option<Sym>,
-    pub tags: Vec<u8>,
-    pub props: Vec<u8>,
-}
+crate::node_schema!(node_shard);
 
 /// The outcome of the heuristics phase for one node.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -354,21 +250,7 @@ impl NodeShard {
     /// large ingest grows each column once instead of doubling repeatedly.
     pub fn reserve(&mut self, rows: usize, bytes: usize) {
         self.hash.reserve(rows);
-        self.key.reserve(rows);
-        self.id.reserve(rows);
-        self.ty.reserve(rows);
-        self.state.reserve(rows);
-        self.cost.reserve(rows);
-        self.creation_ts.reserve(rows);
-        self.valid_from.reserve(rows);
-        self.valid_to.reserve(rows);
-        self.waste_reason.reserve(rows);
-        self.risk.reserve(rows);
-        self.reach.reserve(rows);
-        self.phase.reserve(rows);
-        self.verdict.reserve(rows);
-        self.tags.reserve(rows);
-        self.props.reserve(rows);
+        self.reserve_columns(rows);
         self.content.reserve(rows);
         self.seen.reserve(rows);
         self.dirty.reserve(rows);
@@ -589,20 +471,7 @@ impl NodeShard {
             None => self.push_row(hash, n.key, n.id.as_bytes()),
         };
         let r = row as usize;
-        self.ty[r] = n.ty;
-        self.state[r] = n.state;
-        self.cost[r] = n.cost_usd_mo;
-        self.creation_ts[r] = n.creation_ts;
-        self.valid_from[r] = n.valid_from;
-        self.valid_to[r] = n.valid_to;
-        self.waste.set(r, n.is_waste);
-        self.waste_reason[r] = push_bytes(&mut self.arena, n.waste_reason.as_bytes());
-        self.risk[r] = n.risk_score;
-        self.reach[r] = n.reachability;
-        self.phase[r] = n.phase;
-        self.verdict[r] = n.verdict;
-        self.tags[r] = push_bytes(&mut self.arena, &n.tags);
-        self.props[r] = push_bytes(&mut self.arena, &n.props);
+        self.set_fields(r, &NodeFields::of(n));
         self.content[r] = content_hash(n.ty, n.state, n.cost_usd_mo, n.creation_ts, &n.tags, &n.props);
         self.touched.mark(row, self.hash.len());
         self.changed.mark(row, self.hash.len());
@@ -666,29 +535,6 @@ impl NodeShard {
         true
     }
 
-    /// A row's fields as the store encodes them, borrowed.
-    pub fn fields(&self, row: u32) -> crate::graph::NodeFields<'_> {
-        let r = row as usize;
-        crate::graph::NodeFields {
-            key: self.key[r],
-            id: self.id[r].get(&self.arena),
-            ty: self.ty[r],
-            state: self.state[r],
-            cost_usd_mo: self.cost[r],
-            creation_ts: self.creation_ts[r],
-            valid_from: self.valid_from[r],
-            valid_to: self.valid_to[r],
-            is_waste: self.waste.get(r),
-            waste_reason: self.waste_reason[r].get(&self.arena),
-            risk_score: self.risk[r],
-            reachability: self.reach[r],
-            phase: self.phase[r],
-            verdict: self.verdict[r],
-            tags: self.tags[r].get(&self.arena),
-            props: self.props[r].get(&self.arena),
-        }
-    }
-
     /// Owned copy of a row.
     pub fn row(&self, row: u32) -> NodeRow {
         self.fields(row).to_row()
@@ -696,21 +542,7 @@ impl NodeShard {
 
     pub fn shrink(&mut self) {
         self.hash.shrink_to_fit();
-        self.key.shrink_to_fit();
-        self.id.shrink_to_fit();
-        self.ty.shrink_to_fit();
-        self.state.shrink_to_fit();
-        self.cost.shrink_to_fit();
-        self.creation_ts.shrink_to_fit();
-        self.valid_from.shrink_to_fit();
-        self.valid_to.shrink_to_fit();
-        self.waste_reason.shrink_to_fit();
-        self.risk.shrink_to_fit();
-        self.reach.shrink_to_fit();
-        self.phase.shrink_to_fit();
-        self.verdict.shrink_to_fit();
-        self.tags.shrink_to_fit();
-        self.props.shrink_to_fit();
+        self.shrink_columns();
         self.content.shrink_to_fit();
         self.seen.shrink_to_fit();
         self.arena.shrink_to_fit();
@@ -724,22 +556,7 @@ impl NodeShard {
             x.capacity() * std::mem::size_of::<T>()
         }
         v(&self.hash)
-            + v(&self.key)
-            + v(&self.id)
-            + v(&self.ty)
-            + v(&self.state)
-            + v(&self.cost)
-            + v(&self.creation_ts)
-            + v(&self.valid_from)
-            + v(&self.valid_to)
-            + self.waste.heap_bytes()
-            + v(&self.waste_reason)
-            + v(&self.risk)
-            + v(&self.reach)
-            + v(&self.phase)
-            + v(&self.verdict)
-            + v(&self.tags)
-            + v(&self.props)
+            + self.columns_heap_bytes()
             + v(&self.content)
             + v(&self.seen)
             + v(&self.arena)
@@ -777,29 +594,57 @@ impl HeldProps {
     }
 }
 
-/// One edge shard, holding the edges whose source lives in node shards
-/// `i`, `i + 128`.
-#[derive(Default)]
-pub struct EdgeShard {
-    pub src: Vec<NodeId>,
-    pub dst: Vec<NodeId>,
-    pub rel: Vec<Relation>,
-    pub inferred: BitSet,
-    pub valid_from: Vec<u64>,
-    pub valid_to: Vec<u64>,
-    pub props: Vec<Span>,
-    pub seen: Vec<u32>,
-    pub arena: Vec<u8>,
-    pub index: HashTable<u32>,
-    pub dirty: Vec<u32>,
-    pub dirty_set: BitSet,
-    /// Rows inserted, revived, retired or loaded since the adjacency index
-    /// was built (unlike `dirty`, not cleared by a commit).
-    pub touched: Touched,
-    /// Rows inserted, changed, revived, retired or loaded since the last
-    /// [`super::Graph::take_row_changes`].
-    pub changed: Touched,
+/// The edge shard and its row-wide operations, from [`crate::edge_schema!`].
+macro_rules! edge_shard {
+    ($($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)*) => {
+        /// One edge shard, holding the edges whose source lives in node
+        /// shards `i`, `i + 128`: their endpoints and a column for each
+        /// field of the schema, aligned by row. Rows never move; deletion
+        /// is logical.
+        #[derive(Default)]
+        pub struct EdgeShard {
+            pub src: Vec<NodeId>,
+            pub dst: Vec<NodeId>,
+            $($(#[$doc])* pub $col: <schema::$kind as Kind>::Column,)*
+            /// The scan that last reported the row.
+            pub seen: Vec<u32>,
+            pub arena: Vec<u8>,
+            pub index: HashTable<u32>,
+            pub dirty: Vec<u32>,
+            pub dirty_set: BitSet,
+            /// Rows inserted, revived, retired or loaded since the adjacency index
+            /// was built (unlike `dirty`, not cleared by a commit).
+            pub touched: Touched,
+            /// Rows inserted, changed, revived, retired or loaded since the last
+            /// [`super::Graph::take_row_changes`].
+            pub changed: Touched,
+        }
+
+        impl EdgeShard {
+            /// A row's fields but its endpoints, borrowed.
+            pub fn fields(&self, row: u32) -> EdgeFields<'_> {
+                let r = row as usize;
+                EdgeFields {
+                    $($field: <schema::$kind as Kind>::get(&self.$col, &self.arena, r),)*
+                }
+            }
+
+            fn reserve_columns(&mut self, rows: usize) {
+                $(<schema::$kind as Kind>::reserve(&mut self.$col, rows);)*
+            }
+
+            fn shrink_columns(&mut self) {
+                $(<schema::$kind as Kind>::shrink(&mut self.$col);)*
+            }
+
+            fn columns_heap_bytes(&self) -> usize {
+                0 $(+ <schema::$kind as Kind>::heap_bytes(&self.$col))*
+            }
+        }
+    };
 }
+
+crate::edge_schema!(edge_shard);
 
 impl EdgeShard {
     /// Starts loading row `r`'s relation and ends.
@@ -830,10 +675,7 @@ impl EdgeShard {
     pub fn reserve(&mut self, rows: usize, bytes: usize) {
         self.src.reserve(rows);
         self.dst.reserve(rows);
-        self.rel.reserve(rows);
-        self.valid_from.reserve(rows);
-        self.valid_to.reserve(rows);
-        self.props.reserve(rows);
+        self.reserve_columns(rows);
         self.seen.reserve(rows);
         self.dirty.reserve(rows);
         self.arena.reserve(bytes);
@@ -967,10 +809,7 @@ impl EdgeShard {
     pub fn shrink(&mut self) {
         self.src.shrink_to_fit();
         self.dst.shrink_to_fit();
-        self.rel.shrink_to_fit();
-        self.valid_from.shrink_to_fit();
-        self.valid_to.shrink_to_fit();
-        self.props.shrink_to_fit();
+        self.shrink_columns();
         self.seen.shrink_to_fit();
         self.arena.shrink_to_fit();
         let (s, d, rl) = (&self.src, &self.dst, &self.rel);
@@ -986,11 +825,7 @@ impl EdgeShard {
         }
         v(&self.src)
             + v(&self.dst)
-            + v(&self.rel)
-            + self.inferred.heap_bytes()
-            + v(&self.valid_from)
-            + v(&self.valid_to)
-            + v(&self.props)
+            + self.columns_heap_bytes()
             + v(&self.seen)
             + v(&self.arena)
             + v(&self.dirty)

@@ -1,7 +1,8 @@
 //! Read views of single nodes and edges.
 
 use super::Graph;
-use super::shard::{EdgeShard, NodeShard, Phase, Reachability, visible};
+use super::schema::{NodeFields, Phase, Reachability};
+use super::shard::{EdgeShard, NodeShard, visible};
 use crate::ids::{EdgeId, NodeId, Sym};
 use crate::props::{Props, Tags};
 use crate::relation::Relation;
@@ -29,6 +30,10 @@ impl<'a> NodeRef<'a> {
     }
     pub fn crn(&self) -> String {
         self.graph.crn(self.id)
+    }
+    /// Every field of the row, as the schema lists them.
+    pub fn fields(&self) -> NodeFields<'a> {
+        self.shard.fields(self.r as u32)
     }
     /// provider, region, service, kind, account.
     pub fn key(&self) -> [Sym; 5] {

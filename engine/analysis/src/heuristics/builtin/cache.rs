@@ -38,7 +38,8 @@ use super::ignore::{self, Ignore};
 use super::view::{self, Contributors, Index, Keys, Node, Reads};
 use super::{Machines, Rule, Selection, Why, finding, rules_by_type};
 use crate::heuristics::Finding;
-use svc_graph::graph::shard::{BitSet, prefetch};
+use svc_graph::graph::BitSet;
+use svc_graph::graph::shard::prefetch;
 use svc_graph::graph::{Graph, Prefetch, RowChanges, prefetch_ahead, visible};
 use svc_graph::ids::{NodeId, Sym};
 
