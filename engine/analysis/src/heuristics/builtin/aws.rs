@@ -4,48 +4,12 @@ use std::fmt;
 
 use super::view::{Days, Node};
 use super::{
-    GRACE_DAYS, Hit, Rule, RuleKind, STALE_DAYS, Unused, Why, attached_machine, bytes, days, storage_facts,
-    unused_machine, usd,
+    GRACE_DAYS, Hit, Rule, STALE_DAYS, Unused, Why, attached_machine, bytes, days, storage_facts, unused_machine, usd,
 };
 use crate::prices;
 use svc_graph::relation::Relation::{AttachedTo, Contains, Uses};
 
-const fn waste(
-    name: &'static str,
-    types: &'static [&'static str],
-    risk: u8,
-    action: &'static str,
-    suggestion: &'static str,
-    condition: &'static str,
-    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
-) -> Rule {
-    Rule {
-        name,
-        provider: "aws",
-        types,
-        kind: RuleKind::Waste,
-        risk,
-        action,
-        suggestion,
-        condition,
-        check,
-    }
-}
-
-const fn optimize(
-    name: &'static str,
-    types: &'static [&'static str],
-    risk: u8,
-    action: &'static str,
-    suggestion: &'static str,
-    condition: &'static str,
-    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
-) -> Rule {
-    Rule {
-        kind: RuleKind::Optimize,
-        ..waste(name, types, risk, action, suggestion, condition, check)
-    }
-}
+rule_constructors!("aws": waste => Waste, optimize => Optimize);
 
 pub(super) static RULES: &[Rule] = &[
     waste(

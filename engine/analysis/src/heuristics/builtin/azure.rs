@@ -4,37 +4,13 @@ use super::aws::{machine_facts, stale_storage};
 use std::fmt;
 
 use super::view::Node;
-use super::{
-    GRACE_DAYS, Hit, Rule, RuleKind, Unused, Why, days, disk_on_unused_machine, storage_facts, unused_machine, usd,
-};
+use super::{GRACE_DAYS, Hit, Rule, Unused, Why, days, disk_on_unused_machine, storage_facts, unused_machine, usd};
 use svc_graph::relation::Relation::{AttachedTo, FlowsTo};
 
-use RuleKind::Waste;
-
-const fn rule(
-    name: &'static str,
-    types: &'static [&'static str],
-    risk: u8,
-    action: &'static str,
-    suggestion: &'static str,
-    condition: &'static str,
-    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
-) -> Rule {
-    Rule {
-        name,
-        provider: "azure",
-        types,
-        kind: Waste,
-        risk,
-        action,
-        suggestion,
-        condition,
-        check,
-    }
-}
+rule_constructors!("azure": waste => Waste);
 
 pub(super) static RULES: &[Rule] = &[
-    rule(
+    waste(
         "azure-disk-unattached",
         &["compute:disk"],
         90,
@@ -43,7 +19,7 @@ pub(super) static RULES: &[Rule] = &[
         "a managed disk attached to no VM for 7 days or more",
         disk_unattached,
     ),
-    rule(
+    waste(
         "azure-disk-on-unused-vm",
         &["compute:disk"],
         80,
@@ -52,7 +28,7 @@ pub(super) static RULES: &[Rule] = &[
         "a managed disk attached to a VM stopped for 30 days or idle over 7",
         disk_on_unused,
     ),
-    rule(
+    waste(
         "azure-vm-stopped",
         &["compute:vm"],
         85,
@@ -61,7 +37,7 @@ pub(super) static RULES: &[Rule] = &[
         "a VM stopped for 30 days or more",
         vm_stopped,
     ),
-    rule(
+    waste(
         "azure-vm-idle",
         &["compute:vm"],
         85,
@@ -70,7 +46,7 @@ pub(super) static RULES: &[Rule] = &[
         "a running VM under 5% CPU and 100 MB of network over 7 days",
         vm_idle,
     ),
-    rule(
+    waste(
         "azure-public-ip-unassociated",
         &["network:public-ip"],
         90,
@@ -79,7 +55,7 @@ pub(super) static RULES: &[Rule] = &[
         "a public IP attached to nothing that no DNS record points at",
         public_ip_unassociated,
     ),
-    rule(
+    waste(
         "azure-lb-idle",
         &["network:load-balancer"],
         85,
@@ -88,7 +64,7 @@ pub(super) static RULES: &[Rule] = &[
         "a load balancer with an empty backend pool or no bytes over 7 days",
         lb_idle,
     ),
-    rule(
+    waste(
         "azure-sql-idle",
         &["sql:sql-database"],
         85,
@@ -97,7 +73,7 @@ pub(super) static RULES: &[Rule] = &[
         "a SQL database with no connections over 7 days",
         sql_idle,
     ),
-    rule(
+    waste(
         "azure-storage-stale",
         &["storage:storage-account"],
         80,

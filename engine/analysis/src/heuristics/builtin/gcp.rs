@@ -4,37 +4,13 @@ use super::aws::{machine_facts, stale_storage};
 use std::fmt;
 
 use super::view::Node;
-use super::{
-    GRACE_DAYS, Hit, Rule, RuleKind, Unused, Why, days, disk_on_unused_machine, storage_facts, unused_machine, usd,
-};
+use super::{GRACE_DAYS, Hit, Rule, Unused, Why, days, disk_on_unused_machine, storage_facts, unused_machine, usd};
 use svc_graph::relation::Relation::{AttachedTo, Contains};
 
-use RuleKind::Waste;
-
-const fn rule(
-    name: &'static str,
-    types: &'static [&'static str],
-    risk: u8,
-    action: &'static str,
-    suggestion: &'static str,
-    condition: &'static str,
-    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
-) -> Rule {
-    Rule {
-        name,
-        provider: "gcp",
-        types,
-        kind: Waste,
-        risk,
-        action,
-        suggestion,
-        condition,
-        check,
-    }
-}
+rule_constructors!("gcp": waste => Waste);
 
 pub(super) static RULES: &[Rule] = &[
-    rule(
+    waste(
         "gcp-disk-unattached",
         &["compute:disk"],
         90,
@@ -43,7 +19,7 @@ pub(super) static RULES: &[Rule] = &[
         "a persistent disk with no users for 7 days or more",
         disk_unattached,
     ),
-    rule(
+    waste(
         "gcp-disk-on-unused-instance",
         &["compute:disk"],
         80,
@@ -52,7 +28,7 @@ pub(super) static RULES: &[Rule] = &[
         "a persistent disk attached to an instance stopped for 30 days or idle over 7",
         disk_on_unused,
     ),
-    rule(
+    waste(
         "gcp-instance-idle",
         &["compute:instance"],
         85,
@@ -61,7 +37,7 @@ pub(super) static RULES: &[Rule] = &[
         "a running instance under 5% CPU and 100 MB of network over 7 days",
         instance_idle,
     ),
-    rule(
+    waste(
         "gcp-instance-stopped",
         &["compute:instance"],
         85,
@@ -70,7 +46,7 @@ pub(super) static RULES: &[Rule] = &[
         "an instance terminated (stopped) for 30 days or more",
         instance_stopped,
     ),
-    rule(
+    waste(
         "gcp-address-unused",
         &["compute:address"],
         90,
@@ -79,7 +55,7 @@ pub(super) static RULES: &[Rule] = &[
         "a reserved external address used by nothing that no DNS record points at",
         address_unused,
     ),
-    rule(
+    waste(
         "gcp-snapshot-orphaned",
         &["compute:snapshot"],
         80,
@@ -88,7 +64,7 @@ pub(super) static RULES: &[Rule] = &[
         "a disk snapshot 30 days or older whose disk no longer exists",
         snapshot_orphaned,
     ),
-    rule(
+    waste(
         "gcp-sql-idle",
         &["sql:sql-instance"],
         85,
@@ -97,7 +73,7 @@ pub(super) static RULES: &[Rule] = &[
         "a Cloud SQL instance with no connections over 7 days",
         sql_idle,
     ),
-    rule(
+    waste(
         "gcp-bucket-stale",
         &["storage:bucket"],
         80,
@@ -106,7 +82,7 @@ pub(super) static RULES: &[Rule] = &[
         "a bucket with no requests for 30 days and no access for 90",
         bucket_stale,
     ),
-    rule(
+    waste(
         "gcp-gke-cluster-empty",
         &["container:cluster"],
         80,

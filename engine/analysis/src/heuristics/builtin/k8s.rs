@@ -1,35 +1,13 @@
 //! Kubernetes rules.
 
 use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, RuleKind, Why, days, usd};
+use super::{GRACE_DAYS, Hit, Rule, Why, days, usd};
 use svc_graph::relation::Relation::{Runs, Uses};
 
-use RuleKind::Waste;
-
-const fn rule(
-    name: &'static str,
-    types: &'static [&'static str],
-    risk: u8,
-    action: &'static str,
-    suggestion: &'static str,
-    condition: &'static str,
-    check: fn(&Node<'_>, &mut Why<'_>) -> Option<Hit>,
-) -> Rule {
-    Rule {
-        name,
-        provider: "kubernetes",
-        types,
-        kind: Waste,
-        risk,
-        action,
-        suggestion,
-        condition,
-        check,
-    }
-}
+rule_constructors!("kubernetes": waste => Waste);
 
 pub(super) static RULES: &[Rule] = &[
-    rule(
+    waste(
         "k8s-node-empty",
         &["core:node"],
         80,
@@ -38,7 +16,7 @@ pub(super) static RULES: &[Rule] = &[
         "a cordoned (or request-free) node that runs no pods",
         node_empty,
     ),
-    rule(
+    waste(
         "k8s-pvc-unmounted",
         &["core:pvc"],
         85,
@@ -47,7 +25,7 @@ pub(super) static RULES: &[Rule] = &[
         "a bound volume claim that no pod or workload mounts, 7 days or older",
         pvc_unmounted,
     ),
-    rule(
+    waste(
         "k8s-lb-service-no-endpoints",
         &["core:service"],
         90,

@@ -10,6 +10,36 @@
 //!   neighbours, and the time the estate was observed.
 //! - [`ignore`]: the `svc:ignore` tag, honoured before any rule runs.
 
+/// A provider's rule constructors, one for each kind named:
+/// `rule_constructors!("aws": waste => Waste, optimize => Optimize)`
+/// defines `waste(name, types, risk, action, suggestion, condition, check)`
+/// and `optimize(..)` building that provider's [`Rule`]s of that kind.
+macro_rules! rule_constructors {
+    ($provider:literal: $($ctor:ident => $kind:ident),+) => {$(
+        const fn $ctor(
+            name: &'static str,
+            types: &'static [&'static str],
+            risk: u8,
+            action: &'static str,
+            suggestion: &'static str,
+            condition: &'static str,
+            check: fn(&super::view::Node<'_>, &mut super::Why<'_>) -> Option<super::Hit>,
+        ) -> super::Rule {
+            super::Rule {
+                name,
+                provider: $provider,
+                types,
+                kind: super::RuleKind::$kind,
+                risk,
+                action,
+                suggestion,
+                condition,
+                check,
+            }
+        }
+    )+};
+}
+
 mod aws;
 mod azure;
 pub mod cache;
