@@ -6,17 +6,23 @@
 //! ([`svc_analysis`]: built-in rules, heuristic feed, pattern, linker,
 //! reachability, signals, prices), policy ([`svc_policy`]: CEL) and
 //! remediation ([`svc_remediation`]: items, plans, their store). This crate
-//! holds the [`Engine`] handle that owns them and the scan pipeline
-//! ([`scan`]) that runs their passes in SPEC order, and re-exports each
-//! subsystem under the module name the rest of the workspace uses. It does
+//! holds the [`Engine`] handle and the scan pipeline ([`scan`]) that runs
+//! their passes in SPEC order, and re-exports each subsystem under the
+//! module name the rest of the workspace uses. The engine holds its state
+//! as owned subsystems, each with its locks private (ranked in [`ranks`]):
+//! the core (graph, interner, stores, clock), the sources, the findings,
+//! the policies, the scan state, the cost signals and remediation. It does
 //! no network I/O and knows nothing of tokio, tonic, axum or JSON wire
 //! shapes: boundary crates convert.
 
 pub mod engine;
+mod findings;
+mod graph_core;
 pub mod policy;
 pub mod ranks;
 pub mod remediation;
 pub mod scan;
+mod sources;
 
 pub use svc_analysis::{heuristics, prices, signal};
 pub use svc_graph::{blast, clock, crn, graph, ids, intern, malloc, props, relation};

@@ -17,9 +17,11 @@ use rustc_hash::FxHashSet;
 
 use super::book::{LastEvaluation, PolicyOutcome, RuleState};
 use super::eval::{self, EvalOptions, EvalRule};
-use super::{Action, Mode, REASON_PREFIX, Rule};
+use super::{Action, Book, Mode, Policies, REASON_PREFIX, Rule};
 use crate::engine::Engine;
+use crate::findings::Findings;
 use crate::graph::{Graph, Verdict};
+use crate::graph_core::Core;
 use crate::heuristics::{Finding, FindingSource, join};
 use crate::ids::{NodeId, Sym};
 
@@ -68,9 +70,9 @@ pub(crate) fn policy_verdicts(graph: &Graph, rules: &[Rule]) -> FxHashSet<Sym> {
 
 /// The policy findings the heuristics phase keeps: nodes visible now whose
 /// verdict is a policy rule still in the book.
-pub(crate) fn carried(engine: &Engine, now_us: u64) -> Vec<Finding> {
-    let rules = engine.policies().rules();
-    let graph = engine.graph();
+pub(crate) fn carried(core: &Core, book: &Book, now_us: u64) -> Vec<Finding> {
+    let rules = book.rules();
+    let graph = core.graph();
     let syms = policy_verdicts(&graph, &rules);
     if syms.is_empty() {
         return Vec::new();
@@ -113,26 +115,32 @@ fn policy_finding(node: NodeId, reason: &str, cost: f64, message: &str) -> Findi
 }
 
 /// Runs the phase: synchronises the packs, evaluates every rule over every
-/// visible node, applies the enforcing `flag` and `block` rules.
-pub(crate) fn run(engine: &Engine, scan_seq: u64, now_us: u64, as_of_s: u64) -> PolicyReport {
+/// visible node, applies the enforcing `flag` and `block` rules (through
+/// the findings, then the graph's verdicts).
+pub(crate) fn run(
+    core: &Core,
+    policy: &Policies,
+    findings: &Findings,
+    scan_seq: u64,
+    now_us: u64,
+    as_of_s: u64,
+) -> PolicyReport {
     let started = std::time::Instant::now();
     let mut report = PolicyReport::default();
-    if let Some(source) = engine.pack_source() {
+    let book = policy.book();
+    if let Some(source) = policy.pack_source() {
         let packs = source.packs();
-        match engine
-            .policies()
-            .sync_packs(&packs, now_us, engine.store(), engine.ledger())
-        {
+        match book.sync_packs(&packs, now_us, core.store(), core.ledger()) {
             Ok(n) => report.pack_changes = n as u64,
             Err(e) => tracing::warn!(error = %e, "policy packs not synchronised"),
         }
     }
-    let rules = engine.policies().rules();
+    let rules = book.rules();
     report.rules = rules.len() as u64;
     report.fast_rules = rules.iter().filter(|r| r.compiled.is_fast()).count() as u64;
 
     let evaluation = {
-        let graph = engine.graph();
+        let graph = core.graph();
         let syms = policy_verdicts(&graph, &rules);
         let opts = EvalOptions {
             now_us,
@@ -176,7 +184,7 @@ pub(crate) fn run(engine: &Engine, scan_seq: u64, now_us: u64, as_of_s: u64) -> 
     }
     report.flagged = flagged.len() as u64;
     report.blocked = blocked.len() as u64;
-    report.verdicts_changed = apply_flags(engine, &rules, &flagged, now_us) as u64;
+    report.verdicts_changed = apply_flags(core, findings, &rules, &flagged, now_us) as u64;
 
     // Counts, samples and the metric's labels.
     let mut last = LastEvaluation {
@@ -185,7 +193,7 @@ pub(crate) fn run(engine: &Engine, scan_seq: u64, now_us: u64, as_of_s: u64) -> 
         ..LastEvaluation::default()
     };
     {
-        let graph = engine.graph();
+        let graph = core.graph();
         let reader = graph.interner().reader();
         for (rule, tally) in rules.iter().zip(&evaluation.rules) {
             report.matches += tally.matches;
@@ -222,12 +230,12 @@ pub(crate) fn run(engine: &Engine, scan_seq: u64, now_us: u64, as_of_s: u64) -> 
             );
         }
     }
-    engine.policies().set_last(last, engine.store());
+    book.set_last(last, core.store());
     let flagged = flagged
         .into_iter()
         .filter_map(|(id, i)| rules.get(i).map(|r| (id, Arc::from(r.spec.id.as_str()))))
         .collect();
-    engine.policies().set_outcome(PolicyOutcome {
+    book.set_outcome(PolicyOutcome {
         scan_seq,
         blocked,
         flagged,
@@ -238,12 +246,18 @@ pub(crate) fn run(engine: &Engine, scan_seq: u64, now_us: u64, as_of_s: u64) -> 
 
 /// Replaces the policy findings with this scan's and joins the verdicts
 /// of every node whose policy findings changed. Returns verdicts changed.
-fn apply_flags(engine: &Engine, rules: &[Rule], flagged: &HashMap<NodeId, usize>, now_us: u64) -> usize {
+fn apply_flags(
+    core: &Core,
+    findings: &Findings,
+    rules: &[Rule],
+    flagged: &HashMap<NodeId, usize>,
+    now_us: u64,
+) -> usize {
     // Nothing flagged and no policy finding to take back: the findings stay
     // as they are, without copying them for a write.
     if flagged.is_empty()
-        && !engine
-            .findings()
+        && !findings
+            .last()
             .by_node
             .values()
             .flatten()
@@ -251,18 +265,18 @@ fn apply_flags(engine: &Engine, rules: &[Rule], flagged: &HashMap<NodeId, usize>
     {
         return 0;
     }
-    let interner = engine.interner().clone();
+    let interner = core.interner().clone();
     // Costs are read before the findings' write lock is taken: the graph
     // lock is never taken under the findings lock (ARCHITECTURE.md, lock order).
     let costs: HashMap<NodeId, f64> = {
-        let graph = engine.graph();
+        let graph = core.graph();
         flagged
             .keys()
             .map(|id| (*id, graph.node(*id).map_or(0.0, |n| f64::from(n.cost_usd_mo()))))
             .collect()
     };
     let mut touched: Vec<NodeId> = Vec::new();
-    engine.update_findings(|set| {
+    findings.update(|set| {
         for (id, list) in set.by_node.iter_mut() {
             let before = list.len();
             list.retain(|f| f.source != FindingSource::Policy);
@@ -283,7 +297,7 @@ fn apply_flags(engine: &Engine, rules: &[Rule], flagged: &HashMap<NodeId, usize>
     if touched.is_empty() {
         return 0;
     }
-    let set = engine.findings();
+    let set = findings.last();
     // Interned before taking the graph lock (interning under a reader of
     // the graph is fine; under the interner's reader it would wait).
     let verdict_syms: HashMap<String, Sym> = set
@@ -293,7 +307,7 @@ fn apply_flags(engine: &Engine, rules: &[Rule], flagged: &HashMap<NodeId, usize>
         .filter(|f| f.source == FindingSource::Policy || f.rule.starts_with(REASON_PREFIX))
         .map(|f| (f.rule.to_string(), interner.intern(&f.rule)))
         .collect();
-    let mut graph = engine.graph_mut();
+    let mut graph = core.graph_mut();
     let mut changed = 0;
     for id in touched {
         if !graph.is_node_visible(id, now_us) {
@@ -383,11 +397,5 @@ pub fn dry_run(engine: &Engine, compiled: &super::Compiled, limit: usize) -> Dry
 /// The ids of the enforcing `block` rules that matched a node in the last
 /// scan, in priority order.
 pub fn blocked_by(engine: &Engine, id: NodeId) -> Vec<String> {
-    engine
-        .policies()
-        .outcome()
-        .blocked
-        .get(&id)
-        .map(|v| v.iter().map(|s| s.to_string()).collect())
-        .unwrap_or_default()
+    engine.policy.blocked_by(id)
 }

@@ -16,12 +16,16 @@ use super::{
 };
 use crate::crn::Crn;
 use crate::engine::Engine;
+use crate::findings::Findings;
 use crate::graph::{Graph, Phase};
+use crate::graph_core::Core;
 use crate::ids::NodeId;
+use crate::policy::Policies;
 use crate::scan::{RemediateRequest, Source};
+use crate::sources::Sources;
 use crate::store::ledger::NewEvent;
 use crate::store::ledger::events as payloads;
-use svc_remediation::RemediationStore;
+use svc_remediation::{Remediation, RemediationStore};
 
 use svc_remediation::state::{Entry, State};
 pub use svc_remediation::state::{SagaOutcome, SauReport};
@@ -270,7 +274,120 @@ impl Tally<'_> {
     }
 }
 
+/// What the remediation pipeline works with: the core, the sources (to
+/// reach the estate, routed by provider), the last scan's findings and
+/// policy outcome, and the pipeline's own state.
+pub(crate) struct Pipeline<'a> {
+    pub core: &'a Core,
+    pub sources: &'a Sources,
+    pub findings: &'a Findings,
+    pub policy: &'a Policies,
+    pub remediation: &'a Remediation,
+}
+
 impl Engine {
+    /// Every item, by CRN.
+    pub fn remediation_items(&self) -> Result<Vec<Item>, RemediationError> {
+        self.pipeline().remediation_items()
+    }
+
+    /// The queue by part: each stage of [`STAGES`] in order, then the
+    /// rejected items (which keep their stage but leave the queue). Each
+    /// part has its count, its savings and its `limit` items longest at
+    /// their stage. Only those are copied: at 1M nodes the pipeline holds
+    /// ~190k items, and copying all of them for a page of each stage took
+    /// ~0.6 s a request and left the daemon ~150 MB larger (docs/perf-log.md,
+    /// the remediation queue row).
+    pub fn remediation_queue(&self, limit: usize) -> Result<Vec<QueuePart>, RemediationError> {
+        self.pipeline().remediation_queue(limit)
+    }
+
+    /// One item.
+    pub fn remediation_item(&self, crn: &str) -> Result<Item, RemediationError> {
+        self.pipeline().remediation_item(crn)
+    }
+
+    /// The plan of an item (or of any waste resource, computed now).
+    pub fn remediation_plan(&self, crn: &str) -> Result<Plan, RemediationError> {
+        self.pipeline().remediation_plan(crn)
+    }
+
+    /// Rejects an item: it leaves the queue while its plan is unchanged.
+    pub fn reject(&self, crn: &str, plan_hash: &str, actor: &str, reason: &str) -> Result<Item, RemediationError> {
+        self.pipeline().reject(crn, plan_hash, actor, reason)
+    }
+
+    /// An operator move. Legal: `pending -> sau_gate` (hold for review),
+    /// `sau_gate -> pending` (release an operator hold; a policy or proof
+    /// blocker needs an override), and any stage but `applied` back to
+    /// `flagged` (prove and plan again on the next scan).
+    pub fn move_item(
+        &self,
+        crn: &str,
+        plan_hash: &str,
+        to: Phase,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Item, RemediationError> {
+        self.pipeline().move_item(crn, plan_hash, to, actor, reason)
+    }
+
+    /// Break-glass: lets one item past `sau_gate` for its current plan.
+    pub fn override_gate(
+        &self,
+        crn: &str,
+        plan_hash: &str,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Item, RemediationError> {
+        self.pipeline().override_gate(crn, plan_hash, actor, reason)
+    }
+
+    /// Approves a pending item and runs its saga.
+    pub fn approve(&self, crn: &str, plan_hash: &str, actor: &str) -> Result<SagaOutcome, RemediationError> {
+        self.pipeline().approve(crn, plan_hash, actor)
+    }
+
+    /// Quarantines a resource (`ISOLATE`, `STOP` or `DELETE`) through its
+    /// plugin, keeping the inverse by hash; returns the hash.
+    pub fn quarantine(&self, crn: &str, action: &str, reason: &str, actor: &str) -> Result<String, RemediationError> {
+        self.pipeline().quarantine(crn, action, reason, actor)
+    }
+
+    /// Undoes what the payload stored under `hash` records (a quarantine
+    /// or a committed saga step), once.
+    pub fn revert(&self, hash: &str, actor: &str) -> Result<Compensation, RemediationError> {
+        self.pipeline().revert(hash, actor)
+    }
+
+    /// Adds (or replaces) an ignore entry.
+    pub fn isolate(
+        &self,
+        crn: &str,
+        reason_code: &str,
+        ttl_seconds: u64,
+        actor: &str,
+    ) -> Result<Isolation, RemediationError> {
+        self.pipeline().isolate(crn, reason_code, ttl_seconds, actor)
+    }
+
+    /// The ignore list.
+    pub fn isolations(&self) -> Vec<Isolation> {
+        self.pipeline().isolations()
+    }
+
+    /// Removes an ignore entry.
+    pub fn remove_isolation(&self, crn: &str, actor: &str) -> Result<Isolation, RemediationError> {
+        self.pipeline().remove_isolation(crn, actor)
+    }
+
+    /// Removes the ignore entries whose TTL ran out by `now_us`, recording each.
+    pub fn expire_isolations(&self, now_us: u64) -> Result<usize, RemediationError> {
+        self.pipeline().expire_isolations(now_us)
+    }
+}
+
+impl Pipeline<'_> {
     /// The `engine.sau` pass: brings the pipeline in line with the scan's
     /// verdicts and advances every item as far as it can go. `blocked(id)`
     /// names the enforcing `block` policies matching a node.
@@ -287,7 +404,7 @@ impl Engine {
     /// scan goes on (`GraphStore::put_items_behind`); the scan's commit, a
     /// few phases later, waits for that write. Until it is done nothing else
     /// shows them: [`Engine::remediation_items`] and the operator actions
-    /// wait for it first (see [`Engine::durable_state`]), and an
+    /// wait for it first (see [`Pipeline::durable_state`]), and an
     /// item leaving with a ledger record is written durably, in line, before
     /// the record is appended. A crash before the scan's commit may keep the
     /// pass's items without the scan's graph changes: the next start checks
@@ -306,8 +423,8 @@ impl Engine {
         };
 
         let t0 = Instant::now();
-        let findings = self.findings();
-        let graph = self.graph();
+        let findings = self.findings.last();
+        let graph = self.core.graph();
         let reader = graph.interner().reader();
         // Every waste node, and its position in `waste`.
         let waste: Vec<NodeId> = findings
@@ -517,9 +634,9 @@ impl Engine {
             // the scan's next phases (see above).
             let durable = !events.is_empty();
             if durable {
-                self.store().put_remediation(&batch)?;
+                self.core.store().put_remediation(&batch)?;
             } else {
-                let behind = self.store().put_items_behind(&batch.items, &batch.removed_items)?;
+                let behind = self.core.store().put_items_behind(&batch.items, &batch.removed_items)?;
                 st.behind = Some(behind);
             }
         }
@@ -528,10 +645,12 @@ impl Engine {
         drop(graph);
         let stored_ms = t0.elapsed().as_millis();
         if !events.is_empty() {
-            self.ledger().append(events)?;
+            self.core.ledger().append(events)?;
         }
         let stage_of: FxHashMap<NodeId, Phase> = phases.into_iter().collect();
-        self.graph_mut().apply_phases(now_us, |id| stage_of.get(&id).copied());
+        self.core
+            .graph_mut()
+            .apply_phases(now_us, |id| stage_of.get(&id).copied());
         debug!(
             items = waste.len(),
             written,
@@ -566,7 +685,7 @@ impl Engine {
                 (plan, blast)
             })
             .collect();
-        let served = self.served();
+        let served = self.sources.served();
         let asked: Vec<Option<Proof>> = items
             .iter()
             .zip(&worked)
@@ -597,8 +716,7 @@ impl Engine {
             });
     }
 
-    /// Every item, by CRN.
-    pub fn remediation_items(&self) -> Result<Vec<Item>, RemediationError> {
+    pub(crate) fn remediation_items(&self) -> Result<Vec<Item>, RemediationError> {
         let st = self.durable_state()?;
         let mut items: Vec<Item> = st.items.values().map(|e| e.item.clone()).collect();
         drop(st);
@@ -606,14 +724,7 @@ impl Engine {
         Ok(items)
     }
 
-    /// The queue by part: each stage of [`STAGES`] in order, then the
-    /// rejected items (which keep their stage but leave the queue). Each
-    /// part has its count, its savings and its `limit` items longest at
-    /// their stage. Only those are copied: at 1M nodes the pipeline holds
-    /// ~190k items, and copying all of them for a page of each stage took
-    /// ~0.6 s a request and left the daemon ~150 MB larger (docs/perf-log.md,
-    /// the remediation queue row).
-    pub fn remediation_queue(&self, limit: usize) -> Result<Vec<QueuePart>, RemediationError> {
+    pub(crate) fn remediation_queue(&self, limit: usize) -> Result<Vec<QueuePart>, RemediationError> {
         let st = self.durable_state()?;
         let rejected = STAGES.len();
         let mut parts: Vec<(u64, f64, Vec<&Item>)> = (0..=rejected).map(|_| (0, 0.0, Vec::new())).collect();
@@ -651,8 +762,7 @@ impl Engine {
             .collect())
     }
 
-    /// One item.
-    pub fn remediation_item(&self, crn: &str) -> Result<Item, RemediationError> {
+    pub(crate) fn remediation_item(&self, crn: &str) -> Result<Item, RemediationError> {
         let crn = canonical_crn(crn)?.to_string();
         self.durable_state()?
             .items
@@ -670,8 +780,7 @@ impl Engine {
         Ok(st)
     }
 
-    /// The plan of an item (or of any waste resource, computed now).
-    pub fn remediation_plan(&self, crn: &str) -> Result<Plan, RemediationError> {
+    pub(crate) fn remediation_plan(&self, crn: &str) -> Result<Plan, RemediationError> {
         let item = self.remediation_item(crn)?;
         let c = canonical_crn(&item.crn)?;
         Ok(plan::build(&c, &item.ty, &item.state, &item.rule, &item.action))
@@ -702,7 +811,7 @@ impl Engine {
         f: impl FnOnce(&mut Item, u64) -> Result<NewEvent, RemediationError>,
     ) -> Result<Item, RemediationError> {
         let crn = canonical_crn(crn)?.to_string();
-        let now_us = self.clock().now_us();
+        let now_us = self.core.clock().now_us();
         let mut st = self.durable_state()?;
         let item = st
             .items
@@ -711,11 +820,11 @@ impl Engine {
             .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))?;
         let mut next = item.clone();
         let ev = f(&mut next, now_us)?;
-        self.store().put_remediation(&Batch {
+        self.core.store().put_remediation(&Batch {
             items: vec![&next],
             ..Batch::default()
         })?;
-        self.ledger().append_one(ev)?;
+        self.core.ledger().append_one(ev)?;
         *item = next.clone();
         drop(st);
         self.set_phase_of(
@@ -731,15 +840,20 @@ impl Engine {
 
     fn set_phase_of(&self, crn: &str, phase: Phase) {
         let Ok(c) = Crn::parse(crn) else { return };
-        let now_us = self.clock().now_us();
-        let mut g = self.graph_mut();
+        let now_us = self.core.clock().now_us();
+        let mut g = self.core.graph_mut();
         if let Some(id) = g.find(&c) {
             g.set_phase(id, phase, now_us);
         }
     }
 
-    /// Rejects an item: it leaves the queue while its plan is unchanged.
-    pub fn reject(&self, crn: &str, plan_hash: &str, actor: &str, reason: &str) -> Result<Item, RemediationError> {
+    pub(crate) fn reject(
+        &self,
+        crn: &str,
+        plan_hash: &str,
+        actor: &str,
+        reason: &str,
+    ) -> Result<Item, RemediationError> {
         self.decide(crn, |item, now_us| {
             Self::check_hash(item, plan_hash)?;
             if item.stage == Phase::Applied {
@@ -766,11 +880,7 @@ impl Engine {
         })
     }
 
-    /// An operator move. Legal: `pending -> sau_gate` (hold for review),
-    /// `sau_gate -> pending` (release an operator hold; a policy or proof
-    /// blocker needs an override), and any stage but `applied` back to
-    /// `flagged` (prove and plan again on the next scan).
-    pub fn move_item(
+    pub(crate) fn move_item(
         &self,
         crn: &str,
         plan_hash: &str,
@@ -831,8 +941,7 @@ impl Engine {
         })
     }
 
-    /// Break-glass: lets one item past `sau_gate` for its current plan.
-    pub fn override_gate(
+    pub(crate) fn override_gate(
         &self,
         crn: &str,
         plan_hash: &str,
@@ -874,13 +983,12 @@ impl Engine {
         })
     }
 
-    /// Approves a pending item and runs its saga.
-    pub fn approve(&self, crn: &str, plan_hash: &str, actor: &str) -> Result<SagaOutcome, RemediationError> {
+    pub(crate) fn approve(&self, crn: &str, plan_hash: &str, actor: &str) -> Result<SagaOutcome, RemediationError> {
         // An enforcing `block` rule that matched since the item reached
         // `pending` still keeps it out, unless it was overridden.
         let c = canonical_crn(crn)?;
-        let id = self.graph().find(&c);
-        let blocking = id.map(|id| self.blocked_by(id)).unwrap_or_default();
+        let id = self.core.graph().find(&c);
+        let blocking = id.map(|id| self.policy.blocked_by(id)).unwrap_or_default();
         if !blocking.is_empty() {
             let item = self.remediation_item(crn)?;
             if item.override_by.as_ref().is_none_or(|o| o.plan_hash != item.plan_hash) {
@@ -922,12 +1030,12 @@ impl Engine {
         let Some(_lock) = self.remediation.lock_crn(&item.crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&item.crn, actor, "another saga holds the resource")?);
         };
-        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
+        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&item.crn, actor, "a scan holds the plugins")?);
         };
         let crn = canonical_crn(&item.crn)?;
         let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
-        let now_us = self.clock().now_us();
+        let now_us = self.core.clock().now_us();
         let mut saga = Saga {
             id: format!("saga-{}-{}", now_us, &plan.hash[..12]),
             crn: item.crn.clone(),
@@ -956,7 +1064,7 @@ impl Engine {
                 ("saga_id".to_owned(), saga.id.clone()),
                 ("rule".to_owned(), item.rule.clone()),
             ]);
-            let served = self.served();
+            let served = self.sources.served();
             let call = |sources: &mut [Box<dyn Source>], dry_run: bool| {
                 let req = RemediateRequest {
                     crn: &item.crn,
@@ -981,14 +1089,14 @@ impl Engine {
                         inverse: saga.steps[i].inverse.clone(),
                         properties: outcome.snapshot.clone(),
                         saga_id: saga.id.clone(),
-                        created_us: self.clock().now_us(),
+                        created_us: self.core.clock().now_us(),
                         reverted_us: 0,
                     };
                     let hash = plan::payload_hash(&payload_canonical(&payload));
                     saga.steps[i].status = "SUCCESS".into();
                     saga.steps[i].payload_hash = hash.clone();
                     self.put_saga(&saga, Some((&hash, &payload)))?;
-                    self.ledger().append_one(NewEvent::of(
+                    self.core.ledger().append_one(NewEvent::of(
                         Some(&item.crn),
                         actor,
                         format!("step {i} of {} ({action}) on {} succeeded", saga.id, item.crn),
@@ -1053,7 +1161,7 @@ impl Engine {
             if step.status != "SUCCESS" && step.status != "started" {
                 continue;
             }
-            let props = match self.store().load_payload(&step.payload_hash)? {
+            let props = match self.core.store().load_payload(&step.payload_hash)? {
                 Some(p) => p.properties,
                 None => BTreeMap::new(),
             };
@@ -1064,7 +1172,7 @@ impl Engine {
                 properties: &props,
                 dry_run: false,
             };
-            let result = remediate_on(sources, &self.served(), &crn, &req).map(|_| ());
+            let result = remediate_on(sources, &self.sources.served(), &crn, &req).map(|_| ());
             let status = if result.is_ok() {
                 "COMPENSATED"
             } else {
@@ -1074,7 +1182,7 @@ impl Engine {
                 warn!(crn = %saga.crn, saga = %saga.id, step = i, error = %e, "compensation failed");
             }
             saga.steps[i].status = status.into();
-            self.ledger().append_one(NewEvent::of(
+            self.core.ledger().append_one(NewEvent::of(
                 Some(&saga.crn),
                 actor,
                 format!(
@@ -1118,7 +1226,7 @@ impl Engine {
     }
 
     fn put_saga(&self, saga: &Saga, payload: Option<(&str, &Compensation)>) -> Result<(), RemediationError> {
-        self.store().put_remediation(&Batch {
+        self.core.store().put_remediation(&Batch {
             sagas: vec![saga],
             payloads: payload.into_iter().collect(),
             ..Batch::default()
@@ -1127,7 +1235,7 @@ impl Engine {
     }
 
     fn decide_quietly(&self, crn: &str, f: impl FnOnce(&mut Item, u64)) -> Result<Item, RemediationError> {
-        let now_us = self.clock().now_us();
+        let now_us = self.core.clock().now_us();
         let mut st = self.durable_state()?;
         let item = st
             .items
@@ -1136,7 +1244,7 @@ impl Engine {
             .ok_or_else(|| RemediationError::NotFound(format!("{crn} is not in the remediation pipeline")))?;
         f(item, now_us);
         let next = item.clone();
-        self.store().put_remediation(&Batch {
+        self.core.store().put_remediation(&Batch {
             items: vec![&next],
             ..Batch::default()
         })?;
@@ -1147,7 +1255,7 @@ impl Engine {
 
     fn lock_timeout(&self, crn: &str, actor: &str, why: &str) -> Result<RemediationError, RemediationError> {
         let secs = LOCK_WAIT.as_secs();
-        self.ledger().append_one(NewEvent::of(
+        self.core.ledger().append_one(NewEvent::of(
             Some(crn),
             actor,
             format!("could not lock {crn} within {secs} s: {why}"),
@@ -1162,9 +1270,13 @@ impl Engine {
         )))
     }
 
-    /// Quarantines a resource (`ISOLATE`, `STOP` or `DELETE`) through its
-    /// plugin, keeping the inverse by hash; returns the hash.
-    pub fn quarantine(&self, crn: &str, action: &str, reason: &str, actor: &str) -> Result<String, RemediationError> {
+    pub(crate) fn quarantine(
+        &self,
+        crn: &str,
+        action: &str,
+        reason: &str,
+        actor: &str,
+    ) -> Result<String, RemediationError> {
         if !["ISOLATE", "STOP", "DELETE"].contains(&action) {
             return Err(RemediationError::Invalid(format!(
                 "unknown quarantine action {action:?}: expected ISOLATE, STOP or DELETE"
@@ -1172,24 +1284,24 @@ impl Engine {
         }
         let c = canonical_crn(crn)?;
         let crn = c.to_string();
-        if self.graph().find(&c).is_none() {
+        if self.core.graph().find(&c).is_none() {
             return Err(RemediationError::NotFound(format!("no node with crn {crn}")));
         }
         let Some(_lock) = self.remediation.lock_crn(&crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&crn, actor, "another saga holds the resource")?);
         };
-        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
+        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&crn, actor, "a scan holds the plugins")?);
         };
         let previous = {
-            let g = self.graph();
+            let g = self.core.graph();
             let reader = g.interner().reader();
             g.find(&c)
                 .and_then(|id| g.node(id))
                 .map(|n| reader.resolve(n.state()).to_owned())
                 .unwrap_or_default()
         };
-        let source = source_for(&mut sources[..], &c, &self.served())
+        let source = source_for(&mut sources[..], &c, &self.sources.served())
             .ok_or_else(|| RemediationError::Conflict(format!("no plugin registered for provider: {}", c.provider)))?;
         match source.apply_quarantine(&crn, action, reason) {
             None => {
@@ -1218,15 +1330,15 @@ impl Engine {
                 ("quarantine_action".to_owned(), action.to_owned()),
             ]),
             saga_id: String::new(),
-            created_us: self.clock().now_us(),
+            created_us: self.core.clock().now_us(),
             reverted_us: 0,
         };
         let hash = plan::payload_hash(&payload_canonical(&payload));
-        self.store().put_remediation(&Batch {
+        self.core.store().put_remediation(&Batch {
             payloads: vec![(&hash, &payload)],
             ..Batch::default()
         })?;
-        self.ledger().append_one(NewEvent::of(
+        self.core.ledger().append_one(NewEvent::of(
             Some(&crn),
             actor,
             format!("{actor} quarantined {crn} ({action}): {reason}"),
@@ -1241,14 +1353,13 @@ impl Engine {
         Ok(hash)
     }
 
-    /// Undoes what the payload stored under `hash` records (a quarantine
-    /// or a committed saga step), once.
-    pub fn revert(&self, hash: &str, actor: &str) -> Result<Compensation, RemediationError> {
+    pub(crate) fn revert(&self, hash: &str, actor: &str) -> Result<Compensation, RemediationError> {
         let hash = hash.trim().to_ascii_lowercase();
         if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(RemediationError::Invalid(format!("{hash:?} is not a SHA-256 in hex")));
         }
         let mut payload = self
+            .core
             .store()
             .load_payload(&hash)?
             .ok_or_else(|| RemediationError::NotFound(format!("no compensating payload with hash {hash}")))?;
@@ -1259,7 +1370,7 @@ impl Engine {
         let Some(_lock) = self.remediation.lock_crn(&payload.crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&payload.crn, actor, "another saga holds the resource")?);
         };
-        let Some(mut sources) = self.try_lock_sources_for(LOCK_WAIT) else {
+        let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&payload.crn, actor, "a scan holds the plugins")?);
         };
         let req = RemediateRequest {
@@ -1268,11 +1379,11 @@ impl Engine {
             properties: &payload.properties,
             dry_run: false,
         };
-        remediate_on(&mut sources[..], &self.served(), &c, &req)
+        remediate_on(&mut sources[..], &self.sources.served(), &c, &req)
             .map_err(|e| RemediationError::Conflict(format!("revert failed: {e}")))?;
         drop(sources);
-        payload.reverted_us = self.clock().now_us();
-        self.store().put_remediation(&Batch {
+        payload.reverted_us = self.core.clock().now_us();
+        self.core.store().put_remediation(&Batch {
             payloads: vec![(&hash, &payload)],
             ..Batch::default()
         })?;
@@ -1306,7 +1417,7 @@ impl Engine {
                 },
             )
         };
-        self.ledger().append_one(event)?;
+        self.core.ledger().append_one(event)?;
         if payload.kind == "step" {
             // An applied remediation that is undone waits for a decision again.
             let why = format!("{} was reverted by {actor}", payload.applied);
@@ -1320,8 +1431,7 @@ impl Engine {
         Ok(payload)
     }
 
-    /// Adds (or replaces) an ignore entry.
-    pub fn isolate(
+    pub(crate) fn isolate(
         &self,
         crn: &str,
         reason_code: &str,
@@ -1337,14 +1447,14 @@ impl Engine {
             author: actor.to_owned(),
             reason_code: reason_code.to_owned(),
             ttl_seconds,
-            created_us: self.clock().now_us(),
+            created_us: self.core.clock().now_us(),
         };
         let mut st = self.remediation.state.lock();
-        self.store().put_remediation(&Batch {
+        self.core.store().put_remediation(&Batch {
             isolations: vec![&entry],
             ..Batch::default()
         })?;
-        self.ledger().append_one(NewEvent::of(
+        self.core.ledger().append_one(NewEvent::of(
             Some(&c),
             actor,
             format!(
@@ -1367,13 +1477,11 @@ impl Engine {
         Ok(entry)
     }
 
-    /// The ignore list.
-    pub fn isolations(&self) -> Vec<Isolation> {
+    pub(crate) fn isolations(&self) -> Vec<Isolation> {
         self.remediation.state.lock().isolation.values().cloned().collect()
     }
 
-    /// Removes an ignore entry.
-    pub fn remove_isolation(&self, crn: &str, actor: &str) -> Result<Isolation, RemediationError> {
+    pub(crate) fn remove_isolation(&self, crn: &str, actor: &str) -> Result<Isolation, RemediationError> {
         let c = canonical_crn(crn)?.to_string();
         let mut st = self.remediation.state.lock();
         let entry = st
@@ -1392,11 +1500,11 @@ impl Engine {
         actor: &str,
         action: &str,
     ) -> Result<(), RemediationError> {
-        self.store().put_remediation(&Batch {
+        self.core.store().put_remediation(&Batch {
             removed_isolations: vec![&entry.crn],
             ..Batch::default()
         })?;
-        self.ledger().append_one(NewEvent::of(
+        self.core.ledger().append_one(NewEvent::of(
             Some(&entry.crn),
             actor,
             format!(
@@ -1420,8 +1528,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Removes the ignore entries whose TTL ran out by `now_us`, recording each.
-    pub fn expire_isolations(&self, now_us: u64) -> Result<usize, RemediationError> {
+    pub(crate) fn expire_isolations(&self, now_us: u64) -> Result<usize, RemediationError> {
         let mut st = self.remediation.state.lock();
         let due: Vec<Isolation> = st
             .isolation

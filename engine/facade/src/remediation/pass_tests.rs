@@ -176,9 +176,12 @@ fn items_are_shown_once_durable() {
         e.item.reason = "stale".into();
     }
     {
-        let mut sources = engine.lock_sources();
+        let mut sources = engine.sources.lock();
         let none = |_: NodeId| Vec::<String>::new();
-        let sau = engine.sau_pass(&mut sources[..], engine.now_us(), &none).unwrap();
+        let sau = engine
+            .pipeline()
+            .sau_pass(&mut sources[..], engine.now_us(), &none)
+            .unwrap();
         assert_eq!(sau.written, 1);
     }
     assert!(engine.remediation.state.lock().behind.is_some());

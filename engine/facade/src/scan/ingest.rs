@@ -16,8 +16,8 @@ use svc_graph::source::{ScanContext, ScanSink, Source, SourceError};
 
 /// `engine.init`: the scan's time and sequence number.
 pub(super) fn init(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    cx.now_us = cx.engine.clock().now_us();
-    cx.report.scan_seq = cx.engine.next_scan_seq();
+    cx.now_us = cx.core.now_us();
+    cx.report.scan_seq = cx.scans.next_seq();
     cx.report.started_us = cx.now_us;
     cx.root.record("scan_seq", cx.report.scan_seq);
     Ok(())
@@ -25,14 +25,13 @@ pub(super) fn init(cx: &mut Scan<'_>) -> Result<(), EngineError> {
 
 /// `engine.time_travel`: pins the previous generation.
 pub(super) fn time_travel(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
     let report = &mut cx.report;
     // The previous scan's commit is the pinned point this scan diffs
     // against: its versions are closed, never overwritten, by this commit.
-    report.previous_scan_us = engine.last_commit_us();
+    report.previous_scan_us = cx.scans.last_commit_us();
     debug!(
         previous_scan_us = report.previous_scan_us,
-        generation = engine.graph().generation(),
+        generation = cx.core.graph().generation(),
         "pinned"
     );
     Ok(())
@@ -41,7 +40,7 @@ pub(super) fn time_travel(cx: &mut Scan<'_>) -> Result<(), EngineError> {
 /// `engine.plugin_scan`: every selected source scans at once; the staged
 /// rows go in, and what no source reported any more is retired.
 pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
+    let (core, registry) = (cx.core, cx.registry);
     let now_us = cx.now_us;
     let sources = &mut *cx.sources;
     let configs = cx.configs;
@@ -67,7 +66,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     }
     let concurrent = selected.len();
     let pool = EdgePool::new(concurrent);
-    let staged_nodes = NodeStage::for_graph(&engine.graph());
+    let staged_nodes = NodeStage::for_graph(&core.graph());
     let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
     let parent = tracing::Span::current();
     let scan_seq = report.scan_seq;
@@ -87,7 +86,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
                     let mut sink =
                         StageSink::new(k, staged_nodes, pool).with_limits(limits.max_nodes, limits.max_edges);
                     let ctx = ScanContext {
-                        interner: engine.interner(),
+                        interner: core.interner(),
                         scan_seq,
                         now_us,
                         config,
@@ -132,7 +131,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     let (mut ok, mut discovered) = (Vec::new(), BTreeMap::<Sym, u64>::new());
     // What each source answered for when it last succeeded, before this
     // scan's successes replace it.
-    let answered = engine.answered();
+    let answered = registry.answered();
     let mut held: BTreeSet<String> = BTreeSet::new();
     for (name, declared) in &skipped {
         held.extend(declared.iter().cloned());
@@ -142,16 +141,20 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
         ok.push(outcome.ok);
         if outcome.ok {
             info!(source = %outcome.name, nodes = stage.node_count, edges = stage.edge_count, "source scanned");
-            ok_providers.extend(outcome.providers.iter().map(|p| engine.interner().intern(p)));
+            ok_providers.extend(outcome.providers.iter().map(|p| core.interner().intern(p)));
             // A source may report providers beyond those it declares
             // (the mock estate serves four); it answers for those too.
             let mut seen: Vec<Sym> = stage.providers.iter().map(|&(p, _)| p).collect();
             seen.sort_unstable();
-            let reader = engine.interner().reader();
+            let reader = core.interner().reader();
             let names: Vec<String> = seen.iter().map(|p| reader.resolve(*p).to_owned()).collect();
             drop(reader);
-            engine.record_answered(&outcome.name, outcome.providers.iter().chain(&names).cloned().collect());
-            engine.record_served(&outcome.name, names.into_iter());
+            registry.record_answered(
+                core.store(),
+                &outcome.name,
+                outcome.providers.iter().chain(&names).cloned().collect(),
+            );
+            registry.record_served(&outcome.name, names.into_iter());
             ok_providers.extend(seen);
             for &(p, n) in &stage.providers {
                 *discovered.entry(p).or_default() += n;
@@ -177,7 +180,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     ok_providers.sort_unstable();
     ok_providers.dedup();
     if !held.is_empty() {
-        let reader = engine.interner().reader();
+        let reader = core.interner().reader();
         let before = ok_providers.len();
         ok_providers.retain(|p| !held.contains(reader.resolve(*p)));
         if ok_providers.len() < before {
@@ -187,7 +190,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     }
     report.sources.sort_by(|a, b| a.name.cmp(&b.name));
     let discovered = {
-        let reader = engine.interner().reader();
+        let reader = core.interner().reader();
         discovered
             .into_iter()
             .map(|(p, n)| (reader.resolve(p).to_owned(), n))
@@ -195,7 +198,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     };
     // Only now, with every source done, the staged rows go in under a
     // short write lock.
-    let mut graph = engine.graph_mut();
+    let mut graph = core.graph_mut();
     let t = Instant::now();
     report.nodes_ingest = graph.ingest_node_stage(staged_nodes, &ok, now_us, report.scan_seq as u32);
     let nodes_ms = t.elapsed().as_millis() as u64;

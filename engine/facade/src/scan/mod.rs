@@ -2,6 +2,7 @@
 //!
 //! - [`pipeline`]: the phase table and the runner (spans, timing, errors,
 //!   commit); [`context`]: what a scan carries from phase to phase.
+//! - [`state`]: what the engine keeps of its scans, and the commit.
 //! - [`ingest`], [`verdicts`], [`passes`]: the phases themselves.
 //! - [`report`]: what a scan reports, and the span names.
 
@@ -10,10 +11,12 @@ mod ingest;
 mod passes;
 mod pipeline;
 mod report;
+mod state;
 mod verdicts;
 
 pub(crate) use pipeline::{announce, run};
 pub use report::{CollectSink, ScanReport, SourceOutcome, spans};
+pub(crate) use state::{ScanListener, ScanState};
 pub use svc_graph::source::{
     QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanLimits, ScanSink,
     Source, SourceError,

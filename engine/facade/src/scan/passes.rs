@@ -9,16 +9,16 @@ use crate::analysis::reach::{self, Assessment};
 use crate::analysis::traffic;
 use crate::engine::EngineError;
 use crate::ids::{NodeId, Sym};
+use crate::remediation::ops::Pipeline;
 
 /// `engine.pattern`.
 pub(super) fn pattern(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
     let now_us = cx.now_us;
     let report = &mut cx.report;
     // Verdicts are in the graph now; the deciding findings price them.
-    let findings = engine.findings();
+    let findings = cx.findings.last();
     let savings = |id: NodeId| findings.deciding(id).map(|f| f.projected_savings_usd_mo);
-    let mut pattern = crate::analysis::pattern::run(&engine.graph(), now_us, &savings);
+    let mut pattern = crate::analysis::pattern::run(&cx.core.graph(), now_us, &savings);
     pattern.scan_seq = report.scan_seq;
     debug!(
         groups = pattern.groups,
@@ -28,17 +28,16 @@ pub(super) fn pattern(cx: &mut Scan<'_>) -> Result<(), EngineError> {
         "patterns found"
     );
     report.pattern = pattern.payload();
-    engine.set_pattern(pattern);
+    cx.findings.set_pattern(pattern);
     Ok(())
 }
 
 /// `engine.ghost_linker`.
 pub(super) fn ghost_linker(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
     let now_us = cx.now_us;
     let report = &mut cx.report;
-    let mut graph = engine.graph_mut();
-    let mut cache = engine.link_cache.lock();
+    let mut graph = cx.core.graph_mut();
+    let mut cache = cx.findings.lock_link_cache();
     let mut links = linker::run_with(&mut cache, &mut graph, now_us, report.scan_seq as u32);
     let facts_read = cache.read;
     drop(cache);
@@ -55,13 +54,13 @@ pub(super) fn ghost_linker(cx: &mut Scan<'_>) -> Result<(), EngineError> {
         "linked"
     );
     report.links = links.clone();
-    engine.set_links(links);
+    cx.findings.set_links(links);
     Ok(())
 }
 
 /// `engine.formal_verify`.
 pub(super) fn formal_verify(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
+    let (core, findings) = (cx.core, cx.findings);
     let now_us = cx.now_us;
     let report = &mut cx.report;
     // Nodes of a provider whose scan failed may be missing edges.
@@ -70,14 +69,14 @@ pub(super) fn formal_verify(cx: &mut Scan<'_>) -> Result<(), EngineError> {
         .iter()
         .filter(|s| !s.ok)
         .flat_map(|s| s.providers.iter())
-        .filter_map(|p| engine.interner().get(p))
+        .filter_map(|p| core.interner().get(p))
         .collect();
-    let mut assessment = if engine.oracle_enabled() {
-        reach::run(&engine.graph(), now_us, report.scan_seq, &failed)
+    let mut assessment = if findings.oracle_enabled() {
+        reach::run(&core.graph(), now_us, report.scan_seq, &failed)
     } else {
         Assessment::disabled(report.scan_seq, now_us)
     };
-    let changed = engine.graph_mut().apply_assessment(now_us, |id| assessment.verdict(id));
+    let changed = core.graph_mut().apply_assessment(now_us, |id| assessment.verdict(id));
     assessment.release_verdicts();
     debug!(
         reachable = assessment.reachable,
@@ -89,13 +88,12 @@ pub(super) fn formal_verify(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     );
     report.reachability = [assessment.reachable, assessment.unreachable, assessment.unknown];
     report.assessments_changed = changed as u64;
-    engine.set_assessment(assessment);
+    findings.set_assessment(assessment);
     Ok(())
 }
 
 /// `engine.sau`.
 pub(super) fn sau(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
     let now_us = cx.now_us;
     let sources = &mut *cx.sources;
     let report = &mut cx.report;
@@ -103,7 +101,7 @@ pub(super) fn sau(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     // this scan's pass adds holds items from the next one, and approve
     // checks again.
     // Read once: the pass asks for every item.
-    let outcome = engine.policies().outcome();
+    let outcome = cx.policy.book().outcome();
     let blocked = |id: NodeId| {
         outcome
             .blocked
@@ -111,7 +109,14 @@ pub(super) fn sau(cx: &mut Scan<'_>) -> Result<(), EngineError> {
             .map(|rules| rules.iter().map(|rule| format!("policy:{rule}")).collect())
             .unwrap_or_default()
     };
-    match engine.sau_pass(sources, now_us, &blocked) {
+    let pipeline = Pipeline {
+        core: cx.core,
+        sources: cx.registry,
+        findings: cx.findings,
+        policy: cx.policy,
+        remediation: cx.remediation,
+    };
+    match pipeline.sau_pass(sources, now_us, &blocked) {
         Ok(sau) => {
             debug!(
                 entered = sau.entered,
@@ -129,10 +134,16 @@ pub(super) fn sau(cx: &mut Scan<'_>) -> Result<(), EngineError> {
 
 /// `engine.policy`.
 pub(super) fn policy(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
     let now_us = cx.now_us;
     let report = &mut cx.report;
-    report.policy = crate::policy::phase::run(engine, report.scan_seq, now_us, report.observed_at);
+    report.policy = crate::policy::phase::run(
+        cx.core,
+        cx.policy,
+        cx.findings,
+        report.scan_seq,
+        now_us,
+        report.observed_at,
+    );
     debug!(
         rules = report.policy.rules,
         fast = report.policy.fast_rules,
@@ -148,27 +159,25 @@ pub(super) fn policy(cx: &mut Scan<'_>) -> Result<(), EngineError> {
 
 /// `engine.signal_analysis`.
 pub(super) fn signal_analysis(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
+    let (core, findings) = (cx.core, cx.findings);
     let now_us = cx.now_us;
     let report = &mut cx.report;
-    let graph = engine.graph();
+    let graph = core.graph();
     let stats = graph.stats(now_us);
-    let reader = engine.interner().reader();
+    let reader = core.interner().reader();
     report.nodes = stats.active_nodes;
     report.edges = stats.total_edges;
     report.logically_deleted = stats.logically_deleted;
     report.waste = stats.waste_nodes;
     report.cost_usd_mo = stats.total_cost_usd_mo;
-    (report.waste_usd_mo, report.projected_savings_usd_mo) = engine.findings().totals();
+    (report.waste_usd_mo, report.projected_savings_usd_mo) = findings.last().totals();
     report.providers = stats
         .providers
         .iter()
         .map(|(p, n)| (reader.resolve(*p).to_owned(), *n))
         .collect();
     drop(reader);
-    let signal = engine
-        .signal()
-        .analyze(&graph, &engine.findings(), now_us, report.scan_seq);
+    let signal = cx.costs.analyze(&graph, &findings.last(), now_us, report.scan_seq);
     cx.signal = Some(signal);
     Ok(())
 }

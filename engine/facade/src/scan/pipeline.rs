@@ -14,7 +14,7 @@ use super::{ingest, passes, verdicts};
 use crate::engine::{Engine, EngineError};
 use crate::heuristics::Analyzer;
 use crate::store::CommitMeta;
-use crate::store::ledger::NewEvent;
+use crate::store::ledger::{Ledger, NewEvent};
 use svc_graph::source::{ScanLimits, Source};
 
 /// One phase: its span name (SPEC 4.9), the span, and what it does.
@@ -48,7 +48,8 @@ const PHASES: [Phase; 10] = [
     phase!(spans::SIGNAL_ANALYSIS, passes::signal_analysis),
 ];
 
-/// Runs every phase once, then commits. The caller holds the scan permit.
+/// Runs every phase once over the engine's subsystems, then commits. The
+/// caller holds the scan permit.
 pub(crate) fn run(
     engine: &Engine,
     sources: &mut [Box<dyn Source>],
@@ -60,7 +61,13 @@ pub(crate) fn run(
     let root = info_span!(spans::RUN, scan_seq = tracing::field::Empty);
     let _root = root.enter();
     let mut cx = Scan {
-        engine,
+        core: &engine.core,
+        registry: &engine.sources,
+        findings: &engine.findings,
+        policy: &engine.policy,
+        scans: &engine.scans,
+        costs: &engine.signal,
+        remediation: &engine.remediation,
         sources,
         analyzers,
         configs,
@@ -85,13 +92,15 @@ pub(crate) fn run(
 /// Commit: the changed rows as versions to graph.redb in one transaction,
 /// then the cost history; SCAN_COMPLETED follows in [`announce`].
 fn commit(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let (engine, now_us, report) = (cx.engine, cx.now_us, &mut cx.report);
+    let (core, now_us, report) = (cx.core, cx.now_us, &mut cx.report);
     let commit_started = Instant::now();
-    let rows = engine.graph_mut().take_dirty_rows();
+    let rows = core.graph_mut().take_dirty_rows();
     let (nodes, edges) = rows.counts();
     report.versions_written = (nodes + edges) as u64;
-    report.generation = engine.graph().generation();
-    engine.commit(
+    report.generation = core.graph().generation();
+    cx.scans.commit(
+        core,
+        cx.remediation,
         rows,
         CommitMeta {
             generation: report.generation,
@@ -103,7 +112,7 @@ fn commit(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     )?;
     let t = Instant::now();
     if let Some(signal) = cx.signal.take() {
-        engine.signal().install(engine.store(), engine.interner(), signal);
+        cx.costs.install(core.store(), core.interner(), signal);
     }
     debug!(ms = t.elapsed().as_millis() as u64, "cost history stored");
     report.duration_ms = cx.started.elapsed().as_millis() as u64;
@@ -129,14 +138,12 @@ fn commit(cx: &mut Scan<'_>) -> Result<(), EngineError> {
 
 /// Appends SCAN_COMPLETED for a committed scan. Runs after the scan permit
 /// is released, so whoever hears the event can start the next scan.
-pub(crate) fn announce(engine: &Engine, report: &mut ScanReport) -> Result<(), EngineError> {
+pub(crate) fn announce(ledger: &Ledger, report: &mut ScanReport) -> Result<(), EngineError> {
     let message = format!(
         "scan {} completed: {} nodes, {} edges, {} waste (${:.2}/mo)",
         report.scan_seq, report.nodes, report.edges, report.waste, report.waste_usd_mo
     );
-    let event = engine
-        .ledger()
-        .append_one(NewEvent::of(None, "engine", message, &report.payload()))?;
+    let event = ledger.append_one(NewEvent::of(None, "engine", message, &report.payload()))?;
     report.event_seq = event.seq;
     Ok(())
 }

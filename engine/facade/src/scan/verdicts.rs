@@ -8,13 +8,15 @@ use tracing::{debug, warn};
 
 use super::context::Scan;
 use super::report::SourceOutcome;
-use crate::engine::{Engine, EngineError};
+use crate::engine::EngineError;
+use crate::findings::Findings;
+use crate::graph_core::Core;
 use crate::heuristics::{self, AnalyzerOutcome, BuiltinStats, Finding, FindingSet, FindingSource};
 use crate::ids::{NodeId, Sym};
 
 /// `engine.heuristics`.
 pub(super) fn heuristics(cx: &mut Scan<'_>) -> Result<(), EngineError> {
-    let engine = cx.engine;
+    let (core, findings) = (cx.core, cx.findings);
     let now_us = cx.now_us;
     let analyzers = &mut *cx.analyzers;
     let limits = cx.limits;
@@ -24,21 +26,21 @@ pub(super) fn heuristics(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     let scanned: Vec<&SourceOutcome> = report.sources.iter().filter(|s| s.ok).collect();
     report.observed_at = match scanned.iter().filter_map(|s| s.observed_at).max() {
         Some(t) => t,
-        None if scanned.is_empty() && engine.observed_s() > 0 => engine.observed_s(),
+        None if scanned.is_empty() && cx.scans.observed_s() > 0 => cx.scans.observed_s(),
         None => now_us / 1_000_000,
     };
     let started = Instant::now();
-    let selection = engine.rule_selection();
+    let selection = findings.rule_selection();
     // Node and edge rows changed since the last pass (the adjacency
     // index is current): whose answers, and whose ends', may differ.
-    let changes = engine.graph_mut().take_row_changes();
-    let mut rules = engine.rule_cache.lock();
-    let pass = rules.run(&engine.graph(), &changes, now_us, report.observed_at, &selection);
+    let changes = core.graph_mut().take_row_changes();
+    let mut rules = findings.lock_rule_cache();
+    let pass = rules.run(&core.graph(), &changes, now_us, report.observed_at, &selection);
     drop(changes);
     let builtin_ms = started.elapsed().as_millis() as u64;
     // Plugins run after the built-in rules.
     let (mut others, mut outcomes) = {
-        let graph = engine.graph();
+        let graph = core.graph();
         heuristics::analyzer::run_analyzers(&graph, analyzers, now_us, limits.timeout)
     };
     let stats = BuiltinStats {
@@ -50,10 +52,10 @@ pub(super) fn heuristics(cx: &mut Scan<'_>) -> Result<(), EngineError> {
         ignored: pass.ignored,
         duration_ms: builtin_ms,
     };
-    carry_over(engine, now_us, &mut others, &mut outcomes);
+    carry_over(core, findings, now_us, &mut others, &mut outcomes);
     // Policy verdicts of rules still in the book stand until the
     // policy phase decides again.
-    others.extend(crate::policy::phase::carried(engine, now_us));
+    others.extend(crate::policy::phase::carried(core, cx.policy.book(), now_us));
     let t = Instant::now();
     if pass.full {
         let mut set = FindingSet::grouped(report.scan_seq, rules.findings_by_node(), others, outcomes);
@@ -62,16 +64,16 @@ pub(super) fn heuristics(cx: &mut Scan<'_>) -> Result<(), EngineError> {
         set.builtin = stats.clone();
         set.as_of_s = report.observed_at;
         report.findings = set.len() as u64;
-        report.verdicts_changed = heuristics::join::apply(&mut engine.graph_mut(), &set, now_us) as u64;
+        report.verdicts_changed = heuristics::join::apply(&mut core.graph_mut(), &set, now_us) as u64;
         report.heuristics = set.analyzers.clone();
-        engine.set_findings(set);
+        findings.set_last(set);
     } else {
         // The last scan's findings, changed where this scan's differ:
         // the built-in answers worked out again, and every plugin and
         // carried policy finding replaced.
         let builtin_touched = pass.touched;
         let mut touched = builtin_touched.clone();
-        engine.update_findings(|set| {
+        findings.update(|set| {
             let mut emptied = Vec::new();
             for (id, list) in set.by_node.iter_mut() {
                 if list.iter().any(|f| f.source != FindingSource::Builtin) {
@@ -114,8 +116,8 @@ pub(super) fn heuristics(cx: &mut Scan<'_>) -> Result<(), EngineError> {
             report.heuristics = set.analyzers.clone();
         });
         drop(rules);
-        let set = engine.findings();
-        report.verdicts_changed = heuristics::join::apply_to(&mut engine.graph_mut(), &set, now_us, &touched) as u64;
+        let set = findings.last();
+        report.verdicts_changed = heuristics::join::apply_to(&mut core.graph_mut(), &set, now_us, &touched) as u64;
     }
     debug!(
         join_ms = t.elapsed().as_millis() as u64,
@@ -140,10 +142,16 @@ pub(super) fn heuristics(cx: &mut Scan<'_>) -> Result<(), EngineError> {
 /// the previous scan are kept whole; a waste verdict in the graph named by
 /// its rule (after a restart, when no findings are in memory) is kept as a
 /// finding rebuilt from the node.
-fn carry_over(engine: &Engine, now_us: u64, findings: &mut Vec<Finding>, outcomes: &mut [AnalyzerOutcome]) {
-    let previous = engine.findings();
-    let graph = engine.graph();
-    let interner = engine.interner();
+fn carry_over(
+    core: &Core,
+    last: &Findings,
+    now_us: u64,
+    findings: &mut Vec<Finding>,
+    outcomes: &mut [AnalyzerOutcome],
+) {
+    let previous = last.last();
+    let graph = core.graph();
+    let interner = core.interner();
     for o in outcomes.iter_mut().filter(|o| !o.ok) {
         let source = FindingSource::Plugin(o.name.clone());
         let before = findings.len();

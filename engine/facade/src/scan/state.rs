@@ -1,0 +1,180 @@
+//! What the engine keeps of its scans: whether one runs, their sequence
+//! and times, the last report, its listeners, and the commit.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use svc_graph::sync::{Mutex, RwLock};
+use tracing::{debug, warn};
+
+use super::report::ScanReport;
+use crate::engine::{EngineError, SNAPSHOT_FILE};
+use crate::graph::DirtyRows;
+use crate::graph_core::Core;
+use crate::ranks;
+use crate::store::snapshot::{self, SnapshotKey};
+use crate::store::{CommitMeta, GraphVersions};
+
+pub(crate) type ScanListener = Box<dyn Fn(&ScanReport) + Send + Sync>;
+
+/// Locks `persisted_symbols` (rank 25), `snapshot_writer` (45); `last_report`
+/// and `listeners` are leaves.
+pub(crate) struct ScanState {
+    scanning: AtomicBool,
+    scan_seq: AtomicU64,
+    /// When the estate of the last committed scan was observed (Unix seconds, 0 unknown).
+    observed_s: AtomicU64,
+    last_commit_us: AtomicU64,
+    last_report: RwLock<Option<ScanReport>>,
+    listeners: RwLock<Vec<ScanListener>>,
+    /// Interner entries already written to the store.
+    persisted_symbols: Mutex<usize>,
+    /// The snapshot being written behind the last commit, if any.
+    snapshot_writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl ScanState {
+    /// As the graph store's metadata left it, with `persisted` symbols stored.
+    pub(crate) fn new(meta: &CommitMeta, persisted: usize) -> ScanState {
+        ScanState {
+            scanning: AtomicBool::new(false),
+            scan_seq: AtomicU64::new(meta.scan_seq),
+            observed_s: AtomicU64::new(meta.observed_s),
+            last_commit_us: AtomicU64::new(meta.commit_us),
+            last_report: RwLock::new(ranks::LAST_REPORT, None),
+            listeners: RwLock::new(ranks::LISTENERS, Vec::new()),
+            persisted_symbols: Mutex::new(ranks::PERSISTED_SYMBOLS, persisted),
+            snapshot_writer: Mutex::new(ranks::SNAPSHOT_WRITER, None),
+        }
+    }
+
+    /// Marks a scan as running unless one is; whether it did.
+    pub(crate) fn try_start(&self) -> bool {
+        self.scanning
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    pub(crate) fn finish(&self) {
+        self.scanning.store(false, Ordering::Release);
+    }
+
+    pub(crate) fn is_scanning(&self) -> bool {
+        self.scanning.load(Ordering::Acquire)
+    }
+
+    /// Scans finished in this data directory.
+    pub(crate) fn completed(&self) -> u64 {
+        self.scan_seq.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.scan_seq.load(Ordering::Acquire) + 1
+    }
+
+    pub(crate) fn last_commit_us(&self) -> u64 {
+        self.last_commit_us.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn observed_s(&self) -> u64 {
+        self.observed_s.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn last_report(&self) -> Option<ScanReport> {
+        self.last_report.read().clone()
+    }
+
+    pub(crate) fn add_listener(&self, f: ScanListener) {
+        self.listeners.write().push(f);
+    }
+
+    /// Keeps `report` as the last, then tells every listener.
+    pub(crate) fn finished(&self, report: &ScanReport) {
+        *self.last_report.write() = Some(report.clone());
+        for l in self.listeners.read().iter() {
+            l(report);
+        }
+    }
+
+    /// Waits until the last commit's snapshot is on disk (or has failed).
+    pub(crate) fn wait_snapshot(&self) {
+        if let Some(handle) = self.snapshot_writer.lock().take() {
+            let _ = handle.join();
+        }
+    }
+
+    /// Writes `encoded` to `path` on a thread of its own, after the snapshot before it.
+    fn write_snapshot_behind(&self, path: std::path::PathBuf, encoded: snapshot::Encoded) {
+        let mut writer = self.snapshot_writer.lock();
+        if let Some(previous) = writer.take() {
+            let _ = previous.join();
+        }
+        let spawned = std::thread::Builder::new().name("svc-snapshot".into()).spawn(move || {
+            let t = std::time::Instant::now();
+            let written = encoded.write(&path);
+            drop(encoded);
+            match written {
+                Ok(bytes) => debug!(bytes, ms = t.elapsed().as_millis() as u64, "snapshot written"),
+                Err(e) => warn!(error = %e, "cannot write the snapshot; the next start replays the graph store"),
+            }
+            // The encoded sections (about the graph's size) are freed in
+            // the middle of the heaps; hand them back.
+            crate::malloc::release();
+        });
+        match spawned {
+            Ok(handle) => *writer = Some(handle),
+            Err(e) => warn!(error = %e, "cannot start the snapshot writer; the next start replays the graph store"),
+        }
+    }
+
+    /// Writes new symbols and changed versions durably, then advances the
+    /// scan sequence. The remediation items a scan's `engine.sau` pass
+    /// wrote behind it are durable first.
+    pub(crate) fn commit(
+        &self,
+        core: &Core,
+        remediation: &svc_remediation::Remediation,
+        rows: DirtyRows,
+        meta: CommitMeta,
+    ) -> Result<(), EngineError> {
+        let mut persisted = self.persisted_symbols.lock();
+        let fresh = core.interner().strings_from(*persisted);
+        let graph = core.graph();
+        let meta = CommitMeta {
+            rows: (graph.node_rows() + graph.edge_rows()) as u64,
+            ..meta
+        };
+        let t = std::time::Instant::now();
+        let versions = GraphVersions { graph: &graph, rows };
+        let all = || GraphVersions {
+            graph: &graph,
+            rows: graph.all_rows(),
+        };
+        let commit_us = core.store().commit(*persisted, &fresh, &versions, all, meta)?;
+        let changed = !versions.rows.is_empty();
+        drop(versions);
+        // The scan's `engine.sau` pass wrote its items behind the scan; this
+        // commit's write transaction came after that one.
+        remediation.settle();
+        let store_ms = t.elapsed().as_millis() as u64;
+        let t = std::time::Instant::now();
+        let meta = CommitMeta { commit_us, ..meta };
+        *persisted += fresh.len();
+        if changed {
+            // Encoded under the read lock, written behind the commit: the
+            // store is the truth, and a snapshot that is late or fails to
+            // write only slows the next start.
+            let encoded = snapshot::encode(&graph, SnapshotKey::new(&meta, *persisted));
+            self.write_snapshot_behind(core.data_dir().join(SNAPSHOT_FILE), encoded);
+        }
+        debug!(
+            store_ms,
+            snapshot_encode_ms = t.elapsed().as_millis() as u64,
+            "committed"
+        );
+        drop(graph);
+        self.scan_seq.store(meta.scan_seq, Ordering::Release);
+        self.observed_s.store(meta.observed_s, Ordering::Release);
+        self.last_commit_us.store(meta.commit_us, Ordering::Release);
+        Ok(())
+    }
+}
