@@ -2,6 +2,7 @@
 //! with it ([`ops`]): the `engine.sau` pass of a scan, the operator actions,
 //! sagas, quarantine, revert, isolation.
 
+mod actions;
 pub mod ops;
 
 pub use svc_remediation::*;
