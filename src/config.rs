@@ -232,11 +232,19 @@ impl Config {
     }
 }
 
-/// A duration key (`5m`, `1h`) of at least one second.
+/// The longest duration a setting takes: a year. Past it an interval is
+/// no schedule, and a timer set that far overflows the clock.
+pub const MAX_SETTING_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// A duration key (`5m`, `1h`) of at least one second and at most
+/// [`MAX_SETTING_DURATION`].
 fn at_least_a_second(key: &str, value: &str) -> anyhow::Result<Duration> {
     let d = humantime::parse_duration(value).with_context(|| format!("{key} {value:?} is not a duration"))?;
     if d < Duration::from_secs(1) {
         bail!("{key} must be at least 1s, got {value:?}");
+    }
+    if d > MAX_SETTING_DURATION {
+        bail!("{key} must be at most 365d, got {value:?}");
     }
     Ok(d)
 }
@@ -302,5 +310,13 @@ mod tests {
         assert!(toml::from_str::<Config>("[daemon]\nbogus = 1").is_err());
         let c: Config = toml::from_str("[daemon]\nscan_interval = \"soon\"").unwrap();
         assert!(c.scan_interval().is_err());
+        // A timer that far ahead would overflow the clock and stop the scheduler.
+        for key in ["scan_interval", "scan_timeout"] {
+            let e = Config::validate_text(&format!("[daemon]\n{key} = \"500000000y\"")).unwrap_err();
+            assert!(e.to_string().contains("at most 365d"), "{e}");
+            assert!(Config::validate_text(&format!("[daemon]\n{key} = \"365d\"")).is_ok());
+        }
+        let e = Config::validate_text("[sau]\naudit_export_interval = \"400d\"").unwrap_err();
+        assert!(e.to_string().contains("at most 365d"), "{e}");
     }
 }

@@ -100,7 +100,10 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         live_apply(engine.clone(), plugins.clone(), exporter.clone(), interval_tx),
     )));
 
-    let scheduler = tokio::spawn(schedule_scans(engine.clone(), state.clone(), interval_rx));
+    let scheduler = tokio::spawn(supervise(SCHEDULER, state.clone(), {
+        let (engine, state) = (engine.clone(), state.clone());
+        move || schedule_scans(engine.clone(), state.clone(), interval_rx.clone())
+    }));
     let export_schedule = tokio::spawn(svc_api::export::schedule(state.clone(), exporter));
     let expiry = tokio::spawn(expire_isolations(engine.clone()));
     let result = server.await.context("server task failed")?;
@@ -227,15 +230,58 @@ fn live_apply(
     })
 }
 
+/// The scan scheduler's name where the daemon reports it stuck (`/readyz`).
+const SCHEDULER: &str = "scheduler";
+
+/// Keeps a task of the daemon running: when it stops (a panic), `part` is
+/// reported not ready with why, and the task is started again after a
+/// pause (1 s, doubling up to a minute while it keeps stopping). The task
+/// clears the fault itself once it makes progress ([`AppState::clear_fault`]).
+async fn supervise<F, Fut>(part: &'static str, state: AppState, task: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    use futures::FutureExt;
+    const FIRST: Duration = Duration::from_secs(1);
+    const MAX: Duration = Duration::from_secs(60);
+    let mut pause = FIRST;
+    loop {
+        let started = std::time::Instant::now();
+        let outcome = std::panic::AssertUnwindSafe(task()).catch_unwind().await;
+        let why = match outcome {
+            Ok(()) => "stopped".to_owned(),
+            Err(panic) => format!("stopped: {}", panic_text(panic.as_ref())),
+        };
+        if started.elapsed() > MAX {
+            pause = FIRST;
+        }
+        error!(part, reason = %why, pause = ?pause, "a daemon task stopped; it is started again");
+        state.set_fault(part, format!("{why}; starting again"));
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX);
+    }
+}
+
+/// A panic's message, when it has one.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("panicked")
+}
+
 /// A scan at start, then one every interval (re-read when the
 /// configuration changes); a tick that finds a scan running (one triggered
-/// through the API) is skipped.
+/// through the API) is skipped. Each tick clears a fault the scheduler was
+/// reported stuck with ([`supervise`]).
 async fn schedule_scans(engine: Arc<Engine>, state: AppState, mut interval: tokio::sync::watch::Receiver<Duration>) {
     let mut ticker = tokio::time::interval(*interval.borrow_and_update());
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = ticker.tick() => {}
+            _ = ticker.tick() => state.clear_fault(SCHEDULER),
             changed = interval.changed() => {
                 if changed.is_ok() {
                     let d = *interval.borrow_and_update();
@@ -354,4 +400,51 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task that panics is reported not ready with its message, and is
+    /// started again; once it runs, the fault is gone.
+    #[tokio::test]
+    async fn a_stopped_task_is_reported_and_started_again() {
+        let state = AppState::new("t".into());
+        let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<usize>();
+        let task = {
+            let (state, runs) = (state.clone(), runs.clone());
+            move || {
+                let (state, runs, tx) = (state.clone(), runs.clone(), tx.clone());
+                async move {
+                    let run = runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if run == 0 {
+                        let _ = tx.send(run);
+                        panic!("interval overflow");
+                    }
+                    state.clear_fault("worker");
+                    let _ = tx.send(run);
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        let supervisor = tokio::spawn(supervise("worker", state.clone(), task));
+        assert_eq!(rx.recv().await, Some(0));
+        // The supervisor records the fault before it pauses; the second run
+        // cannot start before the pause ends.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let message = loop {
+            let m = state.readiness().map_err(|e| e.message).err().unwrap_or_default();
+            if m.contains("worker") || std::time::Instant::now() > deadline {
+                break m;
+            }
+            tokio::task::yield_now().await;
+        };
+        assert_eq!(message, "not ready: worker: stopped: interval overflow; starting again");
+        assert_eq!(rx.recv().await, Some(1));
+        let message = state.readiness().map_err(|e| e.message).err().unwrap_or_default();
+        assert_eq!(message, "the graph is still loading", "the fault is cleared");
+        supervisor.abort();
+    }
 }

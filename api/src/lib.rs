@@ -213,14 +213,14 @@ async fn healthz() -> impl IntoResponse {
     operation_id = "readyz",
     tag = "probes",
     summary = "Readiness probe.",
-    description = "Answers 200 once the graph is loaded and the engine accepts requests, 503 before.",
+    description = "Answers 200 once the graph is loaded and the engine accepts requests; 503 before, and while a part of the daemon (the scan scheduler) cannot make progress, the message naming it and why.",
     responses(
         (status = 200, description = "The engine is ready.", body = inline(Ready), content_type = "text/plain"),
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
 async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    state.engine()?;
+    state.readiness()?;
     Ok((StatusCode::OK, Ready::VALUES[0]))
 }
 

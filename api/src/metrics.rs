@@ -37,6 +37,7 @@ pub mod names {
     pub const HTTP_REQUESTS: &str = "svc_http_requests_total";
     pub const HTTP_DURATION: &str = "svc_http_request_duration_seconds";
     pub const UPTIME: &str = "svc_process_uptime_seconds";
+    pub const READY: &str = "svc_ready";
     pub const LEDGER_EVENTS: &str = "svc_ledger_events_total";
     pub const LEDGER_EXPORTS: &str = "svc_ledger_exports_total";
     pub const LEDGER_EXPORTED_EVENTS: &str = "svc_ledger_exported_events_total";
@@ -225,8 +226,15 @@ impl Metrics {
     }
 
     /// The exposition text. `uptime_s` and `ledger_events` are read by the caller.
-    pub fn encode(&self, uptime_s: f64, ledger_events: Option<u64>) -> Result<String, prometheus::Error> {
+    /// The exposition text; `ready` is what `/readyz` answers (1 for 200).
+    pub fn encode(&self, uptime_s: f64, ledger_events: Option<u64>, ready: bool) -> Result<String, prometheus::Error> {
         let mut families = self.registry.gather();
+        families.push(family(
+            names::READY,
+            "1 while the daemon is ready (/readyz answers 200), else 0.",
+            MetricType::GAUGE,
+            f64::from(u8::from(ready)),
+        ));
         families.push(family(
             names::UPTIME,
             "Seconds since the daemon started.",
@@ -308,19 +316,21 @@ mod tests {
             405,
             0.01,
         );
-        let text = m.encode(1.5, Some(3)).unwrap_or_default();
+        let text = m.encode(1.5, Some(3), false).unwrap_or_default();
         for name in [
             names::WASTE_USD,
             names::UPTIME,
             names::LEDGER_EVENTS,
             names::HTTP_REQUESTS,
             names::GRAPH_NODES,
+            names::READY,
         ] {
             assert!(text.contains(&format!("# HELP {name} ")), "{name} in\n{text}");
             assert!(text.contains(&format!("# TYPE {name} ")), "{name} in\n{text}");
         }
         assert!(text.contains("# TYPE svc_waste_usd_total untyped"));
         assert!(text.contains("svc_ledger_events_total 3"));
+        assert!(text.contains("\nsvc_ready 0\n"), "{text}");
         assert!(text.contains(r#"method="other""#));
     }
 
@@ -328,7 +338,7 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn the_process_reports_its_resident_memory_and_cpu() {
-        let text = Metrics::new().encode(0.0, None).unwrap_or_default();
+        let text = Metrics::new().encode(0.0, None, true).unwrap_or_default();
         let value = |name: &str| -> f64 {
             text.lines()
                 .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(' ')))

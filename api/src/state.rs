@@ -1,5 +1,6 @@
 //! Shared state of the HTTP server.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -39,6 +40,9 @@ pub struct Inner {
     config: OnceLock<Arc<dyn crate::config::ConfigService>>,
     /// `GET /api/v1/anomalies`, computed at most once per 30 s.
     pub anomalies: crate::routes::anomalies::cache::Cache,
+    /// Parts of the daemon that cannot make progress, by name, with why:
+    /// while any is listed, `/readyz` answers 503 naming them.
+    faults: parking_lot::Mutex<BTreeMap<&'static str, String>>,
 }
 
 impl AppState {
@@ -55,6 +59,7 @@ impl AppState {
                 exporter: OnceLock::new(),
                 config: OnceLock::new(),
                 anomalies: Default::default(),
+                faults: Default::default(),
                 version: env!("CARGO_PKG_VERSION"),
             }),
         }
@@ -87,6 +92,30 @@ impl AppState {
             .engine
             .get()
             .ok_or_else(|| ApiError::not_ready("the graph is still loading"))
+    }
+
+    /// Marks `part` of the daemon unable to make progress, and why: the
+    /// daemon is not ready until [`AppState::clear_fault`].
+    pub fn set_fault(&self, part: &'static str, why: impl Into<String>) {
+        self.inner.faults.lock().insert(part, why.into());
+    }
+
+    /// `part` makes progress again.
+    pub fn clear_fault(&self, part: &'static str) {
+        self.inner.faults.lock().remove(part);
+    }
+
+    /// Ready: the graph is loaded and no part of the daemon is stuck;
+    /// otherwise why not (503 `not_ready`, naming each stuck part).
+    pub fn readiness(&self) -> Result<(), ApiError> {
+        {
+            let faults = self.inner.faults.lock();
+            if !faults.is_empty() {
+                let why: Vec<String> = faults.iter().map(|(part, why)| format!("{part}: {why}")).collect();
+                return Err(ApiError::not_ready(format!("not ready: {}", why.join("; "))));
+            }
+        }
+        self.engine().map(|_| ())
     }
 
     /// Supplies the plugin catalog (set once, at start).

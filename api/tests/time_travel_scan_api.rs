@@ -222,7 +222,13 @@ async fn scans_conflict_while_one_runs() {
         (&body["status"], &body["cycle"], &body["scan_seq"]),
         (&json!("completed"), &json!("sync"), &json!(3))
     );
-    for bad in ["{not json", r#"{"wait": "yes"}"#, "[true]"] {
+    for bad in [
+        "{not json",
+        r#"{"wait": "yes"}"#,
+        "[true]",
+        r#"{"timeout": "0s"}"#,
+        r#"{"timeout": "500000000y"}"#,
+    ] {
         let (status, body) = f.post("/api/v1/engine/scan", Some(bad)).await;
         assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
     }

@@ -43,6 +43,7 @@ Families include `svc_scan_duration_seconds` (histogram),
 `svc_http_requests_total{method,route,status}`,
 `svc_http_request_duration_seconds{method,route}` (histogram),
 `svc_graph_nodes`, `svc_graph_edges`, `svc_process_uptime_seconds`,
+`svc_ready` (1 while `/readyz` answers 200, else 0),
 `svc_ledger_events_total` (once the engine is ready) and
 `svc_waste_usd_total` (untyped; current projected waste in USD per month)."#,
     responses(
@@ -53,7 +54,8 @@ Families include `svc_scan_duration_seconds` (histogram),
 pub async fn render(State(state): State<AppState>) -> impl IntoResponse {
     let uptime = state.inner.started.elapsed().as_secs_f64();
     let ledger = state.engine().ok().map(|e| e.ledger().last_seq());
-    match state.inner.metrics.encode(uptime, ledger) {
+    let ready = state.readiness().is_ok();
+    match state.inner.metrics.encode(uptime, ledger, ready) {
         Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
         Err(e) => crate::error::ApiError::internal(e).into_response(),
     }

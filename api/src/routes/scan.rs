@@ -21,6 +21,10 @@ use tracing::{error, info};
 use utoipa::ToSchema;
 
 use super::ApiQuery;
+
+/// The longest `timeout` a scan request takes: a year (a deadline further
+/// out overflows the clock).
+const MAX_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
 use super::query::Flag;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -136,6 +140,9 @@ fn request(q: &ScanQuery, body: Result<Bytes, BytesRejection>) -> ApiResult<Requ
     let timeout = match parsed.timeout.as_deref() {
         None => None,
         Some(t) => match humantime::parse_duration(t) {
+            Ok(d) if d > MAX_TIMEOUT => {
+                return Err(ApiError::bad_request(format!("timeout {t:?} is longer than 365d")));
+            }
             Ok(d) if d >= std::time::Duration::from_secs(1) => Some(d),
             Ok(_) => return Err(ApiError::bad_request(format!("timeout {t:?} is shorter than 1s"))),
             Err(e) => {

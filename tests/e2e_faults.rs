@@ -1,0 +1,43 @@
+//! Faults and hostile input against the real daemon: what it refuses, and
+//! that it reports itself ready only while it makes progress.
+
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
+mod common;
+
+use common::Daemon;
+use serde_json::{Value, json};
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+/// A scan interval so long that a timer set to it overflows the clock is
+/// refused, with nothing changed; the scheduler keeps running, takes the
+/// next interval set and scans on it, and the daemon stays ready.
+#[tokio::test]
+async fn an_interval_past_the_clock_is_refused_and_the_scheduler_keeps_running() {
+    let dir = common::data_dir();
+    let d = Daemon::start_scanned(dir.path(), 300).await;
+    let api = d.api();
+    let head = u(&api.scan_wait().await["event_seq"]);
+    for bad in ["500000000y", "400d"] {
+        let e = api
+            .put_json("/api/v1/config", &json!({"daemon": {"scan_interval": bad}}))
+            .await
+            .expect_error(422, "invalid");
+        let message = e["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("at most 365d"), "{message}");
+    }
+    assert_eq!(api.get_ok("/api/v1/config").await["daemon"]["scan_interval"], "1h");
+    d.anonymous().get("/readyz").await.expect(200);
+
+    api.put_json("/api/v1/config", &json!({"daemon": {"scan_interval": "1s"}}))
+        .await
+        .expect(200);
+    let scheduled = d.wait_scan_after(head).await;
+    assert!(u(&scheduled["seq"]) > head, "{scheduled}");
+    d.anonymous().get("/readyz").await.expect(200);
+    let metrics = d.anonymous().get("/metrics").await.text;
+    assert!(metrics.contains("\nsvc_ready 1\n"), "{metrics}");
+}
