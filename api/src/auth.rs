@@ -17,8 +17,7 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim);
+        .and_then(bearer_token);
     let cookie = headers
         .get_all(header::COOKIE)
         .iter()
@@ -41,6 +40,13 @@ pub async fn require_token(State(state): State<AppState>, req: Request, next: Ne
     Ok(next.run(req).await)
 }
 
+/// The token of an `Authorization` value in the `Bearer` scheme, whose
+/// name is case-insensitive (RFC 9110, 11.1).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
+}
+
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -50,6 +56,16 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_scheme_name_is_case_insensitive() {
+        for v in ["Bearer t", "bearer t", "BEARER t", "bEaReR   t "] {
+            assert_eq!(super::bearer_token(v), Some("t"), "{v}");
+        }
+        for v in ["Basic t", "Bearert", "t", ""] {
+            assert_eq!(super::bearer_token(v), None, "{v}");
+        }
+    }
+
     #[test]
     fn compares_tokens() {
         assert!(super::constant_time_eq(b"abc", b"abc"));

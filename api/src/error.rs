@@ -145,6 +145,13 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, retry_after) = (self.status, self.retry_after);
         let mut resp = (status, Json(self.body())).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            // RFC 9110, 11.6.1: a 401 names the scheme that would be accepted.
+            resp.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"svc\""),
+            );
+        }
         if let Some(s) = retry_after
             && let Ok(v) = HeaderValue::from_str(&s.to_string())
         {

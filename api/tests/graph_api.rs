@@ -29,6 +29,23 @@ async fn api_routes_need_a_token() {
     }
     let (status, _) = f.call("POST", "/api/v1/engine/scan", None, None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // A 401 names the scheme; the scheme's name is case-insensitive.
+    let send = |authorization: String| {
+        let req = axum::http::Request::builder()
+            .uri("/api/v1/graph/stats")
+            .header("authorization", authorization)
+            .body(axum::body::Body::empty())
+            .unwrap();
+        tower::ServiceExt::oneshot(f.app.clone(), req)
+    };
+    let resp = send(format!("Basic {TOKEN}")).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(resp.headers()["www-authenticate"], "Bearer realm=\"svc\"");
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let resp = send(format!("{scheme} {TOKEN}")).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{scheme}");
+    }
 }
 
 #[tokio::test]
