@@ -12,6 +12,26 @@ use utoipa::ToSchema;
 /// Largest request body accepted, in bytes.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Middleware: a request whose `Content-Length` is over [`MAX_BODY_BYTES`]
+/// is answered 413 before any handler runs, so a route that reads no body
+/// (`POST /api/v1/ledger/export`) refuses it too, and a client waiting on
+/// `Expect: 100-continue` gets the answer instead of a closed connection.
+pub async fn reject_oversized(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .or_else(|| axum::body::HttpBody::size_hint(req.body()).exact());
+    match declared {
+        Some(n) if n > MAX_BODY_BYTES as u64 => ApiError::payload_too_large(format!(
+            "the request body of {n} bytes is over the limit of {MAX_BODY_BYTES} bytes"
+        ))
+        .into_response(),
+        _ => next.run(req).await,
+    }
+}
+
 use crate::wire::{JsonObject, listed_str};
 
 listed_str! {

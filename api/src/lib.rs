@@ -178,6 +178,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(error::reject_oversized))
         .layer(middleware::from_fn_with_state(state.clone(), metrics::http::track_http))
         .with_state(state)
 }

@@ -48,6 +48,27 @@ async fn api_routes_need_a_token() {
     }
 }
 
+/// A body over the limit is refused with 413 by every route, also one
+/// that reads no body, and before the token is looked at.
+#[tokio::test]
+async fn an_oversized_body_is_refused_by_every_route() {
+    let f = Fixture::new(Estate::sample());
+    let big = "x".repeat(svc_api::MAX_BODY_BYTES + 1);
+    for (uri, token) in [
+        ("/api/v1/ledger/export", Some(TOKEN)),
+        ("/api/v1/engine/scan", Some(TOKEN)),
+        ("/api/v1/ledger/export", None),
+    ] {
+        let (status, bytes) = f.call("POST", uri, token, Some(&big)).await;
+        let body: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_error(status, &body, StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large");
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains("1048577 bytes"),
+            "{body}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn stats_count_the_visible_graph() {
     let f = Fixture::new(Estate::sample());

@@ -57,11 +57,12 @@ pub struct ExportedObject {
     operation_id = "exportLedger",
     tag = "history",
     summary = "Write every event not yet exported to `sau.audit_bucket` now (SPEC 6.2).",
-    description = "Does what the export schedule does every `sau.audit_export_interval`: the events after the last exported seq go out as gzip JSONL objects named `ledger-<timestamp>-<first seq>.jsonl.gz` (at most `sau.audit_export_max_events` events each), one line per event `{daemon_uuid, daemon_version, os_arch, event_idx, event}`. The last exported seq is moved only after an object is written, so after a crash the next export rewrites the same object and no event is exported twice or skipped. Runs never overlap; a request made during a scheduled run waits for it. No request body is read.",
+    description = "Does what the export schedule does every `sau.audit_export_interval`: the events after the last exported seq go out as gzip JSONL objects named `ledger-<timestamp>-<first seq>.jsonl.gz` (at most `sau.audit_export_max_events` events each), one line per event `{daemon_uuid, daemon_version, os_arch, event_idx, event}`. The last exported seq is moved only after an object is written, so after a crash the next export rewrites the same object and no event is exported twice or skipped. Runs never overlap; a request made during a scheduled run waits for it. No request body is read; one over 1 MiB is refused (413).",
     responses(
         (status = 200, description = "What was written; `events` 0 and `file` null when nothing was new.", body = crate::routes::ledger::LedgerExport, content_type = "application/json"),
         (status = 401, response = crate::openapi::Unauthorized),
         (status = 409, description = "No bucket is configured (`conflict`); set `sau.audit_bucket`.", body = crate::error::ErrorBody, content_type = "application/json"),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
         (status = 500, response = crate::openapi::Internal),
         (status = 502, description = "The bucket refused the write or could not be reached (`bad_gateway`); nothing was marked exported, the next run retries the same events.", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 503, response = crate::openapi::NotReady),
