@@ -81,12 +81,27 @@ pub struct ApiError {
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
+/// Longest error message sent, in bytes. A message quoting what the client
+/// sent (a value of a megabyte) is cut there, saying how long it was.
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+
+fn bounded(message: String) -> String {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message;
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes in all)", &message[..end], message.len())
+}
+
 impl ApiError {
     fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             code,
-            message: message.into(),
+            message: bounded(message.into()),
             details: json!({}),
             retry_after: None,
         }

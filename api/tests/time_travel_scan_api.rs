@@ -234,6 +234,16 @@ async fn scans_conflict_while_one_runs() {
     }
     let (status, body) = f.post("/api/v1/engine/scan?wait=perhaps", None).await;
     assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+    // A message quoting a huge value is cut, saying how long it was.
+    let huge = format!(r#"{{"timeout": "{}"}}"#, "é".repeat(300_000));
+    let (status, body) = f.post("/api/v1/engine/scan", Some(&huge)).await;
+    let msg = assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+    assert!(
+        msg.len() < 2200 && msg.ends_with(" bytes in all)"),
+        "{} bytes: {}",
+        msg.len(),
+        msg.chars().take(40).collect::<String>()
+    );
 }
 
 #[tokio::test]
