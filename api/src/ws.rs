@@ -47,6 +47,33 @@ type Live = Receiver<(u64, Utf8Bytes)>;
 /// few writes instead of one system call per event.
 const LIVE_BATCH: usize = 256;
 
+/// A browser sends `Origin` on a WebSocket handshake, and the `svc_token`
+/// cookie with it whichever page opened the socket: a handshake whose
+/// origin names another host and port than the request's `Host` is
+/// refused, so another site cannot read the ledger through the cookie.
+/// Clients that are not browsers send no `Origin` and are not affected.
+fn same_origin(headers: &axum::http::HeaderMap) -> Result<(), ApiError> {
+    let Some(origin) = headers.get(axum::http::header::ORIGIN) else {
+        return Ok(());
+    };
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    let authority = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, rest)| rest.trim_end_matches('/'));
+    match authority {
+        Some(a) if !host.is_empty() && a.eq_ignore_ascii_case(host) => Ok(()),
+        _ => Err(ApiError::forbidden(format!(
+            "a WebSocket from origin {:?} is refused: only pages served by this daemon ({host}) may open /events",
+            origin.to_str().unwrap_or("(not text)")
+        ))),
+    }
+}
+
 /// Upgrades to the event stream. 503 until the engine is ready.
 #[utoipa::path(
     get,
@@ -75,14 +102,17 @@ payload of each event type whose payload has a fixed shape."#,
         (status = 101, description = "Switching protocols; the WebSocket stream of `Envelope` frames follows."),
         (status = 400, description = "Not a WebSocket upgrade request (a missing or wrong `Connection`, `Upgrade`, `Sec-WebSocket-Key` or `Sec-WebSocket-Version` header).", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 401, response = crate::openapi::Unauthorized),
+        (status = 403, description = "A browser page of another origin asked (its `Origin` header names a host other than the request's `Host`): the token cookie does not let other sites read the ledger (`forbidden`).", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 426, description = "The connection cannot be upgraded (for example HTTP/1.0); the body is an `Error` with code `bad_request`.", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
 pub async fn events(
     State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
+    same_origin(&headers)?;
     let engine = state.engine()?.clone();
     let upgrade = upgrade.map_err(upgrade_rejection)?;
     // Subscribe before answering the handshake, then read the head: every

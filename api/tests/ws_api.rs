@@ -122,6 +122,41 @@ async fn send_text(ws: &mut Ws, text: &str) {
     ws.send(Message::Text(text.into())).await.unwrap();
 }
 
+/// A browser page of another origin cannot open the stream with the
+/// token (cookie); a page of this daemon and a client without `Origin` can.
+#[tokio::test]
+async fn a_page_of_another_origin_cannot_open_the_stream() {
+    let s = server().await;
+    let open = |origin: Option<String>| {
+        let mut req = format!("ws://{}/events", s.addr).into_client_request().unwrap();
+        req.headers_mut()
+            .insert("cookie", "svc_token=tok".to_owned().parse().unwrap());
+        if let Some(o) = origin {
+            req.headers_mut().insert("origin", o.parse().unwrap());
+        }
+        tokio_tungstenite::connect_async(req)
+    };
+    for origin in [
+        "http://evil.example",
+        "null",
+        &format!("http://{}.evil.example", s.addr),
+    ] {
+        match open(Some(origin.to_owned())).await {
+            Err(WsError::Http(resp)) => {
+                assert_eq!(resp.status(), 403, "{origin}");
+                let body = String::from_utf8(resp.body().clone().unwrap_or_default()).unwrap();
+                assert!(body.contains("forbidden"), "{body}");
+            }
+            Err(e) => panic!("expected HTTP 403 for {origin}, got {e}"),
+            Ok(_) => panic!("{origin} opened the stream"),
+        }
+    }
+    for origin in [Some(format!("http://{}", s.addr)), None] {
+        let (mut ws, _) = open(origin.clone()).await.unwrap_or_else(|e| panic!("{origin:?}: {e}"));
+        ws.close(None).await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn handshake_needs_a_token() {
     let s = server().await;
