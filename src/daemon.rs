@@ -36,6 +36,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let data_dir = paths::data_dir();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
+    private_dir(&data_dir)?;
     let config = Config::load(&data_dir.join(paths::CONFIG_FILE))?;
     let interval = config.scan_interval()?;
     let token = ensure_token(&data_dir.join(paths::TOKEN_FILE))?;
@@ -85,8 +86,6 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         data_dir.join(paths::POLICIES_DIR),
     )));
     state.set_plugins(plugins.clone());
-    state.set_engine(engine.clone());
-    info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
 
     let exporter = Arc::new(svc_api::export::Exporter::new(
         engine.clone(),
@@ -99,6 +98,9 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         data_dir.join(paths::CONFIG_FILE),
         live_apply(engine.clone(), plugins.clone(), exporter.clone(), interval_tx),
     )));
+    // Ready last: every route has what it serves from once `/readyz` says so.
+    state.set_engine(engine.clone());
+    info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
 
     let scheduler = tokio::spawn(supervise(SCHEDULER, state.clone(), {
         let (engine, state) = (engine.clone(), state.clone());
@@ -326,6 +328,22 @@ async fn expire_isolations(engine: Arc<Engine>) {
     }
 }
 
+/// Makes the data directory readable by its owner only (mode 0700): it
+/// holds the token, the configuration with its credentials, the ledger
+/// and the graph, whatever mode the stores give their files.
+fn private_dir(dir: &Path) -> anyhow::Result<()> {
+    let mode = std::fs::metadata(dir)
+        .with_context(|| format!("cannot read data directory {}", dir.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot make data directory {} private (mode 0700)", dir.display()))?;
+        info!(data_dir = %dir.display(), was = format!("{:o}", mode & 0o777), "data directory made private (mode 0700)");
+    }
+    Ok(())
+}
+
 /// Reads the operator token, writing a new one (mode 0600, one line) on first start.
 pub fn ensure_token(path: &Path) -> anyhow::Result<String> {
     match std::fs::read_to_string(path) {
@@ -405,6 +423,15 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_data_directory_is_made_private() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(dir.path()).unwrap();
+        let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+    }
 
     /// A task that panics is reported not ready with its message, and is
     /// started again; once it runs, the fault is gone.

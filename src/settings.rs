@@ -48,7 +48,7 @@ impl ConfigService for FileConfig {
                 .map_err(|e| ConfigError::Failed(format!("{} is not valid TOML: {e}", self.path.display())))
         });
         match table {
-            Ok(t) => serde_json::to_value(&t).unwrap_or_default(),
+            Ok(t) => redacted(serde_json::to_value(&t).unwrap_or_default()),
             Err(e) => {
                 tracing::error!(error = %e, "cannot read the configuration");
                 Value::Object(Default::default())
@@ -57,15 +57,66 @@ impl ConfigService for FileConfig {
     }
 
     fn put(&self, patch: Value) -> Result<Value, ConfigError> {
-        let Value::Object(patch) = patch else {
+        let Value::Object(mut patch) = patch else {
             return Err(ConfigError::Invalid(
                 "the configuration patch must be a JSON object".into(),
             ));
         };
+        keep_hidden(&mut patch);
         let (config, table) = edit(&self.path, &patch)?;
         (self.apply)(&config);
         tracing::info!(path = %self.path.display(), "configuration changed");
-        Ok(serde_json::to_value(&table).unwrap_or_default())
+        Ok(redacted(serde_json::to_value(&table).unwrap_or_default()))
+    }
+}
+
+/// What the API shows in place of a secret's value.
+pub const HIDDEN: &str = "(hidden)";
+
+/// Whether a key names a secret: credentials of plugins and AI providers,
+/// webhook URLs (which carry their own credential), passwords, tokens.
+fn is_secret(key: &str) -> bool {
+    let key = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
+    [
+        "key",
+        "secret",
+        "token",
+        "password",
+        "passwd",
+        "credential",
+        "webhook",
+        "auth",
+        "private",
+        "session",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
+}
+
+/// The configuration as the API shows it: every secret's value (at any
+/// depth, a whole table under a secret's name too) replaced by [`HIDDEN`].
+/// The file keeps them; nothing but the file and the daemon reads them.
+fn redacted(mut v: Value) -> Value {
+    if let Value::Object(map) = &mut v {
+        for (k, v) in map.iter_mut() {
+            if is_secret(k) && !v.is_null() {
+                *v = Value::from(HIDDEN);
+            } else {
+                *v = redacted(std::mem::take(v));
+            }
+        }
+    }
+    v
+}
+
+/// A patch that sends back a secret as shown ([`HIDDEN`]) leaves it as it
+/// is: a client may PUT what it read.
+fn keep_hidden(patch: &mut Map<String, Value>) {
+    patch.retain(|k, v| !(is_secret(k) && v.as_str() == Some(HIDDEN)));
+    for v in patch.values_mut() {
+        if let Value::Object(inner) = v {
+            keep_hidden(inner);
+        }
     }
 }
 
@@ -342,6 +393,40 @@ active = [] # none yet
         assert_eq!(answer["daemon"]["scan_interval"], "15m");
         assert_eq!(answer["heuristics"]["disabled"], json!(["aws-ebs-gp2-to-gp3"]));
         assert_eq!(answer, service.get());
+    }
+
+    /// Secrets are never shown: credentials of plugins and AI providers and
+    /// webhook URLs read as hidden; sending back what was read keeps them,
+    /// a new value replaces them.
+    #[test]
+    fn secrets_are_hidden_and_survive_a_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let file = "[ai]\nprovider = \"anthropic\"\napi_key = \"sk-live-1\"\n\n\
+                    [plugins.config.aws]\nregion = \"eu-west-1\"\nsecret_access_key = \"s3cr3t\"\n";
+        std::fs::write(&path, file).unwrap();
+        let service = FileConfig::new(path.clone(), Box::new(|_: &Config| {}));
+        let shown = service.get();
+        assert_eq!(shown["ai"], json!({"provider": "anthropic", "api_key": HIDDEN}));
+        assert_eq!(
+            shown["plugins"]["config"]["aws"],
+            json!({"region": "eu-west-1", "secret_access_key": HIDDEN})
+        );
+        assert!(!shown.to_string().contains("s3cr3t") && !shown.to_string().contains("sk-live"));
+
+        let answer = service.put(shown.clone()).unwrap();
+        assert_eq!(answer, shown);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            file,
+            "sent back as read: nothing changes"
+        );
+        service
+            .put(json!({"plugins.config.aws.secret_access_key": "n3w"}))
+            .unwrap();
+        let on_disk = Config::load(&path).unwrap();
+        assert_eq!(on_disk.plugins.config["aws"]["secret_access_key"].as_str(), Some("n3w"));
+        assert_eq!(service.get()["plugins"]["config"]["aws"]["secret_access_key"], HIDDEN);
     }
 
     #[test]

@@ -41,3 +41,34 @@ async fn an_interval_past_the_clock_is_refused_and_the_scheduler_keeps_running()
     let metrics = d.anonymous().get("/metrics").await.text;
     assert!(metrics.contains("\nsvc_ready 1\n"), "{metrics}");
 }
+
+/// What the daemon keeps is its owner's alone: the data directory is made
+/// private, and the configuration API never shows a credential.
+#[tokio::test]
+async fn secrets_stay_in_the_data_directory() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = common::data_dir();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "{}[ai]\napi_key = \"sk-live-1\"\n[plugins.config.aws]\nsecret_access_key = \"aws-s3cr3t\"\n",
+            common::QUIET_CONFIG
+        ),
+    )
+    .unwrap();
+    let d = Daemon::start(dir.path(), 300).await;
+    let mode = std::fs::metadata(dir.path()).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    let api = d.api();
+    let shown = api.get_ok("/api/v1/config").await;
+    assert_eq!(shown["ai"]["api_key"], "(hidden)");
+    assert_eq!(shown["plugins"]["config"]["aws"]["secret_access_key"], "(hidden)");
+    let text = shown.to_string();
+    assert!(!text.contains("sk-live") && !text.contains("aws-s3cr3t"), "{text}");
+    // Sending back what was read changes no secret.
+    let answer = api.put_json("/api/v1/config", &shown).await.expect(200);
+    assert_eq!(answer, shown);
+    let file = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
+    assert!(file.contains("sk-live-1") && file.contains("aws-s3cr3t"), "{file}");
+}
