@@ -583,3 +583,58 @@ async fn an_empty_graph_has_an_empty_topology() {
         (&json!([]), &json!([]), &json!(false))
     );
 }
+
+/// What goes into the ledger prints as what it says: an actor or a reason
+/// with a control or bidirectional-override character, or longer than its
+/// limit, is refused before anything is decided.
+#[tokio::test]
+async fn actors_and_reasons_are_printable_text() {
+    let f = Fixture::new(Estate::sample());
+    let post = |uri: &'static str, body: Value| {
+        let req = axum::http::Request::builder()
+            .method("POST")
+            .uri(uri)
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_string()))
+            .unwrap();
+        let app = f.app.clone();
+        async move {
+            let resp = tower::ServiceExt::oneshot(app, req).await.unwrap();
+            let status = resp.status();
+            let bytes = http_body_util::BodyExt::collect(resp.into_body())
+                .await
+                .unwrap()
+                .to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    let crn = "crn:svc:aws:us-east-1:ec2:volume:111111111111:vol-1";
+    let long = "a".repeat(129);
+    for (body, field) in [
+        (
+            json!({"crn": crn, "ttl_seconds": 60, "reason_code": "x", "actor": "alice\u{1b}[31m\nAPPROVED BY: bob"}),
+            "actor",
+        ),
+        (
+            json!({"crn": crn, "ttl_seconds": 60, "reason_code": "x", "actor": long}),
+            "actor",
+        ),
+        (
+            json!({"crn": crn, "ttl_seconds": 60, "reason_code": "ok\u{202e}txt.exe", "actor": "alice"}),
+            "reason_code",
+        ),
+        (
+            json!({"crn": crn, "ttl_seconds": 60, "reason_code": "r".repeat(1025), "actor": "alice"}),
+            "reason_code",
+        ),
+    ] {
+        let (status, answer) = post("/api/v1/isolation", body).await;
+        let message = assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+        assert!(message.starts_with(field), "{message}");
+    }
+    let reject = json!({"crn": crn, "plan_hash": "h", "actor": "alice", "reason": "see \u{2066}ticket"});
+    let (status, answer) = post("/api/v1/remediation/reject", reject).await;
+    let message = assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert!(message.contains("U+2066"), "{message}");
+}

@@ -29,9 +29,10 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
+/// A JSON value as text for a terminal, made printable ([`printable`]).
 pub fn s(v: &Value, key: &str) -> String {
     match v.get(key) {
-        Some(Value::String(x)) => x.clone(),
+        Some(Value::String(x)) => printable(x),
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }
@@ -43,4 +44,40 @@ pub fn money(v: &Value, key: &str) -> String {
 
 pub fn json(v: &Value) {
     println!("{}", serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()));
+}
+
+/// Text as a terminal should show it: control characters (escape
+/// sequences, line breaks) and bidirectional controls, which would let a
+/// stored value recolour, reorder or forge the lines around it, written
+/// as `\u{..}` escapes.
+pub fn printable(text: &str) -> String {
+    let hostile = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(hostile) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if hostile(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_text_cannot_forge_terminal_lines() {
+        let v = serde_json::json!({"actor": "alice\u{1b}[31m\nAPPROVED BY: bob\u{202e}", "n": 3});
+        assert_eq!(s(&v, "actor"), "alice\\u{1b}[31m\\u{a}APPROVED BY: bob\\u{202e}");
+        assert_eq!(s(&v, "n"), "3");
+        assert_eq!(printable("plain tëxt"), "plain tëxt");
+    }
 }

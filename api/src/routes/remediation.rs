@@ -30,12 +30,50 @@ fn api_error(e: RemediationError) -> ApiError {
     }
 }
 
-fn actor(a: &Option<String>) -> String {
-    a.as_deref()
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .unwrap_or("api")
-        .to_owned()
+/// Longest actor name, in characters.
+pub const MAX_ACTOR_CHARS: usize = 128;
+/// Longest free text (a reason, a reason code), in characters.
+pub const MAX_TEXT_CHARS: usize = 1024;
+
+/// Characters that reorder or hide text when it is printed: bidirectional
+/// marks, embeddings, overrides and isolates.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text that goes into the ledger as the client sent it: at most `max`
+/// characters, no control character (but the line breaks and tabs
+/// `allowed`) and no bidirectional control, so a record prints as what it
+/// says. 422 `invalid` naming the field and the position otherwise.
+fn checked<'a>(field: &str, text: &'a str, max: usize, allowed: &[char]) -> Result<&'a str, ApiError> {
+    let chars = text.chars().count();
+    if chars > max {
+        return Err(ApiError::invalid(format!(
+            "{field} is {chars} characters long; at most {max} are accepted"
+        )));
+    }
+    if let Some((i, c)) = text
+        .chars()
+        .enumerate()
+        .find(|(_, c)| (c.is_control() && !allowed.contains(c)) || is_bidi_control(*c))
+    {
+        return Err(ApiError::invalid(format!(
+            "{field} holds the control character U+{:04X} at character {i}; it is not accepted",
+            u32::from(c)
+        )));
+    }
+    Ok(text)
+}
+
+/// Who the client says decides: `api` when it says nothing.
+fn actor(a: &Option<String>) -> Result<String, ApiError> {
+    let a = a.as_deref().map(str::trim).filter(|a| !a.is_empty()).unwrap_or("api");
+    checked("actor", a, MAX_ACTOR_CHARS, &[]).map(str::to_owned)
+}
+
+/// A reason or reason code, checked as [`checked`] says.
+fn free_text(field: &str, text: Option<&str>) -> Result<String, ApiError> {
+    checked(field, text.unwrap_or_default(), MAX_TEXT_CHARS, &['\n', '\t']).map(str::to_owned)
 }
 
 /// Query parameters of `GET /api/v1/remediation/queue`; any other is refused.
@@ -145,7 +183,7 @@ pub async fn approve(State(state): State<AppState>, ApiJson(b): ApiJson<Decision
     let engine = state.engine()?.clone();
     blocking(move || {
         let outcome = engine
-            .approve(&b.crn, &b.plan_hash, &actor(&b.actor))
+            .approve(&b.crn, &b.plan_hash, &actor(&b.actor)?)
             .map_err(api_error)?;
         Ok(SagaOutcome::from(&outcome))
     })
@@ -175,9 +213,9 @@ pub async fn approve(State(state): State<AppState>, ApiJson(b): ApiJson<Decision
 pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
-        let reason = b.reason.clone().unwrap_or_default();
+        let reason = free_text("reason", b.reason.as_deref())?;
         let item = engine
-            .reject(&b.crn, &b.plan_hash, &actor(&b.actor), &reason)
+            .reject(&b.crn, &b.plan_hash, &actor(&b.actor)?, &reason)
             .map_err(api_error)?;
         Ok(RemediationItem::from(&item))
     })
@@ -207,9 +245,9 @@ pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>
 pub async fn override_gate(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
-        let reason = b.reason.clone().unwrap_or_default();
+        let reason = free_text("reason", b.reason.as_deref())?;
         let item = engine
-            .override_gate(&b.crn, &b.plan_hash, &actor(&b.actor), &reason)
+            .override_gate(&b.crn, &b.plan_hash, &actor(&b.actor)?, &reason)
             .map_err(api_error)?;
         Ok(RemediationItem::from(&item))
     })
@@ -245,9 +283,9 @@ pub async fn move_item(State(state): State<AppState>, ApiJson(b): ApiJson<MoveBo
         ))
     })?;
     blocking(move || {
-        let reason = b.reason.clone().unwrap_or_default();
+        let reason = free_text("reason", b.reason.as_deref())?;
         let item = engine
-            .move_item(&b.crn, &b.plan_hash, to, &actor(&b.actor), &reason)
+            .move_item(&b.crn, &b.plan_hash, to, &actor(&b.actor)?, &reason)
             .map_err(api_error)?;
         Ok(RemediationItem::from(&item))
     })
@@ -292,8 +330,8 @@ pub async fn bulk(State(state): State<AppState>, ApiJson(b): ApiJson<BulkBody>) 
         )));
     }
     blocking(move || {
-        let who = actor(&b.actor);
-        let reason = b.reason.clone().unwrap_or_default();
+        let who = actor(&b.actor)?;
+        let reason = free_text("reason", b.reason.as_deref())?;
         let mut ok = 0;
         let results: Vec<BulkItemResult> = b
             .items
@@ -367,7 +405,12 @@ pub async fn quarantine(State(state): State<AppState>, ApiJson(b): ApiJson<Quara
     let engine = state.engine()?.clone();
     blocking(move || {
         let hash = engine
-            .quarantine(&b.crn, &b.action, &b.reason, &actor(&b.actor))
+            .quarantine(
+                &b.crn,
+                &b.action,
+                &free_text("reason", Some(&b.reason))?,
+                &actor(&b.actor)?,
+            )
             .map_err(api_error)?;
         Ok(QuarantineResult {
             action: b.action,
@@ -401,7 +444,7 @@ pub async fn quarantine(State(state): State<AppState>, ApiJson(b): ApiJson<Quara
 pub async fn revert(State(state): State<AppState>, ApiJson(b): ApiJson<RevertRequest>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
-        let p = engine.revert(&b.hash, &actor(&b.actor)).map_err(api_error)?;
+        let p = engine.revert(&b.hash, &actor(&b.actor)?).map_err(api_error)?;
         Ok(RevertResult::new(p, &b.hash))
     })
     .await
@@ -431,7 +474,12 @@ pub async fn isolate(State(state): State<AppState>, ApiJson(b): ApiJson<Isolatio
     let engine = state.engine()?.clone();
     blocking(move || {
         let entry = engine
-            .isolate(&b.crn, &b.reason_code, b.ttl_seconds, &actor(&b.actor))
+            .isolate(
+                &b.crn,
+                &free_text("reason_code", Some(&b.reason_code))?,
+                b.ttl_seconds,
+                &actor(&b.actor)?,
+            )
             .map_err(api_error)?;
         Ok(Isolation::from(&entry))
     })
