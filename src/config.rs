@@ -16,19 +16,18 @@ pub struct Config {
     pub plugins: PluginsConfig,
     #[serde(default)]
     pub heuristics: HeuristicsConfig,
-    /// `[oracle]`: `enabled` switches formal verification (default on);
-    /// other keys are accepted for the components that read them.
+    /// `[oracle]`: `enabled` switches formal verification (default on),
+    /// `trigger_threshold` (SPEC 2.9). Keys checked by `known_keys`.
     #[serde(default)]
     pub oracle: toml::Table,
-    /// `[sau]`: `audit_bucket` and `audit_export_interval` configure the
-    /// compliance export ([`Config::export_settings`]); other keys are
-    /// accepted for the components that read them.
+    /// `[sau]`: `audit_bucket`, `audit_export_interval` and
+    /// `audit_export_max_events` configure the compliance export
+    /// ([`Config::export_settings`]). Keys checked by `known_keys`.
     #[serde(default)]
     pub sau: toml::Table,
-    /// Sections read by the components they configure; accepted here so a
-    /// complete file validates.
+    /// `[ai]`: `provider`, `model`, `router_model`, `api_key`, `base_url`,
+    /// for the AI chat. Keys checked by `known_keys`.
     #[serde(default)]
-    #[allow(dead_code)]
     pub ai: toml::Table,
 }
 
@@ -163,6 +162,7 @@ impl Config {
     /// Parses and checks configuration text.
     pub fn validate_text(text: &str) -> anyhow::Result<Config> {
         let config: Config = toml::from_str(text)?;
+        config.known_keys()?;
         config.scan_interval()?;
         config.scan_limits()?;
         config.heuristics.selection()?;
@@ -201,6 +201,65 @@ impl Config {
     }
 
     /// `oracle.enabled`: whether formal verification runs (default `true`).
+    /// The `oracle`, `sau` and `ai` sections hold only the keys something
+    /// reads, each of its type: a misspelt key is an error, not a setting
+    /// silently ignored.
+    fn known_keys(&self) -> anyhow::Result<()> {
+        use toml::Value as V;
+        /// A key, the test of its value, and what the test wants in words.
+        type Key = (&'static str, fn(&V) -> bool, &'static str);
+        let sections: [(&str, &toml::Table, &[Key]); 3] = [
+            (
+                "oracle",
+                &self.oracle,
+                &[
+                    ("enabled", |v| matches!(v, V::Boolean(_)), "true or false"),
+                    (
+                        "trigger_threshold",
+                        |v| matches!(v, V::Integer(_)) || matches!(v, V::Float(f) if f.is_finite()),
+                        "a number",
+                    ),
+                ],
+            ),
+            (
+                "sau",
+                &self.sau,
+                &[
+                    ("audit_bucket", |v| matches!(v, V::String(_)), "a string"),
+                    (
+                        "audit_export_interval",
+                        |v| matches!(v, V::String(_)),
+                        "a duration string",
+                    ),
+                    ("audit_export_max_events", |v| matches!(v, V::Integer(_)), "an integer"),
+                ],
+            ),
+            (
+                "ai",
+                &self.ai,
+                &[
+                    ("provider", |v| matches!(v, V::String(_)), "a string"),
+                    ("model", |v| matches!(v, V::String(_)), "a string"),
+                    ("router_model", |v| matches!(v, V::String(_)), "a string"),
+                    ("api_key", |v| matches!(v, V::String(_)), "a string"),
+                    ("base_url", |v| matches!(v, V::String(_)), "a string"),
+                ],
+            ),
+        ];
+        for (section, table, keys) in sections {
+            for (key, value) in table {
+                let Some((_, ok, want)) = keys.iter().find(|(k, _, _)| k == key) else {
+                    let known: Vec<&str> = keys.iter().map(|(k, _, _)| *k).collect();
+                    bail!("unknown key {section}.{key}; {section} takes {}", known.join(", "));
+                };
+                if !ok(value) {
+                    bail!("{section}.{key} must be {want}, not {value}");
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn oracle_enabled(&self) -> anyhow::Result<bool> {
         match self.oracle.get("enabled") {
             None => Ok(true),
@@ -316,6 +375,22 @@ mod tests {
             assert!(e.to_string().contains("at most 365d"), "{e}");
             assert!(Config::validate_text(&format!("[daemon]\n{key} = \"365d\"")).is_ok());
         }
+        for (text, want) in [
+            (
+                "[oracle]\nenabeld = true",
+                "unknown key oracle.enabeld; oracle takes enabled, trigger_threshold",
+            ),
+            ("[sau]\nbucket = \"s3://a\"", "unknown key sau.bucket"),
+            ("[ai]\nmodel = 3", "ai.model must be a string, not 3"),
+            (
+                "[oracle]\ntrigger_threshold = \"high\"",
+                "oracle.trigger_threshold must be a number",
+            ),
+        ] {
+            let e = Config::validate_text(text).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{text}: {e}");
+        }
+        assert!(Config::validate_text("[oracle]\ntrigger_threshold = 0.5\n[ai]\nprovider = \"anthropic\"").is_ok());
         let e = Config::validate_text("[sau]\naudit_export_interval = \"400d\"").unwrap_err();
         assert!(e.to_string().contains("at most 365d"), "{e}");
     }
