@@ -177,7 +177,10 @@ impl Config {
         let bucket = match self.sau.get("audit_bucket") {
             None => None,
             Some(toml::Value::String(s)) if s.trim().is_empty() => None,
-            Some(toml::Value::String(s)) => Some(svc_api::export::Bucket::parse(s.trim()).map_err(anyhow::Error::msg)?),
+            Some(toml::Value::String(s)) => Some(outside_data_dir(
+                s.trim(),
+                svc_api::export::Bucket::parse(s.trim()).map_err(anyhow::Error::msg)?,
+            )?),
             Some(other) => bail!("sau.audit_bucket must be a string such as \"s3://bucket/prefix\", not {other}"),
         };
         let interval = match self.sau.get("audit_export_interval") {
@@ -289,6 +292,22 @@ impl Config {
     pub fn scan_interval(&self) -> anyhow::Result<Duration> {
         at_least_a_second("daemon.scan_interval", &self.daemon.scan_interval)
     }
+}
+
+/// A directory bucket may not be the data directory: its objects would
+/// lie beside the token and the stores.
+fn outside_data_dir(url: &str, bucket: svc_api::export::Bucket) -> anyhow::Result<svc_api::export::Bucket> {
+    if let svc_api::export::Bucket::Dir(dir) = &bucket {
+        let data = crate::paths::data_dir();
+        let same =
+            |a: &Path, b: &Path| a == b || a.canonicalize().ok().is_some_and(|a| b.canonicalize().ok() == Some(a));
+        if same(dir, &data) {
+            bail!(
+                "sau.audit_bucket {url:?} is the data directory, which holds the token and the stores; choose another directory"
+            );
+        }
+    }
+    Ok(bucket)
 }
 
 /// The longest duration a setting takes: a year. Past it an interval is

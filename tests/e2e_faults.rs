@@ -72,3 +72,33 @@ async fn secrets_stay_in_the_data_directory() {
     let file = std::fs::read_to_string(dir.path().join("config.toml")).unwrap();
     assert!(file.contains("sk-live-1") && file.contains("aws-s3cr3t"), "{file}");
 }
+
+/// The export bucket stays where the operator's data may go: not the data
+/// directory, not the system's trees, not a path with NUL, not a chain of
+/// directories the daemon would create; refused when set, not at export.
+#[tokio::test]
+async fn the_export_bucket_cannot_point_anywhere() {
+    let dir = common::data_dir();
+    let d = Daemon::start(dir.path(), 300).await;
+    let api = d.api();
+    let data = dir.path().display().to_string();
+    for (bad, why) in [
+        (format!("file://{data}"), "is the data directory"),
+        ("file:///etc".to_owned(), "belongs to the system"),
+        ("file:///proc/self".to_owned(), "belongs to the system"),
+        (format!("file://{data}/a\u{0}b"), "NUL"),
+        (format!("file://{data}/no/such/dir"), "parent directory does not exist"),
+    ] {
+        let e = api
+            .put_json("/api/v1/config", &json!({"sau": {"audit_bucket": bad}}))
+            .await
+            .expect_error(422, "invalid");
+        let message = e["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(why), "{bad}: {message}");
+    }
+    assert!(api.get_ok("/api/v1/config").await["sau"]["audit_bucket"].is_null());
+    let ok = format!("file://{data}/audit");
+    api.put_json("/api/v1/config", &json!({"sau": {"audit_bucket": ok}}))
+        .await
+        .expect(200);
+}

@@ -62,9 +62,15 @@ pub enum Bucket {
     S3 { bucket: String, prefix: String },
 }
 
+/// Trees a `file://` bucket may not be in ([`Bucket::parse`]).
+const SYSTEM_DIRS: [&str; 10] = [
+    "/proc", "/sys", "/dev", "/etc", "/boot", "/bin", "/sbin", "/usr", "/lib", "/lib64",
+];
+
 impl Bucket {
-    /// Parses `file:///abs/dir` or `s3://bucket[/prefix]`. The error names
-    /// the value and what is expected.
+    /// Parses `file:///abs/dir` (not in the system's trees, its parent
+    /// existing) or `s3://bucket[/prefix]`. The error names the value and
+    /// what is expected.
     pub fn parse(url: &str) -> Result<Bucket, String> {
         let expected = "expected file:///absolute/dir or s3://bucket/prefix";
         if let Some(path) = url.strip_prefix("file://") {
@@ -76,7 +82,24 @@ impl Bucket {
             if path.split('/').any(|seg| seg == "..") {
                 return Err(format!("sau.audit_bucket {url:?}: the path may not contain .."));
             }
-            return Ok(Bucket::Dir(PathBuf::from(path)));
+            if path.contains('\0') {
+                return Err(format!("sau.audit_bucket {url:?}: the path may not contain a NUL byte"));
+            }
+            let dir = PathBuf::from(path);
+            if let Some(system) = SYSTEM_DIRS.iter().find(|s| dir.starts_with(s)) {
+                return Err(format!(
+                    "sau.audit_bucket {url:?}: {system} belongs to the system; choose a directory of the daemon's own"
+                ));
+            }
+            match dir.parent().map(std::fs::metadata) {
+                Some(Ok(m)) if m.is_dir() => {}
+                _ => {
+                    return Err(format!(
+                        "sau.audit_bucket {url:?}: its parent directory does not exist; create it first (the daemon creates only the last directory)"
+                    ));
+                }
+            }
+            return Ok(Bucket::Dir(dir));
         }
         if let Some(rest) = url.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
@@ -442,7 +465,12 @@ impl Target {
 /// Writes `dir/name` atomically and durably: a temporary file, fsync,
 /// rename over the name, fsync of the directory.
 fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    // Only the bucket's own directory is created (private), never a chain
+    // of them: its parent was there when the bucket was set.
+    if !dir.is_dir() {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(dir)?;
+    }
     // A crash mid-write leaves a temporary file; the retry of its range
     // rewrites the object, so leftovers are only garbage.
     for entry in std::fs::read_dir(dir)?.flatten() {
@@ -458,6 +486,33 @@ fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_bucket_stays_out_of_the_system_and_creates_one_directory() {
+        for (url, want) in [
+            ("file:///etc", "belongs to the system"),
+            ("file:///proc/self", "belongs to the system"),
+            ("file:///usr/local/audit", "belongs to the system"),
+            ("file:///tmp/a\0b", "NUL"),
+            ("file:///no-such-dir-here/x/audit", "parent directory does not exist"),
+        ] {
+            let e = Bucket::parse(url).unwrap_err();
+            assert!(e.contains(want), "{url}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let bucket = dir.path().join("audit");
+        assert_eq!(
+            Bucket::parse(&format!("file://{}", bucket.display())),
+            Ok(Bucket::Dir(bucket.clone()))
+        );
+        write_file(&bucket, "o", b"x").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&bucket).unwrap().permissions().mode() & 0o777, 0o700);
+        assert!(
+            write_file(&dir.path().join("a/b"), "o", b"x").is_err(),
+            "no chain of directories"
+        );
+    }
 
     #[test]
     fn bucket_urls_parse_or_say_what_is_wrong() {
