@@ -365,6 +365,13 @@ async fn ignore_entries_keep_resources_out_and_expire() {
     )
     .await
     .expect_error(422, "invalid");
+    // A resource the graph never had: an entry would protect nothing.
+    api.post_json(
+        "/api/v1/isolation",
+        &json!({"crn": "crn:svc:aws:us-east-1:ec2:volume:1:vol-nowhere", "reason_code": "x", "ttl_seconds": 0}),
+    )
+    .await
+    .expect_error(404, "not_found");
     api.post_json(
         "/api/v1/isolation",
         &json!({"crn": a, "reason_code": "x", "ttl_seconds": -1}),

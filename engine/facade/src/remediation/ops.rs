@@ -1335,9 +1335,15 @@ impl Pipeline<'_> {
         ttl_seconds: u64,
         actor: &str,
     ) -> Result<Isolation, RemediationError> {
-        let c = canonical_crn(crn)?.to_string();
+        let parsed = canonical_crn(crn)?;
+        let c = parsed.to_string();
         if reason_code.trim().is_empty() {
             return Err(RemediationError::Invalid("reason_code must not be empty".into()));
+        }
+        // A resource the graph has or had: an entry for a CRN nothing
+        // reports would sit on the list, protecting nothing.
+        if self.core.graph().find(&parsed).is_none() {
+            return Err(RemediationError::NotFound(format!("no node with crn {c}")));
         }
         let entry = Isolation {
             crn: c.clone(),
