@@ -75,11 +75,44 @@ fn read_small(path: &Path) -> Result<String, PackError> {
         path: path.to_owned(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(io)?;
+    // Not followed: a link could make the daemon read (and report on) any
+    // file it may read.
+    let meta = std::fs::symlink_metadata(path).map_err(io)?;
+    if !meta.file_type().is_file() {
+        return Err(invalid(
+            path,
+            "not a regular file (a pack holds regular files only, no links)",
+        ));
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(invalid(path, format!("larger than {MAX_FILE_BYTES} bytes")));
     }
     std::fs::read_to_string(path).map_err(io)
+}
+
+/// Whether `p` is a regular file, not following a link.
+fn regular_file(p: &Path) -> bool {
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file())
+}
+
+/// A YAML error of a pack file without what the file says: its location
+/// and kind, every quoted value left out, so a file that is not a pack
+/// (a link or a mistake naming a secret) is never echoed into the log.
+fn yaml_error(e: &serde_yaml_ng::Error) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    for c in e.to_string().chars() {
+        match (c, quoted) {
+            ('"' | '`', false) => {
+                quoted = true;
+                out.push_str("\"...\"");
+            }
+            ('"' | '`', true) => quoted = false,
+            (_, true) => {}
+            (c, false) => out.push(c),
+        }
+    }
+    out.chars().take(200).collect()
 }
 
 fn valid_name(name: &str) -> bool {
@@ -95,7 +128,7 @@ fn valid_name(name: &str) -> bool {
 pub fn read_pack(dir: &Path) -> Result<PackInfo, PackError> {
     let manifest_path = dir.join(MANIFEST);
     let m: Manifest = serde_yaml_ng::from_str(&read_small(&manifest_path)?)
-        .map_err(|e| invalid(&manifest_path, format!("not a pack manifest: {e}")))?;
+        .map_err(|e| invalid(&manifest_path, format!("not a pack manifest: {}", yaml_error(&e))))?;
     if m.kind != "policy" {
         return Err(invalid(
             &manifest_path,
@@ -121,7 +154,7 @@ pub fn read_pack(dir: &Path) -> Result<PackInfo, PackError> {
         })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.is_file()
+            regular_file(p)
                 && p.file_name().is_some_and(|n| n != MANIFEST)
                 && p.extension().is_some_and(|x| x == "yaml" || x == "yml")
         })
@@ -133,8 +166,8 @@ pub fn read_pack(dir: &Path) -> Result<PackInfo, PackError> {
     let mut rules = Vec::new();
     let origin = Origin::Pack(m.name.clone());
     for f in &files {
-        let parsed: RuleFile =
-            serde_yaml_ng::from_str(&read_small(f)?).map_err(|e| invalid(f, format!("not a rule file: {e}")))?;
+        let parsed: RuleFile = serde_yaml_ng::from_str(&read_small(f)?)
+            .map_err(|e| invalid(f, format!("not a rule file: {}", yaml_error(&e))))?;
         for r in parsed.rules {
             let action = Action::parse(&r.action).ok_or_else(|| {
                 invalid(
@@ -197,7 +230,7 @@ pub fn install(src: &Path, policies: &Path) -> Result<PackInfo, PackError> {
     for entry in std::fs::read_dir(src).map_err(io(src))? {
         let p = entry.map_err(io(src))?.path();
         let is_yaml = p.extension().is_some_and(|x| x == "yaml" || x == "yml");
-        if let (true, true, Some(name)) = (p.is_file(), is_yaml, p.file_name()) {
+        if let (true, true, Some(name)) = (regular_file(&p), is_yaml, p.file_name()) {
             std::fs::copy(&p, staging.join(name)).map_err(io(&p))?;
         }
     }
@@ -233,7 +266,10 @@ impl PackSource for PackDir {
         };
         let mut dirs: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir() && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+            .filter(|p| {
+                std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_dir())
+                    && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            })
             .collect();
         dirs.sort();
         let mut out: Vec<Pack> = Vec::new();
@@ -256,6 +292,35 @@ mod tests {
 
     fn write(dir: &Path, name: &str, text: &str) {
         std::fs::write(dir.join(name), text).unwrap();
+    }
+
+    /// A pack is regular files: a link is refused, not followed, and what
+    /// a file that is not a pack says never reaches the error (or the log).
+    #[test]
+    fn links_are_not_followed_and_contents_are_not_echoed() {
+        let src = tempfile::tempdir().unwrap();
+        let data = tempfile::tempdir().unwrap();
+        let secret = tempfile::tempdir().unwrap();
+        write(secret.path(), "token", "rules: hunter2-SECRET\n");
+        write(
+            src.path(),
+            MANIFEST,
+            "name: hygiene\ntype: policy\nversion: v1.0.0\ndescription: d\nauthor: a\n",
+        );
+        std::os::unix::fs::symlink(secret.path().join("token"), src.path().join("rules.yaml")).unwrap();
+        let e = install(src.path(), data.path()).unwrap_err().to_string();
+        assert!(e.contains("no rule files"), "the link is not a rule file: {e}");
+        assert!(!e.contains("SECRET"), "{e}");
+
+        std::fs::copy(secret.path().join("token"), src.path().join("copied.yaml")).unwrap();
+        let e = install(src.path(), data.path()).unwrap_err().to_string();
+        assert!(e.contains("copied.yaml") && e.contains("not a rule file"), "{e}");
+        assert!(!e.contains("SECRET") && !e.contains("hunter2"), "{e}");
+
+        std::fs::remove_file(src.path().join(MANIFEST)).unwrap();
+        std::os::unix::fs::symlink(secret.path().join("token"), src.path().join(MANIFEST)).unwrap();
+        let e = install(src.path(), data.path()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file") && !e.contains("SECRET"), "{e}");
     }
 
     #[test]
