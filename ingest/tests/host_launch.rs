@@ -133,6 +133,51 @@ async fn host_silent_plugin_times_out_and_is_killed() {
     assert_gone(&pid);
 }
 
+/// Whether process `pid` is gone (or dead, waiting for its new parent to
+/// reap it), waiting up to ten seconds for the kill to land.
+fn dead_soon(pid: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| rest.chars().next()))
+            .flatten();
+        if matches!(state, None | Some('Z' | 'X')) {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// A plugin that starts a child of its own and then hangs in its
+/// handshake: both are killed, nothing is left behind.
+#[tokio::test]
+async fn host_hanging_plugin_is_killed_with_what_it_started() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (pid, child) = (dir.path().join("pid"), dir.path().join("child"));
+    let path = script(
+        dir.path(),
+        "forks",
+        &format!(
+            "echo $$ > {}\nsleep 300 >/dev/null 2>&1 &\necho $! > {}\nexec sleep 300",
+            pid.display(),
+            child.display()
+        ),
+    );
+    let e = launch(&path, &opts(Duration::from_secs(1))).await;
+    assert!(matches!(e, HostError::NoHandshake { .. }), "{e:?}");
+    assert_gone(&pid);
+    let child = std::fs::read_to_string(&child).expect("child pid");
+    assert!(
+        dead_soon(child.trim()),
+        "the plugin's child {} is still running",
+        child.trim()
+    );
+}
+
 #[tokio::test]
 async fn host_plugin_that_exits_at_once_is_reported_with_its_status() {
     let dir = tempfile::tempdir().expect("tempdir");

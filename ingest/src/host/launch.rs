@@ -81,6 +81,9 @@ pub struct PluginProcess {
     path: PathBuf,
     role: Role,
     child: Child,
+    /// The plugin's process group (its pid: it leads a group of its own),
+    /// so whatever it started is stopped with it.
+    group: Option<u32>,
     channel: Channel,
     handshake: Handshake,
     plugin_version: String,
@@ -93,6 +96,25 @@ pub struct PluginProcess {
     /// process value is dropped, so a plugin that is killed, or crashes,
     /// leaves nothing behind.
     _socket_dir: tempfile::TempDir,
+}
+
+/// Kills every process of the process group `group` leads: a plugin and
+/// whatever it started.
+fn kill_group(group: Option<u32>) {
+    if let Some(pid) = group.and_then(|p| i32::try_from(p).ok()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+impl Drop for PluginProcess {
+    /// A plugin still running when its value goes (a scan cancelled, the
+    /// daemon stopping) is killed with its group; one already reaped is
+    /// left alone, as its group id may be another's by now.
+    fn drop(&mut self) {
+        if self.child.id().is_some() {
+            kill_group(self.group);
+        }
+    }
 }
 
 /// Runs `opts`' integrity check of the binary at `path`, if it has one,
@@ -275,6 +297,8 @@ impl PluginProcess {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
+            // A group of its own: a plugin's children go when it does.
+            .process_group(0)
             .kill_on_drop(true);
         let mut child = cmd.spawn().map_err(|source| match source.kind() {
             std::io::ErrorKind::PermissionDenied => HostError::NotExecutable { path: path.to_owned() },
@@ -293,11 +317,13 @@ impl PluginProcess {
             Ok((channel, handshake, plugin_version)) => {
                 tracing::info!(plugin = %name, pid = child.id(), net = %handshake.net, addr = %handshake.addr,
                     version = %plugin_version, "plugin started");
+                let group = child.id();
                 Ok(PluginProcess {
                     name,
                     path: path.to_owned(),
                     role,
                     child,
+                    group,
                     channel,
                     handshake,
                     plugin_version,
@@ -307,6 +333,7 @@ impl PluginProcess {
                 })
             }
             Err(e) => {
+                kill_group(child.id());
                 let _ = child.start_kill();
                 let _ = child.wait().await;
                 Err(e)
@@ -363,8 +390,11 @@ impl PluginProcess {
         timeout(within, self.child.wait()).await.ok().and_then(Result::ok)
     }
 
-    /// Kills the process and reaps it.
+    /// Kills the process and everything it started, and reaps it.
     pub async fn kill(&mut self) {
+        if self.child.id().is_some() {
+            kill_group(self.group);
+        }
         let _ = self.child.kill().await;
     }
 
@@ -380,7 +410,12 @@ impl PluginProcess {
             tracing::debug!(plugin = %self.name, reply = %status_text(&status), "plugin shutdown reply");
         }
         match tokio::time::timeout_at(deadline, self.child.wait()).await {
-            Ok(Ok(status)) => tracing::info!(plugin = %self.name, %status, "plugin stopped"),
+            Ok(Ok(status)) => {
+                tracing::info!(plugin = %self.name, %status, "plugin stopped");
+                // What it started and left running goes too; the group
+                // still has members, so its id is not reused yet.
+                kill_group(self.group);
+            }
             _ => {
                 tracing::warn!(plugin = %self.name, grace = ?grace, "plugin did not exit after shutdown; killing it");
                 self.kill().await;
