@@ -531,6 +531,7 @@ async fn prune_removes_old_events_and_keeps_the_chain() {
     assert_eq!(report["last_seq"], 7);
     assert_eq!(report["events"], 5);
 
+    // The ledger keeps at least a day.
     let (status, resp) = call(
         &f.app,
         "POST",
@@ -539,8 +540,63 @@ async fn prune_removes_old_events_and_keeps_the_chain() {
         Some(r#"{"max_age_days":0}"#),
     )
     .await;
+    error_message(status, &resp, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
+    assert_eq!(get_ok(&f.app, "/api/v1/history").await["total"], 5);
+}
+
+/// With an export bucket set, nothing leaves the ledger before it is in
+/// the bucket: a prune that would remove an unexported event removes
+/// nothing; once exported, the same prune goes ahead.
+#[tokio::test]
+async fn prune_never_removes_what_is_not_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = parse_rfc3339(T0).unwrap();
+    let clock = Arc::new(ManualClock::new(t0));
+    let engine = open(dir.path(), "s1", clock.clone());
+    for ago_days in [5, 3, 2] {
+        clock.set(t0 - ago_days * 86_400 * S);
+        engine
+            .ledger()
+            .append_one(event("APPROVAL", Some(VOL_A), json!({})))
+            .unwrap();
+    }
+    clock.set(t0);
+    let bucket = dir.path().join("audit");
+    let settings = svc_api::export::ExportSettings {
+        bucket: Some(svc_api::export::Bucket::parse(&format!("file://{}", bucket.display())).unwrap()),
+        ..Default::default()
+    };
+    let exporter = Arc::new(svc_api::export::Exporter::new(
+        engine.clone(),
+        settings,
+        svc_api::export::Identity::new("d-1".into()),
+    ));
+    let state = AppState::new("tok".into());
+    state.set_exporter(exporter.clone());
+    state.set_engine(engine.clone());
+    let app = svc_api::router(state);
+    let prune = || {
+        call(
+            &app,
+            "POST",
+            "/api/v1/history/prune",
+            Some("tok"),
+            Some(r#"{"max_age_days":1}"#),
+        )
+    };
+
+    let (status, resp) = prune().await;
+    let message = error_message(status, &resp, StatusCode::CONFLICT, "conflict");
+    assert!(
+        message.starts_with("event 1 and later are older than the cutoff but not yet exported"),
+        "{message}"
+    );
+    assert_eq!(engine.ledger().verify().unwrap().checked, 3, "nothing removed");
+
+    exporter.export_now().await.unwrap();
+    let (status, resp) = prune().await;
     assert_eq!(status, StatusCode::OK, "{resp}");
-    assert_eq!(resp["max_age_days"], 0);
+    assert_eq!(resp["pruned"], 3);
 }
 
 #[tokio::test]

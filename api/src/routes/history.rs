@@ -24,6 +24,9 @@ use crate::state::AppState;
 use crate::wire::Crn;
 pub use body::*;
 
+/// The youngest events a prune may remove are this many days old.
+pub const MIN_RETENTION_DAYS: u64 = 1;
+
 /// Actor recorded on the audit event a prune through the API appends.
 const PRUNE_ACTOR: &str = "api";
 const US_PER_DAY: u64 = 86_400 * 1_000_000;
@@ -236,13 +239,15 @@ pub async fn sessions(State(state): State<AppState>) -> ApiResult<Json<SessionLi
     operation_id = "pruneHistory",
     tag = "history",
     summary = "Remove events older than a number of days.",
-    description = "The prune itself is recorded in the ledger as a `HISTORY_PRUNED` event by actor `api`.",
+    description = "The prune itself is recorded in the ledger as a `HISTORY_PRUNED` event by actor `api`. `max_age_days` is at least 1 (422 otherwise). With `sau.audit_bucket` set, a prune that would remove an event not yet exported is refused (409) and removes nothing.",
     request_body(content = crate::routes::history::PruneRequest, description = "Sent with `Content-Type: application/json` (anything else is a 400)."),
     responses(
         (status = 200, description = "How many events were removed.", body = crate::routes::history::PruneResult, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),
         (status = 401, response = crate::openapi::Unauthorized),
+        (status = 409, response = crate::openapi::Conflict),
         (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 422, response = crate::openapi::Invalid),
         (status = 500, response = crate::openapi::Internal),
         (status = 503, response = crate::openapi::NotReady),
     ),
@@ -251,7 +256,30 @@ pub async fn prune(State(state): State<AppState>, ApiJson(req): ApiJson<PruneReq
     let engine = state.engine()?.clone();
     let days = u64::try_from(req.max_age_days)
         .map_err(|_| ApiError::bad_request(format!("invalid max_age_days {}: must be 0 or more", req.max_age_days)))?;
+    if days < MIN_RETENTION_DAYS {
+        return Err(ApiError::invalid(format!(
+            "max_age_days {days}: the ledger keeps at least {MIN_RETENTION_DAYS} day of events"
+        )));
+    }
     let cutoff_us = engine.now_us().saturating_sub(days.saturating_mul(US_PER_DAY));
+    // With a bucket set, nothing leaves the ledger before it is in the
+    // bucket: an event older than the cutoff and not yet exported stops
+    // the prune, which removes nothing.
+    let bucket = state.exporter().and_then(|x| x.settings().bucket);
+    if let Some(bucket) = bucket {
+        let first_unexported = blocking(&engine, |e| {
+            let through = e.ledger().exported_through()?;
+            Ok(e.ledger().events_after(through, 1)?.into_iter().next())
+        })
+        .await?;
+        if let Some(e) = first_unexported.filter(|e| e.ts_us < cutoff_us) {
+            return Err(ApiError::conflict(format!(
+                "event {} and later are older than the cutoff but not yet exported to {bucket}; \
+                 export them first (POST /api/v1/ledger/export) or prune with a larger max_age_days",
+                e.seq
+            )));
+        }
+    }
     let pruned = blocking(&engine, move |e| e.ledger().prune(cutoff_us, PRUNE_ACTOR)).await?;
     Ok(Json(PruneResult {
         max_age_days: req.max_age_days,
