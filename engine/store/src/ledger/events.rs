@@ -359,7 +359,12 @@ pub struct PipelineMove {
 pub struct HistoryPruned {
     pub pruned: u64,
     pub cutoff_us: u64,
+    /// The first event removed; 0 when none was.
+    pub first_seq: u64,
+    /// The last event removed (by this prune or an earlier one).
     pub through_seq: u64,
+    /// That event's hash in hex: the chain's first remaining event links to it.
+    pub last_hash: String,
 }
 
 #[cfg(test)]

@@ -258,6 +258,7 @@ fn prune_keeps_the_chain_verifiable_and_audits_itself() {
     assert_eq!(before.total_savings_usd, 16.5);
 
     // Removes seqs 1..=3: both "old" events and the first "mid" one.
+    let last_removed = l.get(3).unwrap().unwrap().hash_hex();
     assert_eq!(l.prune(T0 + 2_000, "operator").unwrap(), 3);
     assert_eq!(l.get(3).unwrap(), None);
     assert_eq!(l.get(4).unwrap(), Some(kept.clone()));
@@ -267,7 +268,7 @@ fn prune_keeps_the_chain_verifiable_and_audits_itself() {
     assert_eq!(audit.prev_hash, l.get(5).unwrap().unwrap().hash);
     assert_eq!(
         audit.payload,
-        json!({"pruned": 3, "cutoff_us": T0 + 2_000, "through_seq": 3})
+        json!({"pruned": 3, "cutoff_us": T0 + 2_000, "first_seq": 1, "through_seq": 3, "last_hash": last_removed})
     );
     let r = l.verify().unwrap();
     assert_eq!((r.ok, r.first_seq, r.last_seq, r.checked), (true, 4, 6, 3), "{r:?}");

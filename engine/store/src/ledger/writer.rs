@@ -196,7 +196,8 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
                     }
                 }
                 Work::Prune { cutoff_us, actor } => {
-                    let (pruned, through_seq) = ctx.prune(*cutoff_us)?;
+                    let p = ctx.prune(*cutoff_us)?;
+                    let pruned = p.pruned;
                     let audit = Pending::new(NewEvent::of(
                         None,
                         actor,
@@ -204,7 +205,9 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
                         &HistoryPruned {
                             pruned,
                             cutoff_us: *cutoff_us,
-                            through_seq,
+                            first_seq: p.first_seq,
+                            through_seq: p.through_seq,
+                            last_hash: p.last_hash.iter().map(|b| format!("{b:02x}")).collect(),
                         },
                     ))?;
                     Done {
@@ -220,6 +223,16 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
     };
     txn.commit()?;
     Ok(done)
+}
+
+/// What a prune removed: how many events, the first and last seq, and the
+/// hash of the last one, from which the chain continues (when nothing was
+/// removed: no first seq, and the last event and hash of an earlier prune).
+struct Pruned {
+    pruned: u64,
+    first_seq: u64,
+    through_seq: u64,
+    last_hash: [u8; 32],
 }
 
 /// The open tables and running state of one write transaction.
@@ -320,12 +333,16 @@ impl<'t> Ctx<'t> {
 
     /// Removes every event with `ts_us < cutoff_us` with its index entries,
     /// moves the anchor past them and corrects sessions and savings.
-    /// Returns how many were removed and the seq of the last removed event
-    /// (of an earlier prune when this one removes nothing).
-    fn prune(&mut self, cutoff_us: u64) -> Result<(u64, u64), LedgerError> {
+    /// Returns what was removed ([`Pruned`]).
+    fn prune(&mut self, cutoff_us: u64) -> Result<Pruned, LedgerError> {
         self.flush_session()?;
         let anchor = tables::read_anchor(&self.meta)?;
-        let nothing = Ok((0, anchor.seq.saturating_sub(1)));
+        let nothing = Ok(Pruned {
+            pruned: 0,
+            first_seq: 0,
+            through_seq: anchor.seq.saturating_sub(1),
+            last_hash: anchor.prev_hash,
+        });
         let Some((first, last)) = tables::seq_bounds(&self.events)? else {
             return nothing;
         };
@@ -381,7 +398,12 @@ impl<'t> Ctx<'t> {
         };
         self.savings_dirty = true;
         self.session = load_session(&self.sessions, self.session_id)?;
-        Ok((pruned, through))
+        Ok(Pruned {
+            pruned,
+            first_seq: first,
+            through_seq: through,
+            last_hash,
+        })
     }
 
     /// Lowers the counts of sessions that lost events; drops the ones left
