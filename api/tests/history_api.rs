@@ -527,6 +527,14 @@ async fn prune_removes_old_events_and_keeps_the_chain() {
 
     let report = get_ok(&f.app, "/api/v1/ledger/verify").await;
     assert_eq!(report["ok"], true, "{report}");
+    // It starts from the checkpoint the prune recorded.
+    let pruned = &body["events"][0]["meta"];
+    assert_eq!(
+        report["checkpoint"],
+        json!({"through_seq": 2, "hash": pruned["last_hash"]}),
+        "{report}"
+    );
+    assert_eq!(pruned["through_seq"], 2);
     assert_eq!(report["first_seq"], 3);
     assert_eq!(report["last_seq"], 7);
     assert_eq!(report["events"], 5);
@@ -605,7 +613,7 @@ async fn verify_reports_the_chain() {
     let report = get_ok(&f.app, "/api/v1/ledger/verify").await;
     assert_eq!(
         report,
-        json!({"ok": true, "first_seq": 1, "last_seq": 6, "events": 6, "first_broken": null})
+        json!({"ok": true, "first_seq": 1, "last_seq": 6, "events": 6, "first_broken": null, "checkpoint": null})
     );
 
     let dir = tempfile::tempdir().unwrap();

@@ -59,6 +59,13 @@ pub async fn verify(remote: &Remote, file: Option<&Path>) -> anyhow::Result<Exit
             s(&report, "first_seq"),
             s(&report, "last_seq"),
         );
+        if let Some(c) = report.get("checkpoint").filter(|c| c.is_object()) {
+            println!(
+                "events through seq {} were pruned; the chain continues from their last hash {}",
+                s(c, "through_seq"),
+                s(c, "hash"),
+            );
+        }
     } else {
         let broken = report.get("first_broken").cloned().unwrap_or(Value::Null);
         println!(

@@ -200,6 +200,10 @@ pub struct VerifyReport {
     /// Where the chain first breaks: the seq of the first event that cannot
     /// be trusted and what is wrong with it.
     pub first_broken: Option<BrokenLink>,
+    /// The prune checkpoint the walk starts from: the last pruned seq and
+    /// its hash, to which the first stored event links (a `HISTORY_PRUNED`
+    /// event records the same); `None` when nothing was ever pruned.
+    pub checkpoint: Option<(u64, [u8; 32])>,
 }
 
 /// The first broken link of the chain.

@@ -242,6 +242,17 @@ pub struct BrokenLink {
     pub seq: u64,
 }
 
+/// The prune checkpoint a verification starts from.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Checkpoint {
+    /// The last pruned seq (the `through_seq` of the `HISTORY_PRUNED` event that removed it).
+    #[schema(minimum = 1)]
+    pub through_seq: u64,
+    /// That event's hash, lowercase hex: the first stored event links to it.
+    pub hash: String,
+}
+
 /// The wire form of a chain verification, shared by the API and
 /// `svc ledger verify --file`.
 #[derive(Serialize, ToSchema)]
@@ -252,6 +263,9 @@ pub struct LedgerVerification {
     /// The first link that does not hold; null when the chain is whole.
     #[schema(required = true)]
     pub first_broken: Option<BrokenLink>,
+    /// Where the walk starts after a prune; null when nothing was ever pruned.
+    #[schema(required = true)]
+    pub checkpoint: Option<Checkpoint>,
     /// First stored seq; 0 when the ledger is empty.
     pub first_seq: u64,
     /// Last stored seq; 0 when the ledger is empty.
@@ -268,6 +282,10 @@ impl From<&VerifyReport> for LedgerVerification {
             first_broken: r.first_broken.as_ref().map(|b| BrokenLink {
                 reason: b.reason.clone(),
                 seq: b.seq,
+            }),
+            checkpoint: r.checkpoint.map(|(through_seq, hash)| Checkpoint {
+                through_seq,
+                hash: hash.iter().map(|b| format!("{b:02x}")).collect(),
             }),
             first_seq: r.first_seq,
             last_seq: r.last_seq,

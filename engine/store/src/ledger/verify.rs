@@ -22,6 +22,7 @@ pub(super) fn verify(txn: &ReadTransaction) -> Result<VerifyReport, LedgerError>
         ok: true,
         problem: None,
         first_broken: None,
+        checkpoint: (anchor.seq > 1).then_some((anchor.seq - 1, anchor.prev_hash)),
     };
     let fail = |mut r: VerifyReport, seq: u64, reason: String, problem: String| {
         r.ok = false;
