@@ -114,6 +114,7 @@ fn hash_chain_links_and_verifies() {
             ok: true,
             problem: None,
             first_broken: None,
+            checkpoint: None,
         }
     );
 }
