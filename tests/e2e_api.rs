@@ -1313,7 +1313,11 @@ async fn bad_requests_get_error_bodies_and_the_daemon_keeps_serving() {
         .await
         .expect_error(400, "bad_request");
     let big = format!("{{\"max_age_days\": 30, \"pad\": \"{}\"}}", "x".repeat(1024 * 1024));
-    api.post_raw("/api/v1/history/prune", big)
+    api.post_raw("/api/v1/history/prune", big.clone())
+        .await
+        .expect_error(413, "payload_too_large");
+    // A route that reads no body refuses it too, by its Content-Length.
+    api.post_raw("/api/v1/ledger/export", big)
         .await
         .expect_error(413, "payload_too_large");
 
