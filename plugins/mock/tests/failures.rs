@@ -207,7 +207,10 @@ async fn a_plugin_whose_host_is_killed_stops_by_itself() {
     // The plugin shares the host's stdout: it ends when the plugin exits.
     let end = tokio::time::timeout(PROMPT, lines.next_line())
         .await
-        .unwrap_or_else(|_| panic!("plugin {pid} still running after its host was killed"));
+        .unwrap_or_else(|_| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"));
+            panic!("plugin {pid} still running after its host was killed: {stat:?}")
+        });
     assert!(matches!(end, Ok(None)), "{end:?}");
     let dir = std::path::Path::new(&h.addr).parent().expect("socket in a directory");
     assert!(!dir.exists(), "{} left behind", dir.display());

@@ -39,18 +39,40 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// How often a plugin checks that the process that started it still runs.
 const PARENT_CHECK: Duration = Duration::from_millis(500);
 
-/// Resolves once the process that started this one has gone (it was
-/// killed or crashed without stopping its plugins): the plugin is then a
-/// child of another process and stops instead of running on unreachable.
-async fn orphaned() {
-    let parent = std::os::unix::process::parent_id();
+/// Resolves once `host`, the process that started this one, has gone (it
+/// was killed or crashed without stopping its plugins), so the plugin stops
+/// instead of running on unreachable. Gone means either this process was
+/// handed to another parent, or the host's process entry no longer runs
+/// (it exited, or is a zombie waiting to be reaped): some PID namespaces
+/// do not report the new parent of an orphan at once.
+async fn orphaned(host: u32) {
     let mut every = tokio::time::interval(PARENT_CHECK);
     loop {
         every.tick().await;
-        if std::os::unix::process::parent_id() != parent {
+        if std::os::unix::process::parent_id() != host || !runs(host) {
             return;
         }
     }
+}
+
+/// Whether process `pid` exists and is not a zombie, read from
+/// `/proc/<pid>/stat`. Without a readable `/proc` it is taken as running,
+/// leaving the parent check alone to decide.
+fn runs(pid: u32) -> bool {
+    let stat = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return false,
+        Err(_) => return true,
+    };
+    !ended(&stat)
+}
+
+/// Whether a `/proc/<pid>/stat` line shows a process that has ended (a
+/// zombie, or dead). `pid (comm) state ...`: comm may hold spaces and
+/// parentheses, so the state is the first field after the last `)`.
+fn ended(stat: &str) -> bool {
+    let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next());
+    matches!(state, Some("Z" | "X" | "x"))
 }
 
 /// Checks the magic cookie and the offered protocol versions, printing the
@@ -118,6 +140,9 @@ pub(crate) async fn serve(
     add: impl FnOnce(Router) -> Router,
 ) -> Result<(), SdkError> {
     check_startup(cookie)?;
+    // Read before anything can wait: a host that dies while this process
+    // starts is then still noticed.
+    let host = std::os::unix::process::parent_id();
     crate::log::init();
     let shutdown = Arc::new(Notify::new());
     let health = HealthService {
@@ -143,7 +168,7 @@ pub(crate) async fn serve(
             tokio::select! {
                 () = shutdown.notified() => {}
                 () = term => tracing::info!("terminated"),
-                () = orphaned() => tracing::warn!("the host process is gone; stopping"),
+                () = orphaned(host) => tracing::warn!("the host process is gone; stopping"),
             }
         }
     };
@@ -190,4 +215,27 @@ pub(crate) async fn serve(
     }
     tracing::info!("plugin stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_is_read_after_the_last_parenthesis() {
+        assert!(ended("41 (svc) Z 1 41 41 0"));
+        assert!(ended("41 (a) R (b) X 1"));
+        assert!(!ended("41 (a) Z (b) S 1 41"));
+        assert!(!ended("41 (svc-daemon) S 1 41 41 0"));
+        assert!(!ended("garbage"));
+    }
+
+    #[test]
+    fn a_running_process_runs_and_a_reaped_one_does_not() {
+        assert!(runs(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().expect("true starts");
+        let pid = child.id();
+        child.wait().expect("true is reaped");
+        assert!(!runs(pid));
+    }
 }
