@@ -106,10 +106,15 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         let (engine, state) = (engine.clone(), state.clone());
         move || schedule_scans(engine.clone(), state.clone(), interval_rx.clone())
     }));
+    let storage = tokio::spawn(supervise("storage", state.clone(), {
+        let engine = engine.clone();
+        move || watch_storage(engine.clone())
+    }));
     let export_schedule = tokio::spawn(svc_api::export::schedule(state.clone(), exporter));
     let expiry = tokio::spawn(expire_isolations(engine.clone()));
     let result = server.await.context("server task failed")?;
     scheduler.abort();
+    storage.abort();
     export_schedule.abort();
     expiry.abort();
     let stopping = engine.clone();
@@ -262,6 +267,40 @@ where
         state.set_fault(part, format!("{why}; starting again"));
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(MAX);
+    }
+}
+
+/// How often a failed store is tried again.
+const STORAGE_CHECK: Duration = Duration::from_secs(1);
+
+/// Watches the stores. First it walks the ledger's chain: a break found
+/// stops appends, and `/readyz`, `svc_ready` and the log say so. Then,
+/// every [`STORAGE_CHECK`] while a store has failed (a full disk, an I/O
+/// error) or a committed scan is not in the ledger yet, it tries to bring
+/// them back ([`Engine::recover_storage`]): a disk that was full works
+/// again, without a restart, once space is freed.
+async fn watch_storage(engine: Arc<Engine>) {
+    let verifying = engine.clone();
+    match tokio::task::spawn_blocking(move || verifying.ledger().verify()).await {
+        Ok(Ok(report)) if report.ok => info!(events = report.checked, "ledger chain verified"),
+        // Logged, and reported by readiness, by the ledger itself.
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => warn!(error = %e, "cannot verify the ledger's chain"),
+        Err(e) => warn!(error = %e, "ledger verification did not finish"),
+    }
+    let mut tick = tokio::time::interval(STORAGE_CHECK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if !engine.needs_recovery() {
+            continue;
+        }
+        let recovering = engine.clone();
+        if let Ok(faults) = tokio::task::spawn_blocking(move || recovering.recover_storage()).await
+            && faults.is_empty()
+        {
+            info!("stores writable again");
+        }
     }
 }
 

@@ -47,6 +47,7 @@ listed_str! {
         "rate_limited",
         "not_ready",
         "internal",
+        "insufficient_storage",
     ]
 }
 
@@ -143,6 +144,21 @@ impl ApiError {
     pub fn not_ready(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "not_ready", message)
     }
+    /// 507: the disk is full; nothing of the request was written.
+    pub fn insufficient_storage(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INSUFFICIENT_STORAGE, "insufficient_storage", message)
+    }
+    /// A store that cannot be used now: 507 `insufficient_storage` for a
+    /// full disk, else 503 `not_ready`. `what` says what was not done.
+    pub fn storage(what: &str, fault: &svc_engine::store::Fault) -> ApiError {
+        tracing::warn!(%fault, "{what}");
+        let message = format!("{what}: {fault}");
+        if fault.disk_full {
+            ApiError::insufficient_storage(message)
+        } else {
+            ApiError::not_ready(message)
+        }
+    }
     /// 500: logs `detail` and returns a generic message.
     pub fn internal(detail: impl std::fmt::Display) -> ApiError {
         tracing::error!(error = %detail, "internal error");
@@ -198,12 +214,45 @@ impl IntoResponse for ApiError {
 
 impl From<svc_engine::store::StoreError> for ApiError {
     fn from(e: svc_engine::store::StoreError) -> ApiError {
-        ApiError::internal(e)
+        match &e {
+            svc_engine::store::StoreError::Unavailable(f) => ApiError::storage("the graph store cannot be used now", f),
+            _ => ApiError::internal(e),
+        }
     }
 }
 
 impl From<svc_engine::store::ledger::LedgerError> for ApiError {
     fn from(e: svc_engine::store::ledger::LedgerError) -> ApiError {
-        ApiError::internal(e)
+        use svc_engine::store::ledger::LedgerError;
+        match &e {
+            LedgerError::Unavailable(f) => ApiError::storage("the ledger cannot be used now", f),
+            // The ledger is damaged: nothing the client can change, and
+            // nothing that goes away without an operator.
+            LedgerError::Broken(_) | LedgerError::Corrupt(_) => {
+                tracing::error!(error = %e, "ledger damaged");
+                ApiError::not_ready(e.to_string())
+            }
+            _ => ApiError::internal(e),
+        }
+    }
+}
+
+impl From<svc_engine::EngineError> for ApiError {
+    fn from(e: svc_engine::EngineError) -> ApiError {
+        use svc_engine::EngineError;
+        match e {
+            EngineError::Store(e) => e.into(),
+            EngineError::Ledger(e) => e.into(),
+            EngineError::Unrecorded { scan_seq, source } => {
+                let what = format!(
+                    "scan {scan_seq} committed, but its SCAN_COMPLETED is not recorded yet (it is once the ledger can be written)"
+                );
+                match source.fault() {
+                    Some(f) => ApiError::storage(&what, f),
+                    None => ApiError::internal(format!("{what}: {source}")),
+                }
+            }
+            other => ApiError::internal(other),
+        }
     }
 }

@@ -105,15 +105,27 @@ impl AppState {
         self.inner.faults.lock().remove(part);
     }
 
-    /// Ready: the graph is loaded and no part of the daemon is stuck;
-    /// otherwise why not (503 `not_ready`, naming each stuck part).
+    /// Ready: the graph is loaded, no part of the daemon is stuck and every
+    /// store can be written ([`Engine::storage_faults`]); otherwise why not
+    /// (503 `not_ready`, naming each stuck part).
     pub fn readiness(&self) -> Result<(), ApiError> {
-        {
-            let faults = self.inner.faults.lock();
-            if !faults.is_empty() {
-                let why: Vec<String> = faults.iter().map(|(part, why)| format!("{part}: {why}")).collect();
-                return Err(ApiError::not_ready(format!("not ready: {}", why.join("; "))));
-            }
+        let mut why: Vec<String> = self
+            .inner
+            .faults
+            .lock()
+            .iter()
+            .map(|(part, why)| format!("{part}: {why}"))
+            .collect();
+        if let Some(engine) = self.inner.engine.get() {
+            why.extend(
+                engine
+                    .storage_faults()
+                    .into_iter()
+                    .map(|(part, f)| format!("{part}: {f}")),
+            );
+        }
+        if !why.is_empty() {
+            return Err(ApiError::not_ready(format!("not ready: {}", why.join("; "))));
         }
         self.engine().map(|_| ())
     }

@@ -83,6 +83,7 @@ pub async fn export_now(State(state): State<AppState>) -> ApiResult<Json<LedgerE
             api.details = json!({"retry": "the next export retries from the same event"});
             api
         }
+        ExportError::Ledger(e) => e.into(),
         other => ApiError::internal(other),
     })?;
     let files = run

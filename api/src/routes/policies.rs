@@ -63,7 +63,8 @@ fn error(e: PolicyError) -> ApiError {
         }
         e @ (PolicyError::Duplicate(_) | PolicyError::FromPack { .. }) => ApiError::conflict(e.to_string()),
         e @ PolicyError::NotFound(_) => ApiError::not_found(e.to_string()),
-        e @ (PolicyError::Store(_) | PolicyError::Ledger(_)) => ApiError::internal(e),
+        PolicyError::Store(e) => e.into(),
+        PolicyError::Ledger(e) => e.into(),
     }
 }
 

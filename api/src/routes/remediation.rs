@@ -26,7 +26,8 @@ fn api_error(e: RemediationError) -> ApiError {
         RemediationError::NotFound(m) => ApiError::not_found(m),
         RemediationError::Conflict(m) | RemediationError::LockTimeout(m) => ApiError::conflict(m),
         RemediationError::Invalid(m) => ApiError::invalid(m),
-        other => ApiError::internal(other),
+        RemediationError::Store(e) => e.into(),
+        RemediationError::Ledger(e) => e.into(),
     }
 }
 

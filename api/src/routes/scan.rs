@@ -203,7 +203,7 @@ async fn trigger(
         )
             .into_response());
     }
-    let report = run.await.map_err(ApiError::internal)?.map_err(ApiError::internal)?;
+    let report = run.await.map_err(ApiError::internal)?.map_err(ApiError::from)?;
     let mut body = serde_json::to_value(report.payload()).map_err(ApiError::internal)?;
     if let Value::Object(m) = &mut body {
         m.insert("status".into(), "completed".into());

@@ -194,7 +194,7 @@ pub async fn ingest(
     let report = tokio::task::spawn_blocking(move || engine.ingest_traffic(&records, report))
         .await
         .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)?
         .ok_or_else(|| ApiError::conflict("a scan is running; send the records again when it has finished"))?;
     Ok((
         StatusCode::OK,

@@ -22,7 +22,7 @@ use crate::policy::Policies;
 use crate::ranks;
 use crate::scan::{ScanLimits, ScanListener, ScanReport, ScanState, Source};
 use crate::sources::Sources;
-use crate::store::ledger::{Ledger, LedgerError};
+use crate::store::ledger::{Ledger, LedgerError, NewEvent};
 use crate::store::snapshot::{self, SnapshotKey};
 use crate::store::{CommitMeta, GraphStore, StoreError};
 
@@ -41,6 +41,21 @@ pub enum EngineError {
     Symbols { path: PathBuf, message: String },
     #[error("cannot create data directory {path}: {source}")]
     DataDir { path: PathBuf, source: std::io::Error },
+    /// The scan committed, but its SCAN_COMPLETED could not be appended;
+    /// it is appended once the ledger takes it ([`Engine::record_scans`]).
+    #[error("scan {scan_seq} committed, but its SCAN_COMPLETED is not recorded yet: {source}")]
+    Unrecorded { scan_seq: u64, source: LedgerError },
+}
+
+impl EngineError {
+    /// The storage fault behind this error, if a store's file failed.
+    pub fn fault(&self) -> Option<&svc_store::Fault> {
+        match self {
+            EngineError::Store(StoreError::Unavailable(f)) => Some(f),
+            EngineError::Ledger(e) | EngineError::Unrecorded { source: e, .. } => e.fault(),
+            _ => None,
+        }
+    }
 }
 
 /// The engine: the core (graph, stores, clock) and the subsystems that
@@ -105,6 +120,9 @@ impl ScanPermit {
         timeout: Option<std::time::Duration>,
     ) -> Result<ScanReport, EngineError> {
         let engine = self.engine.clone();
+        // Every committed scan is in the ledger before another commits; a
+        // ledger that cannot be written stops the scan here.
+        engine.record_scans()?;
         if let Some(hook) = engine.sources.before_scan() {
             hook();
         }
@@ -126,11 +144,25 @@ impl ScanPermit {
         );
         drop(analyzers);
         drop(sources);
+        if let Ok(r) = &report {
+            engine.scans.set_announcing(r.scan_seq);
+        }
         // Release the permit before telling anyone, so a client that hears
         // the scan finished can start the next one.
         drop(self);
         let mut report = report?;
-        crate::scan::announce(engine.core.ledger(), &mut report)?;
+        let announced = crate::scan::announce(engine.core.ledger(), &mut report, false);
+        if let Err(e) = announced {
+            engine.scans.keep_unannounced(report.clone());
+            engine.scans.set_announcing(0);
+            engine.scans.finished(&report);
+            let scan_seq = report.scan_seq;
+            return Err(match e {
+                EngineError::Ledger(source) => EngineError::Unrecorded { scan_seq, source },
+                other => other,
+            });
+        }
+        engine.scans.set_announcing(0);
         engine.scans.finished(&report);
         Ok(report)
     }
@@ -209,7 +241,7 @@ impl Engine {
         };
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
         let policies = crate::policy::Book::open(&store)?;
-        Ok(Engine {
+        let engine = Engine {
             core: Core::new(
                 data_dir.to_owned(),
                 interner,
@@ -226,7 +258,118 @@ impl Engine {
             signal,
             remediation,
             loaded_from: from,
-        })
+        };
+        if let Err(e) = engine.record_scans() {
+            warn!(error = %e, "cannot check that the ledger records every committed scan; checked again before the next scan");
+        }
+        Ok(engine)
+    }
+
+    /// Makes the ledger record every scan the graph store committed: the
+    /// last scan's SCAN_COMPLETED when it failed to be appended and its
+    /// report is still here, else one `SCAN_RECOVERED` for the scans no
+    /// event records. Runs at open, before each scan and after the ledger
+    /// recovers. Returns the event appended, if one was.
+    pub fn record_scans(&self) -> Result<Option<svc_store::ledger::Event>, EngineError> {
+        let ledger = self.core.ledger();
+        let committed = self.core.store().commit_meta()?;
+        let recorded = ledger.recorded_scan_seq()?;
+        // The last scan's SCAN_COMPLETED is being appended right now, just
+        // after the permit was released.
+        if committed.scan_seq == recorded + 1 && self.scans.announcing() == committed.scan_seq {
+            return Ok(None);
+        }
+        if committed.scan_seq <= recorded {
+            self.scans.take_unannounced(0);
+            return Ok(None);
+        }
+        if recorded + 1 == committed.scan_seq
+            && let Some(mut report) = self.scans.take_unannounced(committed.scan_seq)
+        {
+            if let Err(e) = crate::scan::announce(ledger, &mut report, true) {
+                self.scans.keep_unannounced(report);
+                return Err(e);
+            }
+            info!(
+                scan_seq = report.scan_seq,
+                seq = report.event_seq,
+                "SCAN_COMPLETED recorded late"
+            );
+            return ledger.get(report.event_seq).map_err(EngineError::from);
+        }
+        let first = recorded + 1;
+        let scans = if first == committed.scan_seq {
+            format!("scan {first}")
+        } else {
+            format!("scans {first} to {}", committed.scan_seq)
+        };
+        let payload = svc_store::ledger::events::ScanRecovered {
+            first_scan_seq: first,
+            scan_seq: committed.scan_seq,
+            generation: committed.generation,
+            committed_us: committed.commit_us,
+            reason: "committed to the graph store, but no SCAN_COMPLETED was appended: the daemon stopped, \
+                     or the ledger could not be written, in between"
+                .to_owned(),
+        };
+        let message = format!("{scans} committed without a SCAN_COMPLETED; recorded on recovery");
+        let event = ledger.append_one(NewEvent::of(None, "engine", message, &payload))?;
+        warn!(
+            first_scan_seq = first,
+            scan_seq = committed.scan_seq,
+            seq = event.seq,
+            "committed scans recorded on recovery"
+        );
+        Ok(Some(event))
+    }
+
+    /// The stores that cannot make progress now, and why: a file that
+    /// failed and is not open again (a full disk, an I/O error), or a ledger
+    /// whose chain verification found broken. Empty when all is well.
+    pub fn storage_faults(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if let Some(f) = self.core.store().fault() {
+            out.push(("graph store", f.to_string()));
+        }
+        let ledger = self.core.ledger();
+        if let Some(f) = ledger.fault() {
+            out.push(("ledger", f.to_string()));
+        }
+        if let Some(b) = ledger.broken() {
+            out.push(("ledger", LedgerError::Broken(b).to_string()));
+        }
+        out
+    }
+
+    /// Whether [`Engine::recover_storage`] has something to do: a store
+    /// failed, or a committed scan's SCAN_COMPLETED waits for the ledger.
+    pub fn needs_recovery(&self) -> bool {
+        self.scans.has_unannounced() || !self.storage_faults().is_empty()
+    }
+
+    /// Tries to bring failed stores back now: opens a failed file again
+    /// and writes an empty durable transaction to it; once the ledger takes
+    /// writes again, records the scans it missed ([`Engine::record_scans`]).
+    /// Returns the faults that remain ([`Engine::storage_faults`]).
+    pub fn recover_storage(&self) -> Vec<(&'static str, String)> {
+        let store = self.core.store();
+        if store.fault().is_some() && store.probe().is_ok() {
+            info!(path = %store.path().display(), "graph store writable again");
+        }
+        let ledger = self.core.ledger();
+        if ledger.fault().is_some() && ledger.probe().is_ok() {
+            info!(path = %ledger.path().display(), "ledger writable again");
+        }
+        // Under the scan permit, so no scan commits meanwhile; a running
+        // scan records the missed ones itself before it commits.
+        if store.fault().is_none() && ledger.fault().is_none() && ledger.broken().is_none() && self.scans.try_start() {
+            let recorded = self.record_scans();
+            self.scans.finish();
+            if let Err(e) = recorded {
+                warn!(error = %e, "cannot record the committed scans yet");
+            }
+        }
+        self.storage_faults()
     }
 
     /// Where the graph came from at start: `snapshot` or `graph store`.

@@ -31,7 +31,7 @@ pub use svc_remediation::state::STATE_RANK as REMEDIATION_STATE;
 // Leaves: nothing but a store write or a ledger append is taken under one.
 // `Findings`: `rules`, `assessment`; `Sources`: `source_config`, `served`,
 // `answered`, `before_scan`, `limits`; `ScanState`: `last_report`,
-// `listeners`; `Policies` (policy/policies.rs): `packs`.
+// `listeners`, `unannounced`; `Policies` (policy/policies.rs): `packs`.
 pub const RULES: Rank = Rank::new(60, "rules");
 pub const ASSESSMENT: Rank = Rank::new(61, "assessment");
 pub const SOURCE_CONFIG: Rank = Rank::new(62, "source_config");
@@ -42,3 +42,4 @@ pub const ANSWERED: Rank = Rank::new(66, "answered");
 pub const PACKS: Rank = Rank::new(67, "packs");
 pub const BEFORE_SCAN: Rank = Rank::new(68, "before_scan");
 pub const LIMITS: Rank = Rank::new(69, "limits");
+pub const UNANNOUNCED: Rank = Rank::new(70, "unannounced");

@@ -370,7 +370,7 @@ impl RemediationStore for GraphStore {
     fn put_remediation(&self, b: &Batch<'_>) -> Result<(), StoreError> {
         let err = self.db_err();
         let items = encode_items(&b.items);
-        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
         {
             let bytes = |v: Value| serde_json::to_vec(&v).unwrap_or_default();
             let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
@@ -414,14 +414,8 @@ impl RemediationStore for GraphStore {
         items: &[&Item],
         removed: &[&str],
     ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
-        let at = |path: std::path::PathBuf| {
-            move |e: redb::Error| StoreError::Db {
-                path: path.clone(),
-                cause: Box::new(e),
-            }
-        };
-        let err = at(self.path().to_owned());
-        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        let err = self.db_err();
+        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
         let items = encode_items(items);
         let removed: Vec<String> = removed.iter().map(|c| (*c).to_owned()).collect();
         let write = move || -> Result<(), StoreError> {
@@ -440,13 +434,16 @@ impl RemediationStore for GraphStore {
             .name("svc-items".into())
             .spawn(write)
             // The transaction went with the closure: nothing was written.
-            .map_err(|e| at(self.path().to_owned())(redb::Error::Io(e)))
+            .map_err(|e| StoreError::Db {
+                path: self.path().to_owned(),
+                cause: Box::new(redb::Error::Io(e)),
+            })
     }
 
     /// Items, sagas and ignore entries, as stored.
     fn load_remediation(&self) -> Result<Loaded, StoreError> {
         let err = self.db_err();
-        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let mut out = Loaded::default();
         let each =
             |def: TableDefinition<&str, &[u8]>, what: &str, f: &mut dyn FnMut(Value) -> Result<(), DecodeError>| {
@@ -481,7 +478,7 @@ impl RemediationStore for GraphStore {
     /// The compensating payload stored under `hash`.
     fn load_payload(&self, hash: &str) -> Result<Option<Compensation>, StoreError> {
         let err = self.db_err();
-        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let table = match txn.open_table(PAYLOADS) {
             Ok(t) => t,
             Err(TableError::TableDoesNotExist(_)) => return Ok(None),

@@ -24,6 +24,8 @@ use rayon::prelude::*;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
 use thiserror::Error;
 
+use crate::health::{Fault, Reopening};
+
 use super::codec::{
     DecodeError, decode_edge_keyed, decode_node, edge_key, edge_key_into, encode_edge_fields_into,
     encode_edge_value_into, encode_node_into, encoded_edge_fields_len, encoded_edge_value_len, encoded_node_len,
@@ -77,6 +79,9 @@ pub enum StoreError {
     Open { path: PathBuf, cause: Box<redb::Error> },
     #[error("graph store {path}: {cause}")]
     Db { path: PathBuf, cause: Box<redb::Error> },
+    /// The file failed (a full disk, an I/O error) and is not usable yet.
+    #[error("graph store {0}")]
+    Unavailable(Fault),
     #[error("graph store {path}: {what}: {cause}")]
     Corrupt {
         path: PathBuf,
@@ -137,7 +142,8 @@ pub struct StoreStats {
 }
 
 pub struct GraphStore {
-    db: Database,
+    /// Opened again after an I/O failure ([`crate::health`]).
+    db: Arc<Reopening>,
     path: PathBuf,
 }
 
@@ -549,24 +555,28 @@ impl GraphStore {
             path: path.to_owned(),
             cause: Box::new(e),
         };
-        let db = Database::builder()
-            .set_cache_size(cache_bytes)
-            .create(path)
-            .map_err(|e| open_err(e.into()))?;
-        GraphStore::on(db, path)
+        let open = move |p: &Path| {
+            Database::builder()
+                .set_cache_size(cache_bytes)
+                .create(p)
+                .map_err(redb::Error::from)
+        };
+        let db = open(path).map_err(open_err)?;
+        GraphStore::on(Reopening::new(db, path, open), path)
     }
 
     /// The store over an open database (`path` names it in errors).
-    pub fn on(db: Database, path: &Path) -> Result<GraphStore, StoreError> {
+    fn on(db: Reopening, path: &Path) -> Result<GraphStore, StoreError> {
         let open_err = |e: redb::Error| StoreError::Open {
             path: path.to_owned(),
             cause: Box::new(e),
         };
         let store = GraphStore {
-            db,
+            db: Arc::new(db),
             path: path.to_owned(),
         };
-        let txn = store.db.begin_write().map_err(|e| open_err(e.into()))?;
+        let db = store.database()?;
+        let txn = db.begin_write().map_err(|e| open_err(e.into()))?;
         {
             txn.open_table(SYMBOLS).map_err(|e| open_err(e.into()))?;
             txn.open_table(COMMITS).map_err(|e| open_err(e.into()))?;
@@ -581,25 +591,47 @@ impl GraphStore {
         &self.path
     }
 
-    /// The database, for the other tables kept in `graph.redb` (`signal_store`).
-    pub fn database(&self) -> &Database {
-        &self.db
+    /// The database, for the other tables kept in `graph.redb` (`signal_store`);
+    /// [`StoreError::Unavailable`] while a failed file cannot be opened again.
+    /// Route every error of its use through [`GraphStore::db_err`], which
+    /// notices I/O failures.
+    pub fn database(&self) -> Result<Arc<Database>, StoreError> {
+        self.db.get().map_err(StoreError::Unavailable)
+    }
+
+    /// Opens the file again now if it failed (without waiting for the
+    /// retry interval) and makes an empty durable commit: whether the store
+    /// can be written. A health check's probe.
+    pub fn probe(&self) -> Result<(), StoreError> {
+        self.db.recover().map_err(StoreError::Unavailable)?;
+        self.sync()
+    }
+
+    /// Why the store cannot be used now, if it failed and is not open again.
+    pub fn fault(&self) -> Option<Fault> {
+        self.db.fault()
     }
 
     /// Makes every earlier write durable (an empty durable commit).
     pub fn sync(&self) -> Result<(), StoreError> {
         let err = self.db_err();
-        let mut txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        let mut txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| err(redb::Error::from(e)))?;
         txn.commit().map_err(|e| err(e.into()))?;
         Ok(())
     }
 
-    pub fn db_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
-        |e| StoreError::Db {
-            path: self.path.clone(),
-            cause: Box::new(e),
+    /// Maps an error of this database, recording an I/O failure (the file
+    /// is then opened again on next use).
+    pub fn db_err(&self) -> impl Fn(redb::Error) -> StoreError + Send + 'static {
+        let (db, path) = (Arc::clone(&self.db), self.path.clone());
+        move |e| match db.observe(&e) {
+            Some(fault) => StoreError::Unavailable(fault),
+            None => StoreError::Db {
+                path: path.clone(),
+                cause: Box::new(e),
+            },
         }
     }
 
@@ -611,10 +643,27 @@ impl GraphStore {
         }
     }
 
+    /// The bookkeeping of the last commit (`rows` 0).
+    pub fn commit_meta(&self) -> Result<CommitMeta, StoreError> {
+        let err = self.db_err();
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
+        let meta = txn.open_table(META).map_err(|e| err(e.into()))?;
+        let get = |k: &str| -> Result<u64, StoreError> {
+            Ok(meta.get(k).map_err(|e| err(e.into()))?.map(|v| v.value()).unwrap_or(0))
+        };
+        Ok(CommitMeta {
+            generation: get(META_GENERATION)?,
+            scan_seq: get(META_SCAN_SEQ)?,
+            commit_us: get(META_LAST_COMMIT)?,
+            rows: 0,
+            observed_s: get(META_OBSERVED)?,
+        })
+    }
+
     /// Loads the symbol table and the bookkeeping of the last commit.
     pub fn load_meta(&self) -> Result<(Vec<String>, CommitMeta), StoreError> {
         let err = self.db_err();
-        let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let mut symbols_out = Vec::new();
         let symbols = txn.open_table(SYMBOLS).map_err(|e| err(e.into()))?;
         for (i, item) in symbols.iter().map_err(|e| err(e.into()))?.enumerate() {
@@ -624,17 +673,9 @@ impl GraphStore {
             }
             symbols_out.push(v.value().to_owned());
         }
-        let meta = txn.open_table(META).map_err(|e| err(e.into()))?;
-        let get = |k: &str| -> Result<u64, StoreError> {
-            Ok(meta.get(k).map_err(|e| err(e.into()))?.map(|v| v.value()).unwrap_or(0))
-        };
-        let meta = CommitMeta {
-            generation: get(META_GENERATION)?,
-            scan_seq: get(META_SCAN_SEQ)?,
-            commit_us: get(META_LAST_COMMIT)?,
-            rows: 0,
-            observed_s: get(META_OBSERVED)?,
-        };
+        drop(symbols);
+        drop(txn);
+        let meta = self.commit_meta()?;
         Ok((symbols_out, meta))
     }
 
@@ -671,7 +712,7 @@ impl GraphStore {
         // encoded while an earlier write of this database (a remediation
         // pass's) may still be finishing.
         let (last, checkpoint, delta_rows) = {
-            let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
+            let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
             match txn.open_table(META) {
                 Ok(m) => {
                     let get = |k: &str| -> Result<u64, StoreError> {
@@ -699,7 +740,7 @@ impl GraphStore {
             }
         });
 
-        let mut txn = self.db.begin_write().map_err(|e| err(e.into()))?;
+        let mut txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| err(redb::Error::from(e)))?;
         {
@@ -763,7 +804,7 @@ impl GraphStore {
     fn state_as_of(&self, ts_us: u64) -> Result<GraphAt, StoreError> {
         let started = std::time::Instant::now();
         let err = self.db_err();
-        let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
         let mut start = None;
         for item in commits.range(..=ts_us).map_err(|e| err(e.into()))?.rev() {
@@ -893,7 +934,7 @@ impl GraphStore {
     /// Commits, checkpoints and segments stored.
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let err = self.db_err();
-        let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let mut st = StoreStats::default();
         for item in txn
             .open_table(COMMITS)
@@ -1071,7 +1112,7 @@ mod tests {
         scan(&store, &mut g, 200, 2, 20_000, "stopped");
         let written = std::fs::metadata(&path).unwrap().len();
         assert!(written > 4 * cache as u64, "the commits wrote {written} bytes");
-        let used = store.db.cache_stats().used_bytes();
+        let used = store.database().unwrap().cache_stats().used_bytes();
         assert!(
             used > 0 && used <= cache,
             "{used} bytes cached against a cache of {cache}"
@@ -1081,7 +1122,7 @@ mod tests {
     /// Rewrites every compressed segment as the plain one a store written
     /// before compression holds.
     fn decompress_all(store: &GraphStore) {
-        let txn = store.db.begin_write().unwrap();
+        let txn = store.database().unwrap().begin_write().unwrap();
         {
             let mut seg = txn.open_table(SEGMENTS).unwrap();
             let stored: Vec<((u64, u8, u16), Vec<u8>)> = seg
@@ -1136,7 +1177,7 @@ mod tests {
             scan(store, g, 300, 3, 2700, "stopped");
         }
         let plain_parts = {
-            let txn = old.db.begin_read().unwrap();
+            let txn = old.database().unwrap().begin_read().unwrap();
             let seg = txn.open_table(SEGMENTS).unwrap();
             let parts: Vec<u8> = seg.iter().unwrap().map(|item| item.unwrap().0.value().1).collect();
             parts
@@ -1174,7 +1215,7 @@ mod tests {
             let store = GraphStore::open(&dir.path().join("graph.redb")).unwrap();
             let mut g = Graph::new(Arc::new(Interner::new()));
             scan(&store, &mut g, 100, 1, 500, "available");
-            let txn = store.db.begin_write().unwrap();
+            let txn = store.database().unwrap().begin_write().unwrap();
             {
                 let mut seg = txn.open_table(SEGMENTS).unwrap();
                 let first = seg.first().unwrap().unwrap().0.value();

@@ -41,9 +41,11 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
 use parking_lot::RwLock;
-use redb::{Database, ReadableDatabase, ReadableTable, TableError};
+use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, TableError};
 
 use svc_graph::clock::Clock;
+
+use crate::health::{Fault, Reopening};
 
 pub use events::{EventKind, Payload};
 
@@ -83,6 +85,26 @@ pub enum LedgerError {
     Payload(#[from] serde_json::Error),
     #[error("ledger writer has stopped")]
     Closed,
+    /// The file failed (a full disk, an I/O error) and is not usable yet;
+    /// it is opened again until it is.
+    #[error("ledger {0}")]
+    Unavailable(Fault),
+    /// Verification found the chain broken: nothing is appended onto it.
+    #[error(
+        "the ledger's chain is broken at event {}: {}; nothing is appended until events.redb is restored (svc ledger verify)",
+        .0.seq, .0.reason
+    )]
+    Broken(BrokenLink),
+}
+
+impl LedgerError {
+    /// The storage fault behind this error, if the file failed.
+    pub fn fault(&self) -> Option<&Fault> {
+        match self {
+            LedgerError::Unavailable(f) => Some(f),
+            _ => None,
+        }
+    }
 }
 
 macro_rules! storage_from {
@@ -129,7 +151,31 @@ pub struct Event {
     pub hash: [u8; 32],
 }
 
+/// The type of the stand-in a reader gets for a stored event that does not
+/// decode ([`Event::unreadable`]); never stored.
+pub const UNREADABLE: &str = "UNREADABLE";
+
 impl Event {
+    /// The stand-in for stored event `seq` whose bytes do not decode: type
+    /// [`UNREADABLE`], the reason in its message, empty otherwise. Readers
+    /// get it in place of the event, so damage shows where it is.
+    pub fn unreadable(seq: u64, reason: &str) -> Event {
+        Event {
+            seq,
+            ts_us: 0,
+            event_type: UNREADABLE.to_owned(),
+            crn: String::new(),
+            actor: String::new(),
+            message: format!(
+                "event {seq} cannot be read ({reason}); the ledger is damaged here: run svc ledger verify"
+            ),
+            session_id: String::new(),
+            payload: serde_json::Value::Object(serde_json::Map::new()),
+            prev_hash: [0; 32],
+            hash: [0; 32],
+        }
+    }
+
     pub fn status(&self) -> &'static str {
         status_of(&self.event_type)
     }
@@ -220,11 +266,37 @@ type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
 
 /// State shared by the handle and the writer thread.
 struct Shared {
-    db: Database,
+    /// Opened again after an I/O failure ([`crate::health`]).
+    db: Reopening,
     path: PathBuf,
     session_id: String,
     last_seq: AtomicU64,
     listeners: RwLock<Vec<Listener>>,
+    /// Where verification found the chain broken; appends are refused.
+    broken: parking_lot::Mutex<Option<BrokenLink>>,
+}
+
+impl Shared {
+    /// The database, or why it cannot be used now.
+    fn database(&self) -> Result<Arc<Database>, LedgerError> {
+        self.db.get().map_err(LedgerError::Unavailable)
+    }
+
+    /// `e` as the callers see it: an I/O failure is recorded (the file is
+    /// opened again on next use) and answered as [`LedgerError::Unavailable`].
+    fn failed(&self, e: LedgerError) -> LedgerError {
+        match &e {
+            LedgerError::Storage(cause) => self.db.observe(cause).map_or(e, LedgerError::Unavailable),
+            _ => e,
+        }
+    }
+
+    /// Runs `f` on a read transaction, noticing I/O failures.
+    fn read<T>(&self, f: impl FnOnce(&ReadTransaction) -> Result<T, LedgerError>) -> Result<T, LedgerError> {
+        let db = self.database()?;
+        let txn = db.begin_read().map_err(|e| self.failed(e.into()))?;
+        f(&txn).map_err(|e| self.failed(e))
+    }
 }
 
 /// The audit ledger. Share it as `Arc<Ledger>`; dropping the last handle
@@ -251,16 +323,18 @@ impl Ledger {
             Database::create(path)
         }
         .map_err(|e| open_err(e.to_string()))?;
+        let reopen = |p: &Path| Database::open(p).map_err(redb::Error::from);
         let head_seq = init(&db).map_err(|e| match e {
             LedgerError::Open { reason, .. } => open_err(reason),
             other => open_err(other.to_string()),
         })?;
         let shared = Arc::new(Shared {
-            db,
+            db: Reopening::new(db, path, reopen),
             path: path.to_path_buf(),
             session_id: session_id.to_owned(),
             last_seq: AtomicU64::new(head_seq),
             listeners: RwLock::new(Vec::new()),
+            broken: parking_lot::Mutex::new(None),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let thread_shared = Arc::clone(&shared);
@@ -316,31 +390,31 @@ impl Ledger {
     }
 
     pub fn get(&self, seq: u64) -> Result<Option<Event>, LedgerError> {
-        query::get(&self.shared.db.begin_read()?, seq)
+        self.shared.read(|t| query::get(t, seq))
     }
 
     /// Events with seq > `after`, oldest first, at most `limit`.
     pub fn events_after(&self, after: u64, limit: usize) -> Result<Vec<Event>, LedgerError> {
-        query::events_after(&self.shared.db.begin_read()?, after, limit)
+        self.shared.read(|t| query::events_after(t, after, limit))
     }
 
     pub fn query(&self, q: &HistoryQuery) -> Result<HistoryPage, LedgerError> {
-        query::history(&self.shared.db.begin_read()?, q)
+        self.shared.read(|t| query::history(t, q))
     }
 
     /// Lifecycle of one resource, newest first, at most `limit`, plus the
     /// number of its stored events.
     pub fn resource(&self, crn: &str, limit: usize) -> Result<(Vec<Event>, u64), LedgerError> {
-        query::resource(&self.shared.db.begin_read()?, crn, limit)
+        self.shared.read(|t| query::resource(t, crn, limit))
     }
 
     pub fn summary(&self) -> Result<Summary, LedgerError> {
-        query::summary(&self.shared.db.begin_read()?)
+        self.shared.read(query::summary)
     }
 
     /// Every session with stored events, ordered by its first event.
     pub fn sessions(&self) -> Result<Vec<SessionInfo>, LedgerError> {
-        query::sessions(&self.shared.db.begin_read()?)
+        self.shared.read(query::sessions)
     }
 
     /// Removes every event with `ts_us < cutoff_us` and returns how many.
@@ -355,15 +429,43 @@ impl Ledger {
         Ok(self.request(work)?.pruned)
     }
 
+    /// The highest scan seq that a `SCAN_COMPLETED` or `SCAN_RECOVERED`
+    /// event records; 0 when none does. A file written before the ledger
+    /// kept this record is answered from its newest such event.
+    pub fn recorded_scan_seq(&self) -> Result<u64, LedgerError> {
+        self.shared.read(|txn| {
+            let meta = txn.open_table(tables::META)?;
+            if let Some(n) = tables::read_scans(&meta)? {
+                return Ok(n);
+            }
+            let mut newest = 0;
+            for kind in events::SCAN_RECORDS {
+                let q = HistoryQuery {
+                    event_type: Some(kind.as_str().to_owned()),
+                    limit: 1,
+                    ..HistoryQuery::default()
+                };
+                if let Some(e) = query::history(txn, &q)?.events.first() {
+                    newest = newest.max(
+                        e.payload
+                            .get("scan_seq")
+                            .and_then(serde_json::Value::as_u64)
+                            .unwrap_or(0),
+                    );
+                }
+            }
+            Ok(newest)
+        })
+    }
+
     /// The last seq the compliance export has written to its bucket; 0 when
     /// nothing was exported yet.
     pub fn exported_through(&self) -> Result<u64, LedgerError> {
-        let txn = self.shared.db.begin_read()?;
-        match txn.open_table(tables::EXPORT) {
+        self.shared.read(|txn| match txn.open_table(tables::EXPORT) {
             Ok(t) => Ok(t.get(tables::EXPORTED_THROUGH)?.map(|g| g.value()).unwrap_or(0)),
             Err(TableError::TableDoesNotExist(_)) => Ok(0),
             Err(e) => Err(e.into()),
-        }
+        })
     }
 
     /// Durably records that every event through `seq` is in the export
@@ -379,9 +481,42 @@ impl Ledger {
         self.request(writer::Work::MarkExported(seq)).map(|_| ())
     }
 
-    /// Walks the whole chain from its anchor.
+    /// Walks the whole chain from its anchor. A break found stops appends
+    /// ([`Ledger::broken`]) until the file is restored and opened again.
     pub fn verify(&self) -> Result<VerifyReport, LedgerError> {
-        verify::verify(&self.shared.db.begin_read()?)
+        let report = self.shared.read(verify::verify)?;
+        if let Some(b) = &report.first_broken {
+            let mut broken = self.shared.broken.lock();
+            if broken.is_none() {
+                tracing::error!(
+                    path = %self.shared.path.display(),
+                    seq = b.seq,
+                    reason = %b.reason,
+                    "the ledger's chain is broken; appends are stopped"
+                );
+            }
+            *broken = Some(b.clone());
+        }
+        Ok(report)
+    }
+
+    /// Where verification found the chain broken, if it did: nothing is
+    /// appended while it is.
+    pub fn broken(&self) -> Option<BrokenLink> {
+        self.shared.broken.lock().clone()
+    }
+
+    /// Why the file cannot be used now, if it failed and is not open again.
+    pub fn fault(&self) -> Option<Fault> {
+        self.shared.db.fault()
+    }
+
+    /// Opens the file again now if it failed (without waiting for the
+    /// retry interval) and commits an empty durable transaction: whether
+    /// the ledger can be written. A health check's probe.
+    pub fn probe(&self) -> Result<(), LedgerError> {
+        self.shared.db.recover().map_err(LedgerError::Unavailable)?;
+        self.request(writer::Work::Probe).map(|_| ())
     }
 
     /// Opens a ledger file read-only (no daemon may hold it) and verifies it.

@@ -5,6 +5,7 @@ pub mod atomic;
 pub mod bytes;
 pub mod codec;
 pub mod graph_store;
+pub mod health;
 mod kinds;
 pub mod ledger;
 mod policy_store;
@@ -16,4 +17,5 @@ pub use graph_store::{
     CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, GraphVersions, Loaded, StoreError, StoreStats,
     Versions,
 };
+pub use health::Fault;
 pub use policy_store::{StoredEvaluation, StoredRule};

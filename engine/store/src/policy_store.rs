@@ -123,10 +123,7 @@ fn decode_evals(b: &[u8]) -> Result<Vec<StoredEvaluation>, DecodeError> {
 
 impl GraphStore {
     fn policy_err(&self) -> impl Fn(redb::Error) -> StoreError + '_ {
-        |e| StoreError::Db {
-            path: self.path().to_owned(),
-            cause: Box::new(e),
-        }
+        self.db_err()
     }
 
     fn policy_corrupt(&self, cause: DecodeError) -> StoreError {
@@ -139,7 +136,7 @@ impl GraphStore {
 
     fn put_policy_value(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
         let err = self.policy_err();
-        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
         {
             let mut t = txn.open_table(POLICIES).map_err(|e| err(e.into()))?;
             t.insert(key, value).map_err(|e| err(e.into()))?;
@@ -150,7 +147,7 @@ impl GraphStore {
 
     fn policy_value(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let err = self.policy_err();
-        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let table = match txn.open_table(POLICIES) {
             Ok(t) => t,
             Err(TableError::TableDoesNotExist(_)) => return Ok(None),

@@ -16,7 +16,7 @@ impl GraphStore {
     /// Every source's providers as last stored (none before the first scan).
     pub fn load_source_providers(&self) -> Result<BTreeMap<String, BTreeSet<String>>, StoreError> {
         let err = self.db_err();
-        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let table = match txn.open_table(SOURCE_PROVIDERS) {
             Ok(t) => t,
             Err(TableError::TableDoesNotExist(_)) => return Ok(BTreeMap::new()),
@@ -40,7 +40,7 @@ impl GraphStore {
     pub fn put_source_providers(&self, source: &str, providers: &BTreeSet<String>) -> Result<(), StoreError> {
         let err = self.db_err();
         let joined = providers.iter().map(String::as_str).collect::<Vec<_>>().join("\n");
-        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
         {
             let mut t = txn.open_table(SOURCE_PROVIDERS).map_err(|e| err(e.into()))?;
             t.insert(source, joined.as_str()).map_err(|e| err(e.into()))?;

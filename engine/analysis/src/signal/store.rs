@@ -183,7 +183,7 @@ impl SignalStore for GraphStore {
         let err = self.db_err();
         let totals_bytes = encode_totals(totals, interner);
         let anomalies_bytes = encode_anomalies(anomalies);
-        let txn = self.database().begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
         {
             let mut h = txn.open_table(HISTORY).map_err(|e| err(e.into()))?;
             h.insert(totals.scan_seq, totals_bytes.as_slice())
@@ -209,7 +209,7 @@ impl SignalStore for GraphStore {
     /// Every stored scan's totals, oldest first (none before the first scan).
     fn load_signal_history(&self, interner: &Interner) -> Result<Vec<ScanTotals>, StoreError> {
         let err = self.db_err();
-        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let table = match txn.open_table(HISTORY) {
             Ok(t) => t,
             Err(TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
@@ -234,7 +234,7 @@ impl SignalStore for GraphStore {
     /// The anomalies of the last analysed scan, if any.
     fn load_last_anomalies(&self) -> Result<Option<Anomalies>, StoreError> {
         let err = self.db_err();
-        let txn = self.database().begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let table = match txn.open_table(ANOMALIES) {
             Ok(t) => t,
             Err(TableError::TableDoesNotExist(_)) => return Ok(None),

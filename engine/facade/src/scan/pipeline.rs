@@ -137,12 +137,16 @@ fn commit(cx: &mut Scan<'_>) -> Result<(), EngineError> {
 }
 
 /// Appends SCAN_COMPLETED for a committed scan. Runs after the scan permit
-/// is released, so whoever hears the event can start the next scan.
-pub(crate) fn announce(ledger: &Ledger, report: &mut ScanReport) -> Result<(), EngineError> {
-    let message = format!(
+/// is released, so whoever hears the event can start the next scan. `late`:
+/// the first append failed, and this one comes after the ledger recovered.
+pub(crate) fn announce(ledger: &Ledger, report: &mut ScanReport, late: bool) -> Result<(), EngineError> {
+    let mut message = format!(
         "scan {} completed: {} nodes, {} edges, {} waste (${:.2}/mo)",
         report.scan_seq, report.nodes, report.edges, report.waste, report.waste_usd_mo
     );
+    if late {
+        message.push_str(" (recorded late: the ledger could not be written when the scan committed)");
+    }
     let event = ledger.append_one(NewEvent::of(None, "engine", message, &report.payload()))?;
     report.event_seq = event.seq;
     Ok(())

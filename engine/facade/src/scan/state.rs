@@ -30,6 +30,14 @@ pub(crate) struct ScanState {
     persisted_symbols: Mutex<usize>,
     /// The snapshot being written behind the last commit, if any.
     snapshot_writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// A commit failed: the rows it held are in memory but not stored, so
+    /// the next commit writes every row.
+    resync: AtomicBool,
+    /// A committed scan whose SCAN_COMPLETED could not be appended, kept
+    /// until the ledger takes it ([`crate::Engine::record_scans`]).
+    unannounced: Mutex<Option<ScanReport>>,
+    /// The scan whose SCAN_COMPLETED is being appended (0: none).
+    announcing: AtomicU64,
 }
 
 impl ScanState {
@@ -44,7 +52,32 @@ impl ScanState {
             listeners: RwLock::new(ranks::LISTENERS, Vec::new()),
             persisted_symbols: Mutex::new(ranks::PERSISTED_SYMBOLS, persisted),
             snapshot_writer: Mutex::new(ranks::SNAPSHOT_WRITER, None),
+            resync: AtomicBool::new(false),
+            unannounced: Mutex::new(ranks::UNANNOUNCED, None),
+            announcing: AtomicU64::new(0),
         }
+    }
+
+    pub(crate) fn set_announcing(&self, scan_seq: u64) {
+        self.announcing.store(scan_seq, Ordering::Release);
+    }
+
+    pub(crate) fn announcing(&self) -> u64 {
+        self.announcing.load(Ordering::Acquire)
+    }
+
+    /// Keeps a committed scan's report whose SCAN_COMPLETED failed.
+    pub(crate) fn keep_unannounced(&self, report: ScanReport) {
+        *self.unannounced.lock() = Some(report);
+    }
+
+    pub(crate) fn has_unannounced(&self) -> bool {
+        self.unannounced.lock().is_some()
+    }
+
+    /// The kept report of scan `scan_seq`, taken; any other kept one is dropped.
+    pub(crate) fn take_unannounced(&self, scan_seq: u64) -> Option<ScanReport> {
+        self.unannounced.lock().take().filter(|r| r.scan_seq == scan_seq)
     }
 
     /// Marks a scan as running unless one is; whether it did.
@@ -144,12 +177,25 @@ impl ScanState {
             ..meta
         };
         let t = std::time::Instant::now();
+        // After a failed commit, rows changed then are not marked any more:
+        // every row is written, which stores what memory holds.
+        let resync = self.resync.swap(false, Ordering::AcqRel);
+        let rows = if resync { graph.all_rows() } else { rows };
         let versions = GraphVersions { graph: &graph, rows };
         let all = || GraphVersions {
             graph: &graph,
             rows: graph.all_rows(),
         };
-        let commit_us = core.store().commit(*persisted, &fresh, &versions, all, meta)?;
+        let commit_us = match core.store().commit(*persisted, &fresh, &versions, all, meta) {
+            Ok(us) => us,
+            Err(e) => {
+                self.resync.store(true, Ordering::Release);
+                return Err(e.into());
+            }
+        };
+        if resync {
+            tracing::info!("every row stored again after an earlier commit failed");
+        }
         let changed = !versions.rows.is_empty();
         drop(versions);
         // The scan's `engine.sau` pass wrote its items behind the scan; this

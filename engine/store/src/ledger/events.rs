@@ -100,7 +100,14 @@ event_kinds! {
     PipelineMove = "PIPELINE_MOVE", status "OK", sau false, payload PipelineMove;
     /// Old events were pruned from the ledger.
     HistoryPruned = "HISTORY_PRUNED", status "OK", sau false, payload HistoryPruned;
+    /// Scans committed to the graph store whose SCAN_COMPLETED was never
+    /// appended (the daemon stopped, or the ledger could not be written, in
+    /// between), recorded when found.
+    ScanRecovered = "SCAN_RECOVERED", status "OK", sau false, payload ScanRecovered;
 }
+
+/// The kinds that record a scan's `scan_seq` in their payload.
+pub const SCAN_RECORDS: [EventKind; 2] = [EventKind::ScanCompleted, EventKind::ScanRecovered];
 
 impl NewEvent {
     /// An event of the kind `payload`'s type names.
@@ -365,6 +372,21 @@ pub struct HistoryPruned {
     pub through_seq: u64,
     /// That event's hash in hex: the chain's first remaining event links to it.
     pub last_hash: String,
+}
+
+/// `SCAN_RECOVERED`: committed scans no SCAN_COMPLETED records.
+#[derive(Clone, Debug, Serialize)]
+pub struct ScanRecovered {
+    /// The first scan without a record.
+    pub first_scan_seq: u64,
+    /// The last: the scan committed last.
+    pub scan_seq: u64,
+    /// The graph generation that scan committed.
+    pub generation: u64,
+    /// When it committed, Unix microseconds.
+    pub committed_us: u64,
+    /// Why its SCAN_COMPLETED is missing, as far as can be known.
+    pub reason: String,
 }
 
 #[cfg(test)]

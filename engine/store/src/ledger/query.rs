@@ -29,15 +29,18 @@ fn not_ok_types() -> Vec<&'static str> {
         .collect()
 }
 
-fn decode_event(seq: u64, bytes: &[u8]) -> Result<Event, LedgerError> {
+/// The stored event, or, when its bytes do not decode, a stand-in that says
+/// so ([`Event::unreadable`]): a reader sees where the ledger is damaged
+/// instead of losing the whole page.
+fn decode_event(seq: u64, bytes: &[u8]) -> Event {
     codec::decode(bytes)
         .and_then(|s| s.to_event(seq))
-        .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))
+        .unwrap_or_else(|e| Event::unreadable(seq, &e.to_string()))
 }
 
 fn load(events: &Events, seq: u64) -> Result<Event, LedgerError> {
     match events.get(seq)? {
-        Some(v) => decode_event(seq, v.value()),
+        Some(v) => Ok(decode_event(seq, v.value())),
         None => Err(LedgerError::Corrupt(format!(
             "an index names event {seq}, which is not stored"
         ))),
@@ -47,11 +50,14 @@ fn load(events: &Events, seq: u64) -> Result<Event, LedgerError> {
 pub(super) fn get(txn: &ReadTransaction, seq: u64) -> Result<Option<Event>, LedgerError> {
     let events = txn.open_table(tables::EVENTS)?;
     match events.get(seq)? {
-        Some(v) => Ok(Some(decode_event(seq, v.value())?)),
+        Some(v) => Ok(Some(decode_event(seq, v.value()))),
         None => Ok(None),
     }
 }
 
+/// Events after `after` in seq order, stopping before the first one that
+/// does not decode: that one is an error only when it would come first, so
+/// a replay or an export takes everything up to the damage, then stops there.
 pub(super) fn events_after(txn: &ReadTransaction, after: u64, limit: usize) -> Result<Vec<Event>, LedgerError> {
     let Some(from) = after.checked_add(1) else {
         return Ok(Vec::new());
@@ -60,7 +66,12 @@ pub(super) fn events_after(txn: &ReadTransaction, after: u64, limit: usize) -> R
     let mut out = Vec::with_capacity(limit.min(HISTORY_MAX_LIMIT));
     for item in events.range(from..)?.take(limit) {
         let (k, v) = item?;
-        out.push(decode_event(k.value(), v.value())?);
+        let seq = k.value();
+        match codec::decode(v.value()).and_then(|s| s.to_event(seq)) {
+            Ok(e) => out.push(e),
+            Err(_) if !out.is_empty() => break,
+            Err(e) => return Err(LedgerError::Corrupt(format!("event {seq} cannot be read: {e}"))),
+        }
     }
     Ok(out)
 }
@@ -166,10 +177,11 @@ pub(super) fn history(txn: &ReadTransaction, q: &HistoryQuery) -> Result<History
                     }
                 }
                 let seqs = events.range(lo..page_hi.max(lo))?.rev().filter_map(|item| {
-                    let res = item.map_err(LedgerError::from).and_then(|(k, v)| {
-                        let t = codec::peek_type(v.value())
-                            .map_err(|e| LedgerError::Corrupt(format!("event {}: {e}", k.value())))?;
-                        Ok(types.admits(t).then(|| k.value()))
+                    let res = item.map_err(LedgerError::from).map(|(k, v)| {
+                        // An event whose type cannot be read is shown (as
+                        // unreadable) wherever a type filter does not rule it out.
+                        let admitted = codec::peek_type(v.value()).map_or(types == TypeSet::All, |t| types.admits(t));
+                        admitted.then(|| k.value())
                     });
                     res.transpose()
                 });
@@ -216,18 +228,20 @@ fn by_crn(
         let bytes = events
             .get(seq)?
             .ok_or_else(|| LedgerError::Corrupt(format!("an index names event {seq}, which is not stored")))?;
-        let stored = codec::decode(bytes.value()).map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?;
-        if stored.crn != crn || !types.admits(stored.event_type) {
-            continue;
-        }
+        let event = match codec::decode(bytes.value()) {
+            Ok(stored) if stored.crn != crn || !types.admits(stored.event_type) => continue,
+            Ok(stored) => stored
+                .to_event(seq)
+                .unwrap_or_else(|e| Event::unreadable(seq, &e.to_string())),
+            // Indexed under this CRN's hash: shown as unreadable where no
+            // type filter rules it out.
+            Err(_) if *types != TypeSet::All => continue,
+            Err(e) => Event::unreadable(seq, &e.to_string()),
+        };
         total += 1;
         if seq < page_hi {
             if page.len() < limit {
-                page.push(
-                    stored
-                        .to_event(seq)
-                        .map_err(|e| LedgerError::Corrupt(format!("event {seq}: {e}")))?,
-                );
+                page.push(event);
             } else {
                 more = true;
             }

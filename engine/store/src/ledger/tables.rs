@@ -24,7 +24,9 @@
 //! - `sessions`: session id -> (first_us, last_us, count, first_seq, last_seq).
 //! - `meta`: `format`, `head` (last seq, last ts, last hash), `anchor` (first
 //!   seq the chain is verified from and the hash that event must link to),
-//!   `savings` (sum of `payload.savings_usd` over the stored events, f64).
+//!   `savings` (sum of `payload.savings_usd` over the stored events, f64),
+//!   `scans` (the highest `scan_seq` a `SCAN_COMPLETED` or `SCAN_RECOVERED`
+//!   event recorded, u64; absent in files written before it was kept).
 //! - `export`: `exported_through` -> the last seq the compliance export has
 //!   written to its bucket. Created on first use, so older files open as is.
 
@@ -66,6 +68,7 @@ const HEAD_KEY: &str = "head";
 const ANCHOR_KEY: &str = "anchor";
 const SAVINGS_KEY: &str = "savings";
 const CRN_RECENT_KEY: &str = "crn_recent";
+const SCANS_KEY: &str = "scans";
 
 /// The newest event: what the next append links to.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -188,6 +191,20 @@ pub fn read_crn_recent<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) 
 
 pub fn write_crn_recent(meta: &mut redb::Table<&str, &[u8]>, count: u64) -> Result<(), LedgerError> {
     meta.insert(CRN_RECENT_KEY, count.to_le_bytes().as_slice())?;
+    Ok(())
+}
+
+/// The highest scan seq a scan event recorded; `None` in a file written
+/// before the record was kept.
+pub fn read_scans<T: ReadableTable<&'static str, &'static [u8]>>(meta: &T) -> Result<Option<u64>, LedgerError> {
+    match read_raw(meta, SCANS_KEY)? {
+        None => Ok(None),
+        Some(raw) => record(&raw, SCANS_KEY, |r| r.u64("scan_seq")).map(Some),
+    }
+}
+
+pub fn write_scans(meta: &mut redb::Table<&str, &[u8]>, scan_seq: u64) -> Result<(), LedgerError> {
+    meta.insert(SCANS_KEY, scan_seq.to_le_bytes().as_slice())?;
     Ok(())
 }
 

@@ -19,7 +19,7 @@ use redb::{Durability, ReadableTable, ReadableTableMetadata, Table, WriteTransac
 use serde_json::Value;
 
 use super::codec::{self, Stored};
-use super::events::HistoryPruned;
+use super::events::{HistoryPruned, SCAN_RECORDS};
 use super::postings::Postings;
 use super::tables::{self, Anchor, Head, SessionRow};
 use super::type_index::Types;
@@ -77,6 +77,8 @@ pub enum Work {
     },
     /// Records that the compliance export holds every event through this seq.
     MarkExported(u64),
+    /// Writes nothing: whether a durable commit succeeds.
+    Probe,
 }
 
 /// What one request produced: the events it appended and, for a prune, how
@@ -96,7 +98,7 @@ impl Request {
         match &self.work {
             Work::Append(p) => p.len(),
             Work::Prune { .. } => PRUNE_CHUNK,
-            Work::MarkExported(_) => 1,
+            Work::MarkExported(_) | Work::Probe => 1,
         }
     }
 }
@@ -149,10 +151,15 @@ fn commit_batch(shared: &Shared, clock: &dyn Clock, mut batch: Vec<Request>) {
             }
         }
         Err(e) => {
+            let e = shared.failed(e);
             tracing::error!(path = %shared.path.display(), error = %e, "ledger commit failed");
-            let msg = e.to_string();
             for req in batch {
-                let _ = req.reply.send(Err(LedgerError::Write(msg.clone())));
+                let answer = match &e {
+                    LedgerError::Unavailable(f) => LedgerError::Unavailable(f.clone()),
+                    LedgerError::Broken(b) => LedgerError::Broken(b.clone()),
+                    other => LedgerError::Write(other.to_string()),
+                };
+                let _ = req.reply.send(Err(answer));
             }
         }
     }
@@ -173,7 +180,14 @@ fn notify(shared: &Shared, done: &[Done]) {
 }
 
 fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Vec<Done>, LedgerError> {
-    let mut txn = shared.db.begin_write()?;
+    let changes = batch
+        .iter()
+        .any(|r| matches!(r.work, Work::Append(_) | Work::Prune { .. }));
+    if changes && let Some(b) = shared.broken.lock().clone() {
+        return Err(LedgerError::Broken(b));
+    }
+    let db = shared.database()?;
+    let mut txn = db.begin_write()?;
     txn.set_durability(Durability::Immediate)?;
     let done = {
         let mut ctx = Ctx::open(&txn, &shared.session_id)?;
@@ -186,6 +200,10 @@ fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Ve
                         .drain(..)
                         .map(|p| ctx.append(p, now))
                         .collect::<Result<_, _>>()?,
+                    pruned: 0,
+                },
+                Work::Probe => Done {
+                    events: Vec::new(),
                     pruned: 0,
                 },
                 Work::MarkExported(seq) => {
@@ -251,6 +269,8 @@ struct Ctx<'t> {
     /// This run's row in `sessions`, written back by `finish`.
     session: Option<SessionRow>,
     session_dirty: bool,
+    /// The highest scan seq a scan event of this transaction records.
+    scans: Option<u64>,
 }
 
 impl<'t> Ctx<'t> {
@@ -271,6 +291,7 @@ impl<'t> Ctx<'t> {
             session_id,
             session,
             session_dirty: false,
+            scans: None,
         })
     }
 
@@ -298,6 +319,11 @@ impl<'t> Ctx<'t> {
         if p.savings != 0.0 {
             self.savings += p.savings;
             self.savings_dirty = true;
+        }
+        if SCAN_RECORDS.iter().any(|k| k.as_str() == p.event_type)
+            && let Some(n) = p.payload.get("scan_seq").and_then(Value::as_u64)
+        {
+            self.scans = Some(self.scans.map_or(n, |m| m.max(n)));
         }
         self.session = Some(match self.session {
             None => SessionRow {
@@ -463,6 +489,11 @@ impl<'t> Ctx<'t> {
             tables::write_crn_recent(&mut self.meta, recent)?;
         }
         tables::write_head(&mut self.meta, &self.head)?;
+        if let Some(n) = self.scans
+            && tables::read_scans(&self.meta)?.is_none_or(|stored| n > stored)
+        {
+            tables::write_scans(&mut self.meta, n)?;
+        }
         if self.savings_dirty {
             tables::write_savings(&mut self.meta, self.savings)?;
         }
