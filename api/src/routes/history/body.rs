@@ -131,7 +131,9 @@ pub struct HistoryEvent<'a> {
     pub status: EventStatus,
     #[schema(format = DateTime)]
     pub ts: String,
-    /// Event type, for example `SCAN_COMPLETED`, `APPROVAL`, `HISTORY_PRUNED`.
+    /// Event type, for example `SCAN_COMPLETED`, `APPROVAL`, `HISTORY_PRUNED`,
+    /// `SCAN_RECOVERED` (committed scans recorded after a crash). `UNREADABLE`
+    /// stands in for a stored event that cannot be decoded; its message says why.
     #[serde(rename = "type")]
     pub ty: &'a str,
 }
