@@ -383,3 +383,52 @@ fn an_unusable_source_providers_table_is_learnt_again_in_memory() {
     assert!(!r2.sources.iter().find(|s| s.name == "aws-dev").unwrap().ok);
     assert_eq!(r2.retired_nodes, 0, "aws-dev's answer was kept in memory");
 }
+
+/// A scan committed to the graph store whose SCAN_COMPLETED never reached
+/// the ledger (the daemon was killed in between: here, the ledger file is
+/// put back as it was before that scan) is recorded by one SCAN_RECOVERED
+/// at the next open, once; the chain stays whole and later scans are
+/// recorded as usual.
+#[test]
+fn a_committed_scan_the_ledger_missed_is_recorded_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000_000));
+    let events = dir.path().join("events.redb");
+    let saved = dir.path().join("events.before");
+    let scan = |session: &str| {
+        let engine = Arc::new(Engine::open(dir.path(), session, clock.clone()).unwrap());
+        engine.set_sources(vec![Box::new(source("aws", None))]);
+        let report = engine.try_start_scan().unwrap().run().unwrap();
+        engine.stop_plugins(std::time::Duration::from_secs(1));
+        report
+    };
+    assert_eq!(scan("s1").scan_seq, 1);
+    std::fs::copy(&events, &saved).unwrap();
+    assert_eq!(scan("s2").scan_seq, 2);
+    std::fs::rename(&saved, &events).unwrap();
+
+    let engine = Engine::open(dir.path(), "s3", clock.clone()).unwrap();
+    let ledger = engine.ledger();
+    let last = ledger.get(ledger.last_seq()).unwrap().unwrap();
+    assert_eq!(last.event_type, "SCAN_RECOVERED");
+    assert_eq!(last.payload["first_scan_seq"], 2);
+    assert_eq!(last.payload["scan_seq"], 2);
+    assert!(last.payload["committed_us"].as_u64().unwrap() > 0);
+    assert!(
+        last.message.starts_with("scan 2 committed without a SCAN_COMPLETED"),
+        "{}",
+        last.message
+    );
+    assert!(ledger.verify().unwrap().ok);
+    assert_eq!(ledger.recorded_scan_seq().unwrap(), 2);
+    let seq = ledger.last_seq();
+    assert!(engine.record_scans().unwrap().is_none(), "recorded once");
+    drop(engine);
+    let engine = Arc::new(Engine::open(dir.path(), "s4", clock.clone()).unwrap());
+    assert_eq!(engine.ledger().last_seq(), seq, "nothing more at the next open");
+    engine.set_sources(vec![Box::new(source("aws", None))]);
+    let r3 = engine.try_start_scan().unwrap().run().unwrap();
+    let completed = engine.ledger().get(r3.event_seq).unwrap().unwrap();
+    assert_eq!((completed.event_type.as_str(), r3.scan_seq), ("SCAN_COMPLETED", 3));
+    assert_eq!(r3.event_seq, seq + 1);
+}

@@ -180,3 +180,96 @@ fn export_mark_is_durable_and_only_moves_forward() {
     assert_eq!(l.exported_through().unwrap(), 6);
     assert!(l.verify().unwrap().ok);
 }
+
+/// Replaces stored event `seq`'s bytes with `bytes`, bypassing the ledger.
+fn overwrite(path: &Path, seq: u64, bytes: &[u8]) {
+    let db = Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.open_table(tables::EVENTS).unwrap().insert(seq, bytes).unwrap();
+    txn.commit().unwrap();
+}
+
+#[test]
+fn a_broken_chain_found_by_verify_stops_appends_and_prunes() {
+    let f = ledger_of(7);
+    rewrite(&f.path, 6, |_, m| m.push('!'));
+    let l = f.open("s2");
+    assert!(l.broken().is_none(), "not known before a walk");
+    let report = l.verify().unwrap();
+    assert!(!report.ok);
+    let broken = l.broken().expect("the walk's finding is kept");
+    assert_eq!(broken.seq, 6);
+
+    let refused = l.append_one(ev("APPROVAL", Some("crn:a"))).unwrap_err();
+    assert!(matches!(&refused, LedgerError::Broken(b) if b.seq == 6), "{refused:?}");
+    assert!(refused.to_string().contains("broken at event 6"), "{refused}");
+    assert!(matches!(l.prune(u64::MAX, "tester"), Err(LedgerError::Broken(_))));
+    assert_eq!(l.last_seq(), 7, "nothing was appended onto the broken chain");
+    // Recording what the export holds changes no event.
+    l.mark_exported(5).unwrap();
+    assert_eq!(l.exported_through().unwrap(), 5);
+}
+
+#[test]
+fn an_event_that_does_not_decode_is_shown_as_unreadable_and_stops_a_replay() {
+    let f = ledger_of(7);
+    overwrite(&f.path, 6, &[1, 2, 3]);
+    let l = f.open("s2");
+
+    let page = l
+        .query(&HistoryQuery {
+            limit: 10,
+            ..HistoryQuery::default()
+        })
+        .unwrap();
+    let seqs: Vec<u64> = page.events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [7, 6, 5, 4, 3, 2, 1], "no event is hidden");
+    let stand_in = &page.events[1];
+    assert_eq!(stand_in.event_type, UNREADABLE);
+    assert!(
+        stand_in.message.starts_with("event 6 cannot be read"),
+        "{}",
+        stand_in.message
+    );
+    assert_eq!(l.get(6).unwrap().map(|e| e.event_type), Some(UNREADABLE.to_owned()));
+    // A type filter reads the type from the index; the stand-in has none.
+    let typed = l
+        .query(&HistoryQuery {
+            event_type: Some("SCAN_COMPLETED".into()),
+            limit: 10,
+            ..HistoryQuery::default()
+        })
+        .unwrap();
+    assert_eq!(typed.events.len(), 7);
+
+    // A replay (the export, a WebSocket catch-up) takes everything up to
+    // the damage, then is refused at it.
+    let before: Vec<u64> = l.events_after(0, 100).unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(before, [1, 2, 3, 4, 5]);
+    let at = l.events_after(5, 100).unwrap_err();
+    assert!(
+        matches!(&at, LedgerError::Corrupt(m) if m.starts_with("event 6 cannot be read")),
+        "{at:?}"
+    );
+}
+
+#[test]
+fn the_highest_recorded_scan_is_kept_in_the_head_records() {
+    let f = Fixture::new();
+    let l = f.open("s1");
+    assert_eq!(l.recorded_scan_seq().unwrap(), 0);
+    let scan = |kind: &str, n: u64| NewEvent {
+        payload: serde_json::json!({ "scan_seq": n }),
+        ..ev(kind, None)
+    };
+    l.append(vec![scan("SCAN_COMPLETED", 3), ev("APPROVAL", Some("crn:a"))])
+        .unwrap();
+    assert_eq!(l.recorded_scan_seq().unwrap(), 3);
+    l.append_one(scan("SCAN_RECOVERED", 5)).unwrap();
+    assert_eq!(l.recorded_scan_seq().unwrap(), 5);
+    // Another type's scan_seq, or a lower one, does not move it.
+    l.append(vec![scan("APPROVAL", 9), scan("SCAN_COMPLETED", 4)]).unwrap();
+    assert_eq!(l.recorded_scan_seq().unwrap(), 5);
+    drop(l);
+    assert_eq!(f.open("s2").recorded_scan_seq().unwrap(), 5, "durable");
+}
