@@ -48,18 +48,27 @@ pub struct State {
     /// A pass's write of its items still running behind the scan (see
     /// the engine's `sau_pass`).
     pub behind: Option<std::thread::JoinHandle<Result<(), StoreError>>>,
+    /// A write of items failed: memory holds what the store may not, so
+    /// the next pass writes every item and removes every other stored one.
+    pub rewrite: bool,
 }
 
 impl State {
     /// Waits for a write running behind the scan, if any; a failed one is
-    /// logged (its items stay as they are in memory, and the next pass that
-    /// changes them writes them again).
+    /// logged (its items stay as they are in memory, and the next pass
+    /// writes them all again: [`State::rewrite`]).
     pub fn settle(&mut self) {
         if let Some(handle) = self.behind.take() {
             match handle.join() {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => warn!(error = %e, "the remediation pass's items could not be written"),
-                Err(_) => warn!("the remediation pass's item writer stopped unexpectedly"),
+                Ok(Err(e)) => {
+                    self.rewrite = true;
+                    warn!(error = %e, "the remediation pass's items could not be written; the next pass writes them all");
+                }
+                Err(_) => {
+                    self.rewrite = true;
+                    warn!("the remediation pass's item writer stopped unexpectedly");
+                }
             }
         }
     }
@@ -144,6 +153,7 @@ impl Remediation {
             interrupted: loaded.sagas.into_iter().filter(|g| g.status == "running").collect(),
             planned: false,
             behind: None,
+            rewrite: false,
         };
         Remediation {
             state: Mutex::new(STATE_RANK, state),

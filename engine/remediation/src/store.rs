@@ -358,6 +358,14 @@ pub trait RemediationStore {
         removed: &[&str],
     ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError>;
 
+    /// As [`RemediationStore::put_items_behind`], but `items` are all there
+    /// are: every stored item not among them is removed. After a write that
+    /// failed, this puts the store back in step with memory.
+    fn replace_items_behind(
+        &self,
+        items: &[&Item],
+    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError>;
+
     /// Items, sagas and ignore entries, as stored.
     fn load_remediation(&self) -> Result<Loaded, StoreError>;
 
@@ -414,30 +422,14 @@ impl RemediationStore for GraphStore {
         items: &[&Item],
         removed: &[&str],
     ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
-        let err = self.db_err();
-        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
-        let items = encode_items(items);
-        let removed: Vec<String> = removed.iter().map(|c| (*c).to_owned()).collect();
-        let write = move || -> Result<(), StoreError> {
-            {
-                let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
-                for (crn, bytes) in &items {
-                    t.insert(crn.as_str(), bytes.as_slice()).map_err(|e| err(e.into()))?;
-                }
-                for crn in &removed {
-                    t.remove(crn.as_str()).map_err(|e| err(e.into()))?;
-                }
-            }
-            txn.commit().map_err(|e| err(e.into()))
-        };
-        std::thread::Builder::new()
-            .name("svc-items".into())
-            .spawn(write)
-            // The transaction went with the closure: nothing was written.
-            .map_err(|e| StoreError::Db {
-                path: self.path().to_owned(),
-                cause: Box::new(redb::Error::Io(e)),
-            })
+        write_items_behind(self, items, removed, false)
+    }
+
+    fn replace_items_behind(
+        &self,
+        items: &[&Item],
+    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
+        write_items_behind(self, items, &[], true)
     }
 
     /// Items, sagas and ignore entries, as stored.
@@ -493,6 +485,44 @@ impl RemediationStore for GraphStore {
     }
 }
 
+/// Writes `items` and removes `removed` (or, with `replace`, every other
+/// stored item) on a thread of its own; the write transaction begins here.
+fn write_items_behind(
+    store: &GraphStore,
+    items: &[&Item],
+    removed: &[&str],
+    replace: bool,
+) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
+    let err = store.db_err();
+    let txn = store.database()?.begin_write().map_err(|e| err(e.into()))?;
+    let items = encode_items(items);
+    let removed: Vec<String> = removed.iter().map(|c| (*c).to_owned()).collect();
+    let write = move || -> Result<(), StoreError> {
+        {
+            let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
+            if replace {
+                let keep: std::collections::HashSet<&str> = items.iter().map(|(crn, _)| crn.as_str()).collect();
+                t.retain(|crn, _| keep.contains(crn)).map_err(|e| err(e.into()))?;
+            }
+            for (crn, bytes) in &items {
+                t.insert(crn.as_str(), bytes.as_slice()).map_err(|e| err(e.into()))?;
+            }
+            for crn in &removed {
+                t.remove(crn.as_str()).map_err(|e| err(e.into()))?;
+            }
+        }
+        txn.commit().map_err(|e| err(e.into()))
+    };
+    std::thread::Builder::new()
+        .name("svc-items".into())
+        .spawn(write)
+        // The transaction went with the closure: nothing was written.
+        .map_err(|e| StoreError::Db {
+            path: store.path().to_owned(),
+            cause: Box::new(redb::Error::Io(e)),
+        })
+}
+
 /// The stage names, for tests of the encoding.
 #[cfg(test)]
 mod tests {
@@ -518,7 +548,7 @@ mod tests {
     impl Disk {
         fn fail_if_full(&self) -> Result<(), std::io::Error> {
             if self.full.load(std::sync::atomic::Ordering::Relaxed) {
-                return Err(std::io::Error::other("no space left on the disk"));
+                return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
             }
             Ok(())
         }
@@ -573,8 +603,16 @@ mod tests {
     }
 
     fn store_on(disk: &Arc<Disk>) -> GraphStore {
-        let db = Database::builder().create_with_backend(Shared(disk.clone())).unwrap();
-        GraphStore::on(db, Path::new("graph.redb")).unwrap()
+        let open = {
+            let disk = disk.clone();
+            move |_: &Path| {
+                Database::builder()
+                    .create_with_backend(Shared(disk.clone()))
+                    .map_err(redb::Error::from)
+            }
+        };
+        let db = open(Path::new("graph.redb")).unwrap();
+        GraphStore::on(db, Path::new("graph.redb"), open).unwrap()
     }
 
     fn stored_crns(store: &GraphStore) -> Vec<String> {
@@ -636,11 +674,40 @@ mod tests {
         store.put_items_behind(&[&a], &[]).unwrap().join().unwrap().unwrap();
         disk.full.store(true, std::sync::atomic::Ordering::Relaxed);
         let refused = store.put_items_behind(&[&b], &[&a.crn]).unwrap().join().unwrap();
-        assert!(matches!(refused, Err(StoreError::Db { .. })), "{refused:?}");
+        assert!(
+            matches!(&refused, Err(StoreError::Unavailable(f)) if f.disk_full),
+            "{refused:?}"
+        );
         assert_eq!(
             stored_crns(&store_on(&Arc::new(disk.after_crash()))),
             std::slice::from_ref(&a.crn)
         );
+    }
+
+    /// After a refused write, the store answers the fault until the disk
+    /// has room, then opens again by itself; a replacing write then stores
+    /// exactly what memory holds, removing what memory no longer has.
+    #[test]
+    fn a_store_refused_by_a_full_disk_comes_back_and_a_replace_puts_it_in_step() {
+        let item = |n: u32| Item::new(format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{n}"), 7);
+        let (a, b, c) = (item(1), item(2), item(3));
+        let disk = Arc::new(Disk::default());
+        let store = store_on(&disk);
+        store.put_items_behind(&[&a, &b], &[]).unwrap().join().unwrap().unwrap();
+        disk.full.store(true, std::sync::atomic::Ordering::Relaxed);
+        let refused = store.put_items_behind(&[&c], &[&a.crn]).unwrap().join().unwrap();
+        assert!(refused.is_err());
+        assert!(store.fault().is_some_and(|f| f.disk_full));
+        assert!(matches!(store.probe(), Err(StoreError::Unavailable(_))), "still full");
+
+        disk.full.store(false, std::sync::atomic::Ordering::Relaxed);
+        store.probe().unwrap();
+        assert!(store.fault().is_none());
+        // Memory holds b and c (a was removed, c added, by the refused write).
+        store.replace_items_behind(&[&b, &c]).unwrap().join().unwrap().unwrap();
+        let mut crns = stored_crns(&store_on(&Arc::new(disk.after_crash())));
+        crns.sort();
+        assert_eq!(crns, [b.crn.clone(), c.crn.clone()]);
     }
 
     #[test]

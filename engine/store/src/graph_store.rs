@@ -562,11 +562,17 @@ impl GraphStore {
                 .map_err(redb::Error::from)
         };
         let db = open(path).map_err(open_err)?;
-        GraphStore::on(Reopening::new(db, path, open), path)
+        GraphStore::on(db, path, open)
     }
 
-    /// The store over an open database (`path` names it in errors).
-    fn on(db: Reopening, path: &Path) -> Result<GraphStore, StoreError> {
+    /// The store over an open database (`path` names it in errors);
+    /// `reopen` opens it again after an I/O failure ([`crate::health`]).
+    pub fn on(
+        db: Database,
+        path: &Path,
+        reopen: impl Fn(&Path) -> Result<Database, redb::Error> + Send + Sync + 'static,
+    ) -> Result<GraphStore, StoreError> {
+        let db = Reopening::new(db, path, reopen);
         let open_err = |e: redb::Error| StoreError::Open {
             path: path.to_owned(),
             cause: Box::new(e),

@@ -343,6 +343,7 @@ impl Pipeline<'_> {
         let mut events = Vec::new();
         let mut st = self.remediation.state.lock();
         st.settle();
+        let rewrite = st.rewrite;
         let State {
             items,
             isolation,
@@ -511,7 +512,7 @@ impl Pipeline<'_> {
                         t.phases.push((id, i.stage));
                     }
                 }
-                if e.dirty {
+                if e.dirty || rewrite {
                     t.changed.push(i);
                 }
                 t
@@ -526,12 +527,28 @@ impl Pipeline<'_> {
         };
         let written = batch.items.len() + batch.removed_items.len();
         report.written = batch.items.len() as u64;
-        if written > 0 {
-            // In line when a ledger record about it follows; else behind
-            // the scan's next phases (see above).
-            let durable = !events.is_empty();
+        // In line when a ledger record about it follows; else behind the
+        // scan's next phases (see above). After a failed write, every item.
+        let durable = !events.is_empty();
+        if rewrite {
+            let store = self.core.store();
+            let behind = store.replace_items_behind(&batch.items)?;
             if durable {
-                self.core.store().put_remediation(&batch)?;
+                match behind.join() {
+                    Ok(written) => written?,
+                    // The writer thread panicked: the items stay to be written.
+                    Err(_) => return Err(RemediationError::Conflict("the item writer stopped; try again".into())),
+                }
+            } else {
+                st.behind = Some(behind);
+            }
+            st.rewrite = false;
+        } else if written > 0 {
+            if durable {
+                if let Err(e) = self.core.store().put_remediation(&batch) {
+                    st.rewrite = true;
+                    return Err(e.into());
+                }
             } else {
                 let behind = self.core.store().put_items_behind(&batch.items, &batch.removed_items)?;
                 st.behind = Some(behind);
