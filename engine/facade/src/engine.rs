@@ -338,13 +338,19 @@ impl Engine {
         if let Some(b) = ledger.broken() {
             out.push(("ledger", LedgerError::Broken(b).to_string()));
         }
+        if let Some(scan_seq) = self.scans.unannounced() {
+            out.push((
+                "ledger",
+                format!("scan {scan_seq} committed, but its SCAN_COMPLETED is not recorded yet"),
+            ));
+        }
         out
     }
 
     /// Whether [`Engine::recover_storage`] has something to do: a store
     /// failed, or a committed scan's SCAN_COMPLETED waits for the ledger.
     pub fn needs_recovery(&self) -> bool {
-        self.scans.has_unannounced() || !self.storage_faults().is_empty()
+        !self.storage_faults().is_empty()
     }
 
     /// Tries to bring failed stores back now: opens a failed file again

@@ -71,8 +71,9 @@ impl ScanState {
         *self.unannounced.lock() = Some(report);
     }
 
-    pub(crate) fn has_unannounced(&self) -> bool {
-        self.unannounced.lock().is_some()
+    /// The scan of the kept report, if one is kept.
+    pub(crate) fn unannounced(&self) -> Option<u64> {
+        self.unannounced.lock().as_ref().map(|r| r.scan_seq)
     }
 
     /// The kept report of scan `scan_seq`, taken; any other kept one is dropped.
