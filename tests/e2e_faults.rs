@@ -102,3 +102,137 @@ async fn the_export_bucket_cannot_point_anywhere() {
         .await
         .expect(200);
 }
+
+/// Flips the first byte of every occurrence of `needle` in `path` to 0xFF
+/// (not UTF-8), as a failing disk would; returns how many it changed.
+fn flip_every(path: &std::path::Path, needle: &[u8]) -> usize {
+    let mut bytes = std::fs::read(path).unwrap();
+    let mut at = Vec::new();
+    for i in 0..bytes.len().saturating_sub(needle.len()) {
+        if &bytes[i..i + needle.len()] == needle {
+            at.push(i);
+        }
+    }
+    for &i in &at {
+        bytes[i] = 0xFF;
+    }
+    std::fs::write(path, bytes).unwrap();
+    at.len()
+}
+
+/// Every line of the `ledger-*.jsonl.gz` objects in `dir`.
+fn exported_lines(dir: &std::path::Path) -> Vec<Value> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(bytes.as_slice())
+            .read_to_string(&mut text)
+            .unwrap();
+        out.extend(text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()));
+    }
+    out
+}
+
+/// One event of `events.redb` damaged on disk: the daemon starts, finds the
+/// break by itself and says so (`/readyz`, `svc_ready`, the log); nothing is
+/// appended onto the broken chain; history shows the damaged event as
+/// UNREADABLE instead of failing; the export writes everything before the
+/// break and stops there.
+#[tokio::test]
+async fn a_damaged_event_stops_appends_and_the_daemon_says_so() {
+    let dir = common::data_dir();
+    let bucket = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "{}[sau]\naudit_bucket = \"file://{}\"\naudit_export_interval = \"1h\"\n",
+            common::QUIET_CONFIG,
+            bucket.path().display()
+        ),
+    )
+    .unwrap();
+    let mut d = Daemon::start_scanned(dir.path(), 300).await;
+    let api = d.api();
+    let crns: Vec<String> = api
+        .all_nodes(None)
+        .await
+        .iter()
+        .take(6)
+        .map(|n| n["crn"].as_str().unwrap().to_owned())
+        .collect();
+    for (i, crn) in crns.iter().enumerate() {
+        api.post_json(
+            "/api/v1/isolation",
+            &json!({"crn": crn, "reason_code": format!("mark-{i}-zq"), "ttl_seconds": 0}),
+        )
+        .await
+        .expect(200);
+    }
+    let events = api.history_all(&[]).await;
+    let target = events
+        .iter()
+        .find(|e| e["meta"]["reason_code"] == "mark-3-zq")
+        .map(|e| u(&e["seq"]))
+        .unwrap();
+    let last = u(&events[0]["seq"]);
+    assert!(target < last, "{target} {last}");
+    d.stop().await;
+    assert!(flip_every(&dir.path().join("events.redb"), b"mark-3-zq") > 0);
+
+    d.sources = common::Sources::None;
+    d.launch_listening().await;
+    let deadline = std::time::Instant::now() + common::START_DEADLINE;
+    let unready = loop {
+        let r = d.anonymous().get("/readyz").await;
+        if r.status == 503 && r.text.contains("broken") {
+            break r.json;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} {}\n{}",
+            r.status,
+            r.text,
+            d.log.text()
+        );
+        tokio::time::sleep(common::POLL_PAUSE).await;
+    };
+    let why = unready["error"]["message"].as_str().unwrap();
+    assert!(why.contains(&format!("broken at event {target}")), "{why}");
+    let metrics = d.anonymous().get("/metrics").await.text;
+    assert!(metrics.contains("\nsvc_ready 0\n"), "{metrics}");
+    assert!(
+        d.log
+            .text()
+            .contains("the ledger's chain is broken; appends are stopped")
+    );
+
+    let api = d.api();
+    let shown = api.history_all(&[]).await;
+    assert_eq!(u(&shown[0]["seq"]), last, "nothing was appended at start");
+    let damaged = shown.iter().find(|e| u(&e["seq"]) == target).unwrap();
+    assert_eq!(damaged["type"], "UNREADABLE", "{damaged}");
+    let refused = api
+        .post_json(
+            "/api/v1/isolation",
+            &json!({"crn": crns[0], "reason_code": "after", "ttl_seconds": 0}),
+        )
+        .await
+        .expect_error(503, "not_ready");
+    assert!(refused.to_string().contains("broken at event"), "{refused}");
+    assert_eq!(u(&api.history_all(&[]).await[0]["seq"]), last);
+
+    let export = api
+        .post_json("/api/v1/ledger/export", &json!({}))
+        .await
+        .expect_error(503, "not_ready");
+    assert!(export.to_string().contains("broken at event"), "{export}");
+    let lines = exported_lines(bucket.path());
+    let seqs: Vec<u64> = lines.iter().map(|l| u(&l["event_idx"])).collect();
+    assert_eq!(
+        seqs,
+        (1..target).collect::<Vec<u64>>(),
+        "everything before the break, nothing after"
+    );
+}

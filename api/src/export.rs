@@ -319,6 +319,16 @@ struct Object {
 fn build_object(engine: &Engine, identity: &Identity, max_events: usize) -> Result<Option<Object>, ExportError> {
     let ledger = engine.ledger();
     let mut after = ledger.exported_through()?;
+    // Nothing at or past a broken link leaves the daemon: the export stops
+    // before it, and says so once everything before it is out.
+    let broken = ledger.broken();
+    let end = broken.as_ref().map_or(u64::MAX, |b| b.seq);
+    let max_events = max_events.min(usize::try_from(end.saturating_sub(after + 1)).unwrap_or(usize::MAX));
+    if max_events == 0
+        && let Some(b) = broken
+    {
+        return Err(ExportError::Ledger(LedgerError::Broken(b)));
+    }
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     let mut first: Option<(u64, u64)> = None;
     let mut last = 0u64;

@@ -209,6 +209,13 @@ impl Daemon {
 
     /// Starts the daemon and waits until `/readyz` answers 200.
     pub async fn launch(&mut self) {
+        self.launch_listening().await;
+        self.wait_ready().await;
+    }
+
+    /// Starts the daemon and waits until it listens (and wrote its token),
+    /// ready or not.
+    pub async fn launch_listening(&mut self) {
         assert!(self.child.is_none(), "daemon already running");
         let mut cmd = daemon_command_with(&self.data_dir, self.scale, self.sources);
         if self.json_logs {
@@ -262,7 +269,6 @@ impl Daemon {
             .trim()
             .to_owned();
         assert_eq!(self.token.len(), 64, "token is 32 bytes of hex: {:?}", self.token);
-        self.wait_ready().await;
     }
 
     /// Polls `/readyz` until it answers 200.
