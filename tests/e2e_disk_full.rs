@@ -137,10 +137,9 @@ async fn a_full_disk_fails_writes_cleanly_and_the_daemon_recovers_without_a_rest
     api.get_ok("/api/v1/graph/stats").await;
     assert_eq!(api.history_all(&[]).await.len(), 1);
     // A scan is refused with what to do, and nothing of it lands.
-    let refused = api
-        .trigger("/api/v1/engine/scan", &json!({"wait": true}))
-        .await
-        .expect_error(507, "insufficient_storage");
+    let r = api.trigger("/api/v1/engine/scan", &json!({"wait": true})).await;
+    assert_eq!(r.status, 507, "{}\n{}", r.text, d.log.text());
+    let refused = r.expect_error(507, "insufficient_storage");
     assert!(message(&refused).contains("the disk is full"), "{refused}");
     assert!(message(&refused).contains("graph.redb"), "{refused}");
     let unready = wait_readyz(&d, 503).await;

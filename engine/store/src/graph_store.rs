@@ -609,8 +609,14 @@ impl GraphStore {
     /// retry interval) and makes an empty durable commit: whether the store
     /// can be written. A health check's probe.
     pub fn probe(&self) -> Result<(), StoreError> {
-        self.db.recover().map_err(StoreError::Unavailable)?;
-        self.sync()
+        let (db, generation) = self.db.recover().map_err(StoreError::Unavailable)?;
+        let err = self.db_err();
+        let mut txn = db.begin_write().map_err(|e| err(e.into()))?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| err(redb::Error::from(e)))?;
+        txn.commit().map_err(|e| err(e.into()))?;
+        self.db.wrote(generation);
+        Ok(())
     }
 
     /// Why the store cannot be used now, if it failed and is not open again.
@@ -632,7 +638,10 @@ impl GraphStore {
     /// is then opened again on next use).
     pub fn db_err(&self) -> impl Fn(redb::Error) -> StoreError + Send + 'static {
         let (db, path) = (Arc::clone(&self.db), self.path.clone());
-        move |e| match db.observe(&e) {
+        // The database the caller is about to use: an error of one dropped
+        // since (opened again meanwhile) does not drop the new one.
+        let generation = db.generation();
+        move |e| match db.observe_at(generation, &e) {
             Some(fault) => StoreError::Unavailable(fault),
             None => StoreError::Db {
                 path: path.clone(),
@@ -802,6 +811,7 @@ impl GraphStore {
             m.insert(META_LAST_COMMIT, commit_us).map_err(|e| err(e.into()))?;
         }
         txn.commit().map_err(|e| err(e.into()))?;
+        self.db.wrote(self.db.generation());
         Ok(commit_us)
     }
 

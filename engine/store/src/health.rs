@@ -62,6 +62,21 @@ pub fn io_failure(e: &redb::Error) -> Option<bool> {
     }
 }
 
+/// Below this much room for the caller, a disk counts as full.
+const NEARLY_FULL: u64 = 1 << 20;
+
+/// Whether the file system holding `path` has less than [`NEARLY_FULL`]
+/// left for this process: what a latched error redb reports without its
+/// cause most likely was.
+fn nearly_full(path: &Path) -> bool {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    nix::sys::statvfs::statvfs(dir)
+        .is_ok_and(|s| u64::from(s.blocks_available()).saturating_mul(s.fragment_size()) < NEARLY_FULL)
+}
+
 /// ENOSPC or EDQUOT.
 pub fn is_disk_full(e: &std::io::Error) -> bool {
     matches!(
@@ -76,6 +91,11 @@ struct State {
     db: Option<Arc<Database>>,
     fault: Option<Fault>,
     last_try: Option<Instant>,
+    /// Counts the databases opened: an error of an earlier one (a handle
+    /// taken before the file was opened again) says nothing of the current.
+    generation: u64,
+    /// The last fault recorded, kept after recovery to classify such late errors.
+    last_fault: Option<Fault>,
 }
 
 /// A database reopened after an I/O failure; see the module docs.
@@ -99,6 +119,8 @@ impl Reopening {
                 db: Some(Arc::new(db)),
                 fault: None,
                 last_try: None,
+                generation: 0,
+                last_fault: None,
             }),
         }
     }
@@ -110,21 +132,35 @@ impl Reopening {
     /// The database, opened again first when an I/O failure dropped it (at
     /// most once per [`RETRY`]); the fault while it cannot be opened.
     pub fn get(&self) -> Result<Arc<Database>, Fault> {
+        self.get_at().map(|(db, _)| db)
+    }
+
+    /// [`Reopening::get`] with the database's generation, for
+    /// [`Reopening::observe_at`].
+    pub fn get_at(&self) -> Result<(Arc<Database>, u64), Fault> {
         let mut state = self.state.lock();
         if let Some(db) = &state.db {
-            return Ok(Arc::clone(db));
+            return Ok((Arc::clone(db), state.generation));
         }
-        self.reopen(&mut state, false)
+        let db = self.reopen(&mut state, false)?;
+        Ok((db, state.generation))
+    }
+
+    /// The generation of the database [`Reopening::get`] would give now.
+    pub fn generation(&self) -> u64 {
+        self.state.lock().generation
     }
 
     /// Opens the database again now when it failed, without waiting for
-    /// [`RETRY`] (a health check's probe). `Ok` when it is usable.
-    pub fn recover(&self) -> Result<Arc<Database>, Fault> {
+    /// [`RETRY`] (a health check's probe), with its generation; whether it
+    /// can be written, only a write tells ([`Reopening::wrote`]).
+    pub fn recover(&self) -> Result<(Arc<Database>, u64), Fault> {
         let mut state = self.state.lock();
         if let Some(db) = &state.db {
-            return Ok(Arc::clone(db));
+            return Ok((Arc::clone(db), state.generation));
         }
-        self.reopen(&mut state, true)
+        let db = self.reopen(&mut state, true)?;
+        Ok((db, state.generation))
     }
 
     fn reopen(&self, state: &mut State, now: bool) -> Result<Arc<Database>, Fault> {
@@ -139,9 +175,11 @@ impl Reopening {
         match (self.open)(&self.path) {
             Ok(db) => {
                 tracing::info!(path = %self.path.display(), "store opened again after an i/o failure");
+                // Opening needs no room: the fault stays until a write
+                // succeeds ([`Reopening::wrote`]).
                 let db = Arc::new(db);
                 state.db = Some(Arc::clone(&db));
-                state.fault = None;
+                state.generation += 1;
                 Ok(db)
             }
             Err(e) => {
@@ -161,13 +199,30 @@ impl Reopening {
     /// readers finish on their own handles) and opened again on next use.
     /// Returns the fault recorded, if any.
     pub fn observe(&self, e: &redb::Error) -> Option<Fault> {
+        let generation = self.generation();
+        self.observe_at(generation, e)
+    }
+
+    /// [`Reopening::observe`] for an error of the database of `generation`:
+    /// one of an earlier database (opened again since) changes nothing and
+    /// is answered with the fault that ended that database.
+    pub fn observe_at(&self, generation: u64, e: &redb::Error) -> Option<Fault> {
         let disk_full = io_failure(e)?;
         let mut state = self.state.lock();
-        let fault = match &state.fault {
+        if generation != state.generation {
+            let earlier = state.fault.clone().or_else(|| state.last_fault.clone());
+            return Some(earlier.unwrap_or_else(|| self.fault_of(disk_full, e.to_string())));
+        }
+        let latched = matches!(e, redb::Error::PreviousIo);
+        let fault = match state.fault.as_ref() {
             // redb's latch repeats an earlier failure: keep what that was.
-            Some(f) if !disk_full => f.clone(),
+            Some(f) if latched => f.clone(),
+            // A latch whose first error went unseen (one in a transaction's
+            // drop): the disk's room tells what it was.
+            _ if latched => self.fault_of(nearly_full(&self.path), e.to_string()),
             _ => self.fault_of(disk_full, e.to_string()),
         };
+        state.last_fault = Some(fault.clone());
         if state.db.take().is_some() {
             tracing::error!(path = %self.path.display(), error = %e, "store i/o failed; it is opened again on next use");
         }
@@ -176,9 +231,18 @@ impl Reopening {
         Some(fault)
     }
 
-    /// The current fault, if the database failed and is not open again.
+    /// The current fault: the database failed and no write has succeeded since.
     pub fn fault(&self) -> Option<Fault> {
         self.state.lock().fault.clone()
+    }
+
+    /// A durable write to the database of `generation` succeeded: the
+    /// fault, if any, is over.
+    pub fn wrote(&self, generation: u64) {
+        let mut state = self.state.lock();
+        if state.generation == generation && state.db.is_some() && state.fault.take().is_some() {
+            tracing::info!(path = %self.path.display(), "store writable again");
+        }
     }
 
     fn fault_of(&self, disk_full: bool, reason: String) -> Fault {
@@ -246,10 +310,24 @@ mod tests {
         assert!(r.recover().is_err_and(|f| f.disk_full), "still full");
         assert!(r.get().is_err(), "no second attempt within the retry interval");
 
+        let failed_generation = r.generation();
         refuse.store(false, Ordering::Release);
-        let db = r.recover().expect("space is back");
-        assert!(db.begin_write().is_ok());
+        let (db, generation) = r.recover().expect("space is back");
+        assert!(r.fault().is_some(), "opening is no proof a write succeeds");
+        let mut w = db.begin_write().unwrap();
+        w.set_durability(redb::Durability::Immediate).unwrap();
+        w.commit().unwrap();
+        r.wrote(generation);
         assert!(r.fault().is_none());
         assert!(r.get().is_ok());
+
+        // A handle taken before the file was opened again fails late: that
+        // says how it ended, and leaves the new database alone.
+        assert_ne!(r.generation(), failed_generation);
+        let late = r
+            .observe_at(failed_generation, &redb::Error::PreviousIo)
+            .expect("an i/o failure");
+        assert!(late.disk_full, "{late}");
+        assert!(r.fault().is_none() && r.get().is_ok());
     }
 }

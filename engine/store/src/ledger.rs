@@ -277,25 +277,29 @@ struct Shared {
 }
 
 impl Shared {
-    /// The database, or why it cannot be used now.
-    fn database(&self) -> Result<Arc<Database>, LedgerError> {
-        self.db.get().map_err(LedgerError::Unavailable)
+    /// The database and its generation, or why it cannot be used now.
+    fn database(&self) -> Result<(Arc<Database>, u64), LedgerError> {
+        self.db.get_at().map_err(LedgerError::Unavailable)
     }
 
-    /// `e` as the callers see it: an I/O failure is recorded (the file is
-    /// opened again on next use) and answered as [`LedgerError::Unavailable`].
-    fn failed(&self, e: LedgerError) -> LedgerError {
+    /// `e`, an error of the database of `generation`, as the callers see
+    /// it: an I/O failure is recorded (the file is opened again on next use)
+    /// and answered as [`LedgerError::Unavailable`].
+    fn failed(&self, generation: u64, e: LedgerError) -> LedgerError {
         match &e {
-            LedgerError::Storage(cause) => self.db.observe(cause).map_or(e, LedgerError::Unavailable),
+            LedgerError::Storage(cause) => self
+                .db
+                .observe_at(generation, cause)
+                .map_or(e, LedgerError::Unavailable),
             _ => e,
         }
     }
 
     /// Runs `f` on a read transaction, noticing I/O failures.
     fn read<T>(&self, f: impl FnOnce(&ReadTransaction) -> Result<T, LedgerError>) -> Result<T, LedgerError> {
-        let db = self.database()?;
-        let txn = db.begin_read().map_err(|e| self.failed(e.into()))?;
-        f(&txn).map_err(|e| self.failed(e))
+        let (db, generation) = self.db.get_at().map_err(LedgerError::Unavailable)?;
+        let txn = db.begin_read().map_err(|e| self.failed(generation, e.into()))?;
+        f(&txn).map_err(|e| self.failed(generation, e))
     }
 }
 

@@ -139,8 +139,10 @@ pub(super) fn run(shared: &Shared, rx: &Receiver<Request>, clock: &dyn Clock) {
 }
 
 fn commit_batch(shared: &Shared, clock: &dyn Clock, mut batch: Vec<Request>) {
-    match write(shared, clock, &mut batch) {
+    let mut generation = shared.db.generation();
+    match write(shared, clock, &mut batch, &mut generation) {
         Ok(done) => {
+            shared.db.wrote(generation);
             if let Some(last) = done.iter().flat_map(|d| d.events.last()).last() {
                 shared.last_seq.store(last.seq, Ordering::Release);
             }
@@ -151,7 +153,7 @@ fn commit_batch(shared: &Shared, clock: &dyn Clock, mut batch: Vec<Request>) {
             }
         }
         Err(e) => {
-            let e = shared.failed(e);
+            let e = shared.failed(generation, e);
             tracing::error!(path = %shared.path.display(), error = %e, "ledger commit failed");
             for req in batch {
                 let answer = match &e {
@@ -179,14 +181,22 @@ fn notify(shared: &Shared, done: &[Done]) {
     }
 }
 
-fn write(shared: &Shared, clock: &dyn Clock, batch: &mut [Request]) -> Result<Vec<Done>, LedgerError> {
+/// Applies the batch in one durable transaction; `generation` is set to
+/// that of the database written to.
+fn write(
+    shared: &Shared,
+    clock: &dyn Clock,
+    batch: &mut [Request],
+    generation: &mut u64,
+) -> Result<Vec<Done>, LedgerError> {
     let changes = batch
         .iter()
         .any(|r| matches!(r.work, Work::Append(_) | Work::Prune { .. }));
     if changes && let Some(b) = shared.broken.lock().clone() {
         return Err(LedgerError::Broken(b));
     }
-    let db = shared.database()?;
+    let (db, opened) = shared.database()?;
+    *generation = opened;
     let mut txn = db.begin_write()?;
     txn.set_durability(Durability::Immediate)?;
     let done = {
