@@ -73,8 +73,7 @@ fn nearly_full(path: &Path) -> bool {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    nix::sys::statvfs::statvfs(dir)
-        .is_ok_and(|s| u64::from(s.blocks_available()).saturating_mul(s.fragment_size()) < NEARLY_FULL)
+    nix::sys::statvfs::statvfs(dir).is_ok_and(|s| s.blocks_available().saturating_mul(s.fragment_size()) < NEARLY_FULL)
 }
 
 /// ENOSPC or EDQUOT.
