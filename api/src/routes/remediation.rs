@@ -128,6 +128,7 @@ pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQue
 #[serde(deny_unknown_fields)]
 pub struct PlanQuery {
     /// The resource whose plan to show.
+    #[param(value_type = crate::wire::input::CrnInput)]
     crn: String,
 }
 
@@ -229,7 +230,7 @@ pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>
     operation_id = "overrideRemediationGate",
     tag = "remediation",
     summary = "Break-glass: let one item past `sau_gate` for its current plan, with a reason (`s.a.u_OVERRIDE` event).",
-    request_body(content = crate::routes::remediation::Decision),
+    request_body(content = crate::routes::remediation::OverrideDecision),
     responses(
         (status = 200, description = "The item as it now is.", body = crate::routes::remediation::RemediationItem, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),
@@ -242,7 +243,10 @@ pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn override_gate(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
+pub async fn override_gate(
+    State(state): State<AppState>,
+    ApiJson(b): ApiJson<OverrideDecision>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let reason = free_text("reason", b.reason.as_deref())?;
@@ -519,7 +523,7 @@ pub async fn isolations(State(state): State<AppState>) -> ApiResult<Response> {
     operation_id = "removeIsolation",
     tag = "remediation",
     summary = "Remove a resource from the ignore list (ISOLATION event).",
-    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    params(("crn" = crate::wire::input::CrnInput, Path, description = crate::openapi::CRN_PATH)),
     responses(
         (status = 200, description = "The removed entry.", body = crate::routes::remediation::Isolation, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),
