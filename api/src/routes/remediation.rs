@@ -45,7 +45,7 @@ fn is_bidi_control(c: char) -> bool {
 /// characters, no control character (but the line breaks and tabs
 /// `allowed`) and no bidirectional control, so a record prints as what it
 /// says. 422 `invalid` naming the field and the position otherwise.
-fn checked<'a>(field: &str, text: &'a str, max: usize, allowed: &[char]) -> Result<&'a str, ApiError> {
+pub(crate) fn checked<'a>(field: &str, text: &'a str, max: usize, allowed: &[char]) -> Result<&'a str, ApiError> {
     let chars = text.chars().count();
     if chars > max {
         return Err(ApiError::invalid(format!(

@@ -58,7 +58,7 @@ pub static TEXT_PATTERN: LazyLock<String> = LazyLock::new(|| format!("^[^{TEXT_C
 /// whitespace.
 pub static NON_BLANK_TEXT_PATTERN: LazyLock<String> = LazyLock::new(|| {
     let any = format!("[^{TEXT_CONTROLS}{BIDI}]*");
-    format!("^{any}[^{TEXT_CONTROLS}{BIDI}{SPACES}]{any}$")
+    format!("^{any}[^{CONTROLS}{BIDI}{SPACES}]{any}$")
 });
 
 /// A query value with at least one character that is not whitespace.
@@ -85,7 +85,7 @@ pub const NODE_CURSOR_PATTERN: &str = "^[A-Za-z0-9_-]{10}[AEIMQUYcgkosw048]$";
 /// Base64url of a positive decimal number, with or without padding: a
 /// history cursor.
 pub const HISTORY_CURSOR_PATTERN: &str =
-    "^(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-][AQgw](?:==)?|[A-Za-z0-9_-]{2}[AEIMQUYcgkosw048]=?)?$";
+    "^(?:[A-Za-z0-9_-]{4})*(?:[A-Za-z0-9_-][AQgw]={0,2}|[A-Za-z0-9_-]{2}[AEIMQUYcgkosw048]=?)?$";
 
 /// A policy rule id (`svc_engine::policy::check_id`): 1 to 128 letters,
 /// digits, `.`, `_`, `-`, `:`.
@@ -232,4 +232,154 @@ pub fn rule_order() -> utoipa::openapi::schema::Array {
         .unique_items(true)
         .description(Some("Rule ids, each once."))
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine as _;
+
+    use super::*;
+    use crate::routes::query::{HistoryCursor, NodeCursor};
+    use crate::routes::remediation::{MAX_ACTOR_CHARS, MAX_TEXT_CHARS, checked};
+
+    fn re(pattern: &str) -> regex::Regex {
+        regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"))
+    }
+
+    /// Strings of `pieces` (a fixed sequence from a seed), after `prefix`.
+    fn samples(prefix: &str, pieces: &[&str], count: usize, longest: u64) -> Vec<String> {
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..count)
+            .map(|_| {
+                let mut s = prefix.to_owned();
+                for _ in 0..next() % (longest + 1) {
+                    s.push_str(pieces[(next() % pieces.len() as u64) as usize]);
+                }
+                s
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_crn_pattern_accepts_exactly_what_the_parser_accepts() {
+        let pattern = re(&CRN_PATTERN);
+        let pieces = [
+            ":", "a:", "a:", "aws:", "b/c:", "svc:", "s:", "sv:", "svcx:", "svc", "s", "sv", "a", "-", "/", ".", "_",
+            "é", " ", "\t", "\u{85}", "\u{3000}", "\u{7f}", "\u{200e}", "x:y", "::", "*",
+        ];
+        let mut inputs = samples("crn:", &pieces, 40_000, 10);
+        inputs.extend(
+            [
+                "crn:svc:aws:us-east-1:ec2:volume:123:vol-1",
+                "crn:aws:us-east-1:ec2:volume:123:arn:aws:x/y",
+                "crn:svc:aws:us-east-1:123:volume:vol-1",
+                "crn:aws:us-east-1:123:volume:vol-1",
+                "crn:svc:a:b:c:d",
+                "crn:svc:svc:a:b:c:d",
+                "crn:sva:a:b:c:d",
+                "crn:svc:aws:r:s:k:a:",
+                "crn:svc:aws:r:s:k:a:id with space",
+                "crn:svc:aws::s:k:a:id",
+                "svc:aws:r:s:k:a:id",
+            ]
+            .map(str::to_owned),
+        );
+        for s in &inputs {
+            assert_eq!(
+                pattern.is_match(s),
+                svc_engine::Crn::parse(s).is_ok(),
+                "{s:?}: the pattern and the parser disagree"
+            );
+        }
+        let accepted = inputs.iter().filter(|s| pattern.is_match(s)).count();
+        assert!(accepted > 100, "only {accepted} samples parse");
+    }
+
+    #[test]
+    fn actor_and_reason_patterns_refuse_what_the_handlers_refuse() {
+        let pieces = [
+            "a", "é", " ", "\t", "\n", "\r", "\u{0}", "\u{1b}", "\u{7f}", "\u{85}", "\u{9f}", "\u{a0}", "\u{61c}",
+            "\u{200e}", "\u{202e}", "\u{2066}", "\u{2069}", "\u{3000}", "😀",
+        ];
+        let actor = re(&ACTOR_PATTERN);
+        let text = re(&TEXT_PATTERN);
+        let required = re(&NON_BLANK_TEXT_PATTERN);
+        for s in samples("", &pieces, 20_000, 8) {
+            let ok = checked("actor", &s, MAX_ACTOR_CHARS, &[]).is_ok();
+            assert_eq!(actor.is_match(&s), ok, "actor {s:?}");
+            let ok = checked("reason", &s, MAX_TEXT_CHARS, &['\n', '\t']).is_ok();
+            assert_eq!(text.is_match(&s), ok, "reason {s:?}");
+            assert_eq!(required.is_match(&s), ok && !s.trim().is_empty(), "reason_code {s:?}");
+        }
+    }
+
+    #[test]
+    fn id_hash_and_cursor_patterns_agree_with_their_parsers() {
+        let id = re(RULE_ID_PATTERN);
+        let id_ref = re(RULE_REF_PATTERN);
+        for s in samples("", &["a", "Z", "0", ".", "_", "-", ":", "/", " ", "é", "!"], 5_000, 6) {
+            let short = s.len() <= svc_engine::policy::MAX_ID_BYTES;
+            assert_eq!(
+                id.is_match(&s) && short,
+                svc_engine::policy::check_id(&s, false).is_ok(),
+                "{s:?}"
+            );
+            assert_eq!(
+                id_ref.is_match(&s) && short,
+                svc_engine::policy::check_id(&s, true).is_ok(),
+                "{s:?}"
+            );
+        }
+        let hex = re(SHA256_PATTERN);
+        assert!(hex.is_match(&"aB0".repeat(21).chars().chain(['f']).collect::<String>()));
+        assert!(!hex.is_match(&"a".repeat(63)) && !hex.is_match(&"g".repeat(64)));
+
+        let b64 = ["A", "Q", "g", "w", "E", "z", "_", "-", "0", "9", "=", "+", " "];
+        let node = re(NODE_CURSOR_PATTERN);
+        let any = re(BASE64URL_PATTERN);
+        let history = re(HISTORY_CURSOR_PATTERN);
+        let padded = base64::engine::GeneralPurpose::new(
+            &base64::alphabet::URL_SAFE,
+            base64::engine::GeneralPurposeConfig::new()
+                .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
+        );
+        let mut inputs = samples("", &b64, 20_000, 12);
+        inputs.push(NodeCursor::encode(svc_engine::NodeId::new(17, 4242, 3)));
+        inputs.push(HistoryCursor::encode(100));
+        for s in inputs.iter().filter(|s| !s.is_empty() && !s.contains(' ')) {
+            assert_eq!(node.is_match(s), NodeCursor::parse_text(s).is_ok(), "node cursor {s:?}");
+            let decodes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).is_ok();
+            assert_eq!(any.is_match(s), decodes, "crn cursor {s:?}");
+            assert_eq!(history.is_match(s), padded.decode(s).is_ok(), "history cursor {s:?}");
+        }
+    }
+
+    #[test]
+    fn durations_and_times_the_patterns_allow_parse() {
+        let duration = re(DURATION_PATTERN);
+        for s in ["20m", "1h30m", "2 days", "1h 5s", "365d", "10 minutes"] {
+            assert!(duration.is_match(s), "{s}");
+            assert!(humantime::parse_duration(s).is_ok(), "{s}");
+        }
+        for s in ["", "soon", "-3d", "3", "1.5h"] {
+            assert!(!duration.is_match(s), "{s}");
+        }
+        let time = re(EPOCH_TIME_PATTERN);
+        for s in [
+            "1970-01-01T00:00:00Z",
+            "2026-11-29T03:22:08.733613Z",
+            "9999-12-31T23:59:59+00:00",
+        ] {
+            assert!(time.is_match(s) && crate::routes::parse_rfc3339(s).is_some(), "{s}");
+        }
+        for s in ["1969-12-31T23:59:59Z", "0208-06-25T08:34:16Z"] {
+            assert!(!time.is_match(s) && crate::routes::parse_rfc3339(s).is_none(), "{s}");
+        }
+    }
 }

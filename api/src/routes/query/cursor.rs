@@ -30,6 +30,12 @@ impl NodeCursor {
     pub fn encode(id: NodeId) -> String {
         encode_cursor(&id.to_raw().to_be_bytes())
     }
+
+    /// Reads a cursor as the query parameter does.
+    #[cfg(test)]
+    pub(crate) fn parse_text(raw: &str) -> Result<NodeCursor, String> {
+        <NodeCursor as ParamValue>::parse(raw)
+    }
 }
 
 impl ParamValue for NodeCursor {
