@@ -47,6 +47,7 @@ listed_str! {
         "rate_limited",
         "not_ready",
         "internal",
+        "bad_gateway",
         "insufficient_storage",
     ]
 }

@@ -8,6 +8,7 @@
 //! anything that locks the interner (`Graph::find`, `NodeRef::crn`) while
 //! they hold the reader.
 
+pub mod input;
 mod names;
 pub mod payloads;
 mod shapes;

@@ -8,7 +8,8 @@
 //! Schema (OpenAPI 3.1) the file uses (`type`, also as a list with `null`,
 //! `properties`, `required`, `items`, `additionalProperties`,
 //! `propertyNames`, `oneOf`, `enum`, `minimum`, `maximum`, `format`,
-//! `$ref`). A keyword outside that subset fails the test, so nothing in the
+//! `pattern`, `minLength`, `maxLength`, `minItems`, `maxItems`,
+//! `uniqueItems`, `$ref`). A keyword outside that subset fails the test, so nothing in the
 //! file is silently left unchecked.
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
@@ -36,7 +37,7 @@ use tower::ServiceExt;
 const SPEC_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../schemas/openapi.yaml");
 const HTTP_METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 /// Schema keywords the validator checks, plus the ones that only document.
-const CHECKED_KEYWORDS: [&str; 12] = [
+const CHECKED_KEYWORDS: [&str; 18] = [
     "$ref",
     "type",
     "properties",
@@ -49,6 +50,12 @@ const CHECKED_KEYWORDS: [&str; 12] = [
     "minimum",
     "maximum",
     "format",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
 ];
 const DOC_KEYWORDS: [&str; 2] = ["description", "default"];
 const FORMATS: [&str; 5] = ["date-time", "int32", "int64", "float", "double"];
@@ -258,6 +265,45 @@ impl Spec {
                 errors.push(format!("{at}: {n} is above the maximum {max}"));
             }
         }
+        if let Some(text) = v.as_str() {
+            // JSON Schema counts a string's length in code points.
+            let chars = text.chars().count() as u64;
+            if let Some(min) = s.get("minLength").and_then(Value::as_u64)
+                && chars < min
+            {
+                errors.push(format!("{at}: {text:?} is shorter than {min} characters"));
+            }
+            if let Some(max) = s.get("maxLength").and_then(Value::as_u64)
+                && chars > max
+            {
+                errors.push(format!("{at}: a string of {chars} characters is longer than {max}"));
+            }
+            if let Some(p) = s.get("pattern").and_then(Value::as_str) {
+                match regex::Regex::new(p) {
+                    Ok(re) if !re.is_match(text) => errors.push(format!("{at}: {text:?} does not match {p:?}")),
+                    Ok(_) => {}
+                    Err(e) => errors.push(format!("{at}: pattern {p:?} does not compile: {e}")),
+                }
+            }
+        }
+        if let Some(list) = v.as_array() {
+            let n = list.len() as u64;
+            if let Some(min) = s.get("minItems").and_then(Value::as_u64)
+                && n < min
+            {
+                errors.push(format!("{at}: {n} items, fewer than {min}"));
+            }
+            if let Some(max) = s.get("maxItems").and_then(Value::as_u64)
+                && n > max
+            {
+                errors.push(format!("{at}: {n} items, more than {max}"));
+            }
+            if s.get("uniqueItems") == Some(&Value::Bool(true))
+                && list.iter().enumerate().any(|(i, a)| list[..i].contains(a))
+            {
+                errors.push(format!("{at}: items repeat where they must be unique"));
+            }
+        }
         match s.get("format").and_then(Value::as_str) {
             Some("date-time") => {
                 if let Some(t) = v.as_str()
@@ -356,6 +402,19 @@ fn unknown_keywords(schema: &Value, at: &str, out: &mut Vec<String>) {
             "format" if !sub.as_str().is_some_and(|f| FORMATS.contains(&f)) => {
                 out.push(format!("{at}: format {sub}"));
             }
+            "pattern" => match sub.as_str() {
+                None => out.push(format!("{at}: pattern {sub} is not a string")),
+                Some(p) =>
+                {
+                    #[allow(
+                        clippy::regex_creation_in_loops,
+                        reason = "each pattern is compiled once, to check it"
+                    )]
+                    if let Err(e) = regex::Regex::new(p) {
+                        out.push(format!("{at}: pattern {p:?} does not compile: {e}"));
+                    }
+                }
+            },
             _ => {}
         }
     }

@@ -293,7 +293,7 @@ async fn page_of<T: Serialize + 'static>(
     tag = "graph",
     summary = "One node by CRN, with its visible edge counts.",
     description = "A logically deleted node is still returned, with `valid_to` set and no visible edges.",
-    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    params(("crn" = crate::wire::input::CrnInput, Path, description = crate::openapi::CRN_PATH)),
     responses(
         (status = 200, description = "The node object plus `edges_out` and `edges_in`.", body = crate::wire::NodeDetail, content_type = "application/json"),
         (status = 401, response = crate::openapi::Unauthorized),
@@ -352,7 +352,7 @@ pub struct BlastQuery {
     operation_id = "getNodeEdges",
     tag = "graph",
     summary = "A node's visible edges, both ways.",
-    params(("crn" = String, Path, description = crate::openapi::CRN_PATH), EdgesQuery),
+    params(("crn" = crate::wire::input::CrnInput, Path, description = crate::openapi::CRN_PATH), EdgesQuery),
     responses(
         (status = 200, description = "Outgoing and incoming edges, each list capped at `limit`.", body = crate::routes::graph::NodeEdges, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),
@@ -415,7 +415,7 @@ pub async fn node_edges(
     tag = "graph",
     summary = "The resources affected by removing a node.",
     description = "`limit` caps the listing, never `affected_count` or `total_cost_usd_mo`.",
-    params(("crn" = String, Path, description = crate::openapi::CRN_PATH), BlastQuery),
+    params(("crn" = crate::wire::input::CrnInput, Path, description = crate::openapi::CRN_PATH), BlastQuery),
     responses(
         (status = 200, description = "The blast radius.", body = crate::routes::graph::BlastRadius, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),

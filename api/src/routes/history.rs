@@ -40,6 +40,7 @@ pub struct HistoryParams {
     event_type: Option<String>,
     /// Only events about this resource (422 when the CRN does not parse).
     #[serde(default, deserialize_with = "blank_as_absent")]
+    #[param(value_type = Option<crate::wire::input::CrnInput>)]
     crn: Option<String>,
     /// Event status (case-insensitive).
     #[serde(default, deserialize_with = "blank_as_absent")]
@@ -153,7 +154,7 @@ pub async fn summary(State(state): State<AppState>) -> ApiResult<Json<HistorySum
 pub struct ResourceParams {
     /// The resource (400 when missing, 422 when it does not parse).
     #[serde(default, deserialize_with = "blank_as_absent")]
-    #[param(required = true)]
+    #[param(required = true, value_type = crate::wire::input::CrnInput)]
     crn: Option<String>,
     /// Page size.
     #[serde(default)]

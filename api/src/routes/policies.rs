@@ -184,7 +184,7 @@ fn rule_list(rules: &[svc_engine::policy::Rule]) -> PolicyList {
     operation_id = "removePolicy",
     tag = "policies",
     summary = "Remove a rule added through the API; appends POLICY_CHANGE (REMOVED). Pack rules change with their pack (409).",
-    params(("id" = String, Path, description = "")),
+    params(("id" = inline(crate::wire::input::RuleRefInput), Path, description = "The rule's id; a pack's rules are `<pack>/<id>`.")),
     responses(
         (status = 200, description = "The removed rule.", body = crate::routes::policies::PolicyRemoved, content_type = "application/json"),
         (status = 401, response = crate::openapi::Unauthorized),

@@ -227,7 +227,7 @@ impl ParamValue for NonBlank {
 
 impl utoipa::PartialSchema for NonBlank {
     fn schema() -> RefOr<Schema> {
-        text(None)
+        crate::wire::input::non_blank()
     }
 }
 

@@ -46,7 +46,7 @@ fn is_bidi_control(c: char) -> bool {
 /// characters, no control character (but the line breaks and tabs
 /// `allowed`) and no bidirectional control, so a record prints as what it
 /// says. 422 `invalid` naming the field and the position otherwise.
-fn checked<'a>(field: &str, text: &'a str, max: usize, allowed: &[char]) -> Result<&'a str, ApiError> {
+pub(crate) fn checked<'a>(field: &str, text: &'a str, max: usize, allowed: &[char]) -> Result<&'a str, ApiError> {
     let chars = text.chars().count();
     if chars > max {
         return Err(ApiError::invalid(format!(
@@ -129,6 +129,7 @@ pub async fn queue(State(state): State<AppState>, ApiQuery(q): ApiQuery<QueueQue
 #[serde(deny_unknown_fields)]
 pub struct PlanQuery {
     /// The resource whose plan to show.
+    #[param(value_type = crate::wire::input::CrnInput)]
     crn: String,
 }
 
@@ -230,7 +231,7 @@ pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>
     operation_id = "overrideRemediationGate",
     tag = "remediation",
     summary = "Break-glass: let one item past `sau_gate` for its current plan, with a reason (`s.a.u_OVERRIDE` event).",
-    request_body(content = crate::routes::remediation::Decision),
+    request_body(content = crate::routes::remediation::OverrideDecision),
     responses(
         (status = 200, description = "The item as it now is.", body = crate::routes::remediation::RemediationItem, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),
@@ -243,7 +244,10 @@ pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn override_gate(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
+pub async fn override_gate(
+    State(state): State<AppState>,
+    ApiJson(b): ApiJson<OverrideDecision>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let reason = free_text("reason", b.reason.as_deref())?;
@@ -520,7 +524,7 @@ pub async fn isolations(State(state): State<AppState>) -> ApiResult<Response> {
     operation_id = "removeIsolation",
     tag = "remediation",
     summary = "Remove a resource from the ignore list (ISOLATION event).",
-    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    params(("crn" = crate::wire::input::CrnInput, Path, description = crate::openapi::CRN_PATH)),
     responses(
         (status = 200, description = "The removed entry.", body = crate::routes::remediation::Isolation, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),

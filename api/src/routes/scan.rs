@@ -50,15 +50,13 @@ pub struct ScanBody {
     #[serde(default)]
     #[schema(default = false)]
     wait: bool,
-    /// Scan only the source serving this provider; 422 `no plugin registered for provider:
-    /// <provider>` when no active source serves it.
+    // Scan only the source serving this provider (the schema says so).
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ProviderInput>, nullable = false, inline)]
     provider: Option<String>,
-    /// How long each source may scan before it is cancelled, a duration such as `20m` (default
-    /// 10 minutes; at least 1s).
+    // How long each source may scan before it is cancelled (the schema says so).
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::DurationInput>, nullable = false, inline)]
     timeout: Option<String>,
 }
 

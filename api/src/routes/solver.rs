@@ -152,7 +152,7 @@ pub async fn results(State(state): State<AppState>, ApiQuery(q): ApiQuery<Result
     tag = "verification",
     summary = "Formal verification of one resource.",
     description = "Its reachability with the proof path (the chain of edges from an entry point that makes it reachable, entry point first), the parts of its removal risk, and, for a spot or preemptible machine, the estimated interruption band.",
-    params(("crn" = String, Path, description = crate::openapi::CRN_PATH)),
+    params(("crn" = crate::wire::input::CrnInput, Path, description = crate::openapi::CRN_PATH)),
     responses(
         (status = 200, description = "The verdict and its proof.", body = crate::routes::solver::OracleResult, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),

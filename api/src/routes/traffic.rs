@@ -41,6 +41,8 @@ pub struct FlowRecordBody {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrafficIngest {
+    /// At least one record.
+    #[schema(min_items = 1)]
     records: Vec<FlowRecordBody>,
 }
 

@@ -216,8 +216,9 @@ pub struct SessionList {
 /// `POST /api/v1/history/prune`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct PruneRequest {
-    /// Events older than this many days are removed (a negative value is a 400).
-    #[schema(minimum = 0)]
+    /// Events older than this many days are removed; the ledger keeps at least one day (a negative
+    /// value is a 400, 0 a 422).
+    #[schema(minimum = 1)]
     pub max_age_days: i64,
 }
 

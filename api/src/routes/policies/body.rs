@@ -37,15 +37,19 @@ impl Evaluation {
 #[serde(deny_unknown_fields)]
 #[schema(as = PolicyRuleInput)]
 pub struct RuleBody {
-    /// 1 to 128 letters, digits, '.', '_', '-' or ':'.
+    // 1 to 128 letters, digits, '.', '_', '-' or ':' (the schema says so).
+    #[schema(value_type = crate::wire::input::RuleIdInput, inline)]
     pub id: String,
-    /// CEL expression over the bindings listed in the README (crn, type, kind, service, provider,
-    /// region, account, state, cost, tags, props, age_days, is_waste, risk_score, reachability,
-    /// out, incoming).
+    // A CEL expression over the bindings listed in the README (crn, type, kind, service,
+    // provider, region, account, state, cost, tags, props, age_days, is_waste, risk_score,
+    // reachability, out, incoming); the schema describes its bounds.
+    #[schema(value_type = crate::wire::input::ConditionInput, inline)]
     pub condition: String,
     #[schema(value_type = PolicyAction)]
     pub action: String,
+    /// Reported on a match; at most 1024 bytes.
     #[serde(default)]
+    #[schema(max_length = 1024)]
     pub message: String,
     /// `enforcing` unless given.
     #[serde(default)]
@@ -58,6 +62,8 @@ pub struct RuleBody {
 #[serde(deny_unknown_fields)]
 #[schema(as = PolicyAddRequest)]
 pub struct AddBody {
+    /// At least one rule; the book holds at most 1000.
+    #[schema(min_items = 1, max_items = 1000)]
     pub rules: Vec<RuleBody>,
 }
 
@@ -66,6 +72,7 @@ pub struct AddBody {
 #[serde(deny_unknown_fields)]
 #[schema(as = PolicyToggleRequest)]
 pub struct ToggleBody {
+    #[schema(value_type = crate::wire::input::RuleRefInput, inline)]
     pub rule_id: String,
 }
 
@@ -74,6 +81,8 @@ pub struct ToggleBody {
 #[serde(deny_unknown_fields)]
 #[schema(as = PolicyReorderRequest)]
 pub struct ReorderBody {
+    /// Rule ids, each once.
+    #[schema(schema_with = crate::wire::input::rule_order)]
     pub order: Vec<String>,
 }
 
@@ -82,6 +91,7 @@ pub struct ReorderBody {
 #[serde(deny_unknown_fields)]
 #[schema(as = PolicyDryRunRequest)]
 pub struct DryRunBody {
+    #[schema(value_type = crate::wire::input::ConditionInput, inline)]
     pub condition: String,
     /// Most CRNs returned (default 1000); `count` is always exact.
     #[serde(default)]

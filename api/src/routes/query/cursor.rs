@@ -7,7 +7,7 @@ use serde::{Deserialize, Deserializer};
 use svc_engine::NodeId;
 use utoipa::openapi::{RefOr, Schema};
 
-use super::{ParamValue, own, text};
+use super::{ParamValue, own};
 
 /// Base64url without padding: the text of every graph cursor.
 fn encode_cursor(bytes: &[u8]) -> String {
@@ -29,6 +29,12 @@ pub struct NodeCursor(pub NodeId);
 impl NodeCursor {
     pub fn encode(id: NodeId) -> String {
         encode_cursor(&id.to_raw().to_be_bytes())
+    }
+
+    /// Reads a cursor as the query parameter does.
+    #[cfg(test)]
+    pub(crate) fn parse_text(raw: &str) -> Result<NodeCursor, String> {
+        <NodeCursor as ParamValue>::parse(raw)
     }
 }
 
@@ -90,18 +96,25 @@ impl ParamValue for HistoryCursor {
     }
 }
 
-/// Cursors are opaque strings in the document.
-macro_rules! opaque_text {
-    ($($ty:ty),* $(,)?) => {$(
-        impl utoipa::PartialSchema for $ty {
-            fn schema() -> RefOr<Schema> {
-                text(None)
-            }
-        }
-    )*};
+/// Cursors are opaque strings in the document, of the base64url text each
+/// is written in.
+impl utoipa::PartialSchema for NodeCursor {
+    fn schema() -> RefOr<Schema> {
+        crate::wire::input::cursor(crate::wire::input::NODE_CURSOR_PATTERN)
+    }
 }
 
-opaque_text!(NodeCursor, CrnCursor, HistoryCursor);
+impl utoipa::PartialSchema for CrnCursor {
+    fn schema() -> RefOr<Schema> {
+        crate::wire::input::cursor(crate::wire::input::BASE64URL_PATTERN)
+    }
+}
+
+impl utoipa::PartialSchema for HistoryCursor {
+    fn schema() -> RefOr<Schema> {
+        crate::wire::input::cursor(crate::wire::input::HISTORY_CURSOR_PATTERN)
+    }
+}
 
 deserialize_via_parse!(NodeCursor, CrnCursor, HistoryCursor);
 super::to_schema!(NodeCursor, CrnCursor, HistoryCursor);

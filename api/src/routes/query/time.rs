@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
-use utoipa::openapi::schema::KnownFormat;
 use utoipa::openapi::{RefOr, Schema};
 
 use super::{NAME, ParamValue, own, text};
@@ -31,7 +30,7 @@ impl ParamValue for Time {
 
 impl utoipa::PartialSchema for Time {
     fn schema() -> RefOr<Schema> {
-        text(Some(KnownFormat::DateTime))
+        crate::wire::input::epoch_time()
     }
 }
 
@@ -94,7 +93,7 @@ impl ParamValue for Until {
 
 impl utoipa::PartialSchema for Until {
     fn schema() -> RefOr<Schema> {
-        text(Some(KnownFormat::DateTime))
+        crate::wire::input::epoch_time()
     }
 }
 

@@ -19,20 +19,39 @@ listed_str! {
     Stage ["flagged", "analyzed", "codegen", "sau_gate", "pending", "applied"]
 }
 
-/// `approve`, `reject` and `override`: a decision on the frozen plan the operator saw.
+/// `approve` and `reject`: a decision on the frozen plan the operator saw.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = RemediationDecision)]
 pub struct Decision {
+    #[schema(value_type = crate::wire::input::CrnInput)]
     pub crn: String,
     /// The plan hash the operator saw; a plan that changed since is a 409.
     pub plan_hash: String,
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ReasonInput>, nullable = false, inline)]
     pub reason: Option<String>,
-    /// Who decides (recorded in the ledger); `api` when absent.
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ActorInput>, nullable = false, inline)]
+    pub actor: Option<String>,
+}
+
+/// `override`: a decision like [`Decision`] whose reason must be given
+/// (break-glass past `sau_gate`).
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RemediationOverrideDecision)]
+pub struct OverrideDecision {
+    #[schema(value_type = crate::wire::input::CrnInput)]
+    pub crn: String,
+    /// The plan hash the operator saw; a plan that changed since is a 409.
+    pub plan_hash: String,
+    // Why the gate is passed: 422 when absent or blank.
+    #[serde(default)]
+    #[schema(value_type = crate::wire::input::RequiredReasonInput, inline, required = true)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<crate::wire::input::ActorInput>, nullable = false, inline)]
     pub actor: Option<String>,
 }
 
@@ -41,15 +60,16 @@ pub struct Decision {
 #[serde(deny_unknown_fields)]
 #[schema(as = RemediationMove)]
 pub struct MoveBody {
+    #[schema(value_type = crate::wire::input::CrnInput)]
     pub crn: String,
     pub plan_hash: String,
     #[schema(value_type = Stage)]
     pub to: String,
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ReasonInput>, nullable = false, inline)]
     pub reason: Option<String>,
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ActorInput>, nullable = false, inline)]
     pub actor: Option<String>,
 }
 
@@ -57,6 +77,7 @@ pub struct MoveBody {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkItem {
+    #[schema(value_type = crate::wire::input::CrnInput)]
     pub crn: String,
     pub plan_hash: String,
 }
@@ -68,12 +89,13 @@ pub struct BulkItem {
 pub struct BulkBody {
     #[schema(value_type = BulkAction)]
     pub action: String,
+    #[schema(min_items = 1, max_items = 1000)]
     pub items: Vec<BulkItem>,
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ReasonInput>, nullable = false, inline)]
     pub reason: Option<String>,
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ActorInput>, nullable = false, inline)]
     pub actor: Option<String>,
 }
 
@@ -81,12 +103,14 @@ pub struct BulkBody {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QuarantineRequest {
+    #[schema(value_type = crate::wire::input::CrnInput)]
     pub crn: String,
     #[schema(value_type = QuarantineAction)]
     pub action: String,
+    #[schema(value_type = crate::wire::input::ReasonInput, inline)]
     pub reason: String,
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ActorInput>, nullable = false, inline)]
     pub actor: Option<String>,
 }
 
@@ -94,9 +118,10 @@ pub struct QuarantineRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RevertRequest {
+    #[schema(value_type = crate::wire::input::Sha256Input, inline)]
     pub hash: String,
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ActorInput>, nullable = false, inline)]
     pub actor: Option<String>,
 }
 
@@ -104,11 +129,13 @@ pub struct RevertRequest {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IsolationRequest {
+    #[schema(value_type = crate::wire::input::CrnInput)]
     pub crn: String,
+    #[schema(value_type = crate::wire::input::RequiredReasonInput, inline)]
     pub reason_code: String,
     /// 0 is permanent.
     pub ttl_seconds: u64,
     #[serde(default)]
-    #[schema(nullable = false)]
+    #[schema(value_type = Option<crate::wire::input::ActorInput>, nullable = false, inline)]
     pub actor: Option<String>,
 }
