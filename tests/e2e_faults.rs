@@ -183,21 +183,7 @@ async fn a_damaged_event_stops_appends_and_the_daemon_says_so() {
 
     d.sources = common::Sources::None;
     d.launch_listening().await;
-    let deadline = std::time::Instant::now() + common::START_DEADLINE;
-    let unready = loop {
-        let r = d.anonymous().get("/readyz").await;
-        if r.status == 503 && r.text.contains("broken") {
-            break r.json;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} {}\n{}",
-            r.status,
-            r.text,
-            d.log.text()
-        );
-        tokio::time::sleep(common::POLL_PAUSE).await;
-    };
+    let unready = d.wait_unready("broken").await;
     let why = unready["error"]["message"].as_str().unwrap();
     assert!(why.contains(&format!("broken at event {target}")), "{why}");
     let metrics = d.anonymous().get("/metrics").await.text;

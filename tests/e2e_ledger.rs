@@ -181,8 +181,10 @@ async fn verify_finds_a_tampered_payload_through_the_api_and_from_the_file() {
     assert!(err.contains("verifying") && err.contains("events.redb"), "{err}");
     assert!(out.contains(&format!("BROKEN at seq {bad}")), "{out}");
 
-    // The daemon still opens the file, and its API reports the same link.
-    d.launch().await;
+    // The daemon still opens the file and reports the same link; it is not
+    // ready while the chain is broken.
+    d.launch_listening().await;
+    d.wait_unready(&format!("broken at event {bad}")).await;
     let v = d.api().get_ok("/api/v1/ledger/verify").await;
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(u(&v["first_broken"]["seq"]), bad, "{v}");

@@ -294,6 +294,26 @@ impl Daemon {
         }
     }
 
+    /// Polls `/readyz` until it answers 503 with `reason` in its message
+    /// (the daemon runs but is not ready, and says why); returns the body.
+    pub async fn wait_unready(&self, reason: &str) -> Value {
+        let deadline = Instant::now() + START_DEADLINE;
+        loop {
+            let r = self.anonymous().get("/readyz").await;
+            if r.status == StatusCode::SERVICE_UNAVAILABLE && r.text.contains(reason) {
+                return r.json;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "/readyz never said {reason:?}: {} {}\n{}",
+                r.status,
+                r.text,
+                self.log.text()
+            );
+            tokio::time::sleep(POLL_PAUSE).await;
+        }
+    }
+
     pub fn base(&self) -> String {
         format!("http://{}", self.addr)
     }

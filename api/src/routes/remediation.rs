@@ -20,6 +20,7 @@ use super::query::{Limit, StageFilter};
 use super::{ApiJson, ApiQuery};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+pub use crate::wire::input::{MAX_ACTOR_CHARS, MAX_TEXT_CHARS};
 
 fn api_error(e: RemediationError) -> ApiError {
     match e {
@@ -30,11 +31,6 @@ fn api_error(e: RemediationError) -> ApiError {
         RemediationError::Ledger(e) => e.into(),
     }
 }
-
-/// Longest actor name, in characters.
-pub const MAX_ACTOR_CHARS: usize = 128;
-/// Longest free text (a reason, a reason code), in characters.
-pub const MAX_TEXT_CHARS: usize = 1024;
 
 /// Characters that reorder or hide text when it is printed: bidirectional
 /// marks, embeddings, overrides and isolates.

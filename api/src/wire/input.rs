@@ -18,6 +18,11 @@ use utoipa::openapi::{RefOr, Schema};
 
 use svc_engine::crn::MAX_CRN_LEN;
 
+/// Longest actor name, in characters.
+pub const MAX_ACTOR_CHARS: usize = 128;
+/// Longest free text (a reason, a reason code), in characters.
+pub const MAX_TEXT_CHARS: usize = 1024;
+
 /// Characters `char::is_control` is true of (Unicode `Cc`).
 const CONTROLS: &str = r"\x00-\x1f\x7f-\x9f";
 /// The control characters free text refuses: all but tab and line feed.
@@ -135,7 +140,7 @@ input_text! {
     ActorInput => text(
         &ACTOR_PATTERN,
         None,
-        Some(crate::routes::remediation::MAX_ACTOR_CHARS),
+        Some(MAX_ACTOR_CHARS),
         "Who decides, recorded in the ledger (`api` when absent or blank): at most 128 characters, no control \
          character and no bidirectional mark (422 otherwise).",
     );
@@ -143,7 +148,7 @@ input_text! {
     ReasonInput => text(
         &TEXT_PATTERN,
         None,
-        Some(crate::routes::remediation::MAX_TEXT_CHARS),
+        Some(MAX_TEXT_CHARS),
         "Free text recorded in the ledger: at most 1024 characters, no control character but tab and line \
          feed, no bidirectional mark (422 otherwise).",
     );
@@ -151,7 +156,7 @@ input_text! {
     RequiredReasonInput => text(
         &NON_BLANK_TEXT_PATTERN,
         Some(1),
-        Some(crate::routes::remediation::MAX_TEXT_CHARS),
+        Some(MAX_TEXT_CHARS),
         "Free text recorded in the ledger, not blank: at most 1024 characters, no control character but tab \
          and line feed, no bidirectional mark (422 otherwise).",
     );
@@ -240,7 +245,7 @@ mod tests {
 
     use super::*;
     use crate::routes::query::{HistoryCursor, NodeCursor};
-    use crate::routes::remediation::{MAX_ACTOR_CHARS, MAX_TEXT_CHARS, checked};
+    use crate::routes::remediation::checked;
 
     fn re(pattern: &str) -> regex::Regex {
         regex::Regex::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"))
