@@ -116,6 +116,11 @@ pub struct Internal(pub ErrorBody);
 #[derive(ToResponse)]
 pub struct NotReady(pub ErrorBody);
 
+/// The disk holding a store is full (`insufficient_storage`): nothing of
+/// the request was written; writes resume once space is freed.
+#[derive(ToResponse)]
+pub struct InsufficientStorage(pub ErrorBody);
+
 /// The parts of the document no route declares.
 #[derive(utoipa::OpenApi)]
 #[openapi(components(
@@ -128,7 +133,8 @@ pub struct NotReady(pub ErrorBody);
         Invalid,
         RateLimited,
         Internal,
-        NotReady
+        NotReady,
+        InsufficientStorage
     ),
     schemas(
         crate::routes::history::body::Envelope,

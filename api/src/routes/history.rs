@@ -249,6 +249,7 @@ pub async fn sessions(State(state): State<AppState>) -> ApiResult<Json<SessionLi
         (status = 409, response = crate::openapi::Conflict),
         (status = 413, response = crate::openapi::PayloadTooLarge),
         (status = 422, response = crate::openapi::Invalid),
+        (status = 507, response = crate::openapi::InsufficientStorage),
         (status = 500, response = crate::openapi::Internal),
         (status = 503, response = crate::openapi::NotReady),
     ),

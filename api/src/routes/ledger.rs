@@ -63,6 +63,7 @@ pub struct ExportedObject {
         (status = 401, response = crate::openapi::Unauthorized),
         (status = 409, description = "No bucket is configured (`conflict`); set `sau.audit_bucket`.", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 507, response = crate::openapi::InsufficientStorage),
         (status = 500, response = crate::openapi::Internal),
         (status = 502, description = "The bucket refused the write or could not be reached (`bad_gateway`); nothing was marked exported, the next run retries the same events.", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 503, response = crate::openapi::NotReady),
