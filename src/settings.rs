@@ -126,7 +126,21 @@ fn keep_hidden(patch: &mut Map<String, Value>) {
 /// table; on any error the file is unchanged.
 pub fn edit(path: &Path, patch: &Map<String, Value>) -> Result<(Config, toml::Table), ConfigError> {
     let _guard = EDITS.lock();
-    let mut doc: DocumentMut = read_text(path)?
+    let (text, config, table) = patched(path, &read_text(path)?, patch)?;
+    write_bytes_atomic(path, text.as_bytes())
+        .map_err(|e| ConfigError::Failed(format!("cannot write {}: {e}", path.display())))?;
+    Ok((config, table))
+}
+
+/// `patch` applied to `text`, the configuration file at `path` (named in
+/// errors): the new text, once it validates, with the configuration and
+/// the table it holds.
+pub fn patched(
+    path: &Path,
+    text: &str,
+    patch: &Map<String, Value>,
+) -> Result<(String, Config, toml::Table), ConfigError> {
+    let mut doc: DocumentMut = text
         .parse()
         .map_err(|e| ConfigError::Failed(format!("{} is not valid TOML: {e}", path.display())))?;
     // A file of comments only: they stay at the top, above what is added.
@@ -140,9 +154,7 @@ pub fn edit(path: &Path, patch: &Map<String, Value>) -> Result<(Config, toml::Ta
     let config = Config::validate_text(&text).map_err(|e| ConfigError::Invalid(format!("{e:#}")))?;
     let table: toml::Table = toml::from_str(&text)
         .map_err(|e| ConfigError::Invalid(format!("the merged configuration is not valid TOML: {e}")))?;
-    write_bytes_atomic(path, text.as_bytes())
-        .map_err(|e| ConfigError::Failed(format!("cannot write {}: {e}", path.display())))?;
-    Ok((config, table))
+    Ok((text, config, table))
 }
 
 /// `lead` above `body`, a blank line between them.

@@ -12,8 +12,8 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(crn) = Crn::parse(s) {
         let printed = crn.to_string();
-        let reparsed = Crn::parse(&printed)
-            .unwrap_or_else(|e| panic!("{printed:?} (printed from {s:?}) does not parse: {e}"));
+        let reparsed =
+            Crn::parse(&printed).unwrap_or_else(|e| panic!("{printed:?} (printed from {s:?}) does not parse: {e}"));
         assert_eq!(reparsed, crn, "{s:?} -> {printed:?} changed on reparse");
     }
 });

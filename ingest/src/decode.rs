@@ -639,6 +639,16 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    /// A decoder that reads every properties document through
+    /// `serde_json` alone, never the scanner: the reference a decoder must
+    /// land the same nodes as. For the fuzz targets.
+    #[doc(hidden)]
+    pub fn reference(interner: &'a Interner) -> Decoder<'a> {
+        let mut d = Decoder::new(interner);
+        d.tree_only = true;
+        d
+    }
+
     fn reject_node(&mut self, crn: &[u8], why: impl std::fmt::Display) {
         self.stats.rejected_nodes += 1;
         if self.stats.reasons.len() < KEPT_REASONS {

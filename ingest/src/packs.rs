@@ -127,26 +127,7 @@ fn valid_name(name: &str) -> bool {
 /// but the manifest, in name order; every rule must compile.
 pub fn read_pack(dir: &Path) -> Result<PackInfo, PackError> {
     let manifest_path = dir.join(MANIFEST);
-    let m: Manifest = serde_yaml_ng::from_str(&read_small(&manifest_path)?)
-        .map_err(|e| invalid(&manifest_path, format!("not a pack manifest: {}", yaml_error(&e))))?;
-    if m.kind != "policy" {
-        return Err(invalid(
-            &manifest_path,
-            format!("type is {:?}; a policy pack has type \"policy\"", m.kind),
-        ));
-    }
-    if !valid_name(&m.name) {
-        return Err(invalid(
-            &manifest_path,
-            format!("name {:?}: use 1 to 64 lowercase letters, digits, '-' or '_'", m.name),
-        ));
-    }
-    if !m.version.starts_with('v') {
-        return Err(invalid(
-            &manifest_path,
-            format!("version {:?} needs a leading 'v'", m.version),
-        ));
-    }
+    let m = manifest(&manifest_path, &read_small(&manifest_path)?)?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|source| PackError::Io {
             path: dir.to_owned(),
@@ -161,47 +142,99 @@ pub fn read_pack(dir: &Path) -> Result<PackInfo, PackError> {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(invalid(dir, "no rule files (*.yaml) beside the manifest"));
+        return Err(no_rule_files(dir));
     }
     let mut rules = Vec::new();
-    let origin = Origin::Pack(m.name.clone());
     for f in &files {
-        let parsed: RuleFile = serde_yaml_ng::from_str(&read_small(f)?)
-            .map_err(|e| invalid(f, format!("not a rule file: {}", yaml_error(&e))))?;
-        for r in parsed.rules {
-            let action = Action::parse(&r.action).ok_or_else(|| {
-                invalid(
-                    f,
-                    format!(
-                        "rule {:?}: unknown action {:?}; expected block, flag or warn",
-                        r.id, r.action
-                    ),
-                )
-            })?;
-            let mode = match r.mode.as_deref() {
-                None => Mode::Enforcing,
-                Some(s) => Mode::parse(s).ok_or_else(|| invalid(f, format!("rule {:?}: unknown mode {s:?}", r.id)))?,
-            };
-            let spec = RuleSpec {
-                id: r.id,
-                condition: r.condition,
-                action,
-                message: r.message,
-                mode,
-            };
-            if spec.id.contains('/') {
-                return Err(invalid(f, format!("rule id {:?} may not contain '/'", spec.id)));
-            }
-            let mut named = spec.clone();
-            named.id = format!("{}/{}", m.name, spec.id);
-            check_spec(None, &named, &origin, 0).map_err(|e| invalid(f, e.to_string()))?;
-            if rules.iter().any(|x: &RuleSpec| x.id == spec.id) {
-                return Err(invalid(f, format!("rule id {:?} appears twice in the pack", spec.id)));
-            }
-            rules.push(spec);
-        }
+        rules_of(&m, f, &read_small(f)?, &mut rules)?;
     }
-    Ok(PackInfo {
+    Ok(pack_info(m, rules))
+}
+
+/// [`read_pack`] on texts already read: the manifest's, and each rule
+/// file's with its path, in name order. For the fuzz targets.
+#[doc(hidden)]
+pub fn parse_pack(dir: &Path, manifest_text: &str, files: &[(PathBuf, String)]) -> Result<PackInfo, PackError> {
+    let m = manifest(&dir.join(MANIFEST), manifest_text)?;
+    if files.is_empty() {
+        return Err(no_rule_files(dir));
+    }
+    let mut rules = Vec::new();
+    for (f, text) in files {
+        rules_of(&m, f, text, &mut rules)?;
+    }
+    Ok(pack_info(m, rules))
+}
+
+fn no_rule_files(dir: &Path) -> PackError {
+    invalid(dir, "no rule files (*.yaml) beside the manifest")
+}
+
+/// The manifest `text` of the file at `path`, checked.
+fn manifest(path: &Path, text: &str) -> Result<Manifest, PackError> {
+    let m: Manifest =
+        serde_yaml_ng::from_str(text).map_err(|e| invalid(path, format!("not a pack manifest: {}", yaml_error(&e))))?;
+    if m.kind != "policy" {
+        return Err(invalid(
+            path,
+            format!("type is {:?}; a policy pack has type \"policy\"", m.kind),
+        ));
+    }
+    if !valid_name(&m.name) {
+        return Err(invalid(
+            path,
+            format!("name {:?}: use 1 to 64 lowercase letters, digits, '-' or '_'", m.name),
+        ));
+    }
+    if !m.version.starts_with('v') {
+        return Err(invalid(path, format!("version {:?} needs a leading 'v'", m.version)));
+    }
+    Ok(m)
+}
+
+/// Adds the rules of the rule file `f`, whose text is `text`, to `rules`:
+/// each must compile, and no id may be there already.
+fn rules_of(m: &Manifest, f: &Path, text: &str, rules: &mut Vec<RuleSpec>) -> Result<(), PackError> {
+    let origin = Origin::Pack(m.name.clone());
+    let parsed: RuleFile =
+        serde_yaml_ng::from_str(text).map_err(|e| invalid(f, format!("not a rule file: {}", yaml_error(&e))))?;
+    for r in parsed.rules {
+        let action = Action::parse(&r.action).ok_or_else(|| {
+            invalid(
+                f,
+                format!(
+                    "rule {:?}: unknown action {:?}; expected block, flag or warn",
+                    r.id, r.action
+                ),
+            )
+        })?;
+        let mode = match r.mode.as_deref() {
+            None => Mode::Enforcing,
+            Some(s) => Mode::parse(s).ok_or_else(|| invalid(f, format!("rule {:?}: unknown mode {s:?}", r.id)))?,
+        };
+        let spec = RuleSpec {
+            id: r.id,
+            condition: r.condition,
+            action,
+            message: r.message,
+            mode,
+        };
+        if spec.id.contains('/') {
+            return Err(invalid(f, format!("rule id {:?} may not contain '/'", spec.id)));
+        }
+        let mut named = spec.clone();
+        named.id = format!("{}/{}", m.name, spec.id);
+        check_spec(None, &named, &origin, 0).map_err(|e| invalid(f, e.to_string()))?;
+        if rules.iter().any(|x: &RuleSpec| x.id == spec.id) {
+            return Err(invalid(f, format!("rule id {:?} appears twice in the pack", spec.id)));
+        }
+        rules.push(spec);
+    }
+    Ok(())
+}
+
+fn pack_info(m: Manifest, rules: Vec<RuleSpec>) -> PackInfo {
+    PackInfo {
         pack: Pack {
             name: m.name,
             version: m.version,
@@ -209,7 +242,7 @@ pub fn read_pack(dir: &Path) -> Result<PackInfo, PackError> {
         },
         description: m.description,
         author: m.author,
-    })
+    }
 }
 
 /// Checks the pack at `src` and copies it to `<policies>/<name>/`,

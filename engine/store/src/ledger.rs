@@ -14,7 +14,9 @@
 //! Layout of the file: `ledger/tables.rs`. Byte format and hash:
 //! `ledger/codec.rs`.
 
-mod codec;
+/// The stored form of one event. Public for the fuzz targets only.
+#[doc(hidden)]
+pub mod codec;
 pub mod events;
 mod postings;
 mod query;

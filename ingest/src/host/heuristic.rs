@@ -97,14 +97,7 @@ impl HeuristicPlugin {
             Ok(Err(status)) => return Err(HostError::rpc(&self.name, "Metadata", &status)),
             Ok(Ok(r)) => r.into_inner(),
         };
-        let spec = AnalyzerSpec {
-            name: reply.name,
-            description: reply.description,
-            version: reply.version,
-            resource_type_filter: reply.resource_type_filter,
-            required_properties: reply.required_properties,
-            preferred_batch_size: reply.preferred_batch_size,
-        };
+        let spec = spec_from_wire(reply);
         tracing::info!(plugin = %self.name, rule = %spec.name, version = %spec.version,
             types = ?spec.resource_type_filter, properties = ?spec.required_properties,
             batch = spec.batch_size(), "heuristic plugin ready");
@@ -208,7 +201,24 @@ fn to_wire(b: AnalyzeBatch) -> hpb::NodeBatch {
     }
 }
 
-fn from_wire(f: hpb::HeuristicFinding) -> PluginFinding {
+/// A plugin's `Metadata` answer as the engine takes it. Public for the
+/// fuzz targets.
+#[doc(hidden)]
+pub fn spec_from_wire(reply: hpb::MetadataResponse) -> AnalyzerSpec {
+    AnalyzerSpec {
+        name: reply.name,
+        description: reply.description,
+        version: reply.version,
+        resource_type_filter: reply.resource_type_filter,
+        required_properties: reply.required_properties,
+        preferred_batch_size: reply.preferred_batch_size,
+    }
+}
+
+/// One of a plugin's findings as the engine takes it, unchecked. Public
+/// for the fuzz targets.
+#[doc(hidden)]
+pub fn from_wire(f: hpb::HeuristicFinding) -> PluginFinding {
     PluginFinding {
         crn: f.crn,
         is_waste: f.is_waste,

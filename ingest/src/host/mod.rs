@@ -31,6 +31,8 @@ pub use handshake::{Handshake, HandshakeError, Net, parse_handshake};
 pub use heuristic::HeuristicPlugin;
 pub use launch::{LaunchOptions, PluginProcess};
 pub use manifest::{Category, Manifest, PackageType, Pricing, PricingModel, Role, write_manifest_for};
+#[doc(hidden)]
+pub use scan_call::read_body;
 pub use source::{BATCH_ROWS, PluginSource, SourceOptions};
 
 /// Why a plugin could not be verified, launched or called.

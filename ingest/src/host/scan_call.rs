@@ -10,6 +10,8 @@
 //! over HTTP/2 (length-prefixed messages, `grpc-status` in the trailers, or
 //! in the headers of a trailers-only response).
 
+use std::future::Future;
+
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use http_body_util::BodyExt;
 use prost::Message;
@@ -202,6 +204,35 @@ impl Responses {
             };
         }
         Err(missing_status(self.http_status))
+    }
+}
+
+/// The messages a `Scan` response body yields and how its stream ends,
+/// read as [`Responses::message`] reads a plugin's: DATA `frames` in
+/// order, then trailers with `grpc-status` `status` (none when `None`).
+/// For the fuzz targets, which cut arbitrary bytes into frames.
+#[doc(hidden)]
+pub fn read_body(frames: Vec<Bytes>, status: Option<u16>, max_message: usize) -> (Vec<Bytes>, Result<(), Status>) {
+    let mut body: Vec<Result<http_body::Frame<Bytes>, Status>> =
+        frames.into_iter().map(|f| Ok(http_body::Frame::data(f))).collect();
+    if let Some(code) = status {
+        let mut trailers = HeaderMap::new();
+        trailers.insert("grpc-status", HeaderValue::from(code));
+        body.push(Ok(http_body::Frame::trailers(trailers)));
+    }
+    let body = Body::new(http_body_util::StreamBody::new(tokio_stream::iter(body)));
+    let mut responses = Responses::new(http::Response::new(body), max_message, false);
+    let mut messages = Vec::new();
+    // Every frame is ready: each read completes on its first poll.
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        let next = std::pin::pin!(responses.message()).poll(&mut cx);
+        match next {
+            std::task::Poll::Ready(Ok(Some(m))) => messages.push(m),
+            std::task::Poll::Ready(Ok(None)) => return (messages, Ok(())),
+            std::task::Poll::Ready(Err(e)) => return (messages, Err(e)),
+            std::task::Poll::Pending => return (messages, Err(Status::internal("a ready body was pending"))),
+        }
     }
 }
 

@@ -184,7 +184,9 @@ impl<'t> Postings<'t> {
         self.pending.sort_unstable();
         let key = self.pending.iter().map(|p| p.1).max().unwrap_or(0);
         self.recent.insert(key, encode(&self.pending).as_slice())?;
-        let count = recent_count + self.pending.len() as u64;
+        // The count is read from the file: one past any limit only brings
+        // the compaction (which starts it over) forward.
+        let count = recent_count.saturating_add(self.pending.len() as u64);
         self.pending.clear();
         if count >= COMPACT_POSTINGS || self.recent.len()? >= COMPACT_ROWS {
             self.compact()?;

@@ -189,6 +189,30 @@ fn overwrite(path: &Path, seq: u64, bytes: &[u8]) {
     txn.commit().unwrap();
 }
 
+/// Sets the first ordinal of every type-index block of `event_type`,
+/// through redb, bypassing the ledger.
+fn set_first_ordinal(path: &Path, event_type: &str, ordinal: u64) {
+    let db = Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut index = txn.open_table(tables::BY_TYPE).unwrap();
+        let blocks: Vec<(u64, Vec<u8>)> = index
+            .range((event_type, 0)..=(event_type, u64::MAX))
+            .unwrap()
+            .map(|item| {
+                let (k, v) = item.unwrap();
+                (k.value().1, v.value().to_vec())
+            })
+            .collect();
+        assert!(!blocks.is_empty());
+        for (key, mut block) in blocks {
+            block[..8].copy_from_slice(&ordinal.to_le_bytes());
+            index.insert((event_type, key), block.as_slice()).unwrap();
+        }
+    }
+    txn.commit().unwrap();
+}
+
 #[test]
 fn a_broken_chain_found_by_verify_stops_appends_and_prunes() {
     let f = ledger_of(7);
@@ -272,4 +296,30 @@ fn the_highest_recorded_scan_is_kept_in_the_head_records() {
     assert_eq!(l.recorded_scan_seq().unwrap(), 5);
     drop(l);
     assert_eq!(f.open("s2").recorded_scan_seq().unwrap(), 5, "durable");
+}
+
+#[test]
+fn a_type_index_ordinal_with_no_room_left_is_reported_as_corrupt() {
+    let f = ledger_of(3);
+    set_first_ordinal(&f.path, "SCAN_COMPLETED", u64::MAX - 1);
+    let l = f.open("s2");
+    let corrupt = |e: &LedgerError| e.to_string().contains("type index");
+    // An append of the type counts on from the last ordinal.
+    match l.append(vec![ev("SCAN_COMPLETED", None)]) {
+        Err(e @ LedgerError::Write(_)) if corrupt(&e) => {}
+        other => panic!("an append past the last ordinal: {other:?}"),
+    }
+    // A count of the type reads ordinals inside the block.
+    let q = HistoryQuery {
+        event_type: Some("SCAN_COMPLETED".into()),
+        limit: 10,
+        ..HistoryQuery::default()
+    };
+    match l.query(&q) {
+        Err(e @ LedgerError::Corrupt(_)) if corrupt(&e) => {}
+        other => panic!("a count past the last ordinal: {other:?}"),
+    }
+    // Other types, and the chain, are untouched.
+    assert_eq!(l.append(vec![ev("POLICY_CHANGED", None)]).unwrap()[0].seq, 4);
+    assert!(l.verify().unwrap().ok);
 }

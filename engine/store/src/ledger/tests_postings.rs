@@ -287,3 +287,34 @@ fn a_file_of_an_unknown_format_is_refused() {
     let err = Ledger::open(&f.path, "s2", f.clock.clone()).err().unwrap();
     assert!(err.to_string().contains("unsupported ledger format 3"), "{err}");
 }
+
+/// A postings count in `meta` with no room left to count on (the file
+/// altered or damaged): the next commit compacts early and starts the
+/// count over; nothing is lost and every posting is still found.
+#[test]
+fn a_postings_count_at_its_largest_only_brings_the_compaction_forward() {
+    let f = Fixture::new();
+    let l = f.open("s1");
+    l.append((0..20).map(mixed).collect()).unwrap();
+    drop(l);
+    {
+        let db = Database::open(&f.path).unwrap();
+        let txn = db.begin_write().unwrap();
+        tables::write_crn_recent(&mut txn.open_table(tables::META).unwrap(), u64::MAX).unwrap();
+        txn.commit().unwrap();
+    }
+    let l = f.open("s2");
+    l.append((20..30).map(mixed).collect()).unwrap();
+    let all = l.events_after(0, usize::MAX).unwrap();
+    for c in [0, 7, 25] {
+        let crn = crn_of(c).unwrap();
+        let expected: Vec<&Event> = all.iter().rev().filter(|e| e.crn == crn).collect();
+        let (events, total) = l.resource(&crn, 5).unwrap();
+        assert_eq!((events.iter().collect::<Vec<_>>(), total), (expected, 1));
+    }
+    assert!(l.verify().unwrap().ok);
+    drop(l);
+    let (stored, recent_rows) = stored_postings(&f.path);
+    assert_eq!(stored, expected_postings(&all));
+    assert_eq!(recent_rows, 0, "the commit compacted crn_recent into a run");
+}

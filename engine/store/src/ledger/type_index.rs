@@ -44,6 +44,19 @@ impl<'a> Block<'a> {
         self.word(0)
     }
 
+    /// The ordinal of the block's `i`-th seq (`i` may be its length: one
+    /// past the last); an error when a stored first ordinal leaves no room
+    /// for it.
+    fn ordinal(&self, i: usize, t: &str, key: u64) -> Result<u64, LedgerError> {
+        self.first_ordinal().checked_add(i as u64).ok_or_else(|| {
+            LedgerError::Corrupt(format!(
+                "type index block ({t:?}, {key}): first ordinal {} leaves no room for its {} seqs",
+                self.first_ordinal(),
+                self.len()
+            ))
+        })
+    }
+
     fn len(&self) -> usize {
         self.bytes.len() / 8 - 1
     }
@@ -81,8 +94,10 @@ pub fn last_ordinal<T: ReadableTable<Key, &'static [u8]>>(index: &T, t: &str) ->
     match index.range((t, 0u64)..=(t, u64::MAX))?.next_back() {
         Some(item) => {
             let (k, v) = item?;
-            let b = Block::new(v.value(), t, k.value().1)?;
-            Ok(b.first_ordinal() + b.len() as u64 - 1)
+            let key = k.value().1;
+            let b = Block::new(v.value(), t, key)?;
+            // `Block::new` saw at least one seq.
+            b.ordinal(b.len() - 1, t, key)
         }
         None => Ok(0),
     }
@@ -94,11 +109,22 @@ fn ordinal_from<T: ReadableTable<Key, &'static [u8]>>(index: &T, t: &str, seq: u
     match index.range((t, seq)..=(t, u64::MAX))?.next() {
         Some(item) => {
             let (k, v) = item?;
-            let b = Block::new(v.value(), t, k.value().1)?;
-            Ok(b.first_ordinal() + b.lower_bound(seq) as u64)
+            let key = k.value().1;
+            let b = Block::new(v.value(), t, key)?;
+            b.ordinal(b.lower_bound(seq), t, key)
         }
-        None => Ok(last_ordinal(index, t)? + 1),
+        None => next_ordinal(last_ordinal(index, t)?, t),
     }
+}
+
+/// The ordinal after `last`, of type `t`; an error when a stored ordinal
+/// left none.
+fn next_ordinal(last: u64, t: &str) -> Result<u64, LedgerError> {
+    last.checked_add(1).ok_or_else(|| {
+        LedgerError::Corrupt(format!(
+            "type index for {t:?}: ordinal {last} leaves no room for another event"
+        ))
+    })
 }
 
 /// How many events of type `t` have a seq in `lo..hi`.
@@ -215,11 +241,11 @@ impl<'t> Types<'t> {
     pub fn add(&mut self, t: &str, seq: u64) -> Result<(), LedgerError> {
         let ord = match self.last.get_mut(t) {
             Some(v) => {
-                *v += 1;
+                *v = next_ordinal(*v, t)?;
                 *v
             }
             None => {
-                let v = last_ordinal(&self.index, t)? + 1;
+                let v = next_ordinal(last_ordinal(&self.index, t)?, t)?;
                 self.last.insert(t.to_owned(), v);
                 v
             }
@@ -255,10 +281,12 @@ impl<'t> Types<'t> {
                     let key = k.value().1;
                     let b = Block::new(v.value(), t, key)?;
                     let from = b.lower_bound(through.saturating_add(1));
-                    (from > 0).then(|| {
+                    if from > 0 {
                         let seqs: Vec<u64> = (from..b.len()).map(|i| b.seq(i)).collect();
-                        (key, encode(b.first_ordinal() + from as u64, &seqs))
-                    })
+                        Some((key, encode(b.ordinal(from, t, key)?, &seqs)))
+                    } else {
+                        None
+                    }
                 }
                 None => None,
             };

@@ -1,0 +1,17 @@
+//! What the daemon's configuration sources (`src/config.rs`,
+//! `src/settings.rs`) use of `svc-api`, compiled from `svc-api`'s own files
+//! as they are: the configuration service's error and trait, and the
+//! export settings with the bucket parser. The `config_toml` target gets
+//! it under the name `svc_api`, without the rest of that crate (the HTTP
+//! server, the object store clients and their TLS stacks), which only
+//! slows the fuzz build.
+
+#[path = "../../../api/src/config.rs"]
+pub mod config;
+
+#[path = "../../../api/src/export/settings.rs"]
+mod export_settings;
+
+pub mod export {
+    pub use crate::export_settings::*;
+}
