@@ -24,12 +24,40 @@ pub async fn reject_oversized(req: axum::extract::Request, next: axum::middlewar
         .and_then(|v| v.trim().parse::<u64>().ok())
         .or_else(|| axum::body::HttpBody::size_hint(req.body()).exact());
     match declared {
-        Some(n) if n > MAX_BODY_BYTES as u64 => ApiError::payload_too_large(format!(
-            "the request body of {n} bytes is over the limit of {MAX_BODY_BYTES} bytes"
-        ))
-        .into_response(),
+        Some(n) if n > MAX_BODY_BYTES as u64 => {
+            // A client that sends the body without waiting would see its
+            // connection reset instead of the answer: a body up to
+            // [`DRAIN_BYTES`] is read and dropped first.
+            if n <= DRAIN_BYTES {
+                drain(req.into_body()).await;
+            }
+            ApiError::payload_too_large(format!(
+                "the request body of {n} bytes is over the limit of {MAX_BODY_BYTES} bytes"
+            ))
+            .into_response()
+        }
         _ => next.run(req).await,
     }
+}
+
+/// Largest refused body read to its end before the 413 is sent; a larger
+/// one is answered at once and its connection closed.
+pub const DRAIN_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads `body` to its end (at most [`DRAIN_BYTES`] and 10 s), keeping nothing.
+async fn drain(body: axum::body::Body) {
+    use futures::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut read = 0u64;
+    let reading = async {
+        while let Some(Ok(data)) = stream.next().await {
+            read += data.len() as u64;
+            if read > DRAIN_BYTES {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(10), reading).await;
 }
 
 use crate::wire::{JsonObject, listed_str};
