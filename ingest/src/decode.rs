@@ -15,7 +15,7 @@ use std::hash::BuildHasher;
 
 use rustc_hash::FxBuildHasher;
 use serde_json::Value;
-use svc_engine::crn::{CrnError, CrnRef};
+use svc_engine::crn::{CrnError, CrnRef, MAX_CRN_LEN};
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, SharedProps};
 use svc_engine::props::PropWriter;
 use svc_engine::relation::{MappedRelation, map_relation};
@@ -77,7 +77,9 @@ struct Symbols<'a> {
     types: HashMap<(Sym, Sym), Sym, FxBuildHasher>,
     /// A plugin-form CRN's fixed-segment symbols and type by its text
     /// before the id, which thousands of a scan's CRNs share (see [`crn`]).
-    prefixes: HashMap<Box<[u8]>, Prefix, FxBuildHasher>,
+    /// With each, how much longer than the CRN its graph form is (`svc:`
+    /// when it lacks it, and the service segment), for the length limit.
+    prefixes: HashMap<Box<[u8]>, (Prefix, usize), FxBuildHasher>,
     /// The same for graph-form CRNs, piece by piece.
     pieces: KnownPieces,
 }
@@ -192,8 +194,11 @@ impl Symbols<'_> {
                 }
             }
             Some(crn::Split::Plugin(prefix, id)) => {
-                if let Some(p) = self.prefixes.get(prefix) {
-                    return Ok((*p, id));
+                // One too long in graph form is left to the full parse, which refuses it.
+                if let Some(&(p, longer)) = self.prefixes.get(prefix)
+                    && bytes.len() + longer <= MAX_CRN_LEN
+                {
+                    return Ok((p, id));
                 }
             }
             None => {}
@@ -212,7 +217,8 @@ impl Symbols<'_> {
                 if self.prefixes.len() >= LOCAL_SYMBOLS {
                     self.prefixes.clear();
                 }
-                self.prefixes.insert(prefix.as_bytes().into(), p);
+                let longer = parsed.graph_len().saturating_sub(text.len());
+                self.prefixes.insert(prefix.as_bytes().into(), (p, longer));
             }
             _ => {}
         }

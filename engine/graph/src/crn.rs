@@ -52,7 +52,9 @@ pub enum CrnError {
     TooLong { input: String, max: usize },
 }
 
-/// The longest CRN accepted, in bytes.
+/// The longest CRN accepted, in bytes, measured in graph form (with `svc`
+/// and the service segment), the form it is stored and printed in: a CRN
+/// accepted in a shorter form prints to text that parses again.
 pub const MAX_CRN_LEN: usize = 2048;
 
 const FIXED: [&str; 5] = ["provider", "region", "service", "kind", "account"];
@@ -207,7 +209,19 @@ impl<'a> CrnRef<'a> {
         )
     }
 
+    /// The length of the graph form, `crn:svc:` and the six segments.
+    pub fn graph_len(&self) -> usize {
+        let fixed = [self.provider, self.region, self.service, self.kind, self.account];
+        "crn:svc:".len() + fixed.iter().map(|s| s.len() + 1).sum::<usize>() + self.id.len()
+    }
+
     fn validate(&self, input: &str) -> Result<(), CrnError> {
+        if self.graph_len() > MAX_CRN_LEN {
+            return Err(CrnError::TooLong {
+                input: truncate(input),
+                max: MAX_CRN_LEN,
+            });
+        }
         let fixed = [self.provider, self.region, self.service, self.kind, self.account];
         for (value, name) in fixed.iter().zip(FIXED) {
             if value.is_empty() {
@@ -427,6 +441,42 @@ mod tests {
         ));
         assert!(matches!(Crn::parse(&"x".repeat(5000)), Err(CrnError::TooLong { .. })));
         assert!(Crn::parse("").is_err());
+    }
+
+    /// The limit holds for the graph form: a CRN written without `svc`, or
+    /// in plugin form, is accepted only when the text it prints as (longer
+    /// by `svc:` and the service segment) parses again.
+    #[test]
+    fn the_length_limit_is_the_graph_form_s() {
+        let id_of = |prefix: &str, total: usize| "x".repeat(total - prefix.len());
+        for (short, graph_prefix) in [
+            ("crn:aws:us-east-1:ec2:volume:1:", "crn:svc:aws:us-east-1:ec2:volume:1:"),
+            ("crn:aws:us-east-1:1:volume:", "crn:svc:aws:us-east-1:ec2:volume:1:"),
+            ("crn:svc:aws:us-east-1:1:volume:", "crn:svc:aws:us-east-1:ec2:volume:1:"),
+            ("crn:svc:gcp:r:1:widget:", "crn:svc:gcp:r:widget:widget:1:"),
+        ] {
+            // Exactly at the limit in graph form: accepted, and it prints
+            // to text at the limit that parses to the same CRN.
+            let fits = format!("{short}{}", id_of(graph_prefix, MAX_CRN_LEN));
+            let c = Crn::parse(&fits).unwrap_or_else(|e| panic!("{short}: {e}"));
+            let printed = c.to_string();
+            assert_eq!(printed.len(), MAX_CRN_LEN, "{short}");
+            assert_eq!(Crn::parse(&printed), Ok(c));
+            // One byte more in graph form: refused, though the text is shorter.
+            let over = format!("{short}{}", id_of(graph_prefix, MAX_CRN_LEN + 1));
+            assert!(over.len() <= MAX_CRN_LEN, "{short}");
+            assert!(
+                matches!(Crn::parse(&over), Err(CrnError::TooLong { .. })),
+                "{short}: {:?}",
+                Crn::parse(&over)
+            );
+            assert!(matches!(CrnRef::parse(&over), Err(CrnError::TooLong { .. })));
+        }
+        let plugin = format!(
+            "crn:svc:aws:us-east-1:1:volume:{}",
+            id_of("crn:svc:aws:us-east-1:ec2:volume:1:", MAX_CRN_LEN + 1)
+        );
+        assert!(matches!(Crn::parse_plugin_form(&plugin), Err(CrnError::TooLong { .. })));
     }
 
     fn seg() -> impl Strategy<Value = String> {

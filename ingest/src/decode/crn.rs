@@ -149,15 +149,19 @@ impl<'a> Split<'a> {
 /// following the fifth colon, and exactly five the plugin form, the id
 /// following the fourth), when its id is one the fast path may answer for
 /// ([`plain_id`]); `None` sends it to [`CrnRef::parse`]. Whether the fixed
-/// segments are valid is not checked: whether a split CRN parses depends
-/// on them alone, so a prefix or piece taken from a CRN that parsed is
-/// valid in any other.
+/// segments are valid is not checked: whether a split graph-form CRN
+/// parses depends on them alone (one too long once `svc:` is added is not
+/// split), so a piece taken from a CRN that parsed is valid in any other;
+/// a plugin-form one also needs its graph form, longer by a length its
+/// prefix decides, within [`MAX_CRN_LEN`], which the caller checks.
 pub(super) fn split(text: &[u8]) -> Option<Split<'_>> {
     if text.len() > MAX_CRN_LEN {
         return None;
     }
     let id = |at: usize| text.get(at..).and_then(plain_id);
     Some(match segment_colons(text)? {
+        // Without `svc:`, the graph form is that much longer.
+        (at, _, 5) if text.len() + ("crn:svc:".len() - at) > MAX_CRN_LEN => return None,
         (at, [_, second, _, fourth, fifth], 5) => Split::Graph(Pieces {
             place: text.get(at..second)?,
             kind: text.get(second + 1..fourth)?,
@@ -209,6 +213,13 @@ mod tests {
                     }
                 }
             }
+            (Some(split @ Split::Plugin(..)), Err(CrnError::TooLong { .. })) => {
+                // Too long in graph form, by the length of its id: the
+                // same prefix with a one-byte id parses.
+                let short = format!("{}i", &text[..text.len() - split.id().len()]);
+                let (crn, _) = parse(&short).unwrap_or_else(|e| panic!("{short:?}: {e}"));
+                assert!(crn.graph_len() - 1 + split.id().len() > MAX_CRN_LEN, "{text:?}");
+            }
             (Some(split), Err(_)) => {
                 // Whether it parses depends on its fixed segments alone.
                 let other = format!("{}other-id", &text[..text.len() - split.id().len()]);
@@ -256,6 +267,25 @@ mod tests {
         let long = format!("crn:svc:aws:us-east-1:1:volume:{}", "x".repeat(MAX_CRN_LEN));
         assert_eq!(split(long.as_bytes()), None);
         assert!(CrnRef::parse(&long).is_err());
+        // At the limit in graph form, and one byte past it, in each form.
+        for prefix in [
+            "crn:svc:aws:us-east-1:ec2:volume:1:",
+            "crn:aws:us-east-1:ec2:volume:1:",
+            "crn:svc:aws:us-east-1:1:volume:",
+            "crn:aws:us-east-1:1:volume:",
+            "crn:gcp:r:1:widget:",
+        ] {
+            for graph_len in [MAX_CRN_LEN - 1, MAX_CRN_LEN, MAX_CRN_LEN + 1] {
+                let extra = CrnRef::parse(&format!("{prefix}i")).unwrap().graph_len() - prefix.len() - 1;
+                let text = format!("{prefix}{}", "x".repeat(graph_len - extra - prefix.len()));
+                assert_eq!(
+                    CrnRef::parse(&text).is_ok(),
+                    graph_len <= MAX_CRN_LEN,
+                    "{prefix} {graph_len}"
+                );
+                agrees(&text);
+            }
+        }
     }
 
     #[test]

@@ -773,3 +773,43 @@ fn remembered_keys_tags_and_relations_stay_within_their_limits() {
     assert_eq!(d.stats.unknown_relations.get(&long), Some(&2));
     assert!(d.relations.get(b"USES").is_some() && d.relations.get(long.as_bytes()).is_none());
 }
+
+/// A CRN is accepted when its graph form, in which it lands and prints,
+/// is within the limit, also when a warm decoder knows its prefix or its
+/// pieces: written without `svc` or in plugin form, the text may be
+/// shorter than the limit and its graph form longer.
+#[test]
+fn crns_within_the_limit_only_in_a_shorter_form_are_refused_warm_or_cold() {
+    let i = Arc::new(Interner::new());
+    let mut warm = Decoder::new(&i);
+    let mut nodes = NodeBatch::default();
+    for (prefix, fill) in [
+        ("crn:aws:us-east-1:ec2:volume:1:", "w"),
+        ("crn:svc:aws:us-east-1:1:volume:", "x"),
+        ("crn:aws:us-east-1:1:volume:", "y"),
+        ("crn:svc:gcp:r:1:widget:", "z"),
+    ] {
+        // The decoder learns the prefix (or the pieces) from a short one.
+        let short = node(&format!("{prefix}known-{fill}"), "{}", 1.0);
+        assert_eq!(warm.node((&short).into(), &mut nodes), Ok(true), "{prefix}");
+        let extra = Crn::parse(&format!("{prefix}i")).unwrap().to_string().len() - prefix.len() - 1;
+        for graph_len in [MAX_CRN_LEN, MAX_CRN_LEN + 1] {
+            let text = format!("{prefix}{}", fill.repeat(graph_len - extra - prefix.len()));
+            assert!(text.len() <= MAX_CRN_LEN);
+            let n = node(&text, "{}", 1.0);
+            let want = Crn::parse(&text).is_ok();
+            assert_eq!(want, graph_len <= MAX_CRN_LEN);
+            assert_eq!(warm.node((&n).into(), &mut nodes), Ok(want), "{prefix} {graph_len}");
+            let mut cold = Decoder::new(&i);
+            assert_eq!(cold.node((&n).into(), &mut NodeBatch::default()), Ok(want));
+        }
+    }
+    let mut g = Graph::new(i.clone());
+    g.ingest_nodes(&[nodes], 1, 1);
+    assert_eq!(g.nodes().count(), 8);
+    for n in g.nodes() {
+        let crn = n.crn();
+        assert!(crn.len() <= MAX_CRN_LEN);
+        assert_eq!(Crn::parse(&crn).map(|c| c.to_string()), Ok(crn.clone()));
+    }
+}
