@@ -804,7 +804,9 @@ impl<'a> Decoder<'a> {
             None => {
                 sorted.clear();
                 sorted.extend_from_slice(entries);
-                json::sort_dedup(doc, sorted);
+                if !json::sort_dedup(doc, sorted) {
+                    return false;
+                }
                 match memo.find_sorted(sorted, doc) {
                     Some(at) => {
                         std::mem::swap(entries, sorted);
@@ -821,6 +823,11 @@ impl<'a> Decoder<'a> {
                 }
             }
         };
+        // Values of a repeated key but the last are not kept, yet
+        // serde_json reads them, and one it refuses fails the document.
+        if order.len() < entries.len() && !json::dropped_read(doc, entries, order) {
+            return false;
+        }
         let sorted = in_key_order(entries, order);
         for (i, (e, role)) in sorted.zip(memo.roles(at)).enumerate() {
             let sym = match *role {

@@ -471,7 +471,8 @@ pub fn object<'d>(
 
 /// The entries of the object at `range` of `doc` (a [`Tok::Nested`]
 /// already checked by [`object`]), sorted as [`sort_dedup`] leaves them;
-/// `None` when it is not an object or needs `serde_json`.
+/// `None` when it is not an object or needs `serde_json` (also to refuse
+/// a value a repeated key replaces).
 pub fn nested_object(doc: &str, range: Range, out: &mut Vec<Entry>) -> Option<()> {
     out.clear();
     let mut s = Scanner {
@@ -480,26 +481,56 @@ pub fn nested_object(doc: &str, range: Range, out: &mut Vec<Entry>) -> Option<()
         known: "",
     };
     s.entries(out, None)?;
-    sort_dedup(doc, out);
-    Some(())
+    sort_dedup(doc, out).then_some(())
 }
 
 /// Sorts `out` by key, keeping the last of equal keys, as `serde_json::Map` holds them.
-pub fn sort_dedup(doc: &str, out: &mut Vec<Entry>) {
+/// `false` when a value it drops is one `serde_json` refuses ([`reads`]).
+pub fn sort_dedup(doc: &str, out: &mut Vec<Entry>) -> bool {
     if out.is_sorted_by(|a, b| a.key.bytes(doc) < b.key.bytes(doc)) {
-        return;
+        return true;
     }
     // Stable: among equal keys the last one written stays last.
     out.sort_by(|a, b| a.key.bytes(doc).cmp(b.key.bytes(doc)));
     let mut w = 0;
+    let mut read = true;
     for r in 0..out.len() {
         if r + 1 < out.len() && out[r + 1].key.bytes(doc) == out[r].key.bytes(doc) {
+            read &= reads(doc, out[r].value);
             continue;
         }
         out[w] = out[r];
         w += 1;
     }
     out.truncate(w);
+    read
+}
+
+/// Whether `serde_json` reads the values of `entries` (in document order)
+/// that the key order `kept` (positions in `entries`) leaves out: those of
+/// a repeated key but the last ([`reads`]).
+pub fn dropped_read(doc: &str, entries: &[Entry], kept: &[u32]) -> bool {
+    entries
+        .iter()
+        .enumerate()
+        .all(|(i, e)| kept.contains(&(i as u32)) || reads(doc, e.value))
+}
+
+/// Whether `serde_json` reads `value` of `doc`. It reads every value of a
+/// document, also one that a later value of the same key replaces, and
+/// refuses some the scanner only checks the grammar of: a number out of
+/// range, a lone surrogate in an escaped string, either inside a nested
+/// value.
+fn reads(doc: &str, value: Tok) -> bool {
+    let text = match value {
+        Tok::Number(r) | Tok::Nested(r) => r.of(doc),
+        // With its quotes.
+        Tok::Str(r, true) => doc
+            .get((r.start as usize).saturating_sub(1)..r.end as usize + 1)
+            .unwrap_or_default(),
+        Tok::Null | Tok::Bool(_) | Tok::Int(_) | Tok::Float(_) | Tok::Str(_, false) => return true,
+    };
+    serde_json::from_str::<serde_json::Value>(text).is_ok()
 }
 
 #[cfg(test)]

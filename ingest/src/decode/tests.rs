@@ -813,3 +813,58 @@ fn crns_within_the_limit_only_in_a_shorter_form_are_refused_warm_or_cold() {
         assert_eq!(Crn::parse(&crn).map(|c| c.to_string()), Ok(crn.clone()));
     }
 }
+
+/// `serde_json` reads every value of a document, also one that a later
+/// value of the same key replaces: a document whose replaced value it
+/// refuses (a number out of range, a lone surrogate, either inside an
+/// array or object, at the top or in the tags) is refused as it refuses
+/// it, by a fresh decoder and by one that knows the document's keys and
+/// their order.
+#[test]
+fn a_replaced_value_serde_json_refuses_fails_the_document_as_it_does() {
+    let refused = [
+        r#"{"f":1.5e78901,"f":1}"#,
+        r#"{"f":-1e400,"g":2,"f":"x"}"#,
+        r#"{"a":"\ud800","a":1}"#,
+        r#"{"a":[1,1e999],"b":0,"a":null}"#,
+        r#"{"a":{"b":"\udc00"},"a":{}}"#,
+        r#"{"tags":{"k":1e999,"k":"v"}}"#,
+        r#"{"state":"on","tags":{"k":"\ud800x","k":"v"}}"#,
+    ];
+    for doc in refused {
+        assert!(!same_bytes_both_ways(doc.as_bytes()), "{doc}");
+    }
+    // Replaced values serde_json reads do not fail it.
+    for doc in [
+        r#"{"f":1.5e308,"f":1}"#,
+        r#"{"f":1e-400,"f":1}"#,
+        r#"{"a":"\ud83d\ude00","a":[1e3,{"x":"\u00e9"}],"a":2}"#,
+        r#"{"tags":{"k":12345678901234567890123,"k":"v"}}"#,
+    ] {
+        assert!(same_bytes_both_ways(doc.as_bytes()), "{doc}");
+    }
+    // A warm decoder that learned the same keys, in the same order, from
+    // a document it landed.
+    let i = Arc::new(Interner::new());
+    let mut warm = Decoder::new(&i);
+    let mut nodes = NodeBatch::default();
+    for bad in refused {
+        let good = bad
+            .replace("1.5e78901", "1.5")
+            .replace("-1e400", "-1")
+            .replace("1e999", "1")
+            .replace("\\ud800", "u")
+            .replace("\\udc00", "u");
+        assert_eq!(
+            warm.node((&node(VOL, &good, 1.0)).into(), &mut nodes),
+            Ok(true),
+            "{good}"
+        );
+        let mut cold = Decoder::reference(&i);
+        let want = cold.node((&node(VOL, bad, 1.0)).into(), &mut NodeBatch::default());
+        assert_eq!(want, Ok(false), "{bad}");
+        let before = warm.stats.reasons.len();
+        assert_eq!(warm.node((&node(VOL, bad, 1.0)).into(), &mut nodes), want, "{bad}");
+        assert_eq!(warm.stats.reasons[before..], cold.stats.reasons[..], "{bad}");
+    }
+}
