@@ -6,6 +6,7 @@ mod ledger;
 mod output;
 mod policy;
 mod remediation;
+mod soak;
 mod verbs;
 
 use std::net::SocketAddr;
@@ -134,6 +135,11 @@ enum Command {
         #[command(subcommand)]
         command: LedgerCommand,
     },
+    /// Load generators that measure a daemon.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
     /// Ledger history, newest first.
     History {
         #[command(flatten)]
@@ -151,6 +157,14 @@ enum Command {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCommand {
+    /// Run a daemon for a long time under scans, API readers and
+    /// WebSocket clients, with a burst of readers near the end; print its
+    /// resident memory every minute.
+    Soak(soak::SoakArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -494,6 +508,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             LedgerCommand::Verify { remote, file } => ledger::verify(&remote, file.as_deref()).await,
             LedgerCommand::Tail { remote, lines, follow } => ledger::tail(&remote, lines, follow).await,
             LedgerCommand::Export { remote } => ledger::export(&remote).await,
+        },
+        Command::Bench { command } => match command {
+            BenchCommand::Soak(args) => soak::run(args).await,
         },
         Command::History {
             remote,

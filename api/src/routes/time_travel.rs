@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use svc_engine::graph::{EdgeVersion, NodeVersion};
 use svc_engine::intern::InternerReader;
+use svc_engine::store::graph_store::edge_order;
 use utoipa::ToSchema;
 
 use super::graph::blocking;
@@ -87,10 +88,6 @@ fn node_json(v: &NodeVersion, r: &InternerReader<'_>) -> Node {
     wire::node_with_crn(&NodeView::of_row(&v.row), v.crn.clone(), r)
 }
 
-fn edge_order(a: &EdgeVersion, b: &EdgeVersion) -> std::cmp::Ordering {
-    (&a.src, &a.dst, a.relation.name()).cmp(&(&b.src, &b.dst, b.relation.name()))
-}
-
 /// `GET /api/v1/graph/at`.
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -141,32 +138,16 @@ pub async fn graph_at(State(state): State<AppState>, ApiQuery(q): ApiQuery<AtQue
     let after = q.cursor.map(|c| c.0);
     let engine = state.engine()?.clone();
     blocking(move || {
-        let at = engine.store().graph_at(ts)?;
-        let mut nodes = at.nodes;
-        nodes.sort_by(|a, b| a.crn.cmp(&b.crn));
-        let start = after
-            .as_deref()
-            .map_or(0, |c| nodes.partition_point(|n| n.crn.as_str() <= c));
-        let end = start.saturating_add(limit).min(nodes.len());
-        let page = &nodes[start..end];
-        let upper = (end < nodes.len())
-            .then(|| page.last().map(|n| n.crn.as_str()))
-            .flatten();
-        let mut edges: Vec<&EdgeVersion> = at
-            .edges
-            .iter()
-            .filter(|e| {
-                after.as_deref().is_none_or(|c| e.src.as_str() > c) && upper.is_none_or(|u| e.src.as_str() <= u)
-            })
-            .collect();
+        let page = engine.store().graph_at_page(ts, after.as_deref(), limit)?;
+        let mut edges: Vec<&EdgeVersion> = page.edges.iter().collect();
         edges.sort_by(|a, b| edge_order(a, b));
         let r = engine.interner().reader();
         Ok(GraphAt {
             edges: edges.iter().map(|e| wire::edge_version(e, &r)).collect(),
-            next_cursor: upper.map(CrnCursor::encode).unwrap_or_default(),
-            nodes: page.iter().map(|n| node_json(n, &r)).collect(),
-            total_edges: at.edges.len() as u64,
-            total_nodes: nodes.len() as u64,
+            next_cursor: page.next.as_deref().map(CrnCursor::encode).unwrap_or_default(),
+            nodes: page.nodes.iter().map(|n| node_json(n, &r)).collect(),
+            total_edges: page.total_edges,
+            total_nodes: page.total_nodes,
             ts: rfc3339(ts),
         })
     })
@@ -253,22 +234,17 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
     let limit = q.limit.0;
     let engine = state.engine()?.clone();
     blocking(move || {
-        let d = engine.store().diff(from, to)?;
+        // Each list holds its first `limit` entries, nodes by CRN, edges
+        // in `edge_order`; the counts are of the whole lists.
+        let (d, n) = engine.store().diff_limited(from, to, limit)?;
         let r = engine.interner().reader();
-        let nodes = |list: &[NodeVersion]| -> Vec<Node> { list.iter().take(limit).map(|n| node_json(n, &r)).collect() };
+        let nodes = |list: &[NodeVersion]| -> Vec<Node> { list.iter().map(|n| node_json(n, &r)).collect() };
         let edges = |list: &[EdgeVersion]| -> Vec<wire::EdgeVersion> {
-            let mut sorted: Vec<&EdgeVersion> = list.iter().collect();
-            sorted.sort_by(|a, b| edge_order(a, b));
-            sorted
-                .into_iter()
-                .take(limit)
-                .map(|e| wire::edge_version(e, &r))
-                .collect()
+            list.iter().map(|e| wire::edge_version(e, &r)).collect()
         };
         let changed = d
             .changed
             .iter()
-            .take(limit)
             .map(|(b, a)| {
                 let (before, after) = (node_json(b, &r), node_json(a, &r));
                 let fields = changed_fields(&before, &after);
@@ -283,42 +259,29 @@ pub async fn graph_diff(State(state): State<AppState>, ApiQuery(q): ApiQuery<Dif
         let edges_changed = d
             .edges_changed
             .iter()
-            .take(limit)
             .map(|(b, a)| EdgeChange {
                 after: wire::edge_version(a, &r),
                 before: wire::edge_version(b, &r),
             })
             .collect();
-        let counts = DiffCounts {
-            added: d.added.len() as u64,
-            changed: d.changed.len() as u64,
-            edges_added: d.edges_added.len() as u64,
-            edges_changed: d.edges_changed.len() as u64,
-            edges_removed: d.edges_removed.len() as u64,
-            removed: d.removed.len() as u64,
-        };
-        let longest = [
-            d.added.len(),
-            d.removed.len(),
-            d.changed.len(),
-            d.edges_added.len(),
-            d.edges_removed.len(),
-            d.edges_changed.len(),
-        ]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
         Ok(GraphDiff {
             added: nodes(&d.added),
             changed,
-            counts,
+            counts: DiffCounts {
+                added: n.added,
+                changed: n.changed,
+                edges_added: n.edges_added,
+                edges_changed: n.edges_changed,
+                edges_removed: n.edges_removed,
+                removed: n.removed,
+            },
             edges_added: edges(&d.edges_added),
             edges_changed,
             edges_removed: edges(&d.edges_removed),
             from: rfc3339(from),
             removed: nodes(&d.removed),
             to: rfc3339(to),
-            truncated: longest > limit,
+            truncated: n.longest() > limit as u64,
         })
     })
     .await

@@ -27,12 +27,15 @@ use thiserror::Error;
 use crate::health::{Fault, Reopening};
 
 use super::codec::{
-    DecodeError, decode_edge_keyed, decode_node, edge_key, edge_key_into, encode_edge_fields_into,
-    encode_edge_value_into, encode_node_into, encoded_edge_fields_len, encoded_edge_value_len, encoded_node_len,
-    relation_key_into,
+    DecodeError, decode_edge_keyed, decode_node, edge_key_into, encode_edge_fields_into, encode_edge_value_into,
+    encode_node_into, encoded_edge_fields_len, encoded_edge_value_len, encoded_node_len, relation_key_into,
 };
 use svc_graph::graph::{Changes, DirtyRows, EdgeVersion, Graph, NodeRow, NodeVersion};
 use svc_graph::ids::NodeId;
+
+mod past;
+
+pub use past::{DiffCounts, GraphAtPage, Replayed, edge_order};
 
 const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
 /// `commit_us -> kind` (delta or checkpoint).
@@ -145,6 +148,8 @@ pub struct GraphStore {
     /// Opened again after an I/O failure ([`crate::health`]).
     db: Arc<Reopening>,
     path: PathBuf,
+    /// Whole states replayed to answer questions about the past.
+    replays: past::Replays,
 }
 
 fn live_at(valid_from: u64, valid_to: u64, ts: u64) -> bool {
@@ -580,6 +585,7 @@ impl GraphStore {
         let store = GraphStore {
             db: Arc::new(db),
             path: path.to_owned(),
+            replays: past::Replays::default(),
         };
         let db = store.database()?;
         let txn = db.begin_write().map_err(|e| open_err(e.into()))?;
@@ -912,41 +918,6 @@ impl GraphStore {
         Ok(GraphAt { nodes, edges })
     }
 
-    /// The graph as it was at `ts_us`: the versions live then.
-    pub fn graph_at(&self, ts_us: u64) -> Result<GraphAt, StoreError> {
-        let mut state = self.state_as_of(ts_us)?;
-        state.nodes.retain(|n| live_at(n.row.valid_from, n.row.valid_to, ts_us));
-        state.edges.retain(|e| live_at(e.valid_from, e.valid_to, ts_us));
-        Ok(state)
-    }
-
-    /// Added, removed and changed nodes and edges between `from_us` and `to_us`.
-    pub fn diff(&self, from_us: u64, to_us: u64) -> Result<GraphDiff, StoreError> {
-        let before = self.graph_at(from_us)?;
-        let after = self.graph_at(to_us)?;
-        let mut old: HashMap<String, NodeVersion> = before.nodes.into_iter().map(|n| (n.crn.clone(), n)).collect();
-        let mut out = GraphDiff::default();
-        for n in after.nodes {
-            match old.remove(&n.crn) {
-                None => out.added.push(n),
-                Some(o) if o.row != n.row => out.changed.push((o, n)),
-                Some(_) => {}
-            }
-        }
-        out.removed = old.into_values().collect();
-        out.removed.sort_by(|a, b| a.crn.cmp(&b.crn));
-        let mut old: HashMap<String, EdgeVersion> = before.edges.into_iter().map(|e| (edge_key(&e), e)).collect();
-        for e in after.edges {
-            match old.remove(&edge_key(&e)) {
-                None => out.edges_added.push(e),
-                Some(o) if o != e => out.edges_changed.push((o, e)),
-                Some(_) => {}
-            }
-        }
-        out.edges_removed = old.into_values().collect();
-        Ok(out)
-    }
-
     /// Commits, checkpoints and segments stored.
     pub fn stats(&self) -> Result<StoreStats, StoreError> {
         let err = self.db_err();
@@ -996,7 +967,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::codec::{encode_edge_value, encode_node};
+    use crate::codec::{edge_key, encode_edge_value, encode_node};
     use svc_graph::fixture::Estate;
     use svc_graph::graph::Graph;
     use svc_graph::intern::Interner;
@@ -1087,7 +1058,7 @@ mod tests {
 
     /// Commits the estate of `e` (nodes `vol-0..n`, each attached to the
     /// one at half its number) at `now`, with `state` on every third node.
-    fn scan(store: &GraphStore, g: &mut Graph, now: u64, seq: u64, n: usize, state: &str) {
+    pub(super) fn scan(store: &GraphStore, g: &mut Graph, now: u64, seq: u64, n: usize, state: &str) {
         let crn = |n: usize| format!("crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-{n}");
         let mut e = Estate::new(g.interner().clone());
         for i in 0..n {

@@ -14,8 +14,8 @@ mod source_store;
 
 pub use bytes::DecodeError;
 pub use graph_store::{
-    CHECKPOINT_FACTOR, CommitMeta, GraphAt, GraphDiff, GraphStore, GraphVersions, Loaded, StoreError, StoreStats,
-    Versions,
+    CHECKPOINT_FACTOR, CommitMeta, DiffCounts, GraphAt, GraphAtPage, GraphDiff, GraphStore, GraphVersions, Loaded,
+    Replayed, StoreError, StoreStats, Versions,
 };
 pub use health::Fault;
 pub use policy_store::{StoredEvaluation, StoredRule};
