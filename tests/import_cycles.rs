@@ -1,9 +1,9 @@
 //! No import cycle between the files of a crate (docs/decisions.md, "Engine
 //! crates"): a file that names an item of another file through `crate::`,
 //! `super::` or `self::` depends on it, and those dependencies form no
-//! cycle. A re-export (`pub use`) is not a dependency, nor is a module's
-//! path to its own child by the child's bare name (`use view::Node`), and
-//! test code (files named `tests*.rs` or `*_tests.rs`,
+//! cycle; so does a module that names an item of its own child by the
+//! child's bare name (`use view::Node`). A re-export (`pub use`) is not a
+//! dependency, and test code (files named `tests*.rs` or `*_tests.rs`,
 //! inline `#[cfg(test)]` modules) and comments are not read.
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
@@ -192,9 +192,39 @@ fn dependencies(src: &Path) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
                 to.insert(target.to_vec());
             }
         }
+        for child in children(&modules, module) {
+            if names_child(&text, child.last().map_or("", String::as_str)) {
+                to.insert(child.clone());
+            }
+        }
         deps.insert(module.clone(), to);
     }
     deps
+}
+
+/// The modules one level below `module`.
+fn children<'a>(modules: &'a BTreeMap<ModPath, PathBuf>, module: &[String]) -> impl Iterator<Item = &'a ModPath> {
+    modules
+        .keys()
+        .filter(move |m| m.len() == module.len() + 1 && m.starts_with(module))
+}
+
+/// Whether `code` names an item of its child `child` by the child's bare
+/// name: `child::` at the head of a path (not after `::`, `.`, `$` or an
+/// identifier character).
+fn names_child(code: &str, child: &str) -> bool {
+    let head = format!("{child}::");
+    let bytes = code.as_bytes();
+    let mut from = 0;
+    while let Some(i) = code[from..].find(&head) {
+        let at = from + i;
+        from = at + head.len();
+        let before = at.checked_sub(1).map(|b| bytes[b]);
+        if !before.is_some_and(|b| is_ident_char(b as char) || matches!(b, b':' | b'.' | b'$')) {
+            return true;
+        }
+    }
+    false
 }
 
 /// The strongly connected components of more than one file (Tarjan).
@@ -299,9 +329,15 @@ fn the_reader_finds_paths_and_cycles() {
 fn no_crate_has_an_import_cycle_between_its_files() {
     let mut report = Vec::new();
     for src in source_dirs() {
-        for cycle in cycles(&dependencies(&src)) {
+        let deps = dependencies(&src);
+        for cycle in cycles(&deps) {
             let files: Vec<String> = cycle.iter().map(name).collect();
             report.push(format!("{}: {}", src.display(), files.join(" <-> ")));
+            for from in &cycle {
+                for to in deps[from].iter().filter(|to| cycle.contains(to)) {
+                    report.push(format!("    {} -> {}", name(from), name(to)));
+                }
+            }
         }
     }
     assert!(report.is_empty(), "import cycles between files:\n{}", report.join("\n"));

@@ -241,7 +241,7 @@ impl GraphStore {
     /// with the same last commit are the same.
     fn last_commit_at(&self, ts_us: u64) -> Result<Option<u64>, StoreError> {
         let err = self.db_err();
-        let txn = self.db.begin_read().map_err(|e| err(e.into()))?;
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
         let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
         let last = commits
             .range(..=ts_us)
