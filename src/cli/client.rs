@@ -6,7 +6,7 @@ use anyhow::Context;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 
-use super::Remote;
+use super::remote::Remote;
 use crate::paths;
 
 /// Exit code when the daemon cannot be reached.

@@ -18,9 +18,9 @@ use svc_engine::store::ledger::Ledger;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-use super::Remote;
 use super::client::{Client, EXIT_API_ERROR, EXIT_UNREACHABLE, Failure};
 use super::output::{self, s};
+use super::remote::Remote;
 use crate::paths;
 
 /// Exit code of `verify` when the chain is broken.

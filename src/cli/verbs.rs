@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use super::Remote;
 use super::client::{Client, encode_segment};
 use super::output::{self, money, s, table};
+use super::remote::Remote;
 
 macro_rules! call {
     ($e:expr) => {

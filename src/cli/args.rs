@@ -1,0 +1,352 @@
+//! The command line's grammar: every verb with its arguments and flags, as
+//! clap parses them. `dispatch` carries each verb out.
+
+use std::net::SocketAddr;
+
+use clap::{Parser, Subcommand};
+
+use super::remote::Remote;
+use super::soak;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "svc",
+    version,
+    about = "Finds the cloud resources you pay for and do not use"
+)]
+pub struct Cli {
+    /// Log format of the daemon: `text` or `json`.
+    #[arg(long, global = true, default_value = "text", env = "SVC_LOG_FORMAT")]
+    pub(super) log_format: String,
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum Command {
+    /// Run the daemon.
+    Daemon {
+        /// Scan a simulated estate instead of real clouds.
+        #[arg(long)]
+        mock: bool,
+        /// Approximate number of resources in the simulated estate.
+        #[arg(long, default_value_t = 300)]
+        mock_scale: usize,
+        /// Seed of the simulated estate.
+        #[arg(long, default_value_t = 42)]
+        mock_seed: u64,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: SocketAddr,
+    },
+    /// The remediation pipeline: queue, plans and decisions.
+    Remediation {
+        #[command(subcommand)]
+        command: RemediationCommand,
+    },
+    /// Add a resource to the ignore list (or take it off with --remove).
+    Ignore {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        /// Why (recorded as the entry's reason code).
+        #[arg(long, default_value = "operator")]
+        reason: String,
+        /// Seconds until the entry expires; 0 is permanent.
+        #[arg(long, default_value_t = 0)]
+        ttl: u64,
+        #[arg(long)]
+        remove: bool,
+    },
+    /// Undo a quarantine or a committed saga step by its payload hash.
+    Revert {
+        #[command(flatten)]
+        remote: Remote,
+        hash: String,
+    },
+    /// CEL policy rules.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+    /// Run a scan now and wait for it.
+    Scan {
+        #[command(flatten)]
+        remote: Remote,
+        /// Return as soon as the scan has started.
+        #[arg(long)]
+        no_wait: bool,
+        /// How long each source may scan before it is cancelled (default 10m).
+        #[arg(long)]
+        timeout: Option<String>,
+    },
+    /// Graph totals.
+    Stats {
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// List resources.
+    Nodes {
+        #[command(flatten)]
+        remote: Remote,
+        /// Only this provider (aws, gcp, azure, kubernetes, ...).
+        #[arg(long)]
+        provider: Option<String>,
+        /// How many to list.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Show one resource.
+    Node {
+        #[command(flatten)]
+        remote: Remote,
+        /// Its CRN, with or without the `svc` segment.
+        crn: String,
+    },
+    /// Installed plugins.
+    Plugins {
+        #[command(subcommand)]
+        command: PluginsCommand,
+    },
+    /// The audit ledger: verify the hash chain, tail events, export now.
+    Ledger {
+        #[command(subcommand)]
+        command: LedgerCommand,
+    },
+    /// Load generators that measure a daemon.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+    /// Ledger history, newest first.
+    History {
+        #[command(flatten)]
+        remote: Remote,
+        /// Only this event type (SCAN_COMPLETED, s.a.u_ACTION, ...).
+        #[arg(long = "type")]
+        event_type: Option<String>,
+        /// Only events after this: a duration (3d, 12h) or RFC 3339.
+        #[arg(long)]
+        since: Option<String>,
+        /// Only this resource.
+        #[arg(long)]
+        crn: Option<String>,
+        /// How many events.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum BenchCommand {
+    /// Run a daemon for a long time under scans, API readers and
+    /// WebSocket clients, with a burst of readers near the end; print its
+    /// resident memory every minute.
+    Soak(soak::SoakArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum RemediationCommand {
+    /// Every stage with its items.
+    Queue {
+        #[command(flatten)]
+        remote: Remote,
+        /// Only this stage (flagged, analyzed, codegen, sau_gate, pending, applied, rejected).
+        #[arg(long)]
+        stage: Option<String>,
+        /// Items per stage.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// The plan of one resource: steps, inverses, CLI and Terraform.
+    Plan {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+    },
+    /// Approve a pending item and run its saga.
+    Approve {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        /// The plan hash reviewed (default: the current plan's, printed).
+        #[arg(long)]
+        plan_hash: Option<String>,
+    },
+    /// Reject an item.
+    Reject {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        #[arg(long)]
+        plan_hash: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Move an item: pending -> sau_gate, sau_gate -> pending, or back to flagged.
+    Move {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        /// The stage to move to.
+        to: String,
+        #[arg(long)]
+        plan_hash: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Let one item past sau_gate (break-glass), with a reason.
+    Override {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        plan_hash: Option<String>,
+    },
+    /// Approve or reject many items at once.
+    Bulk {
+        #[command(flatten)]
+        remote: Remote,
+        /// approve or reject.
+        action: String,
+        crns: Vec<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Quarantine a resource (ISOLATE, STOP or DELETE); prints the hash that undoes it.
+    Quarantine {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+        #[arg(long, default_value = "ISOLATE")]
+        action: String,
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum PolicyCommand {
+    /// Add a CEL rule (enforcing unless --shadow).
+    Add {
+        #[command(flatten)]
+        remote: Remote,
+        /// Rule id.
+        id: String,
+        /// CEL condition, for example `kind == "volume" && out["AttachedTo"] == 0`.
+        condition: String,
+        /// block, flag or warn.
+        #[arg(long, default_value = "warn")]
+        action: String,
+        /// Text reported on a violation.
+        #[arg(long, default_value = "")]
+        message: String,
+        /// Only count and record what the rule would do.
+        #[arg(long)]
+        shadow: bool,
+    },
+    /// List the rules in priority order, with what they last matched.
+    List {
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Remove a rule.
+    Rm {
+        #[command(flatten)]
+        remote: Remote,
+        id: String,
+    },
+    /// Switch a rule between enforcing and shadow.
+    Toggle {
+        #[command(flatten)]
+        remote: Remote,
+        id: String,
+    },
+    /// Put these rules first, in this order.
+    Reorder {
+        #[command(flatten)]
+        remote: Remote,
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Evaluate a condition against the live graph; nothing is stored.
+    DryRun {
+        #[command(flatten)]
+        remote: Remote,
+        condition: String,
+        /// Most CRNs to print.
+        #[arg(long, default_value_t = 20)]
+        limit: usize,
+    },
+    /// Check a policy pack and install it into `$SVC_DATA_DIR/policies`;
+    /// the daemon evaluates it from its next scan.
+    Install {
+        /// The pack directory (manifest.yaml and rule files).
+        path: std::path::PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum LedgerCommand {
+    /// Check the hash chain and the sequence; report the first broken link.
+    /// Asks the running daemon; when it cannot be reached, reads
+    /// `$SVC_DATA_DIR/events.redb` directly. Exit code 1 when broken.
+    Verify {
+        #[command(flatten)]
+        remote: Remote,
+        /// Verify this events.redb directly, without a daemon (the file must
+        /// not be open in a running daemon).
+        #[arg(long)]
+        file: Option<std::path::PathBuf>,
+    },
+    /// Print the newest events, oldest first.
+    Tail {
+        #[command(flatten)]
+        remote: Remote,
+        /// How many events.
+        #[arg(short = 'n', long = "lines", default_value_t = 20)]
+        lines: u64,
+        /// Keep printing new events as they are committed (over the
+        /// WebSocket), reconnecting without gap when the daemon restarts.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Write every event not yet exported to `sau.audit_bucket` now.
+    Export {
+        #[command(flatten)]
+        remote: Remote,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum PluginsCommand {
+    /// List the installed plugins (asks the running daemon).
+    List {
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Switch a plugin between active and inactive (asks the running daemon).
+    Toggle {
+        #[command(flatten)]
+        remote: Remote,
+        /// The plugin's name (`svc-plugin-<name>`).
+        name: String,
+    },
+    /// Copy a plugin binary into `$SVC_DATA_DIR/plugins` and write its
+    /// manifest; the daemon discovers it at its next start.
+    InstallLocal {
+        /// The plugin binary.
+        path: std::path::PathBuf,
+        /// Its name; defaults to the file name without `svc-plugin-`.
+        #[arg(long)]
+        name: Option<String>,
+        /// cloud, database, infrastructure, saas, iot, devops or security.
+        #[arg(long, default_value = "cloud")]
+        category: String,
+        /// provider or heuristic.
+        #[arg(long, default_value = "provider")]
+        role: String,
+    },
+}

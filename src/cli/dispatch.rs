@@ -1,0 +1,158 @@
+//! Carries out a parsed command line: each verb is handed to the module
+//! that implements it, `daemon` to the daemon.
+
+use std::process::ExitCode;
+
+use super::args::{BenchCommand, Cli, Command, LedgerCommand, PluginsCommand, PolicyCommand, RemediationCommand};
+use super::{ledger, policy, remediation, soak, verbs};
+use crate::daemon::{self, DaemonOptions};
+
+/// Carries out the verb `cli` names; the exit code tells how it went.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Daemon {
+            mock,
+            mock_scale,
+            mock_seed,
+            listen,
+        } => {
+            crate::logging::init(&cli.log_format)?;
+            daemon::run(DaemonOptions {
+                listen,
+                mock,
+                mock_scale,
+                mock_seed,
+            })
+            .await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Scan {
+            remote,
+            no_wait,
+            timeout,
+        } => verbs::scan(&remote, !no_wait, timeout.as_deref()).await,
+        Command::Stats { remote } => verbs::stats(&remote).await,
+        Command::Plugins { command } => match command {
+            PluginsCommand::List { remote } => verbs::plugins_list(&remote).await,
+            PluginsCommand::Toggle { remote, name } => verbs::plugins_toggle(&remote, &name).await,
+            PluginsCommand::InstallLocal {
+                path,
+                name,
+                category,
+                role,
+            } => {
+                crate::plugins::install_local(&path, name.as_deref(), &category, &role)?;
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Command::Remediation { command } => match command {
+            RemediationCommand::Queue { remote, stage, limit } => {
+                remediation::queue(&remote, stage.as_deref(), limit).await
+            }
+            RemediationCommand::Plan { remote, crn } => remediation::plan(&remote, &crn).await,
+            RemediationCommand::Approve { remote, crn, plan_hash } => {
+                remediation::decide(&remote, "approve", &crn, plan_hash.as_deref(), None, None).await
+            }
+            RemediationCommand::Reject {
+                remote,
+                crn,
+                plan_hash,
+                reason,
+            } => remediation::decide(&remote, "reject", &crn, plan_hash.as_deref(), reason.as_deref(), None).await,
+            RemediationCommand::Move {
+                remote,
+                crn,
+                to,
+                plan_hash,
+                reason,
+            } => {
+                remediation::decide(
+                    &remote,
+                    "move",
+                    &crn,
+                    plan_hash.as_deref(),
+                    reason.as_deref(),
+                    Some(&to),
+                )
+                .await
+            }
+            RemediationCommand::Override {
+                remote,
+                crn,
+                reason,
+                plan_hash,
+            } => remediation::decide(&remote, "override", &crn, plan_hash.as_deref(), Some(&reason), None).await,
+            RemediationCommand::Bulk {
+                remote,
+                action,
+                crns,
+                reason,
+            } => remediation::bulk(&remote, &action, &crns, reason.as_deref()).await,
+            RemediationCommand::Quarantine {
+                remote,
+                crn,
+                action,
+                reason,
+            } => remediation::quarantine(&remote, &crn, &action, &reason).await,
+        },
+        Command::Ignore {
+            remote,
+            crn,
+            reason,
+            ttl,
+            remove,
+        } => remediation::ignore(&remote, &crn, &reason, ttl, remove).await,
+        Command::Revert { remote, hash } => remediation::revert(&remote, &hash).await,
+        Command::Policy { command } => match command {
+            PolicyCommand::Add {
+                remote,
+                id,
+                condition,
+                action,
+                message,
+                shadow,
+            } => policy::add(&remote, &id, &condition, &action, &message, shadow).await,
+            PolicyCommand::List { remote } => policy::list(&remote).await,
+            PolicyCommand::Rm { remote, id } => policy::rm(&remote, &id).await,
+            PolicyCommand::Toggle { remote, id } => policy::toggle(&remote, &id).await,
+            PolicyCommand::Reorder { remote, ids } => policy::reorder(&remote, &ids).await,
+            PolicyCommand::DryRun {
+                remote,
+                condition,
+                limit,
+            } => policy::dry_run(&remote, &condition, limit).await,
+            PolicyCommand::Install { path } => {
+                let info =
+                    svc_ingest::packs::install(&path, &crate::paths::data_dir().join(crate::paths::POLICIES_DIR))?;
+                println!(
+                    "policy pack {} {} installed ({} rules); evaluated from the next scan",
+                    info.pack.name,
+                    info.pack.version,
+                    info.pack.rules.len()
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+        },
+        Command::Nodes {
+            remote,
+            provider,
+            limit,
+        } => verbs::nodes(&remote, provider.as_deref(), limit).await,
+        Command::Node { remote, crn } => verbs::node(&remote, &crn).await,
+        Command::Ledger { command } => match command {
+            LedgerCommand::Verify { remote, file } => ledger::verify(&remote, file.as_deref()).await,
+            LedgerCommand::Tail { remote, lines, follow } => ledger::tail(&remote, lines, follow).await,
+            LedgerCommand::Export { remote } => ledger::export(&remote).await,
+        },
+        Command::Bench { command } => match command {
+            BenchCommand::Soak(args) => soak::run(args).await,
+        },
+        Command::History {
+            remote,
+            event_type,
+            since,
+            crn,
+            limit,
+        } => verbs::history(&remote, event_type.as_deref(), since.as_deref(), crn.as_deref(), limit).await,
+    }
+}
