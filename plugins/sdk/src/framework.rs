@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 
-use crate::ResponseStream;
+use crate::stream::ResponseStream;
 
 /// Reports SERVING for `""`, `"plugin"` and each served service name.
 pub(crate) struct HealthService {

@@ -6,7 +6,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use crate::SdkError;
+use crate::error::SdkError;
 
 /// The framework's core protocol version (go-plugin's `CoreProtocolVersion`).
 pub const CORE_PROTOCOL_VERSION: u32 = 1;

@@ -20,139 +20,30 @@
 //! svc_plugin_sdk::exit_code(svc_plugin_sdk::serve_provider(my_provider).await)
 //! # }
 //! ```
+//!
+//! The crate's files: `entry_points` (a plugin's `main`: `serve_provider`,
+//! `serve_heuristic`, ... and `exit_code`), `serve` (listening, the
+//! handshake line, stopping), `handshake` (cookie, protocol versions, the
+//! line's format), `framework` (health, controller and stdio services),
+//! `encoded` (scan responses the plugin encodes itself), `stream` (response
+//! streams), `properties`, `log` and `error`.
 
 pub mod encoded;
+mod entry_points;
+mod error;
 mod framework;
 pub mod handshake;
 pub mod log;
+mod properties;
 mod serve;
-
-use std::pin::Pin;
-
-use svc_proto::heuristic::v1::heuristic_plugin_server::{self, HeuristicPlugin, HeuristicPluginServer};
-use svc_proto::provider::v1::ScanResponse;
-use svc_proto::provider::v1::provider_server::{self, Provider, ProviderServer};
-use svc_proto::provider::v1::remediator_server::{self, Remediator, RemediatorServer};
-use tokio::sync::mpsc;
-use tokio_stream::Stream;
-use tokio_stream::wrappers::ReceiverStream;
-use tonic::Status;
+mod stream;
 
 pub use encoded::{EncodedProviderServer, EncodedScan, EncodedScanResponse, EncodedScanStream, ScanResponseWriter};
+pub use entry_points::{
+    exit_code, serve_encoded_provider_with_remediator, serve_heuristic, serve_provider, serve_provider_with_remediator,
+};
+pub use error::SdkError;
 pub use handshake::{Cookie, HEURISTIC_COOKIE, ListenAddr, PROVIDER_COOKIE};
+pub use properties::json_properties;
 pub use serve::{SHUTDOWN_GRACE, check_startup, exit_now};
-
-/// A server-streaming response body.
-pub type ResponseStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
-
-/// The response stream of `Provider::Scan`.
-pub type ScanStream = ResponseStream<ScanResponse>;
-
-/// Why a plugin did not start or stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum SdkError {
-    #[error("not started by the svc daemon: {key} is not {value:?}")]
-    NotStartedByDaemon { key: &'static str, value: &'static str },
-    #[error("unsupported plugin protocol versions {offered:?}: this plugin speaks version 1")]
-    UnsupportedProtocol { offered: String },
-    #[error("invalid {name} {value:?}: expected a port number")]
-    InvalidEnv { name: &'static str, value: String },
-    #[error("no free port in {min}..={max}")]
-    NoFreePort { min: u16, max: u16 },
-    #[error("listen: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("serve: {0}")]
-    Transport(#[from] tonic::transport::Error),
-}
-
-/// Serves a provider plugin (scan-only: no `Remediator`).
-pub async fn serve_provider<P: Provider>(provider: P) -> Result<(), SdkError> {
-    serve::serve(&PROVIDER_COOKIE, &[provider_server::SERVICE_NAME], |r| {
-        r.add_service(ProviderServer::new(provider))
-    })
-    .await
-}
-
-/// Serves a provider plugin with the optional `Remediator` service.
-pub async fn serve_provider_with_remediator<P: Provider, R: Remediator>(
-    provider: P,
-    remediator: R,
-) -> Result<(), SdkError> {
-    serve::serve(
-        &PROVIDER_COOKIE,
-        &[provider_server::SERVICE_NAME, remediator_server::SERVICE_NAME],
-        |r| {
-            r.add_service(ProviderServer::new(provider))
-                .add_service(RemediatorServer::new(remediator))
-        },
-    )
-    .await
-}
-
-/// Serves a provider plugin with the optional `Remediator` service,
-/// answering `Scan` with the responses the plugin encodes itself
-/// ([`EncodedScan`]).
-pub async fn serve_encoded_provider_with_remediator<P: Provider + EncodedScan, R: Remediator>(
-    provider: P,
-    remediator: R,
-) -> Result<(), SdkError> {
-    serve::serve(
-        &PROVIDER_COOKIE,
-        &[provider_server::SERVICE_NAME, remediator_server::SERVICE_NAME],
-        |r| {
-            r.add_service(EncodedProviderServer::new(provider))
-                .add_service(RemediatorServer::new(remediator))
-        },
-    )
-    .await
-}
-
-/// Serves a heuristic plugin.
-pub async fn serve_heuristic<H: HeuristicPlugin>(heuristic: H) -> Result<(), SdkError> {
-    serve::serve(&HEURISTIC_COOKIE, &[heuristic_plugin_server::SERVICE_NAME], |r| {
-        r.add_service(HeuristicPluginServer::new(heuristic))
-    })
-    .await
-}
-
-/// The process exit code for a serve result: 0 after a clean stop, 1
-/// otherwise (the startup checks have already explained themselves on
-/// stderr; other errors are logged here).
-pub fn exit_code(result: Result<(), SdkError>) -> std::process::ExitCode {
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(SdkError::NotStartedByDaemon { .. } | SdkError::UnsupportedProtocol { .. }) => {
-            std::process::ExitCode::FAILURE
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "plugin failed");
-            eprintln!("{e}");
-            std::process::ExitCode::FAILURE
-        }
-    }
-}
-
-/// A bounded channel feeding a response stream: the producer waits when the
-/// daemon reads slower than it produces.
-pub fn response_channel<T: Send + 'static>(capacity: usize) -> (mpsc::Sender<Result<T, Status>>, ResponseStream<T>) {
-    let (tx, rx) = mpsc::channel(capacity.max(1));
-    (tx, Box::pin(ReceiverStream::new(rx)))
-}
-
-/// Encodes node properties for `Node.properties` (JSON bytes).
-pub fn json_properties(value: &serde_json::Value) -> Vec<u8> {
-    value.to_string().into_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_properties_round_trip() {
-        let v = serde_json::json!({"size_gb": 100, "name": "données", "tags": {"env": "prod"}});
-        let bytes = json_properties(&v);
-        let back: serde_json::Value = serde_json::from_slice(&bytes).expect("valid JSON");
-        assert_eq!(back, v);
-    }
-}
+pub use stream::{ResponseStream, ScanStream, response_channel};

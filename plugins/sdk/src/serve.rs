@@ -16,7 +16,7 @@ use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::transport::Server;
 use tonic::transport::server::Router;
 
-use crate::SdkError;
+use crate::error::SdkError;
 use crate::framework::{Controller, HealthService, Stdio};
 use crate::handshake::{Cookie, HandshakeLine, ListenAddr, check_protocol_versions};
 
