@@ -9,7 +9,7 @@ use std::sync::Arc;
 use svc_engine::relation::Relation;
 use svc_engine::{Engine, NodeId, Sym};
 
-use super::push_json_str_body;
+use super::json::push_json_str_body;
 use crate::wire;
 
 /// Where a node's CRN text is: its key tuple and its physical id.
