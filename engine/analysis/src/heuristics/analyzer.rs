@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
-use super::{Finding, FindingSource};
+use super::finding::{Finding, FindingSource};
 use svc_graph::crn::Crn;
 use svc_graph::graph::Graph;
 use svc_graph::ids::{NodeId, Sym};

@@ -8,21 +8,12 @@
 //! cleared, so a resource that stopped being waste stops being
 //! reported.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use super::{Finding, FindingSet};
+pub use super::finding::precedence;
+use super::finding_set::FindingSet;
 use svc_graph::graph::{Graph, Verdict};
 use svc_graph::ids::Sym;
-
-/// Orders the findings of one node, the deciding one first.
-pub fn precedence(a: &Finding, b: &Finding) -> Ordering {
-    b.is_waste
-        .cmp(&a.is_waste)
-        .then(b.risk_score.cmp(&a.risk_score))
-        .then(a.source.cmp(&b.source))
-        .then(a.rule.cmp(&b.rule))
-}
 
 /// Writes the verdicts of `set` into `graph` for the visible nodes among
 /// `nodes` only: the nodes whose findings may have changed since the

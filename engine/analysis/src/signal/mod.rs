@@ -14,24 +14,21 @@
 //!   changes of every node of that type compared in this scan (unchanged
 //!   ones count as 0); a type's total change is scored against that type's
 //!   history of changes. See [`robust`] and the thresholds below.
+//! - Between scans: [`Signal`] keeps the baseline, the history and the last
+//!   anomalies, and works out each scan's [`Analysis`] (the per-node pass,
+//!   then the history's type anomalies), made current once it is committed.
 
 mod history;
 mod pass;
 pub mod robust;
+mod state;
 pub mod store;
 
-use std::sync::Arc;
-
-use parking_lot::{Mutex, RwLock};
-use tracing::warn;
-
-use crate::heuristics::FindingSet;
 use svc_graph::graph::{Graph, visible};
 use svc_graph::ids::Sym;
-use svc_graph::intern::Interner;
-use svc_store::{GraphStore, StoreError};
 
 pub use history::{History, TypeSummary};
+pub use state::{Analysis, Signal};
 pub use store::SignalStore;
 
 /// A cost change is an anomaly when its robust z-score exceeds this (in absolute value)...
@@ -248,107 +245,6 @@ impl Baseline {
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.costs.iter().map(|c| c.capacity() * 4).sum()
-    }
-}
-
-/// One scan's analysis, installed once the scan is committed.
-pub struct Analysis {
-    pub anomalies: Anomalies,
-    pub totals: ScanTotals,
-    baseline: Baseline,
-}
-
-/// The signal state the engine keeps between scans.
-pub struct Signal {
-    baseline: Mutex<Option<Baseline>>,
-    history: RwLock<Arc<History>>,
-    latest: RwLock<Arc<Anomalies>>,
-}
-
-impl Signal {
-    /// Loads the history and the last anomalies from the store; after a
-    /// scanned start (`last_scan_seq` > 0) the graph as loaded becomes the
-    /// baseline for the first scan.
-    pub fn open(
-        store: &GraphStore,
-        interner: &Interner,
-        graph: &Graph,
-        last_scan_seq: u64,
-        now_us: u64,
-    ) -> Result<Signal, StoreError> {
-        let history = History::from_scans(store.load_signal_history(interner)?);
-        let latest = store.load_last_anomalies()?.unwrap_or_default();
-        let baseline =
-            (last_scan_seq > 0).then(|| Baseline::capture(graph, now_us, last_scan_seq, BaselineKind::Restart));
-        Ok(Signal {
-            baseline: Mutex::new(baseline),
-            history: RwLock::new(Arc::new(history)),
-            latest: RwLock::new(Arc::new(latest)),
-        })
-    }
-
-    /// A state with nothing recorded (for tests and benches).
-    pub fn empty() -> Signal {
-        Signal {
-            baseline: Mutex::new(None),
-            history: RwLock::new(Arc::new(History::default())),
-            latest: RwLock::new(Arc::new(Anomalies::default())),
-        }
-    }
-
-    /// The anomalies of the last analysed scan (kept across restarts).
-    pub fn anomalies(&self) -> Arc<Anomalies> {
-        self.latest.read().clone()
-    }
-
-    /// Per-type totals of the last [`HISTORY_SCANS`] scans.
-    pub fn history(&self) -> Arc<History> {
-        self.history.read().clone()
-    }
-
-    /// Scan `scan_seq`'s totals and anomalies against the baseline and the
-    /// history; nothing changes until [`Signal::install`].
-    pub fn analyze(&self, graph: &Graph, findings: &FindingSet, now_us: u64, scan_seq: u64) -> Analysis {
-        let baseline = self.baseline.lock();
-        let mut pass = pass::run(graph, findings, baseline.as_ref(), now_us);
-        let totals = ScanTotals {
-            scan_seq,
-            at_us: now_us,
-            types: pass
-                .types
-                .iter()
-                .filter(|(_, a)| a.count > 0)
-                .map(|(k, a)| (*k, a.totals()))
-                .collect(),
-        };
-        let mut anomalies = pass::node_anomalies(graph, &mut pass, baseline.as_ref());
-        anomalies.scan_seq = scan_seq;
-        anomalies.types = self.history.read().type_anomalies(&totals, graph.interner());
-        Analysis {
-            anomalies,
-            totals,
-            baseline: Baseline {
-                scan_seq,
-                kind: BaselineKind::PreviousScan,
-                costs: pass.costs,
-            },
-        }
-    }
-
-    /// Makes a committed scan's analysis current: written to the store (a
-    /// failure is logged; the history then misses that scan), then in memory.
-    pub fn install(&self, store: &GraphStore, interner: &Interner, analysis: Analysis) {
-        let Analysis {
-            anomalies,
-            totals,
-            baseline,
-        } = analysis;
-        if let Err(e) = store.put_signal(&totals, &anomalies, interner, HISTORY_SCANS) {
-            warn!(error = %e, scan_seq = totals.scan_seq, "cannot store the cost history of this scan");
-        }
-        *self.baseline.lock() = Some(baseline);
-        Arc::make_mut(&mut self.history.write()).push(totals);
-        *self.latest.write() = Arc::new(anomalies);
     }
 }
 

@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::heuristics::FindingSet;
 use svc_graph::graph::{NodeBatch, NodeInput, NodeKeyRef};
 use svc_graph::{Crn, Interner};
 

@@ -14,8 +14,8 @@ use crate::ids::Sym;
 use crate::props::{PropWriter, Props, Tags, write_tag};
 use crate::relation::Relation;
 
+use super::mem::{Prefetch, content_hash, fmix64};
 pub use super::mem::{Span, push_bytes};
-use super::mem::{content_hash, fmix64};
 
 /// The identity of a node: the interned CRN segments and the physical id.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -102,18 +102,18 @@ pub struct NodeBatch {
 }
 
 impl NodeBatch {
-    /// Starts loading row `i` ([`super::Prefetch::Row`]), then, once that is
-    /// in, its id, tags and properties ([`super::Prefetch::Lists`]): all of
+    /// Starts loading row `i` ([`Prefetch::Row`]), then, once that is
+    /// in, its id, tags and properties ([`Prefetch::Lists`]): all of
     /// them when the row is to be copied (`whole`), else where each starts
     /// (an unchanged row compares its id and content hash only).
-    pub fn prefetch(&self, i: usize, stage: super::Prefetch, whole: bool) {
+    pub fn prefetch(&self, i: usize, stage: Prefetch, whole: bool) {
         use super::mem::{prefetch, prefetch_bytes};
         let Some(row) = self.rows.get(i) else {
             return;
         };
         match stage {
-            super::Prefetch::Row => prefetch(row),
-            super::Prefetch::Lists => {
+            Prefetch::Row => prefetch(row),
+            Prefetch::Lists => {
                 for span in [row.id, row.tags, row.props] {
                     prefetch_bytes(&self.buf, span, if whole { usize::MAX } else { 1 });
                 }
@@ -332,30 +332,30 @@ fn bytes_hash(bytes: &[u8]) -> u64 {
 }
 
 impl EdgeBatch {
-    /// Starts loading endpoint `i` ([`super::Prefetch::Row`]), then, once
-    /// that is in, its id ([`super::Prefetch::Lists`]).
-    pub fn prefetch_key(&self, i: usize, stage: super::Prefetch) {
+    /// Starts loading endpoint `i` ([`Prefetch::Row`]), then, once
+    /// that is in, its id ([`Prefetch::Lists`]).
+    pub fn prefetch_key(&self, i: usize, stage: Prefetch) {
         use super::mem::prefetch;
         let Some(key) = self.keys.get(i) else {
             return;
         };
         match stage {
-            super::Prefetch::Row => prefetch(key),
-            super::Prefetch::Lists => super::mem::prefetch_bytes(&self.buf, key.id, super::mem::ID_PREFETCH),
+            Prefetch::Row => prefetch(key),
+            Prefetch::Lists => super::mem::prefetch_bytes(&self.buf, key.id, super::mem::ID_PREFETCH),
         }
     }
 
-    /// Starts loading row `i` ([`super::Prefetch::Row`]), then, once that is
+    /// Starts loading row `i` ([`Prefetch::Row`]), then, once that is
     /// in, its endpoints' entries in `ends` and its properties
-    /// ([`super::Prefetch::Lists`]).
-    pub fn prefetch<T>(&self, i: usize, stage: super::Prefetch, ends: &[T]) {
+    /// ([`Prefetch::Lists`]).
+    pub fn prefetch<T>(&self, i: usize, stage: Prefetch, ends: &[T]) {
         use super::mem::prefetch;
         let Some(row) = self.rows.get(i) else {
             return;
         };
         match stage {
-            super::Prefetch::Row => prefetch(row),
-            super::Prefetch::Lists => {
+            Prefetch::Row => prefetch(row),
+            Prefetch::Lists => {
                 ends.get(row.src as usize).map(prefetch);
                 ends.get(row.dst as usize).map(prefetch);
                 self.buf.get(row.props.off as usize).map(prefetch);

@@ -1,5 +1,6 @@
 //! The byte-level pieces shared by batches and shards: spans of a byte
-//! buffer, the content and key hash finaliser, and cache prefetch hints.
+//! buffer, the content and key hash finaliser, and cache prefetch hints
+//! with the two steps ([`Prefetch`]) a walk over rows asks for them in.
 
 use std::hash::Hasher;
 
@@ -149,6 +150,31 @@ fn line_starts(buf: &[u8], span: Span, len: usize) -> impl Iterator<Item = &u8> 
         at += 64 - (byte as *const u8 as usize) % 64;
         Some(byte)
     })
+}
+
+/// A step of asking memory for a row ahead of reading it
+/// ([`Graph::prefetch_node`], and the ingest apply's loops): the row's own
+/// entries first, then what they point at once they are in.
+///
+/// [`Graph::prefetch_node`]: super::Graph::prefetch_node
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Prefetch {
+    /// The row's entries in its columns (or its batch's rows).
+    Row,
+    /// What those entries point at: bytes in an arena or a buffer, edge lists.
+    Lists,
+}
+
+/// For item `i` of a walk over `items`: asks `f` to [`Prefetch::Row`] the
+/// item `far` ahead and to [`Prefetch::Lists`] the one `far / 2` ahead,
+/// whose row the first step loaded a while before.
+pub fn prefetch_ahead<T: Copy>(items: &[T], i: usize, far: usize, mut f: impl FnMut(T, Prefetch)) {
+    if let Some(&next) = items.get(i + far) {
+        f(next, Prefetch::Row);
+    }
+    if let Some(&next) = items.get(i + far / 2) {
+        f(next, Prefetch::Lists);
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod mem;
 pub mod schema;
 pub mod shard;
 mod staging;
+mod upsert;
 mod view;
 
 use std::sync::Arc;
@@ -27,46 +28,12 @@ use batch::key_hash;
 pub use batch::{
     Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, SharedProps, Span,
 };
-pub use mem::BitSet;
+pub use mem::{BitSet, Prefetch, prefetch_ahead};
 pub use schema::{EdgeFields, EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
-pub use shard::{EdgeShard, NodeShard, Upsert, Verdict, visible};
+pub use shard::{EdgeShard, NodeShard, Verdict, visible};
 pub use staging::NodeStage;
+pub use upsert::{IngestStats, Upsert};
 pub use view::{EdgeRef, NodeRef};
-
-/// Node counts of one ingest.
-#[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
-pub struct IngestStats {
-    pub inserted: usize,
-    pub changed: usize,
-    pub unchanged: usize,
-    pub revived: usize,
-    /// Edges whose source or target is not in the graph.
-    pub dangling: usize,
-}
-
-impl IngestStats {
-    fn add(&mut self, u: Upsert) {
-        match u {
-            Upsert::Inserted => self.inserted += 1,
-            Upsert::Changed => self.changed += 1,
-            Upsert::Unchanged => self.unchanged += 1,
-            Upsert::Revived => self.revived += 1,
-        }
-    }
-    fn merge(a: IngestStats, b: IngestStats) -> IngestStats {
-        IngestStats {
-            inserted: a.inserted + b.inserted,
-            changed: a.changed + b.changed,
-            unchanged: a.unchanged + b.unchanged,
-            revived: a.revived + b.revived,
-            dangling: a.dangling + b.dangling,
-        }
-    }
-    /// Rows seen, changed or not.
-    pub fn total(&self) -> usize {
-        self.inserted + self.changed + self.unchanged + self.revived
-    }
-}
 
 /// Aggregates over the visible graph (SPEC 4.2 `graph/stats`).
 #[derive(Clone, Default, Debug, PartialEq)]
@@ -163,29 +130,6 @@ impl DirtyRows {
 
     pub fn is_empty(&self) -> bool {
         self.counts() == (0, 0)
-    }
-}
-
-/// A step of asking memory for a row ahead of reading it
-/// ([`Graph::prefetch_node`], and the ingest apply's loops): the row's own
-/// entries first, then what they point at once they are in.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Prefetch {
-    /// The row's entries in its columns (or its batch's rows).
-    Row,
-    /// What those entries point at: bytes in an arena or a buffer, edge lists.
-    Lists,
-}
-
-/// For item `i` of a walk over `items`: asks `f` to [`Prefetch::Row`] the
-/// item `far` ahead and to [`Prefetch::Lists`] the one `far / 2` ahead,
-/// whose row the first step loaded a while before.
-pub fn prefetch_ahead<T: Copy>(items: &[T], i: usize, far: usize, mut f: impl FnMut(T, Prefetch)) {
-    if let Some(&next) = items.get(i + far) {
-        f(next, Prefetch::Row);
-    }
-    if let Some(&next) = items.get(i + far / 2) {
-        f(next, Prefetch::Lists);
     }
 }
 

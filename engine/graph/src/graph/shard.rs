@@ -5,10 +5,12 @@ use std::hash::Hasher;
 use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
-use super::batch::BatchNode;
-use super::mem::{BitSet, ID_PREFETCH, Span, content_hash, fmix64, push_bytes};
+use super::batch::{BatchNode, NodeBatch};
+use super::mem::{BitSet, ID_PREFETCH, Prefetch, Span, content_hash, fmix64, push_bytes};
 pub use super::mem::{prefetch, prefetch_bytes};
 use super::schema::{self, EdgeFields, Kind, NodeFields, NodeRow, Phase, Reachability};
+use super::upsert::IngestStats;
+pub use super::upsert::Upsert;
 use crate::ids::{NodeId, Sym};
 use crate::relation::Relation;
 
@@ -64,15 +66,6 @@ enum Slot {
     Found(u32),
     /// Not there: the row number it is given.
     New(u32),
-}
-
-/// How an upsert changed a row.
-#[derive(Copy, Clone, PartialEq, Eq, Debug)]
-pub enum Upsert {
-    Inserted,
-    Changed,
-    Unchanged,
-    Revived,
 }
 
 /// The node shard and its row-wide operations, from [`crate::node_schema!`].
@@ -192,12 +185,12 @@ pub fn push_row_bytes(arena: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> (Span, 
 
 impl NodeShard {
     /// Starts loading what reading row `r` touches ([`super::Graph::prefetch_node`]).
-    pub fn prefetch_row(&self, r: usize, stage: super::Prefetch) {
+    pub fn prefetch_row(&self, r: usize, stage: Prefetch) {
         if r >= self.ty.len() {
             return;
         }
         match stage {
-            super::Prefetch::Row => {
+            Prefetch::Row => {
                 prefetch(&self.ty[r]);
                 prefetch(&self.key[r]);
                 prefetch(&self.state[r]);
@@ -209,7 +202,7 @@ impl NodeShard {
                 prefetch(&self.tags[r]);
                 prefetch(&self.props[r]);
             }
-            super::Prefetch::Lists => {
+            Prefetch::Lists => {
                 for span in [self.tags[r], self.props[r]] {
                     prefetch_bytes(&self.arena, span, usize::MAX);
                 }
@@ -371,10 +364,10 @@ impl NodeShard {
     /// writes next, as [`super::Graph::ingest_nodes`] does). A key staged
     /// twice updates its first row, as a second upsert would; its first
     /// bytes stay in the arena unused, as an update leaves them.
-    pub fn adopt(&mut self, staged: super::NodeBatch, now_us: u64, scan: u32) -> super::IngestStats {
+    pub fn adopt(&mut self, staged: NodeBatch, now_us: u64, scan: u32) -> IngestStats {
         debug_assert!(self.is_empty() && self.arena.is_empty());
-        let mut stats = super::IngestStats::default();
-        let super::NodeBatch { rows, buf } = staged;
+        let mut stats = IngestStats::default();
+        let NodeBatch { rows, buf } = staged;
         self.arena = buf;
         // Staging may have left far more room than that.
         let room = self.arena.len() / 8;

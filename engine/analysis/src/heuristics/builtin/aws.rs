@@ -2,10 +2,11 @@
 
 use std::fmt;
 
-use super::view::{Days, Node};
-use super::{
-    GRACE_DAYS, Hit, Rule, STALE_DAYS, Unused, Why, attached_machine, bytes, days, storage_facts, unused_machine, usd,
-};
+use super::machine::{attached_machine, machine_facts, unused_machine};
+use super::rule::{GRACE_DAYS, Hit, Rule, Why, rule_constructors};
+use super::storage::{stale_storage, storage_facts};
+use super::units::{bytes, days, usd};
+use super::view::{Days, Node, Unused};
 use crate::prices;
 use svc_graph::relation::Relation::{AttachedTo, Contains, Uses};
 
@@ -314,23 +315,6 @@ fn ec2_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     ))
 }
 
-/// "(m5.large spot, $35.04/mo)".
-pub(super) fn machine_facts<'a>(n: &'a Node<'_>) -> impl fmt::Display + 'a {
-    fmt::from_fn(move |f| {
-        let k = n.keys();
-        let size = [k.instance_type, k.machine_type, k.vm_size]
-            .into_iter()
-            .find_map(|key| n.str(key))
-            .unwrap_or("machine");
-        let spot = if n.str(k.lifecycle) == Some("spot") {
-            " spot"
-        } else {
-            ""
-        };
-        write!(f, "({size}{spot}, {})", usd(n.cost()))
-    })
-}
-
 fn ec2_stopped(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let Unused::Stopped(d) = unused_machine(n)? else {
         return None;
@@ -603,27 +587,6 @@ fn lambda_uninvoked(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
         n.cost(),
         format_args!(
             "no invocations in 90 days ({since}), provisioned concurrency {pc}, {}",
-            usd(n.cost())
-        ),
-    ))
-}
-
-/// Storage with no requests in 30 days and no access in [`STALE_DAYS`].
-pub(super) fn stale_storage(n: &Node<'_>, why: &mut Why<'_>, requests: Option<svc_graph::ids::Sym>) -> Option<Hit> {
-    let k = n.keys();
-    if n.num(requests)? > 0.0 {
-        return None;
-    }
-    let d = n.days_since_prop(k.last_accessed_at).unwrap_or_else(|| n.age_days());
-    if d < STALE_DAYS {
-        return None;
-    }
-    let size = n.num(k.size_gib).unwrap_or(0.0);
-    Some(why.hit(
-        n.cost(),
-        format_args!(
-            "no requests in 30 days, last accessed {} ago, {size:.0} GiB, {}",
-            days(d),
             usd(n.cost())
         ),
     ))

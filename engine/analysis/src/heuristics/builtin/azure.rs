@@ -1,10 +1,12 @@
 //! Azure rules.
 
-use super::aws::{machine_facts, stale_storage};
 use std::fmt;
 
-use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, Unused, Why, days, disk_on_unused_machine, storage_facts, unused_machine, usd};
+use super::machine::{disk_on_unused_machine, machine_facts, unused_machine};
+use super::rule::{GRACE_DAYS, Hit, Rule, Why, rule_constructors};
+use super::storage::{stale_storage, storage_facts};
+use super::units::{self, days, usd};
+use super::view::{Node, Unused};
 use svc_graph::relation::Relation::{AttachedTo, FlowsTo};
 
 rule_constructors!("azure": waste => Waste);
@@ -162,7 +164,7 @@ fn lb_idle(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
         format_args!(
             "{} backends, {} processed in 7 days, {}",
             pool.unwrap_or(0.0),
-            super::bytes(bytes.unwrap_or(0.0)),
+            units::bytes(bytes.unwrap_or(0.0)),
             usd(n.cost())
         ),
     ))

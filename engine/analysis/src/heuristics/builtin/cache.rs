@@ -35,9 +35,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use super::ignore::{self, Ignore};
-use super::view::{self, Contributors, Index, Keys, Node, Reads};
-use super::{Machines, Rule, Selection, Why, finding, rules_by_type};
-use crate::heuristics::Finding;
+use super::pass::{RuleHit, finding, rules_by_type};
+use super::rule::{Rule, Selection, Why};
+use super::view::{self, Contributors, Index, Keys, Machines, Node, Reads};
+use crate::heuristics::finding::Finding;
 use svc_graph::graph::BitSet;
 use svc_graph::graph::shard::prefetch;
 use svc_graph::graph::{Graph, Prefetch, RowChanges, prefetch_ahead, visible};
@@ -845,7 +846,7 @@ fn evaluate(
                 // Most nodes have one finding: no room for four.
                 kept.findings.reserve_exact(1);
                 kept.findings.push(finding(
-                    &super::RuleHit {
+                    &RuleHit {
                         node: id,
                         rule,
                         savings: hit.savings,

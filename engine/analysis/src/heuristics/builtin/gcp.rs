@@ -1,10 +1,12 @@
 //! GCP rules.
 
-use super::aws::{machine_facts, stale_storage};
 use std::fmt;
 
-use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, Unused, Why, days, disk_on_unused_machine, storage_facts, unused_machine, usd};
+use super::machine::{disk_on_unused_machine, machine_facts, unused_machine};
+use super::rule::{GRACE_DAYS, Hit, Rule, Why, rule_constructors};
+use super::storage::{stale_storage, storage_facts};
+use super::units::{days, usd};
+use super::view::{Node, Unused};
 use svc_graph::relation::Relation::{AttachedTo, Contains};
 
 rule_constructors!("gcp": waste => Waste);

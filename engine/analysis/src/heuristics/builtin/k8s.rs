@@ -1,7 +1,8 @@
 //! Kubernetes rules.
 
+use super::rule::{GRACE_DAYS, Hit, Rule, Why, rule_constructors};
+use super::units::{days, usd};
 use super::view::Node;
-use super::{GRACE_DAYS, Hit, Rule, Why, days, usd};
 use svc_graph::relation::Relation::{Runs, Uses};
 
 rule_constructors!("kubernetes": waste => Waste);
