@@ -17,7 +17,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::Event;
+use super::events::Event;
 use crate::bytes::{DecodeError, Reader, Writer};
 
 const FORMAT_V1: u8 = 1;

@@ -1,6 +1,7 @@
-//! Every kind of ledger event, declared once: its type string (SPEC 6.1),
-//! its history status (DESIGN.md section 2), whether the history filter
-//! `s.a.u_ACTION` matches it, and the type of its payload.
+//! The ledger's events: one to append ([`NewEvent`]), one stored
+//! ([`Event`]), and every kind of event, declared once: its type string
+//! (SPEC 6.1), its history status (DESIGN.md section 2), whether the history
+//! filter `s.a.u_ACTION` matches it, and the type of its payload.
 //!
 //! To add an event type, add one line to the table in [`event_kinds!`]'s
 //! invocation below and its payload struct; the type string, the status
@@ -18,7 +19,64 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::NewEvent;
+/// An event to append; the ledger adds seq, time, session and hashes.
+#[derive(Clone, Debug)]
+pub struct NewEvent {
+    pub event_type: String,
+    pub crn: Option<String>,
+    pub actor: String,
+    pub message: String,
+    pub payload: serde_json::Value,
+}
+
+/// One stored ledger event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub seq: u64,
+    pub ts_us: u64,
+    pub event_type: String,
+    /// Empty when the event concerns no resource.
+    pub crn: String,
+    pub actor: String,
+    pub message: String,
+    pub session_id: String,
+    pub payload: serde_json::Value,
+    pub prev_hash: [u8; 32],
+    pub hash: [u8; 32],
+}
+
+/// The type of the stand-in a reader gets for a stored event that does not
+/// decode ([`Event::unreadable`]); never stored.
+pub const UNREADABLE: &str = "UNREADABLE";
+
+impl Event {
+    /// The stand-in for stored event `seq` whose bytes do not decode: type
+    /// [`UNREADABLE`], the reason in its message, empty otherwise. Readers
+    /// get it in place of the event, so damage shows where it is.
+    pub fn unreadable(seq: u64, reason: &str) -> Event {
+        Event {
+            seq,
+            ts_us: 0,
+            event_type: UNREADABLE.to_owned(),
+            crn: String::new(),
+            actor: String::new(),
+            message: format!(
+                "event {seq} cannot be read ({reason}); the ledger is damaged here: run svc ledger verify"
+            ),
+            session_id: String::new(),
+            payload: serde_json::Value::Object(serde_json::Map::new()),
+            prev_hash: [0; 32],
+            hash: [0; 32],
+        }
+    }
+
+    pub fn status(&self) -> &'static str {
+        status_of(&self.event_type)
+    }
+    pub fn hash_hex(&self) -> String {
+        hex::encode(self.hash)
+    }
+}
 
 /// A ledger event's payload, tied to its kind.
 pub trait Payload: Serialize {
@@ -104,6 +162,23 @@ event_kinds! {
     /// appended (the daemon stopped, or the ledger could not be written, in
     /// between), recorded when found.
     ScanRecovered = "SCAN_RECOVERED", status "OK", sau false, payload ScanRecovered;
+}
+
+/// The history type filter that stands for every kind whose
+/// [`EventKind::is_sau_action`] holds.
+pub const SAU_ACTION: &str = "s.a.u_ACTION";
+/// Type of the event [`Ledger::prune`](super::Ledger::prune) appends to audit itself.
+pub const HISTORY_PRUNED: &str = EventKind::HistoryPruned.as_str();
+
+/// History status of an event type ([`EventKind::status`]); OK for a type
+/// no kind names.
+pub fn status_of(event_type: &str) -> &'static str {
+    EventKind::parse(event_type).map_or("OK", EventKind::status)
+}
+
+/// Every type the history filter `s.a.u_ACTION` matches.
+pub fn sau_action_types() -> impl Iterator<Item = &'static str> {
+    EventKind::ALL.iter().filter(|k| k.is_sau_action()).map(|k| k.as_str())
 }
 
 /// The kinds that record a scan's `scan_seq` in their payload.

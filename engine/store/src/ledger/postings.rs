@@ -24,7 +24,8 @@
 
 use redb::{ReadableTable, ReadableTableMetadata, Table, WriteTransaction};
 
-use super::{LedgerError, tables};
+use super::error::LedgerError;
+use super::tables;
 
 /// A posting: the CRN hash and the seq of the event.
 pub type Pair = (u64, u64);

@@ -1,5 +1,7 @@
 //! Reads: single events, replay, history pages, resource timelines,
-//! summary and sessions. Everything runs in one read transaction.
+//! summary and sessions, and the types they are asked with and answer
+//! ([`HistoryQuery`], [`HistoryPage`], [`Summary`], [`SessionInfo`]).
+//! Everything runs in one read transaction.
 //!
 //! A history query first turns its time bounds into a seq window (time
 //! order is seq order), then walks the most selective index in reverse:
@@ -9,12 +11,62 @@
 
 use redb::{ReadOnlyTable, ReadTransaction, ReadableTable, ReadableTableMetadata};
 
+use super::error::LedgerError;
+use super::events::{Event, EventKind, SAU_ACTION, sau_action_types, status_of};
 use super::tables::{self, SessionRow};
-use super::{
-    Event, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, LedgerError, SAU_ACTION, SessionInfo, Summary,
-    sau_action_types, status_of,
-};
-use super::{EventKind, codec, postings, type_index};
+use super::{codec, postings, type_index};
+
+pub const HISTORY_MAX_LIMIT: usize = 500;
+pub const HISTORY_DEFAULT_LIMIT: usize = 100;
+
+/// Filters of the history endpoint. Each filter that is set must match.
+#[derive(Clone, Debug, Default)]
+pub struct HistoryQuery {
+    /// An event type, or [`SAU_ACTION`] for every s.a.u decision.
+    pub event_type: Option<String>,
+    pub crn: Option<String>,
+    /// A [`status_of`] value, compared ignoring ASCII case.
+    pub status: Option<String>,
+    /// Events at or after this time.
+    pub since_us: Option<u64>,
+    /// Events before this time.
+    pub until_us: Option<u64>,
+    /// Page size; values outside 1..=[`HISTORY_MAX_LIMIT`] are clamped.
+    pub limit: usize,
+    /// Cursor: only events with a smaller seq.
+    pub before_seq: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HistoryPage {
+    /// Newest first.
+    pub events: Vec<Event>,
+    /// Seq of the last returned event when more events match.
+    pub next_cursor: Option<u64>,
+    /// All events matching the filters, ignoring cursor and limit.
+    pub total: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub total_events: u64,
+    pub quarantined: u64,
+    pub approved: u64,
+    pub rejected: u64,
+    pub session_count: u64,
+    /// Sum of the numeric `savings_usd` payload fields of the stored events.
+    pub total_savings_usd: f64,
+    pub first_event_us: Option<u64>,
+    pub last_event_us: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub first_event_us: u64,
+    pub last_event_us: u64,
+    pub event_count: u64,
+}
 
 type Events = ReadOnlyTable<u64, &'static [u8]>;
 type Keyed = ReadOnlyTable<(&'static str, u64), &'static [u8]>;

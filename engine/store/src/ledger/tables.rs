@@ -32,7 +32,7 @@
 
 use redb::{ReadableTable, TableDefinition};
 
-use super::LedgerError;
+use super::error::LedgerError;
 use crate::bytes::{DecodeError, Reader, Writer};
 
 pub const EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("events");

@@ -14,7 +14,8 @@ use std::collections::HashMap;
 
 use redb::{AccessGuard, Range, ReadableTable, Table};
 
-use super::{LedgerError, tables};
+use super::error::LedgerError;
+use super::tables;
 
 type Key = (&'static str, u64);
 

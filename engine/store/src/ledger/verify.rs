@@ -1,10 +1,29 @@
-//! Walking the hash chain.
+//! Walking the hash chain, and what the walk found ([`VerifyReport`]).
 
 use redb::ReadTransaction;
 
 use super::codec;
+use super::error::{BrokenLink, LedgerError};
 use super::tables;
-use super::{BrokenLink, LedgerError, VerifyReport};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct VerifyReport {
+    /// First and last stored seq; both 0 when the ledger is empty.
+    pub first_seq: u64,
+    pub last_seq: u64,
+    /// Events whose link and hash were checked and found right.
+    pub checked: u64,
+    pub ok: bool,
+    /// The first problem found, e.g. "event 17: hash mismatch".
+    pub problem: Option<String>,
+    /// Where the chain first breaks: the seq of the first event that cannot
+    /// be trusted and what is wrong with it.
+    pub first_broken: Option<BrokenLink>,
+    /// The prune checkpoint the walk starts from: the last pruned seq and
+    /// its hash, to which the first stored event links (a `HISTORY_PRUNED`
+    /// event records the same); `None` when nothing was ever pruned.
+    pub checkpoint: Option<(u64, [u8; 32])>,
+}
 
 /// Checks that seqs run gap-free from the anchor, that each event links to
 /// its predecessor's hash (the first one to the anchor's), that each hash

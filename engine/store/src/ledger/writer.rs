@@ -19,11 +19,12 @@ use redb::{Durability, ReadableTable, ReadableTableMetadata, Table, WriteTransac
 use serde_json::Value;
 
 use super::codec::{self, Stored};
-use super::events::{HistoryPruned, SCAN_RECORDS};
+use super::error::LedgerError;
+use super::events::{Event, HistoryPruned, NewEvent, SCAN_RECORDS};
 use super::postings::Postings;
+use super::shared::{Listener, Shared};
 use super::tables::{self, Anchor, Head, SessionRow};
 use super::type_index::Types;
-use super::{Event, LedgerError, Listener, NewEvent, Shared};
 use svc_graph::clock::Clock;
 
 /// Upper bound on events per transaction, to bound commit latency.

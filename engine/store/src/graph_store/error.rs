@@ -1,0 +1,27 @@
+//! The graph store's error: a file that cannot be opened, a database
+//! error, a file that failed and is not usable yet, or stored bytes that do
+//! not decode; each names the store's path.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::bytes::DecodeError;
+use crate::health::Fault;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("cannot open graph store {path}: {cause}")]
+    Open { path: PathBuf, cause: Box<redb::Error> },
+    #[error("graph store {path}: {cause}")]
+    Db { path: PathBuf, cause: Box<redb::Error> },
+    /// The file failed (a full disk, an I/O error) and is not usable yet.
+    #[error("graph store {0}")]
+    Unavailable(Fault),
+    #[error("graph store {path}: {what}: {cause}")]
+    Corrupt {
+        path: PathBuf,
+        what: String,
+        cause: DecodeError,
+    },
+}
