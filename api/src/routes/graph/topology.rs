@@ -14,9 +14,8 @@
 //! checksum whatever their history. A client checks a body by hashing the
 //! bytes inside the two arrays' brackets with a newline between them.
 //!
-//! How it stays within budget at a million nodes (measured: ~0.7 s for
-//! 1M nodes and 2M edges, a 592 MB body, on the 2-core machine; see
-//! `api/tests/topology_budget.rs`):
+//! How it stays within budget at a million nodes (`cargo bench --bench api
+//! -- topology`; the figure is in PERF.md):
 //! 1. Snapshot (blocking pool, one read-lock hold; [`snapshot`]): copy the
 //!    few columns the body needs. The lock is held only for this copy (well
 //!    under 0.3 s at 1M nodes), never while sorting, formatting or sending,
