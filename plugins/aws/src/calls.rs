@@ -1,0 +1,219 @@
+//! The plugin's way to AWS: the SDK configuration (standard credential
+//! chain, adaptive retry), a client per region, the bound on requests in
+//! flight, and the debug line every call leaves in the log.
+//!
+//! Every AWS request the plugin makes goes through [`Calls::page`] or
+//! [`Calls::one`], which hold a permit of the shared semaphore while the
+//! request runs and then log `aws call` at debug with `service`,
+//! `operation`, `region`, `page`, `items`, `ms` (or at warn, with
+//! `error`, when it failed). Retries inside the SDK are its own (adaptive
+//! retry, `max_attempts`).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use aws_config::retry::RetryConfig;
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_sdk_ec2::error::ProvideErrorMetadata;
+use tokio::sync::Semaphore;
+
+use crate::config::Settings;
+
+/// Connecting to an endpoint that does not answer fails after this.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// One attempt of one request fails after this.
+const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(60);
+/// The region calls go to before any region is known (STS, `DescribeRegions`),
+/// when neither the environment nor a profile names one.
+pub const HOME_REGION: &str = "us-east-1";
+
+/// The SDK configuration and the shared bound on requests in flight.
+#[derive(Clone)]
+pub struct Calls {
+    sdk: SdkConfig,
+    settings: Arc<Settings>,
+    permits: Arc<Semaphore>,
+    made: Arc<AtomicU64>,
+}
+
+/// One AWS operation in one region, as the log names it.
+#[derive(Clone, Copy, Debug)]
+pub struct Op<'a> {
+    pub service: &'static str,
+    pub operation: &'static str,
+    pub region: &'a str,
+}
+
+impl Calls {
+    /// Loads the SDK configuration from the standard credential chain.
+    pub async fn load(settings: Settings) -> Calls {
+        let sdk = aws_config::defaults(BehaviorVersion::latest())
+            .retry_config(RetryConfig::adaptive().with_max_attempts(settings.max_attempts))
+            .timeout_config(
+                TimeoutConfig::builder()
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                    .build(),
+            )
+            .load()
+            .await;
+        let permits = Arc::new(Semaphore::new(settings.max_in_flight));
+        Calls {
+            sdk,
+            settings: Arc::new(settings),
+            permits,
+            made: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The region of the environment or profile, else [`HOME_REGION`].
+    pub fn home_region(&self) -> String {
+        self.sdk
+            .region()
+            .map_or_else(|| HOME_REGION.to_owned(), |r| r.as_ref().to_owned())
+    }
+
+    /// Requests made so far.
+    pub fn made(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
+    }
+
+    /// The EC2 client of `region` (with its endpoint override, if any).
+    pub fn ec2(&self, region: &str) -> aws_sdk_ec2::Client {
+        let mut conf = aws_sdk_ec2::config::Builder::from(&self.sdk).region(Region::new(region.to_owned()));
+        if let Some(url) = self.settings.endpoints.get(region) {
+            conf = conf.endpoint_url(url);
+        }
+        aws_sdk_ec2::Client::from_conf(conf.build())
+    }
+
+    /// The STS client of the home region.
+    pub fn sts(&self) -> aws_sdk_sts::Client {
+        let conf = aws_sdk_sts::config::Builder::from(&self.sdk).region(Region::new(self.home_region()));
+        aws_sdk_sts::Client::from_conf(conf.build())
+    }
+
+    /// Runs one request (`fut`) under a permit and logs it; `items` counts
+    /// what its answer holds, `None` when no request was made (a
+    /// paginator's end). The error is rendered with its causes.
+    pub async fn one<T, E, F>(
+        &self,
+        op: Op<'_>,
+        page: u32,
+        fut: F,
+        items: impl FnOnce(&T) -> Option<usize>,
+    ) -> Result<T, CallError>
+    where
+        F: Future<Output = Result<T, E>>,
+        E: std::error::Error + ProvideErrorMetadata + 'static,
+    {
+        // The semaphore is never closed, so a permit always comes.
+        let _permit = self.permits.acquire().await.ok();
+        let started = Instant::now();
+        let result = fut.await;
+        let ms = started.elapsed().as_millis() as u64;
+        match result {
+            Ok(out) => {
+                let Some(items) = items(&out) else {
+                    return Ok(out);
+                };
+                self.made.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    service = op.service,
+                    operation = op.operation,
+                    region = op.region,
+                    page,
+                    items,
+                    ms,
+                    "aws call"
+                );
+                Ok(out)
+            }
+            Err(e) => {
+                self.made.fetch_add(1, Ordering::Relaxed);
+                let error = describe(&e);
+                tracing::warn!(
+                    service = op.service,
+                    operation = op.operation,
+                    region = op.region,
+                    page,
+                    ms,
+                    error = %error,
+                    "aws call failed"
+                );
+                Err(CallError {
+                    call: format!("{} {} in {}", op.service, op.operation, op.region),
+                    code: e.code().map(str::to_owned),
+                    message: error,
+                })
+            }
+        }
+    }
+}
+
+/// A failed AWS request: which, the AWS error code when AWS answered,
+/// and the error with its causes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallError {
+    pub call: String,
+    pub code: Option<String>,
+    pub message: String,
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.call, self.message)
+    }
+}
+
+/// An SDK error with its causes, which the SDK's own `Display` leaves out
+/// (it says only "service error" or "dispatch failure").
+pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// Every page of a paginated operation: `$stream` is the SDK paginator's
+/// stream (`client.describe_x().into_paginator().send()`); each page is
+/// one request made through [`Calls::one`], `$items` counting what a page
+/// holds. Evaluates to `Result<Vec<Output>, CallError>`, the first error
+/// ending it.
+#[macro_export]
+macro_rules! pages {
+    ($calls:expr, $op:expr, $stream:expr, $items:expr) => {{
+        let mut stream = $stream;
+        let mut out = Vec::new();
+        let mut outcome = Ok(());
+        loop {
+            let page = out.len() as u32 + 1;
+            let next = $calls.one($op, page, async { stream.next().await.transpose() }, |o| {
+                o.as_ref().map($items)
+            });
+            match next.await {
+                Ok(Some(o)) => out.push(o),
+                Ok(None) => break,
+                Err(e) => {
+                    outcome = Err(e);
+                    break;
+                }
+            }
+        }
+        outcome.map(|()| out)
+    }};
+}

@@ -1,0 +1,161 @@
+//! What one region holds: the EC2 list calls, run concurrently (each
+//! request under the shared bound of [`Calls`]) and paginated to the end.
+//! A region is all or nothing: when any call fails, the region fails and
+//! none of its resources are reported.
+
+use aws_sdk_ec2::types::{
+    Address, Filter, Image, Instance, NatGateway, NetworkInterface, SecurityGroup, Snapshot, Subnet, Volume, Vpc,
+    VpcEndpoint,
+};
+
+use crate::calls::{CallError, Calls, Op};
+use crate::pages;
+
+/// Page size asked of every paginated call (the APIs' maximum).
+const PAGE: i32 = 1000;
+
+/// The EC2 resources of one region.
+#[derive(Default)]
+pub struct RegionData {
+    pub instances: Vec<Instance>,
+    pub volumes: Vec<Volume>,
+    pub snapshots: Vec<Snapshot>,
+    pub images: Vec<Image>,
+    pub addresses: Vec<Address>,
+    pub nat_gateways: Vec<NatGateway>,
+    pub endpoints: Vec<VpcEndpoint>,
+    pub vpcs: Vec<Vpc>,
+    pub subnets: Vec<Subnet>,
+    pub security_groups: Vec<SecurityGroup>,
+    pub interfaces: Vec<NetworkInterface>,
+}
+
+fn op<'a>(operation: &'static str, region: &'a str) -> Op<'a> {
+    Op {
+        service: "ec2",
+        operation,
+        region,
+    }
+}
+
+/// Every item of a paginated list call: `$call` builds the request
+/// (page size set here), `$list` names the output's list field.
+macro_rules! list_all {
+    ($calls:expr, $region:expr, $name:literal, $call:expr, $list:ident) => {
+        async {
+            let stream = $call.max_results(PAGE).into_paginator().send();
+            let pages = pages!($calls, op($name, $region), stream, |o| o.$list().len())?;
+            Ok::<_, CallError>(
+                pages
+                    .into_iter()
+                    .flat_map(|o| o.$list.unwrap_or_default())
+                    .collect::<Vec<_>>(),
+            )
+        }
+    };
+}
+
+/// Lists everything in `region`; the error names the call that failed.
+pub async fn region(calls: &Calls, region: &str) -> Result<RegionData, CallError> {
+    let c = calls.ec2(region);
+    // Terminated instances are gone; shutting-down ones are on their way.
+    let live = Filter::builder()
+        .name("instance-state-name")
+        .values("pending")
+        .values("running")
+        .values("stopping")
+        .values("stopped")
+        .build();
+    let reservations = list_all!(
+        calls,
+        region,
+        "DescribeInstances",
+        c.describe_instances().filters(live),
+        reservations
+    );
+    let volumes = list_all!(calls, region, "DescribeVolumes", c.describe_volumes(), volumes);
+    let snapshots = list_all!(
+        calls,
+        region,
+        "DescribeSnapshots",
+        c.describe_snapshots().owner_ids("self"),
+        snapshots
+    );
+    let images = list_all!(
+        calls,
+        region,
+        "DescribeImages",
+        c.describe_images().owners("self"),
+        images
+    );
+    let nat_gateways = list_all!(
+        calls,
+        region,
+        "DescribeNatGateways",
+        c.describe_nat_gateways(),
+        nat_gateways
+    );
+    let endpoints = list_all!(
+        calls,
+        region,
+        "DescribeVpcEndpoints",
+        c.describe_vpc_endpoints(),
+        vpc_endpoints
+    );
+    let vpcs = list_all!(calls, region, "DescribeVpcs", c.describe_vpcs(), vpcs);
+    let subnets = list_all!(calls, region, "DescribeSubnets", c.describe_subnets(), subnets);
+    let security_groups = list_all!(
+        calls,
+        region,
+        "DescribeSecurityGroups",
+        c.describe_security_groups(),
+        security_groups
+    );
+    let interfaces = list_all!(
+        calls,
+        region,
+        "DescribeNetworkInterfaces",
+        c.describe_network_interfaces(),
+        network_interfaces
+    );
+    // DescribeAddresses has no pages: one answer holds every address.
+    let addresses = async {
+        let o = calls
+            .one(op("DescribeAddresses", region), 1, c.describe_addresses().send(), |o| {
+                Some(o.addresses().len())
+            })
+            .await?;
+        Ok::<_, CallError>(o.addresses.unwrap_or_default())
+    };
+    let (reservations, volumes, snapshots, images, addresses, nat_gateways, endpoints, vpcs, subnets, sgs, enis) = futures::try_join!(
+        reservations,
+        volumes,
+        snapshots,
+        images,
+        addresses,
+        nat_gateways,
+        endpoints,
+        vpcs,
+        subnets,
+        security_groups,
+        interfaces
+    )?;
+    let (security_groups, interfaces) = (sgs, enis);
+    let instances = reservations
+        .into_iter()
+        .flat_map(|r| r.instances.unwrap_or_default())
+        .collect();
+    Ok(RegionData {
+        instances,
+        volumes,
+        snapshots,
+        images,
+        addresses,
+        nat_gateways,
+        endpoints,
+        vpcs,
+        subnets,
+        security_groups,
+        interfaces,
+    })
+}

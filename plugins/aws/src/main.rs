@@ -1,0 +1,23 @@
+//! `svc-plugin-aws`: a provider plugin that discovers an AWS estate through
+//! the AWS SDK (README.md in this crate: what it scans, its settings),
+//! started by the daemon over the plugin SDK's go-plugin framing.
+//!
+//! Files: `provider` (the `Provider` service), `account` (identity,
+//! regions, preflight), `discover` (one region's list calls), `compute`
+//! and `network` (resources as nodes and edges), `emit` (CRNs, properties,
+//! prices), `calls` (SDK configuration, the bound on requests in flight,
+//! the log line of every call), `config` (settings).
+
+mod account;
+mod calls;
+mod compute;
+mod config;
+mod discover;
+mod emit;
+mod network;
+mod provider;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    svc_plugin_sdk::exit_code(svc_plugin_sdk::serve_provider(provider::AwsProvider).await)
+}
