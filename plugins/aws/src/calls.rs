@@ -194,7 +194,6 @@ pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 /// one request made through [`Calls::one`], `$items` counting what a page
 /// holds. Evaluates to `Result<Vec<Output>, CallError>`, the first error
 /// ending it.
-#[macro_export]
 macro_rules! pages {
     ($calls:expr, $op:expr, $stream:expr, $items:expr) => {{
         let mut stream = $stream;
@@ -217,3 +216,4 @@ macro_rules! pages {
         outcome.map(|()| out)
     }};
 }
+pub(crate) use pages;

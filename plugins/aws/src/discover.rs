@@ -8,8 +8,7 @@ use aws_sdk_ec2::types::{
     VpcEndpoint,
 };
 
-use crate::calls::{CallError, Calls, Op};
-use crate::pages;
+use crate::calls::{CallError, Calls, Op, pages};
 
 /// Page size asked of every paginated call (the APIs' maximum).
 const PAGE: i32 = 1000;
