@@ -1,8 +1,10 @@
 //! The columnar graph: 256 node shards and 128 edge shards.
 //!
 //! A node lives in shard `hash(key) % 256`; an edge lives in the edge shard
-//! of its source node (`node shard % 128`). Rows are never moved or removed:
-//! deletion sets `valid_to` and the visibility rule of SPEC 3.3 hides it.
+//! of its source node (`node shard % 128`). Deletion sets `valid_to` and the
+//! visibility rule of SPEC 3.3 hides the row; rows move only when
+//! [`Graph::compact`] drops retired ones, renumbering each shard it touches
+//! under the shard's next generation.
 
 pub mod adjacency;
 pub mod batch;
@@ -1280,7 +1282,10 @@ impl Graph {
     ) -> impl Iterator<Item = NodeId> + '_ {
         let adj = &self.adj;
         let check = !adj.all_visible(now_us);
+        // An id from another generation has no neighbours (its row number
+        // may be another node's now).
         adj.dense(id)
+            .filter(|_| self.node_row_ok(id))
             .into_iter()
             .flat_map(move |d| adj.of_relation(d, rel, outgoing))
             .filter(move |(e, _)| !check || self.edge(*e).is_some_and(|e| visible(e.valid_to(), now_us)))
@@ -1401,6 +1406,7 @@ impl Graph {
     /// The CRN of a node, in graph form, appended to `out` ([`crate::crn::write_crn`]'s text).
     pub fn crn_into(&self, reader: &crate::intern::InternerReader<'_>, id: NodeId, out: &mut Vec<u8>) {
         let shard = &self.nodes[id.shard()];
+        debug_assert_eq!(shard.generation, id.generation(), "an id from another generation");
         let r = id.row() as usize;
         let k = shard.key[r];
         out.extend_from_slice(b"crn:");
@@ -1420,6 +1426,7 @@ impl Graph {
 
     pub fn crn_with(&self, reader: &crate::intern::InternerReader<'_>, id: NodeId) -> String {
         let shard = &self.nodes[id.shard()];
+        debug_assert_eq!(shard.generation, id.generation(), "an id from another generation");
         let r = id.row() as usize;
         let k = shard.key[r];
         let mut out = String::with_capacity(64);

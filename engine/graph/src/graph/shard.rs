@@ -89,7 +89,7 @@ macro_rules! node_shard {
         fields { $($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)* }
     ) => {
         /// One node shard: a column for each field of the schema, aligned
-        /// by row. Rows never move; deletion is logical (`valid_to`).
+        /// by row. Deletion is logical (`valid_to`); rows move only in a compaction.
         #[derive(Default)]
         pub struct NodeShard {
             pub generation: u32,
@@ -639,8 +639,8 @@ macro_rules! edge_shard {
     ($($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)*) => {
         /// One edge shard, holding the edges whose source lives in node
         /// shards `i`, `i + 128`: their endpoints and a column for each
-        /// field of the schema, aligned by row. Rows never move; deletion
-        /// is logical.
+        /// field of the schema, aligned by row. Deletion is logical; rows
+        /// move only in a compaction.
         #[derive(Default)]
         pub struct EdgeShard {
             pub src: Vec<NodeId>,
