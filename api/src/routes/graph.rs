@@ -274,6 +274,17 @@ async fn page_of<T: Serialize + 'static>(
     blocking(move || {
         let now = engine.now_us();
         let g = engine.graph();
+        // A cursor from before the graph was compacted names a row that
+        // may be another node's now: it is refused, never followed.
+        if let Some(after) = spec.after
+            && g.node_shards()
+                .get(after.shard())
+                .is_some_and(|s| s.generation != after.generation())
+        {
+            return Err(ApiError::bad_request(
+                "stale cursor: the graph was compacted since it was issued; list again without a cursor",
+            ));
+        }
         let (page, next, total) = spec.run(&g, now);
         let r = g.interner().reader();
         Ok(render(&page, &r, next.unwrap_or_default(), total))

@@ -154,6 +154,9 @@ pub struct Assessment {
     pub failed_providers: Vec<String>,
     /// Per node shard, per row: how the node was reached ([`pack`]ed).
     via: Vec<Vec<u64>>,
+    /// Per node shard, its generation when the pass ran: `via` and
+    /// `verdicts` answer only for ids of these (not after a compaction).
+    generations: Vec<u32>,
     /// Per node shard, per row: reachability and risk, until applied.
     pub verdicts: Vec<Vec<(Reachability, f32)>>,
 }
@@ -174,8 +177,16 @@ impl Assessment {
         self.verdicts = Vec::new();
     }
 
+    /// Whether `id` is of the shard generations the pass ran over.
+    fn current(&self, id: NodeId) -> bool {
+        self.generations.get(id.shard()) == Some(&id.generation())
+    }
+
     /// How `id` was reached.
     pub fn via(&self, id: NodeId) -> Via {
+        if !self.current(id) {
+            return Via::None;
+        }
         self.via
             .get(id.shard())
             .and_then(|s| s.get(id.row() as usize))
@@ -184,6 +195,9 @@ impl Assessment {
 
     /// The reachability and risk the pass gave `id` (until applied).
     pub fn verdict(&self, id: NodeId) -> (Reachability, f32) {
+        if !self.current(id) {
+            return (Reachability::Unknown, 0.0);
+        }
         self.verdicts
             .get(id.shard())
             .and_then(|s| s.get(id.row() as usize))
@@ -553,6 +567,7 @@ pub fn run(graph: &Graph, now_us: u64, scan_seq: u64, failed: &[Sym]) -> Assessm
     };
     out.via = Vec::with_capacity(shards.len());
     out.verdicts = Vec::with_capacity(shards.len());
+    out.generations = shards.iter().map(|s| s.generation).collect();
     for (s, shard) in shards.iter().enumerate() {
         let base = adj.dense(NodeId::new(s, 0, shard.generation)).map(|d| d as usize);
         let rows = shard.len();

@@ -218,7 +218,17 @@ impl Engine {
                 (graph, "graph store")
             }
         };
+        // Retired rows are not kept in memory (graph.redb keeps their
+        // history): a restart compacts them all, before anything holds ids.
+        let compacted = graph.compact(clock.now_us());
         graph.rebuild_adjacency(clock.now_us());
+        if !compacted.is_empty() {
+            info!(
+                nodes_dropped = compacted.nodes_dropped,
+                edges_dropped = compacted.edges_dropped,
+                "retired rows compacted"
+            );
+        }
         info!(
             from,
             ms = started.elapsed().as_millis() as u64,
@@ -455,6 +465,13 @@ impl Engine {
     /// What each source may take and send from the next scan on
     /// (`daemon.scan_timeout`, `daemon.scan_max_nodes`,
     /// `daemon.scan_max_edges`); a scan request's own timeout wins.
+    /// Retired node rows a scan waits for before it compacts the graph,
+    /// at least (beside an eighth of the rows; default
+    /// [`crate::graph::COMPACT_MIN_ROWS`]).
+    pub fn set_compaction_min_rows(&self, rows: usize) {
+        self.core.set_compact_min_rows(rows);
+    }
+
     pub fn set_scan_limits(&self, limits: ScanLimits) {
         self.sources.set_limits(limits);
     }

@@ -49,6 +49,19 @@ impl Findings {
         }
     }
 
+    /// Forgets everything kept by node id or row, as a restart leaves it
+    /// (the graph was compacted): the caches, the last findings, links,
+    /// patterns and assessment. The next scan works them out from scratch.
+    /// The caller holds `rule_cache` (taken before the graph).
+    pub(crate) fn forget_rows(&self, rule_cache: &mut RuleCache) {
+        *rule_cache = RuleCache::default();
+        *self.link_cache.lock() = linker::Cache::default();
+        *self.links.write() = Arc::new(LinkReport::default());
+        self.set_last(FindingSet::default());
+        *self.pattern.write() = Arc::new(PatternReport::default());
+        *self.assessment.write() = None;
+    }
+
     /// The findings of the last scan.
     pub(crate) fn last(&self) -> Arc<FindingSet> {
         self.findings.read().clone()

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use svc_graph::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -21,6 +22,9 @@ pub(crate) struct Core {
     ledger: Arc<Ledger>,
     clock: Arc<dyn Clock>,
     session_id: String,
+    /// Retired node rows a compaction waits for, at least (beside an
+    /// eighth of the rows): [`crate::graph::COMPACT_MIN_ROWS`].
+    compact_min_rows: AtomicUsize,
 }
 
 impl Core {
@@ -41,6 +45,7 @@ impl Core {
             ledger: Arc::new(ledger),
             clock,
             session_id,
+            compact_min_rows: AtomicUsize::new(crate::graph::COMPACT_MIN_ROWS),
         }
     }
 
@@ -67,6 +72,12 @@ impl Core {
     }
     pub(crate) fn now_us(&self) -> u64 {
         self.clock.now_us()
+    }
+    pub(crate) fn compact_min_rows(&self) -> usize {
+        self.compact_min_rows.load(Ordering::Relaxed)
+    }
+    pub(crate) fn set_compact_min_rows(&self, rows: usize) {
+        self.compact_min_rows.store(rows, Ordering::Relaxed);
     }
     pub(crate) fn session_id(&self) -> &str {
         &self.session_id

@@ -142,6 +142,15 @@ impl Drop for CrnLock<'_> {
 }
 
 impl Remediation {
+    /// Forgets the node each item was matched to, as a restart does: the
+    /// graph was compacted and ids taken before name nothing; the next pass
+    /// matches items to nodes by CRN again.
+    pub fn forget_nodes(&self) {
+        for e in self.state.lock().items.values_mut() {
+            e.node = None;
+        }
+    }
+
     pub fn load(loaded: crate::store::Loaded) -> Remediation {
         let state = State {
             items: loaded

@@ -62,6 +62,22 @@ impl Signal {
         }
     }
 
+    /// Renumbers the baseline's rows as [`Graph::compact`] renumbered the
+    /// graph's: `kept[s]`, for a compacted shard, the old row of each new
+    /// one ([`svc_graph::graph::Compaction::kept`]).
+    pub fn compacted(&self, kept: &[Option<Vec<u32>>]) {
+        if let Some(b) = self.baseline.lock().as_mut() {
+            for (costs, kept) in b.costs.iter_mut().zip(kept) {
+                if let Some(kept) = kept {
+                    *costs = kept
+                        .iter()
+                        .map(|&r| costs.get(r as usize).copied().unwrap_or(f32::NAN))
+                        .collect();
+                }
+            }
+        }
+    }
+
     /// The anomalies of the last analysed scan (kept across restarts).
     pub fn anomalies(&self) -> Arc<Anomalies> {
         self.latest.read().clone()

@@ -20,7 +20,47 @@ pub(super) fn init(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     cx.report.scan_seq = cx.scans.next_seq();
     cx.report.started_us = cx.now_us;
     cx.root.record("scan_seq", cx.report.scan_seq);
+    compact_if_due(cx);
     Ok(())
+}
+
+/// Drops the retired rows from memory when enough are retired
+/// ([`crate::graph::Graph::compaction_due`]), before anything of this
+/// scan is read or written: every holder of node ids or row numbers is
+/// reset as a restart leaves it (the remediation items' nodes, the caches,
+/// findings, links, patterns, assessment and policy outcome) or renumbered
+/// (the cost baseline), under the graph's write lock, so no reader sees
+/// a compacted graph with ids from before. The scan then runs its passes
+/// from scratch, as the first scan after a restart does.
+fn compact_if_due(cx: &mut Scan<'_>) {
+    let now_us = cx.now_us;
+    let min_rows = cx.core.compact_min_rows();
+    if !cx.core.graph().compaction_due(now_us, min_rows) {
+        return;
+    }
+    let started = std::time::Instant::now();
+    let mut rules = cx.findings.lock_rule_cache();
+    let mut graph = cx.core.graph_mut();
+    let rows = graph.node_rows();
+    let done = graph.compact(now_us);
+    if done.is_empty() {
+        return;
+    }
+    cx.findings.forget_rows(&mut rules);
+    cx.policy.book().set_outcome(Default::default());
+    cx.costs.compacted(&done.kept);
+    cx.remediation.forget_nodes();
+    let node_rows = graph.node_rows();
+    drop(graph);
+    drop(rules);
+    info!(
+        rows,
+        node_rows,
+        nodes_dropped = done.nodes_dropped,
+        edges_dropped = done.edges_dropped,
+        ms = started.elapsed().as_millis() as u64,
+        "retired rows compacted"
+    );
 }
 
 /// `engine.time_travel`: pins the previous generation.

@@ -1,8 +1,10 @@
 //! The columnar graph: 256 node shards and 128 edge shards.
 //!
 //! A node lives in shard `hash(key) % 256`; an edge lives in the edge shard
-//! of its source node (`node shard % 128`). Rows are never moved or removed:
-//! deletion sets `valid_to` and the visibility rule of SPEC 3.3 hides it.
+//! of its source node (`node shard % 128`). Deletion sets `valid_to` and the
+//! visibility rule of SPEC 3.3 hides the row; rows move only when
+//! [`Graph::compact`] drops retired ones, renumbering each shard it touches
+//! under the shard's next generation.
 
 pub mod adjacency;
 pub mod batch;
@@ -91,6 +93,28 @@ impl Changes {
         self.nodes.is_empty() && self.edges.is_empty()
     }
 }
+
+/// What [`Graph::compact`] did.
+#[derive(Clone, Debug, Default)]
+pub struct Compaction {
+    /// By node shard: for a compacted one (its generation moved on), the
+    /// old row number of each new row, in order; `None` for a shard left
+    /// as it was.
+    pub kept: Vec<Option<Vec<u32>>>,
+    pub nodes_dropped: usize,
+    pub edges_dropped: usize,
+}
+
+impl Compaction {
+    /// Whether any row was dropped (and so any node id renamed).
+    pub fn is_empty(&self) -> bool {
+        self.nodes_dropped == 0 && self.edges_dropped == 0
+    }
+}
+
+/// Retired rows a compaction waits for: an eighth of the graph's node
+/// rows, and at least this many.
+pub const COMPACT_MIN_ROWS: usize = 4096;
 
 /// `(shard, row)` pairs.
 pub type RowRefs = Vec<(u32, u32)>;
@@ -874,6 +898,145 @@ impl Graph {
         Some((out, inc, horizon))
     }
 
+    /// Node rows retired at or before `now_us` (`valid_to` set and past):
+    /// what [`Graph::compact`] would drop, but for rows a live edge still
+    /// names or a commit has still to write.
+    pub fn retired_nodes(&self, now_us: u64) -> usize {
+        self.nodes
+            .par_iter()
+            .map(|s| s.valid_to.iter().filter(|&&t| t != 0 && t <= now_us).count())
+            .sum()
+    }
+
+    /// Whether enough node rows are retired for a compaction to be due:
+    /// an eighth of the rows, and at least `min_rows`.
+    pub fn compaction_due(&self, now_us: u64, min_rows: usize) -> bool {
+        let retired = self.retired_nodes(now_us);
+        retired > 0 && retired >= min_rows.max(self.node_rows() / 8)
+    }
+
+    /// Drops the node and edge rows retired at or before `now_us`
+    /// (`valid_to` set and past), but rows not yet committed (dirty) and
+    /// nodes an edge row that stays still names. Each node shard that
+    /// loses a row is rebuilt with its rows renumbered in order under the
+    /// next generation, so an id taken before names nothing after
+    /// ([`Graph::node`] answers `None`); every edge naming one of its rows
+    /// is renamed, edge shards that lose a row are renumbered too. The
+    /// hash indexes and the adjacency are rebuilt. O(rows).
+    ///
+    /// Whatever holds node ids or row numbers from before (caches,
+    /// findings, per-row vectors) must be reset or renamed with
+    /// [`Compaction::kept`]; history stays in the graph store.
+    pub fn compact(&mut self, now_us: u64) -> Compaction {
+        let retired = |t: u64| t != 0 && t <= now_us;
+        // Edge rows dropped: retired and committed.
+        let edge_drop: Vec<Vec<u32>> = self
+            .edges
+            .par_iter()
+            .map(|s| {
+                (0..s.len())
+                    .filter(|&r| retired(s.valid_to[r]) && !s.dirty_set.get(r))
+                    .map(|r| r as u32)
+                    .collect()
+            })
+            .collect();
+        // Retired nodes an edge that stays names stay too.
+        let mut pinned: Vec<BitSet> = self.nodes.iter().map(|s| BitSet::with_len(s.len())).collect();
+        for (shard, drop) in self.edges.iter().zip(&edge_drop) {
+            let mut dropped = drop.iter().peekable();
+            for r in 0..shard.len() {
+                if dropped.peek().is_some_and(|&&d| d as usize == r) {
+                    dropped.next();
+                    continue;
+                }
+                for id in [shard.src[r], shard.dst[r]] {
+                    let n = &self.nodes[id.shard()];
+                    if n.valid_to.get(id.row() as usize).is_some_and(|&t| retired(t)) {
+                        pinned[id.shard()].set(id.row() as usize, true);
+                    }
+                }
+            }
+        }
+        let kept: Vec<Option<Vec<u32>>> = self
+            .nodes
+            .par_iter()
+            .zip(&pinned)
+            .map(|(s, pin)| {
+                let drop = |r: usize| retired(s.valid_to[r]) && !s.dirty_set.get(r) && !pin.get(r);
+                if !(0..s.len()).any(drop) {
+                    return None;
+                }
+                Some((0..s.len()).filter(|&r| !drop(r)).map(|r| r as u32).collect())
+            })
+            .collect();
+        drop(pinned);
+        let nodes_dropped: usize = self
+            .nodes
+            .iter()
+            .zip(&kept)
+            .map(|(s, k)| k.as_ref().map_or(0, |k| s.len() - k.len()))
+            .sum();
+        let edges_dropped: usize = edge_drop.iter().map(Vec::len).sum();
+        if nodes_dropped == 0 && edges_dropped == 0 {
+            return Compaction {
+                kept,
+                nodes_dropped,
+                edges_dropped,
+            };
+        }
+        // Old row -> new row of each compacted shard (u32::MAX: dropped).
+        let renamed: Vec<Option<(Vec<u32>, u32)>> = self
+            .nodes
+            .par_iter()
+            .zip(&kept)
+            .map(|(s, k)| {
+                let k = k.as_ref()?;
+                let mut to = vec![u32::MAX; s.len()];
+                for (new, &old) in k.iter().enumerate() {
+                    to[old as usize] = new as u32;
+                }
+                Some((to, shard::next_generation(s.generation)))
+            })
+            .collect();
+        let rename = |id: NodeId| match &renamed[id.shard()] {
+            Some((to, generation)) => {
+                let row = to[id.row() as usize];
+                debug_assert_ne!(row, u32::MAX, "an edge that stays names a dropped node");
+                NodeId::new(id.shard(), row, *generation)
+            }
+            None => id,
+        };
+        let any_renamed = renamed.iter().any(Option::is_some);
+        self.edges.par_iter_mut().zip(&edge_drop).for_each(|(shard, drop)| {
+            if !drop.is_empty() {
+                let mut dropped = drop.iter().peekable();
+                let keep: Vec<u32> = (0..shard.len() as u32)
+                    .filter(|&r| {
+                        let gone = dropped.peek().is_some_and(|&&d| d == r);
+                        if gone {
+                            dropped.next();
+                        }
+                        !gone
+                    })
+                    .collect();
+                *shard = shard.compacted(&keep, rename);
+            } else if any_renamed && (shard.src.iter().chain(&shard.dst)).any(|id| renamed[id.shard()].is_some()) {
+                shard.rename_endpoints(rename);
+            }
+        });
+        self.nodes.par_iter_mut().zip(&kept).for_each(|(shard, k)| {
+            if let Some(k) = k {
+                *shard = shard.compacted(k);
+            }
+        });
+        self.rebuild_adjacency_from_scratch(now_us);
+        Compaction {
+            kept,
+            nodes_dropped,
+            edges_dropped,
+        }
+    }
+
     /// Frees the spare capacity of every column (after a large ingest).
     pub fn shrink_to_fit(&mut self) {
         self.nodes.par_iter_mut().for_each(NodeShard::shrink);
@@ -1119,7 +1282,10 @@ impl Graph {
     ) -> impl Iterator<Item = NodeId> + '_ {
         let adj = &self.adj;
         let check = !adj.all_visible(now_us);
+        // An id from another generation has no neighbours (its row number
+        // may be another node's now).
         adj.dense(id)
+            .filter(|_| self.node_row_ok(id))
             .into_iter()
             .flat_map(move |d| adj.of_relation(d, rel, outgoing))
             .filter(move |(e, _)| !check || self.edge(*e).is_some_and(|e| visible(e.valid_to(), now_us)))
@@ -1240,6 +1406,7 @@ impl Graph {
     /// The CRN of a node, in graph form, appended to `out` ([`crate::crn::write_crn`]'s text).
     pub fn crn_into(&self, reader: &crate::intern::InternerReader<'_>, id: NodeId, out: &mut Vec<u8>) {
         let shard = &self.nodes[id.shard()];
+        debug_assert_eq!(shard.generation, id.generation(), "an id from another generation");
         let r = id.row() as usize;
         let k = shard.key[r];
         out.extend_from_slice(b"crn:");
@@ -1259,6 +1426,7 @@ impl Graph {
 
     pub fn crn_with(&self, reader: &crate::intern::InternerReader<'_>, id: NodeId) -> String {
         let shard = &self.nodes[id.shard()];
+        debug_assert_eq!(shard.generation, id.generation(), "an id from another generation");
         let r = id.row() as usize;
         let k = shard.key[r];
         let mut out = String::with_capacity(64);

@@ -14,6 +14,11 @@ pub use super::upsert::Upsert;
 use crate::ids::{NodeId, Sym};
 use crate::relation::Relation;
 
+/// The generation after `g` (24 bits, wrapping): a compacted shard's.
+pub fn next_generation(g: u32) -> u32 {
+    g.wrapping_add(1) & 0xFF_FFFF
+}
+
 /// A node or edge is visible when `valid_to` is 0 or later than `now_us` (SPEC 3.3).
 #[inline]
 pub fn visible(valid_to: u64, now_us: u64) -> bool {
@@ -56,6 +61,15 @@ impl Touched {
         self.overflow = false;
     }
 
+    /// Nothing listed, too many changed: every row is to be looked at
+    /// again (a compacted shard's rows all have new numbers).
+    fn overflowed() -> Touched {
+        Touched {
+            rows: Vec::new(),
+            overflow: true,
+        }
+    }
+
     fn heap_bytes(&self) -> usize {
         self.rows.capacity() * 4
     }
@@ -75,7 +89,7 @@ macro_rules! node_shard {
         fields { $($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)* }
     ) => {
         /// One node shard: a column for each field of the schema, aligned
-        /// by row. Rows never move; deletion is logical (`valid_to`).
+        /// by row. Deletion is logical (`valid_to`); rows move only in a compaction.
         #[derive(Default)]
         pub struct NodeShard {
             pub generation: u32,
@@ -544,6 +558,39 @@ impl NodeShard {
         self.index.shrink_to_fit(|&r| hashes[r as usize]);
     }
 
+    /// The shard of rows `keep` (ascending old row numbers), renumbered
+    /// from 0 in that order under the next generation, with an arena of
+    /// only their bytes: what a compaction leaves. Rows still to be
+    /// committed stay dirty; every row counts as touched and changed.
+    pub fn compacted(&self, keep: &[u32]) -> NodeShard {
+        let mut out = NodeShard {
+            generation: next_generation(self.generation),
+            ..NodeShard::default()
+        };
+        let bytes: usize = keep
+            .iter()
+            .map(|&r| {
+                let r = r as usize;
+                (self.id[r].len + self.tags[r].len + self.props[r].len + self.waste_reason[r].len) as usize
+            })
+            .sum();
+        out.reserve(keep.len(), bytes);
+        for &old in keep {
+            let o = old as usize;
+            let row = out.push_row(self.hash[o], self.key[o], self.id[o].get(&self.arena));
+            let r = row as usize;
+            out.set_fields(r, &self.fields(old));
+            out.content[r] = self.content[o];
+            out.seen[r] = self.seen[o];
+            if self.dirty_set.get(o) {
+                out.mark_dirty(row);
+            }
+        }
+        out.touched = Touched::overflowed();
+        out.changed = Touched::overflowed();
+        out
+    }
+
     pub fn heap_bytes(&self) -> usize {
         fn v<T>(x: &Vec<T>) -> usize {
             x.capacity() * std::mem::size_of::<T>()
@@ -592,8 +639,8 @@ macro_rules! edge_shard {
     ($($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)*) => {
         /// One edge shard, holding the edges whose source lives in node
         /// shards `i`, `i + 128`: their endpoints and a column for each
-        /// field of the schema, aligned by row. Rows never move; deletion
-        /// is logical.
+        /// field of the schema, aligned by row. Deletion is logical; rows
+        /// move only in a compaction.
         #[derive(Default)]
         pub struct EdgeShard {
             pub src: Vec<NodeId>,
@@ -797,6 +844,51 @@ impl EdgeShard {
         self.touched.mark(row, self.src.len());
         self.changed.mark(row, self.src.len());
         true
+    }
+
+    /// The shard of rows `keep` (ascending old row numbers), renumbered
+    /// from 0 in that order, their endpoints renamed by `rename`, with an
+    /// arena of only their properties: what a compaction leaves. Rows
+    /// still to be committed stay dirty; every row counts as touched and
+    /// changed.
+    pub fn compacted(&self, keep: &[u32], rename: impl Fn(NodeId) -> NodeId) -> EdgeShard {
+        let mut out = EdgeShard::default();
+        let bytes: usize = keep.iter().map(|&r| self.props[r as usize].len as usize).sum();
+        out.reserve(keep.len(), bytes);
+        let mut held = HeldProps::default();
+        for &old in keep {
+            let o = old as usize;
+            let row = out.src.len() as u32;
+            let r = row as usize;
+            out.src.push(rename(self.src[o]));
+            out.dst.push(rename(self.dst[o]));
+            out.rel.push(self.rel[o]);
+            out.inferred.set(r, self.inferred.get(o));
+            out.valid_from.push(self.valid_from[o]);
+            out.valid_to.push(self.valid_to[o]);
+            out.props
+                .push(held.keep(&mut out.arena, self.props[o].get(&self.arena)));
+            out.seen.push(self.seen[o]);
+            if self.dirty_set.get(o) {
+                out.mark_dirty(row);
+            }
+        }
+        out.rebuild_index();
+        out.touched = Touched::overflowed();
+        out.changed = Touched::overflowed();
+        out
+    }
+
+    /// Renames every endpoint by `rename` in place (rows keep their
+    /// numbers); the index is built again, every row counts as touched
+    /// and changed.
+    pub fn rename_endpoints(&mut self, rename: impl Fn(NodeId) -> NodeId) {
+        for id in self.src.iter_mut().chain(self.dst.iter_mut()) {
+            *id = rename(*id);
+        }
+        self.rebuild_index();
+        self.touched = Touched::overflowed();
+        self.changed = Touched::overflowed();
     }
 
     pub fn shrink(&mut self) {

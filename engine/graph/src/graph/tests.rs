@@ -743,3 +743,164 @@ fn endpoints_found_in_two_steps_are_those_found_in_one() {
     }
     assert!(looked_further > 0, "no lookup met another node first");
 }
+
+/// Scan `scan` of a churning estate: 200 volumes of which the oldest 10
+/// are gone each scan and 10 new ones appear, each attached to one of
+/// 20 long-lived instances. Returns the CRNs of the volumes reported.
+fn churn_scan(g: &mut Graph, i: &Arc<Interner>, scan: u32) -> Vec<String> {
+    let mut e = Estate::new(i.clone());
+    let now = u64::from(scan) * 1_000;
+    for k in 0..20 {
+        e.node(&crn("instance", &format!("i-{k}")), "running", 50.0);
+    }
+    let first = scan * 10;
+    let mut vols = Vec::new();
+    for v in first..first + 200 {
+        let c = crn("volume", &format!("vol-{v}"));
+        e.node(&c, "in-use", 4.0)
+            .edge(&c, &crn("instance", &format!("i-{}", v % 20)), Relation::AttachedTo);
+        vols.push(c);
+    }
+    e.scan_into(g, now, scan);
+    g.retire_unseen(&[i.intern("aws")], now, scan);
+    g.take_changes();
+    g.rebuild_adjacency(now);
+    vols
+}
+
+#[test]
+fn compaction_keeps_the_rows_near_the_live_count_while_resources_churn() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut compactions = 0;
+    for scan in 1..=100 {
+        let now = u64::from(scan) * 1_000;
+        let vols = churn_scan(&mut g, &i, scan);
+        if g.compaction_due(now, 16) {
+            let c = g.compact(now);
+            assert!(c.nodes_dropped > 0 && c.edges_dropped > 0);
+            compactions += 1;
+        }
+        // 220 live nodes and 200 live edges throughout.
+        let st = g.stats(now);
+        assert_eq!((st.active_nodes, st.total_edges), (220, 200), "scan {scan}");
+        assert!(
+            g.node_rows() <= 220 + 220 / 8 + 10,
+            "scan {scan}: {} node rows",
+            g.node_rows()
+        );
+        assert!(
+            g.edge_rows() <= 200 + 200 / 8 + 20,
+            "scan {scan}: {} edge rows",
+            g.edge_rows()
+        );
+        // Every live resource is found, visible, with its edge.
+        for (k, v) in vols.iter().enumerate() {
+            let id = find(&g, v);
+            assert!(g.is_node_visible(id, now));
+            assert_eq!(g.node(id).unwrap().crn(), *v);
+            let inst = find(&g, &crn("instance", &format!("i-{}", (scan * 10 + k as u32) % 20)));
+            let out: Vec<NodeId> = g.neighbours(id, Relation::AttachedTo, true, now).collect();
+            assert_eq!(out, vec![inst], "scan {scan}: {v}");
+        }
+    }
+    assert!(compactions >= 10, "{compactions} compactions");
+    // Without compaction the rows grow with every scan.
+    let mut grown = Graph::new(i.clone());
+    for scan in 1..=100 {
+        churn_scan(&mut grown, &i, scan);
+    }
+    assert_eq!(grown.node_rows(), 220 + 99 * 10);
+}
+
+#[test]
+fn ids_taken_before_a_compaction_name_nothing_after_it() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    churn_scan(&mut g, &i, 1);
+    let before: Vec<(NodeId, String)> = g.nodes().map(|n| (n.id(), n.crn())).collect();
+    for scan in 2..=5 {
+        churn_scan(&mut g, &i, scan);
+    }
+    let c = g.compact(5_000);
+    assert_eq!((c.nodes_dropped, c.edges_dropped), (40, 40));
+    let mut stale = 0;
+    for (id, crn) in &before {
+        let shard = id.shard();
+        if c.kept[shard].is_some() {
+            stale += 1;
+            assert!(g.node(*id).is_none(), "{crn}: a stale id resolves");
+            assert!(g.key_hash(*id).is_none());
+        } else {
+            // A shard left as it was keeps its ids.
+            assert_eq!(g.node(*id).map(|n| n.crn()), Some(crn.clone()));
+        }
+    }
+    assert!(stale > 0);
+    // Retired resources are gone from memory, live ones found by CRN.
+    assert!(g.find(&Crn::parse(&crn("volume", "vol-10")).unwrap()).is_none());
+    let live = find(&g, &crn("volume", "vol-50"));
+    assert_eq!(g.node(live).unwrap().crn(), crn("volume", "vol-50"));
+    // Compacting again drops nothing and renames nothing.
+    let again = g.compact(5_000);
+    assert!(again.is_empty() && again.kept.iter().all(Option::is_none));
+    assert_eq!(g.node(live).unwrap().crn(), crn("volume", "vol-50"));
+}
+
+#[test]
+fn compaction_keeps_uncommitted_rows_and_nodes_a_live_edge_names() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    let (a, b, c) = (crn("volume", "vol-a"), crn("instance", "i-b"), crn("volume", "vol-c"));
+    e.node(&a, "in-use", 10.0)
+        .node(&b, "running", 20.0)
+        .node(&c, "available", 1.0);
+    e.scan_into(&mut g, 100, 1);
+    g.take_changes();
+    // Scan 2: only `a` reported, with an edge to `b` that names it though
+    // it is gone; `c` is retired but not committed yet.
+    e.node(&a, "in-use", 10.0).edge(&a, &b, Relation::AttachedTo);
+    e.scan_into(&mut g, 200, 2);
+    g.retire_unseen(&[i.intern("aws")], 200, 2);
+    // The edge is retired with its endpoint; pretend it came back alone.
+    let eid = g.find_edge(find(&g, &a), find(&g, &b), Relation::AttachedTo).unwrap();
+    g.edges[eid.shard()].valid_to[eid.row() as usize] = 0;
+    let dropped = g.compact(300);
+    assert_eq!((dropped.nodes_dropped, dropped.edges_dropped), (0, 0));
+    assert!(g.find(&Crn::parse(&c).unwrap()).is_some(), "not committed yet");
+    g.take_changes();
+    let dropped = g.compact(300);
+    assert_eq!((dropped.nodes_dropped, dropped.edges_dropped), (1, 0));
+    assert!(g.find(&Crn::parse(&c).unwrap()).is_none());
+    let (ia, ib) = (find(&g, &a), find(&g, &b));
+    assert_eq!(
+        g.find_edge(ia, ib, Relation::AttachedTo).map(|e| g.edge(e).is_some()),
+        Some(true)
+    );
+    let e = g.edge(g.find_edge(ia, ib, Relation::AttachedTo).unwrap()).unwrap();
+    assert_eq!((e.source(), e.target()), (ia, ib));
+}
+
+#[test]
+fn a_compacted_graph_commits_and_loads_as_it_reads() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    for scan in 1..=6 {
+        churn_scan(&mut g, &i, scan);
+    }
+    g.compact(6_000);
+    let mut rows: Vec<(String, NodeRow)> = g.all_versions().nodes.into_iter().map(|v| (v.crn, v.row)).collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(rows.len(), 220);
+    assert!(rows.iter().all(|(_, r)| r.valid_to == 0));
+    let edges = g.all_versions().edges;
+    assert_eq!(edges.len(), 200);
+    // Loaded into a fresh graph, the rows read the same.
+    let mut h = Graph::new(i.clone());
+    h.load_nodes(&rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>());
+    assert_eq!(h.load_edges(&edges), 0);
+    let mut again: Vec<(String, NodeRow)> = h.all_versions().nodes.into_iter().map(|v| (v.crn, v.row)).collect();
+    again.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(again, rows);
+}
