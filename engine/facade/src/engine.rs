@@ -462,9 +462,6 @@ impl Engine {
         self.sources.set_before_scan(hook);
     }
 
-    /// What each source may take and send from the next scan on
-    /// (`daemon.scan_timeout`, `daemon.scan_max_nodes`,
-    /// `daemon.scan_max_edges`); a scan request's own timeout wins.
     /// Retired node rows a scan waits for before it compacts the graph,
     /// at least (beside an eighth of the rows; default
     /// [`crate::graph::COMPACT_MIN_ROWS`]).
@@ -472,6 +469,9 @@ impl Engine {
         self.core.set_compact_min_rows(rows);
     }
 
+    /// What each source may take and send from the next scan on
+    /// (`daemon.scan_timeout`, `daemon.scan_max_nodes`,
+    /// `daemon.scan_max_edges`); a scan request's own timeout wins.
     pub fn set_scan_limits(&self, limits: ScanLimits) {
         self.sources.set_limits(limits);
     }
