@@ -22,6 +22,16 @@ use tokio::sync::Semaphore;
 
 use crate::config::Settings;
 
+/// The client of SDK crate `$sdk` for `$region`, on the shared
+/// configuration; the `endpoint_url.<region>` override is EC2's alone
+/// (`AWS_ENDPOINT_URL` reaches every service).
+macro_rules! regional {
+    ($calls:expr, $sdk:ident, $region:expr) => {{
+        let conf = $sdk::config::Builder::from(&$calls.sdk).region(Region::new($region.to_owned()));
+        $sdk::Client::from_conf(conf.build())
+    }};
+}
+
 /// Connecting to an endpoint that does not answer fails after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// One attempt of one request fails after this.
@@ -92,6 +102,32 @@ impl Calls {
             conf = conf.endpoint_url(url);
         }
         aws_sdk_ec2::Client::from_conf(conf.build())
+    }
+
+    /// The ELBv2 client of `region`.
+    pub fn elb(&self, region: &str) -> aws_sdk_elasticloadbalancingv2::Client {
+        regional!(self, aws_sdk_elasticloadbalancingv2, region)
+    }
+
+    /// The RDS client of `region`.
+    pub fn rds(&self, region: &str) -> aws_sdk_rds::Client {
+        regional!(self, aws_sdk_rds, region)
+    }
+
+    /// The Lambda client of `region`.
+    pub fn lambda(&self, region: &str) -> aws_sdk_lambda::Client {
+        regional!(self, aws_sdk_lambda, region)
+    }
+
+    /// The CloudWatch Logs client of `region`.
+    pub fn logs(&self, region: &str) -> aws_sdk_cloudwatchlogs::Client {
+        regional!(self, aws_sdk_cloudwatchlogs, region)
+    }
+
+    /// The S3 client of `region` (buckets are listed once, from the home
+    /// region; a bucket's region is asked of it).
+    pub fn s3(&self, region: &str) -> aws_sdk_s3::Client {
+        regional!(self, aws_sdk_s3, region)
     }
 
     /// The STS client of the home region.

@@ -1,7 +1,7 @@
-//! What one region holds: the EC2 list calls, run concurrently (each
-//! request under the shared bound of [`Calls`]) and paginated to the end.
-//! A region is all or nothing: when any call fails, the region fails and
-//! none of its resources are reported.
+//! What one region holds: the EC2 list calls and those of the other
+//! services, run concurrently (each request under the shared bound of
+//! [`Calls`]) and paginated to the end. A region is all or nothing: when
+//! any call fails, the region fails and none of its resources are reported.
 
 use aws_sdk_ec2::types::{
     Address, Filter, Image, Instance, NatGateway, NetworkInterface, SecurityGroup, Snapshot, Subnet, Volume, Vpc,
@@ -9,13 +9,19 @@ use aws_sdk_ec2::types::{
 };
 
 use crate::calls::{CallError, Calls, Op, pages};
+use crate::{elb, lambda, logs, rds};
 
 /// Page size asked of every paginated call (the APIs' maximum).
 const PAGE: i32 = 1000;
 
-/// The EC2 resources of one region.
+/// The resources of one region: EC2's here, each other service's in its
+/// own part.
 #[derive(Default)]
 pub struct RegionData {
+    pub elb: elb::Data,
+    pub rds: rds::Data,
+    pub lambda: lambda::Data,
+    pub logs: logs::Data,
     pub instances: Vec<Instance>,
     pub volumes: Vec<Volume>,
     pub snapshots: Vec<Snapshot>,
@@ -56,6 +62,24 @@ macro_rules! list_all {
 
 /// Lists everything in `region`; the error names the call that failed.
 pub async fn region(calls: &Calls, region: &str) -> Result<RegionData, CallError> {
+    let (ec2, elb, rds, lambda, logs) = futures::try_join!(
+        ec2(calls, region),
+        elb::list(calls, region),
+        rds::list(calls, region),
+        lambda::list(calls, region),
+        logs::list(calls, region),
+    )?;
+    Ok(RegionData {
+        elb,
+        rds,
+        lambda,
+        logs,
+        ..ec2
+    })
+}
+
+/// The EC2 part of `region`.
+async fn ec2(calls: &Calls, region: &str) -> Result<RegionData, CallError> {
     let c = calls.ec2(region);
     // Terminated instances are gone; shutting-down ones are on their way.
     let live = Filter::builder()
@@ -156,5 +180,6 @@ pub async fn region(calls: &Calls, region: &str) -> Result<RegionData, CallError
         subnets,
         security_groups,
         interfaces,
+        ..RegionData::default()
     })
 }

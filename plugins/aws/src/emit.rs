@@ -25,6 +25,10 @@ pub const MEMBER_OF: &str = "MEMBER_OF";
 pub const CHILD_OF: &str = "CHILD_OF";
 /// `A DEPENDS_ON B`: an instance on its image, an image on its snapshots.
 pub const DEPENDS_ON: &str = "DEPENDS_ON";
+/// `A ROUTES_TO B`: a load balancer or target group to its targets.
+pub const ROUTES_TO: &str = "ROUTES_TO";
+/// `A WRITES B`: a function to its log group.
+pub const WRITES: &str = "WRITES";
 
 /// Where one region's resources are written, and which account and
 /// partition their CRNs and ARNs carry.
@@ -81,15 +85,25 @@ impl<'a> Out<'a> {
         }
     }
 
-    /// Writes node `kind`/`id` (service `ec2`) with its properties and tags,
-    /// priced by the engine's table.
+    /// Writes EC2 node `kind`/`id` with its properties and tags, priced by
+    /// the engine's table.
     pub fn node(&mut self, kind: &'static str, id: &str, doc: Doc, tags: &[Tag]) {
+        let pairs = tags.iter().filter_map(|t| Some((t.key()?, t.value().unwrap_or(""))));
+        self.tagged(kind, id, doc, pairs);
+    }
+
+    /// Writes node `kind`/`id` (its service is the engine's for the type)
+    /// with its properties and tags (key, value), priced by the engine's table.
+    pub fn tagged<'t>(
+        &mut self,
+        kind: &'static str,
+        id: &str,
+        doc: Doc,
+        tags: impl IntoIterator<Item = (&'t str, &'t str)>,
+    ) {
         let Doc { mut props, created } = doc;
         let cost = price(self.region, kind, &props);
-        let tags: Map<String, Value> = tags
-            .iter()
-            .filter_map(|t| Some((t.key()?.to_owned(), Value::from(t.value().unwrap_or("")))))
-            .collect();
+        let tags: Map<String, Value> = tags.into_iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect();
         props.insert("tags".into(), Value::Object(tags));
         if let Some(ts) = created {
             props.insert("creation_timestamp".into(), ts.into());
@@ -147,6 +161,12 @@ impl Doc {
         }
         self
     }
+    /// A number, or null when absent (a log group's retention: never).
+    pub fn int_or_null(&mut self, key: &str, value: Option<i64>) -> &mut Doc {
+        self.props
+            .insert(key.to_owned(), value.map_or(Value::Null, Value::from));
+        self
+    }
     pub fn float(&mut self, key: &str, value: Option<f64>) -> &mut Doc {
         if let Some(v) = value.filter(|v| v.is_finite()) {
             self.props.insert(key.to_owned(), v.into());
@@ -176,6 +196,14 @@ pub fn parse_time(text: Option<&str>) -> Option<i64> {
     chrono::DateTime::parse_from_rfc3339(text?).ok().map(|t| t.timestamp())
 }
 
+/// A Lambda time (`2025-01-01T10:20:30.000+0000`) in RFC 3339.
+pub fn parse_lambda_time(text: &str) -> Option<String> {
+    let t = chrono::DateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f%z")
+        .or_else(|_| chrono::DateTime::parse_from_rfc3339(text))
+        .ok()?;
+    rfc3339(t.timestamp())
+}
+
 /// `2025-01-01T00:00:00Z`.
 pub fn rfc3339(ts: i64) -> Option<String> {
     let t = chrono::DateTime::from_timestamp(ts, 0)?;
@@ -185,7 +213,7 @@ pub fn rfc3339(ts: i64) -> Option<String> {
 /// The monthly cost the engine's price table gives the resource (0 where
 /// it has no price: the network context is free).
 fn price(region: &str, kind: &str, props: &Map<String, Value>) -> f64 {
-    let ty = format!("ec2:{kind}");
+    let ty = format!("{}:{kind}", svc_engine::crn::service_for("aws", kind));
     let state = props.get("state").and_then(Value::as_str).unwrap_or("");
     let text = |k: &str| props.get(k).and_then(Value::as_str);
     let number = |k: &str| props.get(k).and_then(Value::as_f64);
@@ -239,5 +267,24 @@ mod tests {
         assert_eq!(out.edges.len(), 1);
         assert_eq!(out.arn("snapshot", "snap-1"), "arn:aws:ec2:us-east-1::snapshot/snap-1");
         assert_eq!(out.arn("volume", "vol-1"), "arn:aws:ec2:us-east-1:1:volume/vol-1");
+    }
+
+    #[test]
+    fn reads_lambda_times() {
+        let t = parse_lambda_time("2025-01-01T10:20:30.000+0000");
+        assert_eq!(t.as_deref(), Some("2025-01-01T10:20:30Z"));
+        let t = parse_lambda_time("2025-01-01T10:20:30+01:00");
+        assert_eq!(t.as_deref(), Some("2025-01-01T09:20:30Z"));
+        assert_eq!(parse_lambda_time("yesterday"), None);
+    }
+
+    #[test]
+    fn prices_by_the_engines_service_of_the_type() {
+        let mut out = Out::new("us-east-1", "1", "aws");
+        let mut doc = out.doc("active", None);
+        doc.float("stored_gib", Some(10.0));
+        out.tagged("log-group", "/aws/lambda/f", doc, [("team", "a")]);
+        let priced = 10.0 * prices::rate("aws", "logs-storage", "us-east-1").unwrap();
+        assert!((out.nodes[0].cost - priced).abs() < 0.006, "{}", out.nodes[0].cost);
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! Files: `provider` (the `Provider` service), `account` (identity,
 //! regions, preflight), `discover` (one region's list calls), `compute`
-//! and `network` (resources as nodes and edges), `emit` (CRNs, properties,
+//! and `network` (EC2 resources as nodes and edges), one file per other
+//! service (its list calls, nodes and edges: `elb`, `rds`,
+//! `lambda`, `logs`, `s3`), `emit` (CRNs, properties,
 //! prices), `calls` (SDK configuration, the bound on requests in flight,
 //! the log line of every call), `config` (settings).
 
@@ -13,9 +15,14 @@ mod calls;
 mod compute;
 mod config;
 mod discover;
+mod elb;
 mod emit;
+mod lambda;
+mod logs;
 mod network;
 mod provider;
+mod rds;
+mod s3;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

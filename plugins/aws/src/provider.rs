@@ -16,7 +16,7 @@ use tonic::{Request, Response, Status};
 use crate::calls::Calls;
 use crate::config::Settings;
 use crate::emit::Out;
-use crate::{account, compute, discover, network};
+use crate::{account, compute, discover, elb, lambda, logs, network, rds, s3};
 
 /// The plugin's major version; a daemon with another major is refused.
 const PLUGIN_MAJOR: &str = "0";
@@ -56,12 +56,25 @@ fn handshake(daemon_version: &str) -> HandshakeResponse {
 
 /// One region's nodes and edges, nodes first so every edge's ends are
 /// known when it arrives.
-fn region_responses(region: &str, who: &account::Identity, data: &discover::RegionData) -> Vec<ScanResponse> {
+fn region_responses(
+    region: &str,
+    who: &account::Identity,
+    data: &discover::RegionData,
+    buckets: &[s3::Bucket],
+) -> Vec<ScanResponse> {
     let mut out = Out::new(region, &who.account, &who.partition);
     compute::nodes(&mut out, data);
     network::nodes(&mut out, data);
+    elb::nodes(&mut out, &data.elb);
+    rds::nodes(&mut out, &data.rds);
+    lambda::nodes(&mut out, &data.lambda);
+    logs::nodes(&mut out, &data.logs);
+    s3::nodes(&mut out, buckets);
     compute::edges(&mut out, data);
     network::edges(&mut out, data);
+    elb::edges(&mut out, &data.elb);
+    rds::edges(&mut out, &data.rds);
+    lambda::edges(&mut out, &data.lambda);
     let mut responses = Vec::new();
     let mut nodes: Vec<Node> = out.nodes;
     let mut edges: Vec<Edge> = out.edges;
@@ -86,7 +99,20 @@ fn region_responses(region: &str, who: &account::Identity, data: &discover::Regi
 /// region that fails sends nothing; the stream then ends with an error
 /// naming it, so the daemon keeps what it knew of this provider rather
 /// than take the failed region's resources for deleted.
+///
+/// S3 is global: its buckets are listed once, first, and each is sent with
+/// the region it lives in (buckets of regions not scanned are left out).
+/// When that listing fails, the regions are sent without buckets and the
+/// scan ends with the same error, naming S3.
 async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx: Sender<Result<ScanResponse, Status>>) {
+    let home = calls.home_region();
+    let (buckets, s3_failed) = match s3::list(&calls, &home).await {
+        Ok(b) => (b, None),
+        Err(e) => {
+            tracing::warn!(error = %e, "S3 listing failed; no bucket is reported");
+            (Vec::new(), Some(format!("s3 (every region's buckets): {e}")))
+        }
+    };
     let mut pending: FuturesUnordered<_> = regions
         .iter()
         .map(|r| {
@@ -104,7 +130,7 @@ async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx:
                 continue;
             }
         };
-        let responses = region_responses(region, &who, &data);
+        let responses = region_responses(region, &who, &data, &buckets);
         let (n, e) = responses
             .iter()
             .fold((0, 0), |(n, e), r| (n + r.nodes.len(), e + r.edges.len()));
@@ -118,19 +144,21 @@ async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx:
         }
     }
     let made = calls.made();
+    let regions_failed = failed.len();
+    failed.extend(s3_failed);
     if failed.is_empty() {
         tracing::info!(regions = regions.len(), nodes, edges, calls = made, "scan finished");
         return;
     }
     tracing::warn!(
-        failed = failed.len(),
+        failed = regions_failed,
         regions = regions.len(),
         calls = made,
         "scan incomplete"
     );
     let message = format!(
         "{} of {} regions failed (the others were listed; this scan is incomplete): {}",
-        failed.len(),
+        regions_failed,
         regions.len(),
         failed.join("; ")
     );

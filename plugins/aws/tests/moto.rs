@@ -92,6 +92,19 @@ impl Moto {
     }
 }
 
+/// A client of SDK crate `$sdk` against moto in `$region`.
+macro_rules! client {
+    ($sdk:ident, $moto:expr, $region:expr) => {{
+        let conf = $sdk::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new($region.to_owned()))
+            .endpoint_url(&$moto.endpoint)
+            .credentials_provider(Credentials::new("testing", "testing", None, None, "test"))
+            .build();
+        $sdk::Client::from_conf(conf)
+    }};
+}
+
 // ---------------------------------------------------------------- seeding
 
 fn tags(kind: ResourceType, pairs: &[(&str, &str)]) -> TagSpecification {
@@ -272,6 +285,253 @@ async fn seed_small(ec2: &aws_sdk_ec2::Client) -> Seeded {
     (s.running, s.running_root) = run(ec2, &s, "ami-0123456789abcdef0", "batch-1").await;
     s.loose_volume = volume(ec2, &format!("{B}b"), 30, VolumeType::Gp3, &[]).await;
     s
+}
+
+/// ELBv2 in region A: load balancer `web` over a second subnet too,
+/// forwarding to a group with the running and the stopped instance (one
+/// healthy target of two); `old` forwarding to an empty group; a group no
+/// load balancer uses.
+#[derive(Default)]
+struct Elb {
+    subnet2: String,
+    web: String,
+    old: String,
+    web_tg: String,
+    old_tg: String,
+    loose_tg: String,
+}
+
+/// The id the plugin gives an ELBv2 resource: its ARN after the type.
+fn elb_id(arn: &str) -> String {
+    let rest = arn
+        .split_once(":loadbalancer/")
+        .or_else(|| arn.split_once(":targetgroup/"));
+    rest.unwrap().1.to_owned()
+}
+
+async fn seed_elb(moto: &Moto, ec2: &aws_sdk_ec2::Client, s: &Seeded) -> Elb {
+    use aws_sdk_elasticloadbalancingv2::types::{Action, ActionTypeEnum, ProtocolEnum, TargetDescription};
+    let elb = client!(aws_sdk_elasticloadbalancingv2, moto, A);
+    let mut e = Elb::default();
+    let subnet2 = ec2
+        .create_subnet()
+        .vpc_id(&s.vpc)
+        .cidr_block("10.1.2.0/24")
+        .availability_zone(format!("{A}b"))
+        .send()
+        .await
+        .unwrap();
+    e.subnet2 = subnet2.subnet().unwrap().subnet_id().unwrap().to_owned();
+    let mut lb_arns = Vec::new();
+    for (name, tag) in [("web", "prod"), ("old", "legacy")] {
+        let lb = elb
+            .create_load_balancer()
+            .name(name)
+            .scheme(aws_sdk_elasticloadbalancingv2::types::LoadBalancerSchemeEnum::InternetFacing)
+            .subnets(&s.subnet)
+            .subnets(&e.subnet2)
+            .security_groups(&s.sg)
+            .tags(
+                aws_sdk_elasticloadbalancingv2::types::Tag::builder()
+                    .key("env")
+                    .value(tag)
+                    .build(),
+            )
+            .send()
+            .await
+            .unwrap();
+        lb_arns.push(lb.load_balancers()[0].load_balancer_arn().unwrap().to_owned());
+    }
+    let mut tg_arns = Vec::new();
+    for name in ["web", "old", "loose"] {
+        let tg = elb
+            .create_target_group()
+            .name(name)
+            .protocol(ProtocolEnum::Http)
+            .port(80)
+            .vpc_id(&s.vpc)
+            .send()
+            .await
+            .unwrap();
+        tg_arns.push(tg.target_groups()[0].target_group_arn().unwrap().to_owned());
+    }
+    for (lb, tg) in lb_arns.iter().zip(&tg_arns) {
+        let forward = Action::builder()
+            .r#type(ActionTypeEnum::Forward)
+            .target_group_arn(tg)
+            .build();
+        elb.create_listener()
+            .load_balancer_arn(lb)
+            .protocol(ProtocolEnum::Http)
+            .port(80)
+            .default_actions(forward)
+            .send()
+            .await
+            .unwrap();
+    }
+    let mut register = elb.register_targets().target_group_arn(&tg_arns[0]);
+    for i in [&s.running, &s.stopped] {
+        register = register.targets(TargetDescription::builder().id(i).port(80).build());
+    }
+    // Only running instances can be registered: the stopped one is started
+    // for it, then stopped again (a stopped target is unhealthy).
+    ec2.start_instances().instance_ids(&s.stopped).send().await.unwrap();
+    register.send().await.unwrap();
+    ec2.stop_instances().instance_ids(&s.stopped).send().await.unwrap();
+    (e.web, e.old) = (elb_id(&lb_arns[0]), elb_id(&lb_arns[1]));
+    (e.web_tg, e.old_tg, e.loose_tg) = (elb_id(&tg_arns[0]), elb_id(&tg_arns[1]), elb_id(&tg_arns[2]));
+    e
+}
+
+/// The data tier of region A: an available and a stopped database in a
+/// subnet group of the second subnet; a function in the VPC writing to its log
+/// group, one outside it; a log group with retention and events, one
+/// without either (never expires).
+#[derive(Default)]
+struct Data {
+    db: String,
+    db_stopped: String,
+    function: String,
+    function_plain: String,
+    logs: String,
+    logs_loose: String,
+}
+
+async fn seed_data(moto: &Moto, s: &Seeded, e: &Elb) -> Data {
+    use aws_sdk_lambda::primitives::Blob;
+    use aws_sdk_lambda::types::{FunctionCode, Runtime, VpcConfig};
+    let rds = client!(aws_sdk_rds, moto, A);
+    let lambda = client!(aws_sdk_lambda, moto, A);
+    let logs = client!(aws_sdk_cloudwatchlogs, moto, A);
+    let iam = client!(aws_sdk_iam, moto, A);
+    let d = Data {
+        db: "orders".into(),
+        db_stopped: "reports".into(),
+        function: "resize".into(),
+        function_plain: "cron".into(),
+        logs: "/aws/lambda/resize".into(),
+        logs_loose: "/app/legacy".into(),
+    };
+    rds.create_db_subnet_group()
+        .db_subnet_group_name("data")
+        .db_subnet_group_description("data tier")
+        .subnet_ids(&e.subnet2)
+        .send()
+        .await
+        .unwrap();
+    for (name, class) in [(&d.db, "db.t3.micro"), (&d.db_stopped, "db.m5.large")] {
+        rds.create_db_instance()
+            .db_instance_identifier(name)
+            .db_instance_class(class)
+            .engine("postgres")
+            .engine_version("16.3")
+            .allocated_storage(50)
+            .master_username("admin")
+            .master_user_password("password123")
+            .db_subnet_group_name("data")
+            .vpc_security_group_ids(&s.sg)
+            .availability_zone(format!("{A}b"))
+            .tags(aws_sdk_rds::types::Tag::builder().key("team").value("data").build())
+            .send()
+            .await
+            .unwrap();
+    }
+    rds.stop_db_instance()
+        .db_instance_identifier(&d.db_stopped)
+        .send()
+        .await
+        .unwrap();
+
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    let role = iam
+        .create_role()
+        .role_name("fn")
+        .assume_role_policy_document(trust)
+        .send()
+        .await
+        .unwrap();
+    let role = role.role().unwrap().arn().to_owned();
+    for (name, in_vpc) in [(&d.function, true), (&d.function_plain, false)] {
+        let mut call = lambda
+            .create_function()
+            .function_name(name)
+            .runtime(Runtime::Python312)
+            .role(&role)
+            .handler("app.handler")
+            .memory_size(256)
+            .code(FunctionCode::builder().zip_file(Blob::new(empty_zip())).build());
+        if in_vpc {
+            call = call.vpc_config(
+                VpcConfig::builder()
+                    .subnet_ids(&s.subnet)
+                    .security_group_ids(&s.sg)
+                    .build(),
+            );
+        }
+        call.send().await.unwrap();
+    }
+
+    for group in [&d.logs, &d.logs_loose] {
+        logs.create_log_group().log_group_name(group).send().await.unwrap();
+    }
+    logs.put_retention_policy()
+        .log_group_name(&d.logs)
+        .retention_in_days(14)
+        .send()
+        .await
+        .unwrap();
+    logs.create_log_stream()
+        .log_group_name(&d.logs)
+        .log_stream_name("s")
+        .send()
+        .await
+        .unwrap();
+    let event = aws_sdk_cloudwatchlogs::types::InputLogEvent::builder()
+        .timestamp(now_ms())
+        .message("x".repeat(1000))
+        .build()
+        .unwrap();
+    logs.put_log_events()
+        .log_group_name(&d.logs)
+        .log_stream_name("s")
+        .log_events(event)
+        .send()
+        .await
+        .unwrap();
+    d
+}
+
+/// Buckets in region A, region B and a region the scan does not cover.
+const BUCKETS: [(&str, &str); 3] = [("acme-logs", A), ("acme-eu", B), ("acme-west", "us-west-2")];
+
+async fn seed_buckets(moto: &Moto) {
+    use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration};
+    let s3 = client!(aws_sdk_s3, moto, A);
+    for (name, region) in BUCKETS {
+        let mut call = s3.create_bucket().bucket(name);
+        if region != "us-east-1" {
+            let at = CreateBucketConfiguration::builder()
+                .location_constraint(BucketLocationConstraint::from(region))
+                .build();
+            call = call.create_bucket_configuration(at);
+        }
+        call.send().await.unwrap();
+    }
+}
+
+/// A zip archive with nothing in it (its end-of-directory record).
+fn empty_zip() -> Vec<u8> {
+    let mut zip = b"PK\x05\x06".to_vec();
+    zip.resize(22, 0);
+    zip
+}
+
+/// Milliseconds since the epoch.
+fn now_ms() -> i64 {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    since.as_millis() as i64
 }
 
 // ----------------------------------------------------------------- plugin
@@ -458,7 +718,8 @@ async fn eni_of(ec2: &aws_sdk_ec2::Client, instance: &str) -> String {
     r.network_interfaces()[0].network_interface_id().unwrap().to_owned()
 }
 
-const COMPUTE: [&str; 7] = [
+/// The kinds whose every edge the test names.
+const COMPUTE: [&str; 12] = [
     "instance",
     "volume",
     "snapshot",
@@ -466,6 +727,11 @@ const COMPUTE: [&str; 7] = [
     "eip",
     "nat-gateway",
     "vpc-endpoint",
+    "load-balancer",
+    "target-group",
+    "db",
+    "function",
+    "log-group",
 ];
 
 fn kind_of(crn: &str) -> &str {
@@ -480,6 +746,9 @@ async fn scan_reports_two_regions_exactly() {
     let (ea, eb) = (moto.ec2(A), moto.ec2(B));
     let a = seed_full(&ea).await;
     let b = seed_small(&eb).await;
+    let lb = seed_elb(&moto, &ea, &a).await;
+    let tier = seed_data(&moto, &a, &lb).await;
+    seed_buckets(&moto).await;
     let mut plugin = Plugin::against(&moto).await;
     let regions = format!(r#"["{A}", "{B}"]"#);
     let (scan, status) = plugin.scan(&[("regions", &regions)]).await;
@@ -502,9 +771,22 @@ async fn scan_reports_two_regions_exactly() {
         ("eip", &a.eip_nat),
         ("nat-gateway", &a.nat),
         ("vpc-endpoint", &a.endpoint),
+        ("load-balancer", &lb.web),
+        ("load-balancer", &lb.old),
+        ("target-group", &lb.web_tg),
+        ("target-group", &lb.old_tg),
+        ("target-group", &lb.loose_tg),
+        ("db", &tier.db),
+        ("db", &tier.db_stopped),
+        ("function", &tier.function),
+        ("function", &tier.function_plain),
+        ("log-group", &tier.logs),
+        ("log-group", &tier.logs_loose),
     ] {
         expected.insert(crn(A, kind, id));
     }
+    expected.insert(crn(A, "bucket", BUCKETS[0].0));
+    expected.insert(crn(B, "bucket", BUCKETS[1].0));
     for (kind, id) in [
         ("instance", &b.running),
         ("volume", &b.running_root),
@@ -600,6 +882,113 @@ async fn scan_reports_two_regions_exactly() {
     assert_eq!(scan.node(A, "security-group", &a.sg)["group_name"], "web");
     assert_eq!(scan.node(B, "instance", &b.running)["state"], "running");
 
+    // Load balancers: the one in front of a running and a stopped
+    // instance has one healthy target of two; the idle one none.
+    let web = scan.node(A, "load-balancer", &lb.web);
+    assert_eq!(web["state"], "active");
+    assert_eq!(web["name"], "web");
+    assert_eq!(web["lb_type"], "application");
+    assert_eq!(web["scheme"], "internet-facing");
+    assert!(web["dns_name"].as_str().is_some_and(|d| d.starts_with("web-")), "{web}");
+    assert_eq!(web["vpc_id"], a.vpc.as_str());
+    assert_eq!(web["security_groups"], serde_json::json!([a.sg]));
+    assert_eq!(
+        (
+            web["target_groups"].clone(),
+            web["registered_targets"].clone(),
+            web["healthy_targets"].clone()
+        ),
+        (1.into(), 2.into(), 1.into())
+    );
+    assert_eq!(web["tags"]["env"], "prod");
+    assert_eq!(
+        web["arn"],
+        format!("arn:aws:elasticloadbalancing:{A}:{ACCOUNT}:loadbalancer/{}", lb.web)
+    );
+    assert!(web["creation_timestamp"].as_i64().unwrap() > 1_700_000_000, "{web}");
+    let priced = prices::rate("aws", "alb", A).unwrap();
+    assert!(
+        (scan.cost(A, "load-balancer", &lb.web) - priced).abs() < CENT,
+        "{priced}"
+    );
+    let old = scan.node(A, "load-balancer", &lb.old);
+    assert_eq!(
+        (old["registered_targets"].clone(), old["healthy_targets"].clone()),
+        (0.into(), 0.into())
+    );
+    assert_eq!(old["tags"]["env"], "legacy");
+    let tg = scan.node(A, "target-group", &lb.web_tg);
+    assert_eq!(tg["state"], "active");
+    assert_eq!((tg["protocol"].clone(), tg["port"].clone()), ("HTTP".into(), 80.into()));
+    assert_eq!(tg["target_type"], "instance");
+    assert_eq!(
+        (tg["registered_targets"].clone(), tg["healthy_targets"].clone()),
+        (2.into(), 1.into())
+    );
+    assert_eq!(scan.node(A, "target-group", &lb.loose_tg)["state"], "unused");
+    assert_eq!(scan.cost(A, "target-group", &lb.web_tg), 0.0);
+
+    // Databases, functions and log groups.
+    let db = scan.node(A, "db", &tier.db);
+    assert_eq!(db["state"], "available");
+    assert_eq!(db["db_class"], "db.t3.micro");
+    assert_eq!(
+        (db["engine"].clone(), db["engine_version"].clone()),
+        ("postgres".into(), "16.3".into())
+    );
+    assert_eq!(db["allocated_gib"], 50);
+    assert_eq!(db["multi_az"], false);
+    assert!(
+        db["endpoint"].as_str().is_some_and(|e| e.starts_with("orders.")),
+        "{db}"
+    );
+    assert_eq!(db["vpc_id"], a.vpc.as_str());
+    // The subnet group has one subnet (moto does not always report the
+    // zones of a group's subnets; the zone match is a unit test of rds.rs).
+    assert_eq!(db["subnet_ids"], serde_json::json!([lb.subnet2]), "{db}");
+    assert_eq!(db["tags"]["team"], "data");
+    assert_eq!(db["arn"], format!("arn:aws:rds:{A}:{ACCOUNT}:db:orders"));
+    assert!(db["creation_timestamp"].as_i64().unwrap() > 1_700_000_000, "{db}");
+    assert!(scan.cost(A, "db", &tier.db) > 0.0);
+    let stopped = scan.node(A, "db", &tier.db_stopped);
+    assert_eq!(stopped["state"], "stopped");
+    assert!(
+        scan.cost(A, "db", &tier.db_stopped) < scan.cost(A, "db", &tier.db),
+        "a stopped database bills its storage only"
+    );
+    let f = scan.node(A, "function", &tier.function);
+    assert_eq!(f["state"], "Active");
+    assert_eq!(
+        (f["runtime"].clone(), f["memory_mb"].clone()),
+        ("python3.12".into(), 256.into())
+    );
+    // moto answers a fixed VPC id for any function in a VPC.
+    assert!(f["vpc_id"].is_string(), "{f}");
+    assert_eq!(f["log_group"], tier.logs.as_str());
+    assert!(f["last_modified"].as_str().is_some_and(|t| t.ends_with('Z')), "{f}");
+    assert_eq!(f["arn"], format!("arn:aws:lambda:{A}:{ACCOUNT}:function:resize"));
+    let plain = scan.node(A, "function", &tier.function_plain);
+    assert_eq!(plain.get("vpc_id"), None, "{plain}");
+    let logs = scan.node(A, "log-group", &tier.logs);
+    assert_eq!(logs["retention_days"], 14);
+    assert_eq!(logs["stored_bytes"], 1000);
+    assert_eq!(
+        logs["arn"],
+        format!("arn:aws:logs:{A}:{ACCOUNT}:log-group:{}", tier.logs)
+    );
+    let loose = scan.node(A, "log-group", &tier.logs_loose);
+    assert_eq!(loose["retention_days"], Value::Null);
+    assert_eq!(loose["stored_gib"], 0.0);
+    // Buckets, each in its own region.
+    let bucket = scan.node(A, "bucket", "acme-logs");
+    assert_eq!(bucket["state"], "active");
+    assert_eq!(bucket["arn"], "arn:aws:s3:::acme-logs");
+    assert!(
+        bucket["creation_timestamp"].as_i64().unwrap() > 1_700_000_000,
+        "{bucket}"
+    );
+    assert_eq!(scan.node(B, "bucket", "acme-eu")["arn"], "arn:aws:s3:::acme-eu");
+
     // The relations: every edge touching a compute or storage resource,
     // exactly, and the network's own.
     let (run_eni, stop_eni, b_eni) = (
@@ -687,6 +1076,43 @@ async fn scan_reports_two_regions_exactly() {
         "ATTACHED_TO",
         ("vpc-endpoint", &a.endpoint),
     ));
+    for l in [&lb.web, &lb.old] {
+        want.insert(edge(A, ("subnet", &a.subnet), "CONTAINS", ("load-balancer", l)));
+        want.insert(edge(A, ("subnet", &lb.subnet2), "CONTAINS", ("load-balancer", l)));
+        want.insert(edge(A, ("load-balancer", l), "SECURED_BY", ("security-group", &a.sg)));
+    }
+    want.insert(edge(
+        A,
+        ("target-group", &lb.web_tg),
+        "ATTACHED_TO",
+        ("load-balancer", &lb.web),
+    ));
+    want.insert(edge(
+        A,
+        ("target-group", &lb.old_tg),
+        "ATTACHED_TO",
+        ("load-balancer", &lb.old),
+    ));
+    for i in [&a.running, &a.stopped] {
+        want.insert(edge(A, ("target-group", &lb.web_tg), "ROUTES_TO", ("instance", i)));
+        want.insert(edge(A, ("load-balancer", &lb.web), "ROUTES_TO", ("instance", i)));
+    }
+    for db in [&tier.db, &tier.db_stopped] {
+        want.insert(edge(A, ("subnet", &lb.subnet2), "CONTAINS", ("db", db)));
+        want.insert(edge(A, ("db", db), "SECURED_BY", ("security-group", &a.sg)));
+    }
+    want.insert(edge(
+        A,
+        ("function", &tier.function),
+        "SECURED_BY",
+        ("security-group", &a.sg),
+    ));
+    want.insert(edge(
+        A,
+        ("function", &tier.function),
+        "WRITES",
+        ("log-group", &tier.logs),
+    ));
     want.insert(edge(B, ("instance", &b.running), "MEMBER_OF", ("subnet", &b.subnet)));
     want.insert(edge(
         B,
@@ -771,7 +1197,41 @@ async fn scan_reports_two_regions_exactly() {
             assert_eq!(n, 1, "{op} in {region}: {calls:?}");
         }
     }
-    assert_eq!(calls.len(), 1 + 2 * 11, "{calls:?}");
+    // ELBv2: the two lists in each region, the health of each of A's three
+    // groups, and one DescribeTags for A's five resources (B has none).
+    let count = |service: &str, op: &str, region: &str| {
+        calls
+            .iter()
+            .filter(|c| c.0 == service && c.1 == op && c.2 == region)
+            .count()
+    };
+    let elb = "elasticloadbalancing";
+    for region in [A, B] {
+        assert_eq!(count(elb, "DescribeLoadBalancers", region), 1, "{calls:?}");
+        assert_eq!(count(elb, "DescribeTargetGroups", region), 1, "{calls:?}");
+    }
+    assert_eq!(count(elb, "DescribeTargetHealth", A), 3, "{calls:?}");
+    assert_eq!(count(elb, "DescribeTags", A), 1, "{calls:?}");
+    assert_eq!(count(elb, "DescribeTags", B) + count(elb, "DescribeTargetHealth", B), 0);
+    // One list call per region for each of RDS, Lambda and Logs.
+    for region in [A, B] {
+        for (service, op) in [
+            ("rds", "DescribeDBInstances"),
+            ("lambda", "ListFunctions"),
+            ("logs", "DescribeLogGroups"),
+        ] {
+            assert_eq!(count(service, op, region), 1, "{op} in {region}: {calls:?}");
+        }
+    }
+    // S3 once, from the home region: the list and each bucket's location
+    // (moto leaves `BucketRegion` out of the listing).
+    assert_eq!(count("s3", "ListBuckets", A), 1, "{calls:?}");
+    assert_eq!(count("s3", "GetBucketLocation", A), BUCKETS.len(), "{calls:?}");
+    assert_eq!(
+        calls.len(),
+        1 + 2 * 11 + (2 * 2 + 3 + 1) + 2 * 3 + 1 + BUCKETS.len(),
+        "{calls:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
