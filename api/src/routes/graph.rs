@@ -130,8 +130,9 @@ pub struct NodesQuery {
     /// Opaque cursor, `next_cursor` of a previous response.
     #[param(inline)]
     cursor: Option<NodeCursor>,
-    /// Also list logically deleted nodes. Accepts `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag
-    /// means true.
+    /// Also list logically deleted nodes still held in memory (retired rows are dropped at a start
+    /// and once they are an eighth of the rows; `/api/v1/graph/at` has them all). Accepts
+    /// `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag means true.
     #[serde(default)]
     #[param(inline)]
     include_deleted: Flag,
@@ -150,8 +151,9 @@ pub struct RowsQuery {
     /// Opaque cursor, `next_cursor` of a previous response.
     #[param(inline)]
     cursor: Option<NodeCursor>,
-    /// Also list logically deleted nodes. Accepts `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag
-    /// means true.
+    /// Also list logically deleted nodes still held in memory (retired rows are dropped at a start
+    /// and once they are an eighth of the rows; `/api/v1/graph/at` has them all). Accepts
+    /// `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag means true.
     #[serde(default)]
     #[param(inline)]
     include_deleted: Flag,
