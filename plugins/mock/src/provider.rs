@@ -72,29 +72,12 @@ pub struct MockProvider {
     pub fail: FailMode,
 }
 
-/// The leading number of a version such as `v1.2.3`.
-fn major(version: &str) -> Option<&str> {
-    let v = version.trim().trim_start_matches('v');
-    let m = v.split('.').next()?;
-    (!m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())).then_some(m)
-}
-
 fn handshake(daemon_version: &str, fail: FailMode) -> HandshakeResponse {
     let plugin_version = env!("CARGO_PKG_VERSION").to_owned();
     let (compatible, message) = if fail == FailMode::Incompatible {
         (false, "mock plugin speaks protocol 0 only".to_owned())
     } else {
-        match major(daemon_version) {
-            Some(m) if m != PLUGIN_MAJOR => (
-                false,
-                format!("daemon version {daemon_version} has major {m}; this plugin supports major {PLUGIN_MAJOR}"),
-            ),
-            Some(_) => (true, "ready".to_owned()),
-            None => (
-                true,
-                format!("daemon version {daemon_version:?} not understood; assuming compatible"),
-            ),
-        }
+        svc_plugin_sdk::compatibility(daemon_version, PLUGIN_MAJOR)
     };
     HandshakeResponse {
         compatible,

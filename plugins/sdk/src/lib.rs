@@ -26,8 +26,10 @@
 //! handshake line, stopping), `handshake` (cookie, protocol versions, the
 //! line's format), `framework` (health, controller and stdio services),
 //! `encoded` (scan responses the plugin encodes itself), `stream` (response
-//! streams), `properties`, `log` and `error`.
+//! streams), `compat` (a provider's answer to the daemon's version),
+//! `properties`, `log` and `error`.
 
+mod compat;
 pub mod encoded;
 mod entry_points;
 mod error;
@@ -38,6 +40,7 @@ mod properties;
 mod serve;
 mod stream;
 
+pub use compat::{compatibility, major};
 pub use encoded::{EncodedProviderServer, EncodedScan, EncodedScanResponse, EncodedScanStream, ScanResponseWriter};
 pub use entry_points::{
     exit_code, serve_encoded_provider_with_remediator, serve_heuristic, serve_provider, serve_provider_with_remediator,
