@@ -153,7 +153,8 @@ macro_rules! edge_section {
         }
 
         /// An edge shard from its snapshot section (as [`encode`] wrote it), every
-        /// endpoint a row of `nodes`, with its hash index rebuilt.
+        /// endpoint a row of `nodes` of that shard's generation, with its hash
+        /// index rebuilt.
         pub fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError> {
             let mut r = Reader::new(b);
             let n = usize::try_from(r.u64("edge count")?).map_err(|_| DecodeError("edge count"))?;
@@ -162,7 +163,11 @@ macro_rules! edge_section {
             }
             let arena = r.bytes64("edge arena")?.to_vec();
             let a = arena.len();
-            let node_ok = |id: NodeId| nodes.get(id.shard()).is_some_and(|s| (id.row() as usize) < s.len());
+            let node_ok = |id: NodeId| {
+                nodes
+                    .get(id.shard())
+                    .is_some_and(|s| (id.row() as usize) < s.len() && s.generation == id.generation())
+            };
             let ids = |r: &mut Reader<'_>, what| -> Result<Vec<NodeId>, DecodeError> {
                 r.u64s(n, what)?
                     .map(|v| {
