@@ -266,13 +266,7 @@ impl Shared {
             .query(query)
             .bearer_auth(&self.token);
         let started = Instant::now();
-        let answer = match req.send().await {
-            Ok(resp) => {
-                let status = resp.status();
-                resp.bytes().await.map(|b| (status, b))
-            }
-            Err(e) => Err(e),
-        };
+        let answer = answer_of(req).await;
         let took = started.elapsed();
         match answer {
             Ok((status, body)) => {
@@ -488,6 +482,13 @@ impl Shared {
 }
 
 /// Waits `d`, or less if the run stops meanwhile; whether it stopped.
+/// A request's status and whole body, or the error that cut it short.
+async fn answer_of(req: reqwest::RequestBuilder) -> Result<(StatusCode, bytes::Bytes), reqwest::Error> {
+    let resp = req.send().await?;
+    let status = resp.status();
+    Ok((status, resp.bytes().await?))
+}
+
 async fn pause(d: Duration, stop: &mut watch::Receiver<bool>) -> bool {
     if *stop.borrow() {
         return true;
@@ -542,13 +543,7 @@ async fn scanner(shared: Arc<Shared>, gap: Duration, mut stop: watch::Receiver<b
             .bearer_auth(&shared.token)
             .json(&json!({ "wait": true }));
         req = req.timeout(START_DEADLINE);
-        let answer = match req.send().await {
-            Ok(resp) => {
-                let status = resp.status();
-                resp.bytes().await.map(|b| (status, b))
-            }
-            Err(e) => Err(e),
-        };
+        let answer = answer_of(req).await;
         let took = started.elapsed();
         let again = match answer {
             Ok((status, _)) if status == StatusCode::CONFLICT => {
