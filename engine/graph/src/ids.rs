@@ -53,9 +53,14 @@ impl fmt::Debug for Sym {
 pub struct NodeId(u64);
 
 impl NodeId {
+    /// The largest shard generation an id can carry (24 bits).
+    pub const MAX_GENERATION: u32 = 0xFF_FFFF;
+
     pub fn new(shard: usize, row: u32, generation: u32) -> NodeId {
         debug_assert!(shard < NODE_SHARDS);
-        NodeId(((u64::from(generation) & 0xFF_FFFF) << 40) | ((shard as u64) << 32) | u64::from(row))
+        NodeId(
+            ((u64::from(generation) & u64::from(Self::MAX_GENERATION)) << 40) | ((shard as u64) << 32) | u64::from(row),
+        )
     }
     pub fn shard(self) -> usize {
         ((self.0 >> 32) & 0xFF) as usize

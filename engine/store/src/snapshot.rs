@@ -108,7 +108,11 @@ macro_rules! node_section {
             if n > b.len() {
                 return Err(DecodeError("node count"));
             }
-            let generation = u32::try_from(r.u64("generation")?).map_err(|_| DecodeError("generation"))?;
+            // A generation is 24 bits: a node id carries no more of it.
+            let generation = u32::try_from(r.u64("generation")?)
+                .ok()
+                .filter(|&g| g <= NodeId::MAX_GENERATION)
+                .ok_or(DecodeError("generation"))?;
             let arena = r.bytes64("node arena")?.to_vec();
             let a = arena.len();
             let hash = r.u64s(n, "hash")?.collect();
@@ -406,6 +410,23 @@ mod tests {
         let back = decode_edges(&want, std::slice::from_ref(&nodes)).unwrap();
         assert_eq!(back.fields(0).to_version(String::new(), String::new()).props, [0xcc]);
         assert_eq!(back.find(end, end, rel), Some(0));
+    }
+
+    /// A node id carries 24 bits of a shard's generation, so a section
+    /// naming a larger one is refused rather than loaded as ids that never
+    /// match their shard.
+    #[test]
+    fn a_generation_wider_than_an_id_is_refused() {
+        let section = |generation: u64| {
+            let mut shard = NodeShard::default();
+            shard.generation = NodeId::MAX_GENERATION;
+            let mut b = encode_nodes(&shard);
+            b[8..16].copy_from_slice(&generation.to_le_bytes());
+            b
+        };
+        let max = u64::from(NodeId::MAX_GENERATION);
+        assert_eq!(decode_nodes(&section(max)).unwrap().generation, NodeId::MAX_GENERATION);
+        assert_eq!(decode_nodes(&section(max + 1)).err(), Some(DecodeError("generation")));
     }
 
     proptest! {

@@ -16,7 +16,7 @@ use crate::relation::Relation;
 
 /// The generation after `g` (24 bits, wrapping): a compacted shard's.
 pub fn next_generation(g: u32) -> u32 {
-    g.wrapping_add(1) & 0xFF_FFFF
+    g.wrapping_add(1) & NodeId::MAX_GENERATION
 }
 
 /// A node or edge is visible when `valid_to` is 0 or later than `now_us` (SPEC 3.3).
