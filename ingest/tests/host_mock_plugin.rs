@@ -163,6 +163,48 @@ fn host_malformed_nodes_are_counted_not_fatal() {
     assert!(!sink.nodes.is_empty());
 }
 
+/// A scan that ends OK with the trailer naming a part not listed succeeds,
+/// and the source says which part; a trailer that is not a list of parts
+/// fails the scan.
+#[test]
+fn host_reads_the_parts_a_plugin_could_not_list() {
+    let rt = Runtime::new().expect("runtime");
+    let interner = Interner::new();
+    let mut whole = PluginSource::new(mock_binary(), options("", &[]), rt.handle().clone());
+    scan(&mut whole, &interner, 1).0.expect("a whole scan");
+    assert_eq!(whole.unlisted(), Vec::new());
+    let all = whole.last_stats().nodes;
+
+    let mut part = PluginSource::new(mock_binary(), options("unlisted_region", &[]), rt.handle().clone());
+    scan(&mut part, &interner, 1)
+        .0
+        .expect("a scan that listed the rest succeeds");
+    let unlisted = part.unlisted();
+    assert_eq!(unlisted.len(), 1, "{unlisted:?}");
+    assert_eq!(unlisted[0].provider.as_deref(), Some("aws"));
+    assert_eq!(unlisted[0].region.as_deref(), Some("us-west-2"));
+    assert_eq!(
+        (unlisted[0].service.as_deref(), unlisted[0].account.as_deref()),
+        (None, None)
+    );
+    assert!(
+        unlisted[0].error.contains("connection refused"),
+        "{}",
+        unlisted[0].error
+    );
+    let listed = part.last_stats().nodes;
+    assert!(listed > 0 && listed < all, "{listed} of {all} nodes");
+
+    let mut bad = PluginSource::new(mock_binary(), options("bad_trailer", &[]), rt.handle().clone());
+    let (result, _) = scan(&mut bad, &interner, 1);
+    let Err(SourceError::Failed(e)) = result else {
+        panic!("expected a failed scan, got {result:?}");
+    };
+    assert!(e.starts_with("plugin mock ended its scan badly: "), "{e}");
+    assert!(e.contains("svc-scan-unlisted-bin"), "{e}");
+    assert_eq!(bad.unlisted(), Vec::new());
+}
+
 #[test]
 fn host_crash_mid_scan_fails_the_scan_and_the_next_scan_relaunches() {
     let rt = Runtime::new().expect("runtime");

@@ -11,6 +11,15 @@
 
 /// Provider plugin protocol.
 pub mod provider {
+    /// The trailer with which a provider ends a `Scan` that succeeded
+    /// without listing all of its estate (binary metadata, so any UTF-8
+    /// travels): a JSON array of objects with optional string members
+    /// `provider`, `account`, `region`, `service` (the CRN segments of the
+    /// part not listed; one not given spans every value) and a string
+    /// `error`. The daemon keeps that part's resources as they were and
+    /// retires, elsewhere, what the scan did not report.
+    pub const SCAN_UNLISTED_TRAILER: &str = "svc-scan-unlisted-bin";
+
     /// Package `svc.provider.v1`.
     #[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::bare_urls)]
     pub mod v1 {

@@ -119,6 +119,26 @@ pub struct SourceOutcome {
     pub rejected: u64,
     /// The first reasons for those rejections.
     pub rejections: Vec<String>,
+    /// The parts of its estate the source could not list while the rest of its scan succeeded; nothing there was retired.
+    pub unlisted: Vec<UnlistedScope>,
+}
+
+/// A part of a source's estate its scan could not list (a region, a service of a region, an account); a null field spans every value.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnlistedScope {
+    #[schema(required = true)]
+    pub account: Option<String>,
+    /// Why it could not be listed.
+    pub error: String,
+    /// CRN provider segment; null: every provider the source reports.
+    #[schema(required = true)]
+    pub provider: Option<String>,
+    #[schema(required = true)]
+    pub region: Option<String>,
+    /// CRN service segment (`rds`, `ec2`, ...).
+    #[schema(required = true)]
+    pub service: Option<String>,
 }
 
 /// How one heuristic plugin did in the `engine.heuristics` phase.

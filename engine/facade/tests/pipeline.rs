@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use svc_engine::clock::ManualClock;
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef};
-use svc_engine::scan::{ScanContext, ScanLimits, ScanSink, Source, SourceError};
+use svc_engine::scan::{ScanContext, ScanLimits, ScanSink, Source, SourceError, Unlisted};
 use svc_engine::{Crn, Engine, Relation};
 
 /// A source whose estate is a list of `(crn, state)` per scan, edges between
@@ -207,6 +207,107 @@ fn two_accounts(fail_on: Option<u64>) -> Vec<Box<dyn Source>> {
         calls: Arc::new(AtomicU64::new(0)),
     };
     vec![Box::new(Named("aws-prod", prod)), Box::new(Named("aws-dev", dev))]
+}
+
+/// A source whose scan `on` succeeds without listing `parts`.
+struct Partly {
+    inner: ListSource,
+    on: u64,
+    parts: Vec<Unlisted>,
+    last: u64,
+}
+
+impl Source for Partly {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+    fn providers(&self) -> Vec<String> {
+        self.inner.providers()
+    }
+    fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
+        self.last = ctx.scan_seq;
+        self.inner.scan(ctx, sink)
+    }
+    fn unlisted(&self) -> Vec<Unlisted> {
+        if self.last == self.on {
+            self.parts.clone()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// A part of its estate a source could not list keeps its resources and
+/// the edges that touch them; elsewhere, what the scan did not report is
+/// retired; SCAN_COMPLETED names the part; the next whole scan retires
+/// what is gone there too.
+#[test]
+fn a_part_a_source_could_not_list_keeps_its_resources_and_the_rest_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let engine = Arc::new(Engine::open(dir.path(), "s1", clock.clone()).unwrap());
+    let at = |region: &str, service: &str, id: &str| format!("crn:svc:aws:{region}:{service}:thing:acct:{id}");
+    let (a1, a2, a3) = (at("r1", "svc1", "a1"), at("r1", "svc1", "a2"), at("r1", "svc1", "a3"));
+    let (b1, b2, c1) = (at("r2", "svc1", "b1"), at("r2", "svc1", "b2"), at("r1", "svc2", "c1"));
+    let all = [&a1, &a2, &a3, &b1, &b2, &c1];
+    let list = |crns: &[&String]| crns.iter().map(|c| ((*c).clone(), "running")).collect::<Vec<_>>();
+    let part = |region: &str, service: Option<&str>| Unlisted {
+        region: Some(region.into()),
+        service: service.map(str::to_owned),
+        error: format!("{region} refused"),
+        ..Unlisted::default()
+    };
+    let source = Partly {
+        inner: ListSource {
+            provider: "aws",
+            // Scan 2 lists only a1 and a2 (a3 is gone); scan 3 all but b2.
+            scans: vec![list(&all), list(&[&a1, &a2]), list(&[&a1, &a2, &b1, &c1])],
+            fail_on: None,
+            calls: Arc::new(AtomicU64::new(0)),
+        },
+        on: 2,
+        parts: vec![part("r2", None), part("r1", Some("svc2"))],
+        last: 0,
+    };
+    engine.set_sources(vec![Box::new(source)]);
+    let r1 = engine.try_start_scan().unwrap().run().unwrap();
+    assert_eq!((r1.nodes, r1.edges), (6, 5));
+
+    clock.advance(1_000_000);
+    let r2 = engine.try_start_scan().unwrap().run().unwrap();
+    let aws = &r2.sources[0];
+    assert!(aws.ok && aws.error.is_none(), "{aws:?}");
+    assert_eq!(aws.unlisted.len(), 2);
+    // a3 only; of the edges a1-a2 a2-a3 a3-b1 b1-b2 b2-c1, those of a3.
+    assert_eq!((r2.retired_nodes, r2.retired_edges), (1, 2));
+    let visible = |crn: &String| {
+        let graph = engine.graph();
+        let id = graph.find(&Crn::parse(crn).unwrap()).unwrap();
+        graph.node(id).unwrap().is_visible(engine.now_us())
+    };
+    assert!(!visible(&a3));
+    assert!([&a1, &a2, &b1, &b2, &c1].into_iter().all(visible));
+    assert_eq!(r2.edges, 3);
+    let q = svc_engine::store::ledger::HistoryQuery {
+        limit: 10,
+        ..Default::default()
+    };
+    let events = engine.ledger().query(&q).unwrap();
+    let completed = events.events.iter().find(|e| e.event_type == "SCAN_COMPLETED").unwrap();
+    let unlisted = &completed.payload["sources"][0]["unlisted"];
+    assert_eq!(completed.payload["scan_seq"], 2);
+    assert_eq!(unlisted[0]["region"], "r2", "{unlisted}");
+    assert_eq!(unlisted[0]["service"], serde_json::Value::Null, "{unlisted}");
+    assert_eq!(unlisted[1]["service"], "svc2", "{unlisted}");
+    assert_eq!(unlisted[1]["error"], "r1 refused", "{unlisted}");
+
+    // Listed whole again: b2, gone, is retired with its edges.
+    clock.advance(1_000_000);
+    let r3 = engine.try_start_scan().unwrap().run().unwrap();
+    assert!(r3.sources[0].unlisted.is_empty());
+    assert_eq!(r3.retired_nodes, 1);
+    assert!(!visible(&b2));
+    assert!([&a1, &a2, &b1, &c1].into_iter().all(visible));
 }
 
 /// A source that fails, or is left out of a scan, keeps the resources of

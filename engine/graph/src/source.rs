@@ -100,6 +100,13 @@ pub trait Source: Send {
     fn rejections(&self) -> (u64, Vec<String>) {
         (0, Vec::new())
     }
+    /// The parts of its estate the last scan could not list although the
+    /// scan succeeded (a region that refused, a service that failed):
+    /// their resources are kept as they were while the rest of the scan
+    /// counts. Empty when the scan listed everything.
+    fn unlisted(&self) -> Vec<Unlisted> {
+        Vec::new()
+    }
     /// Releases what the source holds (a plugin process) when the daemon stops.
     fn stop(&mut self) {}
     /// What tells this source from others when the sources are rebuilt (a
@@ -149,6 +156,21 @@ pub trait Source: Send {
     ) -> Option<Result<QuarantineOutcome, SourceError>> {
         None
     }
+}
+
+/// A part of a source's estate that its scan could not list: every field
+/// that is set narrows it (a region; a service of one region; an account).
+/// Nothing of it is retired by that scan.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unlisted {
+    /// CRN provider segment; `None`: every provider the source reports.
+    pub provider: Option<String>,
+    pub account: Option<String>,
+    pub region: Option<String>,
+    /// CRN service segment (`rds`, `ec2`, ...).
+    pub service: Option<String>,
+    /// Why it could not be listed.
+    pub error: String,
 }
 
 /// A source's answer to `CheckReversibility`.

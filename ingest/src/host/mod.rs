@@ -21,6 +21,7 @@ mod logs;
 pub mod manifest;
 mod scan_call;
 pub mod source;
+mod unlisted;
 
 use std::path::PathBuf;
 

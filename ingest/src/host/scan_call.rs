@@ -18,6 +18,7 @@ use prost::Message;
 use svc_proto::provider::v1 as pb;
 use tonic::body::Body;
 use tonic::codegen::http::{self, HeaderMap, HeaderValue, StatusCode, header};
+use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
 use tower::{Service, ServiceExt};
@@ -62,6 +63,8 @@ pub struct Responses {
     /// The whole status was in the response headers: the body has nothing.
     trailers_only: bool,
     done: bool,
+    /// The metadata of an OK final status (custom trailers), once read.
+    trailers: Option<MetadataMap>,
 }
 
 impl Responses {
@@ -72,7 +75,9 @@ impl Responses {
             if status.code() != Code::Ok {
                 return Err(status);
             }
-            return Ok(Responses::new(response, max_message, true));
+            let mut responses = Responses::new(response, max_message, true);
+            responses.trailers = Some(status.metadata().clone());
+            return Ok(responses);
         }
         if let Some(encoding) = response.headers().get("grpc-encoding")
             && encoding.as_bytes() != b"identity"
@@ -95,7 +100,13 @@ impl Responses {
             partial: BytesMut::new(),
             trailers_only,
             done: false,
+            trailers: None,
         }
+    }
+
+    /// The custom metadata of the final status, once the stream has ended OK.
+    pub fn trailers(&self) -> Option<&MetadataMap> {
+        self.trailers.as_ref()
     }
 
     /// The next message; `None` at the end of a stream that finished with
@@ -198,6 +209,7 @@ impl Responses {
         }
         if let Some(status) = trailers.and_then(Status::from_header_map) {
             return if status.code() == Code::Ok {
+                self.trailers = Some(status.metadata().clone());
                 Ok(None)
             } else {
                 Err(status)

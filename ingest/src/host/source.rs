@@ -14,10 +14,11 @@ use bytes::Bytes;
 use svc_engine::graph::{EdgeBatch, NodeBatch};
 use svc_engine::scan::{
     QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanSink, Source,
-    SourceError,
+    SourceError, Unlisted,
 };
 use svc_proto::provider::v1 as pb;
 use tokio::runtime::Handle;
+use tonic::metadata::MetadataMap;
 use tonic::transport::Channel;
 use tracing::Instrument;
 
@@ -25,7 +26,7 @@ use super::launch::{
     LaunchOptions, MAX_MESSAGE_BYTES, PluginProcess, drop_if_stale, exited_after_error, fmt_duration, plugin_name,
 };
 use super::manifest::Role;
-use super::{HostError, scan_call, status_text};
+use super::{HostError, scan_call, status_text, unlisted};
 use crate::decode::{DecodeStats, Decoder, WireError};
 
 /// Rejection reasons repeated in the log after a scan.
@@ -93,6 +94,8 @@ pub struct PluginSource {
     handle: Handle,
     process: Option<PluginProcess>,
     last_stats: DecodeStats,
+    /// What the last scan, which succeeded, could not list.
+    last_unlisted: Vec<Unlisted>,
 }
 
 impl PluginSource {
@@ -111,6 +114,7 @@ impl PluginSource {
             handle,
             process: None,
             last_stats: DecodeStats::default(),
+            last_unlisted: Vec::new(),
         }
     }
 
@@ -170,6 +174,7 @@ impl PluginSource {
 
     async fn scan_async(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
         let name = self.name.clone();
+        self.last_unlisted.clear();
         let channel = self
             .running()
             .await
@@ -260,9 +265,12 @@ impl PluginSource {
             )));
         }
         match outcome {
-            Ok(Ok(())) => {
+            Ok(Ok(trailers)) => {
+                let unlisted = unlisted::from_trailers(trailers.as_ref())
+                    .map_err(|why| SourceError::Failed(format!("plugin {name} ended its scan badly: {why}")))?;
                 tracing::info!(plugin = %name, nodes = stats.nodes, edges = stats.edges, decoders = stats.decoders,
-                    "plugin scan finished");
+                    unlisted = unlisted.len(), "plugin scan finished");
+                self.last_unlisted = unlisted;
                 Ok(())
             }
             Ok(Err(status)) => {
@@ -307,6 +315,10 @@ impl Source for PluginSource {
     fn rejections(&self) -> (u64, Vec<String>) {
         let st = self.last_stats();
         (st.rejected_nodes + st.rejected_edges, st.reasons.clone())
+    }
+
+    fn unlisted(&self) -> Vec<Unlisted> {
+        self.last_unlisted.clone()
     }
 
     fn stop(&mut self) {
@@ -388,12 +400,13 @@ impl Source for PluginSource {
 }
 
 /// Reads one scan's messages into the decoders' queue; waits (and so
-/// stops reading) while the queue is full.
+/// stops reading) while the queue is full. Returns the custom trailers of
+/// the stream's OK end.
 async fn stream_scan(
     channel: Channel,
     config: HashMap<String, String>,
     raw: mpsc::Sender<Bytes>,
-) -> Result<(), tonic::Status> {
+) -> Result<Option<MetadataMap>, tonic::Status> {
     let mut stream = scan_call::scan(channel, pb::ScanRequest { config }, MAX_MESSAGE_BYTES).await?;
     while let Some(msg) = stream.message().await? {
         if raw.send(msg).await.is_err() {
@@ -401,7 +414,7 @@ async fn stream_scan(
             return Err(tonic::Status::internal("the plugin's decoders stopped"));
         }
     }
-    Ok(())
+    Ok(stream.trailers().cloned())
 }
 
 /// How full a decode worker lets its batches get, and how large it

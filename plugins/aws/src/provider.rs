@@ -4,7 +4,7 @@
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
-use svc_plugin_sdk::{ScanStream, response_channel};
+use svc_plugin_sdk::{ScanStream, UnlistedPart, response_channel, scan_end_unlisted};
 use svc_proto::provider::v1::provider_server::Provider;
 use svc_proto::provider::v1::{
     Edge, HandshakeRequest, HandshakeResponse, Node, PreflightRequest, PreflightResponse, QuarantineRequest,
@@ -79,21 +79,30 @@ fn region_responses(
 }
 
 /// Lists every region concurrently and streams each as it completes. A
-/// region that fails sends nothing; the stream then ends with an error
-/// naming it, so the daemon keeps what it knew of this provider rather
-/// than take the failed region's resources for deleted.
+/// region that fails sends nothing; when others were listed the stream
+/// ends OK with a trailer naming it ([`scan_end_unlisted`]), so the daemon
+/// keeps what it knew of that region and takes nothing there for deleted,
+/// while the regions listed count. When no region was listed the scan
+/// fails (`UNAVAILABLE`), and the daemon keeps everything.
 ///
 /// S3 is global: its buckets are listed once, first, and each is sent with
 /// the region it lives in (buckets of regions not scanned are left out).
 /// When that listing fails, the regions are sent without buckets and the
-/// scan ends with the same error, naming S3.
+/// trailer names the `s3` service of the account.
 async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx: Sender<Result<ScanResponse, Status>>) {
     let home = calls.home_region();
-    let (buckets, s3_failed) = match s3::list(&calls, &home).await {
-        Ok(b) => (b, None),
+    let mut unlisted = Vec::new();
+    let buckets = match s3::list(&calls, &home).await {
+        Ok(b) => b,
         Err(e) => {
             tracing::warn!(error = %e, "S3 listing failed; no bucket is reported");
-            (Vec::new(), Some(format!("s3 (every region's buckets): {e}")))
+            unlisted.push(UnlistedPart {
+                account: Some(who.account.clone()),
+                service: Some("s3".into()),
+                error: e.to_string(),
+                ..UnlistedPart::default()
+            });
+            Vec::new()
         }
     };
     let mut pending: FuturesUnordered<_> = regions
@@ -110,6 +119,12 @@ async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx:
             Err(e) => {
                 tracing::warn!(region, error = %e, "region failed; none of its resources are reported");
                 failed.push(format!("{region}: {e}"));
+                unlisted.push(UnlistedPart {
+                    account: Some(who.account.clone()),
+                    region: Some(region.to_owned()),
+                    error: e.to_string(),
+                    ..UnlistedPart::default()
+                });
                 continue;
             }
         };
@@ -127,25 +142,34 @@ async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx:
         }
     }
     let made = calls.made();
-    let regions_failed = failed.len();
-    failed.extend(s3_failed);
-    if failed.is_empty() {
+    if unlisted.is_empty() {
         tracing::info!(regions = regions.len(), nodes, edges, calls = made, "scan finished");
         return;
     }
+    let listed = regions.len() - failed.len();
     tracing::warn!(
-        failed = regions_failed,
+        failed = failed.len(),
         regions = regions.len(),
+        unlisted = unlisted.len(),
         calls = made,
         "scan incomplete"
     );
-    let message = format!(
-        "{} of {} regions failed (the others were listed; this scan is incomplete): {}",
-        regions_failed,
-        regions.len(),
-        failed.join("; ")
-    );
-    let _ = tx.send(Err(Status::unavailable(message))).await;
+    let end = if listed == 0 {
+        Status::unavailable(format!(
+            "every region failed ({} of {}): {}",
+            failed.len(),
+            regions.len(),
+            failed.join("; ")
+        ))
+    } else {
+        scan_end_unlisted(&unlisted).unwrap_or_else(|| {
+            Status::unavailable(format!(
+                "{} parts of the estate were not listed, too many to name: the scan counts as failed",
+                unlisted.len()
+            ))
+        })
+    };
+    let _ = tx.send(Err(end)).await;
 }
 
 #[tonic::async_trait]

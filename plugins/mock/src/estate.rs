@@ -97,11 +97,13 @@ fn generator_threads() -> usize {
 /// and encoding run on a pool of their own (a quarter of the cores), a
 /// window ahead of `each`. `effects` (CRN to state) are the results of
 /// earlier actions: a `deleted` resource and its edges are left out, any
-/// other state replaces the resource's `state`. Stops at the first `Err`,
-/// which it returns.
+/// other state replaces the resource's `state`. Resources whose CRN
+/// contains `left_out` are not sent (a part of the estate not listed).
+/// Stops at the first `Err`, which it returns.
 pub fn stream<E>(
     config: &ScanConfig,
     effects: &HashMap<String, String>,
+    left_out: Option<&str>,
     mut each: impl FnMut(Message) -> Result<(), E>,
 ) -> Result<(), E> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Message>>(1);
@@ -115,7 +117,7 @@ pub fn stream<E>(
         // Owns the sender, so the receiver ends when generation does.
         s.spawn(move || {
             let generate = move || {
-                let make = || Chunk::new(effects, config.batch_size);
+                let make = || Chunk::new(effects, left_out, config.batch_size);
                 let estate = (config.seed, config.scale, config.epoch());
                 // A closed receiver means `each` stopped the stream.
                 let _ = generate_wire(estate, config.batch_size, make, |c| tx.send(c.finish()));
@@ -144,6 +146,7 @@ const EDGE_BYTES: usize = 256;
 /// message cut at `batch_size` rows.
 struct Chunk<'e> {
     effects: &'e HashMap<String, String>,
+    left_out: Option<&'e str>,
     batch_size: usize,
     nodes: ScanResponseWriter,
     edges: ScanResponseWriter,
@@ -152,10 +155,11 @@ struct Chunk<'e> {
 }
 
 impl<'e> Chunk<'e> {
-    fn new(effects: &'e HashMap<String, String>, batch_size: usize) -> Chunk<'e> {
+    fn new(effects: &'e HashMap<String, String>, left_out: Option<&'e str>, batch_size: usize) -> Chunk<'e> {
         let batch_size = batch_size.max(1);
         Chunk {
             effects,
+            left_out,
             batch_size,
             nodes: ScanResponseWriter::default(),
             edges: ScanResponseWriter::default(),
@@ -189,6 +193,9 @@ fn message(w: &mut ScanResponseWriter) -> Message {
 
 impl WireOut for Chunk<'_> {
     fn effect(&self, crn: &str) -> Option<&str> {
+        if self.left_out.is_some_and(|part| crn.contains(part)) {
+            return Some("deleted");
+        }
         if self.effects.is_empty() {
             return None;
         }
@@ -347,7 +354,7 @@ mod tests {
     /// What `stream` sends for `c` (sorted), and how many messages.
     fn streamed(c: &ScanConfig) -> (Nodes, Edges, usize) {
         let (mut nodes, mut edges, mut calls) = (Vec::new(), Vec::new(), 0);
-        stream(c, &HashMap::new(), |m| {
+        stream(c, &HashMap::new(), None, |m| {
             let r = m.response.decode().expect("a ScanResponse");
             let (n, e) = (r.nodes, r.edges);
             assert_eq!((n.len(), e.len()), (m.nodes, m.edges));
@@ -462,7 +469,7 @@ mod tests {
         ]
         .into();
         let (mut nodes, mut edges) = (HashMap::new(), Vec::new());
-        stream(&c, &effects, |m| {
+        stream(&c, &effects, None, |m| {
             let r = m.response.decode().expect("a ScanResponse");
             nodes.extend(r.nodes.into_iter().map(|n| (n.crn, n.properties)));
             edges.extend(r.edges);
@@ -489,7 +496,7 @@ mod tests {
     fn stopping_the_stream_returns_its_error() {
         let c = ScanConfig::from_config(&config(&[("scale", "20000"), ("batch_size", "100")])).expect("valid");
         let mut calls = 0;
-        let r = stream(&c, &HashMap::new(), |_| {
+        let r = stream(&c, &HashMap::new(), None, |_| {
             calls += 1;
             if calls == 3 { Err("enough") } else { Ok(()) }
         });

@@ -21,6 +21,11 @@ pub enum FailMode {
     Incompatible,
     /// PreflightCheck answers `ok: false`, naming missing credentials.
     PreflightFails,
+    /// Scan leaves out the estate's `aws` region `us-west-2` and ends OK
+    /// with the trailer that names it as not listed.
+    UnlistedRegion,
+    /// Scan ends OK with a trailer that is not a list of parts.
+    BadTrailer,
 }
 
 /// Exit code of the `crash_mid_scan` mode.
@@ -37,10 +42,12 @@ impl FailMode {
             "malformed_nodes" => FailMode::MalformedNodes,
             "incompatible" => FailMode::Incompatible,
             "preflight_fails" => FailMode::PreflightFails,
+            "unlisted_region" => FailMode::UnlistedRegion,
+            "bad_trailer" => FailMode::BadTrailer,
             other => {
                 return Err(format!(
                     "invalid SVC_MOCK_FAIL {other:?}: expected one of crash_mid_scan, hang, garbage_handshake, \
-                     no_handshake, malformed_nodes, incompatible, preflight_fails"
+                     no_handshake, malformed_nodes, incompatible, preflight_fails, unlisted_region, bad_trailer"
                 ));
             }
         })
@@ -62,6 +69,8 @@ mod tests {
         assert_eq!(FailMode::parse("crash_mid_scan"), Ok(FailMode::CrashMidScan));
         assert_eq!(FailMode::parse("incompatible"), Ok(FailMode::Incompatible));
         assert_eq!(FailMode::parse("preflight_fails"), Ok(FailMode::PreflightFails));
+        assert_eq!(FailMode::parse("unlisted_region"), Ok(FailMode::UnlistedRegion));
+        assert_eq!(FailMode::parse("bad_trailer"), Ok(FailMode::BadTrailer));
         assert!(FailMode::parse("explode").is_err());
     }
 }

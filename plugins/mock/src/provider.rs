@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use prost::Message;
 use svc_engine::{Crn, Graph};
-use svc_plugin_sdk::{EncodedScan, EncodedScanResponse, EncodedScanStream, ScanStream, response_channel};
+use svc_plugin_sdk::{
+    EncodedScan, EncodedScanResponse, EncodedScanStream, ScanStream, UnlistedPart, response_channel, scan_end_unlisted,
+};
 use svc_proto::provider::v1::provider_server::Provider;
 use svc_proto::provider::v1::remediator_server::Remediator;
 use svc_proto::provider::v1::{
@@ -26,6 +28,10 @@ use crate::fail::{CRASH_EXIT_CODE, FailMode};
 const PLUGIN_MAJOR: &str = "0";
 /// ScanResponses buffered ahead of the daemon.
 const SCAN_CHANNEL: usize = 4;
+/// The region the `unlisted_region` failure mode leaves out, and what of
+/// a CRN (graph form) names it.
+const UNLISTED_REGION: &str = "us-west-2";
+const UNLISTED_REGION_CRN: &str = ":aws:us-west-2:";
 
 /// State shared by both services: the last scanned estate and the
 /// simulated effects of actions on it.
@@ -139,7 +145,8 @@ fn produce(
     struct Cancelled;
     let (mut sent, mut nodes, mut edges) = (0usize, 0usize, 0usize);
     let mut inject = fail == FailMode::MalformedNodes;
-    let streamed = estate::stream(config, effects, |m| {
+    let left_out = (fail == FailMode::UnlistedRegion).then_some(UNLISTED_REGION_CRN);
+    let streamed = estate::stream(config, effects, left_out, |m| {
         (nodes, edges) = (nodes + m.nodes, edges + m.edges);
         let response = if m.nodes > 0 && std::mem::take(&mut inject) {
             with_malformed(m.response)
@@ -160,7 +167,30 @@ fn produce(
     });
     match streamed {
         Ok(()) => tracing::info!(nodes, edges, "scan finished"),
-        Err(Cancelled) => tracing::info!("scan cancelled by the daemon"),
+        Err(Cancelled) => {
+            tracing::info!("scan cancelled by the daemon");
+            return;
+        }
+    }
+    let end = match fail {
+        FailMode::UnlistedRegion => scan_end_unlisted(&[UnlistedPart {
+            provider: Some("aws".into()),
+            region: Some(UNLISTED_REGION.into()),
+            error: "ec2 DescribeInstances in us-west-2: connection refused (as asked by SVC_MOCK_FAIL)".into(),
+            ..UnlistedPart::default()
+        }]),
+        FailMode::BadTrailer => {
+            let mut metadata = tonic::metadata::MetadataMap::new();
+            metadata.insert_bin(
+                svc_proto::provider::SCAN_UNLISTED_TRAILER,
+                tonic::metadata::MetadataValue::from_bytes(b"{\"region\": 7}"),
+            );
+            Some(Status::with_metadata(tonic::Code::Ok, "", metadata))
+        }
+        _ => None,
+    };
+    if let Some(end) = end {
+        let _ = tx.blocking_send(Err(end));
     }
 }
 

@@ -39,6 +39,7 @@ pub mod log;
 mod properties;
 mod serve;
 mod stream;
+mod unlisted;
 
 pub use compat::{compatibility, major};
 pub use encoded::{EncodedProviderServer, EncodedScan, EncodedScanResponse, EncodedScanStream, ScanResponseWriter};
@@ -50,3 +51,4 @@ pub use handshake::{Cookie, HEURISTIC_COOKIE, ListenAddr, PROVIDER_COOKIE};
 pub use properties::json_properties;
 pub use serve::{SHUTDOWN_GRACE, check_startup, exit_now};
 pub use stream::{ResponseStream, ScanStream, response_channel};
+pub use unlisted::{UnlistedPart, scan_end_unlisted};

@@ -10,7 +10,7 @@ use super::context::Scan;
 use super::report::SourceOutcome;
 use super::stage::{EdgePool, SourceStage, StageSink};
 use crate::engine::EngineError;
-use crate::graph::NodeStage;
+use crate::graph::{Coverage, Hole, NodeStage};
 use crate::ids::Sym;
 use svc_graph::source::{ScanContext, ScanSink, Source, SourceError};
 
@@ -155,6 +155,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
                         rejections: Vec::new(),
                         duration_ms: 0,
                         observed_at: None,
+                        unlisted: Vec::new(),
                     };
                     (failed, SourceStage::default())
                 })
@@ -173,6 +174,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     // scan's successes replace it.
     let answered = registry.answered();
     let mut held: BTreeSet<String> = BTreeSet::new();
+    let mut holes: Vec<Hole> = Vec::new();
     for (name, declared) in &skipped {
         held.extend(declared.iter().cloned());
         held.extend(answered.get(name).into_iter().flatten().cloned());
@@ -194,6 +196,27 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
                 &outcome.name,
                 outcome.providers.iter().chain(&names).cloned().collect(),
             );
+            // What it could not list stays as it was, for each provider
+            // the part names (or that the source answers for).
+            for u in &outcome.unlisted {
+                warn!(source = %outcome.name, provider = ?u.provider, account = ?u.account, region = ?u.region,
+                    service = ?u.service, error = %u.error, "part of the source's estate was not listed; \
+                    its resources are kept as they were");
+                let providers: Vec<&str> = match &u.provider {
+                    Some(p) => vec![p.as_str()],
+                    None => outcome.providers.iter().chain(&names).map(String::as_str).collect(),
+                };
+                let interner = core.interner();
+                let sym = |v: &Option<String>| v.as_deref().map(|v| interner.intern(v));
+                for p in providers {
+                    holes.push(Hole {
+                        provider: interner.intern(p),
+                        account: sym(&u.account),
+                        region: sym(&u.region),
+                        service: sym(&u.service),
+                    });
+                }
+            }
             registry.record_served(&outcome.name, names.into_iter());
             ok_providers.extend(seen);
             for &(p, n) in &stage.providers {
@@ -247,7 +270,11 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     drop((edges, edge_parts));
     let edges_ms = t.elapsed().as_millis() as u64;
     let t = Instant::now();
-    let (retired_nodes, retired_edges) = graph.retire_unseen(&ok_providers, now_us, report.scan_seq as u32);
+    let mut coverage = Coverage::of(&ok_providers);
+    for h in holes {
+        coverage.except(h);
+    }
+    let (retired_nodes, retired_edges) = graph.retire_uncovered(&coverage, now_us, report.scan_seq as u32);
     report.retired_nodes = retired_nodes as u64;
     report.retired_edges = retired_edges as u64;
     let retire_ms = t.elapsed().as_millis() as u64;
@@ -273,10 +300,11 @@ fn scan_one(source: &mut dyn Source, sink: &mut StageSink<'_>, ctx: &ScanContext
         result = Err(SourceError::Failed(why.to_owned()));
     }
     let (rejected, rejections) = source.rejections();
+    let ok = result.is_ok();
     SourceOutcome {
         name: source.name().to_owned(),
         providers: source.providers(),
-        ok: result.is_ok(),
+        ok,
         error: result.err().map(|e| e.to_string()),
         nodes: sink.stage.node_count,
         edges: sink.stage.edge_count,
@@ -284,5 +312,6 @@ fn scan_one(source: &mut dyn Source, sink: &mut StageSink<'_>, ctx: &ScanContext
         rejections,
         duration_ms: t.elapsed().as_millis() as u64,
         observed_at: source.observed_at(),
+        unlisted: if ok { source.unlisted() } else { Vec::new() },
     }
 }

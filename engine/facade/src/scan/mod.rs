@@ -19,6 +19,6 @@ pub use report::{CollectSink, ScanReport, SourceOutcome, spans};
 pub(crate) use state::{ScanListener, ScanState};
 pub use svc_graph::source::{
     QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanLimits, ScanSink,
-    Source, SourceError,
+    Source, SourceError, Unlisted,
 };
 pub use svc_graph::stage;

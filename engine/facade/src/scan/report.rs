@@ -4,8 +4,10 @@
 use crate::analysis::linker::LinkReport;
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
 use crate::heuristics::{AnalyzerOutcome, BuiltinStats};
-use crate::store::ledger::events::{LinkerSummary, ReachabilitySummary, RemediationSummary, ScanCompleted, ScanSource};
-use svc_graph::source::ScanSink;
+use crate::store::ledger::events::{
+    LinkerSummary, ReachabilitySummary, RemediationSummary, ScanCompleted, ScanSource, UnlistedScope,
+};
+use svc_graph::source::{ScanSink, Unlisted};
 
 /// Span names of the pipeline, declared once.
 pub mod spans {
@@ -51,6 +53,8 @@ pub struct SourceOutcome {
     pub duration_ms: u64,
     /// When the source observed its estate, if not now (a simulated estate).
     pub observed_at: Option<u64>,
+    /// What a scan that succeeded could not list (kept as it was).
+    pub unlisted: Vec<Unlisted>,
 }
 
 /// The result of a finished scan (also the payload of SCAN_COMPLETED).
@@ -143,6 +147,17 @@ impl ScanReport {
                     duration_ms: s.duration_ms,
                     rejected: s.rejected,
                     rejections: s.rejections.clone(),
+                    unlisted: s
+                        .unlisted
+                        .iter()
+                        .map(|u| UnlistedScope {
+                            provider: u.provider.clone(),
+                            account: u.account.clone(),
+                            region: u.region.clone(),
+                            service: u.service.clone(),
+                            error: u.error.clone(),
+                        })
+                        .collect(),
                 })
                 .collect(),
             heuristics: self.heuristics.iter().map(AnalyzerOutcome::payload).collect(),

@@ -8,6 +8,7 @@
 
 pub mod adjacency;
 pub mod batch;
+mod coverage;
 pub mod mem;
 pub mod schema;
 pub mod shard;
@@ -30,6 +31,7 @@ use batch::key_hash;
 pub use batch::{
     Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, SharedProps, Span,
 };
+pub use coverage::{Coverage, Hole};
 pub use mem::{BitSet, Prefetch, prefetch_ahead};
 pub use schema::{EdgeFields, EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
 pub use shard::{EdgeShard, NodeShard, Verdict, visible};
@@ -519,13 +521,22 @@ impl Graph {
     /// scan `scan` did not report, and the edges whose endpoint is gone.
     /// Providers whose scan failed must not be listed. Returns `(nodes, edges)` retired.
     pub fn retire_unseen(&mut self, providers: &[Sym], now_us: u64, scan: u32) -> (usize, usize) {
+        self.retire_uncovered(&Coverage::of(providers), now_us, scan)
+    }
+
+    /// Logically deletes, at `now_us`, the nodes that `coverage` answers for
+    /// and scan `scan` did not report, the edges of those providers it did
+    /// not report unless an end is in one of the coverage's holes (an edge
+    /// to a resource not listed is not sent, yet may stand), and the edges
+    /// whose endpoint is gone. Returns `(nodes, edges)` retired.
+    pub fn retire_uncovered(&mut self, coverage: &Coverage, now_us: u64, scan: u32) -> (usize, usize) {
         let nodes_retired: usize = self
             .nodes
             .par_iter_mut()
             .map(|shard| {
                 let mut n = 0;
                 for r in 0..shard.len() {
-                    if shard.valid_to[r] == 0 && shard.seen[r] != scan && providers.contains(&shard.key[r][0]) {
+                    if shard.valid_to[r] == 0 && shard.seen[r] != scan && coverage.covers(&shard.key[r]) {
                         n += usize::from(shard.retire(r as u32, now_us));
                     }
                 }
@@ -533,6 +544,7 @@ impl Graph {
             })
             .sum();
         let nodes = &self.nodes;
+        let holes = !coverage.holes().is_empty();
         let edges_retired: usize = self
             .edges
             .par_iter_mut()
@@ -543,14 +555,15 @@ impl Graph {
                         continue;
                     }
                     let (src, dst) = (shard.src[r], shard.dst[r]);
-                    let src_row = &nodes[src.shard()];
-                    let gone = src_row.valid_to[src.row() as usize] != 0
-                        || nodes[dst.shard()].valid_to[dst.row() as usize] != 0;
+                    let (src_row, dst_row) = (&nodes[src.shard()], &nodes[dst.shard()]);
+                    let (s, d) = (src.row() as usize, dst.row() as usize);
+                    let gone = src_row.valid_to[s] != 0 || dst_row.valid_to[d] != 0;
                     // An inferred edge is not a provider's to report: whoever
                     // inferred it retires it ([`Graph::retire_inferred`]).
                     let unseen = !shard.inferred.get(r)
                         && shard.seen[r] != scan
-                        && providers.contains(&src_row.key[src.row() as usize][0]);
+                        && coverage.covers_provider(src_row.key[s][0])
+                        && !(holes && (coverage.in_hole(&src_row.key[s]) || coverage.in_hole(&dst_row.key[d])));
                     if gone || unseen {
                         n += usize::from(shard.retire(r as u32, now_us));
                     }

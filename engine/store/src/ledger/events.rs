@@ -254,6 +254,20 @@ pub struct ScanSource {
     pub duration_ms: u64,
     pub rejected: u64,
     pub rejections: Vec<String>,
+    /// The parts of its estate the source could not list while the rest
+    /// of its scan succeeded: nothing there was retired.
+    pub unlisted: Vec<UnlistedScope>,
+}
+
+/// A part of a source's estate its scan could not list; a field not set
+/// (null) spans every value.
+#[derive(Clone, Debug, Serialize)]
+pub struct UnlistedScope {
+    pub provider: Option<String>,
+    pub account: Option<String>,
+    pub region: Option<String>,
+    pub service: Option<String>,
+    pub error: String,
 }
 
 /// The ghost linker's figures in `SCAN_COMPLETED`.

@@ -634,7 +634,13 @@ impl Plugin {
                         scanned.edges.insert((e.source_crn, e.relation, e.target_crn));
                     }
                 }
-                Ok(None) => return (scanned, Ok(())),
+                Ok(None) => {
+                    let trailers = stream.trailers().await.unwrap().unwrap_or_default();
+                    scanned.unlisted = trailers
+                        .get_bin(svc_proto::provider::SCAN_UNLISTED_TRAILER)
+                        .map(|v| serde_json::from_slice(&v.to_bytes().unwrap()).unwrap());
+                    return (scanned, Ok(()));
+                }
                 Err(status) => return (scanned, Err(status)),
             }
         }
@@ -660,6 +666,8 @@ impl Plugin {
 pub struct Scanned {
     pub nodes: BTreeMap<String, (Value, f64)>,
     pub edges: BTreeSet<(String, String, String)>,
+    /// The parts of the estate the scan's trailer says it did not list.
+    pub unlisted: Option<Value>,
 }
 
 impl Scanned {
