@@ -160,7 +160,13 @@ impl PluginSource {
         };
         match process.preflight(config.clone(), within).await {
             Ok(None) => Ok(()),
-            Ok(Some(r)) if r.ok => Ok(()),
+            Ok(Some(r)) if r.ok => {
+                if !r.missing.is_empty() {
+                    tracing::warn!(plugin = %self.name, missing = ?r.missing, message = %r.message,
+                        "plugin preflight check passed, but parts of the estate may not be listed");
+                }
+                Ok(())
+            }
             Ok(Some(r)) => {
                 let mut why = format!("plugin {} preflight check failed: {}", self.name, r.message);
                 if !r.missing.is_empty() {

@@ -3,7 +3,9 @@
 //! built on both.
 
 use futures::future::join_all;
+use svc_plugin_sdk::UnlistedPart;
 use svc_proto::provider::v1::PreflightResponse;
+use tonic::Status;
 
 use crate::calls::{CallError, Calls, Op};
 
@@ -100,57 +102,152 @@ fn missing_for(region: &str, e: &CallError) -> String {
     }
 }
 
-/// The credentials (`GetCallerIdentity`), the region list, then one read
-/// per region, all regions at once; reports everything that is missing.
+/// One account to scan: the calls that reach it, who they are there,
+/// and its regions.
+pub struct Account {
+    pub calls: Calls,
+    pub who: Identity,
+    pub regions: Vec<String>,
+}
+
+/// The accounts to scan, and those that cannot be reached, with why.
+pub struct Accounts {
+    pub reached: Vec<Account>,
+    pub unreached: Vec<UnlistedPart>,
+}
+
+/// The accounts the settings name: the credentials' own (unless
+/// `include_caller_account` is false) and one per role of `accounts`,
+/// each with its identity and regions. Fails when the credentials
+/// themselves are unusable, or when no account can be reached.
+pub async fn accounts(calls: &Calls) -> Result<Accounts, Status> {
+    let caller = identity(calls)
+        .await
+        .map_err(|e| Status::unauthenticated(format!("no usable AWS credentials: {e}")))?;
+    let settings = calls.settings();
+    let mut out = Accounts {
+        reached: Vec::new(),
+        unreached: Vec::new(),
+    };
+    let unreached = |account: &str, error: String| UnlistedPart {
+        account: Some(account.to_owned()),
+        error,
+        ..UnlistedPart::default()
+    };
+    if settings.include_caller_account {
+        match regions(calls).await {
+            Ok(regions) => out.reached.push(Account {
+                calls: calls.clone(),
+                who: caller.clone(),
+                regions,
+            }),
+            Err(e) => out.unreached.push(unreached(
+                &caller.account,
+                format!("cannot list the account's regions: {e}"),
+            )),
+        }
+    }
+    let roles = join_all(settings.roles.iter().map(|role| async move {
+        let assumed = calls.assume(role).await;
+        let who = identity(&assumed)
+            .await
+            .map_err(|e| format!("cannot assume {}: {e}", role.arn))?;
+        if who.account != role.account {
+            return Err(format!("{} answers as account {}", role.arn, who.account));
+        }
+        let regions = regions(&assumed)
+            .await
+            .map_err(|e| format!("cannot list the account's regions as {}: {e}", role.arn))?;
+        Ok(Account {
+            calls: assumed,
+            who,
+            regions,
+        })
+    }))
+    .await;
+    for (role, result) in settings.roles.iter().zip(roles) {
+        match result {
+            Ok(a) => out.reached.push(a),
+            Err(why) => {
+                tracing::warn!(role = %role.arn, error = %why, "account not reached; none of its resources are reported");
+                out.unreached.push(unreached(&role.account, why));
+            }
+        }
+    }
+    if out.reached.is_empty() {
+        let why: Vec<String> = out.unreached.iter().map(|u| u.error.clone()).collect();
+        return Err(Status::unavailable(format!(
+            "no account could be reached: {}",
+            why.join("; ")
+        )));
+    }
+    Ok(out)
+}
+
+/// The credentials (`GetCallerIdentity`), each account (assuming its role)
+/// and its region list, then one read per region, all at once; reports
+/// everything that is missing. `ok` as long as something can be scanned:
+/// a region or an account that does not answer fails only itself in a
+/// scan (and is named in `missing`).
 pub async fn preflight(calls: &Calls) -> PreflightResponse {
-    let who = match identity(calls).await {
-        Ok(w) => w,
-        Err(e) => {
-            let missing = if e.code.as_deref() == Some("AccessDenied") {
-                "permission sts:GetCallerIdentity"
+    let accounts = match accounts(calls).await {
+        Ok(a) => a,
+        Err(status) => {
+            let message = status.message().to_owned();
+            let missing = if status.code() == tonic::Code::Unauthenticated {
+                if message.contains("AccessDenied") {
+                    "permission sts:GetCallerIdentity"
+                } else {
+                    "credentials"
+                }
             } else {
-                "credentials"
+                "an account whose regions can be listed (permission ec2:DescribeRegions)"
             };
             return PreflightResponse {
                 ok: false,
-                message: format!("no usable AWS credentials: {e}"),
+                message,
                 missing: vec![missing.into()],
             };
         }
     };
-    let regions = match regions(calls).await {
-        Ok(r) => r,
-        Err(e) => {
-            return PreflightResponse {
-                ok: false,
-                message: format!("account {}: cannot list its regions: {e}", who.account),
-                missing: vec!["permission ec2:DescribeRegions".into()],
-            };
-        }
-    };
-    let probes = join_all(regions.iter().map(|r| probe(calls, r))).await;
+    let probes = join_all(accounts.reached.iter().map(|a| async move {
+        let results = join_all(a.regions.iter().map(|r| probe(&a.calls, r))).await;
+        (a, results)
+    }))
+    .await;
     let mut missing = Vec::new();
-    let mut problems = Vec::new();
-    for (region, result) in regions.iter().zip(probes) {
-        if let Err(e) = result {
-            missing.push(missing_for(region, &e));
-            problems.push(e.to_string());
+    let mut lines = Vec::new();
+    let mut answering = 0;
+    for (a, results) in probes {
+        let mut problems = Vec::new();
+        for (region, result) in a.regions.iter().zip(results) {
+            if let Err(e) = result {
+                missing.push(missing_for(region, &e));
+                problems.push(e.to_string());
+            }
         }
+        let reachable = a.regions.len() - problems.len();
+        answering += reachable;
+        let mut line = format!(
+            "account {} as {}: {reachable} of {} regions answer",
+            a.who.account,
+            a.who.arn,
+            a.regions.len()
+        );
+        if !problems.is_empty() {
+            line.push_str(": ");
+            line.push_str(&problems.join("; "));
+        }
+        lines.push(line);
     }
-    let reachable = regions.len() - problems.len();
-    let mut message = format!(
-        "account {} as {}: {reachable} of {} regions answer",
-        who.account,
-        who.arn,
-        regions.len()
-    );
-    if !problems.is_empty() {
-        message.push_str(": ");
-        message.push_str(&problems.join("; "));
+    for u in &accounts.unreached {
+        let account = u.account.as_deref().unwrap_or_default();
+        missing.push(format!("account {account} (not reached)"));
+        lines.push(format!("account {account}: {}", u.error));
     }
     PreflightResponse {
-        ok: missing.is_empty(),
-        message,
+        ok: answering > 0,
+        message: lines.join("\n"),
         missing,
     }
 }

@@ -15,12 +15,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use aws_config::retry::RetryConfig;
+use aws_config::sts::AssumeRoleProvider;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_sdk_ec2::error::ProvideErrorMetadata;
+use aws_sdk_sts::config::SharedCredentialsProvider;
 use tokio::sync::Semaphore;
 
-use crate::config::Settings;
+use crate::config::{Role, Settings};
 
 /// The client of SDK crate `$sdk` for `$region`, on the shared
 /// configuration; the `endpoint_url.<region>` override is EC2's alone
@@ -76,6 +78,23 @@ impl Calls {
             settings: Arc::new(settings),
             permits,
             made: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The same calls (the shared bound, the count) as `role`, through
+    /// `AssumeRole` with these credentials; the role is assumed when the
+    /// first request needs it, and a failure shows as that request's.
+    pub async fn assume(&self, role: &Role) -> Calls {
+        let mut provider = AssumeRoleProvider::builder(role.arn.clone())
+            .session_name(self.settings.session_name.clone())
+            .configure(&self.sdk);
+        if let Some(id) = &self.settings.external_id {
+            provider = provider.external_id(id.clone());
+        }
+        let credentials = SharedCredentialsProvider::new(provider.build().await);
+        Calls {
+            sdk: self.sdk.to_builder().credentials_provider(credentials).build(),
+            ..self.clone()
         }
     }
 

@@ -9,6 +9,10 @@
 //! | `max_in_flight` | AWS requests in flight at once, across regions and services | 8 |
 //! | `max_attempts` | attempts per request, retries included (adaptive retry) | 3 |
 //! | `endpoint_url.<region>` | the EC2 endpoint of one region (a VPC interface endpoint, FIPS) | the standard endpoint, or `AWS_ENDPOINT_URL` |
+//! | `accounts` | roles to assume, one per further account to scan (`["arn:aws:iam::222233334444:role/svc-read"]`) | none |
+//! | `external_id` | the external id those roles' trust policies ask for | none |
+//! | `role_session_name` | the session name of those roles (CloudTrail shows it) | `svc-scan` |
+//! | `include_caller_account` | whether the credentials' own account is scanned too | `true` |
 //!
 //! Credentials come from the standard chain (environment, shared profiles,
 //! SSO, web identity, container and instance metadata), never from here.
@@ -31,7 +35,48 @@ pub struct Settings {
     pub max_attempts: u32,
     /// Endpoint overrides by region.
     pub endpoints: BTreeMap<String, String>,
+    /// Roles to assume, one per further account (their ARNs).
+    pub roles: Vec<Role>,
+    pub external_id: Option<String>,
+    pub session_name: String,
+    /// Whether the account of the credentials themselves is scanned.
+    pub include_caller_account: bool,
 }
+
+/// A role in another account, from its ARN.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Role {
+    pub arn: String,
+    /// The account the ARN names.
+    pub account: String,
+}
+
+impl Role {
+    /// `arn:<partition>:iam::<12 digits>:role/<path and name>`.
+    fn parse(arn: &str) -> Result<Role, String> {
+        let parts: Vec<&str> = arn.splitn(6, ':').collect();
+        let valid = parts.len() == 6
+            && parts[0] == "arn"
+            && !parts[1].is_empty()
+            && parts[2] == "iam"
+            && parts[3].is_empty()
+            && parts[4].len() == 12
+            && parts[4].bytes().all(|b| b.is_ascii_digit())
+            && parts[5].strip_prefix("role/").is_some_and(|n| !n.is_empty());
+        if !valid {
+            return Err(format!(
+                "invalid role {arn:?} in accounts: expected an ARN such as arn:aws:iam::222233334444:role/svc-read"
+            ));
+        }
+        Ok(Role {
+            arn: arn.to_owned(),
+            account: parts[4].to_owned(),
+        })
+    }
+}
+
+/// The default session name of assumed roles.
+pub const SESSION_NAME: &str = "svc-scan";
 
 impl Settings {
     /// Reads the settings; an error names the key and the value that is wrong.
@@ -55,11 +100,46 @@ impl Settings {
             .iter()
             .filter_map(|(k, v)| Some((k.strip_prefix("endpoint_url.")?.to_owned(), v.trim().to_owned())))
             .collect();
+        let roles = match config.get("accounts") {
+            Some(list) => parse_list(list)
+                .map_err(|e| format!("invalid accounts {list:?}: {e}"))?
+                .iter()
+                .map(|arn| Role::parse(arn))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
+        let text = |key: &str| config.get(key).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let session_name = text("role_session_name").unwrap_or_else(|| SESSION_NAME.to_owned());
+        let session_ok = session_name.len() <= 64
+            && session_name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"=,.@-_".contains(&b));
+        if !session_ok {
+            return Err(format!(
+                "invalid role_session_name {session_name:?}: 2 to 64 letters, digits and =,.@-_"
+            ));
+        }
+        let include_caller_account = match text("include_caller_account").as_deref() {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(other) => {
+                return Err(format!(
+                    "invalid include_caller_account {other:?}: expected true or false"
+                ));
+            }
+        };
+        if !include_caller_account && roles.is_empty() {
+            return Err("include_caller_account is false and accounts names no role: nothing to scan".into());
+        }
         Ok(Settings {
             regions,
             max_in_flight,
             max_attempts,
             endpoints,
+            roles,
+            external_id: text("external_id"),
+            session_name,
+            include_caller_account,
         })
     }
 }
@@ -141,6 +221,35 @@ mod tests {
         assert_eq!(e, r#"invalid region "Bad Region": expected a name such as us-east-1"#);
         let e = Settings::from_config(&cfg(&[("max_in_flight", "0")])).unwrap_err();
         assert_eq!(e, r#"invalid max_in_flight "0": expected a number from 1 to 64"#);
+    }
+
+    #[test]
+    fn reads_the_accounts_to_assume_roles_in() {
+        let s = Settings::from_config(&cfg(&[(
+            "accounts",
+            r#"["arn:aws:iam::222233334444:role/svc-read", "arn:aws-cn:iam::555566667777:role/ops/svc"]"#,
+        )]))
+        .unwrap();
+        let accounts: Vec<&str> = s.roles.iter().map(|r| r.account.as_str()).collect();
+        assert_eq!(accounts, ["222233334444", "555566667777"]);
+        assert_eq!(
+            (s.session_name.as_str(), s.include_caller_account),
+            (SESSION_NAME, true)
+        );
+        assert_eq!(s.external_id, None);
+        for bad in [
+            "arn:aws:iam::2222:role/x",
+            "arn:aws:iam::222233334444:user/x",
+            "arn:aws:iam::222233334444:role/",
+            "222233334444",
+        ] {
+            let e = Settings::from_config(&cfg(&[("accounts", bad)])).unwrap_err();
+            assert!(e.starts_with("invalid role"), "{bad}: {e}");
+        }
+        let e = Settings::from_config(&cfg(&[("include_caller_account", "false")])).unwrap_err();
+        assert!(e.contains("nothing to scan"), "{e}");
+        let e = Settings::from_config(&cfg(&[("role_session_name", "has space")])).unwrap_err();
+        assert!(e.starts_with("invalid role_session_name"), "{e}");
     }
 
     #[test]

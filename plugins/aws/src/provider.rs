@@ -78,47 +78,55 @@ fn region_responses(
     responses
 }
 
-/// Lists every region concurrently and streams each as it completes. A
-/// region that fails sends nothing; when others were listed the stream
-/// ends OK with a trailer naming it ([`scan_end_unlisted`]), so the daemon
-/// keeps what it knew of that region and takes nothing there for deleted,
-/// while the regions listed count. When no region was listed the scan
-/// fails (`UNAVAILABLE`), and the daemon keeps everything.
+/// Lists every region of every account concurrently and streams each as
+/// it completes. A region that fails sends nothing; when others were
+/// listed the stream ends OK with a trailer naming it
+/// ([`scan_end_unlisted`]), with the accounts that could not be reached,
+/// so the daemon keeps what it knew there and takes nothing there for
+/// deleted, while the regions listed count. When no region was listed the
+/// scan fails (`UNAVAILABLE`), and the daemon keeps everything.
 ///
-/// S3 is global: its buckets are listed once, first, and each is sent with
-/// the region it lives in (buckets of regions not scanned are left out).
-/// When that listing fails, the regions are sent without buckets and the
-/// trailer names the `s3` service of the account.
-async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx: Sender<Result<ScanResponse, Status>>) {
-    let home = calls.home_region();
-    let mut unlisted = Vec::new();
-    let buckets = match s3::list(&calls, &home).await {
-        Ok(b) => b,
-        Err(e) => {
-            tracing::warn!(error = %e, "S3 listing failed; no bucket is reported");
+/// S3 is global: each account's buckets are listed once, first, and each
+/// is sent with the region it lives in (buckets of regions not scanned are
+/// left out). When that listing fails, the account's regions are sent
+/// without buckets and the trailer names the account's `s3` service.
+async fn produce(accounts: account::Accounts, tx: Sender<Result<ScanResponse, Status>>) {
+    let account::Accounts { reached, mut unreached } = accounts;
+    let mut unlisted = std::mem::take(&mut unreached);
+    let buckets = futures::future::join_all(reached.iter().map(|a| async move {
+        let home = a.calls.home_region();
+        s3::list(&a.calls, &home).await
+    }))
+    .await;
+    let mut buckets_of = Vec::with_capacity(reached.len());
+    for (a, listed) in reached.iter().zip(buckets) {
+        buckets_of.push(listed.unwrap_or_else(|e| {
+            tracing::warn!(account = %a.who.account, error = %e, "S3 listing failed; no bucket is reported");
             unlisted.push(UnlistedPart {
-                account: Some(who.account.clone()),
+                account: Some(a.who.account.clone()),
                 service: Some("s3".into()),
                 error: e.to_string(),
                 ..UnlistedPart::default()
             });
             Vec::new()
-        }
-    };
-    let mut pending: FuturesUnordered<_> = regions
+        }));
+    }
+    let mut pending: FuturesUnordered<_> = reached
         .iter()
-        .map(|r| {
-            let calls = &calls;
-            async move { (r.as_str(), discover::region(calls, r).await) }
-        })
+        .enumerate()
+        .flat_map(|(k, a)| a.regions.iter().map(move |r| (k, a, r)))
+        .map(|(k, a, r)| async move { (k, r.as_str(), discover::region(&a.calls, r).await) })
         .collect();
+    let regions: usize = reached.iter().map(|a| a.regions.len()).sum();
     let (mut nodes, mut edges, mut failed) = (0usize, 0usize, Vec::new());
-    while let Some((region, listed)) = pending.next().await {
+    while let Some((k, region, listed)) = pending.next().await {
+        let who = &reached[k].who;
         let data = match listed {
             Ok(d) => d,
             Err(e) => {
-                tracing::warn!(region, error = %e, "region failed; none of its resources are reported");
-                failed.push(format!("{region}: {e}"));
+                tracing::warn!(account = %who.account, region, error = %e,
+                    "region failed; none of its resources are reported");
+                failed.push(format!("{} {region}: {e}", who.account));
                 unlisted.push(UnlistedPart {
                     account: Some(who.account.clone()),
                     region: Some(region.to_owned()),
@@ -128,11 +136,11 @@ async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx:
                 continue;
             }
         };
-        let responses = region_responses(region, &who, &data, &buckets);
+        let responses = region_responses(region, who, &data, &buckets_of[k]);
         let (n, e) = responses
             .iter()
             .fold((0, 0), |(n, e), r| (n + r.nodes.len(), e + r.edges.len()));
-        tracing::info!(region, nodes = n, edges = e, "region listed");
+        tracing::info!(account = %who.account, region, nodes = n, edges = e, "region listed");
         (nodes, edges) = (nodes + n, edges + e);
         for r in responses {
             if tx.send(Ok(r)).await.is_err() {
@@ -141,24 +149,29 @@ async fn produce(calls: Calls, who: account::Identity, regions: Vec<String>, tx:
             }
         }
     }
-    let made = calls.made();
+    let made = reached.first().map_or(0, |a| a.calls.made());
     if unlisted.is_empty() {
-        tracing::info!(regions = regions.len(), nodes, edges, calls = made, "scan finished");
+        tracing::info!(
+            accounts = reached.len(),
+            regions,
+            nodes,
+            edges,
+            calls = made,
+            "scan finished"
+        );
         return;
     }
-    let listed = regions.len() - failed.len();
     tracing::warn!(
         failed = failed.len(),
-        regions = regions.len(),
+        regions,
         unlisted = unlisted.len(),
         calls = made,
         "scan incomplete"
     );
-    let end = if listed == 0 {
+    let end = if failed.len() == regions {
         Status::unavailable(format!(
-            "every region failed ({} of {}): {}",
+            "every region failed ({} of {regions}): {}",
             failed.len(),
-            regions.len(),
             failed.join("; ")
         ))
     } else {
@@ -183,15 +196,12 @@ impl Provider for AwsProvider {
     async fn scan(&self, request: Request<ScanRequest>) -> Result<Response<ScanStream>, Status> {
         let settings = Settings::from_config(&request.get_ref().config).map_err(Status::invalid_argument)?;
         let calls = Calls::load(settings).await;
-        let who = account::identity(&calls)
-            .await
-            .map_err(|e| Status::unauthenticated(format!("no usable AWS credentials: {e}")))?;
-        let regions = account::regions(&calls)
-            .await
-            .map_err(|e| Status::unavailable(format!("cannot list the account's regions: {e}")))?;
-        tracing::info!(account = %who.account, regions = ?regions, "scan started");
+        let accounts = account::accounts(&calls).await?;
+        for a in &accounts.reached {
+            tracing::info!(account = %a.who.account, identity = %a.who.arn, regions = ?a.regions, "scan started");
+        }
         let (tx, stream) = response_channel(SCAN_CHANNEL);
-        tokio::spawn(produce(calls, who, regions, tx));
+        tokio::spawn(produce(accounts, tx));
         Ok(Response::new(stream))
     }
 

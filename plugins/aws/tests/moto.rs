@@ -10,6 +10,7 @@ mod common;
 
 use std::collections::BTreeSet;
 
+use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
 use serde_json::Value;
 use svc_engine::prices;
 use svc_proto::provider::v1::ScanRequest;
@@ -559,6 +560,95 @@ async fn a_region_that_refuses_fails_only_itself() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scans_the_accounts_it_assumes_roles_in() {
+    let moto = Moto::start().await;
+    let own = seed_small(&moto.ec2(B)).await;
+    // Account OTHER, reached by assuming any role there (moto needs none).
+    let sts = client!(aws_sdk_sts, moto, A);
+    let role = format!("arn:aws:iam::{OTHER}:role/svc-read");
+    let assumed = sts
+        .assume_role()
+        .role_arn(&role)
+        .role_session_name("seed")
+        .send()
+        .await
+        .unwrap();
+    let c = assumed.credentials().unwrap();
+    let conf = aws_sdk_ec2::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(B))
+        .endpoint_url(&moto.endpoint)
+        .credentials_provider(Credentials::new(
+            c.access_key_id(),
+            c.secret_access_key(),
+            Some(c.session_token().to_owned()),
+            None,
+            "assumed",
+        ))
+        .build();
+    let theirs = seed_small(&aws_sdk_ec2::Client::from_conf(conf)).await;
+
+    let mut plugin = Plugin::against(&moto).await;
+    let accounts = format!(r#"["{role}"]"#);
+    let (scan, status) = plugin.scan(&[("regions", B), ("accounts", &accounts)]).await;
+    status.expect("both accounts listed");
+    assert!(scan.unlisted.is_none(), "{:?}", scan.unlisted);
+    let in_account = |account: &str, kind: &str, id: &str| format!("crn:svc:aws:{B}:{account}:{kind}:{id}");
+    assert!(scan.nodes.contains_key(&in_account(ACCOUNT, "instance", &own.running)));
+    assert!(scan.nodes.contains_key(&in_account(OTHER, "instance", &theirs.running)));
+    assert!(
+        scan.nodes
+            .contains_key(&in_account(OTHER, "volume", &theirs.loose_volume))
+    );
+    assert!(
+        !scan
+            .nodes
+            .contains_key(&in_account(ACCOUNT, "instance", &theirs.running))
+    );
+    let props = &scan.nodes[&in_account(OTHER, "volume", &theirs.loose_volume)].0;
+    assert!(
+        props["arn"].as_str().unwrap().contains(&format!(":{OTHER}:volume/")),
+        "{props}"
+    );
+    // Each account's start is in the log, with who the plugin is there.
+    let log = plugin.log();
+    let started: BTreeSet<(&str, &str)> = log
+        .iter()
+        .filter(|l| l["@message"] == "scan started")
+        .map(|l| (l["account"].as_str().unwrap(), l["identity"].as_str().unwrap()))
+        .collect();
+    assert_eq!(started.len(), 2, "{started:?}");
+    assert!(
+        started
+            .iter()
+            .any(|(a, who)| *a == OTHER && who.contains(":assumed-role/svc-read/svc-scan")),
+        "{started:?}"
+    );
+
+    // Only the other account.
+    let (scan, status) = plugin
+        .scan(&[
+            ("regions", B),
+            ("accounts", &accounts),
+            ("include_caller_account", "false"),
+        ])
+        .await;
+    status.unwrap();
+    assert!(scan.nodes.keys().all(|c| c.contains(&format!(":{OTHER}:"))));
+    assert!(scan.nodes.contains_key(&in_account(OTHER, "instance", &theirs.running)));
+
+    let preflight = plugin.preflight(&[("regions", B), ("accounts", &accounts)]).await;
+    assert!(preflight.ok, "{preflight:?}");
+    assert!(
+        preflight.message.contains(&format!(
+            "account {OTHER} as arn:aws:sts::{OTHER}:assumed-role/svc-read/"
+        )),
+        "{}",
+        preflight.message
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preflight_checks_credentials_and_each_region() {
     let moto = Moto::start().await;
     let mut plugin = Plugin::against(&moto).await;
@@ -580,7 +670,8 @@ async fn preflight_checks_credentials_and_each_region() {
             ("max_attempts", "1"),
         ])
         .await;
-    assert!(!bad.ok, "{bad:?}");
+    // A region that does not answer fails only itself in a scan.
+    assert!(bad.ok, "{bad:?}");
     assert_eq!(bad.missing, ["region us-west-2 (unreachable)"]);
     assert!(bad.message.contains("1 of 2 regions answer"), "{}", bad.message);
     assert!(

@@ -30,6 +30,8 @@ pub const DEADLINE: Duration = Duration::from_secs(60);
 pub const POLL_PAUSE: Duration = Duration::from_millis(50);
 /// The account moto answers for.
 pub const ACCOUNT: &str = "123456789012";
+/// A second account, reached by assuming a role in it.
+pub const OTHER: &str = "222233334444";
 pub const A: &str = "us-east-1";
 pub const B: &str = "eu-west-1";
 /// The price table rounds monthly costs to the cent.
