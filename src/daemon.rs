@@ -47,6 +47,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", opts.listen))?;
     let local = listener.local_addr()?;
     let state = AppState::new(token);
+    state.set_simulated_sources(vec![MOCK_SOURCE.to_owned()]);
     let server = tokio::spawn(svc_api::serve(listener, state.clone(), shutdown_signal()));
     info!(
         addr = %local,
