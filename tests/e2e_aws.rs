@@ -469,7 +469,7 @@ async fn an_aws_account_is_scanned_and_its_waste_found() {
     assert!(
         outgoing(&api, &tg, "AttachedTo")
             .await
-            .contains(&lb["crn"].as_str().unwrap().to_owned())
+            .contains(lb["crn"].as_str().unwrap())
     );
 
     // Costs from the price table: a volume by its size and class, and the
@@ -513,6 +513,26 @@ async fn an_aws_account_is_scanned_and_its_waste_found() {
     assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(out.contains("source         aws (real; aws): last scan 1 ok"), "{out}");
     assert!(out.contains("simulated      no"), "{out}");
+
+    // The plugin does not prove reversibility yet: findings wait at
+    // sau_gate, and approving one is refused without reaching AWS.
+    let q = api
+        .get_query_ok("/api/v1/remediation/queue", &[("stage", "sau_gate"), ("limit", "1000")])
+        .await;
+    let loose_crn = vol(A, "loose_volume");
+    let held = q["stages"]["sau_gate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["crn"] == loose_crn.as_str());
+    assert!(held.is_some(), "{loose_crn} waits at sau_gate: {q}");
+    let refused = api
+        .post_json(
+            "/api/v1/remediation/approve",
+            &json!({"crn": loose_crn, "plan_hash": "x"}),
+        )
+        .await;
+    assert!(refused.status.is_client_error(), "{} {}", refused.status, refused.text);
 
     // The plugin killed between scans: the next scan starts it again and
     // finds the same account; nothing is retired.
