@@ -130,20 +130,33 @@ pub struct PluginsConfig {
 }
 
 impl PluginsConfig {
-    /// The scan configuration of one plugin, values as strings.
+    /// The scan configuration of one plugin, values as strings. A nested
+    /// table gives dotted keys: `endpoint_url.eu-west-1 = "https://..."`
+    /// (a dotted key, or an `[plugins.config.aws.endpoint_url]` table)
+    /// reaches the plugin as key `endpoint_url.eu-west-1`.
     pub fn scan_config(&self, plugin: &str) -> std::collections::BTreeMap<String, String> {
-        self.config
-            .get(plugin)
-            .into_iter()
-            .flatten()
-            .map(|(k, v)| {
-                let v = match v {
-                    toml::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                (k.clone(), v)
-            })
-            .collect()
+        let mut out = std::collections::BTreeMap::new();
+        if let Some(table) = self.config.get(plugin) {
+            flatten_into(&mut out, "", table);
+        }
+        out
+    }
+}
+
+/// Writes each value of `table` under its key after `prefix`, a string as
+/// its text and anything else (numbers, lists) as TOML; tables recurse.
+fn flatten_into(out: &mut std::collections::BTreeMap<String, String>, prefix: &str, table: &toml::Table) {
+    for (k, v) in table {
+        let key = format!("{prefix}{k}");
+        match v {
+            toml::Value::Table(inner) => flatten_into(out, &format!("{key}."), inner),
+            toml::Value::String(s) => {
+                out.insert(key, s.clone());
+            }
+            other => {
+                out.insert(key, other.to_string());
+            }
+        }
     }
 }
 
@@ -385,6 +398,23 @@ mod tests {
         assert_eq!(cfg.get("region").map(String::as_str), Some("eu-west-1"));
         assert_eq!(cfg.get("max").map(String::as_str), Some("3"));
         assert!(c.plugins.scan_config("gcp").is_empty());
+        // Lists as TOML text; nested tables as dotted keys, however written.
+        for text in [
+            "[plugins.config.aws]\nregions = [\"us-east-1\", \"eu-west-1\"]\nendpoint_url.eu-west-1 = \"http://e:1\"",
+            "[plugins.config.aws]\nregions = [\"us-east-1\", \"eu-west-1\"]\n\"endpoint_url.eu-west-1\" = \"http://e:1\"",
+            "[plugins.config.aws]\nregions = [\"us-east-1\", \"eu-west-1\"]\n[plugins.config.aws.endpoint_url]\neu-west-1 = \"http://e:1\"",
+        ] {
+            let c: Config = toml::from_str(text).unwrap();
+            let cfg = c.plugins.scan_config("aws");
+            assert_eq!(
+                cfg.into_iter().collect::<Vec<_>>(),
+                vec![
+                    ("endpoint_url.eu-west-1".to_owned(), "http://e:1".to_owned()),
+                    ("regions".to_owned(), r#"["us-east-1", "eu-west-1"]"#.to_owned())
+                ],
+                "{text}"
+            );
+        }
         assert!(toml::from_str::<Config>("[daemon]\nbogus = 1").is_err());
         let c: Config = toml::from_str("[daemon]\nscan_interval = \"soon\"").unwrap();
         assert!(c.scan_interval().is_err());

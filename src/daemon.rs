@@ -18,7 +18,7 @@ use tracing::{error, info, warn};
 
 use crate::config::Config;
 use crate::paths;
-use crate::plugins::Plugins;
+use crate::plugins::{PluginState, Plugins};
 use crate::settings::FileConfig;
 
 /// How long a stopping daemon waits for a running scan to let go of the
@@ -47,6 +47,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         .with_context(|| format!("cannot listen on {}", opts.listen))?;
     let local = listener.local_addr()?;
     let state = AppState::new(token);
+    state.set_simulated_sources(vec![MOCK_SOURCE.to_owned()]);
     let server = tokio::spawn(svc_api::serve(listener, state.clone(), shutdown_signal()));
     info!(
         addr = %local,
@@ -139,6 +140,9 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
 /// resources), and the plugin's scans fail with the reason instead. Nor
 /// does it stand in for plugins turned off in a graph that holds what a
 /// plugin other than the mock one reported.
+///
+/// Credentials found for a cloud whose plugin is not installed, or not
+/// active, are reported with what to run and what to write to scan it.
 fn setup_sources(
     opts: &DaemonOptions,
     config: &Config,
@@ -156,6 +160,20 @@ fn setup_sources(
         plugins.keep_source(Box::new(mock));
     } else {
         let credentials = found_credentials();
+        if !credentials.is_empty() {
+            let found: Vec<String> = credentials.iter().map(Found::to_string).collect();
+            info!(credentials = ?found, "cloud credentials found");
+        }
+        for cloud in &credentials {
+            match activation_hint(cloud, plugins.state(cloud.provider)) {
+                Some(hint) => warn!(provider = cloud.provider, "{hint}"),
+                None => info!(
+                    provider = cloud.provider,
+                    "{p} credentials found and the {p} plugin is active: {p} is scanned through it",
+                    p = cloud.provider
+                ),
+            }
+        }
         // A graph that holds what a real plugin reported is not mixed with,
         // nor retired by, a simulated estate of the same providers.
         // Which sources filled it is unknown when their record cannot be
@@ -175,35 +193,124 @@ fn setup_sources(
             plugins.set_fallback(Box::new(mock));
         } else if !plugins.provider_asked() {
             warn!(
-                credentials = ?credentials,
-                "cloud credentials found but no provider plugin is active: scans will find nothing; \
-                 install one with `svc plugins install-local PATH` and list it in plugins.active"
+                "cloud credentials found but no provider plugin is active: scans find nothing, and no \
+                   simulated estate stands in for a real account"
             );
         }
     }
     plugins.apply();
 }
 
-/// Standard credential sources that are present.
-fn found_credentials() -> Vec<&'static str> {
+/// Standard credentials of one cloud, and where they were found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Found {
+    /// The provider (and plugin) name: `aws`, `gcp`, `azure`, `kubernetes`.
+    provider: &'static str,
+    /// The variables or files that hold them.
+    from: Vec<String>,
+}
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.provider, self.from.join(", "))
+    }
+}
+
+/// Standard credential sources that are present, per cloud. Only their
+/// presence is checked, never their validity: the provider plugin's
+/// preflight check does that before each scan.
+fn found_credentials() -> Vec<Found> {
     let env = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let file = |rel: &str| home.as_ref().is_some_and(|h| h.join(rel).is_file());
+    // A variable naming a file, else a file under the home directory (as
+    // the SDKs read it: a variable naming no file means none).
+    let file_at = |var: &str, rel: &str| -> Option<String> {
+        match std::env::var_os(var).filter(|v| !v.is_empty()) {
+            Some(p) => Path::new(&p)
+                .is_file()
+                .then(|| format!("{var}={}", Path::new(&p).display())),
+            None => file(rel).then(|| format!("~/{rel}")),
+        }
+    };
     let mut found = Vec::new();
-    if env("AWS_ACCESS_KEY_ID") || env("AWS_PROFILE") || env("AWS_WEB_IDENTITY_TOKEN_FILE") || file(".aws/credentials")
-    {
-        found.push("aws");
-    }
-    if env("GOOGLE_APPLICATION_CREDENTIALS") || file(".config/gcloud/application_default_credentials.json") {
-        found.push("gcp");
-    }
-    if env("AZURE_CLIENT_ID") || env("AZURE_CLIENT_SECRET") || file(".azure/azureProfile.json") {
-        found.push("azure");
-    }
-    if env("KUBECONFIG") || file(".kube/config") {
-        found.push("kubernetes");
-    }
+    let mut push = |provider: &'static str, from: Vec<String>| {
+        if !from.is_empty() {
+            found.push(Found { provider, from });
+        }
+    };
+    let mut aws: Vec<String> = [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_PROFILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ]
+    .into_iter()
+    .filter(|k| env(k))
+    .map(str::to_owned)
+    .collect();
+    aws.extend(file_at("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials"));
+    aws.extend(file_at("AWS_CONFIG_FILE", ".aws/config"));
+    push("aws", aws);
+    let mut gcp: Vec<String> = ["GOOGLE_APPLICATION_CREDENTIALS"]
+        .into_iter()
+        .filter(|k| env(k))
+        .map(str::to_owned)
+        .collect();
+    gcp.extend(file(".config/gcloud/application_default_credentials.json").then(|| "gcloud ADC".to_owned()));
+    push("gcp", gcp);
+    let mut azure: Vec<String> = ["AZURE_CLIENT_ID", "AZURE_CLIENT_SECRET"]
+        .into_iter()
+        .filter(|k| env(k))
+        .map(str::to_owned)
+        .collect();
+    azure.extend(file(".azure/azureProfile.json").then(|| "~/.azure/azureProfile.json".to_owned()));
+    push("azure", azure);
+    let mut kube: Vec<String> = ["KUBECONFIG"]
+        .into_iter()
+        .filter(|k| env(k))
+        .map(str::to_owned)
+        .collect();
+    kube.extend(file(".kube/config").then(|| "~/.kube/config".to_owned()));
+    push("kubernetes", kube);
     found
+}
+
+/// What an operator with `cloud`'s credentials does to have that cloud
+/// scanned, when its plugin is not installed or not active; `None` when
+/// it is active.
+fn activation_hint(cloud: &Found, state: PluginState) -> Option<String> {
+    let p = cloud.provider;
+    let found = format!("{p} credentials found ({})", cloud.from.join(", "));
+    let activate = format!(
+        "turn it on with `svc plugins toggle {p}`, or in config.toml: `[plugins]` `active = [\"{p}\"]` \
+         (with any other plugin already listed there)"
+    );
+    let settings = match p {
+        "aws" => {
+            ", and choose regions under `[plugins.config.aws]`: `regions = [\"us-east-1\", \"eu-west-1\"]` \
+                  (without it, every enabled region of the account)"
+        }
+        _ => "",
+    };
+    let install = match p {
+        "aws" => "build and install it: `cargo build --release -p svc-plugin-aws` then \
+                  `svc plugins install-local target/release/svc-plugin-aws`"
+            .to_owned(),
+        _ => format!("install a provider plugin for it: `svc plugins install-local PATH/svc-plugin-{p}`"),
+    };
+    match state {
+        PluginState::Active => None,
+        PluginState::Inactive => Some(format!(
+            "{found}, but the {p} plugin is installed and not active: {p} is not scanned; \
+             {activate}{settings}; a running daemon picks it up at its next scan"
+        )),
+        PluginState::NotInstalled => Some(format!(
+            "{found}, but no {p} plugin is installed (svc-plugin-{p} in the plugin directory): \
+             {p} is not scanned; {install}, then {activate}{settings}; a running daemon picks it up at its next scan"
+        )),
+    }
 }
 
 /// What `PUT /api/v1/config` changes without a restart: the scan
@@ -462,6 +569,39 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn credentials_without_their_plugin_say_how_to_install_and_activate_it() {
+        let aws = Found {
+            provider: "aws",
+            from: vec!["AWS_PROFILE".into(), "~/.aws/config".into()],
+        };
+        assert_eq!(activation_hint(&aws, PluginState::Active), None);
+        let missing = activation_hint(&aws, PluginState::NotInstalled).unwrap();
+        for part in [
+            "aws credentials found (AWS_PROFILE, ~/.aws/config), but no aws plugin is installed",
+            "`cargo build --release -p svc-plugin-aws`",
+            "`svc plugins install-local target/release/svc-plugin-aws`",
+            "`[plugins]` `active = [\"aws\"]`",
+            "`svc plugins toggle aws`",
+            "`regions = [\"us-east-1\", \"eu-west-1\"]`",
+        ] {
+            assert!(missing.contains(part), "{part:?} not in {missing}");
+        }
+        let inactive = activation_hint(&aws, PluginState::Inactive).unwrap();
+        assert!(inactive.contains("installed and not active"), "{inactive}");
+        assert!(!inactive.contains("install-local"), "{inactive}");
+        let gcp = Found {
+            provider: "gcp",
+            from: vec!["GOOGLE_APPLICATION_CREDENTIALS".into()],
+        };
+        let missing = activation_hint(&gcp, PluginState::NotInstalled).unwrap();
+        assert!(
+            missing.contains("`svc plugins install-local PATH/svc-plugin-gcp`")
+                && missing.contains("active = [\"gcp\"]"),
+            "{missing}"
+        );
+    }
 
     #[test]
     fn the_data_directory_is_made_private() {

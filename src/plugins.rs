@@ -49,6 +49,18 @@ impl Entry {
     }
 }
 
+/// Whether a plugin is installed, and active.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PluginState {
+    /// No `svc-plugin-<name>` in the plugin directory (listed in
+    /// `plugins.active` or not).
+    NotInstalled,
+    /// Installed, not in `plugins.active`.
+    Inactive,
+    /// Installed and in `plugins.active` (its integrity is checked at each launch).
+    Active,
+}
+
 /// The plugin catalog the API lists and toggles.
 pub struct Plugins {
     entries: Mutex<Vec<Entry>>,
@@ -109,7 +121,8 @@ impl Plugins {
         for name in active {
             if !entries.iter().any(|e| &e.found.name == name) {
                 warn!(plugin = %name, dir = %dir.display(),
-                    "plugins.active names a plugin that is not installed: it is not scanned");
+                    "plugins.active names a plugin that is not installed: it is not scanned; install it with \
+                     `svc plugins install-local PATH/svc-plugin-{name}`");
             }
         }
         Plugins {
@@ -166,6 +179,15 @@ impl Plugins {
     /// mixes with, or retires, what a real provider reported.
     pub fn set_fallback(&self, make: MakeSource) {
         *self.fallback.lock() = Some(make);
+    }
+
+    /// Whether plugin `name` is installed, and active.
+    pub fn state(&self, name: &str) -> PluginState {
+        match self.entries.lock().iter().find(|e| e.found.name == name) {
+            None => PluginState::NotInstalled,
+            Some(e) if e.active => PluginState::Active,
+            Some(_) => PluginState::Inactive,
+        }
     }
 
     /// Whether a provider plugin is asked for: one in `plugins.active`,

@@ -40,6 +40,9 @@ pub struct Inner {
     config: OnceLock<Arc<dyn crate::config::ConfigService>>,
     /// `GET /api/v1/anomalies`, computed at most once per 30 s.
     pub anomalies: crate::routes::anomalies::cache::Cache,
+    /// Names of the scan sources whose estate is simulated (the mock
+    /// estate): what `graph/stats` reports as `simulated`.
+    simulated_sources: OnceLock<Vec<String>>,
     /// Parts of the daemon that cannot make progress, by name, with why:
     /// while any is listed, `/readyz` answers 503 naming them.
     faults: parking_lot::Mutex<BTreeMap<&'static str, String>>,
@@ -56,6 +59,7 @@ impl AppState {
                 metrics: Metrics::new(),
                 started: Instant::now(),
                 plugins: OnceLock::new(),
+                simulated_sources: OnceLock::new(),
                 exporter: OnceLock::new(),
                 config: OnceLock::new(),
                 anomalies: Default::default(),
@@ -137,6 +141,19 @@ impl AppState {
 
     pub fn plugins(&self) -> Option<Arc<dyn PluginCatalog>> {
         self.inner.plugins.get().cloned()
+    }
+
+    /// Names the scan sources whose estate is simulated (set once, at start).
+    pub fn set_simulated_sources(&self, names: Vec<String>) {
+        let _ = self.inner.simulated_sources.set(names);
+    }
+
+    /// Whether scan source `name` reports a simulated estate.
+    pub fn is_simulated(&self, name: &str) -> bool {
+        self.inner
+            .simulated_sources
+            .get()
+            .is_some_and(|names| names.iter().any(|n| n == name))
     }
 
     /// Supplies the compliance exporter (set once, at start).

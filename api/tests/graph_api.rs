@@ -72,13 +72,21 @@ async fn an_oversized_body_is_refused_by_every_route() {
 #[tokio::test]
 async fn stats_count_the_visible_graph() {
     let f = Fixture::new(Estate::sample());
-    let s = f.get_ok("/api/v1/graph/stats").await;
+    let mut s = f.get_ok("/api/v1/graph/stats").await;
+    let finished = s["sources"][0]["last_scan"]["finished_at"].take();
+    assert!(finished.as_str().is_some_and(|t| t.ends_with('Z')), "{s}");
     assert_eq!(
         s,
         json!({
             "total_nodes": 9, "active_nodes": 9, "logically_deleted": 0, "total_edges": 6,
             "waste_nodes": 0, "total_cost_usd_mo": 413.6, "projected_savings_usd_mo": 0.0,
             "providers": {"aws": 8, "kubernetes": 1},
+            // The fixture's one source, which the server was not told is simulated.
+            "simulated": false,
+            "sources": [{
+                "name": "test", "providers": ["aws", "kubernetes"], "simulated": false,
+                "last_scan": {"scan_seq": 1, "ok": true, "error": "", "nodes": 9, "finished_at": null},
+            }],
         })
     );
 }

@@ -74,7 +74,48 @@ pub async fn stats(remote: &Remote) -> anyhow::Result<ExitCode> {
         let list: Vec<String> = p.iter().map(|(k, n)| format!("{k} {n}")).collect();
         println!("providers      {}", list.join(", "));
     }
+    for src in v.get("sources").and_then(Value::as_array).into_iter().flatten() {
+        println!("source         {}", source_line(src));
+    }
+    if v.get("simulated").and_then(Value::as_bool) == Some(true) {
+        println!("simulated      yes: this graph holds a simulated estate, not a real account");
+    } else {
+        println!("simulated      no");
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One source of the graph: its name, providers, whether it is simulated
+/// and how its last scan went.
+fn source_line(src: &Value) -> String {
+    let providers: Vec<&str> = src
+        .get("providers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let kind = if src.get("simulated").and_then(Value::as_bool) == Some(true) {
+        "simulated"
+    } else {
+        "real"
+    };
+    let last = match src.get("last_scan").filter(|l| !l.is_null()) {
+        None => "not in the last scan".to_owned(),
+        Some(l) if l.get("ok").and_then(Value::as_bool) == Some(true) => format!(
+            "last scan {} ok at {}, {} nodes",
+            s(l, "scan_seq"),
+            s(l, "finished_at"),
+            s(l, "nodes")
+        ),
+        Some(l) => format!(
+            "last scan {} FAILED at {}: {}",
+            s(l, "scan_seq"),
+            s(l, "finished_at"),
+            s(l, "error")
+        ),
+    };
+    format!("{} ({kind}; {}): {last}", s(src, "name"), providers.join(", "))
 }
 
 pub async fn nodes(remote: &Remote, provider: Option<&str>, limit: usize) -> anyhow::Result<ExitCode> {

@@ -8,6 +8,7 @@
 
 mod body;
 pub mod layout;
+mod sources;
 pub mod topology;
 
 use axum::body::Bytes;
@@ -91,16 +92,26 @@ pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
             st.projected_savings_usd_mo
         };
         let r = g.interner().reader();
-        let providers = st
+        let providers: std::collections::BTreeMap<String, u64> = st
             .providers
             .iter()
             .map(|(p, n)| (r.resolve(*p).to_owned(), *n))
             .collect();
+        drop(r);
+        drop(g);
+        let with_nodes = providers
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(p, _)| p.clone())
+            .collect();
+        let (simulated, sources) = sources::graph_sources(&state, &engine, &with_nodes);
         Ok(GraphStats {
             active_nodes: st.active_nodes,
             logically_deleted: st.logically_deleted,
             projected_savings_usd_mo: round2(savings),
             providers,
+            simulated,
+            sources,
             total_cost_usd_mo: round2(st.total_cost_usd_mo),
             total_edges: st.total_edges,
             total_nodes: st.total_nodes,

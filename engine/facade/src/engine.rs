@@ -655,6 +655,13 @@ impl Engine {
         self.sources.seen()
     }
 
+    /// Each source that has completed a scan of this graph, with the
+    /// providers its last successful scan declared or reported (as kept in
+    /// the graph store); `None` when that is not known ([`Engine::sources_seen`]).
+    pub fn sources_answered(&self) -> Option<BTreeMap<String, std::collections::BTreeSet<String>>> {
+        self.sources.seen().map(|_| self.sources.answered())
+    }
+
     /// Waits until the last commit's snapshot is on disk (or has failed).
     pub fn wait_snapshot(&self) {
         self.scans.wait_snapshot();

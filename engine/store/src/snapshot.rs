@@ -418,8 +418,10 @@ mod tests {
     #[test]
     fn a_generation_wider_than_an_id_is_refused() {
         let section = |generation: u64| {
-            let mut shard = NodeShard::default();
-            shard.generation = NodeId::MAX_GENERATION;
+            let shard = NodeShard {
+                generation: NodeId::MAX_GENERATION,
+                ..NodeShard::default()
+            };
             let mut b = encode_nodes(&shard);
             b[8..16].copy_from_slice(&generation.to_le_bytes());
             b

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 use crate::wire::{Crn, Edge, HeuristicFlag, Node, Relation, TuiRow};
 
-/// `GET /api/v1/graph/stats` (SPEC 4.2).
+/// `GET /api/v1/graph/stats` (SPEC 4.2), with where the graph came from.
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GraphStats {
@@ -17,10 +17,47 @@ pub struct GraphStats {
     pub projected_savings_usd_mo: f64,
     /// Node count per provider.
     pub providers: BTreeMap<String, u64>,
+    /// True when active nodes of the graph come from a simulated estate
+    /// (the mock estate): a provider a simulated source answered for has
+    /// nodes, and no real source answered for it.
+    pub simulated: bool,
+    /// The sources that filled this graph (every source that has completed
+    /// a scan of it), and any source of the last scan that has not, by name.
+    pub sources: Vec<GraphSource>,
     pub total_cost_usd_mo: f64,
     pub total_edges: u64,
     pub total_nodes: u64,
     pub waste_nodes: u64,
+}
+
+/// One scan source of the graph: a provider plugin or the mock estate.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GraphSource {
+    /// How this source did in the daemon's last scan; null when the last
+    /// scan did not run it.
+    pub last_scan: Option<SourceScan>,
+    /// The source's name: a plugin's (`aws`), or `mock`.
+    pub name: String,
+    /// Providers its last successful scan answered for (declared or
+    /// reported); for a source that never succeeded, those it declares.
+    pub providers: Vec<String>,
+    /// Whether its estate is simulated (the mock estate, `svc-plugin-mock`).
+    pub simulated: bool,
+}
+
+/// A source's part in one scan.
+#[derive(Clone, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceScan {
+    /// Why it failed; empty when it succeeded.
+    pub error: String,
+    /// When the scan finished, RFC 3339.
+    pub finished_at: String,
+    /// Nodes it reported.
+    pub nodes: u64,
+    pub ok: bool,
+    pub scan_seq: u64,
 }
 
 /// A page of nodes.

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Seeds a moto_server for tests/e2e_aws.rs with boto3 (installed with moto).
+
+    seed.py ENDPOINT old REGION_A REGION_B     # resources that will be old
+    seed.py ENDPOINT young REGION_A REGION_B   # resources created "now"
+
+The test runs moto_server under libfaketime and moves its clock between the
+two phases, so the "old" resources carry creation and stop times weeks in
+the past. Prints what it created, by role, as one JSON object.
+"""
+
+import json
+import sys
+
+import boto3
+
+
+def client(service, endpoint, region):
+    return boto3.client(
+        service,
+        region_name=region,
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+
+def tags(kind, pairs):
+    return [{"ResourceType": kind, "Tags": [{"Key": k, "Value": v} for k, v in pairs]}]
+
+
+def volume(ec2, zone, gib, pairs=()):
+    args = {"AvailabilityZone": zone, "Size": gib, "VolumeType": "gp3"}
+    if pairs:
+        args["TagSpecifications"] = tags("volume", pairs)
+    return ec2.create_volume(**args)["VolumeId"]
+
+
+def instance(ec2, subnet, name):
+    r = ec2.run_instances(
+        ImageId="ami-0123456789abcdef0",
+        InstanceType="t3.small",
+        MinCount=1,
+        MaxCount=1,
+        SubnetId=subnet,
+        TagSpecifications=tags("instance", [("Name", name)]),
+    )
+    i = r["Instances"][0]
+    return i["InstanceId"], i["BlockDeviceMappings"][0]["Ebs"]["VolumeId"]
+
+
+def network(ec2, cidr):
+    vpc = ec2.create_vpc(CidrBlock=f"{cidr}.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=f"{cidr}.1.0/24")["Subnet"]["SubnetId"]
+    return vpc, subnet
+
+
+def old_a(endpoint, region):
+    """Region A: waste and not-waste of every kind the test checks."""
+    ec2 = client("ec2", endpoint, region)
+    zone = f"{region}a"
+    out = {}
+    out["vpc"], out["subnet"] = network(ec2, "10.1")
+    out["running"], out["running_root"] = instance(ec2, out["subnet"], "web")
+    out["stopped"], out["stopped_root"] = instance(ec2, out["subnet"], "batch")
+    ec2.stop_instances(InstanceIds=[out["stopped"]])
+    out["data_volume"] = volume(ec2, zone, 50, [("role", "data")])
+    ec2.attach_volume(VolumeId=out["data_volume"], InstanceId=out["running"], Device="/dev/sdf")
+    out["loose_volume"] = volume(ec2, zone, 100, [("team", "ml")])
+    out["ignored_volume"] = volume(ec2, zone, 20, [("svc:ignore", "true")])
+    out["kept_snapshot"] = ec2.create_snapshot(VolumeId=out["data_volume"])["SnapshotId"]
+    gone = volume(ec2, zone, 40)
+    out["orphan_snapshot"] = ec2.create_snapshot(VolumeId=gone)["SnapshotId"]
+    ec2.delete_volume(VolumeId=gone)
+    out["gone_volume"] = gone
+    out["eip_associated"] = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    ec2.associate_address(AllocationId=out["eip_associated"], InstanceId=out["running"])
+    out["eip_loose"] = ec2.allocate_address(Domain="vpc")["AllocationId"]
+
+    elb = client("elbv2", endpoint, region)
+    subnet2 = ec2.create_subnet(VpcId=out["vpc"], CidrBlock="10.1.2.0/24", AvailabilityZone=f"{region}b")
+    out["subnet2"] = subnet2["Subnet"]["SubnetId"]
+    lb = elb.create_load_balancer(Name="idle", Subnets=[out["subnet"], out["subnet2"]], Scheme="internet-facing")
+    lb_arn = lb["LoadBalancers"][0]["LoadBalancerArn"]
+    tg = elb.create_target_group(Name="empty", Protocol="HTTP", Port=80, VpcId=out["vpc"])
+    tg_arn = tg["TargetGroups"][0]["TargetGroupArn"]
+    elb.create_listener(
+        LoadBalancerArn=lb_arn,
+        Protocol="HTTP",
+        Port=80,
+        DefaultActions=[{"Type": "forward", "TargetGroupArn": tg_arn}],
+    )
+    out["lb"] = lb_arn.split(":loadbalancer/", 1)[1]
+    out["tg"] = tg_arn.split(":targetgroup/", 1)[1]
+    return out
+
+
+def old_b(endpoint, region):
+    """Region B: a running instance, a loose volume, a loose address."""
+    ec2 = client("ec2", endpoint, region)
+    out = {}
+    out["vpc"], out["subnet"] = network(ec2, "10.2")
+    out["running"], out["running_root"] = instance(ec2, out["subnet"], "worker")
+    out["loose_volume"] = volume(ec2, f"{region}b", 30)
+    out["eip_loose"] = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    return out
+
+
+def young(endpoint, region):
+    """A volume attached to nothing, created now: inside its grace period."""
+    ec2 = client("ec2", endpoint, region)
+    return {"young_volume": volume(ec2, f"{region}a", 10, [("team", "new")])}
+
+
+def main():
+    endpoint, phase, a, b = sys.argv[1:5]
+    if phase == "old":
+        seeded = {a: old_a(endpoint, a), b: old_b(endpoint, b)}
+    elif phase == "young":
+        seeded = {a: young(endpoint, a), b: young(endpoint, b)}
+    else:
+        sys.exit(f"unknown phase {phase!r}: old or young")
+    json.dump(seeded, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,661 @@
+//! An AWS account through a real daemon: `svc-plugin-aws` installed with
+//! `svc plugins install-local`, activated in `config.toml` with two
+//! regions, scanning a real `moto_server` with the credentials and endpoint
+//! in the daemon's environment, as an operator would run it.
+//!
+//! moto stamps creation and stop times with its own clock, so it runs
+//! under libfaketime (Debian `faketime`, installed by `scripts/test`) with
+//! a timestamp file the test rewrites: the "old" resources are seeded 40
+//! days in the past, the young ones now, and the rules' grace periods (7
+//! days unattached, 30 days stopped or orphaned) are exercised for real.
+//! The account is seeded by `tests/aws/seed.py` (boto3, which comes with
+//! moto).
+//!
+//! The plugin binary is built beside `svc` by `cargo test --workspace`
+//! (or `cargo build -p svc-plugin-aws`), like the other plugins' tests.
+
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Api, Daemon, POLL_PAUSE, SVC, Sources, encode_segment, run_cli, running};
+use serde_json::{Value, json};
+
+const A: &str = "us-east-1";
+const B: &str = "eu-west-1";
+/// The account moto answers for.
+const ACCOUNT: &str = "123456789012";
+/// How far in the past the old resources are made.
+const OLD: &str = "-40d";
+/// How long moto may take to answer once started.
+const MOTO_DEADLINE: Duration = Duration::from_secs(60);
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `svc-plugin-aws`, built beside `svc`.
+fn aws_plugin() -> PathBuf {
+    let path = PathBuf::from(SVC).with_file_name("svc-plugin-aws");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build -p svc-plugin-aws` first (cargo test --workspace builds it)",
+        path.display()
+    );
+    path
+}
+
+/// The library `faketime` preloads, as the `faketime` wrapper names it.
+fn libfaketime() -> String {
+    let out = Command::new("faketime")
+        .args(["-f", "+0d", "printenv", "LD_PRELOAD"])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run faketime ({e}): install Debian's faketime (scripts/test does), which moto runs under")
+        });
+    assert!(
+        out.status.success(),
+        "faketime: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lib = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(!lib.is_empty(), "faketime set no LD_PRELOAD");
+    lib
+}
+
+/// A `moto_server` on a free port whose clock the test sets; killed on drop.
+struct Moto {
+    child: std::process::Child,
+    endpoint: String,
+    /// libfaketime's timestamp file: an offset such as `-40d`, read at every
+    /// clock call (`FAKETIME_NO_CACHE`).
+    clock: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Moto {
+    async fn start() -> Moto {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = dir.path().join("faketime");
+        std::fs::write(&clock, "+0\n").unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+            .env("LD_PRELOAD", libfaketime())
+            .env("FAKETIME_TIMESTAMP_FILE", &clock)
+            .env("FAKETIME_NO_CACHE", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start moto_server ({e}): run the suite with scripts/test, which installs it into .venv")
+            });
+        let moto = Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            clock,
+            _dir: dir,
+        };
+        let http = reqwest::Client::new();
+        let end = Instant::now() + MOTO_DEADLINE;
+        while http.get(format!("{}/moto-api/", moto.endpoint)).send().await.is_err() {
+            assert!(Instant::now() < end, "moto_server did not answer on {}", moto.endpoint);
+            tokio::time::sleep(POLL_PAUSE).await;
+        }
+        moto
+    }
+
+    /// Sets moto's clock to now plus `offset` (`-40d`, `+0`).
+    fn set_clock(&self, offset: &str) {
+        std::fs::write(&self.clock, format!("{offset}\n")).unwrap();
+    }
+
+    /// Runs a phase of `tests/aws/seed.py`: what it created, by region and role.
+    fn seed(&self, phase: &str) -> Value {
+        let out = Command::new("python3")
+            .arg(repo().join("tests/aws/seed.py"))
+            .args([&self.endpoint, phase, A, B])
+            .output()
+            .expect("run python3 tests/aws/seed.py (scripts/test puts .venv first on PATH)");
+        assert!(
+            out.status.success(),
+            "seeding ({phase}) failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// The account as the test seeds it: old resources 40 days back, then
+    /// young ones now.
+    fn seed_estate(&self) -> Estate {
+        self.set_clock(OLD);
+        let old = self.seed("old");
+        self.set_clock("+0");
+        let young = self.seed("young");
+        Estate { old, young }
+    }
+}
+
+/// What was seeded, by phase, region and role.
+struct Estate {
+    old: Value,
+    young: Value,
+}
+
+impl Estate {
+    fn id(&self, region: &str, role: &str) -> String {
+        let v = &self.old[region][role];
+        let v = if v.is_null() { &self.young[region][role] } else { v };
+        v.as_str()
+            .unwrap_or_else(|| panic!("nothing seeded as {role} in {region}"))
+            .to_owned()
+    }
+}
+
+/// The graph-form CRN of an AWS resource of the test account.
+fn crn(region: &str, service: &str, kind: &str, id: &str) -> String {
+    format!("crn:svc:aws:{region}:{service}:{kind}:{ACCOUNT}:{id}")
+}
+
+/// Installs `svc-plugin-aws` into `dir` with the CLI; returns the manifest text.
+fn install(dir: &Path) -> String {
+    let out = Command::new(SVC)
+        .args(["plugins", "install-local"])
+        .arg(aws_plugin())
+        .env("SVC_DATA_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("svc plugins toggle aws"), "{stdout}");
+    std::fs::read_to_string(dir.join("plugins/svc-plugin-aws.yaml")).unwrap()
+}
+
+/// The daemon's configuration: hourly scans (only those the test asks for
+/// run after the first), the AWS plugin active over regions A and B.
+fn config() -> String {
+    format!(
+        "[daemon]\nscan_interval = \"1h\"\n[plugins]\nactive = [\"aws\"]\n\
+         [plugins.config.aws]\nregions = [\"{A}\", \"{B}\"]\nmax_in_flight = 4\nmax_attempts = 2\n"
+    )
+}
+
+/// The AWS environment of the daemon (and so of the plugin): moto's
+/// endpoint, no profile files, no instance metadata, plus `creds`.
+fn aws_env(moto: &Moto, creds: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = [
+        ("AWS_ENDPOINT_URL", moto.endpoint.as_str()),
+        ("AWS_REGION", A),
+        ("AWS_CONFIG_FILE", "/nonexistent/svc-e2e/config"),
+        ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/svc-e2e/credentials"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    for (k, v) in creds {
+        env.retain(|(key, _)| key != k);
+        env.push(((*k).to_owned(), (*v).to_owned()));
+    }
+    env
+}
+
+const KEYS: [(&str, &str); 2] = [("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")];
+
+/// A daemon on `dir` with the AWS plugin installed and active, without
+/// `--mock` and with only the AWS credentials of `env`; not started.
+fn daemon(dir: &Path, env: Vec<(String, String)>) -> Daemon {
+    std::fs::write(dir.join("config.toml"), config()).unwrap();
+    let mut d = Daemon::configure(dir, 300);
+    // No credentials from the test's environment, HOME the data directory.
+    d.sources = Sources::Fallback;
+    d.env = env;
+    d
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+async fn node(api: &Api, crn: &str) -> Value {
+    api.get_ok(&format!("/api/v1/graph/nodes/{}", encode_segment(crn)))
+        .await
+}
+
+/// The CRNs at the other end of `crn`'s edges of type `ty`, outgoing.
+async fn outgoing(api: &Api, crn: &str, ty: &str) -> BTreeSet<String> {
+    let edges = api
+        .get_ok(&format!("/api/v1/graph/nodes/{}/edges", encode_segment(crn)))
+        .await;
+    edges["outgoing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == ty)
+        .map(|e| e["target_crn"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Properties holding a usage metric over a window: present only once the
+/// plugin reads CloudWatch; with them the idle rules may speak.
+fn has_usage_metrics(n: &Value) -> bool {
+    n["properties"]
+        .as_object()
+        .is_some_and(|p| p.keys().any(|k| k.ends_with("_7d")))
+}
+
+/// The waste verdict of a node: its rule, and the reason of that finding.
+fn verdict(n: &Value) -> Option<(String, String)> {
+    if n["is_waste"] != true {
+        return None;
+    }
+    let rule = n["verdict"].as_str().unwrap().to_owned();
+    let finding = n["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == rule.as_str())
+        .unwrap_or_else(|| panic!("no finding of the verdict's rule: {n}"));
+    Some((rule, finding["reason"].as_str().unwrap().to_owned()))
+}
+
+/// A scan through the API, waited for: its report, after checking that the
+/// AWS plugin was its one source and how it did.
+async fn scan_aws(api: &Api, ok: bool) -> Value {
+    let r = api.scan_wait().await;
+    let sources = r["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 1, "the AWS plugin alone, no simulated estate: {r}");
+    assert_eq!(
+        (&sources[0]["name"], &sources[0]["providers"], &sources[0]["ok"]),
+        (&json!("aws"), &json!(["aws"]), &json!(ok)),
+        "{r}"
+    );
+    r
+}
+
+/// Waits until no process runs `exe`.
+async fn wait_gone(exe: &Path) {
+    let end = Instant::now() + MOTO_DEADLINE;
+    while !running(exe).is_empty() {
+        assert!(Instant::now() < end, "{} still runs", exe.display());
+        tokio::time::sleep(POLL_PAUSE).await;
+    }
+}
+
+#[tokio::test]
+async fn an_aws_account_is_scanned_and_its_waste_found() {
+    let moto = Moto::start().await;
+    let estate = moto.seed_estate();
+    let dir = tempfile::tempdir().unwrap();
+
+    // Installed as a provider of the cloud category, its hash recorded.
+    let manifest = install(dir.path());
+    for line in ["name: aws", "role: provider", "category: cloud", "type: plugin"] {
+        assert!(manifest.contains(line), "{line:?} in\n{manifest}");
+    }
+    let installed = dir.path().join("plugins/svc-plugin-aws");
+    let sha = common::sha256_hex(&std::fs::read(&installed).unwrap());
+    assert!(manifest.contains(&format!("sha256: {sha}")), "{manifest}");
+
+    let mut d = daemon(dir.path(), aws_env(&moto, &KEYS));
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    let p = &first["payload"];
+    assert_eq!(p["sources"].as_array().unwrap().len(), 1, "{first}");
+    assert_eq!(
+        (&p["sources"][0]["name"], &p["sources"][0]["ok"]),
+        (&json!("aws"), &json!(true)),
+        "{first}"
+    );
+    let log = d.log.text();
+    for line in [
+        "cloud credentials found credentials=[\"aws (AWS_ACCESS_KEY_ID)\"]",
+        "aws credentials found and the aws plugin is active: aws is scanned through it",
+        "scan sources and heuristic plugins sources=[\"aws\"]",
+    ] {
+        assert!(log.contains(line), "{line:?} not in the log:\n{log}");
+    }
+    assert!(!log.contains("mock mode"), "nothing simulated:\n{log}");
+    assert!(
+        log.contains("scan started plugin=\"aws\"") && log.contains("account=123456789012"),
+        "the plugin's own lines are in the log:\n{log}"
+    );
+
+    let api = d.api();
+    let nodes = api.all_nodes(None).await;
+    let by_crn: BTreeMap<String, &Value> = nodes
+        .iter()
+        .map(|n| (n["crn"].as_str().unwrap().to_owned(), n))
+        .collect();
+    assert!(by_crn.keys().all(|c| c.starts_with("crn:svc:aws:")), "AWS only");
+    let regions: BTreeSet<&str> = nodes.iter().map(|n| n["region"].as_str().unwrap()).collect();
+    assert_eq!(regions, BTreeSet::from([A, B]), "the two configured regions");
+
+    // Waste: each seeded kind, in both regions, with its rule and reason.
+    let vol = |r: &str, role: &str| crn(r, "ec2", "volume", &estate.id(r, role));
+    let expected: BTreeMap<String, (&str, String)> = [
+        (
+            vol(A, "loose_volume"),
+            ("aws-ebs-unattached", "unattached for 40 days, 100 GiB".to_owned()),
+        ),
+        (
+            vol(B, "loose_volume"),
+            ("aws-ebs-unattached", "unattached for 40 days, 30 GiB".to_owned()),
+        ),
+        (
+            crn(A, "ec2", "instance", &estate.id(A, "stopped")),
+            ("aws-ec2-stopped", "stopped for 40 days; its ".to_owned()),
+        ),
+        (
+            vol(A, "stopped_root"),
+            (
+                "aws-ebs-on-stopped-instance",
+                format!("attached to {}", estate.id(A, "stopped")),
+            ),
+        ),
+        (
+            crn(A, "ec2", "snapshot", &estate.id(A, "orphan_snapshot")),
+            (
+                "aws-ebs-snapshot-orphaned",
+                format!("40 days old, volume {} no longer exists", estate.id(A, "gone_volume")),
+            ),
+        ),
+        (
+            crn(A, "ec2", "eip", &estate.id(A, "eip_loose")),
+            ("aws-eip-unassociated", "associated with nothing".to_owned()),
+        ),
+        (
+            crn(B, "ec2", "eip", &estate.id(B, "eip_loose")),
+            ("aws-eip-unassociated", "associated with nothing".to_owned()),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    for (crn, (rule, reason)) in &expected {
+        assert!(by_crn.contains_key(crn), "{crn} not in the graph");
+        let n = &node(&api, crn).await;
+        let (got_rule, got_reason) = verdict(n).unwrap_or_else(|| panic!("{crn} is not flagged: {n}"));
+        assert_eq!(got_rule, *rule, "{n}");
+        assert!(got_reason.contains(reason.as_str()), "{reason:?} not in {got_reason:?}");
+    }
+    // Nothing else is waste, unless the plugin reports usage metrics that
+    // make an idle rule speak.
+    for n in &nodes {
+        let c = n["crn"].as_str().unwrap();
+        if n["is_waste"] == true && !expected.contains_key(c) {
+            assert!(has_usage_metrics(n), "{c} is flagged, and is not seeded as waste: {n}");
+        }
+    }
+    // Not waste: in use, excluded by tag, or inside its grace period.
+    let not_waste = [
+        crn(A, "ec2", "instance", &estate.id(A, "running")),
+        crn(B, "ec2", "instance", &estate.id(B, "running")),
+        vol(A, "data_volume"),
+        vol(A, "ignored_volume"),
+        vol(A, "young_volume"),
+        vol(B, "young_volume"),
+        crn(A, "ec2", "snapshot", &estate.id(A, "kept_snapshot")),
+        crn(A, "ec2", "eip", &estate.id(A, "eip_associated")),
+    ];
+    for c in &not_waste {
+        let n = node(&api, c).await;
+        if has_usage_metrics(&n) {
+            continue;
+        }
+        assert_eq!(n["is_waste"], false, "{n}");
+        assert_eq!(n["findings"], json!([]), "{c} has no finding: {n}");
+    }
+    let young = node(&api, &vol(A, "young_volume")).await;
+    assert_eq!(young["state"], "available", "attached to nothing, yet young: {young}");
+    // The load balancer without targets: idle only by its request metrics.
+    let lb = node(&api, &crn(A, "elb", "load-balancer", &estate.id(A, "lb"))).await;
+    assert_eq!(lb["properties"]["registered_targets"], 0, "{lb}");
+    match verdict(&lb) {
+        Some((rule, _)) => assert!(has_usage_metrics(&lb) && rule == "aws-elb-idle", "{lb}"),
+        None => assert!(
+            !has_usage_metrics(&lb) || lb["properties"]["request_count_7d"] != 0,
+            "{lb}"
+        ),
+    }
+
+    // Relations, in the graph API.
+    let web = crn(A, "ec2", "instance", &estate.id(A, "running"));
+    let stopped = crn(A, "ec2", "instance", &estate.id(A, "stopped"));
+    assert_eq!(
+        outgoing(&api, &vol(A, "data_volume"), "AttachedTo").await,
+        BTreeSet::from([web.clone()])
+    );
+    assert_eq!(
+        outgoing(&api, &vol(A, "stopped_root"), "AttachedTo").await,
+        BTreeSet::from([stopped.clone()])
+    );
+    assert!(outgoing(&api, &vol(A, "loose_volume"), "AttachedTo").await.is_empty());
+    let eip = crn(A, "ec2", "eip", &estate.id(A, "eip_associated"));
+    assert!(
+        outgoing(&api, &eip, "AttachedTo").await.contains(&web),
+        "the address is on the instance"
+    );
+    let subnet = crn(A, "ec2", "subnet", &estate.id(A, "subnet"));
+    let contained = outgoing(&api, &subnet, "Contains").await;
+    assert!(
+        contained.contains(&web) && contained.contains(&stopped),
+        "{contained:?}"
+    );
+    let vpc = crn(A, "ec2", "vpc", &estate.id(A, "vpc"));
+    assert!(outgoing(&api, &vpc, "Contains").await.contains(&subnet));
+    let tg = crn(A, "elb", "target-group", &estate.id(A, "tg"));
+    assert!(
+        outgoing(&api, &tg, "AttachedTo")
+            .await
+            .contains(lb["crn"].as_str().unwrap())
+    );
+
+    // Costs from the price table: a volume by its size and class, and the
+    // finding saves what it costs.
+    let gp3 = svc_engine::prices::rate("aws", "gp3", A).expect("a gp3 price in us-east-1");
+    let loose = node(&api, &vol(A, "loose_volume")).await;
+    assert!((f(&loose["cost_usd_mo"]) - 100.0 * gp3).abs() < 0.01, "{loose}");
+    assert!((f(&loose["findings"][0]["projected_savings_usd_mo"]) - f(&loose["cost_usd_mo"])).abs() < 0.01);
+    let stats = api.get_ok("/api/v1/graph/stats").await;
+    let total: f64 = nodes.iter().map(|n| f(&n["cost_usd_mo"])).sum();
+    assert!(
+        (f(&stats["total_cost_usd_mo"]) - total).abs() < 0.05 * nodes.len() as f64,
+        "{stats}"
+    );
+    assert!(f(&stats["projected_savings_usd_mo"]) >= 100.0 * gp3, "{stats}");
+
+    // Where the graph came from: the AWS plugin, nothing simulated.
+    assert_eq!(stats["simulated"], false, "{stats}");
+    let providers: Vec<&str> = stats["providers"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(providers, ["aws"], "{stats}");
+    let sources = stats["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 1, "{stats}");
+    assert_eq!(
+        (&sources[0]["name"], &sources[0]["providers"], &sources[0]["simulated"]),
+        (&json!("aws"), &json!(["aws"]), &json!(false)),
+        "{stats}"
+    );
+    assert_eq!(
+        (&sources[0]["last_scan"]["ok"], &sources[0]["last_scan"]["nodes"]),
+        (&json!(true), &json!(nodes.len())),
+        "{stats}"
+    );
+    let data = dir.path().to_str().unwrap();
+    let base = d.base();
+    let (code, out, err) = run_cli(&["stats"], &[("SVC_URL", &base), ("SVC_DATA_DIR", data)]).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("source         aws (real; aws): last scan 1 ok"), "{out}");
+    assert!(out.contains("simulated      no"), "{out}");
+
+    // The plugin does not prove reversibility yet: findings wait at
+    // sau_gate, and approving one is refused without reaching AWS.
+    let q = api
+        .get_query_ok("/api/v1/remediation/queue", &[("stage", "sau_gate"), ("limit", "1000")])
+        .await;
+    let loose_crn = vol(A, "loose_volume");
+    let held = q["stages"]["sau_gate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["crn"] == loose_crn.as_str());
+    assert!(held.is_some(), "{loose_crn} waits at sau_gate: {q}");
+    let refused = api
+        .post_json(
+            "/api/v1/remediation/approve",
+            &json!({"crn": loose_crn, "plan_hash": "x"}),
+        )
+        .await;
+    assert!(refused.status.is_client_error(), "{} {}", refused.status, refused.text);
+
+    // The plugin killed between scans: the next scan starts it again and
+    // finds the same account; nothing is retired.
+    let pids = running(&installed);
+    assert_eq!(pids.len(), 1, "one plugin process: {pids:?}");
+    let status = Command::new("kill")
+        .args(["-9", &pids[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    wait_gone(&installed).await;
+    let again = scan_aws(&api, true).await;
+    assert_eq!(
+        (u(&again["node_count"]), u(&again["nodes_deleted"])),
+        (nodes.len() as u64, 0),
+        "{again}"
+    );
+    let relaunched = running(&installed);
+    assert!(
+        relaunched.len() == 1 && relaunched != pids,
+        "relaunched: {relaunched:?}"
+    );
+    let after = api.all_nodes(None).await;
+    assert_eq!(after.len(), nodes.len());
+    assert_eq!(
+        node(&api, &vol(A, "loose_volume")).await["verdict"],
+        "aws-ebs-unattached"
+    );
+}
+
+/// Credentials from a profile and from web identity work end to end; with
+/// none at all, the scan fails at the plugin's preflight check with the
+/// reason, and nothing already in the graph is deleted.
+#[tokio::test]
+async fn credentials_come_from_the_standard_chain_and_their_absence_deletes_nothing() {
+    let moto = Moto::start().await;
+    let estate = moto.seed_estate();
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+
+    // A named profile in a shared credentials file.
+    let profile = dir.path().join("aws-credentials");
+    std::fs::write(
+        &profile,
+        "[e2e]\naws_access_key_id = AKIAE2EPROFILE\naws_secret_access_key = secret\n",
+    )
+    .unwrap();
+    let profile = profile.to_str().unwrap();
+    let mut d = daemon(
+        dir.path(),
+        aws_env(
+            &moto,
+            &[("AWS_PROFILE", "e2e"), ("AWS_SHARED_CREDENTIALS_FILE", profile)],
+        ),
+    );
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    assert_eq!(first["payload"]["sources"][0]["ok"], true, "{first}");
+    let nodes = u(&first["payload"]["node_count"]);
+    assert!(nodes > 20, "{first}");
+    let log = d.log.text();
+    let found = format!("aws (AWS_PROFILE, AWS_SHARED_CREDENTIALS_FILE={profile})");
+    assert!(log.contains(&found), "{found:?} not in the log:\n{log}");
+    assert!(log.contains("aws plugin is active: aws is scanned through it"), "{log}");
+    let api = d.api();
+    let loose = crn(A, "ec2", "volume", &estate.id(A, "loose_volume"));
+    assert_eq!(node(&api, &loose).await["verdict"], "aws-ebs-unattached");
+
+    // Web identity: a token file and a role, exchanged with STS.
+    let token = dir.path().join("web-identity-token");
+    std::fs::write(&token, "eyJhbGciOiJub25lIn0.eyJzdWIiOiJlMmUifQ.").unwrap();
+    d.env = aws_env(
+        &moto,
+        &[
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", token.to_str().unwrap()),
+            ("AWS_ROLE_ARN", &format!("arn:aws:iam::{ACCOUNT}:role/svc-scan")),
+            ("AWS_ROLE_SESSION_NAME", "svc-e2e"),
+        ],
+    );
+    d.restart().await;
+    let second = d.wait_scan_after(u(&first["seq"])).await;
+    assert_eq!(
+        (&second["payload"]["sources"][0]["ok"], &second["payload"]["node_count"]),
+        (&json!(true), &json!(nodes)),
+        "{second}"
+    );
+    assert!(
+        d.log.text().contains("aws (AWS_WEB_IDENTITY_TOKEN_FILE)"),
+        "{}",
+        d.log.text()
+    );
+
+    // No credentials at all: no keys, no profile, profile files pointing at
+    // nothing, no instance metadata.
+    d.env = aws_env(&moto, &[]);
+    d.restart().await;
+    let third = d.wait_scan_after(u(&second["seq"])).await;
+    let src = &third["payload"]["sources"][0];
+    assert_eq!((&src["name"], &src["ok"]), (&json!("aws"), &json!(false)), "{third}");
+    let error = src["error"].as_str().unwrap();
+    for part in [
+        "plugin aws preflight check failed",
+        "no usable AWS credentials",
+        "(missing: credentials)",
+    ] {
+        assert!(error.contains(part), "{part:?} not in {error:?}");
+    }
+    assert_eq!(third["payload"]["nodes_deleted"], 0, "{third}");
+    let log = d.log.text();
+    assert!(!log.contains("mock mode"), "no simulated estate stands in:\n{log}");
+    let api = d.api();
+    let stats = api.get_ok("/api/v1/graph/stats").await;
+    assert_eq!(u(&stats["active_nodes"]), nodes, "nothing deleted: {stats}");
+    assert_eq!(stats["simulated"], false, "{stats}");
+    let last = &stats["sources"][0]["last_scan"];
+    assert_eq!(last["ok"], false, "{stats}");
+    assert!(
+        last["error"].as_str().unwrap().contains("no usable AWS credentials"),
+        "{stats}"
+    );
+    assert_eq!(
+        node(&api, &loose).await["verdict"],
+        "aws-ebs-unattached",
+        "findings kept"
+    );
+}
