@@ -80,7 +80,7 @@ fn mock_messages(n: usize) -> (Vec<Vec<u8>>, usize) {
         batch_size: 2000,
     };
     let (mut out, mut nodes) = (Vec::new(), 0);
-    let streamed = stream(&config, &HashMap::new(), |m| {
+    let streamed = stream(&config, &HashMap::new(), None, |m| {
         nodes += m.nodes;
         out.push(m.response.as_bytes().to_vec());
         Ok::<(), ()>(())

@@ -23,7 +23,7 @@ fn generate(nodes: usize) -> (usize, usize) {
         batch_size: 2000,
     };
     let (mut rows, mut bytes) = (0, 0);
-    let streamed = stream(&config, &HashMap::new(), |m| {
+    let streamed = stream(&config, &HashMap::new(), None, |m| {
         // Let go of, as a sent message is.
         (rows, bytes) = (rows + m.nodes, bytes + m.response.as_bytes().len());
         Ok::<(), ()>(())
