@@ -149,6 +149,26 @@ impl Calls {
         regional!(self, aws_sdk_s3, region)
     }
 
+    /// The DynamoDB client of `region`.
+    pub fn dynamodb(&self, region: &str) -> aws_sdk_dynamodb::Client {
+        regional!(self, aws_sdk_dynamodb, region)
+    }
+
+    /// The ElastiCache client of `region`.
+    pub fn elasticache(&self, region: &str) -> aws_sdk_elasticache::Client {
+        regional!(self, aws_sdk_elasticache, region)
+    }
+
+    /// The EKS client of `region`.
+    pub fn eks(&self, region: &str) -> aws_sdk_eks::Client {
+        regional!(self, aws_sdk_eks, region)
+    }
+
+    /// The Resource Groups Tagging API client of `region`.
+    pub fn tagging(&self, region: &str) -> aws_sdk_resourcegroupstagging::Client {
+        regional!(self, aws_sdk_resourcegroupstagging, region)
+    }
+
     /// The STS client of the home region.
     pub fn sts(&self) -> aws_sdk_sts::Client {
         let conf = aws_sdk_sts::config::Builder::from(&self.sdk).region(Region::new(self.home_region()));
@@ -220,6 +240,14 @@ pub struct CallError {
     pub call: String,
     pub code: Option<String>,
     pub message: String,
+}
+
+impl CallError {
+    /// Whether AWS answered that the resource does not exist: deleted
+    /// between the list call that named it and the call that describes it.
+    pub fn not_found(&self) -> bool {
+        self.code.as_deref() == Some("ResourceNotFoundException")
+    }
 }
 
 impl std::fmt::Display for CallError {

@@ -9,7 +9,7 @@ use aws_sdk_ec2::types::{
 };
 
 use crate::calls::{CallError, Calls, Op, pages};
-use crate::{elb, lambda, logs, rds};
+use crate::{dynamodb, eks, elasticache, elb, lambda, logs, rds, tagging};
 
 /// Page size asked of every paginated call (the APIs' maximum).
 const PAGE: i32 = 1000;
@@ -22,6 +22,11 @@ pub struct RegionData {
     pub rds: rds::Data,
     pub lambda: lambda::Data,
     pub logs: logs::Data,
+    pub dynamodb: dynamodb::Data,
+    pub elasticache: elasticache::Data,
+    pub eks: eks::Data,
+    /// Tags of the resources whose list calls carry none.
+    pub tags: tagging::Tags,
     pub instances: Vec<Instance>,
     pub volumes: Vec<Volume>,
     pub snapshots: Vec<Snapshot>,
@@ -62,18 +67,26 @@ macro_rules! list_all {
 
 /// Lists everything in `region`; the error names the call that failed.
 pub async fn region(calls: &Calls, region: &str) -> Result<RegionData, CallError> {
-    let (ec2, elb, rds, lambda, logs) = futures::try_join!(
+    let (ec2, elb, rds, lambda, logs, dynamodb, elasticache, eks, tags) = futures::try_join!(
         ec2(calls, region),
         elb::list(calls, region),
         rds::list(calls, region),
         lambda::list(calls, region),
         logs::list(calls, region),
+        dynamodb::list(calls, region),
+        elasticache::list(calls, region),
+        eks::list(calls, region),
+        tagging::list(calls, region),
     )?;
     Ok(RegionData {
         elb,
         rds,
         lambda,
         logs,
+        dynamodb,
+        elasticache,
+        eks,
+        tags,
         ..ec2
     })
 }

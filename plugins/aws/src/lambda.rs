@@ -5,6 +5,7 @@ use aws_sdk_lambda::types::FunctionConfiguration;
 
 use crate::calls::{CallError, Calls, Op, pages};
 use crate::emit::{Out, SECURED_BY, WRITES, parse_lambda_time};
+use crate::tagging::Tags;
 
 /// Page size of `ListFunctions` (the API's maximum).
 const PAGE: i32 = 50;
@@ -41,9 +42,9 @@ fn log_group(f: &FunctionConfiguration) -> Option<String> {
         .or_else(|| Some(format!("/aws/lambda/{}", f.function_name()?)))
 }
 
-/// Writes the region's functions. `ListFunctions` reports no creation
-/// time; the last change is `last_modified`.
-pub fn nodes(out: &mut Out<'_>, d: &Data) {
+/// Writes the region's functions with their tags. `ListFunctions`
+/// reports no creation time; the last change is `last_modified`.
+pub fn nodes(out: &mut Out<'_>, d: &Data, tags: &Tags) {
     for f in &d.functions {
         let Some(name) = f.function_name() else { continue };
         // ListFunctions leaves the state out; a listed function is active.
@@ -65,7 +66,7 @@ pub fn nodes(out: &mut Out<'_>, d: &Data) {
             )
             .opt_str("log_group", log_group(f).as_deref())
             .str("arn", f.function_arn());
-        out.tagged("function", name, doc, []);
+        out.tagged("function", name, doc, tags.of(f.function_arn()));
     }
 }
 

@@ -5,6 +5,7 @@ use aws_sdk_cloudwatchlogs::types::LogGroup;
 
 use crate::calls::{CallError, Calls, Op, pages};
 use crate::emit::Out;
+use crate::tagging::Tags;
 
 /// Page size of `DescribeLogGroups` (the API's maximum).
 const PAGE: i32 = 50;
@@ -33,9 +34,9 @@ pub async fn list(calls: &Calls, region: &str) -> Result<Data, CallError> {
     Ok(Data { groups })
 }
 
-/// Writes the region's log groups; `retention_days` is null for a group
-/// that never expires its events.
-pub fn nodes(out: &mut Out<'_>, d: &Data) {
+/// Writes the region's log groups with their tags; `retention_days` is
+/// null for a group that never expires its events.
+pub fn nodes(out: &mut Out<'_>, d: &Data, tags: &Tags) {
     for g in &d.groups {
         let Some(name) = g.log_group_name() else { continue };
         // `arn` ends in `:*` (every stream); `logGroupArn` is the group's own.
@@ -48,6 +49,6 @@ pub fn nodes(out: &mut Out<'_>, d: &Data) {
             .opt_str("log_group_class", g.log_group_class().map(|c| c.as_str()))
             .int("metric_filters", g.metric_filter_count().map(i64::from))
             .str("arn", arn);
-        out.tagged("log-group", name, doc, []);
+        out.tagged("log-group", name, doc, tags.of(arn));
     }
 }

@@ -6,7 +6,8 @@
 //! regions, preflight), `discover` (one region's list calls), `compute`
 //! and `network` (EC2 resources as nodes and edges), one file per other
 //! service (its list calls, nodes and edges: `elb`, `rds`,
-//! `lambda`, `logs`, `s3`), `emit` (CRNs, properties,
+//! `lambda`, `logs`, `s3`, `dynamodb`, `elasticache`, `eks`), `tagging`
+//! (the tags of those whose list calls carry none), `emit` (CRNs, properties,
 //! prices), `calls` (SDK configuration, the bound on requests in flight,
 //! the log line of every call), `config` (settings).
 
@@ -15,6 +16,9 @@ mod calls;
 mod compute;
 mod config;
 mod discover;
+mod dynamodb;
+mod eks;
+mod elasticache;
 mod elb;
 mod emit;
 mod lambda;
@@ -23,6 +27,7 @@ mod network;
 mod provider;
 mod rds;
 mod s3;
+mod tagging;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

@@ -16,7 +16,7 @@ use tonic::{Request, Response, Status};
 use crate::calls::Calls;
 use crate::config::Settings;
 use crate::emit::Out;
-use crate::{account, compute, discover, elb, lambda, logs, network, rds, s3};
+use crate::{account, compute, discover, dynamodb, eks, elasticache, elb, lambda, logs, network, rds, s3};
 
 /// The plugin's major version; a daemon with another major is refused.
 const PLUGIN_MAJOR: &str = "0";
@@ -50,14 +50,19 @@ fn region_responses(
     network::nodes(&mut out, data);
     elb::nodes(&mut out, &data.elb);
     rds::nodes(&mut out, &data.rds);
-    lambda::nodes(&mut out, &data.lambda);
-    logs::nodes(&mut out, &data.logs);
-    s3::nodes(&mut out, buckets);
+    lambda::nodes(&mut out, &data.lambda, &data.tags);
+    logs::nodes(&mut out, &data.logs, &data.tags);
+    s3::nodes(&mut out, buckets, &data.tags);
+    dynamodb::nodes(&mut out, &data.dynamodb, &data.tags);
+    elasticache::nodes(&mut out, &data.elasticache, &data.tags);
+    eks::nodes(&mut out, &data.eks);
     compute::edges(&mut out, data);
     network::edges(&mut out, data);
     elb::edges(&mut out, &data.elb);
     rds::edges(&mut out, &data.rds);
     lambda::edges(&mut out, &data.lambda);
+    elasticache::edges(&mut out, &data.elasticache);
+    eks::edges(&mut out, &data.eks, &data.instances);
     let mut responses = Vec::new();
     let mut nodes: Vec<Node> = out.nodes;
     let mut edges: Vec<Edge> = out.edges;

@@ -7,6 +7,7 @@ use aws_sdk_s3::types::BucketLocationConstraint;
 
 use crate::calls::{CallError, Calls, Op, pages};
 use crate::emit::{Out, secs};
+use crate::tagging::Tags;
 
 /// Page size of `ListBuckets` (the API's maximum is 10000).
 const PAGE: i32 = 1000;
@@ -61,14 +62,16 @@ pub async fn list(calls: &Calls, home: &str) -> Result<Vec<Bucket>, CallError> {
     futures::future::try_join_all(located).await
 }
 
-/// Writes the buckets that live in `out`'s region.
-pub fn nodes(out: &mut Out<'_>, buckets: &[Bucket]) {
+/// Writes the buckets that live in `out`'s region, with the tags that
+/// region's tagging API gave them.
+pub fn nodes(out: &mut Out<'_>, buckets: &[Bucket], tags: &Tags) {
     let region = out.region;
     for b in buckets.iter().filter(|b| b.region == region) {
         // Buckets have no lifecycle state; the mock estate calls them active.
         let mut doc = out.doc("active", b.created);
-        doc.str("arn", Some(&format!("arn:{}:s3:::{}", out.partition, b.name)));
-        out.tagged("bucket", &b.name, doc, []);
+        let arn = format!("arn:{}:s3:::{}", out.partition, b.name);
+        doc.str("arn", Some(&arn));
+        out.tagged("bucket", &b.name, doc, tags.of(Some(&arn)));
     }
 }
 
