@@ -8,7 +8,8 @@
 //! service (its list calls, nodes and edges: `elb`, `rds`,
 //! `lambda`, `logs`, `s3`), `emit` (CRNs, properties,
 //! prices), `calls` (SDK configuration, the bound on requests in flight,
-//! the log line of every call), `config` (settings).
+//! the log line of every call), `config` (settings); `remediate` (the
+//! `Remediator` service and its actions), `quarantine`, `reversibility`.
 
 mod account;
 mod calls;
@@ -21,10 +22,15 @@ mod lambda;
 mod logs;
 mod network;
 mod provider;
+mod quarantine;
 mod rds;
+mod remediate;
+mod reversibility;
 mod s3;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    svc_plugin_sdk::exit_code(svc_plugin_sdk::serve_provider(provider::AwsProvider).await)
+    svc_plugin_sdk::exit_code(
+        svc_plugin_sdk::serve_provider_with_remediator(provider::AwsProvider, remediate::AwsRemediator).await,
+    )
 }
