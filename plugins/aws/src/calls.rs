@@ -211,6 +211,24 @@ impl Calls {
                 );
                 Ok(out)
             }
+            Err(e) if e.code() == Some(DRY_RUN_PASSED) => {
+                // A DryRun request that would have succeeded: AWS answers
+                // it as an error, the log tells it as what it is.
+                self.made.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    service = op.service,
+                    operation = op.operation,
+                    region = op.region,
+                    dry_run = true,
+                    ms,
+                    "aws call"
+                );
+                Err(CallError {
+                    call: format!("{} {} in {}", op.service, op.operation, op.region),
+                    code: Some(DRY_RUN_PASSED.to_owned()),
+                    message: "the request would have succeeded (DryRun)".into(),
+                })
+            }
             Err(e) => {
                 self.made.fetch_add(1, Ordering::Relaxed);
                 let error = describe(&e);
@@ -232,6 +250,9 @@ impl Calls {
         }
     }
 }
+
+/// The error code of a DryRun request AWS would have carried out.
+pub const DRY_RUN_PASSED: &str = "DryRunOperation";
 
 /// A failed AWS request: which, the AWS error code when AWS answered,
 /// and the error with its causes.

@@ -9,7 +9,8 @@
 //! `lambda`, `logs`, `s3`, `dynamodb`, `elasticache`, `eks`), `tagging`
 //! (the tags of those whose list calls carry none), `emit` (CRNs, properties,
 //! prices), `calls` (SDK configuration, the bound on requests in flight,
-//! the log line of every call), `config` (settings).
+//! the log line of every call), `config` (settings); `remediate` (the
+//! `Remediator` service and its actions), `quarantine`, `reversibility`.
 
 mod account;
 mod calls;
@@ -25,11 +26,16 @@ mod lambda;
 mod logs;
 mod network;
 mod provider;
+mod quarantine;
 mod rds;
+mod remediate;
+mod reversibility;
 mod s3;
 mod tagging;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    svc_plugin_sdk::exit_code(svc_plugin_sdk::serve_provider(provider::AwsProvider).await)
+    svc_plugin_sdk::exit_code(
+        svc_plugin_sdk::serve_provider_with_remediator(provider::AwsProvider, remediate::AwsRemediator).await,
+    )
 }

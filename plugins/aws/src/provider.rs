@@ -1,6 +1,7 @@
 //! The `Provider` service over AWS: Handshake, Scan (regions concurrently,
-//! each streamed as soon as it is listed) and PreflightCheck. Quarantine
-//! and reversibility are not served yet and say so.
+//! each streamed as soon as it is listed) and PreflightCheck; quarantine
+//! and reversibility are answered by `crate::quarantine` and
+//! `crate::reversibility`.
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -214,24 +215,14 @@ impl Provider for AwsProvider {
         &self,
         request: Request<QuarantineRequest>,
     ) -> Result<Response<QuarantineResponse>, Status> {
-        let req = request.get_ref();
-        Ok(Response::new(QuarantineResponse {
-            success: false,
-            message: format!(
-                "the aws plugin does not apply quarantines yet ({} on {} not done)",
-                req.action, req.crn
-            ),
-        }))
+        Ok(Response::new(crate::quarantine::apply(request.get_ref()).await))
     }
 
     async fn check_reversibility(
         &self,
-        _request: Request<ReversibilityRequest>,
+        request: Request<ReversibilityRequest>,
     ) -> Result<Response<ReversibilityProof>, Status> {
-        Ok(Response::new(ReversibilityProof {
-            safe: false,
-            reason: "the aws plugin does not check reversibility yet".into(),
-        }))
+        Ok(Response::new(crate::reversibility::check(request.get_ref()).await))
     }
 
     async fn preflight_check(&self, request: Request<PreflightRequest>) -> Result<Response<PreflightResponse>, Status> {

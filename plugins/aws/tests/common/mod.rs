@@ -24,6 +24,13 @@ use tokio::process::{Child, Command};
 use tonic::transport::{Channel, Endpoint, Uri};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_svc-plugin-aws");
+
+/// The plugin binary the tests start: [`BIN`], or `SVC_TEST_AWS_PLUGIN_BIN`
+/// (a build's own copy, when several checkouts share one target
+/// directory and its `svc-plugin-aws` is whichever was built last).
+pub fn plugin_bin() -> String {
+    std::env::var("SVC_TEST_AWS_PLUGIN_BIN").unwrap_or_else(|_| BIN.to_owned())
+}
 /// Bound for anything that should happen promptly.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 /// Pause between two readiness polls of moto.
@@ -543,6 +550,8 @@ pub fn now_ms() -> i64 {
 pub struct Plugin {
     pub _child: Child,
     pub provider: ProviderClient<Channel>,
+    /// The connection, for clients of the plugin's other services.
+    pub channel: Channel,
     pub log: Arc<Mutex<Vec<String>>>,
 }
 
@@ -550,7 +559,7 @@ impl Plugin {
     /// Starts the binary as the daemon does, with `env` on top of a clean
     /// AWS environment (no profile files, no instance metadata).
     pub async fn start(env: &[(&str, &str)]) -> Plugin {
-        let mut cmd = Command::new(BIN);
+        let mut cmd = Command::new(plugin_bin());
         for (k, _) in std::env::vars() {
             if k.starts_with("AWS_") {
                 cmd.env_remove(k);
@@ -599,7 +608,8 @@ impl Plugin {
             .expect("dial the plugin");
         Plugin {
             _child: child,
-            provider: ProviderClient::new(channel),
+            provider: ProviderClient::new(channel.clone()),
+            channel,
             log,
         }
     }
