@@ -1,7 +1,10 @@
 //! What one region holds: the EC2 list calls and those of the other
 //! services, run concurrently (each request under the shared bound of
-//! [`Calls`]) and paginated to the end. A region is all or nothing: when
-//! any call fails, the region fails and none of its resources are reported.
+//! [`Calls`]) and paginated to the end. A service is all or nothing in a
+//! region: when any of its calls fails, none of its resources there are
+//! reported, and the failure is named; the other services' are. Without
+//! the tagging API's answer, the services whose tags come from it are not
+//! reported either (an `svc:ignore` tag would be lost).
 
 use aws_sdk_ec2::types::{
     Address, Filter, Image, Instance, NatGateway, NetworkInterface, SecurityGroup, Snapshot, Subnet, Volume, Vpc,
@@ -65,9 +68,30 @@ macro_rules! list_all {
     };
 }
 
-/// Lists everything in `region`; the error names the call that failed.
-pub async fn region(calls: &Calls, region: &str) -> Result<RegionData, CallError> {
-    let (ec2, elb, rds, lambda, logs, dynamodb, elasticache, eks, tags) = futures::try_join!(
+/// The services (CRN service segments) whose resources take their tags
+/// from the tagging API.
+pub const TAGGED_BY_API: [&str; 5] = ["lambda", "logs", "s3", "dynamodb", "elasticache"];
+
+/// What a region's listing gave: the resources of the services listed,
+/// and each service that failed (CRN service segment) with the call that
+/// failed it.
+pub struct Listed {
+    pub data: RegionData,
+    pub failed: Vec<(&'static str, CallError)>,
+}
+
+impl Listed {
+    /// Whether `service` failed in this region.
+    pub fn failed(&self, service: &str) -> bool {
+        self.failed.iter().any(|(s, _)| *s == service)
+    }
+}
+
+/// Lists everything in `region`, every service at once; a service that
+/// fails is left out and named. The error, when every service failed,
+/// names the first call that failed.
+pub async fn region(calls: &Calls, region: &str) -> Result<Listed, CallError> {
+    let (ec2, elb, rds, lambda, logs, dynamodb, elasticache, eks, tags) = futures::join!(
         ec2(calls, region),
         elb::list(calls, region),
         rds::list(calls, region),
@@ -77,19 +101,47 @@ pub async fn region(calls: &Calls, region: &str) -> Result<RegionData, CallError
         elasticache::list(calls, region),
         eks::list(calls, region),
         tagging::list(calls, region),
-    )?;
-    Ok(RegionData {
-        elb,
-        rds,
-        lambda,
-        logs,
-        dynamodb,
-        elasticache,
-        eks,
-        tags,
-        ..ec2
-    })
+    );
+    let mut failed = Vec::new();
+    let mut data = ec2.unwrap_or_else(|e| {
+        failed.push(("ec2", e));
+        RegionData::default()
+    });
+    macro_rules! take {
+        ($result:expr, $service:literal, $field:ident) => {
+            match $result {
+                Ok(d) => data.$field = d,
+                Err(e) => failed.push(($service, e)),
+            }
+        };
+    }
+    take!(elb, "elb", elb);
+    take!(rds, "rds", rds);
+    take!(lambda, "lambda", lambda);
+    take!(logs, "logs", logs);
+    take!(dynamodb, "dynamodb", dynamodb);
+    take!(elasticache, "elasticache", elasticache);
+    take!(eks, "eks", eks);
+    if failed.len() == SERVICES {
+        return Err(failed.swap_remove(0).1);
+    }
+    match tags {
+        Ok(t) => data.tags = t,
+        Err(e) => {
+            for service in TAGGED_BY_API {
+                if !failed.iter().any(|(s, _)| *s == service) {
+                    failed.push((service, e.clone()));
+                }
+            }
+            (data.lambda, data.logs) = Default::default();
+            (data.dynamodb, data.elasticache) = Default::default();
+        }
+    }
+    Ok(Listed { data, failed })
 }
+
+/// The services listed per region apart from S3 (listed once, globally).
+const SERVICES: usize = 8;
 
 /// The EC2 part of `region`.
 async fn ec2(calls: &Calls, region: &str) -> Result<RegionData, CallError> {

@@ -127,8 +127,8 @@ async fn produce(accounts: account::Accounts, tx: Sender<Result<ScanResponse, St
     let (mut nodes, mut edges, mut failed) = (0usize, 0usize, Vec::new());
     while let Some((k, region, listed)) = pending.next().await {
         let who = &reached[k].who;
-        let data = match listed {
-            Ok(d) => d,
+        let listed = match listed {
+            Ok(l) => l,
             Err(e) => {
                 tracing::warn!(account = %who.account, region, error = %e,
                     "region failed; none of its resources are reported");
@@ -142,7 +142,19 @@ async fn produce(accounts: account::Accounts, tx: Sender<Result<ScanResponse, St
                 continue;
             }
         };
-        let responses = region_responses(region, who, &data, &buckets_of[k]);
+        for (service, e) in &listed.failed {
+            tracing::warn!(account = %who.account, region, service, error = %e,
+                "service failed in the region; none of its resources there are reported");
+            unlisted.push(UnlistedPart {
+                account: Some(who.account.clone()),
+                region: Some(region.to_owned()),
+                service: Some((*service).to_owned()),
+                error: e.to_string(),
+                ..UnlistedPart::default()
+            });
+        }
+        let buckets: &[s3::Bucket] = if listed.failed("s3") { &[] } else { &buckets_of[k] };
+        let responses = region_responses(region, who, &listed.data, buckets);
         let (n, e) = responses
             .iter()
             .fold((0, 0), |(n, e), r| (n + r.nodes.len(), e + r.edges.len()));
