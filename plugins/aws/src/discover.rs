@@ -2,6 +2,8 @@
 //! services, run concurrently (each request under the shared bound of
 //! [`Calls`]) and paginated to the end. A region is all or nothing: when
 //! any call fails, the region fails and none of its resources are reported.
+//! Then the usage figures of what was listed ([`metrics::usage`]), which
+//! the region is reported without when CloudWatch fails.
 
 use aws_sdk_ec2::types::{
     Address, Filter, Image, Instance, NatGateway, NetworkInterface, SecurityGroup, Snapshot, Subnet, Volume, Vpc,
@@ -9,7 +11,8 @@ use aws_sdk_ec2::types::{
 };
 
 use crate::calls::{CallError, Calls, Op, pages};
-use crate::{elb, lambda, logs, rds};
+use crate::emit::Usage;
+use crate::{elb, lambda, logs, metrics, rds};
 
 /// Page size asked of every paginated call (the APIs' maximum).
 const PAGE: i32 = 1000;
@@ -33,6 +36,8 @@ pub struct RegionData {
     pub subnets: Vec<Subnet>,
     pub security_groups: Vec<SecurityGroup>,
     pub interfaces: Vec<NetworkInterface>,
+    /// CloudWatch figures by node kind and id.
+    pub usage: Usage,
 }
 
 fn op<'a>(operation: &'static str, region: &'a str) -> Op<'a> {
@@ -69,13 +74,15 @@ pub async fn region(calls: &Calls, region: &str) -> Result<RegionData, CallError
         lambda::list(calls, region),
         logs::list(calls, region),
     )?;
-    Ok(RegionData {
+    let mut data = RegionData {
         elb,
         rds,
         lambda,
         logs,
         ..ec2
-    })
+    };
+    data.usage = metrics::usage(calls, region, &data).await;
+    Ok(data)
 }
 
 /// The EC2 part of `region`.

@@ -6,8 +6,8 @@
 //! regions, preflight), `discover` (one region's list calls), `compute`
 //! and `network` (EC2 resources as nodes and edges), one file per other
 //! service (its list calls, nodes and edges: `elb`, `rds`,
-//! `lambda`, `logs`, `s3`), `emit` (CRNs, properties,
-//! prices), `calls` (SDK configuration, the bound on requests in flight,
+//! `lambda`, `logs`, `s3`), `metrics` (CloudWatch usage figures of a
+//! listed region), `emit` (CRNs, properties, usage, prices), `calls` (SDK configuration, the bound on requests in flight,
 //! the log line of every call), `config` (settings).
 
 mod account;
@@ -19,6 +19,7 @@ mod elb;
 mod emit;
 mod lambda;
 mod logs;
+mod metrics;
 mod network;
 mod provider;
 mod rds;
