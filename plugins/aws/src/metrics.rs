@@ -343,19 +343,18 @@ impl Target {
         self
     }
 
-    /// The query of metric `m` of this resource, named `id`.
+    /// The query of metric `m` of this resource, named `id`. Its
+    /// dimensions go in name order, as CloudWatch lists them (moto matches
+    /// them in the order given).
     fn query(&self, m: &Metric, id: String) -> MetricDataQuery {
+        let mut dims: Vec<(&str, &str)> = self.extra.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        dims.push((self.profile.dimension, &self.id));
+        dims.sort_unstable();
         let mut metric = CwMetric::builder()
             .namespace(self.profile.namespace)
-            .metric_name(m.name)
-            .dimensions(
-                Dimension::builder()
-                    .name(self.profile.dimension)
-                    .value(&self.id)
-                    .build(),
-            );
-        for (name, value) in &self.extra {
-            metric = metric.dimensions(Dimension::builder().name(*name).value(value).build());
+            .metric_name(m.name);
+        for (name, value) in dims {
+            metric = metric.dimensions(Dimension::builder().name(name).value(value).build());
         }
         let stat = MetricStat::builder()
             .metric(metric.build())
@@ -718,8 +717,8 @@ mod tests {
         assert_eq!(
             dims,
             [
-                ("VPC Endpoint Id", "vpce-1"),
                 ("Endpoint Type", "Interface"),
+                ("VPC Endpoint Id", "vpce-1"),
                 ("VPC Id", "vpc-1")
             ]
         );

@@ -505,9 +505,14 @@ async fn scan_reports_two_regions_exactly() {
     // (moto leaves `BucketRegion` out of the listing).
     assert_eq!(count("s3", "ListBuckets", A), 1, "{calls:?}");
     assert_eq!(count("s3", "GetBucketLocation", A), BUCKETS.len(), "{calls:?}");
+    // The usage metrics of each region's resources: one GetMetricData
+    // (tests/metrics.rs checks what it asks and answers).
+    for region in [A, B] {
+        assert_eq!(count("cloudwatch", "GetMetricData", region), 1, "{calls:?}");
+    }
     assert_eq!(
         calls.len(),
-        1 + 2 * 11 + (2 * 2 + 3 + 1) + 2 * 3 + 1 + BUCKETS.len(),
+        1 + 2 * 11 + (2 * 2 + 3 + 1) + 2 * 3 + 1 + BUCKETS.len() + 2,
         "{calls:?}"
     );
 }
