@@ -28,6 +28,7 @@
 //! - a query CloudWatch answers with an error status is left out, and so
 //!   is every figure of a region whose requests fail (see [`usage`]).
 
+use aws_sdk_cloudwatch::operation::get_metric_data::GetMetricDataOutput;
 use aws_sdk_cloudwatch::primitives::DateTime;
 use aws_sdk_cloudwatch::types::{Dimension, Metric as CwMetric, MetricDataQuery, MetricStat, StatusCode};
 
@@ -552,27 +553,26 @@ pub async fn fetch(calls: &Calls, region: &str, targets: &[Target], now: i64) ->
         async move { pages!(calls, op, stream, |o| o.metric_data_results().len()) }
     });
     let answers = futures::future::try_join_all(batches).await?;
-    let mut series = vec![Series::default(); planned.len()];
-    for page in answers.iter().flatten() {
-        fetched.requests += 1;
-        for r in page.metric_data_results() {
-            let Some(s) = r
-                .id()
-                .and_then(|id| id.strip_prefix('q')?.parse::<usize>().ok())
-                .and_then(|i| series.get_mut(i))
-            else {
-                continue;
-            };
-            s.failed |= !matches!(r.status_code(), Some(StatusCode::Complete | StatusCode::PartialData));
-            s.points.extend(
-                r.timestamps()
-                    .iter()
-                    .map(DateTime::secs)
-                    .zip(r.values().iter().copied()),
-            );
-        }
-    }
+    let pages: Vec<&GetMetricDataOutput> = answers.iter().flatten().collect();
+    fetched.requests = pages.len();
+    let series = collect(&pages, planned.len());
     Ok((figures(targets, &planned, &series, window), fetched))
+}
+
+/// The answers of every page to the `n` queries named `q0`..: a series
+/// split over pages is joined; one with an error status on any page failed.
+fn collect(pages: &[&GetMetricDataOutput], n: usize) -> Vec<Series> {
+    let mut series = vec![Series::default(); n];
+    for r in pages.iter().flat_map(|p| p.metric_data_results()) {
+        let at = r.id().and_then(|id| id.strip_prefix('q')?.parse::<usize>().ok());
+        let Some(s) = at.and_then(|i| series.get_mut(i)) else {
+            continue;
+        };
+        s.failed |= !matches!(r.status_code(), Some(StatusCode::Complete | StatusCode::PartialData));
+        let times = r.timestamps().iter().map(DateTime::secs);
+        s.points.extend(times.zip(r.values().iter().copied()));
+    }
+    series
 }
 
 /// The usage properties of `targets` from the answers to their queries
@@ -816,6 +816,32 @@ mod tests {
         let s = [Series::default(), series(&[at(3, 1.0), at(2, 1.0)])];
         let u = figures(&ts, &planned, &s, Window::of(&ts, NOW));
         assert_eq!(props(&u, "load-balancer", "net/tcp/1").unwrap()["connections_7d"], 1.0);
+    }
+
+    #[test]
+    fn joins_a_series_split_over_pages() {
+        use aws_sdk_cloudwatch::types::MetricDataResult;
+        let result = |id: &str, status: StatusCode, points: &[(i64, f64)]| {
+            let mut r = MetricDataResult::builder().id(id).status_code(status);
+            for (t, v) in points {
+                r = r.timestamps(DateTime::from_secs(*t)).values(*v);
+            }
+            r.build()
+        };
+        let first = GetMetricDataOutput::builder()
+            .metric_data_results(result("q0", StatusCode::PartialData, &[at(2, 1.0)]))
+            .metric_data_results(result("q1", StatusCode::Forbidden, &[]))
+            .metric_data_results(result("q9", StatusCode::Complete, &[at(1, 5.0)]))
+            .next_token("more")
+            .build();
+        let second = GetMetricDataOutput::builder()
+            .metric_data_results(result("q0", StatusCode::Complete, &[at(1, 2.0)]))
+            .metric_data_results(result("q2", StatusCode::Complete, &[]))
+            .build();
+        let s = collect(&[&first, &second], 3);
+        assert_eq!(s[0].points, [at(2, 1.0), at(1, 2.0)]);
+        assert!(!s[0].failed && s[1].failed && !s[2].failed);
+        assert!(s[2].points.is_empty());
     }
 
     #[test]
