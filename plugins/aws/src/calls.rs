@@ -138,6 +138,11 @@ impl Calls {
         regional!(self, aws_sdk_lambda, region)
     }
 
+    /// The CloudWatch client of `region` (usage metrics).
+    pub fn cloudwatch(&self, region: &str) -> aws_sdk_cloudwatch::Client {
+        regional!(self, aws_sdk_cloudwatch, region)
+    }
+
     /// The CloudWatch Logs client of `region`.
     pub fn logs(&self, region: &str) -> aws_sdk_cloudwatchlogs::Client {
         regional!(self, aws_sdk_cloudwatchlogs, region)

@@ -5,6 +5,8 @@
 //! reported, and the failure is named; the other services' are. Without
 //! the tagging API's answer, the services whose tags come from it are not
 //! reported either (an `svc:ignore` tag would be lost).
+//! Then the usage figures of what was listed ([`metrics::usage`]), which
+//! the region is reported without when CloudWatch fails.
 
 use aws_sdk_ec2::types::{
     Address, Filter, Image, Instance, NatGateway, NetworkInterface, SecurityGroup, Snapshot, Subnet, Volume, Vpc,
@@ -12,7 +14,8 @@ use aws_sdk_ec2::types::{
 };
 
 use crate::calls::{CallError, Calls, Op, pages};
-use crate::{dynamodb, eks, elasticache, elb, lambda, logs, rds, tagging};
+use crate::emit::Usage;
+use crate::{dynamodb, eks, elasticache, elb, lambda, logs, metrics, rds, tagging};
 
 /// Page size asked of every paginated call (the APIs' maximum).
 const PAGE: i32 = 1000;
@@ -41,6 +44,8 @@ pub struct RegionData {
     pub subnets: Vec<Subnet>,
     pub security_groups: Vec<SecurityGroup>,
     pub interfaces: Vec<NetworkInterface>,
+    /// CloudWatch figures by node kind and id.
+    pub usage: Usage,
 }
 
 fn op<'a>(operation: &'static str, region: &'a str) -> Op<'a> {
@@ -137,6 +142,7 @@ pub async fn region(calls: &Calls, region: &str) -> Result<Listed, CallError> {
             (data.dynamodb, data.elasticache) = Default::default();
         }
     }
+    data.usage = metrics::usage(calls, region, &data).await;
     Ok(Listed { data, failed })
 }
 

@@ -2,10 +2,10 @@
 //! (`crn:svc:aws:<region>:<account>:<type>:<id>`, the engine derives the
 //! service), JSON properties as the mock estate's AWS half writes them
 //! (`state`, `created_at`, the resource's own keys, `tags`,
-//! `creation_timestamp`), a cost from the engine's price table, and the
-//! relation strings of DESIGN 2.
+//! `creation_timestamp`), usage figures from CloudWatch ([`Usage`]), a
+//! cost from the engine's price table, and the relation strings of DESIGN 2.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use aws_sdk_ec2::primitives::DateTime;
 use aws_sdk_ec2::types::Tag;
@@ -30,6 +30,10 @@ pub const ROUTES_TO: &str = "ROUTES_TO";
 /// `A WRITES B`: a function to its log group.
 pub const WRITES: &str = "WRITES";
 
+/// Usage figures by node kind, then node id: `(property, value)` pairs
+/// ([`crate::metrics`]) that [`Out::tagged`] adds to the node's properties.
+pub type Usage = HashMap<&'static str, HashMap<String, Vec<(&'static str, f64)>>>;
+
 /// Where one region's resources are written, and which account and
 /// partition their CRNs and ARNs carry.
 pub struct Out<'a> {
@@ -41,6 +45,8 @@ pub struct Out<'a> {
     /// `(type, id)` of every node written, so edges go only to resources
     /// this scan reports.
     written: HashSet<(&'static str, String)>,
+    /// The region's usage figures, merged into the nodes they are of.
+    usage: Option<&'a Usage>,
 }
 
 impl<'a> Out<'a> {
@@ -52,7 +58,14 @@ impl<'a> Out<'a> {
             nodes: Vec::new(),
             edges: Vec::new(),
             written: HashSet::new(),
+            usage: None,
         }
+    }
+
+    /// Adds `usage` to the properties of the nodes it names as they are written.
+    pub fn with_usage(mut self, usage: &'a Usage) -> Out<'a> {
+        self.usage = Some(usage);
+        self
     }
 
     /// The plugin-form CRN of a resource of this region.
@@ -93,7 +106,8 @@ impl<'a> Out<'a> {
     }
 
     /// Writes node `kind`/`id` (its service is the engine's for the type)
-    /// with its properties and tags (key, value), priced by the engine's table.
+    /// with its properties, its usage figures and tags (key, value), priced
+    /// by the engine's table (which reads some figures: a NAT gateway's bytes).
     pub fn tagged<'t>(
         &mut self,
         kind: &'static str,
@@ -102,6 +116,10 @@ impl<'a> Out<'a> {
         tags: impl IntoIterator<Item = (&'t str, &'t str)>,
     ) {
         let Doc { mut props, created } = doc;
+        let figures = self.usage.and_then(|u| u.get(kind)?.get(id));
+        for &(key, value) in figures.into_iter().flatten() {
+            props.insert(key.to_owned(), number(value));
+        }
         let cost = price(self.region, kind, &props);
         let tags: Map<String, Value> = tags.into_iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect();
         props.insert("tags".into(), Value::Object(tags));
@@ -186,6 +204,17 @@ impl Doc {
     }
 }
 
+/// A figure as JSON: whole numbers as integers (as the mock estate writes
+/// counts), others as floats; a value that is not finite is null.
+fn number(v: f64) -> Value {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    if v.fract() == 0.0 && v.abs() < EXACT {
+        Value::from(v as i64)
+    } else {
+        serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+    }
+}
+
 /// Unix seconds of an SDK time.
 pub fn secs(t: Option<&DateTime>) -> Option<i64> {
     t.map(DateTime::secs)
@@ -253,6 +282,36 @@ mod tests {
             (n.cost - 8.0 * prices::region_factor("aws", "eu-west-1")).abs() < 1e-9,
             "{}",
             n.cost
+        );
+    }
+
+    #[test]
+    fn merges_usage_figures_before_pricing() {
+        let mut usage = Usage::new();
+        let nat = vec![("bytes_processed_7d", 7.0 * 1_073_741_824.0), ("connections_7d", 0.0)];
+        usage.entry("nat-gateway").or_default().insert("nat-1".into(), nat);
+        usage
+            .entry("instance")
+            .or_default()
+            .insert("i-1".into(), vec![("cpu_avg_7d", 2.5)]);
+        let mut out = Out::new("us-east-1", "1", "aws").with_usage(&usage);
+        out.node("nat-gateway", "nat-1", out.doc("available", None), &[]);
+        out.node("nat-gateway", "nat-2", out.doc("available", None), &[]);
+        out.node("instance", "i-1", out.doc("running", None), &[]);
+        let props: Vec<Value> = out
+            .nodes
+            .iter()
+            .map(|n| serde_json::from_slice(&n.properties).unwrap())
+            .collect();
+        assert_eq!(props[0]["bytes_processed_7d"], 7_516_192_768_i64);
+        assert_eq!(props[0]["connections_7d"], 0);
+        assert!(props[1].get("bytes_processed_7d").is_none(), "{}", props[1]);
+        assert_eq!(props[2]["cpu_avg_7d"], 2.5);
+        // 30 GB a month processed at the NAT rate is in the first one's cost.
+        let gb = prices::rate("aws", "nat-gateway-gb", "us-east-1").unwrap();
+        assert!(
+            (out.nodes[0].cost - out.nodes[1].cost - 30.0 * gb).abs() < 0.011,
+            "{gb}"
         );
     }
 

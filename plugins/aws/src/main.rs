@@ -7,7 +7,8 @@
 //! and `network` (EC2 resources as nodes and edges), one file per other
 //! service (its list calls, nodes and edges: `elb`, `rds`,
 //! `lambda`, `logs`, `s3`, `dynamodb`, `elasticache`, `eks`), `tagging`
-//! (the tags of those whose list calls carry none), `emit` (CRNs, properties,
+//! (the tags of those whose list calls carry none), `metrics` (CloudWatch
+//! usage figures of a listed region), `emit` (CRNs, properties, usage,
 //! prices), `calls` (SDK configuration, the bound on requests in flight,
 //! the log line of every call), `config` (settings); `remediate` (the
 //! `Remediator` service and its actions), `quarantine`, `reversibility`.
@@ -24,6 +25,7 @@ mod elb;
 mod emit;
 mod lambda;
 mod logs;
+mod metrics;
 mod network;
 mod provider;
 mod quarantine;

@@ -46,7 +46,7 @@ fn region_responses(
     data: &discover::RegionData,
     buckets: &[s3::Bucket],
 ) -> Vec<ScanResponse> {
-    let mut out = Out::new(region, &who.account, &who.partition);
+    let mut out = Out::new(region, &who.account, &who.partition).with_usage(&data.usage);
     compute::nodes(&mut out, data);
     network::nodes(&mut out, data);
     elb::nodes(&mut out, &data.elb);

@@ -545,7 +545,7 @@ async fn tables_caches_clusters_and_tags_in_two_regions() {
 /// any other call: its resources would otherwise be reported without their
 /// `svc:ignore` tags.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_region_whose_tags_cannot_be_read_is_not_reported() {
+async fn without_the_tagging_api_the_services_it_tags_are_left_out_and_named() {
     let moto = Moto::start().await;
     let mut a = Seeded::default();
     network(&moto.ec2(A), &mut a, "10.1").await;
@@ -562,16 +562,28 @@ async fn a_region_whose_tags_cannot_be_read_is_not_reported() {
     ])
     .await;
     let (scan, status) = plugin.scan(&[("regions", A), ("max_attempts", "1")]).await;
-    let status = status.expect_err("a region without tags fails");
-    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    status.expect("the services not tagged through the API are listed");
+    let unlisted = scan.unlisted.expect("the services left out are named");
+    let services: Vec<&str> = unlisted
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert_eq!(p["region"], A, "{p}");
+            assert!(
+                p["error"].as_str().unwrap().contains("tag GetResources in us-east-1"),
+                "{p}"
+            );
+            p["service"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(services, ["lambda", "logs", "s3", "dynamodb", "elasticache"]);
+    // Tables (tagged through the API) are not sent; the network is.
     assert!(
-        status.message().contains("tag GetResources in us-east-1"),
-        "{}",
-        status.message()
+        !scan.nodes.keys().any(|c| c.contains(":table:")),
+        "{:?}",
+        scan.nodes.keys()
     );
-    assert!(
-        !scan.nodes.keys().any(|c| c.contains(":us-east-1:")),
-        "nothing of the failed region is sent: {:?}",
-        scan.nodes.keys().collect::<Vec<_>>()
-    );
+    assert!(scan.nodes.contains_key(&crn(A, "vpc", &a.vpc)));
+    assert!(scan.nodes.contains_key(&crn(A, "subnet", &a.subnet)));
 }

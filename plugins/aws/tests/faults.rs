@@ -188,3 +188,62 @@ async fn expired_credentials_are_named_and_nothing_is_scanned() {
     // Nothing past the identity check was asked of AWS.
     assert_eq!(proxy.count("DescribeVolumes") + proxy.count("DescribeInstances"), 0);
 }
+
+/// An RDS-style (query protocol) 5xx answer.
+fn server_error() -> (u16, String) {
+    let body = "<ErrorResponse><Error><Type>Receiver</Type><Code>InternalFailure</Code>\
+         <Message>internal failure</Message></Error><RequestId>svc-test</RequestId></ErrorResponse>";
+    (500, body.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_that_keeps_failing_fails_only_itself_in_its_region() {
+    let moto = Moto::start().await;
+    let s = seed_small(&moto.ec2(B)).await;
+    let rule: Rule = Box::new(|action| (action == "DescribeDBInstances").then(server_error));
+    let proxy = Proxy::start(&moto, rule).await;
+    let mut plugin = proxy.plugin().await;
+    let (scan, status) = plugin.scan(&[("regions", B), ("max_attempts", "2")]).await;
+    status.expect("the other services were listed");
+    assert_eq!(proxy.count("DescribeDBInstances"), 2, "retried once, then given up");
+    let unlisted = scan.unlisted.expect("RDS is named");
+    let parts = unlisted.as_array().unwrap();
+    assert_eq!(parts.len(), 1, "{unlisted}");
+    assert_eq!(
+        (
+            parts[0]["region"].as_str(),
+            parts[0]["service"].as_str(),
+            parts[0]["account"].as_str()
+        ),
+        (Some(B), Some("rds"), Some(ACCOUNT)),
+        "{unlisted}"
+    );
+    assert!(
+        parts[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("rds DescribeDBInstances in eu-west-1"),
+        "{unlisted}"
+    );
+    assert!(scan.nodes.contains_key(&crn(B, "instance", &s.running)));
+    assert!(scan.nodes.contains_key(&crn(B, "volume", &s.loose_volume)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_every_service_of_every_region_fails_the_scan_fails() {
+    let moto = Moto::start().await;
+    seed_small(&moto.ec2(B)).await;
+    // Who the plugin is, and the regions, answer; nothing else does.
+    let rule: Rule = Box::new(|action| (!matches!(action, "GetCallerIdentity" | "DescribeRegions")).then(server_error));
+    let proxy = Proxy::start(&moto, rule).await;
+    let mut plugin = proxy.plugin().await;
+    let (scan, status) = plugin.scan(&[("regions", B), ("max_attempts", "1")]).await;
+    let status = status.expect_err("nothing was listed");
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert!(
+        status.message().starts_with("every region failed (1 of 1)"),
+        "{}",
+        status.message()
+    );
+    assert!(scan.nodes.is_empty());
+}
