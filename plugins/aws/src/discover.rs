@@ -5,8 +5,6 @@
 //! reported, and the failure is named; the other services' are. Without
 //! the tagging API's answer, the services whose tags come from it are not
 //! reported either (an `svc:ignore` tag would be lost).
-//! Then the usage figures of what was listed ([`metrics::usage`]), which
-//! the region is reported without when CloudWatch fails.
 
 use aws_sdk_ec2::types::{
     Address, Filter, Image, Instance, NatGateway, NetworkInterface, SecurityGroup, Snapshot, Subnet, Volume, Vpc,
@@ -15,7 +13,7 @@ use aws_sdk_ec2::types::{
 
 use crate::calls::{CallError, Calls, Op, pages};
 use crate::emit::Usage;
-use crate::{dynamodb, eks, elasticache, elb, lambda, logs, metrics, rds, tagging};
+use crate::{dynamodb, eks, elasticache, elb, lambda, logs, rds, tagging};
 
 /// Page size asked of every paginated call (the APIs' maximum).
 const PAGE: i32 = 1000;
@@ -142,7 +140,6 @@ pub async fn region(calls: &Calls, region: &str) -> Result<Listed, CallError> {
             (data.dynamodb, data.elasticache) = Default::default();
         }
     }
-    data.usage = metrics::usage(calls, region, &data).await;
     Ok(Listed { data, failed })
 }
 

@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 use crate::calls::Calls;
 use crate::config::Settings;
 use crate::emit::Out;
-use crate::{account, compute, discover, dynamodb, eks, elasticache, elb, lambda, logs, network, rds, s3};
+use crate::{account, compute, discover, dynamodb, eks, elasticache, elb, lambda, logs, metrics, network, rds, s3};
 
 /// The plugin's major version; a daemon with another major is refused.
 const PLUGIN_MAJOR: &str = "0";
@@ -121,7 +121,15 @@ async fn produce(accounts: account::Accounts, tx: Sender<Result<ScanResponse, St
         .iter()
         .enumerate()
         .flat_map(|(k, a)| a.regions.iter().map(move |r| (k, a, r)))
-        .map(|(k, a, r)| async move { (k, r.as_str(), discover::region(&a.calls, r).await) })
+        .map(|(k, a, r)| async move {
+            // Then the usage figures of what was listed, which the region
+            // is reported without when CloudWatch fails.
+            let mut listed = discover::region(&a.calls, r).await;
+            if let Ok(l) = &mut listed {
+                l.data.usage = metrics::usage(&a.calls, r, &l.data).await;
+            }
+            (k, r.as_str(), listed)
+        })
         .collect();
     let regions: usize = reached.iter().map(|a| a.regions.len()).sum();
     let (mut nodes, mut edges, mut failed) = (0usize, 0usize, Vec::new());

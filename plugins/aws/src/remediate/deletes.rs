@@ -11,7 +11,7 @@ use aws_sdk_cloudwatchlogs::types::LogGroup;
 use aws_sdk_ec2::types::{Address, NatGateway, Snapshot};
 use aws_sdk_elasticloadbalancingv2::types::LoadBalancer;
 
-use super::{DELETED, Done, RESTORED, Target, dry_ran, is_gone, tags_json, why};
+use super::target::{DELETED, Done, RESTORED, Target, dry_ran, is_gone, tags_json, why};
 
 /// The answer for a resource that was not there to remove.
 fn gone() -> Done {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use aws_sdk_ec2::types::Instance;
 
-use super::{Done, RUNNING, STOPPED, Target, dry_ran, is_gone, wait_for, why};
+use super::target::{Done, RUNNING, STOPPED, Target, dry_ran, is_gone, wait_for, why};
 
 /// Where an action leaves an instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

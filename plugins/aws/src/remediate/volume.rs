@@ -19,10 +19,8 @@ use std::collections::HashMap;
 
 use aws_sdk_ec2::types::{Filter, ResourceType, Snapshot, SnapshotState, Tag, TagSpecification, Volume, VolumeType};
 
-use super::{
-    DELETED, Done, RESTORED, TAG_PREFIX, Target, describe_instance, dry_ran, find_instance, is_gone, state_of, token,
-    wait_for, why,
-};
+use super::instance::{describe_instance, find_instance, state_of};
+use super::target::{DELETED, Done, RESTORED, TAG_PREFIX, Target, dry_ran, is_gone, tags_json, token, wait_for, why};
 
 const SOURCE: &str = "svc:remediation:volume";
 const TOKEN: &str = "svc:remediation:token";
@@ -117,7 +115,7 @@ fn record(s: &Snapshot) -> Done {
         .with("encrypted", s.encrypted().map(|e| e.to_string()).as_deref())
         .with("attached_to", attached)
         .with("device", tag_of(tags, DEVICE))
-        .with("tags", Some(&super::tags_json(user_tags(tags))))
+        .with("tags", Some(&tags_json(user_tags(tags))))
         .with(
             "previous_state",
             Some(if attached.is_some() { "in-use" } else { "available" }),
