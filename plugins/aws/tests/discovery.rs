@@ -205,16 +205,7 @@ async fn seed_tagged(moto: &Moto) {
     use aws_sdk_lambda::primitives::Blob;
     use aws_sdk_lambda::types::{FunctionCode, Runtime};
     use aws_sdk_s3::types::{BucketLocationConstraint, CreateBucketConfiguration, Tagging};
-    let iam = client!(aws_sdk_iam, moto, A);
-    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
-    let role = iam
-        .create_role()
-        .role_name("fn")
-        .assume_role_policy_document(trust)
-        .send()
-        .await
-        .unwrap();
-    let role = role.role().unwrap().arn().to_owned();
+    let role = lambda_role(moto).await;
     for (region, name, tag) in [(A, "resize", ("team", "media")), (B, "cron", ("svc:ignore", "true"))] {
         client!(aws_sdk_lambda, moto, region)
             .create_function()

@@ -198,16 +198,7 @@ async fn seed_a(moto: &Moto, t: &Times) -> Estate {
             .unwrap();
     }
 
-    let iam = client!(aws_sdk_iam, moto, A);
-    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
-    let role = iam
-        .create_role()
-        .role_name("fn")
-        .assume_role_policy_document(trust)
-        .send()
-        .await
-        .unwrap();
-    let role = role.role().unwrap().arn().to_owned();
+    let role = lambda_role(moto).await;
     let lambda = client!(aws_sdk_lambda, moto, A);
     (e.fn_busy, e.fn_idle) = ("resize".into(), "cron".into());
     for name in [&e.fn_busy, &e.fn_idle] {

@@ -413,7 +413,6 @@ pub async fn seed_data(moto: &Moto, s: &Seeded, e: &Elb) -> Data {
     let rds = client!(aws_sdk_rds, moto, A);
     let lambda = client!(aws_sdk_lambda, moto, A);
     let logs = client!(aws_sdk_cloudwatchlogs, moto, A);
-    let iam = client!(aws_sdk_iam, moto, A);
     let d = Data {
         db: "orders".into(),
         db_stopped: "reports".into(),
@@ -452,15 +451,7 @@ pub async fn seed_data(moto: &Moto, s: &Seeded, e: &Elb) -> Data {
         .await
         .unwrap();
 
-    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
-    let role = iam
-        .create_role()
-        .role_name("fn")
-        .assume_role_policy_document(trust)
-        .send()
-        .await
-        .unwrap();
-    let role = role.role().unwrap().arn().to_owned();
+    let role = lambda_role(moto).await;
     for (name, in_vpc) in [(&d.function, true), (&d.function_plain, false)] {
         let mut call = lambda
             .create_function()
@@ -527,6 +518,20 @@ pub async fn seed_buckets(moto: &Moto) {
         }
         call.send().await.unwrap();
     }
+}
+
+/// The ARN of a role Lambda may assume (`fn`, created once per moto).
+pub async fn lambda_role(moto: &Moto) -> String {
+    let iam = client!(aws_sdk_iam, moto, A);
+    let trust = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}"#;
+    let role = iam
+        .create_role()
+        .role_name("fn")
+        .assume_role_policy_document(trust)
+        .send()
+        .await
+        .unwrap();
+    role.role().unwrap().arn().to_owned()
 }
 
 /// A zip archive with nothing in it (its end-of-directory record).
