@@ -2,7 +2,8 @@
 //! itself, as AWS does on a bad day: a 5xx answered a few times (retried
 //! by the SDK, the scan succeeds), expired credentials (named by
 //! preflight and scan), a service that keeps failing (only its part of
-//! the region is left out, and named).
+//! the region is left out, and named), the plugin killed mid-scan (the
+//! stream ends in an error, so the daemon retires nothing).
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
@@ -36,6 +37,8 @@ type Rule = Box<dyn Fn(&str) -> Option<(u16, String)> + Send + Sync>;
 struct Proxied {
     moto: String,
     rule: Rule,
+    /// Requests of this action wait here until told to go on.
+    hold: Option<(&'static str, Arc<tokio::sync::Notify>)>,
     http: reqwest::Client,
     /// Every request's action, in order.
     seen: Mutex<Vec<String>>,
@@ -46,6 +49,11 @@ async fn forward(State(p): State<Arc<Proxied>>, req: Request) -> Response {
     let body = to_bytes(body, usize::MAX).await.unwrap();
     let action = action_of(&parts.headers, parts.uri.path(), &body);
     p.seen.lock().unwrap().push(action.clone());
+    if let Some((held, go)) = &p.hold
+        && *held == action
+    {
+        go.notified().await;
+    }
     if let Some((status, text)) = (p.rule)(&action) {
         return (
             StatusCode::from_u16(status).unwrap(),
@@ -82,9 +90,15 @@ struct Proxy {
 
 impl Proxy {
     async fn start(moto: &Moto, rule: Rule) -> Proxy {
+        Proxy::holding(moto, rule, None).await
+    }
+
+    /// A proxy whose requests of `hold`'s action wait for its notification.
+    async fn holding(moto: &Moto, rule: Rule, hold: Option<(&'static str, Arc<tokio::sync::Notify>)>) -> Proxy {
         let state = Arc::new(Proxied {
             moto: moto.endpoint.clone(),
             rule,
+            hold,
             http: reqwest::Client::new(),
             seen: Mutex::new(Vec::new()),
         });
@@ -246,4 +260,36 @@ async fn when_every_service_of_every_region_fails_the_scan_fails() {
         status.message()
     );
     assert!(scan.nodes.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_killed_mid_scan_ends_its_stream_with_an_error_not_an_ok_end() {
+    let moto = Moto::start().await;
+    seed_small(&moto.ec2(B)).await;
+    let go = Arc::new(tokio::sync::Notify::new());
+    let proxy = Proxy::holding(&moto, Box::new(|_| None), Some(("DescribeVolumes", go.clone()))).await;
+    let mut plugin = proxy.plugin().await;
+    let mut provider = plugin.provider.clone();
+    let scan = tokio::spawn(async move {
+        let config = [("regions".to_owned(), B.to_owned())].into();
+        let mut stream = provider.scan(ScanRequest { config }).await?.into_inner();
+        let mut nodes = 0;
+        while let Some(r) = stream.message().await? {
+            nodes += r.nodes.len();
+        }
+        Ok::<_, tonic::Status>(nodes)
+    });
+    // The scan is under way (its volumes asked for) when the plugin dies.
+    let end = std::time::Instant::now() + DEADLINE;
+    while proxy.count("DescribeVolumes") == 0 {
+        assert!(std::time::Instant::now() < end, "the scan never asked for volumes");
+        tokio::time::sleep(POLL_PAUSE).await;
+    }
+    plugin._child.kill().await.unwrap();
+    go.notify_waiters();
+    let ended = tokio::time::timeout(DEADLINE, scan).await.unwrap().unwrap();
+    // The daemon takes an error end for a failed scan and keeps what it
+    // knew; only an OK end (with its trailer) lets it retire anything.
+    let e = ended.expect_err("a killed plugin's scan does not end OK");
+    assert_ne!(e.code(), tonic::Code::Ok, "{e:?}");
 }
