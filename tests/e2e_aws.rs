@@ -1,7 +1,9 @@
 //! An AWS account through a real daemon: `svc-plugin-aws` installed with
 //! `svc plugins install-local`, activated in `config.toml` with two
 //! regions, scanning a real `moto_server` with the credentials and endpoint
-//! in the daemon's environment, as an operator would run it.
+//! in the daemon's environment, as an operator would run it; then acting
+//! on what it found through the remediation API (approve, revert,
+//! quarantine), the plugin carrying it out in moto.
 //!
 //! moto stamps creation and stop times with its own clock, so it runs
 //! under libfaketime (Debian `faketime`, installed by `scripts/test`) with
@@ -9,7 +11,8 @@
 //! days in the past, the young ones now, and the rules' grace periods (7
 //! days unattached, 30 days stopped or orphaned) are exercised for real.
 //! The account is seeded by `tests/aws/seed.py` (boto3, which comes with
-//! moto).
+//! moto), which also reads moto back for the remediation checks, apart
+//! from the plugin.
 //!
 //! The plugin binary is built beside `svc` by `cargo test --workspace`
 //! (or `cargo build -p svc-plugin-aws`), like the other plugins' tests.
@@ -128,19 +131,32 @@ impl Moto {
         std::fs::write(&self.clock, format!("{offset}\n")).unwrap();
     }
 
-    /// Runs a phase of `tests/aws/seed.py`: what it created, by region and role.
-    fn seed(&self, phase: &str) -> Value {
+    /// Runs a command of `tests/aws/seed.py` on this moto: its JSON answer.
+    fn python(&self, args: &[&str]) -> Value {
         let out = Command::new("python3")
             .arg(repo().join("tests/aws/seed.py"))
-            .args([&self.endpoint, phase, A, B])
+            .arg(&self.endpoint)
+            .args(args)
             .output()
             .expect("run python3 tests/aws/seed.py (scripts/test puts .venv first on PATH)");
         assert!(
             out.status.success(),
-            "seeding ({phase}) failed:\n{}",
+            "seed.py {args:?} failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Runs a phase of the seeding: what it created, by region and role.
+    fn seed(&self, phase: &str) -> Value {
+        self.python(&[phase, A, B])
+    }
+
+    /// What moto holds of `region`'s EC2 resources, read with boto3, not
+    /// through the plugin: `volumes`, `snapshots`, `instances` and
+    /// `groups`, each by id.
+    fn look(&self, region: &str) -> Value {
+        self.python(&["look", region])
     }
 
     /// The account as the test seeds it: old resources 40 days back, then
@@ -293,6 +309,33 @@ async fn scan_aws(api: &Api, ok: bool) -> Value {
         "{r}"
     );
     r
+}
+
+/// The item of `crn` if the remediation queue lists it at `stage`.
+async fn at_stage(api: &Api, stage: &str, crn: &str) -> Option<Value> {
+    let q = api
+        .get_query_ok("/api/v1/remediation/queue", &[("stage", stage), ("limit", "1000")])
+        .await;
+    q["stages"][stage].as_array()?.iter().find(|i| i["crn"] == crn).cloned()
+}
+
+/// The ledger's events of type `kind` on `crn`, newest first.
+async fn events_of(api: &Api, kind: &str, crn: &str) -> Vec<Value> {
+    api.history_all(&[("type", kind), ("crn", crn)])
+        .await
+        .into_iter()
+        .filter(|e| e["crn"] == crn)
+        .collect()
+}
+
+/// The ids of `map` (an object by id) whose entry satisfies `pred`.
+fn ids_where(map: &Value, pred: impl Fn(&Value) -> bool) -> Vec<String> {
+    map.as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, v)| pred(v))
+        .map(|(k, _)| k.clone())
+        .collect()
 }
 
 /// Waits until no process runs `exe`.
@@ -514,25 +557,135 @@ async fn an_aws_account_is_scanned_and_its_waste_found() {
     assert!(out.contains("source         aws (real; aws): last scan 1 ok"), "{out}");
     assert!(out.contains("simulated      no"), "{out}");
 
-    // The plugin does not prove reversibility yet: findings wait at
-    // sau_gate, and approving one is refused without reaching AWS.
+    // The plugin proves reversibility from the resources themselves: what
+    // a snapshot can bring back waits for a decision (`pending`); an
+    // address, an orphaned snapshot and an instance to terminate cannot
+    // come back, and wait at `sau_gate` with the plugin's reason.
     let q = api
-        .get_query_ok("/api/v1/remediation/queue", &[("stage", "sau_gate"), ("limit", "1000")])
+        .get_query_ok("/api/v1/remediation/queue", &[("limit", "1000")])
         .await;
-    let loose_crn = vol(A, "loose_volume");
-    let held = q["stages"]["sau_gate"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["crn"] == loose_crn.as_str());
-    assert!(held.is_some(), "{loose_crn} waits at sau_gate: {q}");
+    for stage in ["flagged", "analyzed", "codegen", "applied", "rejected"] {
+        assert_eq!(q["counts"][stage], 0, "{stage}: {q}");
+    }
+    let listed = |stage: &str| -> BTreeMap<String, Value> {
+        q["stages"][stage]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| (i["crn"].as_str().unwrap().to_owned(), i.clone()))
+            .collect()
+    };
+    let (pending, gated) = (listed("pending"), listed("sau_gate"));
+    let snapshotted = "a snapshot is taken before the volume is deleted and it is restored from it on rollback; \
+                       it has no snapshot yet";
+    let mut expect_pending: BTreeMap<String, (&str, &str, String)> = [
+        (vol(A, "loose_volume"), ("aws-ebs-unattached", "delete")),
+        (vol(B, "loose_volume"), ("aws-ebs-unattached", "delete")),
+        (
+            vol(A, "stopped_root"),
+            ("aws-ebs-on-stopped-instance", "snapshot_delete"),
+        ),
+    ]
+    .into_iter()
+    .map(|(c, (rule, action))| (c, (rule, action, snapshotted.to_owned())))
+    .collect();
+    if lb["is_waste"] == true {
+        expect_pending.insert(
+            lb["crn"].as_str().unwrap().to_owned(),
+            (
+                "aws-elb-idle",
+                "delete",
+                "deletion protection is off; a load balancer holds no data and its target groups are kept \
+                 (a recreated one has another DNS name)"
+                    .to_owned(),
+            ),
+        );
+    }
+    let mut released = BTreeMap::new();
+    for region in [A, B] {
+        let eip = node(&api, &crn(region, "ec2", "eip", &estate.id(region, "eip_loose"))).await;
+        let ip = eip["properties"]["public_ip"].as_str().unwrap().to_owned();
+        released.insert(
+            region,
+            format!("a released Elastic IP's address ({ip}) cannot be had back: a new allocation gets another address"),
+        );
+    }
+    let expect_gated: BTreeMap<String, (&str, &str, String)> = [
+        (
+            crn(A, "ec2", "eip", &estate.id(A, "eip_loose")),
+            ("aws-eip-unassociated", "release", released[A].clone()),
+        ),
+        (
+            crn(B, "ec2", "eip", &estate.id(B, "eip_loose")),
+            ("aws-eip-unassociated", "release", released[B].clone()),
+        ),
+        (
+            crn(A, "ec2", "snapshot", &estate.id(A, "orphan_snapshot")),
+            (
+                "aws-ebs-snapshot-orphaned",
+                "snapshot_delete",
+                "a deleted snapshot cannot be restored (unless a Recycle Bin retention rule keeps it)".to_owned(),
+            ),
+        ),
+        (
+            stopped.clone(),
+            (
+                "aws-ec2-stopped",
+                "delete",
+                format!(
+                    "terminating an instance cannot be undone: volumes {} are deleted with it (DeleteOnTermination); \
+                     the aws plugin stops instances but does not terminate them",
+                    estate.id(A, "stopped_root")
+                ),
+            ),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(
+        pending.keys().collect::<Vec<_>>(),
+        expect_pending.keys().collect::<Vec<_>>(),
+        "pending: {q}"
+    );
+    assert_eq!(
+        gated.keys().collect::<Vec<_>>(),
+        expect_gated.keys().collect::<Vec<_>>(),
+        "sau_gate: {q}"
+    );
+    for (items, expected, safe) in [(&pending, &expect_pending, true), (&gated, &expect_gated, false)] {
+        for (c, (rule, action, reason)) in expected {
+            let i = &items[c];
+            assert_eq!((&i["rule"], &i["action"]), (&json!(rule), &json!(action)), "{i}");
+            assert_eq!(
+                i["proof"],
+                json!({"safe": safe, "source": "plugin", "reason": reason}),
+                "the plugin's proof: {i}"
+            );
+            let blockers = if safe {
+                json!([])
+            } else {
+                json!([format!("unsafe: {reason}")])
+            };
+            assert_eq!(i["blockers"], blockers, "{i}");
+            assert_eq!(i["plan_hash"].as_str().unwrap().len(), 64, "planned: {i}");
+        }
+    }
+    // Approving what waits at the gate is refused, even on its plan.
+    let eip_a = &gated[&crn(A, "ec2", "eip", &estate.id(A, "eip_loose"))];
     let refused = api
         .post_json(
             "/api/v1/remediation/approve",
-            &json!({"crn": loose_crn, "plan_hash": "x"}),
+            &json!({"crn": eip_a["crn"], "plan_hash": eip_a["plan_hash"]}),
         )
-        .await;
-    assert!(refused.status.is_client_error(), "{} {}", refused.status, refused.text);
+        .await
+        .expect_error(409, "conflict");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("is at sau_gate, not pending"),
+        "{refused}"
+    );
 
     // The plugin killed between scans: the next scan starts it again and
     // finds the same account; nothing is retired.
@@ -560,6 +713,468 @@ async fn an_aws_account_is_scanned_and_its_waste_found() {
     assert_eq!(
         node(&api, &vol(A, "loose_volume")).await["verdict"],
         "aws-ebs-unattached"
+    );
+}
+
+/// Remediation through the API against moto, checked in moto with boto3
+/// (`seed.py look`), not through the plugin: an unattached volume approved
+/// on its plan is snapshotted then deleted, and its revert restores it from
+/// that snapshot; a running instance quarantined is in the deny-all group
+/// alone, and its revert puts back exactly its groups; a saga whose second
+/// step fails is compensated; a volume found attached to a running
+/// instance at approval is left alone.
+#[tokio::test]
+async fn aws_waste_is_remediated_reverted_and_quarantined_through_the_api() {
+    let moto = Moto::start().await;
+    let estate = moto.seed_estate();
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    let mut d = daemon(dir.path(), aws_env(&moto, &KEYS));
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    assert_eq!(first["payload"]["sources"][0]["ok"], true, "{first}");
+    let api = d.api();
+
+    // An unattached volume, approved on the plan the operator was shown:
+    // one step, `delete` (the plugin snapshots, then deletes), undone by
+    // `restore`.
+    let vol_id = estate.id(A, "loose_volume");
+    let volume = crn(A, "ec2", "volume", &vol_id);
+    let item = at_stage(&api, "pending", &volume)
+        .await
+        .unwrap_or_else(|| panic!("{volume} waits at pending"));
+    let plan = api.get_query_ok("/api/v1/plan", &[("crn", &volume)]).await;
+    assert_eq!(plan["plan_hash"], item["plan_hash"], "queue and plan agree: {plan}");
+    assert_eq!(plan["intent"], "delete", "{plan}");
+    let steps: Vec<(&Value, &Value)> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (&s["action"], &s["inverse"]))
+        .collect();
+    assert_eq!(steps, [(&json!("delete"), &json!("restore"))], "{plan}");
+    assert!(
+        plan["cli"][0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("aws ec2 create-snapshot --region {A} --volume-id {vol_id}")),
+        "{plan}"
+    );
+    let plan_hash = plan["plan_hash"].as_str().unwrap().to_owned();
+    let done = api
+        .post_json(
+            "/api/v1/remediation/approve",
+            &json!({"crn": volume, "plan_hash": plan_hash, "actor": "alice"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (&done["applied"], &done["stage"], &done["failure"]),
+        (&json!(true), &json!("applied"), &Value::Null),
+        "{done}"
+    );
+    assert_eq!(done["steps"].as_array().unwrap().len(), 1, "{done}");
+    assert_eq!(
+        (&done["steps"][0]["action"], &done["steps"][0]["status"]),
+        (&json!("delete"), &json!("SUCCESS")),
+        "{done}"
+    );
+    let saga = done["saga_id"].as_str().unwrap().to_owned();
+    let step_hash = done["steps"][0]["compensating_payload_hash"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(step_hash.len(), 64, "{done}");
+    api.post_json(
+        "/api/v1/remediation/approve",
+        &json!({"crn": volume, "plan_hash": plan_hash}),
+    )
+    .await
+    .expect_error(409, "conflict");
+
+    // In moto: the volume is gone, and one completed snapshot of it holds
+    // its tags and what a restore needs.
+    let ec2 = moto.look(A);
+    assert!(
+        ec2["volumes"].get(&vol_id).is_none(),
+        "{vol_id} deleted: {}",
+        ec2["volumes"]
+    );
+    let made = ids_where(&ec2["snapshots"], |s| s["volume"] == vol_id.as_str());
+    assert_eq!(made.len(), 1, "one snapshot of {vol_id}: {}", ec2["snapshots"]);
+    let snap_id = made[0].clone();
+    let snap = &ec2["snapshots"][&snap_id];
+    assert_eq!(
+        (&snap["state"], &snap["size"]),
+        (&json!("completed"), &json!(100)),
+        "{snap}"
+    );
+    let tags = snap["tags"].as_object().unwrap();
+    for (k, v) in [
+        ("team", "ml"),
+        ("svc:remediation:volume", vol_id.as_str()),
+        ("svc:remediation:zone", "us-east-1a"),
+        ("svc:remediation:volume-type", "gp3"),
+    ] {
+        assert_eq!(tags.get(k), Some(&json!(v)), "{k} on {snap_id}: {snap}");
+    }
+    assert!(tags.get("svc:remediation:token").is_some_and(|t| t != ""), "{snap}");
+    assert!(
+        tags.keys().all(|k| k == "team" || k.starts_with("svc:remediation:")),
+        "its own tags and the remediation's: {snap}"
+    );
+    assert!(
+        !tags.contains_key("svc:remediation:attached-to"),
+        "attached to nothing: {snap}"
+    );
+
+    // In the ledger: the approval on that plan, and the step committed
+    // with the hash of what undoes it.
+    let approvals = events_of(&api, "APPROVAL", &volume).await;
+    assert_eq!(approvals.len(), 1, "{approvals:?}");
+    assert_eq!(
+        (
+            &approvals[0]["status"],
+            &approvals[0]["actor"],
+            &approvals[0]["meta"]["plan_hash"]
+        ),
+        (&json!("APPROVED"), &json!("alice"), &json!(plan_hash)),
+        "{approvals:?}"
+    );
+    let commits = events_of(&api, "EXECUTION_COMMIT", &volume).await;
+    assert_eq!(commits.len(), 1, "{commits:?}");
+    let c = &commits[0]["meta"];
+    for (k, v) in [
+        ("saga_id", json!(saga)),
+        ("crn", json!(volume)),
+        ("intent", json!("delete")),
+        ("step_index", json!(0)),
+        ("status", json!("SUCCESS")),
+        ("compensating_payload_hash", json!(step_hash)),
+        ("action", json!("delete")),
+        ("provider_status", json!("deleted")),
+    ] {
+        assert_eq!(c[k], v, "{k}: {c}");
+    }
+    assert!(c["duration_ms"].is_u64() && c["blast_radius"].is_u64(), "{c}");
+
+    // A running instance quarantined: in moto its groups are the VPC's
+    // deny-all group alone, the ones it had recorded on it.
+    let web_id = estate.id(A, "running");
+    let web = crn(A, "ec2", "instance", &web_id);
+    let groups_of = |ec2: &Value| -> BTreeSet<String> {
+        ec2["instances"][&web_id]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g.as_str().unwrap().to_owned())
+            .collect()
+    };
+    let original = BTreeSet::from([estate.id(A, "web_group"), estate.id(A, "admin_group")]);
+    assert_eq!(groups_of(&ec2), original, "as seeded");
+    let q = api
+        .post_json(
+            "/api/v1/remediation/quarantine",
+            &json!({"crn": web, "action": "ISOLATE", "reason": "suspected compromise, ticket 7", "actor": "sec"}),
+        )
+        .await
+        .expect(200);
+    let q_hash = q["compensating_payload_hash"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (q_hash.len(), &q["crn"], &q["action"]),
+        (64, &json!(web), &json!("ISOLATE")),
+        "{q}"
+    );
+    let ec2 = moto.look(A);
+    let vpc = estate.id(A, "vpc");
+    let deny = ids_where(&ec2["groups"], |g| g["name"] == "svc-quarantine");
+    assert_eq!(deny.len(), 1, "one deny-all group: {}", ec2["groups"]);
+    let deny_id = deny[0].clone();
+    assert_eq!(
+        ec2["groups"][&deny_id],
+        json!({"name": "svc-quarantine", "vpc": vpc, "ingress": 0, "egress": 0, "tags": {"svc:quarantine": "deny-all"}}),
+        "no rule in or out"
+    );
+    let isolated = &ec2["instances"][&web_id];
+    // DescribeInstances' groups of the instance (moto adds the group to its
+    // primary interface's without removing the others; AWS replaces them).
+    assert_eq!(isolated["groups"], json!([deny_id]), "{isolated}");
+    assert_eq!(isolated["state"], "running", "isolated, not stopped: {isolated}");
+    let recorded: BTreeSet<String> = isolated["tags"]["svc:quarantine:groups"]
+        .as_str()
+        .unwrap_or_else(|| panic!("its groups recorded: {isolated}"))
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(recorded, original, "{isolated}");
+    assert_eq!(isolated["tags"]["svc:quarantined"], "suspected compromise, ticket 7");
+    let quarantined = events_of(&api, "QUARANTINE", &web).await;
+    assert_eq!(quarantined.len(), 1, "{quarantined:?}");
+    assert_eq!(
+        (
+            &quarantined[0]["status"],
+            &quarantined[0]["meta"]["compensating_payload_hash"]
+        ),
+        (&json!("QUARANTINED"), &json!(q_hash)),
+        "{quarantined:?}"
+    );
+    assert_eq!(quarantined[0]["meta"]["action"], "ISOLATE");
+
+    // The next scan: the volume retired, its snapshot a new node (young:
+    // not waste), the volume out of the pipeline, the instance secured by
+    // the deny-all group alone.
+    let scan = scan_aws(&api, true).await;
+    assert_eq!(scan["nodes_deleted"], 1, "the volume: {scan}");
+    let retired = node(&api, &volume).await;
+    assert!(u(&retired["valid_to"]) > 0, "logically deleted: {retired}");
+    let snap_crn = crn(A, "ec2", "snapshot", &snap_id);
+    let snap_node = node(&api, &snap_crn).await;
+    assert_eq!(snap_node["valid_to"], 0, "{snap_node}");
+    assert_eq!(
+        (
+            &snap_node["properties"]["source_volume_id"],
+            &snap_node["properties"]["size_gib"]
+        ),
+        (&json!(vol_id), &json!(100)),
+        "{snap_node}"
+    );
+    assert_eq!(snap_node["is_waste"], false, "{snap_node}");
+    assert_eq!(
+        scan["remediation"]["left_reasons"],
+        json!({"remediated; no longer waste": 1}),
+        "{scan}"
+    );
+    let left = events_of(&api, "PIPELINE_MOVE", &volume).await;
+    assert!(
+        left.iter().any(|m| m["meta"]["to"] == "removed"),
+        "the volume left the pipeline: {left:?}"
+    );
+    assert_eq!(
+        outgoing(&api, &web, "SecuredBy").await,
+        BTreeSet::from([crn(A, "ec2", "security-group", &deny_id)])
+    );
+
+    // The remediation reverted by its hash: the compensating restore
+    // makes a volume from the snapshot in the same zone, of the same size
+    // and type, with the same tags (a new id).
+    let r = api
+        .post_json(
+            "/api/v1/remediation/revert",
+            &json!({"hash": step_hash, "actor": "alice"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        r,
+        json!({"action": "restore", "compensating_payload_hash": step_hash, "crn": volume, "kind": "step", "reverted": "delete"})
+    );
+    let ec2 = moto.look(A);
+    let back = ids_where(&ec2["volumes"], |v| {
+        v["tags"]["svc:remediation:restored-from"] == snap_id.as_str()
+    });
+    assert_eq!(back.len(), 1, "one volume restored: {}", ec2["volumes"]);
+    let restored_id = back[0].clone();
+    assert_eq!(
+        ec2["volumes"][&restored_id],
+        json!({
+            "zone": "us-east-1a", "size": 100, "type": "gp3", "state": "available",
+            "snapshot": snap_id, "attached_to": [],
+            "tags": {"team": "ml", "svc:remediation:restored-from": snap_id},
+        })
+    );
+    let rollbacks = events_of(&api, "EXECUTION_ROLLBACK", &volume).await;
+    assert_eq!(rollbacks.len(), 1, "{rollbacks:?}");
+    let rb = &rollbacks[0]["meta"];
+    for (k, v) in [
+        ("saga_id", json!(saga)),
+        ("compensating_action", json!("restore")),
+        ("status", json!("COMPENSATED")),
+        ("reason", json!("reverted by alice")),
+        ("compensating_payload_hash", json!(step_hash)),
+    ] {
+        assert_eq!(rb[k], v, "{k}: {rb}");
+    }
+    api.post_json("/api/v1/remediation/revert", &json!({"hash": step_hash}))
+        .await
+        .expect_error(409, "conflict");
+
+    // The quarantine reverted: exactly the groups it had, its tags gone;
+    // the deny-all group stays for the VPC's next quarantine.
+    let r = api
+        .post_json("/api/v1/remediation/revert", &json!({"hash": q_hash, "actor": "sec"}))
+        .await
+        .expect(200);
+    assert_eq!(
+        (&r["kind"], &r["reverted"], &r["crn"]),
+        (&json!("quarantine"), &json!("ISOLATE"), &json!(web))
+    );
+    let ec2 = moto.look(A);
+    assert_eq!(groups_of(&ec2), original);
+    assert_eq!(ec2["instances"][&web_id]["groups"].as_array().unwrap().len(), 2);
+    let tags = ec2["instances"][&web_id]["tags"].as_object().unwrap();
+    assert!(tags.keys().all(|k| !k.starts_with("svc:")), "{tags:?}");
+    assert!(ec2["groups"].get(&deny_id).is_some());
+    let reverted = events_of(&api, "QUARANTINE_REVERTED", &web).await;
+    assert_eq!(reverted.len(), 1, "{reverted:?}");
+    assert_eq!(reverted[0]["meta"]["compensating_payload_hash"], q_hash);
+
+    // The scan after: the restored volume a new node, the instance secured
+    // by its own groups again.
+    scan_aws(&api, true).await;
+    let restored = node(&api, &crn(A, "ec2", "volume", &restored_id)).await;
+    assert_eq!(
+        (
+            &restored["state"],
+            &restored["properties"]["size_gib"],
+            &restored["is_waste"]
+        ),
+        (&json!("available"), &json!(100), &json!(false)),
+        "young again: {restored}"
+    );
+    assert_eq!(
+        outgoing(&api, &web, "SecuredBy").await,
+        original.iter().map(|g| crn(A, "ec2", "security-group", g)).collect()
+    );
+
+    // A saga whose second step fails is compensated. The stopped instance's
+    // plan is `stop`, then `delete`; the plugin does not terminate
+    // instances, so the delete is refused at its dry run. Started after the
+    // scan that planned it, the instance is really stopped by step 0, and
+    // the compensation (`start`, with the state step 0 found) runs it again.
+    let stopped_id = estate.id(A, "stopped");
+    let stopped = crn(A, "ec2", "instance", &stopped_id);
+    let item = at_stage(&api, "sau_gate", &stopped)
+        .await
+        .unwrap_or_else(|| panic!("{stopped} waits at sau_gate"));
+    let plan = api.get_query_ok("/api/v1/plan", &[("crn", &stopped)]).await;
+    let steps: Vec<(&Value, &Value)> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (&s["action"], &s["inverse"]))
+        .collect();
+    assert_eq!(
+        steps,
+        [(&json!("stop"), &json!("start")), (&json!("delete"), &json!("restore"))],
+        "{plan}"
+    );
+    let plan_hash = item["plan_hash"].as_str().unwrap().to_owned();
+    let overridden = api
+        .post_json(
+            "/api/v1/remediation/override",
+            &json!({"crn": stopped, "plan_hash": plan_hash, "reason": "owner asked for it, ticket 9", "actor": "carol"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(overridden["stage"], "pending", "{overridden}");
+    let started = moto.python(&["start", A, &stopped_id]);
+    assert_eq!(started[&stopped_id], "running", "{started}");
+    let out = api
+        .post_json(
+            "/api/v1/remediation/approve",
+            &json!({"crn": stopped, "plan_hash": plan_hash, "actor": "carol"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (&out["applied"], &out["stage"]),
+        (&json!(false), &json!("pending")),
+        "{out}"
+    );
+    let failure = out["failure"].as_str().unwrap();
+    assert!(
+        failure.starts_with(&format!(
+            "step 1 (delete) failed its dry run: delete of {stopped}: the aws plugin does not delete a"
+        )),
+        "{failure}"
+    );
+    assert_eq!(
+        (&out["steps"][0]["status"], &out["steps"][1]["status"]),
+        (&json!("COMPENSATED"), &json!("pending")),
+        "the stop undone, the delete never run: {out}"
+    );
+    let ec2 = moto.look(A);
+    assert_eq!(ec2["instances"][&stopped_id]["state"], "running", "started again");
+    let root = estate.id(A, "stopped_root");
+    assert_eq!(
+        ec2["volumes"][&root]["attached_to"],
+        json!([stopped_id]),
+        "its volume untouched"
+    );
+    let commits = events_of(&api, "EXECUTION_COMMIT", &stopped).await;
+    assert_eq!(commits.len(), 1, "only the stop committed: {commits:?}");
+    let c = &commits[0]["meta"];
+    assert_eq!(
+        (&c["step_index"], &c["action"], &c["provider_status"], &c["status"]),
+        (&json!(0), &json!("stop"), &json!("stopped"), &json!("SUCCESS")),
+        "{c}"
+    );
+    let rollbacks = events_of(&api, "EXECUTION_ROLLBACK", &stopped).await;
+    assert_eq!(rollbacks.len(), 1, "{rollbacks:?}");
+    let rb = &rollbacks[0]["meta"];
+    assert_eq!(
+        (
+            &rb["saga_id"],
+            &rb["step_index"],
+            &rb["compensating_action"],
+            &rb["status"],
+            &rb["error"]
+        ),
+        (
+            &c["saga_id"],
+            &json!(0),
+            &json!("start"),
+            &json!("COMPENSATED"),
+            &Value::Null
+        ),
+        "{rb}"
+    );
+    assert_eq!(rb["reason"], failure, "{rb}");
+    let back = at_stage(&api, "pending", &stopped)
+        .await
+        .unwrap_or_else(|| panic!("{stopped} back at pending"));
+    assert_eq!(back["failure"], failure, "{back}");
+
+    // A volume attached to a running instance after the scan that planned
+    // its deletion: the plugin refuses at the dry run, before any
+    // snapshot; nothing ran, so nothing is compensated.
+    let b_vol = estate.id(B, "loose_volume");
+    let b_volume = crn(B, "ec2", "volume", &b_vol);
+    let b_web = estate.id(B, "running");
+    let item = at_stage(&api, "pending", &b_volume)
+        .await
+        .unwrap_or_else(|| panic!("{b_volume} waits at pending"));
+    let attached = moto.python(&["attach", B, &b_vol, &b_web, "/dev/sdf"]);
+    assert_eq!(attached[&b_vol], json!([b_web]), "{attached}");
+    let out = api
+        .post_json(
+            "/api/v1/remediation/approve",
+            &json!({"crn": b_volume, "plan_hash": item["plan_hash"]}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (&out["applied"], &out["stage"]),
+        (&json!(false), &json!("pending")),
+        "{out}"
+    );
+    let failure = out["failure"].as_str().unwrap();
+    assert!(
+        failure.starts_with("step 0 (delete) failed its dry run: ")
+            && failure.contains(&format!(
+                "volume {b_vol} is attached to instance {b_web}, which is running: stop the instance first"
+            )),
+        "{failure}"
+    );
+    assert_eq!(out["steps"][0]["status"], "pending", "{out}");
+    assert!(events_of(&api, "EXECUTION_COMMIT", &b_volume).await.is_empty());
+    assert!(events_of(&api, "EXECUTION_ROLLBACK", &b_volume).await.is_empty());
+    let ec2 = moto.look(B);
+    assert_eq!(ec2["volumes"][&b_vol]["attached_to"], json!([b_web]), "still there");
+    assert!(
+        ids_where(&ec2["snapshots"], |s| s["volume"] == b_vol.as_str()).is_empty(),
+        "no snapshot taken: {}",
+        ec2["snapshots"]
     );
 }
 

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
-"""Seeds a moto_server for tests/e2e_aws.rs with boto3 (installed with moto).
+"""Seeds a moto_server for tests/e2e_aws.rs with boto3 (installed with moto),
+reads it back and changes it behind the daemon's back.
 
     seed.py ENDPOINT old REGION_A REGION_B     # resources that will be old
     seed.py ENDPOINT young REGION_A REGION_B   # resources created "now"
+    seed.py ENDPOINT look REGION               # the region's EC2 resources as moto has them
+    seed.py ENDPOINT start REGION INSTANCE     # starts an instance
+    seed.py ENDPOINT attach REGION VOLUME INSTANCE DEVICE
 
 The test runs moto_server under libfaketime and moves its clock between the
 two phases, so the "old" resources carry creation and stop times weeks in
-the past. Prints what it created, by role, as one JSON object.
+the past. Prints what it created (by role), what it found, or what it did,
+as one JSON object.
 """
 
 import json
@@ -36,7 +41,10 @@ def volume(ec2, zone, gib, pairs=()):
     return ec2.create_volume(**args)["VolumeId"]
 
 
-def instance(ec2, subnet, name):
+def instance(ec2, subnet, name, groups=()):
+    args = {}
+    if groups:
+        args["SecurityGroupIds"] = list(groups)
     r = ec2.run_instances(
         ImageId="ami-0123456789abcdef0",
         InstanceType="t3.small",
@@ -44,9 +52,18 @@ def instance(ec2, subnet, name):
         MaxCount=1,
         SubnetId=subnet,
         TagSpecifications=tags("instance", [("Name", name)]),
+        **args,
     )
     i = r["Instances"][0]
     return i["InstanceId"], i["BlockDeviceMappings"][0]["Ebs"]["VolumeId"]
+
+
+def group(ec2, vpc, name, port, cidr):
+    """A security group letting `cidr` in on TCP `port`."""
+    gid = ec2.create_security_group(GroupName=name, Description=f"{name} traffic", VpcId=vpc)["GroupId"]
+    rule = {"IpProtocol": "tcp", "FromPort": port, "ToPort": port, "IpRanges": [{"CidrIp": cidr}]}
+    ec2.authorize_security_group_ingress(GroupId=gid, IpPermissions=[rule])
+    return gid
 
 
 def network(ec2, cidr):
@@ -61,7 +78,11 @@ def old_a(endpoint, region):
     zone = f"{region}a"
     out = {}
     out["vpc"], out["subnet"] = network(ec2, "10.1")
-    out["running"], out["running_root"] = instance(ec2, out["subnet"], "web")
+    out["web_group"] = group(ec2, out["vpc"], "web", 443, "0.0.0.0/0")
+    out["admin_group"] = group(ec2, out["vpc"], "admin", 22, "10.0.0.0/8")
+    out["running"], out["running_root"] = instance(
+        ec2, out["subnet"], "web", (out["web_group"], out["admin_group"])
+    )
     out["stopped"], out["stopped_root"] = instance(ec2, out["subnet"], "batch")
     ec2.stop_instances(InstanceIds=[out["stopped"]])
     out["data_volume"] = volume(ec2, zone, 50, [("role", "data")])
@@ -112,15 +133,93 @@ def young(endpoint, region):
     return {"young_volume": volume(ec2, f"{region}a", 10, [("team", "new")])}
 
 
+def tag_map(pairs):
+    return {t["Key"]: t["Value"] for t in pairs or []}
+
+
+def look(endpoint, region):
+    """The region's volumes, own snapshots, instances and security groups,
+    each by id with what the test checks of it."""
+    ec2 = client("ec2", endpoint, region)
+    volumes = {
+        v["VolumeId"]: {
+            "zone": v["AvailabilityZone"],
+            "size": v["Size"],
+            "type": v["VolumeType"],
+            "state": v["State"],
+            "snapshot": v.get("SnapshotId") or None,
+            "attached_to": [a["InstanceId"] for a in v.get("Attachments", [])],
+            "tags": tag_map(v.get("Tags")),
+        }
+        for v in ec2.describe_volumes()["Volumes"]
+    }
+    snapshots = {
+        s["SnapshotId"]: {
+            "volume": s.get("VolumeId"),
+            "size": s["VolumeSize"],
+            "state": s["State"],
+            "tags": tag_map(s.get("Tags")),
+        }
+        for s in ec2.describe_snapshots(OwnerIds=["self"])["Snapshots"]
+    }
+    instances = {
+        i["InstanceId"]: {
+            "state": i["State"]["Name"],
+            # What DescribeInstances reports as the instance's groups.
+            "groups": [g["GroupId"] for g in i.get("SecurityGroups", [])],
+            "tags": tag_map(i.get("Tags")),
+        }
+        for r in ec2.describe_instances()["Reservations"]
+        for i in r["Instances"]
+    }
+    groups = {
+        g["GroupId"]: {
+            "name": g["GroupName"],
+            "vpc": g.get("VpcId"),
+            "ingress": len(g.get("IpPermissions", [])),
+            "egress": len(g.get("IpPermissionsEgress", [])),
+            "tags": tag_map(g.get("Tags")),
+        }
+        for g in ec2.describe_security_groups()["SecurityGroups"]
+    }
+    return {"volumes": volumes, "snapshots": snapshots, "instances": instances, "groups": groups}
+
+
+def start(endpoint, region, instance_id):
+    ec2 = client("ec2", endpoint, region)
+    ec2.start_instances(InstanceIds=[instance_id])
+    state = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"][0]["Instances"][0]["State"]
+    return {instance_id: state["Name"]}
+
+
+def attach(endpoint, region, volume_id, instance_id, device):
+    ec2 = client("ec2", endpoint, region)
+    ec2.attach_volume(VolumeId=volume_id, InstanceId=instance_id, Device=device)
+    v = ec2.describe_volumes(VolumeIds=[volume_id])["Volumes"][0]
+    return {volume_id: [a["InstanceId"] for a in v["Attachments"]]}
+
+
 def main():
-    endpoint, phase, a, b = sys.argv[1:5]
-    if phase == "old":
-        seeded = {a: old_a(endpoint, a), b: old_b(endpoint, b)}
-    elif phase == "young":
-        seeded = {a: young(endpoint, a), b: young(endpoint, b)}
+    endpoint, command = sys.argv[1:3]
+    args = sys.argv[3:]
+    if command == "old":
+        a, b = args
+        out = {a: old_a(endpoint, a), b: old_b(endpoint, b)}
+    elif command == "young":
+        a, b = args
+        out = {a: young(endpoint, a), b: young(endpoint, b)}
+    elif command == "look":
+        (region,) = args
+        out = look(endpoint, region)
+    elif command == "start":
+        region, instance_id = args
+        out = start(endpoint, region, instance_id)
+    elif command == "attach":
+        region, volume_id, instance_id, device = args
+        out = attach(endpoint, region, volume_id, instance_id, device)
     else:
-        sys.exit(f"unknown phase {phase!r}: old or young")
-    json.dump(seeded, sys.stdout)
+        sys.exit(f"unknown command {command!r}: old, young, look, start or attach")
+    json.dump(out, sys.stdout)
 
 
 if __name__ == "__main__":
