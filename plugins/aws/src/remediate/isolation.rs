@@ -224,6 +224,13 @@ pub async fn isolate(t: &Target, reason: &str) -> Result<String, String> {
         .collect();
     let mut recorded = decode(i.tags());
     if recorded.is_empty() {
+        if current.is_empty() {
+            // Nothing to record means nothing the revert could put back.
+            return Err(format!(
+                "instance {} lists no security groups: there is nothing to record and restore, so it is not isolated",
+                t.id
+            ));
+        }
         if current == [deny.as_str()] {
             return Err(format!(
                 "instance {} is in {GROUP_NAME} alone and no record of its groups ({GROUPS}) is left",

@@ -17,8 +17,13 @@ snapshot, nat-gateway, load-balancer, log-group); release (eip); restore";
 /// One `Remediate` call on `t`.
 pub async fn act(t: &Target, action: &str, props: &HashMap<String, String>, dry_run: bool) -> Result<Done, String> {
     let unsupported = || {
+        let article = if t.kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        };
         Err(format!(
-            "the aws plugin does not {action} a {} (it does: {ACTIONS})",
+            "the aws plugin does not {action} {article} {} (it does: {ACTIONS})",
             t.kind
         ))
     };
