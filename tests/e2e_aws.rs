@@ -409,7 +409,10 @@ async fn an_aws_account_is_scanned_and_its_waste_found() {
         ),
         (
             crn(A, "ec2", "instance", &estate.id(A, "stopped")),
-            ("aws-ec2-stopped", "stopped for 40 days; its ".to_owned()),
+            (
+                "aws-ec2-stopped",
+                "stopped for 40 days; its 1 volume still bills".to_owned(),
+            ),
         ),
         (
             vol(A, "stopped_root"),

@@ -319,16 +319,21 @@ fn ec2_stopped(n: &Node<'_>, why: &mut Why<'_>) -> Option<Hit> {
     let Unused::Stopped(d) = unused_machine(n)? else {
         return None;
     };
-    let volumes: Vec<Node<'_>> = n.inc(AttachedTo).collect();
+    // What is attached to it: volumes, and also interfaces and addresses.
+    let volumes: Vec<Node<'_>> = n.inc(AttachedTo).filter(|v| v.ty() == "ec2:volume").collect();
     let held: f64 = volumes.iter().map(Node::cost).sum();
     // The instance bills nothing while stopped; its volumes are their own findings.
     Some(why.hit(
         n.cost(),
         format_args!(
-            "stopped for {}; its {} volume{} still bill {}",
+            "stopped for {}; its {} {} {}",
             days(d),
             volumes.len(),
-            if volumes.len() == 1 { "" } else { "s" },
+            if volumes.len() == 1 {
+                "volume still bills"
+            } else {
+                "volumes still bill"
+            },
             usd(held)
         ),
     ))
