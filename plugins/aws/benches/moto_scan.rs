@@ -54,8 +54,31 @@ where
 /// Seeds region A; returns how many resources the plugin should report.
 async fn seed(moto: &Moto) -> usize {
     let ec2 = moto.ec2(A);
-    let mut s = Seeded::default();
-    network(&ec2, &mut s, "10.9").await;
+    // A subnet with room for every instance's address.
+    let vpc = ec2.create_vpc().cidr_block("10.9.0.0/16").send().await.unwrap();
+    let vpc = vpc.vpc().unwrap().vpc_id().unwrap().to_owned();
+    let subnet = ec2
+        .create_subnet()
+        .vpc_id(&vpc)
+        .cidr_block("10.9.0.0/18")
+        .send()
+        .await
+        .unwrap();
+    let subnet = subnet.subnet().unwrap().subnet_id().unwrap().to_owned();
+    let sg = ec2
+        .create_security_group()
+        .group_name("web")
+        .description("web tier")
+        .vpc_id(&vpc)
+        .send()
+        .await
+        .unwrap();
+    let s = Seeded {
+        vpc,
+        subnet,
+        sg: sg.group_id().unwrap().to_owned(),
+        ..Seeded::default()
+    };
     for _ in 0..INSTANCES / PER_RUN {
         ec2.run_instances()
             .image_id("ami-0123456789abcdef0")
