@@ -65,18 +65,11 @@ async fn seed(moto: &Moto) -> usize {
         .await
         .unwrap();
     let subnet = subnet.subnet().unwrap().subnet_id().unwrap().to_owned();
-    let sg = ec2
-        .create_security_group()
-        .group_name("web")
-        .description("web tier")
-        .vpc_id(&vpc)
-        .send()
-        .await
-        .unwrap();
+    let sg = security_group(&ec2, &vpc, "web", "web tier").await;
     let s = Seeded {
         vpc,
         subnet,
-        sg: sg.group_id().unwrap().to_owned(),
+        sg,
         ..Seeded::default()
     };
     for _ in 0..INSTANCES / PER_RUN {
@@ -119,13 +112,7 @@ async fn seed(moto: &Moto) -> usize {
     many(GROUPS, |i| {
         let (ec2, vpc) = (&ec2, s.vpc.clone());
         async move {
-            ec2.create_security_group()
-                .group_name(format!("bench-{i}"))
-                .description("bench")
-                .vpc_id(vpc)
-                .send()
-                .await
-                .unwrap();
+            security_group(ec2, &vpc, &format!("bench-{i}"), "bench").await;
         }
     })
     .await;

@@ -526,16 +526,7 @@ async fn isolation_swaps_the_groups_for_a_deny_all_group_and_the_revert_puts_the
     let mut b = Bench::start().await;
     let mut s = Seeded::default();
     network(&b.ec2, &mut s, "10.1").await;
-    let second = b
-        .ec2
-        .create_security_group()
-        .group_name("app")
-        .description("app tier")
-        .vpc_id(&s.vpc)
-        .send()
-        .await
-        .unwrap();
-    let second = second.group_id().unwrap().to_owned();
+    let second = security_group(&b.ec2, &s.vpc, "app", "app tier").await;
     let r = b
         .ec2
         .run_instances()

@@ -166,15 +166,20 @@ pub async fn network(ec2: &aws_sdk_ec2::Client, s: &mut Seeded, cidr: &str) {
         .await
         .unwrap();
     s.subnet = subnet.subnet().unwrap().subnet_id().unwrap().to_owned();
+    s.sg = security_group(ec2, &s.vpc, "web", "web tier").await;
+}
+
+/// A security group in `vpc`; its id.
+pub async fn security_group(ec2: &aws_sdk_ec2::Client, vpc: &str, name: &str, description: &str) -> String {
     let sg = ec2
         .create_security_group()
-        .group_name("web")
-        .description("web tier")
-        .vpc_id(&s.vpc)
+        .group_name(name)
+        .description(description)
+        .vpc_id(vpc)
         .send()
         .await
         .unwrap();
-    s.sg = sg.group_id().unwrap().to_owned();
+    sg.group_id().unwrap().to_owned()
 }
 
 /// Runs one instance in the seeded subnet; its id and its root volume's.
