@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod dashboard;
 pub mod error;
 pub mod export;
 pub mod metrics;
@@ -175,6 +176,9 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 pub fn router(state: AppState) -> Router {
     let (router, _) = surface(Some(&state));
     router
+        .route("/", axum::routing::get(dashboard::index))
+        .route("/index.html", axum::routing::get(dashboard::index))
+        .route("/assets/{*file}", axum::routing::get(dashboard::assets))
         .fallback(no_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
