@@ -698,3 +698,146 @@ async fn actors_and_reasons_are_printable_text() {
     let message = assert_error(status, &answer, StatusCode::UNPROCESSABLE_ENTITY, "invalid");
     assert!(message.contains("U+2066"), "{message}");
 }
+
+/// Each filter of `graph/nodes`, alone and combined, lists exactly the nodes
+/// that a client filtering the whole list would keep, and counts them.
+#[tokio::test]
+async fn node_filters_combine_and_count_what_matches() {
+    let f = Fixture::new(Estate::sample());
+    let all = f.get_ok("/api/v1/graph/nodes?limit=1000").await["nodes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(all.len(), 9);
+    let instance_type = all.iter().find(|n| n["crn"] == instance()).unwrap()["type"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    type Keep = Box<dyn Fn(&Value) -> bool>;
+    let cases: Vec<(String, Keep)> = vec![
+        (format!("type={instance_type}"), {
+            let t = instance_type.clone();
+            Box::new(move |n: &Value| n["type"] == t.as_str())
+        }),
+        (
+            "state=available".into(),
+            Box::new(|n: &Value| n["state"] == "available"),
+        ),
+        (
+            "provider=kubernetes".into(),
+            Box::new(|n: &Value| n["provider"] == "kubernetes"),
+        ),
+        (
+            "provider=aws&state=available".into(),
+            Box::new(|n: &Value| n["provider"] == "aws" && n["state"] == "available"),
+        ),
+        (
+            "q=VOL-1".into(),
+            Box::new(|n: &Value| n["crn"].as_str().unwrap().contains("vol-1")),
+        ),
+        (
+            "q=%3Arole%3A".into(),
+            Box::new(|n: &Value| n["crn"].as_str().unwrap().contains(":role:")),
+        ),
+        ("waste=false".into(), Box::new(|n: &Value| n["is_waste"] == false)),
+        ("waste=true".into(), Box::new(|n: &Value| n["is_waste"] == true)),
+        ("type=no:such-type".into(), Box::new(|_: &Value| false)),
+        ("tag=no-such-tag".into(), Box::new(|_: &Value| false)),
+        ("tag=env".into(), Box::new(|n: &Value| n["tags"].get("env").is_some())),
+        (
+            "tag=env%3Dprod".into(),
+            Box::new(|n: &Value| n["tags"]["env"] == "prod"),
+        ),
+        (
+            "q=env%3Dprod".into(),
+            Box::new(|n: &Value| n["tags"]["env"] == "prod" || n["crn"].as_str().unwrap().contains("env=prod")),
+        ),
+        ("state=%20%20".into(), Box::new(|_: &Value| true)),
+    ];
+    for (query, keep) in cases {
+        let want: HashSet<String> = all
+            .iter()
+            .filter(|n| keep(n))
+            .map(|n| n["crn"].as_str().unwrap().to_owned())
+            .collect();
+        // Pages of two, followed to the end: every match once.
+        let mut got = HashSet::new();
+        let mut cursor = String::new();
+        loop {
+            let after = if cursor.is_empty() {
+                String::new()
+            } else {
+                format!("&cursor={cursor}")
+            };
+            let page = f.get_ok(&format!("/api/v1/graph/nodes?limit=2&{query}{after}")).await;
+            assert_eq!(page["total"], want.len(), "{query}: {page}");
+            for n in page["nodes"].as_array().unwrap() {
+                assert!(got.insert(n["crn"].as_str().unwrap().to_owned()), "{query}: twice");
+            }
+            cursor = page["next_cursor"].as_str().unwrap().to_owned();
+            if cursor.is_empty() {
+                break;
+            }
+        }
+        assert_eq!(got, want, "{query}");
+    }
+    let (status, bytes) = f
+        .call("GET", "/api/v1/graph/nodes?waste=maybe", Some(TOKEN), None)
+        .await;
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+/// The groups of every breakdown add up to the graph's stats; a limit
+/// moves the cheapest groups into `rest` without losing any of them.
+#[tokio::test]
+async fn breakdowns_add_up_to_the_stats() {
+    let f = Fixture::new(Estate::sample());
+    let stats = f.get_ok("/api/v1/graph/stats").await;
+    for by in ["provider", "account", "region", "type"] {
+        let b = f.get_ok(&format!("/api/v1/graph/breakdown?by={by}&limit=1000")).await;
+        assert_eq!(b["by"], by);
+        let groups = b["groups"].as_array().unwrap();
+        assert_eq!(b["total_groups"], groups.len());
+        assert!(b["rest"].is_null(), "{b}");
+        let nodes: u64 = groups.iter().map(|g| g["nodes"].as_u64().unwrap()).sum();
+        let cost: f64 = groups.iter().map(|g| g["cost_usd_mo"].as_f64().unwrap()).sum();
+        assert_eq!(nodes, stats["active_nodes"].as_u64().unwrap(), "{by}");
+        assert!(
+            (cost - stats["total_cost_usd_mo"].as_f64().unwrap()).abs() < 0.01 * groups.len() as f64,
+            "{by}: {cost} vs {stats}"
+        );
+        let costs: Vec<f64> = groups.iter().map(|g| g["cost_usd_mo"].as_f64().unwrap()).collect();
+        assert!(
+            costs.windows(2).all(|w| w[0] >= w[1]),
+            "{by}: costliest first: {costs:?}"
+        );
+
+        let one = f.get_ok(&format!("/api/v1/graph/breakdown?by={by}&limit=1")).await;
+        assert_eq!(one["groups"].as_array().unwrap().len(), 1);
+        assert_eq!(one["groups"][0], groups[0]);
+        if groups.len() > 1 {
+            assert_eq!(one["rest"]["groups"], groups.len() - 1, "{one}");
+            assert_eq!(
+                one["rest"]["nodes"].as_u64().unwrap() + groups[0]["nodes"].as_u64().unwrap(),
+                nodes
+            );
+        } else {
+            assert!(one["rest"].is_null());
+        }
+    }
+    let providers = f.get_ok("/api/v1/graph/breakdown").await;
+    assert_eq!(providers["by"], "provider", "provider is the default");
+    let keys: HashSet<&str> = providers["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, HashSet::from(["aws", "kubernetes"]));
+    let (status, bytes) = f
+        .call("GET", "/api/v1/graph/breakdown?by=colour", Some(TOKEN), None)
+        .await;
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+}

@@ -333,3 +333,54 @@ async fn metrics_expose_scans_http_and_pass_promtool() {
         Err(e) => eprintln!("promtool not available ({e}); exposition format not linted"),
     }
 }
+
+/// A node's versions, newest first: a changed node has two, a removed one
+/// ends in its deletion, an untouched one has one; unknown and malformed
+/// CRNs are refused.
+#[tokio::test]
+async fn a_nodes_versions_newest_first() {
+    let (f, between) = two_scans();
+    let path = |crn: &str| format!("/api/v1/graph/nodes/{}/versions", urlencode(crn));
+    let inst = f.get_ok(&path(&instance())).await;
+    assert_eq!(inst["crn"], instance());
+    let v = inst["versions"].as_array().unwrap();
+    assert_eq!(v.len(), 2, "{inst}");
+    assert_eq!((&v[0]["state"], &v[1]["state"]), (&json!("stopped"), &json!("running")));
+    assert!(v[0]["valid_from"].as_u64().unwrap() > between);
+    assert!(v[1]["valid_from"].as_u64().unwrap() <= between);
+    assert_eq!(inst["truncated"], false);
+
+    let gone = f.get_ok(&path(&function())).await;
+    let v = gone["versions"].as_array().unwrap();
+    assert!(
+        v[0]["valid_to"].as_u64().unwrap() > 0,
+        "the newest version is the deletion: {gone}"
+    );
+    assert_eq!(v.last().unwrap()["valid_to"], 0);
+
+    // The role stands alone: nothing about it changed in the second scan.
+    let same = f.get_ok(&path(ROLE)).await;
+    assert_eq!(same["versions"].as_array().unwrap().len(), 1, "{same}");
+
+    let one = f.get_ok(&format!("{}?limit=1", path(&instance()))).await;
+    assert_eq!(one["versions"].as_array().unwrap().len(), 1);
+    assert_eq!(one["truncated"], true);
+
+    let (status, _) = f
+        .call("GET", &path(&aws("volume", "vol-never")), Some(TOKEN), None)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = f
+        .call("GET", "/api/v1/graph/nodes/not-a-crn/versions", Some(TOKEN), None)
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -7,9 +7,12 @@
 //! and the JSON body is serialized there too.
 
 mod body;
+pub mod breakdown;
+mod filter;
 pub mod layout;
 mod sources;
 pub mod topology;
+pub mod versions;
 
 use axum::body::Bytes;
 use axum::extract::rejection::PathRejection;
@@ -25,6 +28,7 @@ pub use body::*;
 pub use layout::{flow_graph, graph_topology};
 pub use topology::topology;
 
+use self::filter::NodeFilter;
 use super::query::{Flag, Limit, NodeCursor};
 use super::{ApiQuery, find_node};
 use crate::error::{ApiError, ApiResult};
@@ -138,6 +142,19 @@ pub struct NodesQuery {
     limit: Limit<100, 1000>,
     /// Only nodes of this provider (a provider the graph never saw matches nothing).
     provider: Option<String>,
+    /// Only nodes of this type (`service:kind`, for example `ec2:volume`).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    ty: Option<String>,
+    /// Only nodes in this provider-reported state (for example `stopped`).
+    state: Option<String>,
+    /// Only waste (`true`) or only what is not waste (`false`).
+    #[param(value_type = Option<bool>)]
+    waste: Option<Flag>,
+    /// Only nodes with this tag: `key` (set to anything) or `key=value`.
+    tag: Option<String>,
+    /// Search: a case-insensitive substring of the CRN or of a tag's `key=value`.
+    q: Option<String>,
     /// Opaque cursor, `next_cursor` of a previous response.
     #[param(inline)]
     cursor: Option<NodeCursor>,
@@ -159,6 +176,19 @@ pub struct RowsQuery {
     limit: Limit<1000, 10_000>,
     /// Only nodes of this provider (a provider the graph never saw matches nothing).
     provider: Option<String>,
+    /// Only nodes of this type (`service:kind`, for example `ec2:volume`).
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    ty: Option<String>,
+    /// Only nodes in this provider-reported state (for example `stopped`).
+    state: Option<String>,
+    /// Only waste (`true`) or only what is not waste (`false`).
+    #[param(value_type = Option<bool>)]
+    waste: Option<Flag>,
+    /// Only nodes with this tag: `key` (set to anything) or `key=value`.
+    tag: Option<String>,
+    /// Search: a case-insensitive substring of the CRN or of a tag's `key=value`.
+    q: Option<String>,
     /// Opaque cursor, `next_cursor` of a previous response.
     #[param(inline)]
     cursor: Option<NodeCursor>,
@@ -173,20 +203,16 @@ pub struct RowsQuery {
 /// One page request over the nodes, in id order.
 struct PageSpec {
     limit: usize,
-    provider: Option<String>,
+    filter: NodeFilter,
     after: Option<NodeId>,
     include_deleted: bool,
 }
 
 impl PageSpec {
-    fn new(limit: usize, provider: Option<String>, cursor: Option<NodeCursor>, include_deleted: Flag) -> PageSpec {
+    fn new(limit: usize, filter: NodeFilter, cursor: Option<NodeCursor>, include_deleted: Flag) -> PageSpec {
         PageSpec {
             limit,
-            provider: provider
-                .as_deref()
-                .map(str::trim)
-                .filter(|p| !p.is_empty())
-                .map(str::to_owned),
+            filter,
             after: cursor.map(|c| c.0),
             include_deleted: include_deleted.0,
         }
@@ -194,16 +220,14 @@ impl PageSpec {
 
     /// The page, the cursor of the next one, and how many nodes match in all.
     fn run<'g>(&self, g: &'g Graph, now: u64) -> (Vec<NodeRef<'g>>, Option<String>, u64) {
-        let provider = match &self.provider {
-            // A provider the graph never saw matches nothing.
-            Some(name) => match g.interner().get(name) {
-                Some(sym) => Some(sym),
-                None => return (Vec::new(), None, 0),
-            },
-            None => None,
+        // A name the graph never saw matches nothing.
+        let Some(filter) = self.filter.resolve(g) else {
+            return (Vec::new(), None, 0);
         };
-        let matches =
-            |n: &NodeRef<'_>| (self.include_deleted || n.is_visible(now)) && provider.is_none_or(|p| n.provider() == p);
+        let r = g.interner().reader();
+        let mut buf = String::new();
+        let mut matches =
+            |n: &NodeRef<'_>| (self.include_deleted || n.is_visible(now)) && filter.matches(n, &r, &mut buf);
         let total = g.nodes().filter(|n| matches(n)).count() as u64;
         let mut page: Vec<NodeRef<'g>> = g
             .nodes_after(self.after)
@@ -228,7 +252,7 @@ impl PageSpec {
     operation_id = "listNodes",
     tag = "graph",
     summary = "One page of nodes, in id order.",
-    description = "Visible nodes unless `include_deleted`; follow `next_cursor` to list every node once.",
+    description = "Visible nodes unless `include_deleted`; follow `next_cursor` to list every matching node once. The filters combine (all must hold); `total` counts the nodes that match them. A provider, type, state or tag the graph never saw matches nothing.",
     params(NodesQuery),
     responses(
         (status = 200, description = "A page of node objects.", body = crate::routes::graph::NodePage, content_type = "application/json"),
@@ -239,7 +263,8 @@ impl PageSpec {
     ),
 )]
 pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<NodesQuery>) -> ApiResult<Response> {
-    let spec = PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted);
+    let filter = NodeFilter::new(q.provider, q.ty, q.state, q.waste.map(|w| w.0), q.tag, q.q);
+    let spec = PageSpec::new(q.limit.0, filter, q.cursor, q.include_deleted);
     page_of(&state, spec, |page, r, next_cursor, total| NodePage {
         next_cursor,
         nodes: page.iter().map(|n| wire::node(&NodeView::of(n), r)).collect(),
@@ -267,7 +292,8 @@ pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<Nod
     ),
 )]
 pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<RowsQuery>) -> ApiResult<Response> {
-    let spec = PageSpec::new(q.limit.0, q.provider, q.cursor, q.include_deleted);
+    let filter = NodeFilter::new(q.provider, q.ty, q.state, q.waste.map(|w| w.0), q.tag, q.q);
+    let spec = PageSpec::new(q.limit.0, filter, q.cursor, q.include_deleted);
     page_of(&state, spec, |page, r, next_cursor, total| TuiRowPage {
         next_cursor,
         rows: page.iter().map(|n| wire::tui_row(&NodeView::of(n), r)).collect(),

@@ -18,6 +18,9 @@ pub struct ScanReport {
     /// Nodes whose reachability or removal risk changed in this scan.
     pub assessments_changed: u64,
     pub builtin: BuiltinStats,
+    /// Wall time of the durable commit after the phases (absent from scans recorded before it was).
+    #[serde(default)]
+    pub commit_ms: u64,
     pub cost_usd_mo: f64,
     pub duration_ms: u64,
     pub edge_count: u64,
@@ -41,6 +44,10 @@ pub struct ScanReport {
     /// own.
     pub observed_at: u64,
     pub pattern: PatternCounts,
+    /// The ten phases in SPEC order with their wall times (empty for scans recorded before they
+    /// were).
+    #[serde(default)]
+    pub phases: Vec<PhaseTime>,
     #[serde(default)]
     #[schema(nullable = false)]
     pub policy: Option<PolicyScanCounts>,
@@ -60,6 +67,14 @@ pub struct ScanReport {
     pub versions_written: u64,
     pub waste_count: u64,
     pub waste_usd_mo: f64,
+}
+
+/// One phase of a scan: its span name (`engine.init` .. `engine.signal_analysis`) and wall time.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseTime {
+    pub name: String,
+    pub duration_ms: u64,
 }
 
 /// A `ScanReport` plus `status`, `cycle` and `event_seq`.

@@ -24,6 +24,7 @@
 //! (`graph_store/past.rs`); errors (`graph_store/error.rs`).
 
 mod error;
+mod node_history;
 mod past;
 mod replays;
 mod segments;
@@ -34,6 +35,7 @@ mod versions;
 mod tests;
 
 pub use error::StoreError;
+pub use node_history::NodeHistory;
 pub use past::{DiffCounts, GraphAtPage, GraphDiff, edge_order};
 pub use replays::{GraphAt, Replayed};
 pub use store::{CHECKPOINT_FACTOR, CommitMeta, GraphStore, Loaded, StoreStats};

@@ -116,6 +116,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/graph/breakdown": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Cost, waste and projected savings of the live estate, grouped.
+         * @description Visible nodes grouped by `provider`, `account`, `region` or `type`. Waste and savings per group come from the last scan's deciding findings (before any scan: the cost of the nodes marked waste), so the groups add up to `graph/stats` and the last `SCAN_COMPLETED`.
+         */
+        get: operations["getGraphBreakdown"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/graph/nodes": {
         parameters: {
             query?: never;
@@ -125,7 +145,7 @@ export interface paths {
         };
         /**
          * One page of nodes, in id order.
-         * @description Visible nodes unless `include_deleted`; follow `next_cursor` to list every node once.
+         * @description Visible nodes unless `include_deleted`; follow `next_cursor` to list every matching node once. The filters combine (all must hold); `total` counts the nodes that match them. A provider, type, state or tag the graph never saw matches nothing.
          */
         get: operations["listNodes"];
         put?: never;
@@ -165,6 +185,26 @@ export interface paths {
         };
         /** A node's visible edges, both ways. */
         get: operations["getNodeEdges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/graph/nodes/{crn}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One node's versions through time, newest first.
+         * @description Every distinct version the graph store holds for the CRN (a change of any field, a deletion), newest first. A resource no longer in the live graph is answered from the store; 404 when the store never held it.
+         */
+        get: operations["getNodeVersions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1103,6 +1143,62 @@ export interface components {
             total_cost_usd_mo: number;
             truncated: boolean;
         };
+        Breakdown: {
+            by: components["schemas"]["GroupBy"];
+            /** @description The costliest groups, most costly first (ties by key). */
+            groups: components["schemas"]["BreakdownGroup"][];
+            rest?: components["schemas"]["BreakdownRest"] | null;
+            /**
+             * Format: int64
+             * @description Groups in all (listed or in `rest`).
+             */
+            total_groups: number;
+        };
+        /** @description One group's figures. */
+        BreakdownGroup: {
+            /**
+             * Format: double
+             * @description Their monthly cost (USD).
+             */
+            cost_usd_mo: number;
+            /** @description The provider, account, region or type. */
+            key: string;
+            /**
+             * Format: int64
+             * @description Visible nodes.
+             */
+            nodes: number;
+            /**
+             * Format: double
+             * @description What acting on the last scan's deciding findings would save a month.
+             */
+            projected_savings_usd_mo: number;
+            /**
+             * Format: int64
+             * @description Of them, those judged waste.
+             */
+            waste_nodes: number;
+            /**
+             * Format: double
+             * @description Monthly USD of the resources judged waste (by the last scan's deciding findings).
+             */
+            waste_usd_mo: number;
+        };
+        /** @description The groups beyond `limit`, summed. */
+        BreakdownRest: {
+            /** Format: double */
+            cost_usd_mo: number;
+            /** Format: int64 */
+            groups: number;
+            /** Format: int64 */
+            nodes: number;
+            /** Format: double */
+            projected_savings_usd_mo: number;
+            /** Format: int64 */
+            waste_nodes: number;
+            /** Format: double */
+            waste_usd_mo: number;
+        };
         /** @description The first link of the hash chain that does not hold. */
         BrokenLink: {
             /**
@@ -1502,6 +1598,11 @@ export interface components {
             /** Format: int64 */
             waste_nodes: number;
         };
+        /**
+         * @description What the nodes are grouped by.
+         * @enum {string}
+         */
+        GroupBy: "provider" | "account" | "region" | "type";
         /** @description A group of waste members all decided by one rule: one grouped finding. */
         GroupedFinding: {
             /** Format: int64 */
@@ -2005,6 +2106,16 @@ export interface components {
              */
             total: number;
         };
+        NodeVersions: {
+            crn: components["schemas"]["Crn"];
+            /** @description Older versions exist beyond `limit`. */
+            truncated: boolean;
+            /**
+             * @description Newest first; each the node as that version had it, `valid_from` and `valid_to` (0: still
+             *     current) in microseconds since the epoch.
+             */
+            versions: components["schemas"]["Node"][];
+        };
         /**
          * @description `GET /api/v1/oracle/{crn}`: one resource's reachability with the proof
          *     path, the parts of its removal risk, and the spot-interruption estimate
@@ -2122,6 +2233,12 @@ export interface components {
          * @enum {string}
          */
         Phase: "" | "flagged" | "analyzed" | "codegen" | "sau_gate" | "pending" | "applied";
+        /** @description One phase of a scan: its span name (`engine.init` .. `engine.signal_analysis`) and wall time. */
+        PhaseTime: {
+            /** Format: int64 */
+            duration_ms: number;
+            name: string;
+        };
         /** @description One step of a plan. */
         PlanStep: {
             action: string;
@@ -2707,6 +2824,11 @@ export interface components {
              */
             assessments_changed: number;
             builtin: components["schemas"]["BuiltinStats"];
+            /**
+             * Format: int64
+             * @description Wall time of the durable commit after the phases (absent from scans recorded before it was).
+             */
+            commit_ms?: number;
             /** Format: double */
             cost_usd_mo: number;
             /** @enum {string} */
@@ -2760,6 +2882,11 @@ export interface components {
              */
             observed_at: number;
             pattern: components["schemas"]["PatternCounts"];
+            /**
+             * @description The ten phases in SPEC order with their wall times (empty for scans recorded before they
+             *     were).
+             */
+            phases?: components["schemas"]["PhaseTime"][];
             policy?: components["schemas"]["PolicyScanCounts"];
             /** Format: double */
             projected_savings_usd_mo: number;
@@ -2812,6 +2939,11 @@ export interface components {
              */
             assessments_changed: number;
             builtin: components["schemas"]["BuiltinStats"];
+            /**
+             * Format: int64
+             * @description Wall time of the durable commit after the phases (absent from scans recorded before it was).
+             */
+            commit_ms?: number;
             /** Format: double */
             cost_usd_mo: number;
             /** Format: int64 */
@@ -2858,6 +2990,11 @@ export interface components {
              */
             observed_at: number;
             pattern: components["schemas"]["PatternCounts"];
+            /**
+             * @description The ten phases in SPEC order with their wall times (empty for scans recorded before they
+             *     were).
+             */
+            phases?: components["schemas"]["PhaseTime"][];
             policy?: components["schemas"]["PolicyScanCounts"];
             /** Format: double */
             projected_savings_usd_mo: number;
@@ -3563,6 +3700,35 @@ export interface operations {
             503: components["responses"]["NotReady"];
         };
     };
+    getGraphBreakdown: {
+        parameters: {
+            query?: {
+                /** @description What to group by. */
+                by?: "provider" | "account" | "region" | "type";
+                /** @description Most groups listed (the costliest first); the rest are summed in `rest`. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The groups. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Breakdown"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
     listNodes: {
         parameters: {
             query?: {
@@ -3570,6 +3736,16 @@ export interface operations {
                 limit?: number;
                 /** @description Only nodes of this provider (a provider the graph never saw matches nothing). */
                 provider?: string;
+                /** @description Only nodes of this type (`service:kind`, for example `ec2:volume`). */
+                type?: string;
+                /** @description Only nodes in this provider-reported state (for example `stopped`). */
+                state?: string;
+                /** @description Only waste (`true`) or only what is not waste (`false`). */
+                waste?: boolean;
+                /** @description Only nodes with this tag: `key` (set to anything) or `key=value`. */
+                tag?: string;
+                /** @description Search: a case-insensitive substring of the CRN or of a tag's `key=value`. */
+                q?: string;
                 /** @description Opaque cursor, `next_cursor` of a previous response. */
                 cursor?: string;
                 /**
@@ -3650,6 +3826,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NodeEdges"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Invalid"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    getNodeVersions: {
+        parameters: {
+            query?: {
+                /** @description Most versions listed, newest first. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description A CRN, percent-encoded (a `/` in the physical id as `%2F`); with or without the `svc` segment. 422 when it does not parse, 404 when no node has it. */
+                crn: components["schemas"]["CrnInput"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The versions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeVersions"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -3761,6 +3969,16 @@ export interface operations {
                 limit?: number;
                 /** @description Only nodes of this provider (a provider the graph never saw matches nothing). */
                 provider?: string;
+                /** @description Only nodes of this type (`service:kind`, for example `ec2:volume`). */
+                type?: string;
+                /** @description Only nodes in this provider-reported state (for example `stopped`). */
+                state?: string;
+                /** @description Only waste (`true`) or only what is not waste (`false`). */
+                waste?: boolean;
+                /** @description Only nodes with this tag: `key` (set to anything) or `key=value`. */
+                tag?: string;
+                /** @description Search: a case-insensitive substring of the CRN or of a tag's `key=value`. */
+                q?: string;
                 /** @description Opaque cursor, `next_cursor` of a previous response. */
                 cursor?: string;
                 /**

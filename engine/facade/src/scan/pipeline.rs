@@ -83,7 +83,9 @@ pub(crate) fn run(
         let _span = (phase.span)().entered();
         let t = Instant::now();
         (phase.run)(&mut cx)?;
-        debug!(phase = phase.name, ms = t.elapsed().as_millis() as u64, "phase done");
+        let ms = t.elapsed().as_millis() as u64;
+        cx.report.phases.push((phase.name, ms));
+        debug!(phase = phase.name, ms, "phase done");
     }
     commit(&mut cx)?;
     Ok(cx.report)
@@ -116,12 +118,13 @@ fn commit(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     }
     debug!(ms = t.elapsed().as_millis() as u64, "cost history stored");
     report.duration_ms = cx.started.elapsed().as_millis() as u64;
+    report.commit_ms = commit_started.elapsed().as_millis() as u64;
     info!(
         scan_seq = report.scan_seq,
         nodes = report.nodes,
         edges = report.edges,
         versions = report.versions_written,
-        commit_ms = commit_started.elapsed().as_millis() as u64,
+        commit_ms = report.commit_ms,
         duration_ms = report.duration_ms,
         "scan committed"
     );

@@ -5,7 +5,7 @@ use crate::analysis::linker::LinkReport;
 use crate::graph::{EdgeBatch, IngestStats, NodeBatch};
 use crate::heuristics::{AnalyzerOutcome, BuiltinStats};
 use crate::store::ledger::events::{
-    LinkerSummary, ReachabilitySummary, RemediationSummary, ScanCompleted, ScanSource, UnlistedScope,
+    LinkerSummary, PhaseTime, ReachabilitySummary, RemediationSummary, ScanCompleted, ScanSource, UnlistedScope,
 };
 use svc_graph::source::{ScanSink, Unlisted};
 
@@ -108,6 +108,10 @@ pub struct ScanReport {
     pub sau: Option<crate::remediation::ops::SauReport>,
     /// What the policy rules did.
     pub policy: crate::policy::PolicyReport,
+    /// Each phase's span name and wall time (ms), in the order they ran.
+    pub phases: Vec<(&'static str, u64)>,
+    /// Wall time of the durable commit (ms).
+    pub commit_ms: u64,
 }
 
 impl ScanReport {
@@ -190,6 +194,15 @@ impl ScanReport {
                 recovered_sagas: s.recovered_sagas,
             }),
             policy: self.policy.payload(),
+            phases: self
+                .phases
+                .iter()
+                .map(|&(name, duration_ms)| PhaseTime {
+                    name: name.to_owned(),
+                    duration_ms,
+                })
+                .collect(),
+            commit_ms: self.commit_ms,
         }
     }
 }

@@ -202,7 +202,7 @@ impl GraphStore {
         }
     }
 
-    fn corrupt(&self, what: String, source: DecodeError) -> StoreError {
+    pub(super) fn corrupt(&self, what: String, source: DecodeError) -> StoreError {
         StoreError::Corrupt {
             path: self.path.clone(),
             what,

@@ -240,6 +240,17 @@ pub struct ScanCompleted {
     pub remediation: Option<RemediationSummary>,
     /// What the policy rules did.
     pub policy: Value,
+    /// Each of the ten phases, in SPEC order, with its wall time.
+    pub phases: Vec<PhaseTime>,
+    /// Wall time of the durable commit that follows the phases.
+    pub commit_ms: u64,
+}
+
+/// One phase of a scan in `SCAN_COMPLETED`: its span name and wall time.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseTime {
+    pub name: String,
+    pub duration_ms: u64,
 }
 
 /// One source's scan in `SCAN_COMPLETED`.
