@@ -92,8 +92,8 @@ export function BarChart(props: {
               <text x={LABEL_W - 8} y={y + ROW_H / 2} class="chart-label" text-anchor="end" dominant-baseline="middle">
                 {clip(r.label, 22)}
               </text>
-              {segs.map((s) =>
-                s.length > 0 ? (
+              {segs.map((s, j) =>
+                (r.parts[j]?.value ?? 0) > 0 ? (
                   <rect
                     key={s.key}
                     class={`chart-bar ${cls.get(s.key) ?? ""}`}

@@ -70,7 +70,7 @@ export function Overview(_props: ViewProps) {
         const seq = completedScanSeq(e);
         if (seq === null) return;
         setGen((g) => g + 1);
-        setScan((s) => (s.kind === "running" && seq >= s.seq ? { kind: "done", seq } : s));
+        setScan((s) => (s.kind === "running" && seq >= s.seq ? { kind: "done", seq } : s.kind === "failed" ? { kind: "idle" } : s));
       }),
     [events],
   );
@@ -150,7 +150,7 @@ function ScanStatus({ scan }: { scan: ScanState }) {
     if (e instanceof ApiError && e.isConflict) {
       return (
         <div class="error" role="alert">
-          A scan is already running: the figures refresh when it completes. ({e.message})
+          A scan is already running: the figures refresh when it completes.
         </div>
       );
     }
@@ -288,7 +288,7 @@ function BreakdownChart({ data, metric, title }: { data: Breakdown; metric: Metr
         })}
       />
       <ChartData>
-        <Table columns={metric === "cost" ? full.filter((c) => c.key !== "cost") : full} rows={rows} rowKey={(r) => r.key} caption={title} />
+        <Table columns={full.filter((c) => c.key !== metric)} rows={rows} rowKey={(r) => r.key} caption={title} />
       </ChartData>
     </>
   );

@@ -258,6 +258,7 @@ function PluginsCard({ admin }: { admin: boolean }) {
 }
 
 function TokensCard() {
+  const { session } = useApp();
   const tokens = useAsync((signal) => listTokens(signal), []);
   const [list, setList] = useState<TokenInfo[] | null>(null);
   const [fresh, setFresh] = useState<NewToken | null>(null);
@@ -298,11 +299,14 @@ function TokensCard() {
     {
       key: "revoke",
       header: "Revoke",
-      cell: (t) => (
-        <button type="button" class="danger" onClick={() => setRevoking(t.name)} aria-label={`Revoke ${t.name}`}>
-          Revoke
-        </button>
-      ),
+      cell: (t) =>
+        t.name === session.name ? (
+          <span class="muted">signed in with it</span>
+        ) : (
+          <button type="button" class="danger" onClick={() => setRevoking(t.name)} aria-label={`Revoke ${t.name}`}>
+            Revoke
+          </button>
+        ),
     },
   ];
   return (
