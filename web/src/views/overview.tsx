@@ -98,8 +98,10 @@ export function Overview(_props: ViewProps) {
       <div class="view-head">
         <h1>Overview</h1>
         {canScan ? (
-          <button type="button" class="primary" onClick={onScan} disabled={scan.kind === "starting" || scan.kind === "running"}>
-            {scan.kind === "running" ? "Scanning…" : "Scan now"}
+          // Not held disabled while the scan runs: a scan that fails leaves
+          // no event to re-enable it; a second click reads a clear 409.
+          <button type="button" class="primary" onClick={onScan} disabled={scan.kind === "starting"}>
+            Scan now
           </button>
         ) : null}
       </div>
