@@ -398,10 +398,10 @@ function ItemPanel(props: {
     [props.crn, p?.stage, props.item === null],
   );
   const item = props.item ?? found.data;
-  const stageNow = item?.stage ?? (p?.stage as Part | undefined);
-  const d = p
-    ? decisionsFor({ stage: stageNow ?? "flagged", held_by: item?.held_by ?? null, plan_hash: p.plan_hash })
-    : null;
+  // The buttons follow the plan the operator is shown (its stage), not the
+  // live board: a decision on a plan that changed since is the API's 409.
+  const shownStage: Part | undefined = item?.stage === "rejected" ? "rejected" : (p?.stage as Part | undefined);
+  const d = p ? decisionsFor({ stage: shownStage ?? "flagged", held_by: item?.held_by ?? null, plan_hash: p.plan_hash }) : null;
 
   /** Runs a decision; `after` shows what it did. A stale plan reloads for review. */
   const decide = <T,>(run: () => Promise<T>, after: (r: T) => string) => {
@@ -821,7 +821,7 @@ function PlanView({ plan }: { plan: Plan }) {
         </tbody>
       </table>
       <h4>Terraform-style diff</h4>
-      <pre class="rb-diff" aria-label="Terraform-style diff">
+      <pre class="rb-diff" aria-label="Terraform-style diff" tabIndex={0}>
         {lines.map((l, i) => {
           const label = diffLabel(l.kind);
           const body = (
