@@ -111,8 +111,13 @@ export function Explorer({ route }: ViewProps) {
   const paging = pg.key === appliedKey ? pg.paging : FIRST_PAGE;
   const setPaging = (p: Paging) => setPg({ key: appliedKey, paging: p });
 
+  // The answer keeps the page and filters it was asked for, so that what
+  // the table says of its rows never runs ahead of the rows.
   const page = useAsync(
-    (signal) => get("/api/v1/graph/nodes", { query: nodesQuery(applied, paging.cursor), signal }),
+    async (signal) => {
+      const answer = await get("/api/v1/graph/nodes", { query: nodesQuery(applied, paging.cursor), signal });
+      return { ...answer, paging, filters: applied };
+    },
     [appliedKey, paging.cursor],
   );
   const stats = useAsync((signal) => get("/api/v1/graph/stats", { signal }), []);
@@ -124,7 +129,7 @@ export function Explorer({ route }: ViewProps) {
 
   const data = page.data;
   const rows = data?.nodes ?? [];
-  const range = rowRange(paging, applied.limit, rows.length);
+  const range = data ? rowRange(data.paging, data.filters.limit, rows.length) : "";
 
   return (
     <div class="explorer">
@@ -212,7 +217,7 @@ export function Explorer({ route }: ViewProps) {
         title="Nodes"
         actions={
           <>
-            <button type="button" disabled={rows.length === 0} onClick={() => download(csvName(applied, paging, rows.length), toCsv(rows, CSV_COLUMNS))}>
+            <button type="button" disabled={rows.length === 0} onClick={() => data && download(csvName(data.filters, data.paging, rows.length), toCsv(rows, CSV_COLUMNS))}>
               Export page as CSV
             </button>
           </>
@@ -223,7 +228,7 @@ export function Explorer({ route }: ViewProps) {
             {data ? (
               <>
                 <strong data-testid="explorer-total">{num(data.total)}</strong> {data.total === 1 ? "node matches" : "nodes match"}
-                {isFiltered(applied) ? " these filters" : ""}; rows <span data-testid="explorer-range">{range}</span>
+                {isFiltered(data.filters) ? " these filters" : ""}; rows <span data-testid="explorer-range">{range}</span>
                 {page.loading ? <span class="muted"> (updating…)</span> : null}
               </>
             ) : null}

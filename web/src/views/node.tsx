@@ -73,8 +73,9 @@ function NodeBody({ crn }: { crn: string }) {
       <Header node={n} />
       <div class="node-grid">
         <Summary node={n} />
-        <Findings node={n} />
+        <Tags node={n} />
       </div>
+      <Findings node={n} />
       <Properties node={n} />
       <Edges crn={n.crn} />
       <Blast crn={n.crn} />
@@ -190,7 +191,7 @@ function IgnoreDialog({ crn, onDone, onCancel }: { crn: string; onDone: (message
   return (
     <Confirm title="Ignore this resource" confirmLabel="Ignore" busy={busy} onConfirm={submit} onCancel={onCancel}>
       <p class="mono node-crn">{crn}</p>
-      <p class="muted">An ignored resource is left out of waste findings and remediation until the ignore expires.</p>
+      <p class="muted">An ignored resource leaves the remediation pipeline and does not come back to it until the entry expires.</p>
       <div class="node-form">
         <label>
           Reason
@@ -285,50 +286,53 @@ function Findings({ node }: { node: Schemas["NodeDetail"] }) {
 
 function Properties({ node }: { node: Schemas["NodeDetail"] }) {
   const props = Object.keys(node.properties).sort();
+  return (
+    <Card title="Properties">
+      {props.length === 0 ? (
+        <p class="muted">No properties.</p>
+      ) : (
+        <table class="table node-kv" data-testid="node-properties">
+          <caption class="sr-only">Properties</caption>
+          <thead>
+            <tr>
+              <th scope="col">Property</th>
+              <th scope="col">Value</th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.map((k) => (
+              <tr key={k}>
+                <th scope="row" class="mono">
+                  {k}
+                </th>
+                <td class="mono">{valueText(node.properties[k])}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </Card>
+  );
+}
+
+function Tags({ node }: { node: Schemas["NodeDetail"] }) {
   const tags = Object.keys(node.tags).sort();
   return (
-    <div class="node-grid">
-      <Card title="Properties">
-        {props.length === 0 ? (
-          <p class="muted">No properties.</p>
-        ) : (
-          <table class="table node-kv" data-testid="node-properties">
-            <caption class="sr-only">Properties</caption>
-            <thead>
-              <tr>
-                <th scope="col">Property</th>
-                <th scope="col">Value</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.map((k) => (
-                <tr key={k}>
-                  <th scope="row" class="mono">
-                    {k}
-                  </th>
-                  <td class="mono">{valueText(node.properties[k])}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </Card>
-      <Card title="Tags">
-        {tags.length === 0 ? (
-          <p class="muted">No tags.</p>
-        ) : (
-          <ul class="node-tags">
-            {tags.map((k) => (
-              <li key={k}>
-                <a class="badge mono" href={href("explorer", [], { tag: `${k}=${node.tags[k] ?? ""}` })} title="Nodes with this tag">
-                  {k}={node.tags[k]}
-                </a>
-              </li>
-            ))}
-          </ul>
-        )}
-      </Card>
-    </div>
+    <Card title="Tags">
+      {tags.length === 0 ? (
+        <p class="muted">No tags.</p>
+      ) : (
+        <ul class="node-tags">
+          {tags.map((k) => (
+            <li key={k}>
+              <a class="badge mono" href={href("explorer", [], { tag: `${k}=${node.tags[k] ?? ""}` })} title="Nodes with this tag">
+                {k}={node.tags[k]}
+              </a>
+            </li>
+          ))}
+        </ul>
+      )}
+    </Card>
   );
 }
 
