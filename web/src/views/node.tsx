@@ -666,8 +666,8 @@ function VersionDiff({ a, b, labelA, labelB }: { a: Node; b: Node; labelA: strin
                   {ch.path}
                 </th>
                 <td>{ch.kind}</td>
-                <td class="mono">{ch.kind === "added" ? <span class="muted">–</span> : valueText(ch.before)}</td>
-                <td class="mono">{ch.kind === "removed" ? <span class="muted">–</span> : valueText(ch.after)}</td>
+                <td class="mono">{ch.kind === "added" ? <span class="muted">–</span> : <DiffValue value={ch.before} />}</td>
+                <td class="mono">{ch.kind === "removed" ? <span class="muted">–</span> : <DiffValue value={ch.after} />}</td>
               </tr>
             ))}
           </tbody>
@@ -675,6 +675,10 @@ function VersionDiff({ a, b, labelA, labelB }: { a: Node; b: Node; labelA: strin
       ) : null}
     </div>
   );
+}
+
+function DiffValue({ value }: { value: unknown }) {
+  return value === "" ? <span class="muted">(empty)</span> : <>{valueText(value)}</>;
 }
 
 type HistoryEvent = Schemas["HistoryEvent"];
