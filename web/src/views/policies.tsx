@@ -294,7 +294,7 @@ function RulesTable(props: {
                       aria-label={`Switch ${r.id} to ${r.mode === "shadow" ? "enforcing" : "shadow"}`}
                       onClick={() => props.onToggle(r)}
                     >
-                      {r.mode === "shadow" ? "Enforce" : "Shadow"}
+                      {r.mode === "shadow" ? "To enforcing" : "To shadow"}
                     </button>
                   </div>
                 ) : null}
