@@ -113,7 +113,7 @@ export function Policies(_props: ViewProps) {
           </p>
         ) : null}
         <ErrorBox error={error} />
-        {mesh.error && !rules ? <ErrorBox error={mesh.error} /> : null}
+        <ErrorBox error={mesh.error} />
         {!rules && mesh.loading ? <Loading what="the rules" /> : null}
         {rules ? (
           <RulesTable
