@@ -2108,8 +2108,11 @@ export interface components {
         };
         NodeVersions: {
             crn: components["schemas"]["Crn"];
-            /** @description Older versions exist beyond `limit`. */
-            truncated: boolean;
+            /**
+             * Format: int64
+             * @description Versions stored in all; more than listed when older ones lie beyond `limit`.
+             */
+            total: number;
             /**
              * @description Newest first; each the node as that version had it, `valid_from` and `valid_to` (0: still
              *     current) in microseconds since the epoch.

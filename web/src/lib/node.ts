@@ -6,11 +6,7 @@ import type { Schemas } from "../api/types";
 export type Node = Schemas["Node"];
 
 /** `GET /api/v1/graph/nodes/{crn}/versions`: every stored version, newest first. */
-export interface NodeVersions {
-  crn: string;
-  total: number;
-  versions: Node[];
-}
+export type NodeVersions = Schemas["NodeVersions"];
 
 /** Microseconds since the epoch (the graph's `valid_from`/`valid_to`) to seconds. */
 export function microsToSeconds(us: number): number {

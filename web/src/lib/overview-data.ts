@@ -1,44 +1,22 @@
 // What the Overview reads and how it shapes it: the cost breakdown by
 // provider, account, region and type; the trend over past scans (from the
 // SCAN_COMPLETED events of the ledger); the last scan's phase timings.
-import { request } from "../api/client";
+import { get, request } from "../api/client";
 import type { Schemas } from "../api/types";
 import { href } from "../router";
 
-/** One group of a breakdown: mirrors GET /api/v1/graph/breakdown. */
-export interface BreakdownGroup {
-  key: string;
-  nodes: number;
-  cost_usd_mo: number;
-  waste_nodes: number;
-  waste_usd_mo: number;
-  projected_savings_usd_mo: number;
-}
-
-/** The groups beyond `limit`, summed: mirrors GET /api/v1/graph/breakdown. */
-export interface BreakdownRest {
-  groups: number;
-  nodes: number;
-  cost_usd_mo: number;
-  waste_nodes: number;
-  waste_usd_mo: number;
-  projected_savings_usd_mo: number;
-}
-
-/** The answer of GET /api/v1/graph/breakdown (groups by cost, largest first): mirrors it field for field. */
-export interface Breakdown {
-  by: string;
-  total_groups: number;
-  groups: BreakdownGroup[];
-  rest: BreakdownRest | null;
-}
+/** One group of `GET /api/v1/graph/breakdown`. */
+export type BreakdownGroup = Schemas["BreakdownGroup"];
+/** The groups beyond `limit`, summed. */
+export type BreakdownRest = Schemas["BreakdownRest"];
+/** The answer of `GET /api/v1/graph/breakdown` (groups by cost, largest first). */
+export type Breakdown = Schemas["Breakdown"];
 
 export type Dimension = "provider" | "account" | "region" | "type";
 export const DIMENSIONS: readonly Dimension[] = ["provider", "account", "region", "type"];
 
 export async function fetchBreakdown(by: Dimension, limit: number, signal?: AbortSignal): Promise<Breakdown> {
-  const res = await request("GET", "/api/v1/graph/breakdown", { query: { by, limit }, signal });
-  return (await res.json()) as Breakdown;
+  return get("/api/v1/graph/breakdown", { query: { by, limit }, signal });
 }
 
 /** What the breakdown charts measure. */

@@ -5,7 +5,7 @@
 import type { ComponentChildren } from "preact";
 import { useMemo, useState } from "preact/hooks";
 import type { ViewProps } from ".";
-import { ApiError, get, post, request } from "../api/client";
+import { ApiError, get, post } from "../api/client";
 import type { Schemas } from "../api/types";
 import { useCan } from "../context";
 import { money, num, parseDuration, relative, rfc3339, shortCrn } from "../lib/format";
@@ -500,8 +500,7 @@ function Oracle({ crn }: { crn: string }) {
 function Versions({ crn }: { crn: string }) {
   const versions = useAsync(
     async (signal) => {
-      const res = await request("GET", `/api/v1/graph/nodes/${encodeURIComponent(crn)}/versions`, { query: { limit: VERSION_LIMIT }, signal });
-      return (await res.json()) as NodeVersions;
+      return get("/api/v1/graph/nodes/{crn}/versions", { params: { crn }, query: { limit: VERSION_LIMIT }, signal });
     },
     [crn],
   );

@@ -30,8 +30,8 @@ pub struct NodeVersions {
     /// Newest first; each the node as that version had it, `valid_from` and `valid_to` (0: still
     /// current) in microseconds since the epoch.
     pub versions: Vec<Node>,
-    /// Older versions exist beyond `limit`.
-    pub truncated: bool,
+    /// Versions stored in all; more than listed when older ones lie beyond `limit`.
+    pub total: u64,
 }
 
 /// `GET /api/v1/graph/nodes/{crn}/versions?limit=`.
@@ -77,7 +77,7 @@ pub async fn node_versions(
         Ok(NodeVersions {
             crn: Crn(crn),
             versions,
-            truncated: history.more,
+            total: history.total,
         })
     })
     .await

@@ -16,8 +16,8 @@ use crate::codec::decode_node;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct NodeHistory {
     pub versions: Vec<NodeRow>,
-    /// Older versions exist beyond the ones returned.
-    pub more: bool,
+    /// Versions stored in all, listed or not.
+    pub total: u64,
 }
 
 impl GraphStore {
@@ -30,6 +30,7 @@ impl GraphStore {
         let segs = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
         let shard = segment_shard(crn.as_bytes());
         let mut out = NodeHistory::default();
+        let mut last: Option<NodeRow> = None;
         for item in commits.iter().map_err(|e| err(e.into()))?.rev() {
             let (commit, _) = item.map_err(|e| err(e.into()))?;
             let commit = commit.value();
@@ -43,14 +44,14 @@ impl GraphStore {
             let row =
                 row_in(&stored, compressed, crn.as_bytes()).map_err(|e| self.corrupt("node segment".into(), e))?;
             let Some(row) = row else { continue };
-            if out.versions.last() == Some(&row) {
+            if last.as_ref() == Some(&row) {
                 continue;
             }
-            if out.versions.len() == limit {
-                out.more = true;
-                break;
+            out.total += 1;
+            if out.versions.len() < limit {
+                out.versions.push(row.clone());
             }
-            out.versions.push(row);
+            last = Some(row);
         }
         Ok(out)
     }
