@@ -11,6 +11,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod export;
+pub mod fbs;
 pub mod metrics;
 pub mod openapi;
 pub mod plugins;
