@@ -234,9 +234,11 @@ impl ParamValue for LayoutLimit {
     }
 }
 
+/// The schema documents the JSON form's bounds; the larger ones of the
+/// binary form are in the parameter's description.
 impl utoipa::PartialSchema for LayoutLimit {
     fn schema() -> RefOr<Schema> {
-        integer(1, Self::BINARY_MAX as u64, None)
+        integer(1, Self::JSON_MAX as u64, Some(Self::JSON_DEFAULT as u64))
     }
 }
 

@@ -39,8 +39,9 @@ use crate::wire::{self, Crn};
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct LayoutQuery {
-    /// Most nodes drawn: in JSON 1 to 20000 (default 2000); in the binary
-    /// form (`Accept: application/x-flatbuffers`) 1 to 250000 (default 100000).
+    /// Most nodes drawn. The schema gives the JSON form's bounds; in the
+    /// binary form (`Accept: application/x-flatbuffers`) 1 to 250000
+    /// (default 100000).
     #[serde(default)]
     #[param(inline)]
     limit: LayoutLimit,
@@ -50,9 +51,9 @@ pub struct LayoutQuery {
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct GraphTopologyQuery {
-    /// Most nodes drawn: in JSON 1 to 20000 (default 2000); in the binary
-    /// form (`Accept: application/x-flatbuffers`) and with `clusters_only`
-    /// 1 to 250000 (default 100000).
+    /// Most nodes drawn. The schema gives the JSON form's bounds; in the
+    /// binary form (`Accept: application/x-flatbuffers`) and with
+    /// `clusters_only`, 1 to 250000 (default 100000).
     #[serde(default)]
     #[param(inline)]
     limit: LayoutLimit,
