@@ -76,15 +76,23 @@ fn api(c: &mut Criterion) {
         println!("topology body: {:.1} MB", bytes as f64 / 1e6);
         for (what, path) in [
             ("topology (binary)", "/api/v1/topology".to_owned()),
-            ("graph/topology (binary), 100k nodes", "/api/v1/graph/topology?limit=100000".to_owned()),
-            ("graph/topology (binary), 250k nodes", "/api/v1/graph/topology?limit=250000".to_owned()),
+            (
+                "graph/topology (binary), 100k nodes",
+                "/api/v1/graph/topology?limit=100000".to_owned(),
+            ),
+            (
+                "graph/topology (binary), 250k nodes",
+                "/api/v1/graph/topology?limit=250000".to_owned(),
+            ),
         ] {
             let base = rss_kib("VmRSS");
             reset_peak_rss();
             let t = Instant::now();
             let bytes = get_as(&rt, &app, &path, FLATBUFFERS);
             let took = t.elapsed().as_secs_f64();
-            let peak = rss_kib("VmHWM").zip(base).map(|(p, b)| p.saturating_sub(b) as f64 / 1024.0);
+            let peak = rss_kib("VmHWM")
+                .zip(base)
+                .map(|(p, b)| p.saturating_sub(b) as f64 / 1024.0);
             println!(
                 "{what}: {:.1} MB in {:.3} s; peak resident memory above the request's start: {}",
                 bytes as f64 / 1e6,

@@ -24,7 +24,10 @@ async fn binary(f: &Fixture, uri: &str) -> (FbGraph, Vec<u8>) {
     assert_eq!(status, StatusCode::OK, "{uri}: {}", String::from_utf8_lossy(&bytes));
     assert_eq!(headers["content-type"], MEDIA_TYPE, "{uri}");
     assert_eq!(headers["vary"], "accept", "{uri}");
-    assert!(svc_api::fbs::graph_buffer_has_identifier(&bytes), "{uri}: file identifier SVCG");
+    assert!(
+        svc_api::fbs::graph_buffer_has_identifier(&bytes),
+        "{uri}: file identifier SVCG"
+    );
     (decode_graph(&bytes).unwrap(), bytes)
 }
 
@@ -103,15 +106,28 @@ async fn the_laid_out_graph_in_binary_matches_the_json() {
         assert_eq!(keys, LAYOUT_KEYS, "{}", n.crn);
         let j = json_nodes[n.crn.as_str()];
         let fl = flow_nodes[n.crn.as_str()];
-        assert_eq!(prop(n, "x").parse::<f64>().unwrap(), j["x"].as_f64().unwrap(), "{}", n.crn);
-        assert_eq!(prop(n, "y").parse::<f64>().unwrap(), j["y"].as_f64().unwrap(), "{}", n.crn);
+        assert_eq!(
+            prop(n, "x").parse::<f64>().unwrap(),
+            j["x"].as_f64().unwrap(),
+            "{}",
+            n.crn
+        );
+        assert_eq!(
+            prop(n, "y").parse::<f64>().unwrap(),
+            j["y"].as_f64().unwrap(),
+            "{}",
+            n.crn
+        );
         assert_eq!(prop(n, "cluster"), j["cluster"], "{}", n.crn);
         assert_eq!(prop(n, "provider"), j["provider"], "{}", n.crn);
         assert_eq!(n.ty, j["type"].as_str().unwrap());
         assert_eq!(prop(n, "label"), fl["label"], "{}", n.crn);
         assert_eq!(prop(n, "waste"), fl["data"]["is_waste"].to_string(), "{}", n.crn);
         assert_eq!(n.state, fl["data"]["state"].as_str().unwrap());
-        assert_eq!(f64::from(n.cost_usd_mo) as f32, fl["data"]["cost_usd_mo"].as_f64().unwrap() as f32);
+        assert_eq!(
+            f64::from(n.cost_usd_mo) as f32,
+            fl["data"]["cost_usd_mo"].as_f64().unwrap() as f32
+        );
         assert_eq!(n.valid_to, 0);
     }
     let vol = g.nodes.iter().find(|n| n.crn == volume()).unwrap();
@@ -123,10 +139,7 @@ async fn the_laid_out_graph_in_binary_matches_the_json() {
     assert_eq!(edge_set(&g), json_edge_set(&layout["edges"], "source", "target"));
     // The graph generation and the last commit.
     let (_, topo) = f.get("/api/v1/topology").await;
-    assert_eq!(
-        format!("v{}", g.version),
-        topo["topology_version"].as_str().unwrap()
-    );
+    assert_eq!(format!("v{}", g.version), topo["topology_version"].as_str().unwrap());
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -136,9 +149,7 @@ async fn the_laid_out_graph_in_binary_matches_the_json() {
     // of those `clusters_only` lists.
     let (_, flow_raw) = binary(&f, "/api/v1/graph").await;
     assert_eq!(raw, flow_raw);
-    let clusters = f
-        .get_ok("/api/v1/graph/topology?clusters_only=true")
-        .await;
+    let clusters = f.get_ok("/api/v1/graph/topology?clusters_only=true").await;
     assert_eq!((&clusters["nodes"], &clusters["edges"]), (&json!([]), &json!([])));
     assert_eq!(clusters["clusters"], layout["clusters"]);
     let ids: BTreeSet<&str> = clusters["clusters"]
@@ -150,10 +161,11 @@ async fn the_laid_out_graph_in_binary_matches_the_json() {
     let used: BTreeSet<&str> = g.nodes.iter().map(|n| prop(n, "cluster")).collect();
     assert_eq!(ids, used);
     // `clusters_only` answers JSON even when binary is accepted.
-    let (status, headers, _) = f
-        .get_accepting("/api/v1/graph/topology?clusters_only=true", FB)
-        .await;
-    assert_eq!((status, &headers["content-type"]), (StatusCode::OK, &"application/json".parse().unwrap()));
+    let (status, headers, _) = f.get_accepting("/api/v1/graph/topology?clusters_only=true", FB).await;
+    assert_eq!(
+        (status, &headers["content-type"]),
+        (StatusCode::OK, &"application/json".parse().unwrap())
+    );
     // A key lookup finds every node.
     let root = verified_root(&raw).unwrap();
     let list = root.nodes().unwrap();
@@ -247,11 +259,7 @@ async fn the_whole_topology_in_binary_matches_the_json() {
         assert_eq!(n.state, j["state"].as_str().unwrap());
         assert_eq!(n.cost_usd_mo, j["cost_usd_mo"].as_f64().unwrap() as f32, "{}", n.crn);
         assert_eq!(n.valid_to, 0);
-        let props: BTreeMap<&str, &str> = n
-            .properties
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
+        let props: BTreeMap<&str, &str> = n.properties.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let want: BTreeMap<&str, String> = j["heuristics_flagged"]
             .as_array()
             .unwrap()

@@ -146,7 +146,10 @@ impl GraphEncoder {
         v
     }
 
-    fn properties(&mut self, props: &[(Str, Str)]) -> Option<WIPOffset<Vector<'static, ForwardsUOffset<Property<'static>>>>> {
+    fn properties(
+        &mut self,
+        props: &[(Str, Str)],
+    ) -> Option<WIPOffset<Vector<'static, ForwardsUOffset<Property<'static>>>>> {
         if props.is_empty() {
             return None;
         }

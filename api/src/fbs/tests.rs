@@ -378,3 +378,70 @@ proptest! {
         let _ = dec(&bytes);
     }
 }
+
+/// The encoder as the routes use it: edges point at their nodes' CRN
+/// strings, repeated text is written once; every field reads back.
+#[test]
+fn encoder_shares_crns_and_repeated_text() {
+    let (nodes, _) = sample();
+    let mut nodes = sorted_by_crn(nodes);
+    nodes.retain(|n| !n.crn.is_empty());
+    let mut enc = GraphEncoder::with_capacity(0, nodes.len(), 4);
+    let mut crns = Vec::new();
+    for n in &nodes {
+        let crn = enc.string(&n.crn);
+        crns.push(crn);
+        let ty = enc.shared(&n.ty);
+        let state = (!n.state.is_empty()).then(|| enc.shared(&n.state));
+        let props: Vec<(Str, Str)> = n
+            .properties
+            .iter()
+            .map(|(k, v)| (enc.shared(k), enc.shared(v)))
+            .collect();
+        enc.node(&NodeFields {
+            crn,
+            ty,
+            state,
+            cost_usd_mo: n.cost_usd_mo,
+            properties: &props,
+            creation_timestamp: n.creation_timestamp,
+            valid_to: n.valid_to,
+        });
+    }
+    let key = enc.shared("k");
+    let before = enc.len();
+    for (i, s) in crns.iter().enumerate() {
+        let t = crns[(i + 1) % crns.len()];
+        enc.edge(&EdgeFields {
+            source_crn: *s,
+            target_crn: t,
+            relationship: (i % 7) as u8,
+            properties: &[(key, key)],
+            valid_to: i as u64,
+        });
+    }
+    // Four edges without a string of their own: tables and lists only.
+    assert!(
+        enc.len() - before < 4 * 64,
+        "{} bytes for four edges",
+        enc.len() - before
+    );
+    assert!(!enc.is_empty());
+    let finished = enc.finish(9, 10);
+    let bytes = finished.bytes().to_vec();
+    assert_eq!(finished.into_vec(), bytes);
+    let g = decode_graph(&bytes).expect("valid buffer");
+    assert_nodes_eq(&g.nodes, &nodes);
+    let edges: Vec<FbEdge> = (0..nodes.len())
+        .map(|i| FbEdge {
+            source_crn: nodes[i].crn.clone(),
+            target_crn: nodes[(i + 1) % nodes.len()].crn.clone(),
+            relationship: (i % 7) as u8,
+            properties: vec![("k".into(), "k".into())],
+            valid_to: i as u64,
+        })
+        .collect();
+    assert_eq!(g.edges, edges);
+    assert_eq!((g.version, g.last_updated), (9, 10));
+    assert!(graph_buffer_has_identifier(&bytes));
+}

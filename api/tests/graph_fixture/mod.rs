@@ -265,7 +265,12 @@ impl Fixture {
         if let Some(a) = accept {
             req = req.header("accept", a);
         }
-        let resp = self.app.clone().oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+        let resp = self
+            .app
+            .clone()
+            .oneshot(req.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
         let (status, headers) = (resp.status(), resp.headers().clone());
         let bytes = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
         (status, headers, bytes)

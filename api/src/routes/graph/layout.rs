@@ -241,12 +241,15 @@ struct Layout {
     clusters: Vec<Cluster>,
 }
 
+/// A cluster being gathered: provider, account, region, members (CRN, id).
+type Group = (String, String, String, Vec<(String, NodeId)>);
+
 /// Lays the chosen nodes out: a cluster groups the nodes of one provider,
 /// account and region; clusters, sorted by id, sit on a square grid of
 /// equal cells; inside its cell a cluster's nodes, sorted by CRN, fill a
 /// square grid row by row.
 fn place(g: &Graph, r: &InternerReader<'_>, sel: &Selection) -> Layout {
-    let mut groups: BTreeMap<String, (String, String, String, Vec<(String, NodeId)>)> = BTreeMap::new();
+    let mut groups: BTreeMap<String, Group> = BTreeMap::new();
     for n in sel.nodes.iter().filter_map(|id| g.node(*id)) {
         let (p, a, reg) = (r.resolve(n.provider()), r.resolve(n.account()), r.resolve(n.region()));
         let entry = groups
@@ -416,7 +419,13 @@ async fn binary_layout(engine: std::sync::Arc<Engine>, limit: usize) -> ApiResul
 
 /// Writes the laid-out nodes (in CRN order, [`LAYOUT_KEYS`] as properties)
 /// and the edges among them.
-fn encode_layout(g: &Graph, r: &InternerReader<'_>, layout: &Layout, edges: &[EdgeRef<'_>], last_updated: u64) -> Finished {
+fn encode_layout(
+    g: &Graph,
+    r: &InternerReader<'_>,
+    layout: &Layout,
+    edges: &[EdgeRef<'_>],
+    last_updated: u64,
+) -> Finished {
     let bytes: usize = layout
         .nodes
         .iter()

@@ -287,7 +287,7 @@ pub async fn topology(State(state): State<AppState>, headers: HeaderMap) -> ApiR
     let snapshot = if wants_binary(&headers) {
         let built = tokio::task::spawn_blocking(move || {
             if snapshot.binary_size() > binary::CAP_BYTES {
-                Err(snapshot)
+                Err(Box::new(snapshot))
             } else {
                 Ok(snapshot.encode(last_updated))
             }
@@ -299,7 +299,7 @@ pub async fn topology(State(state): State<AppState>, headers: HeaderMap) -> ApiR
                 drop(permit);
                 return respond(graph);
             }
-            Err(snapshot) => snapshot,
+            Err(snapshot) => *snapshot,
         }
     } else {
         snapshot

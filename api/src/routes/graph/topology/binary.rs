@@ -39,11 +39,7 @@ impl Snapshot {
             .iter()
             .zip(&self.rest)
             .map(|(r, n)| {
-                prefix(r.tuple)
-                    + r.id_len as usize
-                    + 8
-                    + NODE_BYTES
-                    + if n.flag.is_some() { FLAG_BYTES } else { 0 }
+                prefix(r.tuple) + r.id_len as usize + 8 + NODE_BYTES + if n.flag.is_some() { FLAG_BYTES } else { 0 }
             })
             .sum();
         nodes + self.edges.len() * EDGE_BYTES + self.strings.len() * 8 + 4096
