@@ -1,7 +1,10 @@
 //! The read API and restart at 1M nodes: `graph/stats` and `topology`
 //! through the real router (budget for topology: 1.5 s, streamed), and
 //! restart to ready (budget: 1 s), i.e. opening the stores and loading the
-//! graph. `SVC_BENCH_NODES` changes the size.
+//! graph. `SVC_BENCH_NODES` changes the size. Also the binary graph form
+//! (`Accept: application/x-flatbuffers`): the whole topology, and the
+//! dashboard's laid-out view of 100,000 nodes; their sizes, single-request
+//! times and the peak memory a request adds are printed first.
 
 #![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
 
@@ -18,10 +21,17 @@ use svc_engine::clock::SystemClock;
 use svc_mock_estate::MockEstate;
 use tower::ServiceExt;
 
+const FLATBUFFERS: &str = "application/x-flatbuffers";
+
 fn get(rt: &tokio::runtime::Runtime, app: &axum::Router, path: &str) -> usize {
+    get_as(rt, app, path, "application/json")
+}
+
+fn get_as(rt: &tokio::runtime::Runtime, app: &axum::Router, path: &str, accept: &str) -> usize {
     rt.block_on(async {
         let req = Request::get(path)
             .header("authorization", "Bearer bench")
+            .header("accept", accept)
             .body(Body::empty())
             .unwrap();
         let resp = app.clone().oneshot(req).await.unwrap();
@@ -64,6 +74,32 @@ fn api(c: &mut Criterion) {
         let app = svc_api::router(state);
         let bytes = get(&rt, &app, "/api/v1/topology");
         println!("topology body: {:.1} MB", bytes as f64 / 1e6);
+        for (what, path) in [
+            ("topology (binary)", "/api/v1/topology".to_owned()),
+            (
+                "graph/topology (binary), 100k nodes",
+                "/api/v1/graph/topology?limit=100000".to_owned(),
+            ),
+            (
+                "graph/topology (binary), 250k nodes",
+                "/api/v1/graph/topology?limit=250000".to_owned(),
+            ),
+        ] {
+            let base = rss_kib("VmRSS");
+            reset_peak_rss();
+            let t = Instant::now();
+            let bytes = get_as(&rt, &app, &path, FLATBUFFERS);
+            let took = t.elapsed().as_secs_f64();
+            let peak = rss_kib("VmHWM")
+                .zip(base)
+                .map(|(p, b)| p.saturating_sub(b) as f64 / 1024.0);
+            println!(
+                "{what}: {:.1} MB in {:.3} s; peak resident memory above the request's start: {}",
+                bytes as f64 / 1e6,
+                took,
+                peak.map_or("unknown".to_owned(), |m| format!("{m:.0} MiB"))
+            );
+        }
         let mut group = c.benchmark_group("api");
         group.sample_size(10);
         group.bench_function(format!("graph_stats/{n}"), |b| {
@@ -71,6 +107,12 @@ fn api(c: &mut Criterion) {
         });
         group.bench_function(format!("topology/{n}"), |b| {
             b.iter(|| get(&rt, &app, "/api/v1/topology"))
+        });
+        group.bench_function(format!("topology_fbs/{n}"), |b| {
+            b.iter(|| get_as(&rt, &app, "/api/v1/topology", FLATBUFFERS))
+        });
+        group.bench_function(format!("graph_topology_fbs_100k/{n}"), |b| {
+            b.iter(|| get_as(&rt, &app, "/api/v1/graph/topology?limit=100000", FLATBUFFERS))
         });
         group.finish();
     }
@@ -87,6 +129,18 @@ fn api(c: &mut Criterion) {
         })
     });
     group.finish();
+}
+
+/// A line of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`); Linux only.
+fn rss_kib(key: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Resets `VmHWM` (the peak resident size) to the current size.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 criterion_group!(benches, api);

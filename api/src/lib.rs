@@ -12,6 +12,7 @@ pub mod config;
 pub mod dashboard;
 pub mod error;
 pub mod export;
+pub mod fbs;
 pub mod metrics;
 pub mod openapi;
 pub mod plugins;

@@ -121,6 +121,31 @@ pub struct NotReady(pub ErrorBody);
 #[derive(ToResponse)]
 pub struct InsufficientStorage(pub ErrorBody);
 
+/// The binary graph form (SPEC 2.4), media type `application/x-flatbuffers`:
+/// a FlatBuffers buffer of the schema `schemas/graph.fbs` (namespace
+/// `Graph`, root `Graph`, file identifier `SVCG`). `Graph.nodes` is sorted
+/// by CRN (the `Node` key); `Graph.version` is the graph generation and
+/// `Graph.last_updated` the Unix seconds of the last commit. Generated
+/// readers: `web/src/fbs/` (TypeScript), `api/src/fbs/` (Rust).
+pub struct FlatBuffersGraph;
+
+impl utoipa::PartialSchema for FlatBuffersGraph {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .description(Some(
+                "A FlatBuffers `Graph` buffer (SPEC 2.4): schema `schemas/graph.fbs`, namespace `Graph`, \
+                 file identifier `SVCG`. `nodes` sorted by CRN; `version` the graph generation; \
+                 `last_updated` Unix seconds of the last commit.",
+            ))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for FlatBuffersGraph {}
+
 /// The parts of the document no route declares.
 #[derive(utoipa::OpenApi)]
 #[openapi(components(

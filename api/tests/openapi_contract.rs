@@ -58,7 +58,9 @@ const CHECKED_KEYWORDS: [&str; 18] = [
     "uniqueItems",
 ];
 const DOC_KEYWORDS: [&str; 2] = ["description", "default"];
-const FORMATS: [&str; 5] = ["date-time", "int32", "int64", "float", "double"];
+/// `binary` marks a body that is not JSON (the binary graph form); a JSON
+/// value is never one.
+const FORMATS: [&str; 6] = ["date-time", "int32", "int64", "float", "double", "binary"];
 /// Upper bound for a background scan or a WebSocket frame; only a failing test waits this long.
 const PATIENCE: Duration = Duration::from_secs(30);
 
@@ -312,6 +314,7 @@ impl Spec {
                     errors.push(format!("{at}: {t:?} is not an RFC 3339 time"));
                 }
             }
+            Some("binary") => errors.push(format!("{at}: a JSON value where a binary body is documented")),
             Some("int32") if v.as_i64().is_none_or(|n| i32::try_from(n).is_err()) => {
                 errors.push(format!("{at}: {v} is not a 32-bit integer"));
             }

@@ -6,6 +6,7 @@
 //! read lock is taken and released there, never held across an `.await`,
 //! and the JSON body is serialized there too.
 
+mod binary;
 mod body;
 pub mod breakdown;
 mod filter;

@@ -185,6 +185,63 @@ impl utoipa::PartialSchema for HistoryLimit {
     }
 }
 
+/// The node limit of the drawable graph views (`/api/v1/graph`,
+/// `/api/v1/graph/topology`), whose bounds depend on the form answered: in
+/// JSON 1 to [`LayoutLimit::JSON_MAX`] (default [`LayoutLimit::JSON_DEFAULT`]);
+/// in the binary form, and for clusters alone, 1 to
+/// [`LayoutLimit::BINARY_MAX`] (default [`LayoutLimit::BINARY_DEFAULT`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LayoutLimit(pub Option<usize>);
+
+impl LayoutLimit {
+    pub const JSON_DEFAULT: usize = 2000;
+    pub const JSON_MAX: usize = 20_000;
+    pub const BINARY_DEFAULT: usize = 100_000;
+    pub const BINARY_MAX: usize = 250_000;
+
+    /// The limit for a JSON body listing nodes (`large`: false), or for the
+    /// binary form and a clusters-only body (`large`: true).
+    ///
+    /// # Errors
+    ///
+    /// A 400 when the limit given is above the form's maximum.
+    pub fn resolve(self, large: bool) -> Result<usize, ApiError> {
+        let (default, max) = if large {
+            (Self::BINARY_DEFAULT, Self::BINARY_MAX)
+        } else {
+            (Self::JSON_DEFAULT, Self::JSON_MAX)
+        };
+        match self.0 {
+            None => Ok(default),
+            Some(n) if n <= max => Ok(n),
+            Some(n) => Err(ApiError::bad_request(format!(
+                "invalid limit \"{n}\": expected an integer from 1 to {max} (up to {} with Accept: application/x-flatbuffers or clusters_only)",
+                Self::BINARY_MAX
+            ))),
+        }
+    }
+}
+
+impl ParamValue for LayoutLimit {
+    fn parse(raw: &str) -> Result<Self, String> {
+        match raw.trim().parse::<usize>() {
+            Ok(n) if (1..=Self::BINARY_MAX).contains(&n) => Ok(LayoutLimit(Some(n))),
+            _ => Err(format!(
+                "invalid limit {raw:?}: expected an integer from 1 to {}",
+                Self::BINARY_MAX
+            )),
+        }
+    }
+}
+
+/// The schema documents the JSON form's bounds; the larger ones of the
+/// binary form are in the parameter's description.
+impl utoipa::PartialSchema for LayoutLimit {
+    fn schema() -> RefOr<Schema> {
+        integer(1, Self::JSON_MAX as u64, Some(Self::JSON_DEFAULT as u64))
+    }
+}
+
 // ---------------------------------------------------------------- flags and filters
 
 /// A boolean flag: `true`/`1`/`yes` or `false`/`0`/`no` in any case; the
@@ -345,6 +402,7 @@ pub(crate) use to_schema;
 
 to_schema!(
     HistoryLimit,
+    LayoutLimit,
     Flag,
     NonBlank,
     ReachabilityFilter,
@@ -355,6 +413,7 @@ to_schema!(
 
 deserialize_via_parse!(
     HistoryLimit,
+    LayoutLimit,
     Flag,
     NonBlank,
     ReachabilityFilter,

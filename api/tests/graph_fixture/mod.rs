@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use svc_api::AppState;
@@ -253,6 +253,27 @@ impl Fixture {
         let status = resp.status();
         let bytes = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
         (status, bytes)
+    }
+
+    /// A GET with the token and, when given, an `Accept` header: the status,
+    /// the response headers and the body.
+    pub async fn get_accepting(&self, uri: &str, accept: Option<&str>) -> (StatusCode, HeaderMap, Vec<u8>) {
+        let mut req = Request::builder()
+            .method("GET")
+            .uri(uri)
+            .header("authorization", format!("Bearer {TOKEN}"));
+        if let Some(a) = accept {
+            req = req.header("accept", a);
+        }
+        let resp = self
+            .app
+            .clone()
+            .oneshot(req.body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let (status, headers) = (resp.status(), resp.headers().clone());
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes().to_vec();
+        (status, headers, bytes)
     }
 
     pub async fn get(&self, uri: &str) -> (StatusCode, Value) {

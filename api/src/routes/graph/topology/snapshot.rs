@@ -28,6 +28,8 @@ pub(super) struct NodeRest {
     /// `None` without a finding; else the verdict naming it (or none).
     pub flag: Option<Option<Sym>>,
     pub severity: u8,
+    /// Unix seconds of the resource's creation (the binary form's only).
+    pub created: u64,
 }
 
 /// The graph as the body shows it. Node arrays are in CRN order; an edge is
@@ -38,6 +40,8 @@ pub(super) struct Snapshot {
     /// Per key tuple, `crn:svc:<provider>:<region>:<service>:<kind>:<account>:`
     /// escaped for the inside of a JSON string.
     pub prefixes: Vec<Vec<u8>>,
+    /// The key tuples (`CrnRef::tuple` indexes them).
+    pub tuples: Vec<[Sym; 5]>,
     /// Physical ids, in CRN order.
     pub ids: Vec<u8>,
     pub crns: Vec<CrnRef>,
@@ -141,6 +145,7 @@ fn copy(engine: &Engine) -> Copied {
             cost,
             flag: wire::flag_rule(n.is_waste(), n.waste_reason(), n.verdict()),
             severity: wire::severity(findings.deciding(n.id()).map_or(0.0, |f| f32::from(f.risk_score))),
+            created: n.creation_ts(),
         });
         out.ids.extend_from_slice(id);
     }
@@ -279,6 +284,7 @@ impl Snapshot {
             generation: c.generation,
             strings: c.strings,
             prefixes,
+            tuples: c.tuples,
             ids,
             crns,
             rest,
