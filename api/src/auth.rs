@@ -7,6 +7,7 @@
 //! made with the cookie that lacks the session's CSRF token, and hands the
 //! handler the [`Caller`]: the ledger's actor is the caller's token name.
 
+pub mod credentials;
 pub mod roles;
 pub mod sessions;
 pub mod tokens;
@@ -128,12 +129,6 @@ fn tokens_equal(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// The token store and the live sessions.
-pub struct Auth {
-    pub tokens: tokens::TokenStore,
-    pub sessions: sessions::Sessions,
 }
 
 #[cfg(test)]

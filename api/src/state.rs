@@ -25,7 +25,7 @@ pub struct Inner {
     /// Set once the graph is hydrated; until then `/readyz` and `/api` answer 503.
     engine: OnceLock<Arc<Engine>>,
     /// The tokens (`$SVC_DATA_DIR/tokens.json`) and the dashboard sessions.
-    pub auth: crate::auth::Auth,
+    pub auth: crate::auth::credentials::Auth,
     /// Committed ledger events, in order, as `(seq, envelope JSON text)`.
     /// The text is shared: every client sends the same bytes without a copy.
     pub events: broadcast::Sender<(u64, Utf8Bytes)>,
@@ -61,7 +61,7 @@ impl AppState {
         AppState {
             inner: Arc::new(Inner {
                 engine: OnceLock::new(),
-                auth: crate::auth::Auth {
+                auth: crate::auth::credentials::Auth {
                     tokens,
                     sessions: Default::default(),
                 },
