@@ -40,13 +40,14 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let config = Config::load(&data_dir.join(paths::CONFIG_FILE))?;
     let interval = config.scan_interval()?;
     let token = ensure_token(&data_dir.join(paths::TOKEN_FILE))?;
+    let tokens = svc_api::auth::tokens::TokenStore::open(&data_dir.join(paths::TOKENS_FILE), &token)?;
     let session_id = new_session_id();
 
     let listener = tokio::net::TcpListener::bind(opts.listen)
         .await
         .with_context(|| format!("cannot listen on {}", opts.listen))?;
     let local = listener.local_addr()?;
-    let state = AppState::new(token);
+    let state = AppState::with_tokens(tokens);
     state.set_simulated_sources(vec![MOCK_SOURCE.to_owned()]);
     let server = tokio::spawn(svc_api::serve(listener, state.clone(), shutdown_signal()));
     info!(
@@ -56,6 +57,9 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         session_id = %session_id,
         "svc listening on http://{local}"
     );
+    // The token travels in the fragment, which a browser never sends: the
+    // dashboard exchanges it for a session cookie.
+    info!("dashboard: http://{local}/#token={token}");
 
     let dir = data_dir.clone();
     let sid = session_id.clone();
@@ -490,7 +494,7 @@ fn private_dir(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Reads the operator token, writing a new one (mode 0600, one line) on first start.
+/// Reads the admin token (the token named `admin`), writing a new one (mode 0600, one line) on first start.
 pub fn ensure_token(path: &Path) -> anyhow::Result<String> {
     match std::fs::read_to_string(path) {
         Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),

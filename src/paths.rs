@@ -17,6 +17,8 @@ pub fn data_dir() -> PathBuf {
 }
 
 pub const TOKEN_FILE: &str = "token";
+/// Named API tokens with their roles, as hashes (`svc token`).
+pub const TOKENS_FILE: &str = "tokens.json";
 /// The simulated estate's record of what remediation changed (mock mode).
 pub const MOCK_EFFECTS_FILE: &str = "mock-estate.json";
 pub const CONFIG_FILE: &str = "config.toml";

@@ -1424,6 +1424,15 @@ async fn every_listed_route_answers() {
                     .await
             }
             ("DELETE", p) if p.starts_with("/api/v1/isolation/") => api.delete(&path).await,
+            ("POST", "/api/v1/tokens") => {
+                api.post_json(&path, &json!({"name": "listed", "role": "viewer"}))
+                    .await
+                    .expect(201);
+                continue;
+            }
+            ("DELETE", "/api/v1/tokens/{name}") => api.delete("/api/v1/tokens/listed").await,
+            ("POST", "/api/v1/session") => api.post_json(&path, &json!({"token": d.token})).await,
+            ("DELETE", "/api/v1/session") => api.delete(&path).await,
             ("POST", _) => api.trigger(&path, &json!({"wait": true})).await,
             other => panic!("a route with an unexpected method: {other:?}"),
         };

@@ -825,7 +825,7 @@ async fn aws_waste_is_remediated_reverted_and_quarantined_through_the_api() {
             &approvals[0]["actor"],
             &approvals[0]["meta"]["plan_hash"]
         ),
-        (&json!("APPROVED"), &json!("alice"), &json!(plan_hash)),
+        (&json!("APPROVED"), &json!("admin"), &json!(plan_hash)),
         "{approvals:?}"
     );
     let commits = events_of(&api, "EXECUTION_COMMIT", &volume).await;

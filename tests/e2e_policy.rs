@@ -201,7 +201,7 @@ async fn endpoints_bad_input_scans_and_a_restart() {
     assert_eq!(actions.iter().filter(|a| **a == "TOGGLED").count(), 2);
     assert_eq!(actions.iter().filter(|a| **a == "REORDERED").count(), 1);
     for e in &changes {
-        assert_eq!(e["meta"]["author"], "api");
+        assert_eq!(e["meta"]["author"], "admin", "the token's name");
         assert!(
             e["meta"]["rule_id"].is_string() && e["meta"]["enforcement_mode"].is_string(),
             "{e}"
@@ -340,7 +340,7 @@ async fn cli_verbs_and_pack_install() {
 
     let changes = api.history_all(&[("type", "POLICY_CHANGE")]).await;
     let by = |author: &str| changes.iter().filter(|e| e["meta"]["author"] == author).count();
-    assert!(by("cli") >= 5, "add, add, toggle, reorder, rm");
+    assert!(by("admin") >= 5, "add, add, toggle, reorder, rm, with the admin token");
     assert_eq!(by("pack:tagging-hygiene"), 3);
     assert_eq!(by("pack:cost-hygiene"), 4);
 }

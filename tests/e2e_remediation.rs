@@ -119,7 +119,8 @@ async fn flagged_to_applied_and_the_estate_follows() {
     let approvals = events_of(&api, "APPROVAL", &crn).await;
     assert_eq!(approvals.len(), 1);
     assert_eq!(approvals[0]["status"], "APPROVED");
-    assert_eq!(approvals[0]["actor"], "alice");
+    // The actor is the token's name; the body's `actor` is only a note.
+    assert_eq!(approvals[0]["actor"], "admin");
     let commits = events_of(&api, "EXECUTION_COMMIT", &crn).await;
     assert_eq!(commits.len(), 2, "{commits:?}");
     for c in &commits {
@@ -222,7 +223,11 @@ async fn a_held_item_waits_at_the_gate_until_an_override() {
     api.scan_wait().await;
     let item = at_stage(&api, "sau_gate", &crn).await.expect("still at the gate");
     assert!(
-        item["blockers"].as_array().unwrap().iter().any(|b| b == "held by bob"),
+        item["blockers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b == "held by admin"),
         "{item}"
     );
     // Illegal moves are conflicts; an override needs a reason.
@@ -245,7 +250,8 @@ async fn a_held_item_waits_at_the_gate_until_an_override() {
     assert_eq!(released["stage"], "pending");
     let ov = events_of(&api, "s.a.u_OVERRIDE", &crn).await;
     assert_eq!(ov.len(), 1);
-    assert_eq!(meta(&ov[0])["reason"], "owner agreed, ticket 42");
+    assert_eq!(meta(&ov[0])["reason"], "owner agreed, ticket 42 (actor note: carol)");
+    assert_eq!(ov[0]["actor"], "admin");
     let moves = events_of(&api, "PIPELINE_MOVE", &crn).await;
     assert_eq!(meta(&moves[0])["to"], "sau_gate");
     let done = api
@@ -332,7 +338,7 @@ async fn ignore_entries_keep_resources_out_and_expire() {
         "an ignored resource leaves the pipeline"
     );
     let isolation = events_of(&api, "ISOLATION", a).await;
-    assert_eq!(meta(&isolation[0])["author_identifier"], "dana");
+    assert_eq!(meta(&isolation[0])["author_identifier"], "admin");
     assert_eq!(meta(&isolation[0])["ttl_seconds"], 0);
 
     // The TTL entry expires by itself, recorded; the permanent one stays.
@@ -593,7 +599,8 @@ async fn cli_verbs_decide_and_undo() {
         "the plan decided on is printed: {err}"
     );
     let commit = events_of(&api, "EXECUTION_COMMIT", &a).await;
-    assert_eq!(commit[0]["actor"], "cli:erin");
+    // The CLI sends the token file's admin token: the actor is its name.
+    assert_eq!(commit[0]["actor"], "admin");
     let hash = meta(&commit[0])["compensating_payload_hash"]
         .as_str()
         .unwrap()
@@ -607,7 +614,7 @@ async fn cli_verbs_decide_and_undo() {
         .find(|i| i["crn"] == a)
         .expect("back in pending");
     assert!(
-        back["failure"].as_str().unwrap().contains("reverted by cli:erin"),
+        back["failure"].as_str().unwrap().contains("reverted by admin"),
         "{back}"
     );
     let (code, _, err) = run(&["revert", &hash]).await;

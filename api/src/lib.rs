@@ -93,8 +93,8 @@ impl IntoIterator for Routes {
 /// The routes under `/api/v1`, each registered with its OpenAPI operation.
 fn api_routes() -> OpenApiRouter<AppState> {
     use routes::{
-        anomalies, config, graph, history, ledger, plugins, policies, remediation, scan, solver, time_travel, traffic,
-        waste,
+        anomalies, config, graph, history, ledger, plugins, policies, remediation, scan, solver, time_travel, tokens,
+        traffic, waste,
     };
     OpenApiRouter::new()
         .routes(routes!(graph::topology::topology))
@@ -146,11 +146,14 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(policies::dry_run))
         .routes(routes!(policies::mesh))
         .routes(routes!(policies::remove))
+        .routes(routes!(tokens::list, tokens::create))
+        .routes(routes!(tokens::revoke))
+        .routes(routes!(tokens::sign_in, tokens::current, tokens::sign_out))
 }
 
 /// The HTTP surface, before it has its state, and its OpenAPI document:
 /// both come from the same route registrations. Without a state (for the
-/// document alone) the routes are not guarded by the token check.
+/// document alone) the routes are not guarded by the token and role check.
 fn surface(state: Option<&AppState>) -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (api, api_doc) = api_routes().split_for_parts();
     let api = api.fallback(no_route).method_not_allowed_fallback(method_not_allowed);
@@ -158,7 +161,7 @@ fn surface(state: Option<&AppState>) -> (Router<AppState>, utoipa::openapi::Open
     *api.get_openapi_mut() = api_doc;
     let mut protected = OpenApiRouter::new().nest("/api/v1", api).routes(routes!(ws::events));
     if let Some(state) = state {
-        protected = protected.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_token));
+        protected = protected.route_layer(middleware::from_fn_with_state(state.clone(), auth::authorize));
     }
     let (router, mut doc) = OpenApiRouter::with_openapi(openapi::Base::openapi())
         .routes(routes!(healthz))

@@ -41,13 +41,25 @@ Conventions:
 - Every failed request answers with the `Error` body
   `{\"error\":{\"code\":..,\"message\":..,\"details\":{}}}`.
 - Every `/api/v1` route and `/events` need `Authorization: Bearer <token>`
-  (or the `svc_token` cookie); `/healthz`, `/readyz` and `/metrics` are open.
+  or a dashboard session (the `svc_session` cookie from `POST
+  /api/v1/session`); `/healthz`, `/readyz` and `/metrics` are open, and so
+  is signing in.
+- Each token has a role: `viewer` (reads), `operator` (remediation
+  decisions, quarantine, ignore list, policies, scans) or `admin`
+  (configuration, plugins, ledger maintenance, tokens); each role may do
+  what the roles before it may. Each operation's description starts with
+  the least role it needs; a caller below it gets 403 `forbidden`. A
+  request made with the session cookie that is not a GET must send the
+  session's CSRF token as `X-CSRF-Token` (403 otherwise).
+- What a request records in the ledger has the caller's token name as its
+  actor. A body's `actor` is only a note: appended to the reason where
+  the request records one.
 - Until the graph is loaded, every route that reads the engine answers 503
   `not_ready`.
 ";
 
 /// Tags of the operations, in the order the document lists them.
-const TAGS: [(&str, &str); 13] = [
+const TAGS: [(&str, &str); 14] = [
     ("probes", "Liveness, readiness and metrics (no authentication)."),
     ("graph", "The live resource graph."),
     (
@@ -70,6 +82,7 @@ const TAGS: [(&str, &str); 13] = [
     ),
     ("plugins", "Installed provider and heuristic plugins."),
     ("config", "The daemon configuration."),
+    ("tokens", "API tokens with roles, and dashboard sessions."),
 ];
 
 /// Routes anyone may call.
@@ -86,6 +99,11 @@ pub struct BadRequest(pub ErrorBody);
 /// Missing or wrong token (`unauthorized`).
 #[derive(ToResponse)]
 pub struct Unauthorized(pub ErrorBody);
+
+/// The caller's role is below the operation's, or a write made with the
+/// session cookie lacks its CSRF token (`forbidden`).
+#[derive(ToResponse)]
+pub struct Forbidden(pub ErrorBody);
 
 /// No node with that CRN (`not_found`).
 #[derive(ToResponse)]
@@ -152,6 +170,7 @@ impl utoipa::ToSchema for FlatBuffersGraph {}
     responses(
         BadRequest,
         Unauthorized,
+        Forbidden,
         NotFound,
         Conflict,
         PayloadTooLarge,
@@ -176,6 +195,7 @@ pub(crate) fn complete(doc: &mut OpenApi) {
     OpenRoutes.modify(doc);
     EventFrames.modify(doc);
     OptionalBodies.modify(doc);
+    Roles.modify(doc);
 }
 
 /// Routes whose body may be left out.
@@ -224,18 +244,19 @@ impl Modify for Head {
         );
         doc.security = Some(vec![
             SecurityRequirement::new("bearerAuth", Vec::<String>::new()),
-            SecurityRequirement::new("cookieAuth", Vec::<String>::new()),
+            SecurityRequirement::new("sessionCookie", Vec::<String>::new()),
         ]);
         let components = doc.components.get_or_insert_with(|| ComponentsBuilder::new().build());
         let mut bearer = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
-        bearer.description =
-            Some("The operator token from `$SVC_DATA_DIR/token`, as `Authorization: Bearer <token>`.".into());
+        bearer.description = Some(
+            "A token, as `Authorization: Bearer <token>`: the admin token of `$SVC_DATA_DIR/token`, or one made with `POST /api/v1/tokens` (`svc token create`).".into(),
+        );
         components.add_security_scheme("bearerAuth", SecurityScheme::Http(bearer));
         components.add_security_scheme(
-            "cookieAuth",
+            "sessionCookie",
             SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
-                crate::auth::TOKEN_COOKIE,
-                "The same token in the `svc_token` cookie, set by the dashboard link the daemon prints at start.",
+                crate::auth::SESSION_COOKIE,
+                "A dashboard session, set by `POST /api/v1/session`; its writes send the session's CSRF token as `X-CSRF-Token`.",
             ))),
         );
     }
@@ -250,6 +271,49 @@ impl Modify for OpenRoutes {
             if let Some(item) = doc.paths.paths.get_mut(route) {
                 for op in [&mut item.get, &mut item.post].into_iter().flatten() {
                     op.security = Some(Vec::new());
+                }
+            }
+        }
+    }
+}
+
+/// Each guarded operation states its least role, and those a caller can
+/// be refused (above `viewer`, or not a GET: the CSRF check) list 403.
+struct Roles;
+
+impl Modify for Roles {
+    fn modify(&self, doc: &mut OpenApi) {
+        use utoipa::openapi::{RefOr, Response};
+        for (path, item) in doc.paths.paths.iter_mut() {
+            let ops = [
+                ("GET", &mut item.get),
+                ("PUT", &mut item.put),
+                ("POST", &mut item.post),
+                ("DELETE", &mut item.delete),
+                ("PATCH", &mut item.patch),
+            ];
+            for (method, op) in ops {
+                let Some(op) = op.as_mut() else { continue };
+                if OPEN_ROUTES.contains(&path.as_str()) {
+                    continue;
+                }
+                let Some(role) = crate::auth::roles::least_role(method, path) else {
+                    op.security = Some(Vec::new());
+                    op.description = Some(match op.description.take() {
+                        Some(d) => format!("Open: no credentials needed.\n\n{d}"),
+                        None => "Open: no credentials needed.".to_owned(),
+                    });
+                    continue;
+                };
+                op.description = Some(match op.description.take() {
+                    Some(d) => format!("Role: {role}.\n\n{d}"),
+                    None => format!("Role: {role}."),
+                });
+                if role > crate::auth::Role::Viewer || method != "GET" {
+                    op.responses
+                        .responses
+                        .entry("403".to_owned())
+                        .or_insert_with(|| RefOr::<Response>::Ref(Ref::from_response_name("Forbidden")));
                 }
             }
         }

@@ -24,8 +24,8 @@ pub struct AppState {
 pub struct Inner {
     /// Set once the graph is hydrated; until then `/readyz` and `/api` answer 503.
     engine: OnceLock<Arc<Engine>>,
-    /// The operator token (`$SVC_DATA_DIR/token`).
-    pub token: String,
+    /// The tokens (`$SVC_DATA_DIR/tokens.json`) and the dashboard sessions.
+    pub auth: crate::auth::credentials::Auth,
     /// Committed ledger events, in order, as `(seq, envelope JSON text)`.
     /// The text is shared: every client sends the same bytes without a copy.
     pub events: broadcast::Sender<(u64, Utf8Bytes)>,
@@ -49,12 +49,22 @@ pub struct Inner {
 }
 
 impl AppState {
+    /// A state whose only token is the admin token `token`, kept in
+    /// memory (tests and benches).
     pub fn new(token: String) -> AppState {
+        AppState::with_tokens(crate::auth::tokens::TokenStore::in_memory(&token))
+    }
+
+    /// A state that authenticates with `tokens`.
+    pub fn with_tokens(tokens: crate::auth::tokens::TokenStore) -> AppState {
         let (events, _) = broadcast::channel(EVENT_FANOUT);
         AppState {
             inner: Arc::new(Inner {
                 engine: OnceLock::new(),
-                token,
+                auth: crate::auth::credentials::Auth {
+                    tokens,
+                    sessions: Default::default(),
+                },
                 events,
                 metrics: Metrics::new(),
                 started: Instant::now(),

@@ -47,7 +47,7 @@ type Live = Receiver<(u64, Utf8Bytes)>;
 /// few writes instead of one system call per event.
 const LIVE_BATCH: usize = 256;
 
-/// A browser sends `Origin` on a WebSocket handshake, and the `svc_token`
+/// A browser sends `Origin` on a WebSocket handshake, and the `svc_session`
 /// cookie with it whichever page opened the socket: a handshake whose
 /// origin names another host and port than the request's `Host` is
 /// refused, so another site cannot read the ledger through the cookie.
@@ -102,7 +102,7 @@ payload of each event type whose payload has a fixed shape."#,
         (status = 101, description = "Switching protocols; the WebSocket stream of `Envelope` frames follows."),
         (status = 400, description = "Not a WebSocket upgrade request (a missing or wrong `Connection`, `Upgrade`, `Sec-WebSocket-Key` or `Sec-WebSocket-Version` header).", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 401, response = crate::openapi::Unauthorized),
-        (status = 403, description = "A browser page of another origin asked (its `Origin` header names a host other than the request's `Host`): the token cookie does not let other sites read the ledger (`forbidden`).", body = crate::error::ErrorBody, content_type = "application/json"),
+        (status = 403, description = "A browser page of another origin asked (its `Origin` header names a host other than the request's `Host`): the session cookie does not let other sites read the ledger (`forbidden`).", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 426, description = "The connection cannot be upgraded (for example HTTP/1.0); the body is an `Error` with code `bad_request`.", body = crate::error::ErrorBody, content_type = "application/json"),
         (status = 503, response = crate::openapi::NotReady),
     ),

@@ -522,7 +522,7 @@ async fn prune_removes_old_events_and_keeps_the_chain() {
             "REJECTION"
         ]
     );
-    assert_eq!(body["events"][0]["actor"], "api");
+    assert_eq!(body["events"][0]["actor"], "admin");
     assert_eq!(body["total"], 5);
 
     let report = get_ok(&f.app, "/api/v1/ledger/verify").await;

@@ -1165,6 +1165,57 @@ async fn live_responses_match_their_schemas() {
             method: "PUT",
             ..post("/api/v1/config", "/api/v1/config", Some(r#"{"bogus": 1}"#), 422)
         },
+        post(
+            "/api/v1/tokens",
+            "/api/v1/tokens",
+            Some(r#"{"name": "ci-bot", "role": "operator"}"#),
+            201,
+        ),
+        post(
+            "/api/v1/tokens",
+            "/api/v1/tokens",
+            Some(r#"{"name": "ci-bot", "role": "viewer"}"#),
+            409,
+        ),
+        post(
+            "/api/v1/tokens",
+            "/api/v1/tokens",
+            Some(r#"{"name": "bad name", "role": "viewer"}"#),
+            422,
+        ),
+        get("/api/v1/tokens", "/api/v1/tokens", &["/tokens"]),
+        Case {
+            method: "DELETE",
+            route: "/api/v1/tokens/{name}",
+            uri: "/api/v1/tokens/ci-bot".into(),
+            body: None,
+            want: 200,
+            nonempty: &[],
+        },
+        Case {
+            method: "DELETE",
+            route: "/api/v1/tokens/{name}",
+            uri: "/api/v1/tokens/admin".into(),
+            body: None,
+            want: 409,
+            nonempty: &[],
+        },
+        post(
+            "/api/v1/session",
+            "/api/v1/session",
+            Some(&format!(r#"{{"token": "{TOKEN}"}}"#)),
+            200,
+        ),
+        post("/api/v1/session", "/api/v1/session", Some(r#"{"token": "wrong"}"#), 401),
+        get("/api/v1/session", "/api/v1/session", &[]),
+        Case {
+            method: "DELETE",
+            route: "/api/v1/session",
+            uri: "/api/v1/session".into(),
+            body: None,
+            want: 200,
+            nonempty: &[],
+        },
     ];
     let mut covered = BTreeSet::new();
     let mut errors = run_cases(&spec, &f, &cases, &mut covered).await;
@@ -1557,14 +1608,16 @@ async fn routes_answer_503_until_the_engine_is_ready() {
             "/api/v1/policies/reorder" => Some(r#"{"order": ["r"]}"#),
             "/api/v1/policies/dry-run" => Some(r#"{"condition": "true"}"#),
             "/api/v1/config" if *method == "PUT" => Some(r#"{"sau": {"audit_export_interval": "1h"}}"#),
+            "/api/v1/tokens" if *method == "POST" => Some(r#"{"name": "early", "role": "viewer"}"#),
+            "/api/v1/session" if *method == "POST" => Some(r#"{"token": "test-token"}"#),
             _ => None,
         };
         let reply = send(&app, method, &uri, Some(TOKEN), body).await;
-        let want = if matches!(*route, "/healthz" | "/metrics") {
-            200
-        } else {
-            503
-        };
+        // Sessions and the token list read no engine; creating or revoking
+        // a token records a ledger event, so it waits like the rest.
+        let engine_free = matches!(*route, "/healthz" | "/metrics" | "/api/v1/session")
+            || (*method == "GET" && *route == "/api/v1/tokens");
+        let want = if engine_free { 200 } else { 503 };
         if reply.status.as_u16() != want {
             errors.push(format!(
                 "{method} {route}: expected {want} before the engine is ready, got {}",

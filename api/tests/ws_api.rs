@@ -29,6 +29,7 @@ struct Server {
     _dir: tempfile::TempDir,
     engine: Arc<Engine>,
     addr: SocketAddr,
+    state: AppState,
 }
 
 async fn server() -> Server {
@@ -38,12 +39,13 @@ async fn server() -> Server {
     state.set_engine(engine.clone());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = svc_api::router(state);
+    let app = svc_api::router(state.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
     Server {
         _dir: dir,
         engine,
         addr,
+        state,
     }
 }
 
@@ -123,14 +125,29 @@ async fn send_text(ws: &mut Ws, text: &str) {
 }
 
 /// A browser page of another origin cannot open the stream with the
-/// token (cookie); a page of this daemon and a client without `Origin` can.
+/// session cookie; a page of this daemon and a client without `Origin` can.
+/// The token itself in a cookie (the old `svc_token`) is no credential.
 #[tokio::test]
 async fn a_page_of_another_origin_cannot_open_the_stream() {
     let s = server().await;
+    let (session, _) = s
+        .state
+        .inner
+        .auth
+        .sessions
+        .open("admin", svc_api::auth::Role::Admin)
+        .unwrap();
+    let mut old = format!("ws://{}/events", s.addr).into_client_request().unwrap();
+    old.headers_mut().insert("cookie", "svc_token=tok".parse().unwrap());
+    match tokio_tungstenite::connect_async(old).await {
+        Err(WsError::Http(resp)) => assert_eq!(resp.status(), 401),
+        Err(e) => panic!("expected HTTP 401 for the svc_token cookie, got {e}"),
+        Ok(_) => panic!("the svc_token cookie opened the stream"),
+    }
     let open = |origin: Option<String>| {
         let mut req = format!("ws://{}/events", s.addr).into_client_request().unwrap();
         req.headers_mut()
-            .insert("cookie", "svc_token=tok".to_owned().parse().unwrap());
+            .insert("cookie", format!("svc_session={session}").parse().unwrap());
         if let Some(o) = origin {
             req.headers_mut().insert("origin", o.parse().unwrap());
         }

@@ -113,6 +113,11 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: LedgerCommand,
     },
+    /// API tokens with roles (viewer, operator, admin); an admin's work.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Load generators that measure a daemon.
     Bench {
         #[command(subcommand)]
@@ -317,6 +322,32 @@ pub(super) enum LedgerCommand {
     Export {
         #[command(flatten)]
         remote: Remote,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum TokenCommand {
+    /// Create a token; it is printed this once.
+    Create {
+        #[command(flatten)]
+        remote: Remote,
+        /// Its name: 1 to 64 characters of A-Z a-z 0-9 . _ - (the ledger's actor for what it does).
+        #[arg(long)]
+        name: String,
+        /// What it may do.
+        #[arg(long, value_parser = ["viewer", "operator", "admin"])]
+        role: String,
+    },
+    /// List the tokens: name, role, created.
+    List {
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Revoke a token: refused from then on, its dashboard sessions ended.
+    Revoke {
+        #[command(flatten)]
+        remote: Remote,
+        name: String,
     },
 }
 

@@ -3,8 +3,10 @@
 
 use std::process::ExitCode;
 
-use super::args::{BenchCommand, Cli, Command, LedgerCommand, PluginsCommand, PolicyCommand, RemediationCommand};
-use super::{ledger, policy, remediation, soak, verbs};
+use super::args::{
+    BenchCommand, Cli, Command, LedgerCommand, PluginsCommand, PolicyCommand, RemediationCommand, TokenCommand,
+};
+use super::{ledger, policy, remediation, soak, tokens, verbs};
 use crate::daemon::{self, DaemonOptions};
 
 /// Carries out the verb `cli` names; the exit code tells how it went.
@@ -143,6 +145,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             LedgerCommand::Verify { remote, file } => ledger::verify(&remote, file.as_deref()).await,
             LedgerCommand::Tail { remote, lines, follow } => ledger::tail(&remote, lines, follow).await,
             LedgerCommand::Export { remote } => ledger::export(&remote).await,
+        },
+        Command::Token { command } => match command {
+            TokenCommand::Create { remote, name, role } => tokens::create(&remote, &name, &role).await,
+            TokenCommand::List { remote } => tokens::list(&remote).await,
+            TokenCommand::Revoke { remote, name } => tokens::revoke(&remote, &name).await,
         },
         Command::Bench { command } => match command {
             BenchCommand::Soak(args) => soak::run(args).await,

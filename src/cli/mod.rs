@@ -3,8 +3,8 @@
 //!
 //! `args` is the grammar clap parses and `dispatch` hands each verb to the
 //! module that carries it out: `verbs` (scan, stats, nodes, node, history,
-//! plugins), `remediation`, `policy`, `ledger` and `soak` (`svc bench
-//! soak`). Those talk to the daemon through `client`, reach it as `remote`
+//! plugins), `remediation`, `policy`, `ledger`, `tokens` (`svc token`)
+//! and `soak` (`svc bench soak`). Those talk to the daemon through `client`, reach it as `remote`
 //! says, and print with `output`.
 
 mod args;
@@ -16,6 +16,7 @@ mod policy;
 mod remediation;
 mod remote;
 mod soak;
+mod tokens;
 mod verbs;
 
 pub use args::Cli;

@@ -20,7 +20,8 @@ macro_rules! call {
     };
 }
 
-/// Who the ledger records: `$USER` on this machine, else `cli`.
+/// Who runs the CLI (`cli:$USER`, else `cli`): the daemon records the
+/// token's name as the actor and keeps this as a note on the reason.
 fn actor() -> String {
     std::env::var("USER")
         .ok()

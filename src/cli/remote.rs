@@ -7,7 +7,7 @@ pub struct Remote {
     /// Address of the daemon.
     #[arg(long, env = "SVC_URL", default_value = "http://127.0.0.1:8080")]
     pub url: String,
-    /// Operator token; defaults to the contents of `$SVC_DATA_DIR/token`.
+    /// API token; defaults to the admin token in `$SVC_DATA_DIR/token`.
     #[arg(long, env = "SVC_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Print the raw JSON answer.

@@ -27,8 +27,6 @@ pub use body::*;
 /// The youngest events a prune may remove are this many days old.
 pub const MIN_RETENTION_DAYS: u64 = 1;
 
-/// Actor recorded on the audit event a prune through the API appends.
-const PRUNE_ACTOR: &str = "api";
 const US_PER_DAY: u64 = 86_400 * 1_000_000;
 
 /// Query parameters of `GET /api/v1/history`. An empty value counts as absent.
@@ -240,7 +238,7 @@ pub async fn sessions(State(state): State<AppState>) -> ApiResult<Json<SessionLi
     operation_id = "pruneHistory",
     tag = "history",
     summary = "Remove events older than a number of days.",
-    description = "The prune itself is recorded in the ledger as a `HISTORY_PRUNED` event by actor `api`. `max_age_days` is at least 1 (422 otherwise). With `sau.audit_bucket` set, a prune that would remove an event not yet exported is refused (409) and removes nothing.",
+    description = "The prune itself is recorded in the ledger as a `HISTORY_PRUNED` event by the caller's token name as its actor. `max_age_days` is at least 1 (422 otherwise). With `sau.audit_bucket` set, a prune that would remove an event not yet exported is refused (409) and removes nothing.",
     request_body(content = crate::routes::history::PruneRequest, description = "Sent with `Content-Type: application/json` (anything else is a 400)."),
     responses(
         (status = 200, description = "How many events were removed.", body = crate::routes::history::PruneResult, content_type = "application/json"),
@@ -254,7 +252,11 @@ pub async fn sessions(State(state): State<AppState>) -> ApiResult<Json<SessionLi
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn prune(State(state): State<AppState>, ApiJson(req): ApiJson<PruneRequest>) -> ApiResult<Json<PruneResult>> {
+pub async fn prune(
+    State(state): State<AppState>,
+    caller: crate::auth::Caller,
+    ApiJson(req): ApiJson<PruneRequest>,
+) -> ApiResult<Json<PruneResult>> {
     let engine = state.engine()?.clone();
     let days = u64::try_from(req.max_age_days)
         .map_err(|_| ApiError::bad_request(format!("invalid max_age_days {}: must be 0 or more", req.max_age_days)))?;
@@ -282,7 +284,7 @@ pub async fn prune(State(state): State<AppState>, ApiJson(req): ApiJson<PruneReq
             )));
         }
     }
-    let pruned = blocking(&engine, move |e| e.ledger().prune(cutoff_us, PRUNE_ACTOR)).await?;
+    let pruned = blocking(&engine, move |e| e.ledger().prune(cutoff_us, &caller.name)).await?;
     Ok(Json(PruneResult {
         max_age_days: req.max_age_days,
         pruned,

@@ -12,6 +12,7 @@ pub mod remediation;
 pub mod scan;
 pub mod solver;
 pub mod time_travel;
+pub mod tokens;
 pub mod traffic;
 pub mod waste;
 

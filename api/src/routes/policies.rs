@@ -2,15 +2,13 @@
 //! reorder, dry-run, and the mesh of rules with what they last did.
 //!
 //! Every change is blocking store and ledger I/O (and a compile) and runs on
-//! the blocking pool. The author recorded on `POLICY_CHANGE` is `cli` for
-//! the CLI (its user agent is `svc-cli/<version>`), else `api`.
+//! the blocking pool. The author recorded on `POLICY_CHANGE` is the
+//! caller's token name.
 
 mod body;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
-use axum::http::header::USER_AGENT;
 use axum::response::Response;
 use serde_json::json;
 use svc_engine::policy::{Action, Mode, PolicyError, RuleSpec, compile};
@@ -19,21 +17,13 @@ pub use body::*;
 
 use super::ApiJson;
 use super::graph::blocking;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
-/// User agent prefix of the CLI.
-pub const CLI_USER_AGENT: &str = "svc-cli/";
 /// Matching CRNs a dry-run returns by default, and at most.
 pub const DRY_RUN_DEFAULT_LIMIT: usize = 1000;
 pub const DRY_RUN_MAX_LIMIT: usize = 100_000;
-
-fn author(headers: &HeaderMap) -> &'static str {
-    match headers.get(USER_AGENT).and_then(|v| v.to_str().ok()) {
-        Some(ua) if ua.starts_with(CLI_USER_AGENT) => "cli",
-        _ => "api",
-    }
-}
 
 fn error(e: PolicyError) -> ApiError {
     match e {
@@ -117,7 +107,7 @@ fn spec(i: usize, b: RuleBody) -> ApiResult<RuleSpec> {
 )]
 pub async fn add(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     ApiJson(body): ApiJson<AddBody>,
 ) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
@@ -130,9 +120,9 @@ pub async fn add(
         .enumerate()
         .map(|(i, b)| spec(i, b))
         .collect::<ApiResult<_>>()?;
-    let author = author(&headers);
+    let author = caller.name;
     blocking(move || {
-        let added = engine.add_policies(&specs, author).map_err(error)?;
+        let added = engine.add_policies(&specs, &author).map_err(error)?;
         let rules = engine.policies().rules();
         let added: Vec<PolicyRule> = added
             .iter()
@@ -196,11 +186,11 @@ fn rule_list(rules: &[svc_engine::policy::Rule]) -> PolicyList {
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn remove(State(state): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> ApiResult<Response> {
+pub async fn remove(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let author = author(&headers);
+    let author = caller.name;
     blocking(move || {
-        let r = engine.remove_policy(&id, author).map_err(error)?;
+        let r = engine.remove_policy(&id, &author).map_err(error)?;
         Ok(PolicyRemoved {
             removed: PolicyRule::new(&r, 0),
         })
@@ -229,13 +219,13 @@ pub async fn remove(State(state): State<AppState>, headers: HeaderMap, Path(id):
 )]
 pub async fn toggle(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     ApiJson(body): ApiJson<ToggleBody>,
 ) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let author = author(&headers);
+    let author = caller.name;
     blocking(move || {
-        let r = engine.toggle_policy(&body.rule_id, author).map_err(error)?;
+        let r = engine.toggle_policy(&body.rule_id, &author).map_err(error)?;
         let p = engine
             .policies()
             .rules()
@@ -269,13 +259,13 @@ pub async fn toggle(
 )]
 pub async fn reorder(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    caller: Caller,
     ApiJson(body): ApiJson<ReorderBody>,
 ) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
-    let author = author(&headers);
+    let author = caller.name;
     blocking(move || {
-        let rules = engine.reorder_policies(&body.order, author).map_err(error)?;
+        let rules = engine.reorder_policies(&body.order, &author).map_err(error)?;
         Ok(rule_list(&rules))
     })
     .await

@@ -18,6 +18,7 @@ pub use request::*;
 use super::graph::blocking;
 use super::query::{Limit, StageFilter};
 use super::{ApiJson, ApiQuery};
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 pub use crate::wire::input::{MAX_ACTOR_CHARS, MAX_TEXT_CHARS};
@@ -62,10 +63,24 @@ pub(crate) fn checked<'a>(field: &str, text: &'a str, max: usize, allowed: &[cha
     Ok(text)
 }
 
-/// Who the client says decides: `api` when it says nothing.
-fn actor(a: &Option<String>) -> Result<String, ApiError> {
-    let a = a.as_deref().map(str::trim).filter(|a| !a.is_empty()).unwrap_or("api");
-    checked("actor", a, MAX_ACTOR_CHARS, &[]).map(str::to_owned)
+/// Who the client says decides, from a body's `actor`: checked, and kept
+/// only as a note. The ledger's actor is the caller's token name.
+fn note(a: &Option<String>) -> Result<Option<String>, ApiError> {
+    let Some(a) = a.as_deref().map(str::trim).filter(|a| !a.is_empty()) else {
+        return Ok(None);
+    };
+    checked("actor", a, MAX_ACTOR_CHARS, &[]).map(|a| Some(a.to_owned()))
+}
+
+/// `reason` with the note of a body's `actor` appended, as
+/// `<reason> (actor note: <actor>)`, when the note says something the
+/// token name does not.
+fn noted(reason: String, note: Option<String>, caller: &Caller) -> String {
+    match note {
+        Some(n) if n != caller.name && reason.is_empty() => format!("(actor note: {n})"),
+        Some(n) if n != caller.name => format!("{reason} (actor note: {n})"),
+        _ => reason,
+    }
 }
 
 /// A reason or reason code, checked as [`checked`] says.
@@ -178,12 +193,16 @@ pub async fn plan(State(state): State<AppState>, ApiQuery(q): ApiQuery<PlanQuery
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn approve(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
+pub async fn approve(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(b): ApiJson<Decision>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
-        let outcome = engine
-            .approve(&b.crn, &b.plan_hash, &actor(&b.actor)?)
-            .map_err(api_error)?;
+        // An approval records no reason: a body's actor is checked and dropped.
+        note(&b.actor)?;
+        let outcome = engine.approve(&b.crn, &b.plan_hash, &caller.name).map_err(api_error)?;
         Ok(SagaOutcome::from(&outcome))
     })
     .await
@@ -210,12 +229,16 @@ pub async fn approve(State(state): State<AppState>, ApiJson(b): ApiJson<Decision
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>) -> ApiResult<Response> {
+pub async fn reject(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(b): ApiJson<Decision>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
-        let reason = free_text("reason", b.reason.as_deref())?;
+        let reason = noted(free_text("reason", b.reason.as_deref())?, note(&b.actor)?, &caller);
         let item = engine
-            .reject(&b.crn, &b.plan_hash, &actor(&b.actor)?, &reason)
+            .reject(&b.crn, &b.plan_hash, &caller.name, &reason)
             .map_err(api_error)?;
         Ok(RemediationItem::from(&item))
     })
@@ -245,13 +268,20 @@ pub async fn reject(State(state): State<AppState>, ApiJson(b): ApiJson<Decision>
 )]
 pub async fn override_gate(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(b): ApiJson<OverrideDecision>,
 ) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
+        // Blank is refused by the engine before any note is added.
         let reason = free_text("reason", b.reason.as_deref())?;
+        let reason = if reason.trim().is_empty() {
+            reason
+        } else {
+            noted(reason, note(&b.actor)?, &caller)
+        };
         let item = engine
-            .override_gate(&b.crn, &b.plan_hash, &actor(&b.actor)?, &reason)
+            .override_gate(&b.crn, &b.plan_hash, &caller.name, &reason)
             .map_err(api_error)?;
         Ok(RemediationItem::from(&item))
     })
@@ -279,7 +309,11 @@ pub async fn override_gate(
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn move_item(State(state): State<AppState>, ApiJson(b): ApiJson<MoveBody>) -> ApiResult<Response> {
+pub async fn move_item(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(b): ApiJson<MoveBody>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     let to = stage_named(&b.to).ok_or_else(|| {
         ApiError::bad_request(format!(
@@ -288,9 +322,9 @@ pub async fn move_item(State(state): State<AppState>, ApiJson(b): ApiJson<MoveBo
         ))
     })?;
     blocking(move || {
-        let reason = free_text("reason", b.reason.as_deref())?;
+        let reason = noted(free_text("reason", b.reason.as_deref())?, note(&b.actor)?, &caller);
         let item = engine
-            .move_item(&b.crn, &b.plan_hash, to, &actor(&b.actor)?, &reason)
+            .move_item(&b.crn, &b.plan_hash, to, &caller.name, &reason)
             .map_err(api_error)?;
         Ok(RemediationItem::from(&item))
     })
@@ -321,7 +355,7 @@ pub const MAX_BULK: usize = 1000;
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn bulk(State(state): State<AppState>, ApiJson(b): ApiJson<BulkBody>) -> ApiResult<Response> {
+pub async fn bulk(State(state): State<AppState>, caller: Caller, ApiJson(b): ApiJson<BulkBody>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     if b.action != "approve" && b.action != "reject" {
         return Err(ApiError::bad_request(format!(
@@ -336,8 +370,8 @@ pub async fn bulk(State(state): State<AppState>, ApiJson(b): ApiJson<BulkBody>) 
         )));
     }
     blocking(move || {
-        let who = actor(&b.actor)?;
-        let reason = free_text("reason", b.reason.as_deref())?;
+        let who = caller.name.clone();
+        let reason = noted(free_text("reason", b.reason.as_deref())?, note(&b.actor)?, &caller);
         let mut ok = 0;
         let results: Vec<BulkItemResult> = b
             .items
@@ -408,16 +442,16 @@ pub async fn bulk(State(state): State<AppState>, ApiJson(b): ApiJson<BulkBody>) 
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn quarantine(State(state): State<AppState>, ApiJson(b): ApiJson<QuarantineRequest>) -> ApiResult<Response> {
+pub async fn quarantine(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(b): ApiJson<QuarantineRequest>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
+        let reason = noted(free_text("reason", Some(&b.reason))?, note(&b.actor)?, &caller);
         let hash = engine
-            .quarantine(
-                &b.crn,
-                &b.action,
-                &free_text("reason", Some(&b.reason))?,
-                &actor(&b.actor)?,
-            )
+            .quarantine(&b.crn, &b.action, &reason, &caller.name)
             .map_err(api_error)?;
         Ok(QuarantineResult {
             action: b.action,
@@ -449,10 +483,16 @@ pub async fn quarantine(State(state): State<AppState>, ApiJson(b): ApiJson<Quara
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn revert(State(state): State<AppState>, ApiJson(b): ApiJson<RevertRequest>) -> ApiResult<Response> {
+pub async fn revert(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(b): ApiJson<RevertRequest>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
-        let p = engine.revert(&b.hash, &actor(&b.actor)?).map_err(api_error)?;
+        // A revert records no reason: a body's actor is checked and dropped.
+        note(&b.actor)?;
+        let p = engine.revert(&b.hash, &caller.name).map_err(api_error)?;
         Ok(RevertResult::new(p, &b.hash))
     })
     .await
@@ -479,15 +519,21 @@ pub async fn revert(State(state): State<AppState>, ApiJson(b): ApiJson<RevertReq
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn isolate(State(state): State<AppState>, ApiJson(b): ApiJson<IsolationRequest>) -> ApiResult<Response> {
+pub async fn isolate(
+    State(state): State<AppState>,
+    caller: Caller,
+    ApiJson(b): ApiJson<IsolationRequest>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
+        note(&b.actor)?;
+        // A reason code is matched by what reads it: the note is not added.
         let entry = engine
             .isolate(
                 &b.crn,
                 &free_text("reason_code", Some(&b.reason_code))?,
                 b.ttl_seconds,
-                &actor(&b.actor)?,
+                &caller.name,
             )
             .map_err(api_error)?;
         Ok(Isolation::from(&entry))
@@ -540,11 +586,45 @@ pub async fn isolations(State(state): State<AppState>) -> ApiResult<Response> {
         (status = 503, response = crate::openapi::NotReady),
     ),
 )]
-pub async fn remove_isolation(State(state): State<AppState>, Path(crn): Path<String>) -> ApiResult<Response> {
+pub async fn remove_isolation(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(crn): Path<String>,
+) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
-        let entry = engine.remove_isolation(&crn, "api").map_err(api_error)?;
+        let entry = engine.remove_isolation(&crn, &caller.name).map_err(api_error)?;
         Ok(Isolation::from(&entry))
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Role;
+
+    #[test]
+    fn a_body_actor_is_a_note_on_the_reason() {
+        let caller = Caller {
+            name: "ops".into(),
+            role: Role::Operator,
+            session: None,
+            csrf: None,
+        };
+        let n = |a: &str| note(&Some(a.to_owned())).unwrap();
+        assert_eq!(
+            noted("too old".into(), n("alice"), &caller),
+            "too old (actor note: alice)"
+        );
+        assert_eq!(noted(String::new(), n("alice"), &caller), "(actor note: alice)");
+        assert_eq!(
+            noted("too old".into(), n("ops"), &caller),
+            "too old",
+            "the token name adds nothing"
+        );
+        assert_eq!(noted("too old".into(), n("  "), &caller), "too old");
+        assert_eq!(noted("too old".into(), None, &caller), "too old");
+        assert!(note(&Some("a\u{202e}b".to_owned())).is_err());
+    }
 }

@@ -83,12 +83,26 @@ export interface paths {
         };
         /**
          * Snapshot of the whole visible graph, with a checksum.
-         * @description Streams every visible node and edge. Nodes are sorted by CRN (byte
+         * @description Role: viewer.
+         *
+         *     Streams every visible node and edge. Nodes are sorted by CRN (byte
          *     order), edges by `(source_crn, target_crn, type)`. `checksum_sha256`
          *     is the SHA-256 of the bytes inside the `nodes` array's brackets, one
          *     newline, then the bytes inside the `edges` array's brackets; it does
          *     not cover `topology_version` or `meta`. At most two snapshots are
          *     built at a time; a third request waits up to ten seconds, then gets 429.
+         *
+         *     **Binary form.** With `Accept: application/x-flatbuffers` the answer is
+         *     the same snapshot as a FlatBuffers `Graph` (SPEC 2.4, schema
+         *     `schemas/graph.fbs`, file identifier `SVCG`), content type
+         *     `application/x-flatbuffers`: every visible node in CRN order and every
+         *     visible edge in the order above (`relationship` as SPEC 2.3 numbers
+         *     it), `version` the graph generation (`topology_version` without its
+         *     `v`), `last_updated` the Unix seconds of the last commit. A node with a
+         *     finding carries it in `properties` as `rule_name` and `severity` (`1`
+         *     to `5`); `valid_to` is 0. There is no checksum: the buffer is built
+         *     whole before it is sent (about 120 bytes a node), and when it would
+         *     exceed 1 GiB the JSON form is answered instead (check `Content-Type`).
          */
         get: operations["getTopology"];
         put?: never;
@@ -106,7 +120,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Counts and costs of the live graph. */
+        /**
+         * Counts and costs of the live graph.
+         * @description Role: viewer.
+         */
         get: operations["getGraphStats"];
         put?: never;
         post?: never;
@@ -125,7 +142,9 @@ export interface paths {
         };
         /**
          * Cost, waste and projected savings of the live estate, grouped.
-         * @description Visible nodes grouped by `provider`, `account`, `region` or `type`. Waste and savings per group come from the last scan's deciding findings (before any scan: the cost of the nodes marked waste), so the groups add up to `graph/stats` and the last `SCAN_COMPLETED`.
+         * @description Role: viewer.
+         *
+         *     Visible nodes grouped by `provider`, `account`, `region` or `type`. Waste and savings per group come from the last scan's deciding findings (before any scan: the cost of the nodes marked waste), so the groups add up to `graph/stats` and the last `SCAN_COMPLETED`.
          */
         get: operations["getGraphBreakdown"];
         put?: never;
@@ -145,7 +164,9 @@ export interface paths {
         };
         /**
          * One page of nodes, in id order.
-         * @description Visible nodes unless `include_deleted`; follow `next_cursor` to list every matching node once. The filters combine (all must hold); `total` counts the nodes that match them. A provider, type, state or tag the graph never saw matches nothing.
+         * @description Role: viewer.
+         *
+         *     Visible nodes unless `include_deleted`; follow `next_cursor` to list every matching node once. The filters combine (all must hold); `total` counts the nodes that match them. A provider, type, state or tag the graph never saw matches nothing.
          */
         get: operations["listNodes"];
         put?: never;
@@ -165,7 +186,9 @@ export interface paths {
         };
         /**
          * One node by CRN, with its visible edge counts.
-         * @description A logically deleted node is still returned, with `valid_to` set and no visible edges.
+         * @description Role: viewer.
+         *
+         *     A logically deleted node is still returned, with `valid_to` set and no visible edges.
          */
         get: operations["getNode"];
         put?: never;
@@ -183,7 +206,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** A node's visible edges, both ways. */
+        /**
+         * A node's visible edges, both ways.
+         * @description Role: viewer.
+         */
         get: operations["getNodeEdges"];
         put?: never;
         post?: never;
@@ -202,7 +228,9 @@ export interface paths {
         };
         /**
          * One node's versions through time, newest first.
-         * @description Every distinct version the graph store holds for the CRN (a change of any field, a deletion), newest first. A resource no longer in the live graph is answered from the store; 404 when the store never held it.
+         * @description Role: viewer.
+         *
+         *     Every distinct version the graph store holds for the CRN (a change of any field, a deletion), newest first. A resource no longer in the live graph is answered from the store; 404 when the store never held it.
          */
         get: operations["getNodeVersions"];
         put?: never;
@@ -222,7 +250,9 @@ export interface paths {
         };
         /**
          * The resources affected by removing a node.
-         * @description `limit` caps the listing, never `affected_count` or `total_cost_usd_mo`.
+         * @description Role: viewer.
+         *
+         *     `limit` caps the listing, never `affected_count` or `total_cost_usd_mo`.
          */
         get: operations["getBlastRadius"];
         put?: never;
@@ -242,7 +272,9 @@ export interface paths {
         };
         /**
          * The graph as it was at a time.
-         * @description Nodes are sorted by CRN and paged; a page carries the edges whose
+         * @description Role: viewer.
+         *
+         *     Nodes are sorted by CRN and paged; a page carries the edges whose
          *     source is one of its nodes (the last page also any edge whose source
          *     was not live), sorted by (source, target, type). Following
          *     `next_cursor` lists every node and edge once; the totals count the
@@ -266,7 +298,9 @@ export interface paths {
         };
         /**
          * What changed between two times.
-         * @description Each list holds at most `limit` entries; `counts` are complete and
+         * @description Role: viewer.
+         *
+         *     Each list holds at most `limit` entries; `counts` are complete and
          *     `truncated` tells whether any list was cut. `from` after `to` is a 400.
          */
         get: operations["getGraphDiff"];
@@ -287,7 +321,9 @@ export interface paths {
         };
         /**
          * Nodes as rows of the terminal UI's node table.
-         * @description Paging as for `/api/v1/graph/nodes`, with a larger page size.
+         * @description Role: viewer.
+         *
+         *     Paging as for `/api/v1/graph/nodes`, with a larger page size.
          */
         get: operations["listTuiRows"];
         put?: never;
@@ -307,7 +343,9 @@ export interface paths {
         };
         /**
          * Nodes and edges for the web UI's flow visualisation.
-         * @description At most `limit` visible nodes, chosen so that edges survive the cut
+         * @description Role: viewer.
+         *
+         *     At most `limit` visible nodes, chosen so that edges survive the cut
          *     (each node pulls in its neighbourhood breadth-first); edges are those
          *     among the chosen nodes.
          */
@@ -329,11 +367,27 @@ export interface paths {
         };
         /**
          * The graph laid out, with node positions and clusters.
-         * @description Node selection as for `/api/v1/graph`. A cluster groups the chosen nodes
+         * @description Role: viewer.
+         *
+         *     Node selection as for `/api/v1/graph`. A cluster groups the chosen nodes
          *     of one provider, account and region (id `provider/account/region`). The
          *     layout is deterministic: clusters, sorted by id, sit on a square grid of
          *     equal cells; inside its cell a cluster's nodes, sorted by CRN, fill a
          *     square grid row by row.
+         *
+         *     **Binary form.** With `Accept: application/x-flatbuffers` (and without
+         *     `clusters_only`) the answer is a FlatBuffers `Graph` (SPEC 2.4, schema
+         *     `schemas/graph.fbs`, file identifier `SVCG`), content type
+         *     `application/x-flatbuffers`, for drawing up to 250,000 nodes (`limit`
+         *     default 100,000): the chosen nodes in CRN order, the edges among them
+         *     (`relationship` as SPEC 2.3 numbers it), `version` the graph generation
+         *     and `last_updated` the Unix seconds of the last commit. Each node's
+         *     `properties` hold, in this order: `x` and `y` (its position, decimal
+         *     strings in layout units), `cluster` (its cluster's id), `provider`,
+         *     `label` (its physical id) and `waste` (`true` or `false`). The
+         *     clusters themselves (id, bounds, counts) are not in the binary body:
+         *     ask this endpoint for them with `clusters_only=true` (JSON, `nodes` and
+         *     `edges` empty) and the same `limit`.
          */
         get: operations["getLayout"];
         put?: never;
@@ -355,7 +409,9 @@ export interface paths {
         put?: never;
         /**
          * Trigger a manual re-scan of every configured source.
-         * @description Without `wait` the scan runs in the background and the answer is 202.
+         * @description Role: operator.
+         *
+         *     Without `wait` the scan runs in the background and the answer is 202.
          *     With `wait` (query flag or body) the answer is 200 with the scan report
          *     once the scan finished. Only one scan runs at a time: 409 otherwise.
          */
@@ -377,7 +433,9 @@ export interface paths {
         put?: never;
         /**
          * Trigger an immediate reconciliation cycle.
-         * @description The same pipeline and the same answers as `/api/v1/engine/scan`, with `cycle` `sync`.
+         * @description Role: operator.
+         *
+         *     The same pipeline and the same answers as `/api/v1/engine/scan`, with `cycle` `sync`.
          */
         post: operations["triggerSync"];
         delete?: never;
@@ -395,7 +453,9 @@ export interface paths {
         };
         /**
          * One page of ledger events, newest first.
-         * @description An empty parameter value counts as absent.
+         * @description Role: viewer.
+         *
+         *     An empty parameter value counts as absent.
          */
         get: operations["listHistory"];
         put?: never;
@@ -413,7 +473,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Counts and savings over the whole ledger. */
+        /**
+         * Counts and savings over the whole ledger.
+         * @description Role: viewer.
+         */
         get: operations["getHistorySummary"];
         put?: never;
         post?: never;
@@ -430,7 +493,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The lifecycle of one resource, newest first. */
+        /**
+         * The lifecycle of one resource, newest first.
+         * @description Role: viewer.
+         */
         get: operations["getResourceHistory"];
         put?: never;
         post?: never;
@@ -447,7 +513,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every daemon run with stored events. */
+        /**
+         * Every daemon run with stored events.
+         * @description Role: viewer.
+         */
         get: operations["listSessions"];
         put?: never;
         post?: never;
@@ -468,7 +537,9 @@ export interface paths {
         put?: never;
         /**
          * Remove events older than a number of days.
-         * @description The prune itself is recorded in the ledger as a `HISTORY_PRUNED` event by actor `api`. `max_age_days` is at least 1 (422 otherwise). With `sau.audit_bucket` set, a prune that would remove an event not yet exported is refused (409) and removes nothing.
+         * @description Role: admin.
+         *
+         *     The prune itself is recorded in the ledger as a `HISTORY_PRUNED` event by the caller's token name as its actor. `max_age_days` is at least 1 (422 otherwise). With `sau.audit_bucket` set, a prune that would remove an event not yet exported is refused (409) and removes nothing.
          */
         post: operations["pruneHistory"];
         delete?: never;
@@ -484,7 +555,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Walk the ledger's hash chain. */
+        /**
+         * Walk the ledger's hash chain.
+         * @description Role: viewer.
+         */
         get: operations["verifyLedger"];
         put?: never;
         post?: never;
@@ -505,7 +579,9 @@ export interface paths {
         put?: never;
         /**
          * Write every event not yet exported to `sau.audit_bucket` now (SPEC 6.2).
-         * @description Does what the export schedule does every `sau.audit_export_interval`: the events after the last exported seq go out as gzip JSONL objects named `ledger-<timestamp>-<first seq>.jsonl.gz` (at most `sau.audit_export_max_events` events each), one line per event `{daemon_uuid, daemon_version, os_arch, event_idx, event}`. The last exported seq is moved only after an object is written, so after a crash the next export rewrites the same object and no event is exported twice or skipped. Runs never overlap; a request made during a scheduled run waits for it. No request body is read; one over 1 MiB is refused (413).
+         * @description Role: admin.
+         *
+         *     Does what the export schedule does every `sau.audit_export_interval`: the events after the last exported seq go out as gzip JSONL objects named `ledger-<timestamp>-<first seq>.jsonl.gz` (at most `sau.audit_export_max_events` events each), one line per event `{daemon_uuid, daemon_version, os_arch, event_idx, event}`. The last exported seq is moved only after an object is written, so after a crash the next export rewrites the same object and no event is exported twice or skipped. Runs never overlap; a request made during a scheduled run waits for it. No request body is read; one over 1 MiB is refused (413).
          */
         post: operations["exportLedger"];
         delete?: never;
@@ -521,11 +597,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The configuration file (`config.toml`) as JSON. */
+        /**
+         * The configuration file (`config.toml`) as JSON.
+         * @description Role: viewer.
+         */
         get: operations["getConfig"];
         /**
          * Deep-merge into the configuration, validate, write and apply without a restart.
-         * @description Objects merge key by key, any other value replaces, `null` removes a key (back to its default). Keys may be nested (`{"sau": {"audit_bucket": ..}}`) or dotted (`{"sau.audit_bucket": ..}`). The merged configuration is validated as a whole: an unknown key or a bad value (for example an `sau.audit_bucket` that is neither `file:///dir` nor `s3://bucket/prefix`) is a 422 and nothing is applied or written. Applied live: `daemon.scan_interval`, `heuristics`, `oracle.enabled`, `sau.audit_bucket`, `sau.audit_export_interval`, `sau.audit_export_max_events`.
+         * @description Role: admin.
+         *
+         *     Objects merge key by key, any other value replaces, `null` removes a key (back to its default). Keys may be nested (`{"sau": {"audit_bucket": ..}}`) or dotted (`{"sau.audit_bucket": ..}`). The merged configuration is validated as a whole: an unknown key or a bad value (for example an `sau.audit_bucket` that is neither `file:///dir` nor `s3://bucket/prefix`) is a 422 and nothing is applied or written. Applied live: `daemon.scan_interval`, `heuristics`, `oracle.enabled`, `sau.audit_bucket`, `sau.audit_export_interval`, `sau.audit_export_max_events`.
          */
         put: operations["putConfig"];
         post?: never;
@@ -544,7 +625,9 @@ export interface paths {
         };
         /**
          * Waste and projected savings per resource type, with the top resources.
-         * @description Built from the last scan's findings, one deciding finding per resource (so no saving is counted twice). Types with no finding are left out; types are ordered by projected savings, largest first.
+         * @description Role: viewer.
+         *
+         *     Built from the last scan's findings, one deciding finding per resource (so no saving is counted twice). Types with no finding are left out; types are ordered by projected savings, largest first.
          */
         get: operations["getWasteLedger"];
         put?: never;
@@ -562,7 +645,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** What the heuristics phase found, and which engine or plugin flagged what. */
+        /**
+         * What the heuristics phase found, and which engine or plugin flagged what.
+         * @description Role: viewer.
+         */
         get: operations["getHeuristicsStatus"];
         put?: never;
         post?: never;
@@ -581,7 +667,9 @@ export interface paths {
         };
         /**
          * Reachability analysis of the last scan, its confidence, and the nodes it judged, riskiest first.
-         * @description Counts are read from the live graph (they hold across a restart). `confidence` is the share of live nodes with a definite answer (`reachable` or `unreachable`); `unknown` nodes belong to, or are joined to, a provider whose scan failed. `nodes` lists the nodes that pass the filters, by removal risk, highest first.
+         * @description Role: viewer.
+         *
+         *     Counts are read from the live graph (they hold across a restart). `confidence` is the share of live nodes with a definite answer (`reachable` or `unreachable`); `unknown` nodes belong to, or are joined to, a provider whose scan failed. `nodes` lists the nodes that pass the filters, by removal risk, highest first.
          */
         get: operations["getSolverResults"];
         put?: never;
@@ -601,7 +689,9 @@ export interface paths {
         };
         /**
          * Formal verification of one resource.
-         * @description Its reachability with the proof path (the chain of edges from an entry point that makes it reachable, entry point first), the parts of its removal risk, and, for a spot or preemptible machine, the estimated interruption band.
+         * @description Role: viewer.
+         *
+         *     Its reachability with the proof path (the chain of edges from an entry point that makes it reachable, entry point first), the parts of its removal risk, and, for a spot or preemptible machine, the estimated interruption band.
          */
         get: operations["getOracle"];
         put?: never;
@@ -623,7 +713,9 @@ export interface paths {
         put?: never;
         /**
          * Add observed flows to the graph as FlowsTo edges with their volumes.
-         * @description `application/json`: `{"records": [{"source", "destination", "bytes", "packets", "start", "end"}]}`, endpoints
+         * @description Role: operator.
+         *
+         *     `application/json`: `{"records": [{"source", "destination", "bytes", "packets", "start", "end"}]}`, endpoints
          *     as CRNs or IP addresses, the window in Unix seconds. `text/plain`: AWS VPC flow-log lines (version 2, default
          *     format); `REJECT`ed, `NODATA` and `SKIPDATA` lines are skipped. Endpoints given as IPs resolve through the
          *     addresses resources carry. Records are summed per (source, destination); a pair sent again adds to its
@@ -645,7 +737,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Traffic edges (observed flows), largest volume first. */
+        /**
+         * Traffic edges (observed flows), largest volume first.
+         * @description Role: viewer.
+         */
         get: operations["getTrafficEdges"];
         put?: never;
         post?: never;
@@ -664,7 +759,9 @@ export interface paths {
         };
         /**
          * Cost anomalies of the last analysed scan, and each type's cost history in brief (SPEC 4.4).
-         * @description A node is an anomaly when its cost change since the previous scan has a robust z-score (0.6745 (x - median) / MAD over the changes of every node of its type, unchanged ones counting as 0; (x - median) / (1.253314 MeanAD) when the MAD is 0) above 3.5 in absolute value and the change is material (at least $1/mo and 10% of the previous cost; a new node, or one that cost nothing, passes). New and removed nodes are changes from and to 0. A type is an anomaly when its total's change scores above 3.5 against the type's changes over the recorded scans (at least 5 of them) and is at least $1/mo and 1% of the previous total. The answer is computed at most once per 30 seconds (SPEC 8) and shared by every request in that window; `generated_at` says when.
+         * @description Role: viewer.
+         *
+         *     A node is an anomaly when its cost change since the previous scan has a robust z-score (0.6745 (x - median) / MAD over the changes of every node of its type, unchanged ones counting as 0; (x - median) / (1.253314 MeanAD) when the MAD is 0) above 3.5 in absolute value and the change is material (at least $1/mo and 10% of the previous cost; a new node, or one that cost nothing, passes). New and removed nodes are changes from and to 0. A type is an anomaly when its total's change scores above 3.5 against the type's changes over the recorded scans (at least 5 of them) and is at least $1/mo and 1% of the previous total. The answer is computed at most once per 30 seconds (SPEC 8) and shared by every request in that window; `generated_at` says when.
          */
         get: operations["getAnomalies"];
         put?: never;
@@ -682,7 +779,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The installed plugins (SPEC 4.2), sorted by name. */
+        /**
+         * The installed plugins (SPEC 4.2), sorted by name.
+         * @description Role: viewer.
+         */
         get: operations["listPlugins"];
         put?: never;
         post?: never;
@@ -701,7 +801,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Switch a plugin between active and inactive (persisted in `plugins.active`); effective from the next scan. */
+        /**
+         * Switch a plugin between active and inactive (persisted in `plugins.active`); effective from the next scan.
+         * @description Role: admin.
+         */
         post: operations["togglePlugin"];
         delete?: never;
         options?: never;
@@ -716,7 +819,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The remediation pipeline by stage (SPEC 3.1), each stage listing up to `limit` items, longest in the stage first. */
+        /**
+         * The remediation pipeline by stage (SPEC 3.1), each stage listing up to `limit` items, longest in the stage first.
+         * @description Role: viewer.
+         */
         get: operations["getRemediationQueue"];
         put?: never;
         post?: never;
@@ -735,7 +841,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a pending item for the plan the operator saw, and run its saga (dry run, then each step; compensated on failure). */
+        /**
+         * Approve a pending item for the plan the operator saw, and run its saga (dry run, then each step; compensated on failure).
+         * @description Role: operator.
+         */
         post: operations["approveRemediation"];
         delete?: never;
         options?: never;
@@ -752,7 +861,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reject an item: it leaves the queue while its plan is unchanged (REJECTION event). */
+        /**
+         * Reject an item: it leaves the queue while its plan is unchanged (REJECTION event).
+         * @description Role: operator.
+         */
         post: operations["rejectRemediation"];
         delete?: never;
         options?: never;
@@ -769,7 +881,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Move an item between stages: `pending -> sau_gate` (hold), `sau_gate -> pending` (release a hold), any stage but `applied` back to `flagged`; anything else is a 409. */
+        /**
+         * Move an item between stages: `pending -> sau_gate` (hold), `sau_gate -> pending` (release a hold), any stage but `applied` back to `flagged`; anything else is a 409.
+         * @description Role: operator.
+         */
         post: operations["moveRemediation"];
         delete?: never;
         options?: never;
@@ -786,7 +901,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve or reject up to 1000 items, with a result per item. */
+        /**
+         * Approve or reject up to 1000 items, with a result per item.
+         * @description Role: operator.
+         */
         post: operations["bulkRemediation"];
         delete?: never;
         options?: never;
@@ -803,7 +921,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Break-glass: let one item past `sau_gate` for its current plan, with a reason (`s.a.u_OVERRIDE` event). */
+        /**
+         * Break-glass: let one item past `sau_gate` for its current plan, with a reason (`s.a.u_OVERRIDE` event).
+         * @description Role: operator.
+         */
         post: operations["overrideRemediationGate"];
         delete?: never;
         options?: never;
@@ -820,7 +941,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Quarantine a resource through its plugin (`ApplyQuarantine`); the inverse is stored by its SHA-256 (QUARANTINE event). */
+        /**
+         * Quarantine a resource through its plugin (`ApplyQuarantine`); the inverse is stored by its SHA-256 (QUARANTINE event).
+         * @description Role: operator.
+         */
         post: operations["quarantineResource"];
         delete?: never;
         options?: never;
@@ -837,7 +961,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Undo a quarantine or a committed saga step by the hash of its compensating payload, once. */
+        /**
+         * Undo a quarantine or a committed saga step by the hash of its compensating payload, once.
+         * @description Role: operator.
+         */
         post: operations["revertByHash"];
         delete?: never;
         options?: never;
@@ -852,7 +979,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The plan of one resource in the pipeline: ordered steps with their inverses, the equivalent CLI commands and a Terraform-style diff. */
+        /**
+         * The plan of one resource in the pipeline: ordered steps with their inverses, the equivalent CLI commands and a Terraform-style diff.
+         * @description Role: viewer.
+         */
         get: operations["getPlan"];
         put?: never;
         post?: never;
@@ -869,10 +999,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The ignore list (SPEC 3.5). */
+        /**
+         * The ignore list (SPEC 3.5).
+         * @description Role: viewer.
+         */
         get: operations["listIsolation"];
         put?: never;
-        /** Add a resource to the ignore list; `ttl_seconds` 0 is permanent, others expire by themselves (ISOLATION event). */
+        /**
+         * Add a resource to the ignore list; `ttl_seconds` 0 is permanent, others expire by themselves (ISOLATION event).
+         * @description Role: operator.
+         */
         post: operations["addIsolation"];
         delete?: never;
         options?: never;
@@ -890,7 +1026,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a resource from the ignore list (ISOLATION event). */
+        /**
+         * Remove a resource from the ignore list (ISOLATION event).
+         * @description Role: operator.
+         */
         delete: operations["removeIsolation"];
         options?: never;
         head?: never;
@@ -904,12 +1043,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every policy rule (SPEC 2.7) in priority order, API and pack rules together. */
+        /**
+         * Every policy rule (SPEC 2.7) in priority order, API and pack rules together.
+         * @description Role: viewer.
+         */
         get: operations["listPolicies"];
         put?: never;
         /**
          * Add CEL rules to the running daemon, all or none; each is compiled once and appends a POLICY_CHANGE event (ADDED).
-         * @description A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, no comprehensions).
+         * @description Role: operator.
+         *
+         *     A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, no comprehensions).
          */
         post: operations["addPolicies"];
         delete?: never;
@@ -927,7 +1071,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Switch a rule between enforcing and shadow (SPEC 3.2); appends POLICY_CHANGE (TOGGLED). */
+        /**
+         * Switch a rule between enforcing and shadow (SPEC 3.2); appends POLICY_CHANGE (TOGGLED).
+         * @description Role: operator.
+         */
         post: operations["togglePolicy"];
         delete?: never;
         options?: never;
@@ -944,7 +1091,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Set evaluation priorities; the rules named come first in that order, the others follow in their previous order. Appends POLICY_CHANGE (REORDERED). */
+        /**
+         * Set evaluation priorities; the rules named come first in that order, the others follow in their previous order. Appends POLICY_CHANGE (REORDERED).
+         * @description Role: operator.
+         */
         post: operations["reorderPolicies"];
         delete?: never;
         options?: never;
@@ -961,7 +1111,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Evaluate one CEL condition against the live graph without persisting anything. */
+        /**
+         * Evaluate one CEL condition against the live graph without persisting anything.
+         * @description Role: viewer.
+         */
         post: operations["dryRunPolicy"];
         delete?: never;
         options?: never;
@@ -976,7 +1129,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Every rule with its mode, action, trigger count, error count and last evaluation. */
+        /**
+         * Every rule with its mode, action, trigger count, error count and last evaluation.
+         * @description Role: viewer.
+         */
         get: operations["policyMesh"];
         put?: never;
         post?: never;
@@ -996,8 +1152,83 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Remove a rule added through the API; appends POLICY_CHANGE (REMOVED). Pack rules change with their pack (409). */
+        /**
+         * Remove a rule added through the API; appends POLICY_CHANGE (REMOVED). Pack rules change with their pack (409).
+         * @description Role: operator.
+         */
         delete: operations["removePolicy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every API token: name, role and creation time (never a hash or a token).
+         * @description Role: admin.
+         */
+        get: operations["listTokens"];
+        put?: never;
+        /**
+         * Create a named token with a role; the answer holds the token, shown this once (TOKEN_CREATED event).
+         * @description Role: admin.
+         */
+        post: operations["createToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tokens/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a token: it is refused from the next request on, and its dashboard sessions end (TOKEN_REVOKED event). The admin token of the token file cannot be revoked (409).
+         * @description Role: admin.
+         */
+        delete: operations["revokeToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller: its token's name and role, and the session's CSRF token (null for a bearer token).
+         * @description Role: viewer.
+         */
+        get: operations["getSession"];
+        put?: never;
+        /**
+         * Exchange a token for a dashboard session: the answer sets the `svc_session` cookie (HttpOnly, SameSite=Strict) and holds the CSRF token writes made with it must send as `X-CSRF-Token`.
+         * @description Open: no credentials needed.
+         */
+        post: operations["signIn"];
+        /**
+         * Sign out: the caller's session ends and its cookie is cleared (a bearer caller has none: `ended` is false).
+         * @description Role: viewer.
+         */
+        delete: operations["signOut"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1012,7 +1243,9 @@ export interface paths {
         };
         /**
          * WebSocket ledger event stream.
-         * @description Upgrades to a WebSocket (`ws://<host>:8080/events`). The server pushes one
+         * @description Role: viewer.
+         *
+         *     Upgrades to a WebSocket (`ws://<host>:8080/events`). The server pushes one
          *     text frame per committed ledger event, an `Envelope`, in `seq` order.
          *
          *     The client may send one kind of text message, `StreamClientMessage`
@@ -1303,6 +1536,15 @@ export interface components {
         };
         /** @description The configuration tree of `config.toml`: sections `daemon` (scan_interval, scan_timeout), `plugins` (active, config), `heuristics` (builtin, disabled), `oracle` (enabled, trigger_threshold), `sau` (audit_bucket, audit_export_interval, audit_export_max_events), `ai` (provider, model). */
         Config: Record<string, never>;
+        /** @description A created token, with its plaintext: shown this once. */
+        CreatedToken: {
+            /** Format: date-time */
+            created: string;
+            name: string;
+            role: components["schemas"]["Role"];
+            /** @description The token: send it as `Authorization: Bearer <token>`. It is not stored and cannot be shown again. */
+            token: string;
+        };
         /**
          * @description Resource name, graph form:
          *     `crn:svc:<provider>:<region>:<service>:<kind>:<account>:<physical_id>`.
@@ -1466,6 +1708,11 @@ export interface components {
             source: string;
             suggested_action: string;
         };
+        /**
+         * Format: binary
+         * @description A FlatBuffers `Graph` buffer (SPEC 2.4): schema `schemas/graph.fbs`, namespace `Graph`, file identifier `SVCG`. `nodes` sorted by CRN; `version` the graph generation; `last_updated` Unix seconds of the last commit.
+         */
+        FlatBuffersGraph: string;
         /** @description An edge of the flow view. */
         FlowEdge: {
             /** @description Unique within the response. */
@@ -1953,6 +2200,13 @@ export interface components {
              */
             reported: number;
             rule: components["schemas"]["LinkRule"];
+        };
+        /** @description `POST /api/v1/tokens`. */
+        NewToken: {
+            /** @description 1 to 64 characters of `A-Z a-z 0-9 . _ -`. */
+            name: string;
+            /** @description `viewer`, `operator` or `admin`. */
+            role: string;
         };
         /** @description A node of the graph (live, or a stored version). */
         Node: {
@@ -2763,6 +3017,11 @@ export interface components {
             total: number;
         };
         /**
+         * @description What a token may do; each role may do everything the roles before it may.
+         * @enum {string}
+         */
+        Role: "viewer" | "operator" | "admin";
+        /**
          * @description `waste` or `optimize` (a cheaper shape for a resource in use).
          * @enum {string}
          */
@@ -3064,11 +3323,27 @@ export interface components {
             last_event: string;
             session_id: string;
         };
+        /** @description Who the caller is; `csrf` is the value a session's writes send in `X-CSRF-Token`. */
+        SessionInfo: {
+            /** @description The session's CSRF token; null for a caller with a bearer token. */
+            csrf?: string | null;
+            /** @description The token's name. */
+            name: string;
+            role: components["schemas"]["Role"];
+        };
         /** @description `GET /api/v1/history/sessions`. */
         SessionList: {
             /** @description The id of the running daemon's session. */
             current: string;
             sessions: components["schemas"]["Session"][];
+        };
+        /** @description `POST /api/v1/session`: a token to exchange for a session. */
+        SignIn: {
+            token: string;
+        };
+        /** @description Whether a session was ended. */
+        SignedOut: {
+            ended: boolean;
         };
         /** @description A node the reachability analysis judged. */
         SolverNode: {
@@ -3210,6 +3485,21 @@ export interface components {
         /** @description Resource tags or labels. */
         Tags: {
             [key: string]: string;
+        };
+        /** @description A token as listed: never its hash or its plaintext. */
+        TokenInfo: {
+            /**
+             * Format: date-time
+             * @description When it was created, RFC 3339.
+             */
+            created: string;
+            name: string;
+            role: components["schemas"]["Role"];
+        };
+        /** @description Every token, by name. */
+        TokenList: {
+            count: number;
+            tokens: components["schemas"]["TokenInfo"][];
         };
         /**
          * @description `GET /api/v1/topology` (SPEC 4.2). The body is written by hand, in the
@@ -3510,6 +3800,18 @@ export interface components {
             };
         };
         /**
+         * @description The caller's role is below the operation's, or a write made with the
+         *     session cookie lacks its CSRF token (`forbidden`).
+         */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description The disk holding a store is full (`insufficient_storage`): nothing of
          *     the request was written; writes resume once space is freed.
          */
@@ -3665,13 +3967,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The topology snapshot. */
+            /** @description The topology snapshot; with `Accept: application/x-flatbuffers`, its binary form. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Topology"];
+                    "application/x-flatbuffers": components["schemas"]["FlatBuffersGraph"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -4015,7 +4318,11 @@ export interface operations {
     getFlowGraph: {
         parameters: {
             query?: {
-                /** @description Most nodes drawn. */
+                /**
+                 * @description Most nodes drawn. The schema gives the JSON form's bounds; in the
+                 *     binary form (`Accept: application/x-flatbuffers`) 1 to 250000
+                 *     (default 100000).
+                 */
                 limit?: number;
             };
             header?: never;
@@ -4024,13 +4331,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The flow graph. */
+            /** @description The flow graph; with `Accept: application/x-flatbuffers`, the binary graph form of `/api/v1/graph/topology`. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["FlowGraph"];
+                    "application/x-flatbuffers": components["schemas"]["FlatBuffersGraph"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4042,8 +4350,18 @@ export interface operations {
     getLayout: {
         parameters: {
             query?: {
-                /** @description Most nodes drawn. */
+                /**
+                 * @description Most nodes drawn. The schema gives the JSON form's bounds; in the
+                 *     binary form (`Accept: application/x-flatbuffers`) and with
+                 *     `clusters_only`, 1 to 250000 (default 100000).
+                 */
                 limit?: number;
+                /**
+                 * @description Answer the clusters alone (JSON, `nodes` and `edges` empty), for a
+                 *     client that takes the nodes and edges in the binary form: the same
+                 *     `limit` chooses the same nodes, so the same clusters.
+                 */
+                clusters_only?: boolean;
             };
             header?: never;
             path?: never;
@@ -4051,13 +4369,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The laid-out graph. */
+            /** @description The laid-out graph; with `Accept: application/x-flatbuffers`, its binary form. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["LayoutGraph"];
+                    "application/x-flatbuffers": components["schemas"]["FlatBuffersGraph"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -4106,6 +4425,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Invalid"];
@@ -4154,6 +4474,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Invalid"];
@@ -4306,6 +4627,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Invalid"];
@@ -4356,6 +4678,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No bucket is configured (`conflict`); set `sau.audit_bucket`. */
             409: {
                 headers: {
@@ -4428,6 +4751,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Invalid"];
             500: components["responses"]["Internal"];
@@ -4571,6 +4895,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Invalid"];
@@ -4683,6 +5008,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
@@ -4742,6 +5068,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4775,6 +5102,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4808,6 +5136,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4841,6 +5170,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4874,6 +5204,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4907,6 +5238,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -4940,6 +5272,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5025,6 +5358,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -5057,6 +5391,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["Invalid"];
             500: components["responses"]["Internal"];
@@ -5111,6 +5446,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Invalid"];
@@ -5143,6 +5479,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
@@ -5174,6 +5511,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Invalid"];
@@ -5206,6 +5544,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["Invalid"];
             500: components["responses"]["Internal"];
@@ -5258,11 +5597,201 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             500: components["responses"]["Internal"];
             503: components["responses"]["NotReady"];
             507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    listTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tokens, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+        };
+    };
+    createToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewToken"];
+            };
+        };
+        responses: {
+            /** @description The token, with its plaintext. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedToken"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description A token with that name exists (`conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description A bad name or role (`invalid`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The revoked token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenInfo"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No token has that name (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The admin token cannot be revoked (`conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionInfo"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+        };
+    };
+    signIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SignIn"];
+            };
+        };
+        responses: {
+            /** @description Signed in; `Set-Cookie` holds the session. */
+            200: {
+                headers: {
+                    /** @description `svc_session=<id>; HttpOnly; SameSite=Strict; Path=/` (`Secure` behind https). */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SessionInfo"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+        };
+    };
+    signOut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; `Set-Cookie` clears the cookie. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedOut"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
         };
     };
     events: {
@@ -5291,7 +5820,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            /** @description A browser page of another origin asked (its `Origin` header names a host other than the request's `Host`): the token cookie does not let other sites read the ledger (`forbidden`). */
+            /** @description A browser page of another origin asked (its `Origin` header names a host other than the request's `Host`): the session cookie does not let other sites read the ledger (`forbidden`). */
             403: {
                 headers: {
                     [name: string]: unknown;

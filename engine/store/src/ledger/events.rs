@@ -162,6 +162,10 @@ event_kinds! {
     /// appended (the daemon stopped, or the ledger could not be written, in
     /// between), recorded when found.
     ScanRecovered = "SCAN_RECOVERED", status "OK", sau false, payload ScanRecovered;
+    /// An API token was created.
+    TokenCreated = "TOKEN_CREATED", status "OK", sau false, payload TokenCreated;
+    /// An API token was revoked.
+    TokenRevoked = "TOKEN_REVOKED", status "OK", sau false, payload TokenRevoked;
 }
 
 /// The history type filter that stands for every kind whose
@@ -472,6 +476,21 @@ pub struct HistoryPruned {
     pub through_seq: u64,
     /// That event's hash in hex: the chain's first remaining event links to it.
     pub last_hash: String,
+}
+
+/// `TOKEN_CREATED`: a named API token and its role (never the token).
+#[derive(Clone, Debug, Serialize)]
+pub struct TokenCreated {
+    pub name: String,
+    pub role: String,
+}
+
+/// `TOKEN_REVOKED`: a named API token was revoked, ending its sessions.
+#[derive(Clone, Debug, Serialize)]
+pub struct TokenRevoked {
+    pub name: String,
+    pub role: String,
+    pub sessions_ended: u64,
 }
 
 /// `SCAN_RECOVERED`: committed scans no SCAN_COMPLETED records.

@@ -1,0 +1,65 @@
+//! `svc token create|list|revoke`: API tokens with roles, through the API
+//! (an admin's work: by default the CLI sends the admin token of the token
+//! file).
+
+use std::process::ExitCode;
+
+use serde_json::{Value, json};
+
+use super::client::{Client, encode_segment};
+use super::output::{self, s, table};
+use super::remote::Remote;
+
+macro_rules! call {
+    ($e:expr) => {
+        match $e.await {
+            Ok(v) => v,
+            Err(f) => return Ok(f.report()),
+        }
+    };
+}
+
+pub async fn create(remote: &Remote, name: &str, role: &str) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let v = call!(client.post("/api/v1/tokens", json!({"name": name, "role": role})));
+    if remote.json {
+        output::json(&v);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{}", s(&v, "token"));
+    eprintln!(
+        "token {:?} ({}) created; it is shown this once: keep it, then send it as `Authorization: Bearer <token>` or SVC_TOKEN",
+        s(&v, "name"),
+        s(&v, "role")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn list(remote: &Remote) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let v = call!(client.get("/api/v1/tokens", &[]));
+    if remote.json {
+        output::json(&v);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let rows: Vec<Vec<String>> = v
+        .get("tokens")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|t| vec![s(t, "name"), s(t, "role"), s(t, "created")])
+        .collect();
+    table(&["NAME", "ROLE", "CREATED"], &rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn revoke(remote: &Remote, name: &str) -> anyhow::Result<ExitCode> {
+    let client = Client::new(remote)?;
+    let v = call!(client.delete(&format!("/api/v1/tokens/{}", encode_segment(name))));
+    if remote.json {
+        output::json(&v);
+    } else {
+        println!("token {:?} ({}) revoked", s(&v, "name"), s(&v, "role"));
+    }
+    Ok(ExitCode::SUCCESS)
+}
