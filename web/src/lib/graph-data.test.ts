@@ -97,3 +97,12 @@ describe("helpers", () => {
     expect(c[1]!.count).toBe(0);
   });
 });
+
+describe("cluster boxes from the API", () => {
+  it("replace the boxes computed from positions, by cluster id", () => {
+    const g = fromLayoutJson(layout);
+    g.useClusterBounds([{ id: "gcp/p1/europe-west1", provider: "gcp", account: "p1", region: "europe-west1", node_count: 7, x: 1, y: 2, width: 3, height: 4 }]);
+    expect(g.clusters[1]).toEqual({ id: "gcp/p1/europe-west1", provider: "gcp", account: "p1", region: "europe-west1", count: 7, x: 1, y: 2, width: 3, height: 4 });
+    expect(g.clusters[0]!.width).toBe(120);
+  });
+});

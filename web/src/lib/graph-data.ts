@@ -171,6 +171,20 @@ export class GraphModel {
     return k < 0 ? 255 : k;
   }
 
+  /**
+   * Cluster boxes as the API lays them out (`clusters_only`), for the
+   * clusters the nodes name; a cluster the API does not list keeps the box
+   * computed from its nodes.
+   */
+  useClusterBounds(api: readonly components["schemas"]["Cluster"][]): void {
+    const byId = new Map(api.map((c) => [c.id, c]));
+    this.clusters.forEach((c, k) => {
+      const a = byId.get(c.id);
+      if (!a) return;
+      this.clusters[k] = { id: a.id, provider: a.provider, account: a.account, region: a.region, count: a.node_count, x: a.x, y: a.y, width: a.width, height: a.height };
+    });
+  }
+
   /** Waste verdicts from the flow graph (`GET /api/v1/graph`); returns how many matched. */
   applyWaste(nodes: readonly Pick<FlowNode, "id" | "data">[]): number {
     let n = 0;

@@ -2,7 +2,7 @@ import { Builder } from "flatbuffers";
 import { describe, expect, it } from "vitest";
 import { Edge, Graph, Node, Property } from "../fbs/graph";
 import { NO_CLUSTER, WASTE_NO, WASTE_UNKNOWN, WASTE_YES } from "./graph-data";
-import { decodeGraph, GraphDecodeError, isGraphBuffer, parseDecimal } from "./graph-fbs";
+import { decodeGraph, GraphDecodeError, isGraphBuffer, nodeCount, parseDecimal } from "./graph-fbs";
 
 interface N {
   crn: string;
@@ -80,6 +80,7 @@ describe("binary graph form", () => {
     it(`decodes positions, clusters, providers, waste and edges (CRN strings ${share ? "shared" : "not shared"})`, () => {
       const buf = buildGraph(small, edges, share);
       expect(isGraphBuffer(buf)).toBe(true);
+      expect(nodeCount(buf)).toBe(4);
       const g = decodeGraph(buf, { totalNodes: 9, truncated: null });
       expect(g.source).toBe("binary");
       expect(g.count).toBe(4);
@@ -109,6 +110,7 @@ describe("binary graph form", () => {
   it("refuses what is not the binary form", () => {
     expect(() => decodeGraph(new TextEncoder().encode('{"nodes":[]}'))).toThrow(GraphDecodeError);
     expect(isGraphBuffer(new Uint8Array(3))).toBe(false);
+    expect(nodeCount(new Uint8Array(16))).toBe(0);
   });
 
   it("refuses a graph without positions", () => {

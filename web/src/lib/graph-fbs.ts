@@ -185,6 +185,15 @@ export function isGraphBuffer(bytes: Uint8Array): boolean {
   return bytes.length >= 8 && Graph.bufferHasIdentifier(new ByteBuffer(bytes));
 }
 
+/** How many nodes a `Graph` buffer holds (0 when it is not one). */
+export function nodeCount(bytes: Uint8Array): number {
+  if (!isGraphBuffer(bytes)) return 0;
+  const r = new Reader(bytes);
+  const root = r.i32(0);
+  if (root < 0 || root + 4 > bytes.length) return 0;
+  return r.vector(root, GRAPH_NODES)[1];
+}
+
 /** Decodes a `Graph` buffer; throws GraphDecodeError when it is not one. */
 export function decodeGraph(bytes: Uint8Array, totals: Totals = { totalNodes: null, truncated: null }): GraphModel {
   if (!isGraphBuffer(bytes)) throw new GraphDecodeError("the answer is not the binary graph form (no SVCG identifier)");

@@ -1,9 +1,9 @@
 // Loads the laid-out graph for the Graph view: the binary form (SPEC 2.4)
 // when the daemon serves it, which carries the whole graph (up to about
 // 100,000 nodes); otherwise the JSON form, cut at its maximum of 20,000.
-import { ApiError, get, request } from "../api/client";
+import { get, request } from "../api/client";
 import { fromLayoutJson, type GraphModel } from "./graph-data";
-import { decodeGraph, isGraphBuffer, type Totals } from "./graph-fbs";
+import { decodeGraph, isGraphBuffer, nodeCount, type Totals } from "./graph-fbs";
 
 export const FLATBUFFERS = "application/x-flatbuffers";
 /** Most nodes the JSON form of `/api/v1/graph/topology` gives. */
@@ -59,30 +59,33 @@ async function loadJson(signal: AbortSignal, first?: Response, t0 = performance.
 /**
  * The graph, binary when the daemon answers `Accept: application/x-flatbuffers`
  * with it (told by the content type), JSON otherwise or when `prefer` is json.
+ *
+ * The binary form carries no clusters and no totals: they come from the
+ * JSON form's `clusters_only` answer with `limit` set to the number of
+ * nodes received, which chooses the same nodes (a limit takes a prefix of
+ * one deterministic order).
  */
 export async function loadGraph(signal: AbortSignal, prefer: Format = "binary"): Promise<Loaded> {
   if (prefer === "json") return loadJson(signal);
   const t0 = performance.now();
-  let res: Response;
-  try {
-    res = await request("GET", "/api/v1/graph/topology", { accept: FLATBUFFERS, signal });
-  } catch (e) {
-    // A daemon that will not give the binary form (406) still gives JSON.
-    if (e instanceof ApiError && (e.status === 406 || e.status === 415)) return loadJson(signal);
-    throw e;
-  }
+  // No limit: the binary form's default (100,000); a daemon without the
+  // binary form answers its JSON default, and the JSON path takes over.
+  const res = await request("GET", "/api/v1/graph/topology", { accept: FLATBUFFERS, signal });
   if (!isBinary(res)) return loadJson(signal, res, t0);
   const buf = new Uint8Array(await res.arrayBuffer());
   const t1 = performance.now();
   if (!isGraphBuffer(buf)) throw new Error("the daemon's binary graph has no SVCG identifier");
-  let totals = totalsFromHeaders(res.headers);
-  if (totals.totalNodes === null) {
-    // The count of visible nodes, from the JSON form's smallest answer.
-    const small = await get("/api/v1/graph/topology", { query: { limit: 1 }, signal });
-    totals = { totalNodes: small.total_nodes, truncated: totals.truncated };
-  }
+  const clusters = get("/api/v1/graph/topology", { query: { limit: Math.max(1, nodeCount(buf)), clusters_only: true }, signal }).catch(
+    (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+  );
   const t2 = performance.now();
-  const model = decodeGraph(buf, totals);
+  const model = decodeGraph(buf, totalsFromHeaders(res.headers));
   const t3 = performance.now();
+  const c = await clusters;
+  if (!(c instanceof Error)) {
+    model.useClusterBounds(c.clusters);
+    model.totalNodes ??= c.total_nodes;
+    model.truncated = c.truncated;
+  }
   return { model, format: "binary", bytes: buf.length, fetchMs: t1 - t0, decodeMs: t3 - t2 };
 }

@@ -6,7 +6,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks"
 import type { ViewProps } from ".";
 import { ApiError, get } from "../api/client";
 import type { components } from "../api/schema";
-import { GraphModel, NO_CLUSTER, NODE_SPACING } from "../lib/graph-data";
+import { GraphModel, NO_CLUSTER, NODE_SPACING, WASTE_NO, WASTE_YES } from "../lib/graph-data";
 import { GridIndex } from "../lib/graph-index";
 import { JSON_MAX, loadGraph, type Format, type Loaded } from "../lib/graph-load";
 import { cssColor, legend, nodeColors, type ColorBy } from "../lib/graph-style";
@@ -19,8 +19,8 @@ import { GraphRenderer, WebGLUnavailable } from "../lib/webgl-graph";
 type Node = components["schemas"]["Node"];
 type NodeEdges = components["schemas"]["NodeEdges"];
 
-/** Edges drawn at most at once (estimated from the part of the graph on screen). */
-const EDGE_BUDGET = 40_000;
+/** Edges drawn at most at once (estimated from the part of the graph on the canvas sheet). */
+const EDGE_BUDGET = 60_000;
 const KEY_PAN = 80;
 const ZOOM_STEP = 1.5;
 /** While the wheel turns (and this long after), zooming scales the last picture. */
@@ -104,7 +104,6 @@ function GraphCanvas({ loaded, onReload }: { loaded: Loaded; onReload: () => voi
   const sheetElRef = useRef<HTMLDivElement>(null);
   const sheetRef = useRef<ViewState | null>(null);
   const dirtyRef = useRef(true);
-  const edgesRef = useRef(false);
 
   const bounds = useMemo(() => model.bounds(), [model, version]);
 
@@ -120,15 +119,15 @@ function GraphCanvas({ loaded, onReload }: { loaded: Loaded; onReload: () => voi
     if (!r || !v || !canvas || !labels || !sheetEl) return;
     const t0 = performance.now();
     let s = sheetRef.current;
-    const onScreen = overlapFraction(visibleBounds(v), bounds);
-    const showEdges = model.edgeCount * onScreen <= EDGE_BUDGET && r.canDrawEdges(model.count);
-    if (showEdges !== edgesRef.current) dirtyRef.current = true;
     const fresh = s && !dirtyRef.current && sheetCovers(s, v);
     const ratio = s ? v.scale / s.scale : 0;
     const wheeling = performance.now() - wheelAt.current < WHEEL_SETTLE_MS;
     if (!fresh && !(s && !dirtyRef.current && wheeling && ratio > 0.25 && ratio < 4)) {
       const dpr = Math.min(window.devicePixelRatio || 1, 2);
       const next = sheetFor(v, dpr, r.maxSize);
+      // Edges are drawn when few enough of them are on the sheet.
+      const onSheet = overlapFraction(visibleBounds(next), bounds);
+      const showEdges = model.edgeCount * onSheet <= EDGE_BUDGET && r.canDrawEdges(model.count);
       const w = Math.round(next.width * dpr);
       const h = Math.round(next.height * dpr);
       if (canvas.width !== w) canvas.width = w;
@@ -139,7 +138,6 @@ function GraphCanvas({ loaded, onReload }: { loaded: Loaded; onReload: () => voi
       placeLabels(labels, model, next);
       sheetRef.current = s = next;
       dirtyRef.current = false;
-      edgesRef.current = showEdges;
       scenesRef.current++;
       canvas.dataset.scenes = String(scenesRef.current);
       setEdgesShown(showEdges);
@@ -564,6 +562,9 @@ function NodePanel(props: {
   }
   const cluster = model.cluster[index] !== NO_CLUSTER ? model.clusters[model.cluster[index]!] : undefined;
   const cost = node ? node.cost_usd_mo : model.cost(index);
+  // Until (or unless) the node's own record is in: what the graph carried.
+  const w = model.waste[index];
+  const drawnWaste = w === WASTE_YES ? "yes" : w === WASTE_NO ? "no" : error ? "unknown" : "…";
   const expand = async () => {
     setBusy(true);
     setExpandError(null);
@@ -597,9 +598,9 @@ function NodePanel(props: {
           </>
         ) : null}
         <dt>Cost</dt>
-        <dd>{cost === null ? "…" : `${money(cost)} a month`}</dd>
+        <dd>{cost === null ? (error ? "unknown" : "…") : `${money(cost)} a month`}</dd>
         <dt>Waste</dt>
-        <dd>{node ? (node.is_waste ? `yes${node.waste_reason ? `: ${node.waste_reason}` : ""}` : "no") : "…"}</dd>
+        <dd>{node ? (node.is_waste ? `yes${node.waste_reason ? `: ${node.waste_reason}` : ""}` : "no") : drawnWaste}</dd>
       </dl>
       {!node && !error ? <Loading what="the node" /> : null}
       <ErrorBox error={error} />
