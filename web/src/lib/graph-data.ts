@@ -57,6 +57,7 @@ export class GraphModel {
   /** CRNs of nodes added after loading (index `loaded + k`). */
   private added: string[] = [];
   private addedIndex = new Map<string, number>();
+  private lowerCrns: string[] | null = null;
 
   constructor(
     readonly source: "json" | "binary",
@@ -214,9 +215,12 @@ export class GraphModel {
     const exact = this.indexOf(q);
     const out: number[] = exact >= 0 ? [exact] : [];
     const lower = q.toLowerCase();
+    // The loaded CRNs, decoded once (the binary form keeps them as bytes).
+    this.lowerCrns ??= Array.from({ length: this.loaded }, (_, i) => this.text.crn(i).toLowerCase());
     for (let i = 0; i < this.count && out.length < max; i++) {
       if (i === exact) continue;
-      if (this.crn(i).toLowerCase().includes(lower)) out.push(i);
+      const c = i < this.loaded ? this.lowerCrns[i]! : this.crn(i).toLowerCase();
+      if (c.includes(lower)) out.push(i);
     }
     return out;
   }

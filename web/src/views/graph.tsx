@@ -422,6 +422,9 @@ function GraphCanvas({ loaded, onReload }: { loaded: Loaded; onReload: () => voi
               Fit
             </button>
           </div>
+          <button type="button" onClick={onReload} title="Load the graph again from the daemon">
+            Reload
+          </button>
           <label>
             Colour by{" "}
             <select value={colorBy} onChange={(e) => void colourBy((e.target as HTMLSelectElement).value as ColorBy)}>
