@@ -113,6 +113,11 @@ describe("binary graph form", () => {
     expect(nodeCount(new Uint8Array(16))).toBe(0);
   });
 
+  it("refuses a cut-off buffer with a clear error", () => {
+    const buf = buildGraph(small, edges);
+    for (const n of [12, 40, buf.length / 2]) expect(() => decodeGraph(buf.subarray(0, n))).toThrow(GraphDecodeError);
+  });
+
   it("refuses a graph without positions", () => {
     const buf = buildGraph([{ crn: A, type: "t", props: [["cluster", "aws/1/r"]] }], []);
     expect(() => decodeGraph(buf)).toThrow(/no positions/);

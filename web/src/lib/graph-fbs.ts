@@ -40,19 +40,21 @@ export interface Totals {
 }
 
 /**
- * Open addressing from an int key to an int value (-1 when absent); a Map
- * of 100,000 entries costs more.
+ * Open addressing from a non-negative int key to an int value (-1 when
+ * absent), growing to stay at most half full; a Map of 100,000 entries
+ * costs more.
  */
 class IntTable {
   private keys: Int32Array;
   private vals: Int32Array;
   private mask: number;
+  private size = 0;
   constructor(capacity: number) {
-    let size = 16;
-    while (size < capacity * 2) size <<= 1;
-    this.keys = new Int32Array(size).fill(-1);
-    this.vals = new Int32Array(size);
-    this.mask = size - 1;
+    let n = 16;
+    while (n < capacity * 2) n <<= 1;
+    this.keys = new Int32Array(n).fill(-1);
+    this.vals = new Int32Array(n);
+    this.mask = n - 1;
   }
   private slot(k: number): number {
     let h = Math.imul(k, 0x9e3779b1) & this.mask;
@@ -60,7 +62,14 @@ class IntTable {
     return h;
   }
   set(k: number, v: number): void {
-    const h = this.slot(k);
+    let h = this.slot(k);
+    if (this.keys[h] !== k) {
+      if (2 * (this.size + 1) > this.keys.length) {
+        this.grow();
+        h = this.slot(k);
+      }
+      this.size++;
+    }
     this.keys[h] = k;
     this.vals[h] = v;
   }
@@ -68,23 +77,37 @@ class IntTable {
     const h = this.slot(k);
     return this.keys[h] === k ? this.vals[h]! : -1;
   }
+  private grow(): void {
+    const keys = this.keys;
+    const vals = this.vals;
+    this.keys = new Int32Array(keys.length * 2).fill(-1);
+    this.vals = new Int32Array(keys.length * 2);
+    this.mask = this.keys.length - 1;
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
+      if (k === -1) continue;
+      const h = this.slot(k);
+      this.keys[h] = k;
+      this.vals[h] = vals[i]!;
+    }
+  }
 }
 
 /** Reads a buffer of the binary form (little-endian words, read inline). */
 class Reader {
   readonly u8: Uint8Array;
   readonly bb: ByteBuffer;
+  readonly dv: DataView;
   constructor(bytes: Uint8Array) {
     this.u8 = bytes;
     this.bb = new ByteBuffer(bytes);
+    this.dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   }
   i32(p: number): number {
-    const u = this.u8;
-    return u[p]! | (u[p + 1]! << 8) | (u[p + 2]! << 16) | (u[p + 3]! << 24);
+    return this.dv.getInt32(p, true);
   }
   u16(p: number): number {
-    const u = this.u8;
-    return u[p]! | (u[p + 1]! << 8);
+    return this.dv.getUint16(p, true);
   }
   /** The absolute position of a table field, or 0 when it is absent. */
   field(table: number, slot: number): number {
@@ -196,6 +219,16 @@ export function nodeCount(bytes: Uint8Array): number {
 
 /** Decodes a `Graph` buffer; throws GraphDecodeError when it is not one. */
 export function decodeGraph(bytes: Uint8Array, totals: Totals = { totalNodes: null, truncated: null }): GraphModel {
+  try {
+    return decode(bytes, totals);
+  } catch (e) {
+    // A read past the end (DataView) or an absurd length (typed arrays).
+    if (e instanceof RangeError) throw new GraphDecodeError(`the binary graph is malformed (${e.message})`);
+    throw e;
+  }
+}
+
+function decode(bytes: Uint8Array, totals: Totals): GraphModel {
   if (!isGraphBuffer(bytes)) throw new GraphDecodeError("the answer is not the binary graph form (no SVCG identifier)");
   const r = new Reader(bytes);
   const bb = r.bb;
