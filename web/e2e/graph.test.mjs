@@ -179,16 +179,20 @@ test("the graph view draws what the API serves, selects, expands and pans", asyn
   for (const crn of listed) assert.ok(others.has(crn), `${crn} is a neighbour of ${first}`);
   assert.ok((await shown(page)).drawn >= drawnBefore);
 
-  // Keyboard: the arrow keys move the picture, + zooms (the scene is drawn again).
+  // Keyboard: the arrow keys pan, + zooms (the scene is drawn again).
   const stage = page.getByRole("application", { name: /Graph canvas/ });
   await stage.focus();
-  const sheet = page.locator(".graph-sheet");
-  const t0 = await sheet.evaluate((e) => e.style.transform);
+  const view = async () => (await page.locator(".graph-canvas").getAttribute("data-view")).split(",").map(Number);
+  const [cx0, , scale0] = await view();
   await page.keyboard.press("ArrowRight");
-  await page.waitForFunction((t) => document.querySelector(".graph-sheet").style.transform !== t, t0);
+  await page.waitForFunction((x) => Number(document.querySelector(".graph-canvas").dataset.view.split(",")[0]) > x, cx0);
+  const [cx1] = await view();
+  assert.ok(Math.abs((cx1 - cx0) * scale0 - 80) < 0.5, `ArrowRight pans 80 pixels (${(cx1 - cx0) * scale0})`);
   const scenes = Number(await page.locator(".graph-canvas").getAttribute("data-scenes"));
   await page.keyboard.press("+");
   await page.waitForFunction((n) => Number(document.querySelector(".graph-canvas").dataset.scenes) > n, scenes);
+  const [, , scale1] = await view();
+  assert.ok(Math.abs(scale1 / scale0 - 1.5) < 1e-3, `+ zooms by 1.5 (${scale1 / scale0})`);
 
   // Panning: smooth, and without drawing the scene again each frame.
   await page.getByRole("button", { name: "Fit" }).click();

@@ -153,6 +153,8 @@ function GraphCanvas({ loaded, onReload }: { loaded: Loaded; onReload: () => voi
       sheetEl.style.transform = `translate(${p.left}px, ${p.top}px)${p.k !== 1 ? ` scale(${p.k})` : ""}`;
     }
     framesRef.current++;
+    // What the stage shows (layout units at its centre, pixels per unit).
+    canvas.dataset.view = `${v.cx.toFixed(2)},${v.cy.toFixed(2)},${v.scale.toPrecision(6)}`;
     canvas.dataset.frameMs = (performance.now() - t0).toFixed(2);
     canvas.dataset.frames = String(framesRef.current);
     if (framesRef.current === 1) setFirstFrameMs(performance.now() - mountedAt.current);
