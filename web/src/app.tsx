@@ -59,7 +59,7 @@ export function App({ session, onSignedOut }: { session: Session; onSignedOut: (
             <div class={`link link-${link}`} role="status" aria-live="polite" data-testid="link-state">
               {link === "live" ? "live" : link === "connecting" ? "connecting…" : "disconnected, retrying"}
             </div>
-            {session.csrf !== null ? (
+            {session.csrf ? (
               <button
                 type="button"
                 onClick={() => {

@@ -8,7 +8,7 @@ export async function currentSession(): Promise<Session | null> {
   try {
     const res = await request("GET", "/api/v1/session");
     const s = (await res.json()) as Session;
-    setCsrf(s.csrf);
+    setCsrf(s.csrf ?? null);
     return s;
   } catch (e) {
     if (e instanceof ApiError && e.status === 401) return null;
@@ -19,7 +19,7 @@ export async function currentSession(): Promise<Session | null> {
 export async function signIn(token: string): Promise<Session> {
   const res = await request("POST", "/api/v1/session", { body: { token: token.trim() } });
   const s = (await res.json()) as Session;
-  setCsrf(s.csrf);
+  setCsrf(s.csrf ?? null);
   return s;
 }
 

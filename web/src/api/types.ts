@@ -15,10 +15,8 @@ export function allows(have: Role, need: Role): boolean {
   return ROLES.indexOf(have) >= ROLES.indexOf(need);
 }
 
-/** Who is signed in: `POST /api/v1/session` and `GET /api/v1/session`. */
-export interface Session {
-  name: string;
-  role: Role;
-  /** Sent as `X-CSRF-Token` with every write; null for bearer callers. */
-  csrf: string | null;
-}
+/**
+ * Who is signed in: `POST /api/v1/session` and `GET /api/v1/session`;
+ * `csrf` is sent as `X-CSRF-Token` with every write (null for bearer callers).
+ */
+export type Session = Schemas["SessionInfo"];

@@ -1,7 +1,7 @@
 // What Settings reads and writes: the configuration (edited as JSON and
 // sent as the smallest deep-merge patch), and the access tokens.
-import { ApiError, request } from "../api/client";
-import type { Role } from "../api/types";
+import { ApiError, del, get, post } from "../api/client";
+import type { Role, Schemas } from "../api/types";
 import { rfc3339 } from "./format";
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -71,39 +71,28 @@ export function patchKeys(patch: JsonObject, prefix = ""): { key: string; value:
   return out;
 }
 
-/** An access token as `GET /api/v1/tokens` lists it: mirrors that endpoint (never the secret). */
-export interface TokenInfo {
-  name: string;
-  role: Role;
-  created: number | string;
-}
+/** An access token as `GET /api/v1/tokens` lists it (never the secret). */
+export type TokenInfo = Schemas["TokenInfo"];
 
-/** The answer of `POST /api/v1/tokens`: mirrors it; `token` is shown once, then never again. */
-export interface NewToken extends TokenInfo {
-  token: string;
-}
+/** The answer of `POST /api/v1/tokens`: `token` is shown once, then never again. */
+export type NewToken = Schemas["CreatedToken"];
 
-/** The tokens, or null when this daemon does not manage tokens (404). */
+/** The tokens, or null when this caller may not list them (403). */
 export async function listTokens(signal?: AbortSignal): Promise<TokenInfo[] | null> {
   try {
-    const res = await request("GET", "/api/v1/tokens", { signal });
-    const body = (await res.json()) as unknown;
-    if (Array.isArray(body)) return body as TokenInfo[];
-    if (isObject(body) && Array.isArray(body.tokens)) return body.tokens as unknown as TokenInfo[];
-    return [];
+    return (await get("/api/v1/tokens", { signal })).tokens;
   } catch (e) {
-    if (e instanceof ApiError && (e.status === 404 || e.status === 405)) return null;
+    if (e instanceof ApiError && e.status === 403) return null;
     throw e;
   }
 }
 
 export async function createToken(name: string, role: Role): Promise<NewToken> {
-  const res = await request("POST", "/api/v1/tokens", { body: { name, role } });
-  return (await res.json()) as NewToken;
+  return post("/api/v1/tokens", { name, role });
 }
 
 export async function revokeToken(name: string): Promise<void> {
-  await request("DELETE", `/api/v1/tokens/${encodeURIComponent(name)}`);
+  await del("/api/v1/tokens/{name}", { params: { name } });
 }
 
 /** A token's creation time as RFC 3339 (Unix seconds or a time string). */
