@@ -894,7 +894,11 @@ async fn aws_waste_is_remediated_reverted_and_quarantined_through_the_api() {
         .map(str::to_owned)
         .collect();
     assert_eq!(recorded, original, "{isolated}");
-    assert_eq!(isolated["tags"]["svc:quarantined"], "suspected compromise, ticket 7");
+    // The body's actor is a note on the reason; the ledger's actor is the token's name.
+    assert_eq!(
+        isolated["tags"]["svc:quarantined"],
+        "suspected compromise, ticket 7 (actor note: sec)"
+    );
     let quarantined = events_of(&api, "QUARANTINE", &web).await;
     assert_eq!(quarantined.len(), 1, "{quarantined:?}");
     assert_eq!(
@@ -976,7 +980,7 @@ async fn aws_waste_is_remediated_reverted_and_quarantined_through_the_api() {
         ("saga_id", json!(saga)),
         ("compensating_action", json!("restore")),
         ("status", json!("COMPENSATED")),
-        ("reason", json!("reverted by alice")),
+        ("reason", json!("reverted by admin")),
         ("compensating_payload_hash", json!(step_hash)),
     ] {
         assert_eq!(rb[k], v, "{k}: {rb}");
