@@ -13,6 +13,9 @@ function useRoute(): Route {
   useEffect(() => {
     const f = () => setHash(location.hash);
     addEventListener("hashchange", f);
+    // The address may have changed between the first render and now
+    // (effects run after paint): catch up with it.
+    f();
     return () => removeEventListener("hashchange", f);
   }, []);
   return useMemo(() => parseRoute(hash), [hash]);
