@@ -5,7 +5,7 @@
 // refuses one anyway.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { accessibilityProblems, api, launch, open, signedIn, token } from "./harness.mjs";
+import { accessibilityProblems, api, launch, open, signedIn, token, URL_BASE } from "./harness.mjs";
 
 const STAGES = ["flagged", "analyzed", "codegen", "sau_gate", "pending", "applied", "rejected"];
 
@@ -116,9 +116,25 @@ test("an operator approves an item from the board and its plan runs", async () =
   assert.ok((await panel.getByLabel("Terraform-style diff").innerText()).includes("will be destroyed") || item.plan.terraform === "");
   assert.deepEqual(await accessibilityProblems(page), []);
 
+  // History open beside the board (a second tab of the same session), so
+  // the execution must arrive there live, with no reload.
+  const history = await page.context().newPage();
+  await history.goto(`${URL_BASE}/#/history?type=EXECUTION_COMMIT`);
+  await history.getByTestId("history-events").or(history.getByTestId("history-count")).first().waitFor();
+  await history.getByTestId("history-live").filter({ hasText: /live/i }).waitFor();
+  await history.evaluate(() => {
+    window.__sameDocument = true;
+  });
+
   await panel.getByRole("button", { name: "Approve", exact: true }).click();
   await page.getByRole("dialog").getByRole("button", { name: "Approve and run" }).click();
   await panel.getByTestId("decision-message").filter({ hasText: "Approved" }).waitFor({ timeout: 60_000 });
+  await history
+    .locator('li.hist-event[data-type="EXECUTION_COMMIT"]')
+    .filter({ has: history.locator(`a[title="${item.crn}"]`) })
+    .first()
+    .waitFor({ timeout: 60_000 });
+  assert.equal(await history.evaluate(() => window.__sameDocument === true), true, "History was not reloaded");
 
   const crn = encodeURIComponent(item.crn);
   const commits = await until("an EXECUTION_COMMIT for the item", async () => {
