@@ -101,8 +101,9 @@ export interface paths {
          *     `v`), `last_updated` the Unix seconds of the last commit. A node with a
          *     finding carries it in `properties` as `rule_name` and `severity` (`1`
          *     to `5`); `valid_to` is 0. There is no checksum: the buffer is built
-         *     whole before it is sent (about 120 bytes a node), and when it would
-         *     exceed 1 GiB the JSON form is answered instead (check `Content-Type`).
+         *     whole before it is sent (about 185 bytes a node of the mock estate,
+         *     edges included), and when it would exceed 1 GiB the JSON form is
+         *     answered instead (check `Content-Type`).
          */
         get: operations["getTopology"];
         put?: never;
