@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { after, before, test } from "node:test";
-import { accessibilityProblems, api, launch, open, signedIn, URL_BASE } from "./harness.mjs";
+import { accessibilityProblems, api, launch, open, signedIn, steady, URL_BASE } from "./harness.mjs";
 
 let browser;
 let page;
@@ -14,29 +14,6 @@ before(async () => {
 after(async () => {
   await browser?.close();
 });
-
-/** The sequence numbers of the sources' last committed scans. */
-async function scanSeq() {
-  const s = await api("GET", "/api/v1/graph/stats");
-  return (s.body?.sources ?? []).map((x) => x.last_scan?.scan_seq ?? 0).join(",");
-}
-
-/**
- * Runs `body`, and again (three times at most) when it failed while a scan
- * committed: the daemon rescans the mock estate on its own, which moves the
- * figures read from the API under the page. A failure with no scan in
- * between is a failure.
- */
-async function steady(body) {
-  for (let attempt = 1; ; attempt++) {
-    const before = await scanSeq();
-    try {
-      return await body(attempt);
-    } catch (e) {
-      if (attempt >= 3 || (await scanSeq()) === before) throw e;
-    }
-  }
-}
 
 const count = (n) => n.toLocaleString("en-US");
 const exactly = (s) => new RegExp(`^${s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`);

@@ -98,3 +98,26 @@ export async function accessibilityProblems(page) {
   });
   return result.filter((v) => v.impact === "serious" || v.impact === "critical");
 }
+
+/** The sequence numbers of the sources' last committed scans. */
+export async function scanSeq() {
+  const s = await api("GET", "/api/v1/graph/stats");
+  return (s.body?.sources ?? []).map((x) => x.last_scan?.scan_seq ?? 0).join(",");
+}
+
+/**
+ * Runs `body`, and again (three times at most) when it failed while a scan
+ * committed: the daemon rescans the mock estate on its own, which moves the
+ * figures read from the API under the page. A failure with no scan in
+ * between is a failure.
+ */
+export async function steady(body) {
+  for (let attempt = 1; ; attempt++) {
+    const before = await scanSeq();
+    try {
+      return await body(attempt);
+    } catch (e) {
+      if (attempt >= 3 || (await scanSeq()) === before) throw e;
+    }
+  }
+}
