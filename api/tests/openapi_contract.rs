@@ -1009,7 +1009,11 @@ async fn live_responses_match_their_schemas() {
             format!("/api/v1/graph/nodes/{}/versions", enc(&instance())),
             &["/versions"],
         ),
-        get("/api/v1/graph/breakdown", "/api/v1/graph/breakdown?by=type&limit=1", &["/groups"]),
+        get(
+            "/api/v1/graph/breakdown",
+            "/api/v1/graph/breakdown?by=type&limit=1",
+            &["/groups"],
+        ),
         get(
             "/api/v1/graph/at",
             format!("/api/v1/graph/at?ts={t_now}"),
