@@ -1784,7 +1784,7 @@ async fn documented_limits_and_defaults_hold() {
         };
         let reply = send(&f.app, method, &base, Some(TOKEN), None).await;
         let len = reply.json().pointer(list).and_then(Value::as_array).map(Vec::len);
-        let within = DEFAULT_UNREACHED.contains(&route) && len.is_some_and(|n| n > 0 && n <= default as usize);
+        let within = DEFAULT_UNREACHED.contains(route) && len.is_some_and(|n| n > 0 && n <= default as usize);
         if len != Some(default as usize) && !within {
             errors.push(format!(
                 "{method} {base}: documented default limit {default}, but {list} holds {len:?} entries"
