@@ -53,14 +53,17 @@ impl NodeFilter {
                 None => Some(None),
             }
         };
-        let tag = match self.tag.as_deref().map(|t| t.split_once('=').unwrap_or((t, ""))) {
+        let tag = match self.tag.as_deref() {
             None => None,
-            Some((k, v)) => {
-                let key = g.interner().get(k.trim())?;
-                let value = if self.tag.as_deref().is_some_and(|t| t.contains('=')) {
-                    Some(g.interner().get(v.trim())?)
-                } else {
-                    None
+            Some(t) => {
+                let (key, value) = match t.split_once('=') {
+                    Some((k, v)) => (k, Some(v)),
+                    None => (t, None),
+                };
+                let key = g.interner().get(key.trim())?;
+                let value = match value {
+                    Some(v) => Some(g.interner().get(v.trim())?),
+                    None => None,
                 };
                 Some((key, value))
             }
