@@ -29,6 +29,47 @@ pub struct Config {
     /// for the AI chat. Keys checked by `known_keys`.
     #[serde(default)]
     pub ai: toml::Table,
+    /// `[notify]`: Slack and generic webhooks ([`Config::notify_settings`]).
+    #[serde(default)]
+    pub notify: NotifyConfig,
+}
+
+/// `[notify]` as written; [`Config::notify_settings`] checks it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// A Slack incoming-webhook URL.
+    pub slack_webhook: Option<String>,
+    /// Generic webhooks: `{ url, secret, name?, events? }`.
+    #[serde(default)]
+    pub webhooks: Vec<WebhookConfig>,
+    /// The kinds sent (default: all of them).
+    pub events: Option<Vec<String>>,
+    /// A scan's waste must rise by more than this (monthly USD) for a
+    /// `waste` notification.
+    pub waste_threshold_usd: Option<f64>,
+    /// How long one delivery attempt may take (default `10s`).
+    pub timeout: Option<String>,
+    /// Attempts per notification and destination (default 5).
+    pub max_attempts: Option<i64>,
+    /// The pause after a first failed attempt (default `1s`), doubled per
+    /// further attempt up to `backoff_max` (default `30s`).
+    pub backoff: Option<String>,
+    pub backoff_max: Option<String>,
+    /// The dashboard's address as people reach it, for links in messages.
+    pub dashboard_url: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookConfig {
+    pub url: String,
+    /// The HMAC-SHA256 key of `X-Svc-Signature`.
+    pub secret: String,
+    /// Its name in metrics and answers (default `webhook-<n>`).
+    pub name: Option<String>,
+    /// The kinds it receives (default: `notify.events`).
+    pub events: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +222,7 @@ impl Config {
         config.heuristics.selection()?;
         config.oracle_enabled()?;
         config.export_settings()?;
+        config.notify_settings()?;
         Ok(config)
     }
 
@@ -214,6 +256,95 @@ impl Config {
             interval,
             max_events,
         })
+    }
+
+    /// `[notify]`, checked: URLs are `http(s)://host/...`, secrets are
+    /// not empty, names unique, kinds known, durations and numbers in range.
+    pub fn notify_settings(&self) -> anyhow::Result<svc_api::notify::NotifySettings> {
+        use svc_api::notify::settings::{self as ns, Kind, NotifySettings, Webhook};
+        let n = &self.notify;
+        let kinds = |key: &str, names: &[String]| -> anyhow::Result<std::collections::BTreeSet<Kind>> {
+            names
+                .iter()
+                .map(|name| {
+                    Kind::parse(name).ok_or_else(|| {
+                        let known: Vec<&str> = Kind::SELECTABLE.iter().map(|k| k.name()).collect();
+                        anyhow::anyhow!("{key} names {name:?}, which is not a kind; kinds are {}", known.join(", "))
+                    })
+                })
+                .collect()
+        };
+        let mut s = NotifySettings::default();
+        if let Some(url) = n.slack_webhook.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+            ns::check_url("notify.slack_webhook", url).map_err(anyhow::Error::msg)?;
+            s.slack_webhook = Some(url.to_owned());
+        }
+        if let Some(events) = &n.events {
+            s.events = kinds("notify.events", events)?;
+        }
+        for (i, w) in n.webhooks.iter().enumerate() {
+            let key = format!("notify.webhooks[{i}]");
+            ns::check_url(&format!("{key}.url"), w.url.trim()).map_err(anyhow::Error::msg)?;
+            if w.secret.is_empty() {
+                bail!("{key}.secret is empty: the webhook's signature needs a secret");
+            }
+            let name = w.name.clone().unwrap_or_else(|| format!("webhook-{}", i + 1));
+            if name.is_empty()
+                || name.len() > 64
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                bail!("{key}.name {name:?} must be 1 to 64 letters, digits, '-', '_' or '.'");
+            }
+            if name == ns::SLACK || s.webhooks.iter().any(|o: &Webhook| o.name == name) {
+                bail!("{key}.name {name:?} is taken: each destination needs a name of its own");
+            }
+            let events = match &w.events {
+                Some(e) => Some(kinds(&format!("{key}.events"), e)?),
+                None => None,
+            };
+            s.webhooks.push(Webhook {
+                name,
+                url: w.url.trim().to_owned(),
+                secret: w.secret.clone(),
+                events,
+            });
+        }
+        if let Some(t) = n.waste_threshold_usd {
+            if !t.is_finite() || t < 0.0 {
+                bail!("notify.waste_threshold_usd must be a number of USD of at least 0, not {t}");
+            }
+            s.waste_threshold_usd = t;
+        }
+        let duration = |key: &str, v: &Option<String>, default: Duration, max: Duration| -> anyhow::Result<Duration> {
+            let Some(text) = v else { return Ok(default) };
+            let d = humantime::parse_duration(text).with_context(|| format!("{key} {text:?} is not a duration"))?;
+            if d < Duration::from_millis(10) || d > max {
+                bail!("{key} must be from 10ms to {}, got {text:?}", humantime::format_duration(max));
+            }
+            Ok(d)
+        };
+        s.timeout = duration("notify.timeout", &n.timeout, ns::DEFAULT_TIMEOUT, Duration::from_secs(300))?;
+        s.backoff = duration("notify.backoff", &n.backoff, ns::DEFAULT_BACKOFF, Duration::from_secs(3600))?;
+        s.backoff_max = duration(
+            "notify.backoff_max",
+            &n.backoff_max,
+            ns::DEFAULT_BACKOFF_MAX.max(s.backoff),
+            Duration::from_secs(3600),
+        )?;
+        if s.backoff_max < s.backoff {
+            bail!("notify.backoff_max must be at least notify.backoff");
+        }
+        if let Some(a) = n.max_attempts {
+            if !(1..=i64::from(ns::MAX_ATTEMPTS_LIMIT)).contains(&a) {
+                bail!("notify.max_attempts must be from 1 to {}, not {a}", ns::MAX_ATTEMPTS_LIMIT);
+            }
+            s.max_attempts = a as u32;
+        }
+        if let Some(url) = n.dashboard_url.as_deref().map(str::trim).filter(|u| !u.is_empty()) {
+            ns::check_url("notify.dashboard_url", url).map_err(anyhow::Error::msg)?;
+            s.dashboard_url = Some(url.to_owned());
+        }
+        Ok(s)
     }
 
     /// `oracle.enabled`: whether formal verification runs (default `true`).
@@ -383,6 +514,73 @@ mod tests {
         ] {
             let e = Config::validate_text(bad).unwrap_err();
             assert!(format!("{e:#}").contains("sau.audit_"), "{bad}: {e:#}");
+        }
+    }
+
+    #[test]
+    fn notify_section_is_checked() {
+        let c = Config::validate_text("").unwrap();
+        let s = c.notify_settings().unwrap();
+        assert!(!s.any_destination());
+        assert_eq!(s.events.len(), 6, "every kind by default");
+        let c = Config::validate_text(
+            r#"[notify]
+slack_webhook = "https://hooks.slack.com/services/T0/B0/x"
+events = ["waste", "ledger_chain"]
+waste_threshold_usd = 250.5
+timeout = "3s"
+max_attempts = 3
+backoff = "500ms"
+backoff_max = "10s"
+
+[[notify.webhooks]]
+url = "https://ops.example.com/svc"
+secret = "k"
+
+[[notify.webhooks]]
+name = "pager"
+url = "http://127.0.0.1:9000/hook"
+secret = "k2"
+events = ["plugin"]
+"#,
+        )
+        .unwrap();
+        let s = c.notify_settings().unwrap();
+        assert_eq!(s.waste_threshold_usd, 250.5);
+        assert_eq!((s.timeout, s.max_attempts), (Duration::from_secs(3), 3));
+        assert_eq!((s.backoff, s.backoff_max), (Duration::from_millis(500), Duration::from_secs(10)));
+        let names: Vec<&str> = s.webhooks.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["webhook-1", "pager"]);
+        let to = |k| {
+            s.destinations_for(k)
+                .iter()
+                .map(|d| d.name().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(to(svc_api::notify::Kind::Waste), ["slack", "webhook-1"]);
+        assert_eq!(to(svc_api::notify::Kind::Plugin), ["pager"]);
+        for (bad, want) in [
+            ("[notify]\nslack_webhook = \"hooks.slack.com/x\"", "notify.slack_webhook"),
+            ("[notify]\nslack_webhook = \"ftp://a/b\"", "must be an http:// or https:// URL"),
+            ("[notify]\nevents = [\"wastes\"]", "notify.events names \"wastes\""),
+            ("[notify]\nwaste_threshold_usd = -1.0", "notify.waste_threshold_usd"),
+            ("[notify]\ntimeout = \"1ms\"", "notify.timeout must be from 10ms"),
+            ("[notify]\nmax_attempts = 0", "notify.max_attempts must be from 1 to 20"),
+            ("[notify]\nbackoff = \"10s\"\nbackoff_max = \"1s\"", "notify.backoff_max must be at least"),
+            ("[notify]\nslak_webhook = \"https://a/b\"", "unknown field `slak_webhook`"),
+            ("[[notify.webhooks]]\nurl = \"https://a/b\"\nsecret = \"\"", "notify.webhooks[0].secret is empty"),
+            ("[[notify.webhooks]]\nurl = \"https://a/b\"", "missing field `secret`"),
+            (
+                "[[notify.webhooks]]\nname = \"slack\"\nurl = \"https://a/b\"\nsecret = \"k\"",
+                "is taken",
+            ),
+            (
+                "[[notify.webhooks]]\nurl = \"https://a/b\"\nsecret = \"k\"\nevents = [\"test\"]",
+                "notify.webhooks[0].events names \"test\"",
+            ),
+        ] {
+            let e = format!("{:#}", Config::validate_text(bad).unwrap_err());
+            assert!(e.contains(want), "{bad}: {e}");
         }
     }
 

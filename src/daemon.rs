@@ -98,10 +98,20 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         svc_api::export::Identity::new(ensure_daemon_uuid(&data_dir.join(paths::DAEMON_UUID_FILE))?),
     ));
     state.set_exporter(exporter.clone());
+    let notifier = svc_api::notify::Notifier::new(config.notify_settings()?, state.inner.metrics.notify.clone())
+        .map_err(anyhow::Error::msg)?;
+    notifier.attach(&engine);
+    state.set_notifier(notifier.clone());
     let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);
     state.set_config(Arc::new(FileConfig::new(
         data_dir.join(paths::CONFIG_FILE),
-        live_apply(engine.clone(), plugins.clone(), exporter.clone(), interval_tx),
+        live_apply(
+            engine.clone(),
+            plugins.clone(),
+            exporter.clone(),
+            notifier.clone(),
+            interval_tx,
+        ),
     )));
     // Ready last: every route has what it serves from once `/readyz` says so.
     state.set_engine(engine.clone());
@@ -116,11 +126,19 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         move || watch_storage(engine.clone())
     }));
     let export_schedule = tokio::spawn(svc_api::export::schedule(state.clone(), exporter));
+    let notifications = tokio::spawn(supervise(NOTIFIER, state.clone(), {
+        let state = state.clone();
+        move || {
+            let state = state.clone();
+            notifier.clone().run(move || state.clear_fault(NOTIFIER))
+        }
+    }));
     let expiry = tokio::spawn(expire_isolations(engine.clone()));
     let result = server.await.context("server task failed")?;
     scheduler.abort();
     storage.abort();
     export_schedule.abort();
+    notifications.abort();
     expiry.abort();
     let stopping = engine.clone();
     let stopped = tokio::task::spawn_blocking(move || stopping.stop_plugins(PLUGIN_STOP_WAIT)).await;
@@ -319,12 +337,14 @@ fn activation_hint(cloud: &Found, state: PluginState) -> Option<String> {
 
 /// What `PUT /api/v1/config` changes without a restart: the scan
 /// interval, the built-in rule selection, formal verification, the
-/// compliance export, and from the next scan `plugins.active`, each
+/// compliance export, notifications (`[notify]`, from the next
+/// notification sent), and from the next scan `plugins.active`, each
 /// plugin's scan settings and the scan timeout and limits.
 fn live_apply(
     engine: Arc<Engine>,
     plugins: Arc<Plugins>,
     exporter: Arc<svc_api::export::Exporter>,
+    notifier: Arc<svc_api::notify::Notifier>,
     interval: tokio::sync::watch::Sender<Duration>,
 ) -> crate::settings::Apply {
     Box::new(move |c: &Config| {
@@ -345,11 +365,16 @@ fn live_apply(
         if let Ok(s) = c.export_settings() {
             exporter.set_settings(s);
         }
+        if let Ok(s) = c.notify_settings() {
+            notifier.set_settings(s);
+        }
     })
 }
 
 /// The scan scheduler's name where the daemon reports it stuck (`/readyz`).
 const SCHEDULER: &str = "scheduler";
+/// The notifier's delivery task's name there.
+const NOTIFIER: &str = "notifier";
 
 /// Keeps a task of the daemon running: when it stops (a panic), `part` is
 /// reported not ready with why, and the task is started again after a

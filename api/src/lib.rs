@@ -14,6 +14,7 @@ pub mod error;
 pub mod export;
 pub mod fbs;
 pub mod metrics;
+pub mod notify;
 pub mod openapi;
 pub mod plugins;
 pub mod routes;
@@ -93,7 +94,7 @@ impl IntoIterator for Routes {
 /// The routes under `/api/v1`, each registered with its OpenAPI operation.
 fn api_routes() -> OpenApiRouter<AppState> {
     use routes::{
-        anomalies, config, graph, history, ledger, plugins, policies, remediation, scan, solver, time_travel, tokens,
+        anomalies, config, graph, history, ledger, notify, plugins, policies, remediation, scan, solver, time_travel, tokens,
         traffic, waste,
     };
     OpenApiRouter::new()
@@ -120,6 +121,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(history::verify))
         .routes(routes!(ledger::export_now))
         .routes(routes!(config::get, config::put))
+        .routes(routes!(notify::slack_test))
         .routes(routes!(waste::ledger))
         .routes(routes!(waste::status))
         .routes(routes!(solver::results))

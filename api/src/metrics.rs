@@ -13,6 +13,7 @@
 //! exposed untyped: queries treat it exactly like a gauge.
 
 pub mod http;
+pub mod notify;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -70,6 +71,8 @@ pub struct Metrics {
     pub ledger_exported_events: prometheus::IntCounter,
     /// The last seq held by the export bucket.
     pub ledger_exported_seq: IntGauge,
+    /// Notification outcomes, failed attempts and queue depth.
+    pub notify: notify::NotifyMetrics,
 }
 
 impl Default for Metrics {
@@ -180,6 +183,7 @@ impl Metrics {
                 &registry,
                 gauge(LEDGER_EXPORTED_SEQ, "The last ledger seq held by the export bucket."),
             ),
+            notify: notify::NotifyMetrics::new(&registry),
             registry,
             waste_usd: AtomicU64::new(0f64.to_bits()),
         }

@@ -38,6 +38,8 @@ pub struct Inner {
     exporter: OnceLock<Arc<crate::export::Exporter>>,
     /// The daemon's configuration file, once loaded.
     config: OnceLock<Arc<dyn crate::config::ConfigService>>,
+    /// The notifier (`[notify]`), once the daemon has started it.
+    notifier: OnceLock<Arc<crate::notify::Notifier>>,
     /// `GET /api/v1/anomalies`, computed at most once per 30 s.
     pub anomalies: crate::routes::anomalies::cache::Cache,
     /// Names of the scan sources whose estate is simulated (the mock
@@ -72,6 +74,7 @@ impl AppState {
                 simulated_sources: OnceLock::new(),
                 exporter: OnceLock::new(),
                 config: OnceLock::new(),
+                notifier: OnceLock::new(),
                 anomalies: Default::default(),
                 faults: Default::default(),
                 version: env!("CARGO_PKG_VERSION"),
@@ -182,6 +185,15 @@ impl AppState {
 
     pub fn config(&self) -> Option<Arc<dyn crate::config::ConfigService>> {
         self.inner.config.get().cloned()
+    }
+
+    /// Supplies the notifier (set once, at start).
+    pub fn set_notifier(&self, notifier: Arc<crate::notify::Notifier>) {
+        let _ = self.inner.notifier.set(notifier);
+    }
+
+    pub fn notifier(&self) -> Option<Arc<crate::notify::Notifier>> {
+        self.inner.notifier.get().cloned()
     }
 
     pub fn is_ready(&self) -> bool {

@@ -960,14 +960,36 @@ async fn run_cases(spec: &Spec, f: &Fixture, cases: &[Case], covered: &mut BTree
     errors
 }
 
+/// A notification receiver that answers every POST with 200 "ok".
+async fn receiver() -> std::net::SocketAddr {
+    let app = axum::Router::new().route("/{path}", axum::routing::post(|| async { "ok" }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    addr
+}
+
 #[tokio::test]
 async fn live_responses_match_their_schemas() {
     let spec = Spec::load();
     let (f, after_first) = three_scans();
+    let receiver = receiver().await;
+    let notify = svc_api::notify::NotifySettings {
+        slack_webhook: Some(format!("http://{receiver}/slack")),
+        ..Default::default()
+    };
+    f.state
+        .set_notifier(svc_api::notify::Notifier::new(notify, f.state.inner.metrics.notify.clone()).unwrap());
     let now = f.engine.now_us();
     let (t1, t_now) = (enc(&rfc3339(after_first)), enc(&rfc3339(now)));
     let cases = vec![
         get("/healthz", "/healthz", &[]),
+        post(
+            "/api/v1/config/slack-test",
+            "/api/v1/config/slack-test?all=true",
+            None,
+            200,
+        ),
         get("/readyz", "/readyz", &[]),
         get("/metrics", "/metrics", &[]),
         Case {

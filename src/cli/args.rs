@@ -118,6 +118,11 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: TokenCommand,
     },
+    /// Notifications (`[notify]`): send a test message.
+    Notify {
+        #[command(subcommand)]
+        command: NotifyCommand,
+    },
     /// Load generators that measure a daemon.
     Bench {
         #[command(subcommand)]
@@ -139,6 +144,18 @@ pub(super) enum Command {
         /// How many events.
         #[arg(long, default_value_t = 50)]
         limit: usize,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum NotifyCommand {
+    /// Send a test message to the Slack webhook now and show the receiver's answer.
+    Test {
+        #[command(flatten)]
+        remote: Remote,
+        /// Send it to every generic webhook too.
+        #[arg(long)]
+        all: bool,
     },
 }
 

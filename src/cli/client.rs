@@ -74,6 +74,11 @@ impl Client {
         self.send(Method::POST, path, &[], Some(body)).await
     }
 
+    /// A POST without a body, its parameters in the query.
+    pub async fn post_query(&self, path: &str, query: &[(&str, String)]) -> Result<Value, Failure> {
+        self.send(Method::POST, path, query, None).await
+    }
+
     pub async fn delete(&self, path: &str) -> Result<Value, Failure> {
         self.send(Method::DELETE, path, &[], None).await
     }

@@ -4,9 +4,9 @@
 use std::process::ExitCode;
 
 use super::args::{
-    BenchCommand, Cli, Command, LedgerCommand, PluginsCommand, PolicyCommand, RemediationCommand, TokenCommand,
+    BenchCommand, Cli, Command, LedgerCommand, NotifyCommand, PluginsCommand, PolicyCommand, RemediationCommand, TokenCommand,
 };
-use super::{ledger, policy, remediation, soak, tokens, verbs};
+use super::{ledger, notify, policy, remediation, soak, tokens, verbs};
 use crate::daemon::{self, DaemonOptions};
 
 /// Carries out the verb `cli` names; the exit code tells how it went.
@@ -150,6 +150,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             TokenCommand::Create { remote, name, role } => tokens::create(&remote, &name, &role).await,
             TokenCommand::List { remote } => tokens::list(&remote).await,
             TokenCommand::Revoke { remote, name } => tokens::revoke(&remote, &name).await,
+        },
+        Command::Notify { command } => match command {
+            NotifyCommand::Test { remote, all } => notify::test(&remote, all).await,
         },
         Command::Bench { command } => match command {
             BenchCommand::Soak(args) => soak::run(args).await,

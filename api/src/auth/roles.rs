@@ -119,6 +119,8 @@ pub const ROUTE_ACCESS: &[(&str, &str, Access)] = &[
     // Configuration and plugins (the configuration is answered redacted).
     ("GET", "/api/v1/config", Least(Viewer)),
     ("PUT", "/api/v1/config", Least(Admin)),
+    // A test message changes nothing and shows no secret.
+    ("POST", "/api/v1/config/slack-test", Least(Operator)),
     ("GET", "/api/v1/plugins", Least(Viewer)),
     ("POST", "/api/v1/plugins/toggle", Least(Admin)),
 ];

@@ -5,6 +5,7 @@ pub mod config;
 pub mod graph;
 pub mod history;
 pub mod ledger;
+pub mod notify;
 pub mod plugins;
 pub mod policies;
 pub mod query;
