@@ -269,7 +269,10 @@ impl Config {
                 .map(|name| {
                     Kind::parse(name).ok_or_else(|| {
                         let known: Vec<&str> = Kind::SELECTABLE.iter().map(|k| k.name()).collect();
-                        anyhow::anyhow!("{key} names {name:?}, which is not a kind; kinds are {}", known.join(", "))
+                        anyhow::anyhow!(
+                            "{key} names {name:?}, which is not a kind; kinds are {}",
+                            known.join(", ")
+                        )
                     })
                 })
                 .collect()
@@ -319,12 +322,25 @@ impl Config {
             let Some(text) = v else { return Ok(default) };
             let d = humantime::parse_duration(text).with_context(|| format!("{key} {text:?} is not a duration"))?;
             if d < Duration::from_millis(10) || d > max {
-                bail!("{key} must be from 10ms to {}, got {text:?}", humantime::format_duration(max));
+                bail!(
+                    "{key} must be from 10ms to {}, got {text:?}",
+                    humantime::format_duration(max)
+                );
             }
             Ok(d)
         };
-        s.timeout = duration("notify.timeout", &n.timeout, ns::DEFAULT_TIMEOUT, Duration::from_secs(300))?;
-        s.backoff = duration("notify.backoff", &n.backoff, ns::DEFAULT_BACKOFF, Duration::from_secs(3600))?;
+        s.timeout = duration(
+            "notify.timeout",
+            &n.timeout,
+            ns::DEFAULT_TIMEOUT,
+            Duration::from_secs(300),
+        )?;
+        s.backoff = duration(
+            "notify.backoff",
+            &n.backoff,
+            ns::DEFAULT_BACKOFF,
+            Duration::from_secs(3600),
+        )?;
         s.backoff_max = duration(
             "notify.backoff_max",
             &n.backoff_max,
@@ -336,7 +352,10 @@ impl Config {
         }
         if let Some(a) = n.max_attempts {
             if !(1..=i64::from(ns::MAX_ATTEMPTS_LIMIT)).contains(&a) {
-                bail!("notify.max_attempts must be from 1 to {}, not {a}", ns::MAX_ATTEMPTS_LIMIT);
+                bail!(
+                    "notify.max_attempts must be from 1 to {}, not {a}",
+                    ns::MAX_ATTEMPTS_LIMIT
+                );
             }
             s.max_attempts = a as u32;
         }
@@ -548,7 +567,10 @@ events = ["plugin"]
         let s = c.notify_settings().unwrap();
         assert_eq!(s.waste_threshold_usd, 250.5);
         assert_eq!((s.timeout, s.max_attempts), (Duration::from_secs(3), 3));
-        assert_eq!((s.backoff, s.backoff_max), (Duration::from_millis(500), Duration::from_secs(10)));
+        assert_eq!(
+            (s.backoff, s.backoff_max),
+            (Duration::from_millis(500), Duration::from_secs(10))
+        );
         let names: Vec<&str> = s.webhooks.iter().map(|w| w.name.as_str()).collect();
         assert_eq!(names, ["webhook-1", "pager"]);
         let to = |k| {
@@ -560,15 +582,30 @@ events = ["plugin"]
         assert_eq!(to(svc_api::notify::Kind::Waste), ["slack", "webhook-1"]);
         assert_eq!(to(svc_api::notify::Kind::Plugin), ["pager"]);
         for (bad, want) in [
-            ("[notify]\nslack_webhook = \"hooks.slack.com/x\"", "notify.slack_webhook"),
-            ("[notify]\nslack_webhook = \"ftp://a/b\"", "must be an http:// or https:// URL"),
+            (
+                "[notify]\nslack_webhook = \"hooks.slack.com/x\"",
+                "notify.slack_webhook",
+            ),
+            (
+                "[notify]\nslack_webhook = \"ftp://a/b\"",
+                "must be an http:// or https:// URL",
+            ),
             ("[notify]\nevents = [\"wastes\"]", "notify.events names \"wastes\""),
             ("[notify]\nwaste_threshold_usd = -1.0", "notify.waste_threshold_usd"),
             ("[notify]\ntimeout = \"1ms\"", "notify.timeout must be from 10ms"),
             ("[notify]\nmax_attempts = 0", "notify.max_attempts must be from 1 to 20"),
-            ("[notify]\nbackoff = \"10s\"\nbackoff_max = \"1s\"", "notify.backoff_max must be at least"),
-            ("[notify]\nslak_webhook = \"https://a/b\"", "unknown field `slak_webhook`"),
-            ("[[notify.webhooks]]\nurl = \"https://a/b\"\nsecret = \"\"", "notify.webhooks[0].secret is empty"),
+            (
+                "[notify]\nbackoff = \"10s\"\nbackoff_max = \"1s\"",
+                "notify.backoff_max must be at least",
+            ),
+            (
+                "[notify]\nslak_webhook = \"https://a/b\"",
+                "unknown field `slak_webhook`",
+            ),
+            (
+                "[[notify.webhooks]]\nurl = \"https://a/b\"\nsecret = \"\"",
+                "notify.webhooks[0].secret is empty",
+            ),
             ("[[notify.webhooks]]\nurl = \"https://a/b\"", "missing field `secret`"),
             (
                 "[[notify.webhooks]]\nname = \"slack\"\nurl = \"https://a/b\"\nsecret = \"k\"",

@@ -127,7 +127,13 @@ impl Receiver {
     }
 
     fn got(&self, path: &str) -> Vec<Received> {
-        self.got.lock().unwrap().iter().filter(|r| r.path == path).cloned().collect()
+        self.got
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.path == path)
+            .cloned()
+            .collect()
     }
 
     /// Waits until `path` has received a request that `pred` accepts and
@@ -150,7 +156,10 @@ impl Receiver {
     async fn wait_hanging(&self) {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
         while self.hanging.load(Ordering::SeqCst) == 0 {
-            assert!(tokio::time::Instant::now() < deadline, "the sender never reached the receiver");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the sender never reached the receiver"
+            );
             tokio::time::sleep(common::POLL_PAUSE).await;
         }
     }
@@ -172,7 +181,10 @@ fn slack_kind(v: &Value) -> String {
         .filter(|b| b["type"] == "context")
         .flat_map(|b| b["elements"].as_array().cloned().unwrap_or_default())
         .filter_map(|e| e["text"].as_str().map(str::to_owned))
-        .find_map(|t| t.strip_prefix("svc · ").map(|rest| rest.split(" · ").next().unwrap_or_default().to_owned()))
+        .find_map(|t| {
+            t.strip_prefix("svc · ")
+                .map(|rest| rest.split(" · ").next().unwrap_or_default().to_owned())
+        })
         .unwrap_or_default()
 }
 
@@ -206,7 +218,9 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
                 return None;
             }
             let inside = rest.strip_suffix('}')?;
-            let all = labels.iter().all(|(k, v)| inside.split(',').any(|p| p == format!("{k}=\"{v}\"")));
+            let all = labels
+                .iter()
+                .all(|(k, v)| inside.split(',').any(|p| p == format!("{k}=\"{v}\"")));
             all.then(|| value.parse().ok()).flatten()
         })
         .unwrap_or(0.0)
@@ -273,7 +287,9 @@ events = ["waste"]
     assert!(message["text"].as_str().unwrap().starts_with("Waste up $"), "{message}");
     assert_eq!(message["blocks"][0]["type"], "header");
     assert!(
-        message.to_string().contains("<http://svc.example:8080/#/waste|Open in the dashboard>"),
+        message
+            .to_string()
+            .contains("<http://svc.example:8080/#/waste|Open in the dashboard>"),
         "{message}"
     );
     assert!(
@@ -379,16 +395,29 @@ events = ["waste"]
         "{refused}"
     );
     assert_eq!(r["error"], "the receiver answered 404");
-    let ok = api.post_json("/api/v1/config/slack-test?all=true", &json!({})).await.expect(200);
+    let ok = api
+        .post_json("/api/v1/config/slack-test?all=true", &json!({}))
+        .await
+        .expect(200);
     assert_eq!(ok["delivered"], true, "{ok}");
     let results: Vec<(&str, u64, &str)> = ok["results"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["destination"].as_str().unwrap(), r["status"].as_u64().unwrap(), r["body"].as_str().unwrap()))
+        .map(|r| {
+            (
+                r["destination"].as_str().unwrap(),
+                r["status"].as_u64().unwrap(),
+                r["body"].as_str().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(results, [("slack", 200, "ok"), ("ops", 200, "ok")]);
-    let test_hook = rx.got("hook").into_iter().rfind(|r| r.json()["kind"] == "test").unwrap();
+    let test_hook = rx
+        .got("hook")
+        .into_iter()
+        .rfind(|r| r.json()["kind"] == "test")
+        .unwrap();
     assert_eq!(
         test_hook.headers["x-svc-signature"],
         format!("sha256={}", python_hmac(SECRET, &test_hook.body))
@@ -396,7 +425,10 @@ events = ["waste"]
     // The CLI verb says the same.
     let (code, out, err) = common::run_cli(
         &["notify", "test", "--url", &d.base()],
-        &[("SVC_DATA_DIR", dir.path().to_str().unwrap()), ("NO_PROXY", "127.0.0.1")],
+        &[
+            ("SVC_DATA_DIR", dir.path().to_str().unwrap()),
+            ("NO_PROXY", "127.0.0.1"),
+        ],
     )
     .await;
     assert_eq!(code, Some(0), "{out}{err}");
@@ -406,20 +438,32 @@ events = ["waste"]
     let shown = api.get_ok("/api/v1/config").await;
     assert_eq!(shown["notify"]["slack_webhook"], "(hidden)");
     assert_eq!(shown["notify"]["webhooks"], "(hidden)");
-    assert!(!shown.to_string().contains(SECRET) && !shown.to_string().contains("/slack"), "{shown}");
+    assert!(
+        !shown.to_string().contains(SECRET) && !shown.to_string().contains("/slack"),
+        "{shown}"
+    );
     let bad = api
-        .put_json("/api/v1/config", &json!({"notify.slack_webhook": "hooks.slack.com/services/x"}))
+        .put_json(
+            "/api/v1/config",
+            &json!({"notify.slack_webhook": "hooks.slack.com/services/x"}),
+        )
         .await
         .expect_error(422, "invalid");
     assert!(
-        bad["error"]["message"].as_str().unwrap().contains("notify.slack_webhook"),
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("notify.slack_webhook"),
         "{bad}"
     );
     let unknown = api
         .put_json("/api/v1/config", &json!({"notify.events": ["waste", "wasted"]}))
         .await
         .expect_error(422, "invalid");
-    assert!(unknown["error"]["message"].as_str().unwrap().contains("\"wasted\""), "{unknown}");
+    assert!(
+        unknown["error"]["message"].as_str().unwrap().contains("\"wasted\""),
+        "{unknown}"
+    );
     // Without a destination the test has nowhere to go.
     api.put_json(
         "/api/v1/config",

@@ -94,8 +94,8 @@ impl IntoIterator for Routes {
 /// The routes under `/api/v1`, each registered with its OpenAPI operation.
 fn api_routes() -> OpenApiRouter<AppState> {
     use routes::{
-        anomalies, config, graph, history, ledger, notify, plugins, policies, remediation, scan, solver, time_travel, tokens,
-        traffic, waste,
+        anomalies, config, graph, history, ledger, notify, plugins, policies, remediation, scan, solver, time_travel,
+        tokens, traffic, waste,
     };
     OpenApiRouter::new()
         .routes(routes!(graph::topology::topology))

@@ -43,7 +43,7 @@ pub struct Notifier {
     rx: tokio::sync::Mutex<mpsc::Receiver<Notice>>,
     triggers: Mutex<Triggers>,
     metrics: NotifyMetrics,
-    client: reqwest::Client,
+    client: notify_http::Client,
     engine: OnceLock<Weak<Engine>>,
 }
 
@@ -195,7 +195,12 @@ impl Notifier {
             let a = deliver::attempt(&self.client, to, notice, settings).await;
             if a.delivered {
                 self.metrics.outcome(to.name(), notice.kind, "delivered");
-                tracing::debug!(destination = to.name(), kind = notice.kind.name(), attempt = n, "notification delivered");
+                tracing::debug!(
+                    destination = to.name(),
+                    kind = notice.kind.name(),
+                    attempt = n,
+                    "notification delivered"
+                );
                 return;
             }
             self.metrics.failure(to.name(), notice.kind, a.reason());
@@ -234,7 +239,11 @@ impl Notifier {
         let destinations: Vec<Destination> = if all {
             settings.all_destinations()
         } else {
-            settings.slack_webhook.iter().map(|url| Destination::Slack { url: url.clone() }).collect()
+            settings
+                .slack_webhook
+                .iter()
+                .map(|url| Destination::Slack { url: url.clone() })
+                .collect()
         };
         if destinations.is_empty() {
             return None;

@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use super::args::{
-    BenchCommand, Cli, Command, LedgerCommand, NotifyCommand, PluginsCommand, PolicyCommand, RemediationCommand, TokenCommand,
+    BenchCommand, Cli, Command, LedgerCommand, NotifyCommand, PluginsCommand, PolicyCommand, RemediationCommand,
+    TokenCommand,
 };
 use super::{ledger, notify, policy, remediation, soak, tokens, verbs};
 use crate::daemon::{self, DaemonOptions};

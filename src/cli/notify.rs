@@ -11,7 +11,11 @@ use super::remote::Remote;
 
 pub async fn test(remote: &Remote, all: bool) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
-    let query = if all { vec![("all", "true".to_owned())] } else { Vec::new() };
+    let query = if all {
+        vec![("all", "true".to_owned())]
+    } else {
+        Vec::new()
+    };
     let v = match client.post_query("/api/v1/config/slack-test", &query).await {
         Ok(v) => v,
         Err(f) => return Ok(f.report()),
@@ -35,7 +39,12 @@ pub async fn test(remote: &Remote, all: bool) -> anyhow::Result<ExitCode> {
                 };
                 vec![
                     s(r, "destination"),
-                    if r.get("delivered").and_then(Value::as_bool) == Some(true) { "yes" } else { "no" }.to_owned(),
+                    if r.get("delivered").and_then(Value::as_bool) == Some(true) {
+                        "yes"
+                    } else {
+                        "no"
+                    }
+                    .to_owned(),
                     s(r, "status"),
                     format!("{} ms", s(r, "duration_ms")),
                     answer,
@@ -44,5 +53,9 @@ pub async fn test(remote: &Remote, all: bool) -> anyhow::Result<ExitCode> {
             .collect();
         table(&["DESTINATION", "DELIVERED", "STATUS", "TIME", "ANSWER"], &rows);
     }
-    Ok(if delivered { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if delivered {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

@@ -62,6 +62,8 @@ impl NotifyMetrics {
     }
 
     pub fn failure(&self, destination: &str, kind: Kind, reason: &str) {
-        self.failures.with_label_values(&[destination, kind.name(), reason]).inc();
+        self.failures
+            .with_label_values(&[destination, kind.name(), reason])
+            .inc();
     }
 }

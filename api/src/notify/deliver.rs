@@ -1,8 +1,9 @@
 //! Sending: one HTTP attempt to one destination, and the retry loop around
 //! it (exponential backoff, `Retry-After` honoured on 429).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use notify_http::Client;
 
 use super::message::{Notice, signature};
 use super::settings::{Destination, NotifySettings};
@@ -51,41 +52,20 @@ impl Attempt {
     }
 }
 
-/// The HTTP client of every delivery: rustls on the aws-lc-rs provider
-/// with the system's root certificates, no redirects followed (a webhook
-/// that moved is a configuration to fix, and a redirect would carry the
-/// signed body elsewhere).
-pub fn client() -> Result<reqwest::Client, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    let found = rustls_native_certs::load_native_certs();
-    for cert in found.certs {
-        // A certificate the store cannot use is skipped; others still work.
-        let _ = roots.add(cert);
-    }
-    if roots.is_empty() {
-        tracing::warn!(errors = ?found.errors, "no system root certificates found: https notifications will fail");
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("cannot set up TLS: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    reqwest::Client::builder()
-        .use_preconfigured_tls(tls)
-        .redirect(reqwest::redirect::Policy::none())
+/// The HTTP client of every delivery: rustls on the aws-lc-rs provider,
+/// certificates checked against the system's roots, no redirects followed
+/// (a webhook that moved is a configuration to fix, and a redirect would
+/// carry the signed body elsewhere). `HTTPS_PROXY`/`NO_PROXY` apply.
+pub fn client() -> Result<Client, String> {
+    Client::builder()
+        .redirect(notify_http::redirect::Policy::none())
         .user_agent(concat!("svc/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
 /// One attempt to deliver `notice` to `to`, cut at `timeout`.
-pub async fn attempt(
-    client: &reqwest::Client,
-    to: &Destination,
-    notice: &Notice,
-    settings: &NotifySettings,
-) -> Attempt {
+pub async fn attempt(client: &Client, to: &Destination, notice: &Notice, settings: &NotifySettings) -> Attempt {
     let started = Instant::now();
     let (url, body) = match to {
         Destination::Slack { url } => (url, notice.slack_body(settings.dashboard_url.as_deref())),
@@ -95,7 +75,7 @@ pub async fn attempt(
     let mut request = client
         .post(url)
         .timeout(settings.timeout)
-        .header(reqwest::header::CONTENT_TYPE, "application/json");
+        .header(notify_http::header::CONTENT_TYPE, "application/json");
     if let Destination::Webhook(w) = to {
         request = request
             .header("X-Svc-Signature", signature(&w.secret, body.as_bytes()))
@@ -108,12 +88,12 @@ pub async fn attempt(
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
-            .get(reqwest::header::RETRY_AFTER)
+            .get(notify_http::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
         let text = response.text().await.unwrap_or_default();
-        Ok::<_, reqwest::Error>((status, retry_after, text))
+        Ok::<_, notify_http::Error>((status, retry_after, text))
     })
     .await;
     let duration = started.elapsed();
@@ -149,7 +129,7 @@ pub async fn attempt(
 }
 
 /// A transport error in words, without the URL (which may hold a secret).
-fn describe(e: reqwest::Error, timeout: Duration) -> String {
+fn describe(e: notify_http::Error, timeout: Duration) -> String {
     let e = e.without_url();
     if e.is_timeout() {
         return format!("timed out after {timeout:?}");

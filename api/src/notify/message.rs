@@ -56,7 +56,8 @@ impl Notice {
             json!({"type": "header", "text": {"type": "plain_text", "text": clip(&self.title, 150)}}),
             json!({"type": "section", "text": {"type": "mrkdwn", "text": clip(&escape_mrkdwn(&self.summary), 3000)}}),
         ];
-        let mut context = vec![json!({"type": "mrkdwn", "text": format!("svc · {} · {}", self.kind.name(), self.event_type)})];
+        let mut context =
+            vec![json!({"type": "mrkdwn", "text": format!("svc · {} · {}", self.kind.name(), self.event_type)})];
         if let Some(link) = self.link(dashboard_url) {
             context.push(json!({"type": "mrkdwn", "text": format!("<{link}|Open in the dashboard>")}));
         }
@@ -189,8 +190,16 @@ mod tests {
         let s = n.slack_body(Some("https://svc.example.com/"));
         assert_eq!(s["text"], "Waste up $120.00/mo: scan 3: waste <now> $500.00/mo");
         assert_eq!(s["blocks"][0]["type"], "header");
-        assert!(s["blocks"][1]["text"]["text"].as_str().unwrap_or_default().contains("&lt;now&gt;"));
-        assert!(s.to_string().contains("<https://svc.example.com/#/waste|Open in the dashboard>"));
+        assert!(
+            s["blocks"][1]["text"]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("&lt;now&gt;")
+        );
+        assert!(
+            s.to_string()
+                .contains("<https://svc.example.com/#/waste|Open in the dashboard>")
+        );
         assert!(!n.slack_body(None).to_string().contains("dashboard"));
         assert_eq!(clip("abcdef", 4), "abc…");
     }

@@ -137,7 +137,11 @@ impl Triggers {
         if !s.wants(Kind::Saga) {
             return None;
         }
-        let crn = if e.crn.is_empty() { text(&e.payload, "crn") } else { e.crn.clone() };
+        let crn = if e.crn.is_empty() {
+            text(&e.payload, "crn")
+        } else {
+            e.crn.clone()
+        };
         let status = text(&e.payload, "status");
         let title = if status == "FAILED" {
             format!("Saga {saga} failed, and so did its compensation")
@@ -410,7 +414,10 @@ mod tests {
         let mut t = Triggers::default();
         let n = t.event(&rollback(7, 1), &s).expect("first rollback of the saga");
         assert_eq!(n.title, "Saga saga-1 failed and was compensated");
-        assert!(n.summary.starts_with("crn:svc:aws:us-east-1:ec2:volume:1:vol-1: step 2 (delete) failed"));
+        assert!(
+            n.summary
+                .starts_with("crn:svc:aws:us-east-1:ec2:volume:1:vol-1: step 2 (delete) failed")
+        );
         assert_eq!(n.payload["seq"], 7);
         assert!(t.event(&rollback(8, 0), &s).is_none(), "one notice per saga");
         let mut revert = rollback(9, 0);
@@ -422,7 +429,10 @@ mod tests {
         assert!(t.chain(Some((12, "hash mismatch".into())), &s).is_some());
         assert!(t.chain(Some((12, "hash mismatch".into())), &s).is_none());
         assert!(t.chain(None, &s).is_none());
-        assert!(t.chain(Some((12, "hash mismatch".into())), &s).is_some(), "broken again after a repair");
+        assert!(
+            t.chain(Some((12, "hash mismatch".into())), &s).is_some(),
+            "broken again after a repair"
+        );
     }
 
     #[test]
