@@ -507,3 +507,98 @@ fn promtool(text: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Rewrites the payload of stored event `seq` in `events.redb`, keeping its
+/// hashes (the stored layout: format byte, ts, prev_hash, hash, then six
+/// LEB128-length strings, the payload JSON last): a break of the chain.
+fn tamper_payload(path: &std::path::Path, seq: u64) {
+    const EVENTS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("events");
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut events = txn.open_table(EVENTS).unwrap();
+        let bytes = events.get(seq).unwrap().unwrap().value().to_vec();
+        let head = 1 + 8 + 32 + 32;
+        let (mut pos, mut strings) = (head, Vec::new());
+        for _ in 0..6 {
+            let (mut len, mut shift) = (0usize, 0);
+            loop {
+                let b = bytes[pos];
+                pos += 1;
+                len |= usize::from(b & 0x7f) << shift;
+                shift += 7;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+            strings.push(bytes[pos..pos + len].to_vec());
+            pos += len;
+        }
+        let mut payload: Value = serde_json::from_slice(&strings[5]).unwrap();
+        payload["tampered"] = json!(true);
+        strings[5] = serde_json::to_vec(&payload).unwrap();
+        let mut out = bytes[..head].to_vec();
+        for s in &strings {
+            let mut len = s.len();
+            while len >= 0x80 {
+                out.push((len as u8) | 0x80);
+                len >>= 7;
+            }
+            out.push(len as u8);
+            out.extend_from_slice(s);
+        }
+        events.insert(seq, out.as_slice()).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+/// A ledger whose chain is found broken at start sends one `ledger_chain`
+/// notice to the webhook that selects that kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_ledger_chain_is_notified() {
+    let (rx, addr) = Receiver::start().await;
+    let dir = common::data_dir();
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "[daemon]\nscan_interval = \"1h\"\n\n[notify]\nevents = []\n\n[[notify.webhooks]]\nname = \"audit\"\n\
+             url = \"http://{addr}/audit\"\nsecret = \"{SECRET}\"\nevents = [\"ledger_chain\"]\n"
+        ),
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 200);
+    d.env.push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+    d.launch().await;
+    d.wait_scan_after(0).await;
+    assert!(d.stop().await.success());
+    assert!(rx.got("audit").is_empty(), "an intact chain sends nothing");
+
+    tamper_payload(&dir.path().join("events.redb"), 1);
+    d.launch_listening().await;
+    let got = rx
+        .wait_delivered("audit", "ledger_chain notice", kind_is("ledger_chain"))
+        .await;
+    let body = got[0].json();
+    assert_eq!(body["event_type"], "LEDGER_VERIFY");
+    assert_eq!(body["payload"]["first_broken_seq"], 1, "{body}");
+    assert!(body["summary"].as_str().unwrap().contains("event 1 broken"), "{body}");
+    assert_eq!(
+        got[0].headers["x-svc-signature"],
+        format!("sha256={}", python_hmac(SECRET, &got[0].body))
+    );
+    let text = metrics(&d).await;
+    assert_eq!(
+        sample(
+            &text,
+            "svc_notifications_total",
+            &[
+                ("destination", "audit"),
+                ("kind", "ledger_chain"),
+                ("outcome", "delivered")
+            ]
+        ),
+        1.0,
+        "{text}"
+    );
+    d.stop().await;
+}

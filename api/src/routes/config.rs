@@ -26,7 +26,8 @@ impl utoipa::PartialSchema for Config {
                 "The configuration tree of `config.toml`: sections `daemon` (scan_interval, scan_timeout), \
                  `plugins` (active, config), `heuristics` (builtin, disabled), `oracle` (enabled, \
                  trigger_threshold), `sau` (audit_bucket, audit_export_interval, audit_export_max_events), \
-                 `ai` (provider, model).",
+                 `ai` (provider, model), `notify` (slack_webhook, webhooks, events, waste_threshold_usd, timeout, \
+                 max_attempts, backoff, backoff_max, dashboard_url; webhook URLs and secrets read as `(hidden)`).",
             ))
             .into()
     }
@@ -67,7 +68,7 @@ pub async fn get(State(state): State<AppState>) -> ApiResult<Json<Config>> {
     operation_id = "putConfig",
     tag = "config",
     summary = "Deep-merge into the configuration, validate, write and apply without a restart.",
-    description = r#"Objects merge key by key, any other value replaces, `null` removes a key (back to its default). Keys may be nested (`{"sau": {"audit_bucket": ..}}`) or dotted (`{"sau.audit_bucket": ..}`). The merged configuration is validated as a whole: an unknown key or a bad value (for example an `sau.audit_bucket` that is neither `file:///dir` nor `s3://bucket/prefix`) is a 422 and nothing is applied or written. Applied live: `daemon.scan_interval`, `heuristics`, `oracle.enabled`, `sau.audit_bucket`, `sau.audit_export_interval`, `sau.audit_export_max_events`."#,
+    description = r#"Objects merge key by key, any other value replaces, `null` removes a key (back to its default). Keys may be nested (`{"sau": {"audit_bucket": ..}}`) or dotted (`{"sau.audit_bucket": ..}`). The merged configuration is validated as a whole: an unknown key or a bad value (for example an `sau.audit_bucket` that is neither `file:///dir` nor `s3://bucket/prefix`) is a 422 and nothing is applied or written. Applied live: `daemon.scan_interval`, `heuristics`, `oracle.enabled`, `sau.audit_bucket`, `sau.audit_export_interval`, `sau.audit_export_max_events`, `notify`."#,
     request_body(content = crate::routes::config::Config, description = "Sent with `Content-Type: application/json` (anything else is a 400)."),
     responses(
         (status = 200, description = "The configuration after the merge.", body = crate::routes::config::Config, content_type = "application/json"),
