@@ -512,6 +512,7 @@ fn promtool(text: &str) {
 /// hashes (the stored layout: format byte, ts, prev_hash, hash, then six
 /// LEB128-length strings, the payload JSON last): a break of the chain.
 fn tamper_payload(path: &std::path::Path, seq: u64) {
+    use redb::ReadableTable;
     const EVENTS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("events");
     let db = redb::Database::open(path).unwrap();
     let txn = db.begin_write().unwrap();
@@ -570,11 +571,24 @@ async fn a_broken_ledger_chain_is_notified() {
     d.env.push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
     d.launch().await;
     d.wait_scan_after(0).await;
+    // Two more events: the head of the chain must stay intact for the
+    // ledger to open at all.
+    d.api().scan_wait().await;
+    d.api().scan_wait().await;
     assert!(d.stop().await.success());
     assert!(rx.got("audit").is_empty(), "an intact chain sends nothing");
 
     tamper_payload(&dir.path().join("events.redb"), 1);
     d.launch_listening().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !rx.got("audit").iter().any(|r| r.answered == 200) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no notice; daemon log:\n{}",
+            d.log.text()
+        );
+        tokio::time::sleep(common::POLL_PAUSE).await;
+    }
     let got = rx
         .wait_delivered("audit", "ledger_chain notice", kind_is("ledger_chain"))
         .await;
