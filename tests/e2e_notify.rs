@@ -273,6 +273,7 @@ events = ["waste"]
     .unwrap();
     let mut d = Daemon::configure(dir.path(), 300);
     d.env.push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+    let launched = std::time::Instant::now();
     d.launch().await;
     let first = d.wait_scan_after(0).await;
     let first_seq = first["payload"]["scan_seq"].as_u64().unwrap();
@@ -280,6 +281,10 @@ events = ["waste"]
 
     // Slack: a 500, then the message, with a link to the waste view.
     let slack = rx.wait_delivered("slack", "waste message", kind_is("waste")).await;
+    eprintln!(
+        "first waste message delivered {:?} after the daemon started",
+        launched.elapsed()
+    );
     let waste: Vec<&Received> = slack.iter().filter(|r| kind_is("waste")(r)).collect();
     assert!(waste.len() >= 2, "a failed attempt, then a delivered one: {waste:#?}");
     assert_eq!(waste[0].answered, 500);
@@ -352,7 +357,7 @@ events = ["waste"]
     let api = d.api();
     api.put_json(
         "/api/v1/config",
-        &json!({"heuristics": {"builtin": false}, "notify": {"timeout": "20s"}}),
+        &json!({"heuristics": {"builtin": false}, "notify": {"timeout": "5s"}}),
     )
     .await
     .expect(200);
@@ -371,6 +376,11 @@ events = ["waste"]
         started.elapsed()
     );
     assert!(during["scan_seq"].as_u64() > back["scan_seq"].as_u64(), "{during}");
+    eprintln!(
+        "scan while the receiver hung: {:?} wall, {} ms in the engine",
+        started.elapsed(),
+        during["duration_ms"]
+    );
     // Then the receiver recovers, and the message comes through.
     let back_seq = back["scan_seq"].as_u64().unwrap();
     rx.wait_delivered("slack", "waste message after the hang", |r| {
