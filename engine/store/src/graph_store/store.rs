@@ -22,7 +22,7 @@ const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
 pub(super) const COMMITS: TableDefinition<u64, u8> = TableDefinition::new("commits");
 /// `(commit_us, part, shard) -> records`.
 pub(super) const SEGMENTS: TableDefinition<(u64, u8, u16), &[u8]> = TableDefinition::new("segments");
-const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 const META_GENERATION: &str = "generation";
 const META_SCAN_SEQ: &str = "scan_seq";
@@ -32,7 +32,7 @@ const META_CHECKPOINT: &str = "checkpoint_us";
 const META_DELTA_ROWS: &str = "delta_rows";
 
 const KIND_DELTA: u8 = 0;
-const KIND_CHECKPOINT: u8 = 1;
+pub(super) const KIND_CHECKPOINT: u8 = 1;
 pub(super) const PART_NODES: u8 = 0;
 const PART_EDGES: u8 = 1;
 /// The same parts, each segment LZ4-compressed behind its length (what
@@ -373,6 +373,7 @@ impl GraphStore {
         let started = std::time::Instant::now();
         let err = self.db_err();
         let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
+        self.check_kept(&txn, ts_us)?;
         let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
         let mut start = None;
         for item in commits.range(..=ts_us).map_err(|e| err(e.into()))?.rev() {
