@@ -262,6 +262,33 @@ mod tests {
         );
     }
 
+    /// With a checkpoint due once the last is a window old, a graph that
+    /// hardly changes still has one to keep: the history kept is at most
+    /// two windows long.
+    #[test]
+    fn a_checkpoint_a_window_keeps_at_most_two_windows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = GraphStore::open(&dir.path().join("graph.redb")).unwrap();
+        store.set_max_checkpoint_age(Some(300));
+        let mut g = Graph::new(Arc::new(Interner::new()));
+        for i in 1..=40u64 {
+            // One volume in twelve changes now and then: far below the
+            // rows a checkpoint waits for otherwise.
+            let state = if i % 5 == 0 { "stopped" } else { "available" };
+            scan(&store, &mut g, i * 100, i, 36, state);
+            let p = store.prune_history((i * 100).saturating_sub(300)).unwrap();
+            if i > 6 {
+                assert!(p.earliest_us >= i * 100 - 600, "at {}: {p:?}", i * 100);
+            }
+            let kept = store.stats().unwrap().commits;
+            assert!(kept <= 7, "at {}: {kept} commits kept", i * 100);
+        }
+        let cps = checkpoints(&store);
+        assert!(cps.windows(2).all(|w| w[1] - w[0] <= 300), "{cps:?}");
+        assert!(store.graph_at(4000 - 300).is_ok());
+        assert!(matches!(store.graph_at(100), Err(StoreError::BeforeRetention { .. })));
+    }
+
     /// The file stops growing once the history it keeps does: the pages of
     /// pruned commits are reused by later ones.
     #[test]
