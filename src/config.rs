@@ -32,6 +32,10 @@ pub struct Config {
     /// `[notify]`: Slack and generic webhooks ([`Config::notify_settings`]).
     #[serde(default)]
     pub notify: NotifyConfig,
+    #[serde(default)]
+    pub ledger: LedgerConfig,
+    #[serde(default)]
+    pub graph: GraphConfig,
 }
 
 /// `[notify]` as written; [`Config::notify_settings`] checks it.
@@ -70,6 +74,32 @@ pub struct WebhookConfig {
     pub name: Option<String>,
     /// The kinds it receives (default: `notify.events`).
     pub events: Option<Vec<String>>,
+}
+
+/// `[ledger]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerConfig {
+    /// How long events are kept (`400d`); older ones are pruned, audited
+    /// like a manual prune. Absent: every event is kept.
+    pub retention: Option<String>,
+}
+
+/// `[graph]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphConfig {
+    /// How far back `graph.redb` keeps the graph's history for time travel
+    /// (`90d`). Absent: all of it.
+    pub history_retention: Option<String>,
+}
+
+/// What the retention settings ask for: how long each store keeps its
+/// history (`None`: everything), with the setting as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Retention {
+    pub ledger: Option<(Duration, String)>,
+    pub graph: Option<(Duration, String)>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -223,7 +253,23 @@ impl Config {
         config.oracle_enabled()?;
         config.export_settings()?;
         config.notify_settings()?;
+        config.retention()?;
         Ok(config)
+    }
+
+    /// `ledger.retention` and `graph.history_retention`: each a duration
+    /// of at least [`MIN_RETENTION`] (longer than a year is allowed).
+    pub fn retention(&self) -> anyhow::Result<Retention> {
+        let setting = |key: &str, value: &Option<String>| -> anyhow::Result<Option<(Duration, String)>> {
+            value
+                .as_deref()
+                .map(|v| retention_window(key, v).map(|d| (d, v.trim().to_owned())))
+                .transpose()
+        };
+        Ok(Retention {
+            ledger: setting("ledger.retention", &self.ledger.retention)?,
+            graph: setting("graph.history_retention", &self.graph.history_retention)?,
+        })
     }
 
     /// `sau.audit_bucket` (`file:///dir` or `s3://bucket/prefix`; absent or
@@ -490,6 +536,28 @@ fn at_least_a_second(key: &str, value: &str) -> anyhow::Result<Duration> {
     Ok(d)
 }
 
+/// The shortest retention window: an hour. Less would drop the history
+/// a scan interval or two ago, which no one keeps a ledger or time travel for.
+pub const MIN_RETENTION: Duration = Duration::from_secs(3600);
+
+/// The longest: a thousand years, which is keeping everything, and keeps
+/// a window's start from underflowing the clock.
+const MAX_RETENTION: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
+
+/// A retention key (`400d`, `90d`, `12h`): a duration of at least
+/// [`MIN_RETENTION`].
+fn retention_window(key: &str, value: &str) -> anyhow::Result<Duration> {
+    let d = humantime::parse_duration(value.trim())
+        .with_context(|| format!("{key} {value:?} is not a duration such as \"400d\" or \"12h\""))?;
+    if d < MIN_RETENTION {
+        bail!("{key} must be at least 1h, got {value:?}; remove the key to keep everything");
+    }
+    if d > MAX_RETENTION {
+        bail!("{key} must be at most 1000 years, got {value:?}; remove the key to keep everything");
+    }
+    Ok(d)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,6 +687,35 @@ events = ["plugin"]
             let e = format!("{:#}", Config::validate_text(bad).unwrap_err());
             assert!(e.contains(want), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn retention_windows_are_an_hour_or_more_and_absent_keeps_everything() {
+        let c = Config::validate_text("").unwrap();
+        assert_eq!(c.retention().unwrap(), Retention::default());
+        let c = Config::validate_text("[ledger]\nretention = \"400d\"\n[graph]\nhistory_retention = \"1h\"").unwrap();
+        let r = c.retention().unwrap();
+        assert_eq!(r.ledger, Some((Duration::from_secs(400 * 86_400), "400d".to_owned())));
+        assert_eq!(r.graph, Some((Duration::from_secs(3600), "1h".to_owned())));
+        for (text, want) in [
+            ("[ledger]\nretention = \"30m\"", "ledger.retention must be at least 1h"),
+            (
+                "[graph]\nhistory_retention = \"soon\"",
+                "graph.history_retention \"soon\" is not a duration",
+            ),
+            (
+                "[graph]\nhistory_retention = \"5000y\"",
+                "graph.history_retention must be at most 1000 years",
+            ),
+        ] {
+            let e = format!("{:#}", Config::validate_text(text).unwrap_err());
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        assert!(Config::validate_text("[ledger]\nretention = 400").is_err());
+        let e = Config::validate_text("[graph]\nretention = \"400d\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("history_retention"), "{e}");
     }
 
     #[test]

@@ -87,6 +87,8 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     engine.set_scan_limits(config.scan_limits()?);
     engine.set_rule_selection(config.heuristics.selection()?);
     engine.set_oracle_enabled(config.oracle_enabled()?);
+    let retention = config.retention()?;
+    engine.set_history_retention(retention.graph.as_ref().map(|(d, _)| *d));
     engine.set_pack_source(Arc::new(svc_ingest::packs::PackDir::new(
         data_dir.join(paths::POLICIES_DIR),
     )));
@@ -103,6 +105,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     notifier.attach(&engine);
     state.set_notifier(notifier.clone());
     let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);
+    let (retention_tx, retention_rx) = tokio::sync::watch::channel(retention);
     state.set_config(Arc::new(FileConfig::new(
         data_dir.join(paths::CONFIG_FILE),
         live_apply(
@@ -111,6 +114,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
             exporter.clone(),
             notifier.clone(),
             interval_tx,
+            retention_tx,
         ),
     )));
     // Ready last: every route has what it serves from once `/readyz` says so.
@@ -125,6 +129,10 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         let engine = engine.clone();
         move || watch_storage(engine.clone())
     }));
+    let retention = tokio::spawn(supervise(crate::retention::PART, state.clone(), {
+        let (engine, exporter, state) = (engine.clone(), exporter.clone(), state.clone());
+        move || crate::retention::enforce(engine.clone(), exporter.clone(), state.clone(), retention_rx.clone())
+    }));
     let export_schedule = tokio::spawn(svc_api::export::schedule(state.clone(), exporter));
     let notifications = tokio::spawn(supervise(NOTIFIER, state.clone(), {
         let state = state.clone();
@@ -137,6 +145,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let result = server.await.context("server task failed")?;
     scheduler.abort();
     storage.abort();
+    retention.abort();
     export_schedule.abort();
     notifications.abort();
     expiry.abort();
@@ -337,15 +346,17 @@ fn activation_hint(cloud: &Found, state: PluginState) -> Option<String> {
 
 /// What `PUT /api/v1/config` changes without a restart: the scan
 /// interval, the built-in rule selection, formal verification, the
-/// compliance export, notifications (`[notify]`, from the next
-/// notification sent), and from the next scan `plugins.active`, each
-/// plugin's scan settings and the scan timeout and limits.
+/// compliance export, the retention windows (applied at once),
+/// notifications (`[notify]`, from the next notification sent), and from
+/// the next scan `plugins.active`, each plugin's scan settings and the
+/// scan timeout and limits.
 fn live_apply(
     engine: Arc<Engine>,
     plugins: Arc<Plugins>,
     exporter: Arc<svc_api::export::Exporter>,
     notifier: Arc<svc_api::notify::Notifier>,
     interval: tokio::sync::watch::Sender<Duration>,
+    retention: tokio::sync::watch::Sender<crate::config::Retention>,
 ) -> crate::settings::Apply {
     Box::new(move |c: &Config| {
         plugins.configure(&c.plugins);
@@ -367,6 +378,10 @@ fn live_apply(
         }
         if let Ok(s) = c.notify_settings() {
             notifier.set_settings(s);
+        }
+        if let Ok(r) = c.retention() {
+            engine.set_history_retention(r.graph.as_ref().map(|(d, _)| *d));
+            retention.send_if_modified(|cur| std::mem::replace(cur, r.clone()) != r);
         }
     })
 }

@@ -7,6 +7,7 @@ mod daemon;
 mod logging;
 mod paths;
 mod plugins;
+mod retention;
 mod settings;
 
 use std::process::ExitCode;

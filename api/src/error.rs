@@ -77,6 +77,7 @@ listed_str! {
         "internal",
         "bad_gateway",
         "insufficient_storage",
+        "before_retention",
     ]
 }
 
@@ -188,6 +189,20 @@ impl ApiError {
             ApiError::not_ready(message)
         }
     }
+    /// 410 `before_retention`: a time before the graph history kept
+    /// (`graph.history_retention`); the details name the earliest time
+    /// still answered for.
+    pub fn before_retention(at_us: u64, earliest_us: u64) -> ApiError {
+        let (at, earliest) = (crate::routes::rfc3339(at_us), crate::routes::rfc3339(earliest_us));
+        ApiError::new(
+            StatusCode::GONE,
+            "before_retention",
+            format!(
+                "{at} is before the graph history kept (graph.history_retention); the earliest time available is {earliest}"
+            ),
+        )
+        .with_details(json!({ "earliest": earliest, "earliest_us": earliest_us }))
+    }
     /// 500: logs `detail` and returns a generic message.
     pub fn internal(detail: impl std::fmt::Display) -> ApiError {
         tracing::error!(error = %detail, "internal error");
@@ -245,6 +260,9 @@ impl From<svc_engine::store::StoreError> for ApiError {
     fn from(e: svc_engine::store::StoreError) -> ApiError {
         match &e {
             svc_engine::store::StoreError::Unavailable(f) => ApiError::storage("the graph store cannot be used now", f),
+            svc_engine::store::StoreError::BeforeRetention { at_us, earliest_us } => {
+                ApiError::before_retention(*at_us, *earliest_us)
+            }
             _ => ApiError::internal(e),
         }
     }

@@ -117,6 +117,12 @@ pub struct Conflict(pub ErrorBody);
 #[derive(ToResponse)]
 pub struct PayloadTooLarge(pub ErrorBody);
 
+/// A time before the graph history kept (`before_retention`, with
+/// `details.earliest`, the earliest time still available, RFC 3339, and
+/// `details.earliest_us`): `graph.history_retention` dropped what answered it.
+#[derive(ToResponse)]
+pub struct BeforeRetention(pub ErrorBody);
+
 /// A well-formed request naming something invalid, such as a CRN that does not parse (`invalid`).
 #[derive(ToResponse)]
 pub struct Invalid(pub ErrorBody);
@@ -178,7 +184,8 @@ impl utoipa::ToSchema for FlatBuffersGraph {}
         RateLimited,
         Internal,
         NotReady,
-        InsufficientStorage
+        InsufficientStorage,
+        BeforeRetention
     ),
     schemas(
         crate::routes::history::body::Envelope,

@@ -1888,3 +1888,44 @@ async fn event_stream_frames_match_their_schemas() {
     assert_eq!(reply["error"]["code"], "bad_request");
     assert_none(&errors);
 }
+
+/// Time travel before the graph history kept (`graph.history_retention`)
+/// answers the documented 410 `before_retention`, naming the earliest time.
+#[tokio::test]
+async fn times_before_the_history_kept_answer_their_documented_error() {
+    let spec = Spec::load();
+    let f = Fixture::new(Estate::sample());
+    let before = f.engine.now_us();
+    // A window of a microsecond: each commit a checkpoint, all but the last dropped.
+    f.engine.set_history_retention(Some(Duration::from_micros(1)));
+    f.rescan(|e| {
+        e.node(&instance(), "stopped", 70.0);
+    });
+    f.rescan(|e| {
+        e.node(&aws("volume", "vol-9"), "available", 8.0);
+    });
+    let earliest = f.engine.store().history_start().unwrap();
+    assert!(earliest > before);
+    let (t_before, t_now) = (enc(&rfc3339(before)), enc(&rfc3339(f.engine.now_us())));
+    let gone = |route: &'static str, uri: String| Case {
+        want: 410,
+        ..get(route, uri, &[])
+    };
+    let cases = [
+        gone("/api/v1/graph/at", format!("/api/v1/graph/at?ts={t_before}")),
+        gone(
+            "/api/v1/graph/diff",
+            format!("/api/v1/graph/diff?from={t_before}&to={t_now}"),
+        ),
+        get(
+            "/api/v1/graph/at",
+            format!("/api/v1/graph/at?ts={}", enc(&rfc3339(earliest))),
+            &["/nodes"],
+        ),
+    ];
+    let errors = run_cases(&spec, &f, &cases, &mut BTreeSet::new()).await;
+    assert_none(&errors);
+    let reply = send(&f.app, "GET", &cases[0].uri, Some(TOKEN), None).await.json();
+    assert_eq!(reply["error"]["code"], "before_retention", "{reply}");
+    assert_eq!(reply["error"]["details"]["earliest"], rfc3339(earliest), "{reply}");
+}

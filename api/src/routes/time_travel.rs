@@ -122,12 +122,15 @@ pub struct AtQuery {
 source is one of its nodes (the last page also any edge whose source
 was not live), sorted by (source, target, type). Following
 `next_cursor` lists every node and edge once; the totals count the
-whole graph at `ts`."#,
+whole graph at `ts`. A `ts` before the history kept
+(`graph.history_retention`) is a 410 `before_retention` naming the
+earliest time available."#,
     params(AtQuery),
     responses(
         (status = 200, description = "One page of the graph at `ts`.", body = crate::routes::time_travel::GraphAt, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),
         (status = 401, response = crate::openapi::Unauthorized),
+        (status = 410, response = crate::openapi::BeforeRetention),
         (status = 500, response = crate::openapi::Internal),
         (status = 503, response = crate::openapi::NotReady),
     ),
@@ -211,12 +214,15 @@ fn changed_keys(before: &Value, after: &Value) -> Vec<String> {
     tag = "time-travel",
     summary = "What changed between two times.",
     description = r#"Each list holds at most `limit` entries; `counts` are complete and
-`truncated` tells whether any list was cut. `from` after `to` is a 400."#,
+`truncated` tells whether any list was cut. `from` after `to` is a 400;
+a time before the history kept (`graph.history_retention`) is a 410
+`before_retention` naming the earliest time available."#,
     params(DiffQuery),
     responses(
         (status = 200, description = "The difference.", body = crate::routes::time_travel::GraphDiff, content_type = "application/json"),
         (status = 400, response = crate::openapi::BadRequest),
         (status = 401, response = crate::openapi::Unauthorized),
+        (status = 410, response = crate::openapi::BeforeRetention),
         (status = 500, response = crate::openapi::Internal),
         (status = 503, response = crate::openapi::NotReady),
     ),

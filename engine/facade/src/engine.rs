@@ -412,6 +412,17 @@ impl Engine {
     pub fn ledger(&self) -> &Arc<Ledger> {
         self.core.ledger()
     }
+    /// How far back `graph.redb` keeps the graph's history
+    /// (`graph.history_retention`; `None`: all of it). Applied after each
+    /// commit and by [`Engine::prune_graph_history`].
+    pub fn set_history_retention(&self, window: Option<std::time::Duration>) {
+        self.core.set_history_retention(window);
+    }
+    /// Drops the graph history older than the retention window now, if one
+    /// is set: what was removed, `None` without a window.
+    pub fn prune_graph_history(&self) -> Result<Option<crate::store::graph_store::HistoryPruned>, EngineError> {
+        Ok(self.core.prune_graph_history()?)
+    }
     pub fn clock(&self) -> &Arc<dyn Clock> {
         self.core.clock()
     }

@@ -3,15 +3,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use svc_graph::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::clock::Clock;
 use crate::graph::Graph;
 use crate::intern::Interner;
-use crate::store::GraphStore;
+use crate::store::graph_store::HistoryPruned;
 use crate::store::ledger::Ledger;
+use crate::store::{GraphStore, StoreError};
 
 /// The graph (rank `graph`) and the handles that need no lock of their own.
 pub(crate) struct Core {
@@ -25,6 +27,8 @@ pub(crate) struct Core {
     /// Retired node rows a compaction waits for, at least (beside an
     /// eighth of the rows): [`crate::graph::COMPACT_MIN_ROWS`].
     compact_min_rows: AtomicUsize,
+    /// How far back `graph.redb` keeps history, in microseconds (0: all of it).
+    history_retention_us: AtomicU64,
 }
 
 impl Core {
@@ -46,6 +50,7 @@ impl Core {
             clock,
             session_id,
             compact_min_rows: AtomicUsize::new(crate::graph::COMPACT_MIN_ROWS),
+            history_retention_us: AtomicU64::new(0),
         }
     }
 
@@ -72,6 +77,22 @@ impl Core {
     }
     pub(crate) fn now_us(&self) -> u64 {
         self.clock.now_us()
+    }
+    /// How far back the graph's history is kept (`None`: all of it).
+    pub(crate) fn set_history_retention(&self, window: Option<Duration>) {
+        let us = window.map_or(0, |w| u64::try_from(w.as_micros()).unwrap_or(u64::MAX).max(1));
+        self.history_retention_us.store(us, Ordering::Relaxed);
+        self.store.set_max_checkpoint_age((us > 0).then_some(us));
+    }
+    /// Drops the graph history older than the retention window, if one is
+    /// set (`None` when none is).
+    pub(crate) fn prune_graph_history(&self) -> Result<Option<HistoryPruned>, StoreError> {
+        let window = self.history_retention_us.load(Ordering::Relaxed);
+        if window == 0 {
+            return Ok(None);
+        }
+        let start = self.now_us().saturating_sub(window);
+        self.store.prune_history(start).map(Some)
     }
     pub(crate) fn compact_min_rows(&self) -> usize {
         self.compact_min_rows.load(Ordering::Relaxed)

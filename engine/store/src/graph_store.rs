@@ -21,12 +21,14 @@
 //! (`graph_store/versions.rs`); the segment format
 //! (`graph_store/segments.rs`); replayed states and their sharing
 //! (`graph_store/replays.rs`); questions about the past
-//! (`graph_store/past.rs`); errors (`graph_store/error.rs`).
+//! (`graph_store/past.rs`); the history kept, and what is dropped before
+//! a window (`graph_store/retention.rs`); errors (`graph_store/error.rs`).
 
 mod error;
 mod node_history;
 mod past;
 mod replays;
+mod retention;
 mod segments;
 mod store;
 mod versions;
@@ -38,5 +40,6 @@ pub use error::StoreError;
 pub use node_history::NodeHistory;
 pub use past::{DiffCounts, GraphAtPage, GraphDiff, edge_order};
 pub use replays::{GraphAt, Replayed};
+pub use retention::HistoryPruned;
 pub use store::{CHECKPOINT_FACTOR, CommitMeta, GraphStore, Loaded, StoreStats};
 pub use versions::{GraphVersions, Versions};

@@ -222,6 +222,12 @@ impl ScanState {
         self.scan_seq.store(meta.scan_seq, Ordering::Release);
         self.observed_s.store(meta.observed_s, Ordering::Release);
         self.last_commit_us.store(meta.commit_us, Ordering::Release);
+        drop(persisted);
+        // The history before the retention window goes behind the commit;
+        // a failure keeps it until the next commit or the periodic prune.
+        if let Err(e) = core.prune_graph_history() {
+            tracing::warn!(error = %e, "cannot drop the graph history before the retention window");
+        }
         Ok(())
     }
 }

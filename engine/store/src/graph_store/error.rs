@@ -18,6 +18,9 @@ pub enum StoreError {
     /// The file failed (a full disk, an I/O error) and is not usable yet.
     #[error("graph store {0}")]
     Unavailable(Fault),
+    /// A time before the history the store keeps (`graph.history_retention`).
+    #[error("time {at_us} us is before the graph history kept, which starts at {earliest_us} us")]
+    BeforeRetention { at_us: u64, earliest_us: u64 },
     #[error("graph store {path}: {what}: {cause}")]
     Corrupt {
         path: PathBuf,

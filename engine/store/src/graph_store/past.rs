@@ -121,7 +121,9 @@ impl GraphStore {
     /// Every row as of `ts_us` (the latest version of each written at or
     /// before it, live or not): shared with the other questions about the
     /// same commit, replayed otherwise, one replay at a time.
+    /// A time before the history kept is [`StoreError::BeforeRetention`].
     pub fn replayed(&self, ts_us: u64) -> Result<Arc<Replayed>, StoreError> {
+        self.check_time(ts_us)?;
         let key = self.last_commit_at(ts_us)?;
         self.replays.get(key, || match key {
             Some(commit) => self.state_as_of(commit),

@@ -22,7 +22,7 @@ const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
 pub(super) const COMMITS: TableDefinition<u64, u8> = TableDefinition::new("commits");
 /// `(commit_us, part, shard) -> records`.
 pub(super) const SEGMENTS: TableDefinition<(u64, u8, u16), &[u8]> = TableDefinition::new("segments");
-const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 const META_GENERATION: &str = "generation";
 const META_SCAN_SEQ: &str = "scan_seq";
@@ -32,7 +32,7 @@ const META_CHECKPOINT: &str = "checkpoint_us";
 const META_DELTA_ROWS: &str = "delta_rows";
 
 const KIND_DELTA: u8 = 0;
-const KIND_CHECKPOINT: u8 = 1;
+pub(super) const KIND_CHECKPOINT: u8 = 1;
 pub(super) const PART_NODES: u8 = 0;
 const PART_EDGES: u8 = 1;
 /// The same parts, each segment LZ4-compressed behind its length (what
@@ -91,6 +91,10 @@ pub struct GraphStore {
     path: PathBuf,
     /// Whole states replayed to answer questions about the past.
     pub(super) replays: Replays,
+    /// A commit this long after the last checkpoint writes one (0: only
+    /// [`CHECKPOINT_FACTOR`] decides), so a retention window finds a
+    /// checkpoint to keep ([`GraphStore::set_max_checkpoint_age`]).
+    max_checkpoint_age_us: std::sync::atomic::AtomicU64,
 }
 
 impl GraphStore {
@@ -132,6 +136,7 @@ impl GraphStore {
             db: Arc::new(db),
             path: path.to_owned(),
             replays: Replays::default(),
+            max_checkpoint_age_us: std::sync::atomic::AtomicU64::new(0),
         };
         let db = store.database()?;
         let txn = db.begin_write().map_err(|e| open_err(e.into()))?;
@@ -296,7 +301,10 @@ impl GraphStore {
         let delta_rows = delta_rows + changed;
         // Commit keys must increase even if the clock did not.
         let commit_us = meta.commit_us.max(last + 1);
-        let due = checkpoint == 0 || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1);
+        let max_age = self.max_checkpoint_age_us.load(std::sync::atomic::Ordering::Relaxed);
+        let due = checkpoint == 0
+            || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1)
+            || (max_age > 0 && commit_us.saturating_sub(checkpoint) >= max_age);
         let kind = if due { KIND_CHECKPOINT } else { KIND_DELTA };
         let segments = (due || changed > 0).then(|| {
             // When every row changed (a first scan), the changes are the checkpoint.
@@ -367,12 +375,23 @@ impl GraphStore {
         Ok(commit_us)
     }
 
+    /// Makes a commit write a checkpoint once the last one is `age_us` old
+    /// (`None`: only when the deltas since outgrow [`CHECKPOINT_FACTOR`]
+    /// times the graph). With a retention window of that length, pruning
+    /// always finds a checkpoint at most a window before its start, so the
+    /// history kept is at most two windows long.
+    pub fn set_max_checkpoint_age(&self, age_us: Option<u64>) {
+        self.max_checkpoint_age_us
+            .store(age_us.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Every row as of `ts_us` (the latest version of each written at or
     /// before it, live or not), nodes sorted by CRN.
     pub(super) fn state_as_of(&self, ts_us: u64) -> Result<GraphAt, StoreError> {
         let started = std::time::Instant::now();
         let err = self.db_err();
         let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
+        self.check_kept(&txn, ts_us)?;
         let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
         let mut start = None;
         for item in commits.range(..=ts_us).map_err(|e| err(e.into()))?.rev() {

@@ -476,6 +476,10 @@ pub struct HistoryPruned {
     pub through_seq: u64,
     /// That event's hash in hex: the chain's first remaining event links to it.
     pub last_hash: String,
+    /// Why, for a prune the daemon made itself (the retention setting);
+    /// absent for a prune an operator asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// `TOKEN_CREATED`: a named API token and its role (never the token).

@@ -147,6 +147,23 @@ impl Ledger {
         let work = writer::Work::Prune {
             cutoff_us,
             actor: actor.to_owned(),
+            reason: None,
+            only_if_old: false,
+        };
+        Ok(self.request(work)?.pruned)
+    }
+
+    /// [`Ledger::prune`] the daemon makes itself, saying why (`reason`, in
+    /// the record's message and payload): the same removal and record,
+    /// except that nothing is recorded when no event is older than
+    /// `cutoff_us`. Prunes run one at a time on the writer, so this never
+    /// overlaps an operator's.
+    pub fn prune_older(&self, cutoff_us: u64, actor: &str, reason: &str) -> Result<u64, LedgerError> {
+        let work = writer::Work::Prune {
+            cutoff_us,
+            actor: actor.to_owned(),
+            reason: Some(reason.to_owned()),
+            only_if_old: true,
         };
         Ok(self.request(work)?.pruned)
     }

@@ -314,3 +314,45 @@ fn prune_keeps_the_chain_verifiable_and_audits_itself() {
     let r = Ledger::verify_file(&f.path).unwrap();
     assert_eq!((r.ok, r.first_seq, r.last_seq, r.checked), (true, 8, 9, 2));
 }
+
+/// A prune the daemon makes for its retention setting is the same removal
+/// and record, saying why; with nothing old enough it records nothing.
+#[test]
+fn a_retention_prune_says_why_and_records_nothing_when_nothing_is_old() {
+    let f = Fixture::new();
+    let l = f.open("s");
+    l.append_one(ev("QUARANTINE", Some("crn:a"))).unwrap();
+    l.append_one(ev("APPROVAL", Some("crn:a"))).unwrap();
+    f.clock.advance(1_000);
+    l.append_one(ev("SCAN_COMPLETED", None)).unwrap();
+
+    assert_eq!(l.prune_older(T0, "retention", "ledger.retention 400d").unwrap(), 0);
+    assert_eq!(all_events(&l).len(), 3, "nothing removed, nothing recorded");
+
+    assert_eq!(
+        l.prune_older(T0 + 500, "retention", "ledger.retention 400d").unwrap(),
+        2
+    );
+    let events = all_events(&l);
+    assert_eq!(events.len(), 2);
+    let audit = events.last().unwrap();
+    assert_eq!(
+        (audit.event_type.as_str(), audit.actor.as_str()),
+        (HISTORY_PRUNED, "retention")
+    );
+    assert!(audit.message.ends_with("(ledger.retention 400d)"), "{}", audit.message);
+    assert_eq!(audit.payload["reason"], json!("ledger.retention 400d"));
+    assert_eq!(
+        (audit.payload["pruned"].clone(), audit.payload["through_seq"].clone()),
+        (json!(2), json!(2))
+    );
+    let r = l.verify().unwrap();
+    assert_eq!((r.ok, r.first_seq, r.last_seq), (true, 3, 4), "{r:?}");
+
+    // The same window again: nothing left to remove, nothing recorded.
+    assert_eq!(
+        l.prune_older(T0 + 500, "retention", "ledger.retention 400d").unwrap(),
+        0
+    );
+    assert_eq!(all_events(&l).len(), 2);
+}

@@ -75,6 +75,10 @@ pub enum Work {
     Prune {
         cutoff_us: u64,
         actor: String,
+        /// Said in the record's message and payload (a retention setting).
+        reason: Option<String>,
+        /// Records nothing when nothing is old enough to remove.
+        only_if_old: bool,
     },
     /// Records that the compliance export holds every event through this seq.
     MarkExported(u64),
@@ -224,19 +228,36 @@ fn write(
                         pruned: 0,
                     }
                 }
-                Work::Prune { cutoff_us, actor } => {
+                Work::Prune {
+                    cutoff_us,
+                    actor,
+                    reason,
+                    only_if_old,
+                } => {
                     let p = ctx.prune(*cutoff_us)?;
                     let pruned = p.pruned;
+                    if pruned == 0 && *only_if_old {
+                        done.push(Done {
+                            events: Vec::new(),
+                            pruned,
+                        });
+                        continue;
+                    }
+                    let message = match reason {
+                        Some(r) => format!("pruned {pruned} events older than {cutoff_us} us ({r})"),
+                        None => format!("pruned {pruned} events older than {cutoff_us} us"),
+                    };
                     let audit = Pending::new(NewEvent::of(
                         None,
                         actor,
-                        format!("pruned {pruned} events older than {cutoff_us} us"),
+                        message,
                         &HistoryPruned {
                             pruned,
                             cutoff_us: *cutoff_us,
                             first_seq: p.first_seq,
                             through_seq: p.through_seq,
                             last_hash: p.last_hash.iter().map(|b| format!("{b:02x}")).collect(),
+                            reason: reason.clone(),
                         },
                     ))?;
                     Done {
