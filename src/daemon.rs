@@ -91,6 +91,13 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         data_dir.join(paths::POLICIES_DIR),
     )));
     state.set_plugins(plugins.clone());
+    let registry = Arc::new(crate::registry::Registry::new(
+        config.registry.settings()?,
+        &data_dir,
+        plugins.clone(),
+        engine.clone(),
+    ));
+    state.set_registry(registry.clone());
 
     let exporter = Arc::new(svc_api::export::Exporter::new(
         engine.clone(),
@@ -101,7 +108,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);
     state.set_config(Arc::new(FileConfig::new(
         data_dir.join(paths::CONFIG_FILE),
-        live_apply(engine.clone(), plugins.clone(), exporter.clone(), interval_tx),
+        live_apply(engine.clone(), plugins.clone(), registry, exporter.clone(), interval_tx),
     )));
     // Ready last: every route has what it serves from once `/readyz` says so.
     state.set_engine(engine.clone());
@@ -319,16 +326,20 @@ fn activation_hint(cloud: &Found, state: PluginState) -> Option<String> {
 
 /// What `PUT /api/v1/config` changes without a restart: the scan
 /// interval, the built-in rule selection, formal verification, the
-/// compliance export, and from the next scan `plugins.active`, each
+/// compliance export, the registry settings, and from the next scan `plugins.active`, each
 /// plugin's scan settings and the scan timeout and limits.
 fn live_apply(
     engine: Arc<Engine>,
     plugins: Arc<Plugins>,
+    registry: Arc<crate::registry::Registry>,
     exporter: Arc<svc_api::export::Exporter>,
     interval: tokio::sync::watch::Sender<Duration>,
 ) -> crate::settings::Apply {
     Box::new(move |c: &Config| {
         plugins.configure(&c.plugins);
+        if let Ok(s) = c.registry.settings() {
+            registry.configure(s);
+        }
         // Every value was validated before this is called.
         if let Ok(d) = c.scan_interval() {
             interval.send_if_modified(|cur| std::mem::replace(cur, d) != d);

@@ -8,6 +8,7 @@ pub mod ledger;
 pub mod plugins;
 pub mod policies;
 pub mod query;
+pub mod registry;
 pub mod remediation;
 pub mod scan;
 pub mod solver;
