@@ -272,12 +272,13 @@ impl PackageRef {
             return Err(bad("the name takes 1 to 64 letters, digits, '-' or '_'"));
         }
         if let Some(o) = owner {
-            if !o
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-                || o.is_empty()
+            if o.is_empty()
+                || o.starts_with('.')
+                || !o
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
             {
-                return Err(bad("the owner takes letters, digits, '-', '_' or '.'"));
+                return Err(bad("the owner takes letters, digits, '-', '_' or '.' (not first)"));
             }
             if version.is_none() {
                 return Err(bad("a release of a source repository is written owner/name@vX.Y.Z"));
