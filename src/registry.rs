@@ -91,6 +91,7 @@ fn failure(e: RegistryError) -> RegistryFailure {
         | RegistryError::BadPack { .. }
         | RegistryError::BadRelease { .. } => RegistryFailureKind::Refused,
         RegistryError::Download { .. } | RegistryError::Unavailable(_) => RegistryFailureKind::BadGateway,
+        RegistryError::NotConfigured => RegistryFailureKind::Conflict,
         RegistryError::Io { .. } => RegistryFailureKind::Internal,
     };
     RegistryFailure {
@@ -180,6 +181,9 @@ impl Registry {
             let s = self.settings.read();
             (s.url.clone(), s.cache_ttl)
         };
+        if url_text.trim().is_empty() {
+            return Err(failure(RegistryError::NotConfigured));
+        }
         let url = location(&url_text).map_err(|e| failure(RegistryError::Unavailable(e)))?;
         let key = url.to_string();
         let cached = self.cached(&key);

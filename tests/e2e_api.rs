@@ -1388,6 +1388,28 @@ async fn every_listed_route_answers() {
                 api.post_json(&path, &json!({})).await.expect_error(409, "conflict");
                 continue;
             }
+            ("GET", "/api/v1/registry/search") | ("POST", "/api/v1/registry/refresh") => {
+                // No registry.url in this data directory.
+                let r = if *method == "GET" {
+                    api.get(&path).await
+                } else {
+                    api.post_json(&path, &json!({})).await
+                };
+                r.expect_error(409, "conflict");
+                continue;
+            }
+            ("POST", "/api/v1/registry/install" | "/api/v1/plugins/install") => {
+                api.post_json(&path, &json!({"name": "mock"}))
+                    .await
+                    .expect_error(409, "conflict");
+                continue;
+            }
+            ("POST", "/api/v1/registry/remove") => {
+                api.post_json(&path, &json!({"name": "mock"}))
+                    .await
+                    .expect_error(404, "not_found");
+                continue;
+            }
             ("PUT", "/api/v1/config") => api.put_json(&path, &json!({"daemon": {"scan_interval": "1h"}})).await,
             ("POST", "/api/v1/traffic/ingest") => {
                 let flow = json!({"source": crn, "destination": "10.255.255.1", "bytes": 1, "start": 1, "end": 2});

@@ -185,19 +185,21 @@ async fn packages_install_verified_from_a_registry_and_leave_nothing_when_refuse
     registry_files(root.path(), &base);
 
     let data = tempfile::tempdir().unwrap();
-    std::fs::write(
-        data.path().join("config.toml"),
-        format!(
-            "{QUIET_CONFIG}[registry]\nurl = \"{base}/index.json\"\n\
-             release_url = \"{base}/releases/{{owner}}/{{name}}/{{version}}/manifest.json\"\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(data.path().join("config.toml"), QUIET_CONFIG).unwrap();
     let mut d = Daemon::configure(data.path(), 200);
     d.sources = Sources::Fallback;
     d.launch().await;
     d.wait_scan_after(0).await;
     let api = d.api();
+
+    // No registry yet; one configured through the API applies at once.
+    let e = api.get("/api/v1/registry/search").await.expect_error(409, "conflict");
+    assert!(e["error"]["message"].as_str().unwrap().contains("registry.url"), "{e}");
+    let registry = json!({"registry": {
+        "url": format!("{base}/index.json"),
+        "release_url": format!("{base}/releases/{{owner}}/{{name}}/{{version}}/manifest.json"),
+    }});
+    api.put_json("/api/v1/config", &registry).await.expect(200);
 
     // Search: everything, then by type, category, name and description.
     let all = api.get_ok("/api/v1/registry/search").await;

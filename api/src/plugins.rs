@@ -135,7 +135,8 @@ pub enum RegistryFailureKind {
     BadRequest,
     /// 404: unknown package or version, or not installed.
     NotFound,
-    /// 409: the installed binary fails verification; `force` replaces it.
+    /// 409: the installed binary fails verification (`force` replaces it),
+    /// or no registry is configured.
     Conflict,
     /// 422: a check refused the package (checksum, handshake, category, no binary).
     Refused,

@@ -65,6 +65,8 @@ pub enum RegistryError {
         url: String,
         reason: String,
     },
+    #[error("no registry configured: set registry.url to an index URL or file")]
+    NotConfigured,
     #[error("registry index unavailable: {0}")]
     Unavailable(String),
     #[error("{}: {source}", .path.display())]
