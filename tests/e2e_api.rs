@@ -1370,24 +1370,6 @@ async fn every_listed_route_answers() {
                 ws.close().await;
                 continue;
             }
-            ("GET", "/api/v1/graph/at") => api.get_query(&path, &[("ts", &now)]).await,
-            ("GET", "/api/v1/graph/diff") => api.get_query(&path, &[("from", &now), ("to", &now)]).await,
-            ("GET", "/api/v1/history/resource") => api.get_query(&path, &[("crn", &crn)]).await,
-            ("GET", "/api/v1/plan") => api.get_query(&path, &[("crn", s(&pending[0]["crn"]))]).await,
-            ("GET", _) => api.get(&path).await,
-            ("POST", "/api/v1/history/prune") => api.post_json(&path, &json!({"max_age_days": 3650})).await,
-            ("POST", "/api/v1/plugins/toggle") => {
-                // No plugin is installed in this data directory.
-                api.post_json(&path, &json!({"name": "aws"}))
-                    .await
-                    .expect_error(404, "not_found");
-                continue;
-            }
-            ("POST", "/api/v1/ledger/export") => {
-                // No sau.audit_bucket in this data directory.
-                api.post_json(&path, &json!({})).await.expect_error(409, "conflict");
-                continue;
-            }
             ("GET", "/api/v1/registry/search") | ("POST", "/api/v1/registry/refresh") => {
                 // No registry.url in this data directory.
                 let r = if *method == "GET" {
@@ -1408,6 +1390,24 @@ async fn every_listed_route_answers() {
                 api.post_json(&path, &json!({"name": "mock"}))
                     .await
                     .expect_error(404, "not_found");
+                continue;
+            }
+            ("GET", "/api/v1/graph/at") => api.get_query(&path, &[("ts", &now)]).await,
+            ("GET", "/api/v1/graph/diff") => api.get_query(&path, &[("from", &now), ("to", &now)]).await,
+            ("GET", "/api/v1/history/resource") => api.get_query(&path, &[("crn", &crn)]).await,
+            ("GET", "/api/v1/plan") => api.get_query(&path, &[("crn", s(&pending[0]["crn"]))]).await,
+            ("GET", _) => api.get(&path).await,
+            ("POST", "/api/v1/history/prune") => api.post_json(&path, &json!({"max_age_days": 3650})).await,
+            ("POST", "/api/v1/plugins/toggle") => {
+                // No plugin is installed in this data directory.
+                api.post_json(&path, &json!({"name": "aws"}))
+                    .await
+                    .expect_error(404, "not_found");
+                continue;
+            }
+            ("POST", "/api/v1/ledger/export") => {
+                // No sau.audit_bucket in this data directory.
+                api.post_json(&path, &json!({})).await.expect_error(409, "conflict");
                 continue;
             }
             ("PUT", "/api/v1/config") => api.put_json(&path, &json!({"daemon": {"scan_interval": "1h"}})).await,
