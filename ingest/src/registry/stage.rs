@@ -253,3 +253,45 @@ pub async fn stage_pack(
         sha256: hex::encode(Sha256::digest(listing.as_bytes())),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_build_is_picked_by_rust_or_go_names() {
+        assert!(same("amd64", "x86_64") && same("x86_64", "AMD64") && same("arm64", "aarch64"));
+        assert!(same("darwin", "macos") && !same("amd64", "arm64") && !same("linux", "windows"));
+        let build = |os: &str, arch: &str| Binary {
+            os: os.into(),
+            arch: arch.into(),
+            url: format!("{os}-{arch}"),
+            sha256: String::new(),
+        };
+        let mut pkg: Package = serde_json::from_value(serde_json::json!({
+            "name": "svc-plugin-x", "type": "plugin", "version": "v1.0.0", "category": "cloud"
+        }))
+        .unwrap();
+        pkg.binaries = vec![
+            build("plan9", "mips"),
+            build(std::env::consts::OS, std::env::consts::ARCH),
+        ];
+        assert_eq!(binary_for_host(&pkg).unwrap().url, pkg.binaries[1].url);
+        pkg.binaries.pop();
+        let e = binary_for_host(&pkg).unwrap_err().to_string();
+        assert!(
+            e.contains("no binary of svc-plugin-x v1.0.0") && e.contains("plan9/mips"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn pack_file_names_stay_in_the_pack() {
+        for ok in ["manifest.yaml", "rules-1.yml"] {
+            assert!(valid_file_name(ok), "{ok}");
+        }
+        for bad in ["../x.yaml", ".hidden.yaml", "a/b.yaml", "rules.txt", ""] {
+            assert!(!valid_file_name(bad), "{bad}");
+        }
+    }
+}
