@@ -36,6 +36,9 @@ pub struct Config {
     pub ledger: LedgerConfig,
     #[serde(default)]
     pub graph: GraphConfig,
+    /// `[registry]`: where packages come from ([`RegistryConfig`]).
+    #[serde(default)]
+    pub registry: RegistryConfig,
 }
 
 /// `[notify]` as written; [`Config::notify_settings`] checks it.
@@ -100,6 +103,103 @@ pub struct GraphConfig {
 pub struct Retention {
     pub ledger: Option<(Duration, String)>,
     pub graph: Option<(Duration, String)>,
+}
+
+/// `[registry]`: the package index and how it is fetched.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryConfig {
+    /// The index: an `http(s)://` or `file://` URL, or a file path.
+    #[serde(default)]
+    pub url: String,
+    /// Where the manifest of a release `owner/name@vX.Y.Z` is, with
+    /// `{owner}`, `{name}` and `{version}` filled in.
+    #[serde(default = "default_release_url")]
+    pub release_url: String,
+    /// How long the cached index answers before it is fetched again.
+    #[serde(default = "default_registry_cache_ttl")]
+    pub cache_ttl: String,
+    /// Time for one fetch (the index, a manifest, a binary).
+    #[serde(default = "default_registry_timeout")]
+    pub download_timeout: String,
+    /// Largest binary or pack file downloaded, in MiB.
+    #[serde(default = "default_registry_max_download_mb")]
+    pub max_download_mb: i64,
+}
+
+impl Default for RegistryConfig {
+    fn default() -> Self {
+        RegistryConfig {
+            url: String::new(),
+            release_url: default_release_url(),
+            cache_ttl: default_registry_cache_ttl(),
+            download_timeout: default_registry_timeout(),
+            max_download_mb: default_registry_max_download_mb(),
+        }
+    }
+}
+
+fn default_release_url() -> String {
+    "https://github.com/{owner}/{name}/releases/download/{version}/manifest.json".into()
+}
+
+fn default_registry_cache_ttl() -> String {
+    "1h".into()
+}
+
+fn default_registry_timeout() -> String {
+    "60s".into()
+}
+
+fn default_registry_max_download_mb() -> i64 {
+    256
+}
+
+/// `[registry]` checked: what the registry client runs with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistrySettings {
+    pub url: String,
+    pub release_url: String,
+    pub cache_ttl: Duration,
+    pub timeout: Duration,
+    pub max_bytes: u64,
+}
+
+impl RegistryConfig {
+    pub fn settings(&self) -> anyhow::Result<RegistrySettings> {
+        if !self.url.trim().is_empty() {
+            svc_ingest::registry::location(&self.url).map_err(|e| anyhow::anyhow!("registry.url: {e}"))?;
+        }
+        let template = self.release_url.trim();
+        if !(template.starts_with("http://") || template.starts_with("https://") || template.starts_with("file://"))
+            || !template.contains("{version}")
+        {
+            bail!(
+                "registry.release_url must be an http(s):// or file:// URL with {{owner}}, {{name}} and {{version}} \
+                 placeholders, not {template:?}"
+            );
+        }
+        let cache_ttl = humantime::parse_duration(&self.cache_ttl)
+            .with_context(|| format!("registry.cache_ttl {:?} is not a duration", self.cache_ttl))?;
+        if cache_ttl > MAX_SETTING_DURATION {
+            bail!("registry.cache_ttl must be at most 365d, got {:?}", self.cache_ttl);
+        }
+        let timeout = at_least_a_second("registry.download_timeout", &self.download_timeout)?;
+        let max_bytes = match u64::try_from(self.max_download_mb) {
+            Ok(mb) if (1..=4096).contains(&mb) => mb * 1024 * 1024,
+            _ => bail!(
+                "registry.max_download_mb must be an integer from 1 to 4096, not {}",
+                self.max_download_mb
+            ),
+        };
+        Ok(RegistrySettings {
+            url: self.url.trim().to_owned(),
+            release_url: template.to_owned(),
+            cache_ttl,
+            timeout,
+            max_bytes,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -254,6 +354,7 @@ impl Config {
         config.export_settings()?;
         config.notify_settings()?;
         config.retention()?;
+        config.registry.settings()?;
         Ok(config)
     }
 
@@ -580,6 +681,36 @@ mod tests {
         assert!(Config::validate_text("").unwrap().oracle_enabled().unwrap());
         assert!(format!("{e:#}").contains("not a built-in rule"), "{e:#}");
         assert!(Config::validate_text("").unwrap().heuristics.builtin);
+    }
+
+    #[test]
+    fn registry_settings_have_defaults_and_refuse_bad_values() {
+        let s = Config::validate_text("").unwrap().registry.settings().unwrap();
+        assert_eq!(s.url, "");
+        assert!(s.release_url.contains("{owner}/{name}/releases/download/{version}"));
+        assert_eq!(
+            (s.cache_ttl, s.timeout),
+            (Duration::from_secs(3600), Duration::from_secs(60))
+        );
+        let s = Config::validate_text("[registry]\nurl = \"https://r.example/index.json\"\ncache_ttl = \"0s\"")
+            .unwrap()
+            .registry
+            .settings()
+            .unwrap();
+        assert_eq!(
+            (s.url.as_str(), s.cache_ttl),
+            ("https://r.example/index.json", Duration::ZERO)
+        );
+        for (bad, want) in [
+            ("[registry]\nurl = \"ftp://x/i.json\"", "registry.url"),
+            ("[registry]\nrelease_url = \"https://h/{name}\"", "registry.release_url"),
+            ("[registry]\ncache_ttl = \"often\"", "registry.cache_ttl"),
+            ("[registry]\nmax_download_mb = 0", "registry.max_download_mb"),
+            ("[registry]\nurll = \"x\"", "unknown field"),
+        ] {
+            let e = format!("{:#}", Config::validate_text(bad).unwrap_err());
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -93,6 +93,13 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         data_dir.join(paths::POLICIES_DIR),
     )));
     state.set_plugins(plugins.clone());
+    let registry = Arc::new(crate::registry::Registry::new(
+        config.registry.settings()?,
+        &data_dir,
+        plugins.clone(),
+        engine.clone(),
+    ));
+    state.set_registry(registry.clone());
 
     let exporter = Arc::new(svc_api::export::Exporter::new(
         engine.clone(),
@@ -111,6 +118,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         live_apply(
             engine.clone(),
             plugins.clone(),
+            registry,
             exporter.clone(),
             notifier.clone(),
             interval_tx,
@@ -346,13 +354,14 @@ fn activation_hint(cloud: &Found, state: PluginState) -> Option<String> {
 
 /// What `PUT /api/v1/config` changes without a restart: the scan
 /// interval, the built-in rule selection, formal verification, the
-/// compliance export, the retention windows (applied at once),
-/// notifications (`[notify]`, from the next notification sent), and from
-/// the next scan `plugins.active`, each plugin's scan settings and the
-/// scan timeout and limits.
+/// compliance export, the registry settings, the retention windows
+/// (applied at once), notifications (`[notify]`, from the next
+/// notification sent), and from the next scan `plugins.active`, each
+/// plugin's scan settings and the scan timeout and limits.
 fn live_apply(
     engine: Arc<Engine>,
     plugins: Arc<Plugins>,
+    registry: Arc<crate::registry::Registry>,
     exporter: Arc<svc_api::export::Exporter>,
     notifier: Arc<svc_api::notify::Notifier>,
     interval: tokio::sync::watch::Sender<Duration>,
@@ -360,6 +369,9 @@ fn live_apply(
 ) -> crate::settings::Apply {
     Box::new(move |c: &Config| {
         plugins.configure(&c.plugins);
+        if let Ok(s) = c.registry.settings() {
+            registry.configure(s);
+        }
         // Every value was validated before this is called.
         if let Ok(d) = c.scan_interval() {
             interval.send_if_modified(|cur| std::mem::replace(cur, d) != d);

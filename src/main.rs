@@ -7,6 +7,7 @@ mod daemon;
 mod logging;
 mod paths;
 mod plugins;
+mod registry;
 mod retention;
 mod settings;
 

@@ -168,6 +168,50 @@ impl Plugins {
         }
     }
 
+    /// Sets plugin `name`'s active flag as a toggle does (persisted in
+    /// `plugins.active`); whether it changed.
+    pub fn set_active(&self, name: &str, active: bool) -> Result<bool, ToggleError> {
+        self.rediscover();
+        let now = match self.state(name) {
+            PluginState::NotInstalled => return Err(ToggleError::NotFound(name.to_owned())),
+            state => state == PluginState::Active,
+        };
+        if now == active {
+            return Ok(false);
+        }
+        self.toggle(name)?;
+        Ok(true)
+    }
+
+    /// Drops plugin `name` from the catalog (its binary removed); the
+    /// sources are rebuilt without it.
+    pub fn forget(&self, name: &str) {
+        let was_active = {
+            let mut entries = self.entries.lock();
+            let before = entries.iter().any(|e| e.found.name == name && e.active);
+            entries.retain(|e| e.found.name != name);
+            before
+        };
+        if was_active {
+            self.apply();
+        }
+    }
+
+    /// Discovers plugin `name` afresh (its binary and manifest replaced),
+    /// active as before.
+    pub fn reload(&self, name: &str) {
+        let was_active = {
+            let mut entries = self.entries.lock();
+            let before = entries.iter().any(|e| e.found.name == name && e.active);
+            entries.retain(|e| e.found.name != name);
+            before
+        };
+        self.rediscover();
+        if was_active && self.state(name) != PluginState::Active {
+            self.apply();
+        }
+    }
+
     /// Keeps a non-plugin source (the mock estate) among the sources.
     pub fn keep_source(&self, make: MakeSource) {
         self.extra.lock().push(make);

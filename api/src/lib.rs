@@ -94,8 +94,8 @@ impl IntoIterator for Routes {
 /// The routes under `/api/v1`, each registered with its OpenAPI operation.
 fn api_routes() -> OpenApiRouter<AppState> {
     use routes::{
-        anomalies, config, graph, history, ledger, notify, plugins, policies, remediation, scan, solver, time_travel,
-        tokens, traffic, waste,
+        anomalies, config, graph, history, ledger, notify, plugins, policies, registry, remediation, scan, solver,
+        time_travel, tokens, traffic, waste,
     };
     OpenApiRouter::new()
         .routes(routes!(graph::topology::topology))
@@ -131,6 +131,12 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(anomalies::list))
         .routes(routes!(plugins::list))
         .routes(routes!(plugins::toggle))
+        .routes(routes!(registry::install_plugin))
+        .routes(routes!(registry::search))
+        .routes(routes!(registry::installed))
+        .routes(routes!(registry::install))
+        .routes(routes!(registry::remove))
+        .routes(routes!(registry::refresh))
         .routes(routes!(remediation::queue))
         .routes(routes!(remediation::approve))
         .routes(routes!(remediation::reject))

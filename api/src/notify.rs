@@ -43,7 +43,7 @@ pub struct Notifier {
     rx: tokio::sync::Mutex<mpsc::Receiver<Notice>>,
     triggers: Mutex<Triggers>,
     metrics: NotifyMetrics,
-    client: notify_http::Client,
+    client: http_client::Client,
     engine: OnceLock<Weak<Engine>>,
 }
 

@@ -59,7 +59,7 @@ Conventions:
 ";
 
 /// Tags of the operations, in the order the document lists them.
-const TAGS: [(&str, &str); 14] = [
+const TAGS: [(&str, &str); 15] = [
     ("probes", "Liveness, readiness and metrics (no authentication)."),
     ("graph", "The live resource graph."),
     (
@@ -81,6 +81,10 @@ const TAGS: [(&str, &str); 14] = [
         "The remediation pipeline, quarantine and revert, and the ignore list.",
     ),
     ("plugins", "Installed provider and heuristic plugins."),
+    (
+        "registry",
+        "The package registry: search, install and remove plugins and policy packs.",
+    ),
     ("config", "The daemon configuration."),
     ("tokens", "API tokens with roles, and dashboard sessions."),
 ];

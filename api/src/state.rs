@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 
 use crate::error::ApiError;
 use crate::metrics::Metrics;
-use crate::plugins::PluginCatalog;
+use crate::plugins::{PackageRegistry, PluginCatalog};
 
 /// Capacity of the in-memory fan-out of ledger events to WebSocket clients.
 /// A client that falls further behind is told so and replays from the store.
@@ -34,6 +34,8 @@ pub struct Inner {
     pub version: &'static str,
     /// The installed plugins, once the daemon has discovered them.
     plugins: OnceLock<Arc<dyn PluginCatalog>>,
+    /// The registry client, once the daemon has set it up.
+    registry: OnceLock<Arc<dyn PackageRegistry>>,
     /// The compliance exporter, once the daemon has started it.
     exporter: OnceLock<Arc<crate::export::Exporter>>,
     /// The daemon's configuration file, once loaded.
@@ -71,6 +73,7 @@ impl AppState {
                 metrics: Metrics::new(),
                 started: Instant::now(),
                 plugins: OnceLock::new(),
+                registry: OnceLock::new(),
                 simulated_sources: OnceLock::new(),
                 exporter: OnceLock::new(),
                 config: OnceLock::new(),
@@ -154,6 +157,14 @@ impl AppState {
 
     pub fn plugins(&self) -> Option<Arc<dyn PluginCatalog>> {
         self.inner.plugins.get().cloned()
+    }
+
+    pub fn set_registry(&self, registry: Arc<dyn PackageRegistry>) {
+        let _ = self.inner.registry.set(registry);
+    }
+
+    pub fn registry(&self) -> Option<Arc<dyn PackageRegistry>> {
+        self.inner.registry.get().cloned()
     }
 
     /// Names the scan sources whose estate is simulated (set once, at start).

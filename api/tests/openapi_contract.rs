@@ -631,6 +631,104 @@ impl svc_api::plugins::PluginCatalog for OnePlugin {
     }
 }
 
+/// A registry held in memory: two packages listed, `mock` installable.
+struct MemoryRegistry(std::sync::Mutex<Vec<svc_api::plugins::InstalledPackage>>);
+
+impl MemoryRegistry {
+    fn mock() -> svc_api::plugins::InstalledPackage {
+        svc_api::plugins::InstalledPackage {
+            active: true,
+            category: "cloud".into(),
+            installed_at: Some(1_700_000_000),
+            name: "mock".into(),
+            path: "/var/lib/svc/plugins/svc-plugin-mock".into(),
+            sha256: "ab".repeat(32),
+            source: "registry https://registry.example/index.json".into(),
+            kind: "plugin".into(),
+            version: "v1.0.0".into(),
+        }
+    }
+}
+
+impl svc_api::plugins::PackageRegistry for MemoryRegistry {
+    fn search<'a>(
+        &'a self,
+        q: &'a str,
+        refresh: bool,
+    ) -> svc_api::plugins::RegistryFuture<'a, svc_api::plugins::RegistryListing> {
+        let package = |name: &str, kind: &str, category: Option<&str>| svc_api::plugins::RegistryPackage {
+            category: category.map(str::to_owned),
+            description: format!("{name} for tests"),
+            author: "svc".into(),
+            installed_version: None,
+            problem: category.is_none().then(|| "category check failed".to_owned()),
+            pricing_model: "free".into(),
+            price_usd: 0.0,
+            name: name.into(),
+            role: (kind == "plugin").then(|| "provider".to_owned()),
+            latest: true,
+            kind: kind.into(),
+            version: "v1.0.0".into(),
+        };
+        let packages = vec![
+            package("svc-plugin-mock", "plugin", Some("cloud")),
+            package("cost-hygiene", "policy", None),
+        ];
+        let listing = svc_api::plugins::RegistryListing {
+            age_seconds: if refresh { 0 } else { 12 },
+            fetched_at: 1_700_000_000,
+            from_cache: !refresh,
+            packages: packages.into_iter().filter(|p| p.name.contains(q)).collect(),
+            skipped: vec!["package 2: missing field `type`".into()],
+            source: "https://registry.example/index.json".into(),
+            warning: None,
+        };
+        Box::pin(async move { Ok(listing) })
+    }
+    fn installed(&self) -> svc_api::plugins::RegistryFuture<'_, Vec<svc_api::plugins::InstalledPackage>> {
+        let list = self.0.lock().unwrap().clone();
+        Box::pin(async move { Ok(list) })
+    }
+    fn install<'a>(
+        &'a self,
+        request: svc_api::plugins::InstallRequest,
+        _actor: &'a str,
+    ) -> svc_api::plugins::RegistryFuture<'a, svc_api::plugins::InstallOutcome> {
+        let outcome = if request.name == "mock" {
+            let mut list = self.0.lock().unwrap();
+            let changed = list.is_empty();
+            if changed {
+                list.push(MemoryRegistry::mock());
+            }
+            Ok(svc_api::plugins::InstallOutcome {
+                changed,
+                message: "installed plugin mock v1.0.0".into(),
+                package: MemoryRegistry::mock(),
+                previous_version: None,
+            })
+        } else {
+            Err(svc_api::plugins::RegistryFailure {
+                kind: svc_api::plugins::RegistryFailureKind::NotFound,
+                message: format!("unknown package {:?}", request.name),
+            })
+        };
+        Box::pin(async move { outcome })
+    }
+    fn remove<'a>(
+        &'a self,
+        name: &'a str,
+        _actor: &'a str,
+    ) -> svc_api::plugins::RegistryFuture<'a, svc_api::plugins::InstalledPackage> {
+        let mut list = self.0.lock().unwrap();
+        let found = list.iter().position(|p| p.name == name).map(|i| list.remove(i));
+        let outcome = found.ok_or_else(|| svc_api::plugins::RegistryFailure {
+            kind: svc_api::plugins::RegistryFailureKind::NotFound,
+            message: format!("no installed plugin or policy pack named {name:?}"),
+        });
+        Box::pin(async move { outcome })
+    }
+}
+
 /// A configuration held in memory that accepts `sau` and `daemon` keys.
 struct MemoryConfig(std::sync::Mutex<Value>);
 
@@ -654,6 +752,8 @@ fn three_scans() -> (Fixture, u64) {
     let f = Fixture::new(Estate::sample());
     f.state
         .set_plugins(std::sync::Arc::new(OnePlugin(std::sync::Mutex::new(true))));
+    f.state
+        .set_registry(std::sync::Arc::new(MemoryRegistry(std::sync::Mutex::new(Vec::new()))));
     f.state
         .set_config(std::sync::Arc::new(MemoryConfig(std::sync::Mutex::new(
             json!({"daemon": {"scan_interval": "1h"}}),
@@ -1125,6 +1225,48 @@ async fn live_responses_match_their_schemas() {
             &["/history"],
         ),
         get("/api/v1/plugins", "/api/v1/plugins", &[""]),
+        get(
+            "/api/v1/registry/search",
+            "/api/v1/registry/search",
+            &["/packages", "/skipped"],
+        ),
+        get(
+            "/api/v1/registry/search",
+            "/api/v1/registry/search?q=mock&refresh=true",
+            &["/packages"],
+        ),
+        post(
+            "/api/v1/registry/install",
+            "/api/v1/registry/install",
+            Some(r#"{"name": "mock", "activate": true}"#),
+            200,
+        ),
+        post(
+            "/api/v1/plugins/install",
+            "/api/v1/plugins/install",
+            Some(r#"{"name": "mock", "force": false}"#),
+            200,
+        ),
+        post(
+            "/api/v1/registry/install",
+            "/api/v1/registry/install",
+            Some(r#"{"name": "nope"}"#),
+            404,
+        ),
+        get("/api/v1/registry/installed", "/api/v1/registry/installed", &[""]),
+        post(
+            "/api/v1/registry/remove",
+            "/api/v1/registry/remove",
+            Some(r#"{"name": "mock"}"#),
+            200,
+        ),
+        post(
+            "/api/v1/registry/remove",
+            "/api/v1/registry/remove",
+            Some(r#"{"name": "mock"}"#),
+            404,
+        ),
+        post("/api/v1/registry/refresh", "/api/v1/registry/refresh", None, 200),
         post(
             "/api/v1/plugins/toggle",
             "/api/v1/plugins/toggle",
@@ -1619,6 +1761,9 @@ async fn routes_answer_503_until_the_engine_is_ready() {
         let body = match *route {
             "/api/v1/history/prune" => Some(r#"{"max_age_days": 30}"#),
             "/api/v1/plugins/toggle" => Some(r#"{"name": "mock"}"#),
+            "/api/v1/plugins/install" | "/api/v1/registry/install" | "/api/v1/registry/remove" => {
+                Some(r#"{"name": "mock"}"#)
+            }
             "/api/v1/remediation/approve" | "/api/v1/remediation/reject" | "/api/v1/remediation/override" => {
                 Some(r#"{"crn": "crn:svc:aws:us-east-1:ec2:volume:1:vol-1", "plan_hash": "x"}"#)
             }

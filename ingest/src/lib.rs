@@ -8,3 +8,4 @@
 pub mod decode;
 pub mod host;
 pub mod packs;
+pub mod registry;

@@ -108,6 +108,11 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: PluginsCommand,
     },
+    /// The package registry: search, install, list and remove plugins and policy packs.
+    Registry {
+        #[command(subcommand)]
+        command: RegistryCommand,
+    },
     /// The audit ledger: verify the hash chain, tail events, export now.
     Ledger {
         #[command(subcommand)]
@@ -396,5 +401,46 @@ pub(super) enum PluginsCommand {
         /// provider or heuristic.
         #[arg(long, default_value = "provider")]
         role: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum RegistryCommand {
+    /// Packages whose name, description, type or category contains Q (all without Q).
+    Search {
+        #[command(flatten)]
+        remote: Remote,
+        q: Option<String>,
+        /// Fetch the index again first.
+        #[arg(long)]
+        refresh: bool,
+    },
+    /// Install NAME, NAME@vX.Y.Z or OWNER/NAME@vX.Y.Z (a release of a source repository).
+    Install {
+        #[command(flatten)]
+        remote: Remote,
+        name: String,
+        /// Add a plugin to plugins.active once installed.
+        #[arg(long)]
+        activate: bool,
+        /// Replace an installed plugin whose binary fails verification.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Installed plugins and policy packs.
+    Installed {
+        #[command(flatten)]
+        remote: Remote,
+    },
+    /// Uninstall a plugin (deactivated first) or a policy pack.
+    Remove {
+        #[command(flatten)]
+        remote: Remote,
+        name: String,
+    },
+    /// Fetch the index now and replace the cache.
+    Refresh {
+        #[command(flatten)]
+        remote: Remote,
     },
 }

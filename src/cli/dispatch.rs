@@ -4,10 +4,10 @@
 use std::process::ExitCode;
 
 use super::args::{
-    BenchCommand, Cli, Command, LedgerCommand, NotifyCommand, PluginsCommand, PolicyCommand, RemediationCommand,
-    TokenCommand,
+    BenchCommand, Cli, Command, LedgerCommand, NotifyCommand, PluginsCommand, PolicyCommand, RegistryCommand,
+    RemediationCommand, TokenCommand,
 };
-use super::{ledger, notify, policy, remediation, soak, tokens, verbs};
+use super::{ledger, notify, policy, registry, remediation, soak, tokens, verbs};
 use crate::daemon::{self, DaemonOptions};
 
 /// Carries out the verb `cli` names; the exit code tells how it went.
@@ -146,6 +146,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             LedgerCommand::Verify { remote, file } => ledger::verify(&remote, file.as_deref()).await,
             LedgerCommand::Tail { remote, lines, follow } => ledger::tail(&remote, lines, follow).await,
             LedgerCommand::Export { remote } => ledger::export(&remote).await,
+        },
+        Command::Registry { command } => match command {
+            RegistryCommand::Search { remote, q, refresh } => registry::search(&remote, q.as_deref(), refresh).await,
+            RegistryCommand::Install {
+                remote,
+                name,
+                activate,
+                force,
+            } => registry::install(&remote, &name, activate, force).await,
+            RegistryCommand::Installed { remote } => registry::installed(&remote).await,
+            RegistryCommand::Remove { remote, name } => registry::remove(&remote, &name).await,
+            RegistryCommand::Refresh { remote } => registry::refresh(&remote).await,
         },
         Command::Token { command } => match command {
             TokenCommand::Create { remote, name, role } => tokens::create(&remote, &name, &role).await,

@@ -3,7 +3,7 @@
 //!
 //! `args` is the grammar clap parses and `dispatch` hands each verb to the
 //! module that carries it out: `verbs` (scan, stats, nodes, node, history,
-//! plugins), `remediation`, `policy`, `ledger`, `notify` (`svc notify test`), `tokens` (`svc token`)
+//! plugins), `remediation`, `policy`, `registry`, `ledger`, `notify` (`svc notify test`), `tokens` (`svc token`)
 //! and `soak` (`svc bench soak`). Those talk to the daemon through `client`, reach it as `remote`
 //! says, and print with `output`.
 
@@ -14,6 +14,7 @@ mod ledger;
 mod notify;
 mod output;
 mod policy;
+mod registry;
 mod remediation;
 mod remote;
 mod soak;

@@ -123,6 +123,13 @@ pub const ROUTE_ACCESS: &[(&str, &str, Access)] = &[
     ("POST", "/api/v1/config/slack-test", Least(Operator)),
     ("GET", "/api/v1/plugins", Least(Viewer)),
     ("POST", "/api/v1/plugins/toggle", Least(Admin)),
+    ("POST", "/api/v1/plugins/install", Least(Admin)),
+    // The registry: reading it is a viewer's, changing what runs an admin's.
+    ("GET", "/api/v1/registry/search", Least(Viewer)),
+    ("GET", "/api/v1/registry/installed", Least(Viewer)),
+    ("POST", "/api/v1/registry/install", Least(Admin)),
+    ("POST", "/api/v1/registry/remove", Least(Admin)),
+    ("POST", "/api/v1/registry/refresh", Least(Admin)),
 ];
 
 /// Who may call `method` on the route matched as `path`. A pair the table

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use notify_http::Client;
+use http_client::Client;
 
 use super::message::{Notice, signature};
 use super::settings::{Destination, NotifySettings};
@@ -58,7 +58,7 @@ impl Attempt {
 /// carry the signed body elsewhere). `HTTPS_PROXY`/`NO_PROXY` apply.
 pub fn client() -> Result<Client, String> {
     Client::builder()
-        .redirect(notify_http::redirect::Policy::none())
+        .redirect(http_client::redirect::Policy::none())
         .user_agent(concat!("svc/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
@@ -75,7 +75,7 @@ pub async fn attempt(client: &Client, to: &Destination, notice: &Notice, setting
     let mut request = client
         .post(url)
         .timeout(settings.timeout)
-        .header(notify_http::header::CONTENT_TYPE, "application/json");
+        .header(http_client::header::CONTENT_TYPE, "application/json");
     if let Destination::Webhook(w) = to {
         request = request
             .header("X-Svc-Signature", signature(&w.secret, body.as_bytes()))
@@ -88,12 +88,12 @@ pub async fn attempt(client: &Client, to: &Destination, notice: &Notice, setting
         let status = response.status().as_u16();
         let retry_after = response
             .headers()
-            .get(notify_http::header::RETRY_AFTER)
+            .get(http_client::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok())
             .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
         let text = response.text().await.unwrap_or_default();
-        Ok::<_, notify_http::Error>((status, retry_after, text))
+        Ok::<_, http_client::Error>((status, retry_after, text))
     })
     .await;
     let duration = started.elapsed();
@@ -129,7 +129,7 @@ pub async fn attempt(client: &Client, to: &Destination, notice: &Notice, setting
 }
 
 /// A transport error in words, without the URL (which may hold a secret).
-fn describe(e: notify_http::Error, timeout: Duration) -> String {
+fn describe(e: http_client::Error, timeout: Duration) -> String {
     let e = e.without_url();
     if e.is_timeout() {
         return format!("timed out after {timeout:?}");

@@ -178,7 +178,7 @@ impl NotifySettings {
 
 /// Checks a destination URL: absolute `http` or `https` with a host.
 pub fn check_url(key: &str, url: &str) -> Result<(), String> {
-    let parsed = notify_http::Url::parse(url).map_err(|e| format!("{key} {url:?} is not a URL: {e}"))?;
+    let parsed = http_client::Url::parse(url).map_err(|e| format!("{key} {url:?} is not a URL: {e}"))?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(format!(
             "{key} {url:?} must be an http:// or https:// URL, not {}:",

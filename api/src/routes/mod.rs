@@ -9,6 +9,7 @@ pub mod notify;
 pub mod plugins;
 pub mod policies;
 pub mod query;
+pub mod registry;
 pub mod remediation;
 pub mod scan;
 pub mod solver;

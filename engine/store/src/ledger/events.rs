@@ -166,6 +166,10 @@ event_kinds! {
     TokenCreated = "TOKEN_CREATED", status "OK", sau false, payload TokenCreated;
     /// An API token was revoked.
     TokenRevoked = "TOKEN_REVOKED", status "OK", sau false, payload TokenRevoked;
+    /// A plugin or policy pack was installed from the registry.
+    RegistryInstall = "REGISTRY_INSTALL", status "OK", sau false, payload RegistryInstall;
+    /// A plugin or policy pack was uninstalled.
+    RegistryRemove = "REGISTRY_REMOVE", status "OK", sau false, payload RegistryRemove;
 }
 
 /// The history type filter that stands for every kind whose
@@ -495,6 +499,41 @@ pub struct TokenRevoked {
     pub name: String,
     pub role: String,
     pub sessions_ended: u64,
+}
+
+/// `REGISTRY_INSTALL`: a package that passed the registry's checks and
+/// was installed.
+#[derive(Clone, Debug, Serialize)]
+pub struct RegistryInstall {
+    pub name: String,
+    /// `plugin` or `policy`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub version: String,
+    pub category: String,
+    /// Of the plugin binary, or of the pack's file listing.
+    pub sha256: String,
+    /// Where it came from: the index or release URL.
+    pub source: String,
+    pub actor: String,
+    /// The version it replaced, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous_version: Option<String>,
+    /// Whether a plugin was added to `plugins.active`.
+    pub activated: bool,
+}
+
+/// `REGISTRY_REMOVE`: an installed package was removed.
+#[derive(Clone, Debug, Serialize)]
+pub struct RegistryRemove {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub version: String,
+    pub category: String,
+    pub sha256: String,
+    pub source: String,
+    pub actor: String,
 }
 
 /// `SCAN_RECOVERED`: committed scans no SCAN_COMPLETED records.
