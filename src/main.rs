@@ -8,6 +8,7 @@ mod logging;
 mod paths;
 mod plugins;
 mod settings;
+mod telemetry;
 
 use std::process::ExitCode;
 
