@@ -242,11 +242,15 @@ async fn operator_metrics_follow_plugins_the_queue_and_the_export() {
     d.launch().await;
     d.wait_scan_after(0).await;
     let api = d.api();
-    let before = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs_f64();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let before = now();
     let scan = api.scan_wait().await;
+    let after = now();
     assert_eq!(scan["sources"][0]["rejected"], 3, "{scan}");
     let text = metrics_text(&d).await;
 
@@ -268,9 +272,10 @@ async fn operator_metrics_follow_plugins_the_queue_and_the_export() {
         &[("source", "mock")],
     )
     .unwrap_or_else(|| panic!("no last success for mock in\n{text}"));
-    let finished = f(&scan["started_us"]) / 1e6 + f(&scan["duration_ms"]) / 1e3;
-    assert!((last - finished).abs() < 0.01, "{last} vs the report's {finished}");
-    assert!(last >= before - 1.0, "{last} after {before}");
+    assert!(
+        before <= last && last <= after,
+        "{last} while the scan ran ({before} .. {after})"
+    );
 
     // Up while active and scanning.
     assert_eq!(
