@@ -646,6 +646,106 @@ mod tests {
         assert!(text.contains(r#"method="other""#));
     }
 
+    fn source(
+        name: &str,
+        ok: bool,
+        error: Option<&str>,
+        staged: u64,
+        rejected: u64,
+    ) -> svc_engine::scan::SourceOutcome {
+        svc_engine::scan::SourceOutcome {
+            name: name.to_owned(),
+            providers: vec!["mock".to_owned()],
+            ok,
+            error: error.map(str::to_owned),
+            nodes: staged,
+            edges: 0,
+            rejected,
+            rejections: Vec::new(),
+            duration_ms: 5,
+            observed_at: None,
+            unlisted: Vec::new(),
+        }
+    }
+
+    /// Sources, plugins, the queue and the export lag as an operator reads them.
+    #[test]
+    fn operator_metrics_follow_scans_and_the_scrape() {
+        let m = Metrics::new();
+        let report = ScanReport {
+            started_us: 1_700_000_000_000_000,
+            duration_ms: 1500,
+            sources: vec![
+                source("mock", true, None, 10, 3),
+                source(
+                    "big",
+                    false,
+                    Some("sent more than 5 nodes in one scan (daemon.scan_max_nodes); the scan was stopped there"),
+                    5,
+                    0,
+                ),
+            ],
+            ..ScanReport::default()
+        };
+        m.observe_scan(&report);
+        m.observe_scan(&report);
+        let plugin = |name: &str, active: bool, verified: bool| operator::PluginState {
+            name: name.to_owned(),
+            role: "provider".to_owned(),
+            active,
+            verified,
+        };
+        let scrape = operator::Scrape {
+            plugins: vec![
+                plugin("mock", true, true),
+                plugin("big", true, true),
+                plugin("off", false, true),
+                plugin("tampered", true, false),
+            ],
+            queue: Some(vec![("flagged", 4, 12.5), ("applied", 0, 0.0)]),
+            export_lag: Some(operator::ExportLag {
+                events: 7,
+                seconds: 30.5,
+            }),
+        };
+        let text = m.encode_with(0.0, None, true, &scrape).unwrap_or_default();
+        for line in [
+            "svc_source_last_success_timestamp_seconds{source=\"mock\"} 1700000001.5",
+            "svc_plugin_up{plugin=\"mock\",role=\"provider\"} 1",
+            "svc_plugin_up{plugin=\"big\",role=\"provider\"} 0",
+            "svc_plugin_up{plugin=\"off\",role=\"provider\"} 0",
+            "svc_plugin_up{plugin=\"tampered\",role=\"provider\"} 0",
+            "svc_plugin_rejected_items_total{plugin=\"mock\",reason=\"invalid\"} 6",
+            "svc_plugin_rejected_items_total{plugin=\"big\",reason=\"limit\"} 10",
+            "svc_remediation_queue_depth{stage=\"flagged\"} 4",
+            "svc_remediation_savings_usd{stage=\"flagged\"} 12.5",
+            "svc_ledger_export_lag_events 7",
+            "svc_ledger_export_lag_seconds 30.5",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(!text.contains("svc_source_last_success_timestamp_seconds{source=\"big\"}"));
+        assert!(text.contains(&format!("svc_build_info{{version=\"{}\"", env!("CARGO_PKG_VERSION"))));
+        for name in [
+            operator::BUILD_INFO,
+            operator::PLUGIN_UP,
+            operator::REMEDIATION_QUEUE_DEPTH,
+            operator::EXPORT_LAG_SECONDS,
+        ] {
+            assert!(text.contains(&format!("# HELP {name} ")), "{name}");
+            assert!(text.contains(&format!("# TYPE {name} gauge")), "{name}");
+        }
+        assert!(text.contains("# TYPE svc_plugin_rejected_items_total counter"));
+
+        // Export off and no engine yet: the lag and queue are absent, not 0.
+        let text = m
+            .encode_with(0.0, None, true, &operator::Scrape::default())
+            .unwrap_or_default();
+        assert!(!text.contains("svc_ledger_export_lag"), "{text}");
+        assert!(!text.contains("svc_remediation_queue_depth"), "{text}");
+        assert!(!text.contains("svc_plugin_up"), "{text}");
+    }
+
     /// The process's own figures, as this test process has them now.
     #[test]
     #[cfg(target_os = "linux")]
