@@ -344,3 +344,18 @@ async fn an_unreachable_collector_costs_a_log_line_not_a_slower_scan() {
     let status = d.stop().await;
     assert!(status.success(), "{status}\n{}", d.log.text());
 }
+
+#[test]
+fn an_endpoint_that_is_not_a_url_stops_the_start_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::daemon_command(dir.path(), 50)
+        .args(["--otlp-endpoint", "collector:4318"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("invalid --otlp-endpoint \"collector:4318\": expected an http:// or https:// URL"),
+        "{stderr}"
+    );
+}
