@@ -5,25 +5,45 @@
 use std::fmt;
 
 use serde_json::{Map, Value};
+use tracing::Level;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::telemetry::Telemetry;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::registry::LookupSpan;
 
-pub fn init(format: &str) -> anyhow::Result<()> {
+/// Installs the logger (`SVC_LOG` filters it, `info` by default) and, with
+/// `otlp_endpoint`, trace export ([`crate::telemetry`]), which sees the
+/// spans of the daemon's own crates whatever `SVC_LOG` says.
+pub fn init(format: &str, otlp_endpoint: Option<&str>) -> anyhow::Result<Option<Telemetry>> {
     let filter = EnvFilter::try_from_env("SVC_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    match format {
-        "json" => tracing_subscriber::fmt()
-            .event_format(SpecJson)
-            .with_env_filter(filter)
-            .init(),
-        "text" => tracing_subscriber::fmt().with_ansi(ansi).with_env_filter(filter).init(),
+    let fmt = match format {
+        "json" => tracing_subscriber::fmt::layer().event_format(SpecJson).boxed(),
+        "text" => tracing_subscriber::fmt::layer().with_ansi(ansi).boxed(),
         other => anyhow::bail!("unknown log format {other:?}: use text or json"),
-    }
-    Ok(())
+    };
+    let (telemetry, otel) = match otlp_endpoint {
+        Some(endpoint) => {
+            let (telemetry, tracer) = crate::telemetry::start(endpoint)?;
+            let spans = Targets::new().with_target("svc", Level::INFO);
+            let layer = tracing_opentelemetry::layer().with_tracer(tracer).with_filter(spans);
+            (Some(telemetry), Some(layer))
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry()
+        .with(fmt.with_filter(filter))
+        .with(otel)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot install the logger: {e}"))?;
+    Ok(telemetry)
 }
 
 struct SpecJson;

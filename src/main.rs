@@ -10,6 +10,7 @@ mod plugins;
 mod registry;
 mod retention;
 mod settings;
+mod telemetry;
 
 use std::process::ExitCode;
 

@@ -310,6 +310,7 @@ impl Plugins {
             // Timeouts and limits come with each scan (Engine::set_scan_limits).
             let mut opts = SourceOptions::default();
             opts.launch.integrity = Some(e.integrity.clone());
+            opts.launch.env = crate::telemetry::plugin_env();
             let path = e.found.path.clone();
             match role_name(&e.found.manifest) {
                 "heuristic" => analyzers.push(Box::new(HeuristicPlugin::new(path, opts, self.handle.clone()))),

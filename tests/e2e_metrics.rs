@@ -6,10 +6,11 @@
 mod common;
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use common::Daemon;
-use serde_json::Value;
+use common::{Daemon, QUIET_CONFIG, SVC, Sources};
+use serde_json::{Value, json};
 
 /// The value of the sample `name{labels}`, labels given as `k="v"` pairs in
 /// any order; `None` when there is no such sample.
@@ -150,7 +151,11 @@ async fn metrics_agree_with_the_api_and_pass_promtool() {
     assert!(sample(&text, "process_cpu_seconds_total", &[]).is_some(), "{text}");
     assert!(sample(&text, "process_open_fds", &[]).is_some_and(|n| n >= 3.0));
 
-    // promtool accepts the exposition.
+    promtool_accepts(&text);
+}
+
+/// `promtool check metrics` accepts `text`.
+fn promtool_accepts(text: &str) {
     let mut child = match Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -178,4 +183,169 @@ async fn metrics_agree_with_the_api_and_pass_promtool() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The samples of `name`: each sample's labels (as `k="v",...`) and value.
+fn series(text: &str, name: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let (s, value) = line.rsplit_once(' ')?;
+            let (metric, labels) = match s.split_once('{') {
+                Some((m, rest)) => (m, rest.strip_suffix('}')?),
+                None => (s, ""),
+            };
+            if metric != name {
+                return None;
+            }
+            Some((labels.to_owned(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+async fn metrics_text(d: &Daemon) -> String {
+    let r = d.anonymous().get("/metrics").await;
+    assert_eq!(r.status, 200, "{}", r.text);
+    r.text
+}
+
+/// The metrics an operator alerts on, through a real plugin process that
+/// sends three malformed nodes per scan, with the compliance export on.
+#[tokio::test]
+async fn operator_metrics_follow_plugins_the_queue_and_the_export() {
+    let dir = common::data_dir();
+    let plugin = PathBuf::from(SVC).with_file_name("svc-plugin-mock");
+    assert!(
+        plugin.exists(),
+        "{} is missing: cargo build -p svc-plugin-mock",
+        plugin.display()
+    );
+    let out = Command::new(SVC)
+        .args(["plugins", "install-local", "--name", "mock"])
+        .arg(&plugin)
+        .env("SVC_DATA_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bucket = dir.path().join("audit");
+    std::fs::write(
+        dir.path().join("config.toml"),
+        format!(
+            "{QUIET_CONFIG}[plugins]\nactive = [\"mock\"]\n[plugins.config.mock]\nscale = 300\n[sau]\naudit_bucket = \"file://{}\"\naudit_export_interval = \"1h\"\n",
+            bucket.display()
+        ),
+    )
+    .unwrap();
+    let mut d = Daemon::configure(dir.path(), 300);
+    d.sources = Sources::Fallback;
+    d.env = vec![("SVC_MOCK_FAIL".into(), "malformed_nodes".into())];
+    d.launch().await;
+    d.wait_scan_after(0).await;
+    let api = d.api();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    let before = now();
+    let scan = api.scan_wait().await;
+    let after = now();
+    assert_eq!(scan["sources"][0]["rejected"], 3, "{scan}");
+    let text = metrics_text(&d).await;
+
+    // The build.
+    let build = series(&text, "svc_build_info");
+    assert_eq!(build.len(), 1, "{text}");
+    assert!(
+        build[0]
+            .0
+            .contains(&format!("version=\"{}\"", env!("CARGO_PKG_VERSION"))),
+        "{build:?}"
+    );
+    assert_eq!(build[0].1, 1.0);
+
+    // The plugin's last successful scan: the one just asked for.
+    let last = sample(
+        &text,
+        "svc_source_last_success_timestamp_seconds",
+        &[("source", "mock")],
+    )
+    .unwrap_or_else(|| panic!("no last success for mock in\n{text}"));
+    assert!(
+        before <= last && last <= after,
+        "{last} while the scan ran ({before} .. {after})"
+    );
+
+    // Up while active and scanning.
+    assert_eq!(
+        sample(&text, "svc_plugin_up", &[("plugin", "mock"), ("role", "provider")]),
+        Some(1.0),
+        "{text}"
+    );
+    // Three malformed nodes per scan, two scans.
+    assert_eq!(
+        sample(
+            &text,
+            "svc_plugin_rejected_items_total",
+            &[("plugin", "mock"), ("reason", "invalid")]
+        ),
+        Some(6.0),
+        "{text}"
+    );
+
+    // The queue per stage agrees with the API's.
+    let queue = api.get_query_ok("/api/v1/remediation/queue", &[("limit", "1")]).await;
+    let stages = ["flagged", "analyzed", "codegen", "sau_gate", "pending", "applied"];
+    assert_eq!(
+        series(&text, "svc_remediation_queue_depth").len(),
+        stages.len(),
+        "{text}"
+    );
+    let mut total = 0.0;
+    for stage in stages {
+        let depth = sample(&text, "svc_remediation_queue_depth", &[("stage", stage)]).unwrap();
+        let savings = sample(&text, "svc_remediation_savings_usd", &[("stage", stage)]).unwrap();
+        assert_eq!(depth, f(&queue["counts"][stage]), "{stage}: {queue}");
+        assert!(
+            (savings - f(&queue["savings_usd_mo"][stage])).abs() < 0.01,
+            "{stage}: {savings} vs {queue}"
+        );
+        total += depth;
+    }
+    assert!(total > 0.0, "the mock estate has waste in the pipeline: {queue}");
+
+    // Export lag: the events since the export at start wait.
+    let lag = sample(&text, "svc_ledger_export_lag_events", &[]).expect("export lag");
+    let head = api.get_ok("/api/v1/ledger/verify").await["last_seq"].as_u64().unwrap();
+    assert!(lag >= 1.0 && lag <= head as f64, "lag {lag} of {head} events");
+    let age = sample(&text, "svc_ledger_export_lag_seconds", &[]).unwrap();
+    assert!(age > 0.0 && age < 600.0, "oldest unexported event {age} s old");
+    promtool_accepts(&text);
+
+    // Exported: nothing waits.
+    let run = api.post_json("/api/v1/ledger/export", &json!({})).await.expect(200);
+    let text = metrics_text(&d).await;
+    let head = api.get_ok("/api/v1/ledger/verify").await["last_seq"].as_u64().unwrap();
+    let through = run["exported_through"].as_u64().unwrap();
+    let lag = sample(&text, "svc_ledger_export_lag_events", &[]).unwrap();
+    assert!(
+        lag <= (head - through) as f64,
+        "lag {lag} after exporting through {through} of {head}"
+    );
+    if lag == 0.0 {
+        assert_eq!(sample(&text, "svc_ledger_export_lag_seconds", &[]), Some(0.0));
+    }
+
+    // Turned off: down.
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
+        .await
+        .expect(200);
+    let text = metrics_text(&d).await;
+    assert_eq!(
+        sample(&text, "svc_plugin_up", &[("plugin", "mock"), ("role", "provider")]),
+        Some(0.0),
+        "{text}"
+    );
+    promtool_accepts(&text);
 }

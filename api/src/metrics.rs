@@ -73,6 +73,8 @@ pub struct Metrics {
     pub ledger_exported_seq: IntGauge,
     /// Notification outcomes, failed attempts and queue depth.
     pub notify: notify::NotifyMetrics,
+    /// What an operator alerts on ([`operator`]).
+    operator: operator::Operator,
 }
 
 impl Default for Metrics {
@@ -184,6 +186,7 @@ impl Metrics {
                 gauge(LEDGER_EXPORTED_SEQ, "The last ledger seq held by the export bucket."),
             ),
             notify: notify::NotifyMetrics::new(&registry),
+            operator: operator::Operator::new(&registry),
             registry,
             waste_usd: AtomicU64::new(0f64.to_bits()),
         }
@@ -191,6 +194,7 @@ impl Metrics {
 
     /// Records a finished scan.
     pub fn observe_scan(&self, report: &ScanReport) {
+        self.operator.observe_scan(report);
         self.scan_duration.observe(report.duration_ms as f64 / 1000.0);
         for (provider, n) in &report.discovered {
             self.nodes_discovered.with_label_values(&[provider.as_str()]).inc_by(*n);
@@ -232,7 +236,19 @@ impl Metrics {
     /// The exposition text. `uptime_s` and `ledger_events` are read by the caller.
     /// The exposition text; `ready` is what `/readyz` answers (1 for 200).
     pub fn encode(&self, uptime_s: f64, ledger_events: Option<u64>, ready: bool) -> Result<String, prometheus::Error> {
+        self.encode_with(uptime_s, ledger_events, ready, &operator::Scrape::default())
+    }
+
+    /// [`Metrics::encode`] plus the figures `scrape` read at scrape time.
+    pub fn encode_with(
+        &self,
+        uptime_s: f64,
+        ledger_events: Option<u64>,
+        ready: bool,
+        scrape: &operator::Scrape,
+    ) -> Result<String, prometheus::Error> {
         let mut families = self.registry.gather();
+        families.extend(self.operator.families(scrape));
         families.push(family(
             names::READY,
             "1 while the daemon is ready (/readyz answers 200), else 0.",
@@ -264,6 +280,302 @@ impl Metrics {
             name = names::WASTE_USD
         ));
         Ok(text)
+    }
+}
+
+// What an operator alerts on: the build, stale sources, plugins down,
+// the remediation queue and the compliance export's lag. One block, from
+// here to the end of `mod operator`.
+pub mod operator {
+    use std::collections::BTreeMap;
+
+    use parking_lot::Mutex;
+    use prometheus::proto::{Gauge, LabelPair, Metric, MetricFamily, MetricType};
+    use prometheus::{GaugeVec, IntCounterVec, Opts, Registry};
+    use svc_engine::Engine;
+    use svc_engine::scan::ScanReport;
+
+    use crate::plugins::PluginCatalog;
+
+    pub const BUILD_INFO: &str = "svc_build_info";
+    pub const SOURCE_LAST_SUCCESS: &str = "svc_source_last_success_timestamp_seconds";
+    pub const PLUGIN_UP: &str = "svc_plugin_up";
+    pub const REMEDIATION_QUEUE_DEPTH: &str = "svc_remediation_queue_depth";
+    pub const REMEDIATION_SAVINGS: &str = "svc_remediation_savings_usd";
+    pub const PLUGIN_REJECTED_ITEMS: &str = "svc_plugin_rejected_items_total";
+    pub const EXPORT_LAG_EVENTS: &str = "svc_ledger_export_lag_events";
+    pub const EXPORT_LAG_SECONDS: &str = "svc_ledger_export_lag_seconds";
+
+    /// `reason` of items the decoder dropped (bad CRN, bad cost, invalid or
+    /// oversized properties, an edge without ends).
+    pub const REJECTED_INVALID: &str = "invalid";
+    /// `reason` of items staged by a source that passed a scan limit
+    /// (`daemon.scan_max_nodes`/`_edges`): its whole scan is dropped.
+    pub const REJECTED_LIMIT: &str = "limit";
+
+    /// The commit the build came from, when the build was told
+    /// (`SVC_BUILD_COMMIT` at compile time).
+    const COMMIT: Option<&str> = option_env!("SVC_BUILD_COMMIT");
+
+    /// The metrics fed by scans.
+    pub(super) struct Operator {
+        last_success: GaugeVec,
+        rejected: IntCounterVec,
+        /// Whether each source and heuristic plugin's last use worked, by name.
+        last_ok: Mutex<BTreeMap<String, bool>>,
+    }
+
+    impl Operator {
+        /// # Panics
+        /// Only if a declaration below is malformed (a programming error).
+        pub(super) fn new(registry: &Registry) -> Operator {
+            Operator {
+                last_success: super::register(
+                    registry,
+                    GaugeVec::new(
+                        Opts::new(
+                            SOURCE_LAST_SUCCESS,
+                            "Unix time at which the last scan that succeeded for this source (plugin or mock estate) finished.",
+                        ),
+                        &["source"],
+                    )
+                    .expect("valid gauge declaration"),
+                ),
+                rejected: super::register(
+                    registry,
+                    IntCounterVec::new(
+                        Opts::new(
+                            PLUGIN_REJECTED_ITEMS,
+                            "Nodes and edges a source sent that were not taken, by reason: invalid (dropped by the decoder) or limit (a scan limit was passed and the scan dropped).",
+                        ),
+                        &["plugin", "reason"],
+                    )
+                    .expect("valid counter declaration"),
+                ),
+                last_ok: Mutex::new(BTreeMap::new()),
+            }
+        }
+
+        pub(super) fn observe_scan(&self, report: &ScanReport) {
+            let finished = (report.started_us as f64) / 1e6 + (report.duration_ms as f64) / 1e3;
+            let mut last_ok = self.last_ok.lock();
+            for s in &report.sources {
+                last_ok.insert(s.name.clone(), s.ok);
+                if s.ok {
+                    self.last_success.with_label_values(&[s.name.as_str()]).set(finished);
+                }
+                if s.rejected > 0 {
+                    self.rejected
+                        .with_label_values(&[s.name.as_str(), REJECTED_INVALID])
+                        .inc_by(s.rejected);
+                }
+                let limited = s.error.as_deref().is_some_and(|e| e.contains("(daemon.scan_max_"));
+                if limited && s.nodes + s.edges > 0 {
+                    self.rejected
+                        .with_label_values(&[s.name.as_str(), REJECTED_LIMIT])
+                        .inc_by(s.nodes + s.edges);
+                }
+            }
+            for h in &report.heuristics {
+                last_ok.insert(h.name.clone(), h.ok);
+            }
+        }
+
+        /// The families computed at scrape time.
+        pub(super) fn families(&self, scrape: &Scrape) -> Vec<MetricFamily> {
+            let mut out = Vec::new();
+            let mut build = vec![("version", env!("CARGO_PKG_VERSION").to_owned())];
+            if let Some(commit) = COMMIT {
+                build.push(("commit", commit.to_owned()));
+            }
+            out.push(gauges(
+                BUILD_INFO,
+                "Always 1; the labels name the build (version, and commit when the build was given SVC_BUILD_COMMIT).",
+                vec![(build, 1.0)],
+            ));
+            let last_ok = self.last_ok.lock();
+            let up = scrape
+                .plugins
+                .iter()
+                .map(|p| {
+                    let failed = last_ok.get(&p.name) == Some(&false);
+                    let up = p.active && p.verified && !failed;
+                    (
+                        vec![("plugin", p.name.clone()), ("role", p.role.clone())],
+                        f64::from(u8::from(up)),
+                    )
+                })
+                .collect();
+            out.push(gauges(
+                PLUGIN_UP,
+                "1 while an installed plugin is active, passes its integrity check and its last scan (or heuristic pass) did not fail; else 0.",
+                up,
+            ));
+            if let Some(queue) = &scrape.queue {
+                let depth = queue
+                    .iter()
+                    .map(|(stage, n, _)| (vec![("stage", (*stage).to_owned())], *n as f64))
+                    .collect();
+                out.push(gauges(
+                    REMEDIATION_QUEUE_DEPTH,
+                    "Resources at each remediation pipeline stage (SPEC 3.1), rejected items excluded.",
+                    depth,
+                ));
+                let savings = queue
+                    .iter()
+                    .map(|(stage, _, usd)| (vec![("stage", (*stage).to_owned())], *usd))
+                    .collect();
+                out.push(gauges(
+                    REMEDIATION_SAVINGS,
+                    "Monthly savings in USD of the resources at each remediation pipeline stage.",
+                    savings,
+                ));
+            }
+            if let Some(lag) = &scrape.export_lag {
+                out.push(gauges(
+                    EXPORT_LAG_EVENTS,
+                    "Ledger events appended but not yet in the compliance export's bucket (absent while export is off).",
+                    vec![(Vec::new(), lag.events as f64)],
+                ));
+                out.push(gauges(
+                    EXPORT_LAG_SECONDS,
+                    "Age in seconds of the oldest ledger event not yet exported; 0 when none waits (absent while export is off).",
+                    vec![(Vec::new(), lag.seconds)],
+                ));
+            }
+            // A family without samples is not valid exposition text.
+            out.retain(|f| !f.get_metric().is_empty());
+            out
+        }
+    }
+
+    /// One plugin as `svc_plugin_up` sees it.
+    #[derive(Clone, Debug, Default)]
+    pub struct PluginState {
+        pub name: String,
+        pub role: String,
+        pub active: bool,
+        pub verified: bool,
+    }
+
+    /// The compliance export's backlog.
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub struct ExportLag {
+        pub events: u64,
+        pub seconds: f64,
+    }
+
+    /// What `/metrics` reads from the daemon when it is scraped.
+    #[derive(Clone, Debug, Default)]
+    pub struct Scrape {
+        pub plugins: Vec<PluginState>,
+        /// Per stage, in flow order: items and their monthly savings.
+        pub queue: Option<Vec<(&'static str, u64, f64)>>,
+        /// `None` while export is off.
+        pub export_lag: Option<ExportLag>,
+    }
+
+    impl Scrape {
+        /// Reads the plugin catalog, the remediation queue and the export
+        /// mark. Blocking (store reads): run it off the async runtime.
+        pub fn read(
+            engine: Option<&Engine>,
+            plugins: Option<&dyn PluginCatalog>,
+            export_on: bool,
+            now_us: u64,
+        ) -> Scrape {
+            let plugins = plugins
+                .map(|c| {
+                    c.list()
+                        .into_iter()
+                        .map(|p| PluginState {
+                            verified: p.status == "verified",
+                            name: p.name,
+                            role: p.role,
+                            active: p.active,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let Some(engine) = engine else {
+                return Scrape {
+                    plugins,
+                    ..Scrape::default()
+                };
+            };
+            let queue = match engine.remediation_queue(0) {
+                Ok(parts) => Some(
+                    parts
+                        .into_iter()
+                        .filter(|p| svc_engine::remediation::stage_named(p.name).is_some())
+                        .map(|p| (p.name, p.count, p.savings_usd_mo))
+                        .collect(),
+                ),
+                Err(e) => {
+                    tracing::debug!(error = %e, "remediation queue not read for /metrics");
+                    None
+                }
+            };
+            let export_lag = if export_on { export_lag(engine, now_us) } else { None };
+            Scrape {
+                plugins,
+                queue,
+                export_lag,
+            }
+        }
+    }
+
+    /// Events after the export mark and the age of the oldest of them.
+    fn export_lag(engine: &Engine, now_us: u64) -> Option<ExportLag> {
+        let ledger = engine.ledger();
+        let mark = match ledger.exported_through() {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(error = %e, "export mark not read for /metrics");
+                return None;
+            }
+        };
+        let events = ledger.last_seq().saturating_sub(mark);
+        let seconds = if events == 0 {
+            0.0
+        } else {
+            match ledger.events_after(mark, 1) {
+                Ok(first) => first
+                    .first()
+                    .map_or(0.0, |e| now_us.saturating_sub(e.ts_us) as f64 / 1e6),
+                Err(e) => {
+                    tracing::debug!(error = %e, "oldest unexported event not read for /metrics");
+                    return None;
+                }
+            }
+        };
+        Some(ExportLag { events, seconds })
+    }
+
+    /// A gauge family of labelled samples.
+    fn gauges(name: &str, help: &str, samples: Vec<(Vec<(&str, String)>, f64)>) -> MetricFamily {
+        let mut f = MetricFamily::default();
+        f.set_name(name.to_owned());
+        f.set_help(help.to_owned());
+        f.set_field_type(MetricType::GAUGE);
+        for (labels, value) in samples {
+            let mut m = Metric::default();
+            let pairs: Vec<LabelPair> = labels
+                .into_iter()
+                .map(|(k, v)| {
+                    let mut l = LabelPair::default();
+                    l.set_name(k.to_owned());
+                    l.set_value(v);
+                    l
+                })
+                .collect();
+            m.set_label(pairs);
+            let mut g = Gauge::default();
+            g.set_value(value);
+            m.set_gauge(g);
+            f.mut_metric().push(m);
+        }
+        f
     }
 }
 
@@ -336,6 +648,106 @@ mod tests {
         assert!(text.contains("svc_ledger_events_total 3"));
         assert!(text.contains("\nsvc_ready 0\n"), "{text}");
         assert!(text.contains(r#"method="other""#));
+    }
+
+    fn source(
+        name: &str,
+        ok: bool,
+        error: Option<&str>,
+        staged: u64,
+        rejected: u64,
+    ) -> svc_engine::scan::SourceOutcome {
+        svc_engine::scan::SourceOutcome {
+            name: name.to_owned(),
+            providers: vec!["mock".to_owned()],
+            ok,
+            error: error.map(str::to_owned),
+            nodes: staged,
+            edges: 0,
+            rejected,
+            rejections: Vec::new(),
+            duration_ms: 5,
+            observed_at: None,
+            unlisted: Vec::new(),
+        }
+    }
+
+    /// Sources, plugins, the queue and the export lag as an operator reads them.
+    #[test]
+    fn operator_metrics_follow_scans_and_the_scrape() {
+        let m = Metrics::new();
+        let report = ScanReport {
+            started_us: 1_700_000_000_000_000,
+            duration_ms: 1500,
+            sources: vec![
+                source("mock", true, None, 10, 3),
+                source(
+                    "big",
+                    false,
+                    Some("sent more than 5 nodes in one scan (daemon.scan_max_nodes); the scan was stopped there"),
+                    5,
+                    0,
+                ),
+            ],
+            ..ScanReport::default()
+        };
+        m.observe_scan(&report);
+        m.observe_scan(&report);
+        let plugin = |name: &str, active: bool, verified: bool| operator::PluginState {
+            name: name.to_owned(),
+            role: "provider".to_owned(),
+            active,
+            verified,
+        };
+        let scrape = operator::Scrape {
+            plugins: vec![
+                plugin("mock", true, true),
+                plugin("big", true, true),
+                plugin("off", false, true),
+                plugin("tampered", true, false),
+            ],
+            queue: Some(vec![("flagged", 4, 12.5), ("applied", 0, 0.0)]),
+            export_lag: Some(operator::ExportLag {
+                events: 7,
+                seconds: 30.5,
+            }),
+        };
+        let text = m.encode_with(0.0, None, true, &scrape).unwrap_or_default();
+        for line in [
+            "svc_source_last_success_timestamp_seconds{source=\"mock\"} 1700000001.5",
+            "svc_plugin_up{plugin=\"mock\",role=\"provider\"} 1",
+            "svc_plugin_up{plugin=\"big\",role=\"provider\"} 0",
+            "svc_plugin_up{plugin=\"off\",role=\"provider\"} 0",
+            "svc_plugin_up{plugin=\"tampered\",role=\"provider\"} 0",
+            "svc_plugin_rejected_items_total{plugin=\"mock\",reason=\"invalid\"} 6",
+            "svc_plugin_rejected_items_total{plugin=\"big\",reason=\"limit\"} 10",
+            "svc_remediation_queue_depth{stage=\"flagged\"} 4",
+            "svc_remediation_savings_usd{stage=\"flagged\"} 12.5",
+            "svc_ledger_export_lag_events 7",
+            "svc_ledger_export_lag_seconds 30.5",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
+        }
+        assert!(!text.contains("svc_source_last_success_timestamp_seconds{source=\"big\"}"));
+        assert!(text.contains(&format!("svc_build_info{{version=\"{}\"", env!("CARGO_PKG_VERSION"))));
+        for name in [
+            operator::BUILD_INFO,
+            operator::PLUGIN_UP,
+            operator::REMEDIATION_QUEUE_DEPTH,
+            operator::EXPORT_LAG_SECONDS,
+        ] {
+            assert!(text.contains(&format!("# HELP {name} ")), "{name}");
+            assert!(text.contains(&format!("# TYPE {name} gauge")), "{name}");
+        }
+        assert!(text.contains("# TYPE svc_plugin_rejected_items_total counter"));
+
+        // Export off and no engine yet: the lag and queue are absent, not 0.
+        let text = m
+            .encode_with(0.0, None, true, &operator::Scrape::default())
+            .unwrap_or_default();
+        assert!(!text.contains("svc_ledger_export_lag"), "{text}");
+        assert!(!text.contains("svc_remediation_queue_depth"), "{text}");
+        assert!(!text.contains("svc_plugin_up"), "{text}");
     }
 
     /// The process's own figures, as this test process has them now.

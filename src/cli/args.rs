@@ -38,6 +38,11 @@ pub(super) enum Command {
         /// Address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: SocketAddr,
+        /// Export traces over OTLP/HTTP (protobuf) to this collector: a base
+        /// address such as `http://127.0.0.1:4318` (spans go to its
+        /// `/v1/traces`) or the full traces URL. Read at start only.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
     },
     /// The remediation pipeline: queue, plans and decisions.
     Remediation {

@@ -18,15 +18,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             mock_scale,
             mock_seed,
             listen,
+            otlp_endpoint,
         } => {
-            crate::logging::init(&cli.log_format)?;
-            daemon::run(DaemonOptions {
+            let telemetry = crate::logging::init(&cli.log_format, otlp_endpoint.as_deref())?;
+            let result = daemon::run(DaemonOptions {
                 listen,
                 mock,
                 mock_scale,
                 mock_seed,
             })
-            .await?;
+            .await;
+            if let Some(telemetry) = telemetry {
+                // The last spans leave on a blocking thread (the exporter's
+                // HTTP client blocks).
+                let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+            }
+            result?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Scan {

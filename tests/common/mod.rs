@@ -168,6 +168,8 @@ pub struct Daemon {
     pub json_logs: bool,
     /// Extra environment of the next start (plugins inherit it).
     pub env: Vec<(String, String)>,
+    /// Extra arguments of `svc daemon` at the next start.
+    pub args: Vec<String>,
     pub log: Log,
     child: Option<Child>,
     watchdog: Option<(Child, ChildStdin)>,
@@ -194,6 +196,7 @@ impl Daemon {
             sources: Sources::Mock,
             json_logs: false,
             env: Vec::new(),
+            args: Vec::new(),
             log: Log::default(),
             child: None,
             watchdog: None,
@@ -222,6 +225,7 @@ impl Daemon {
             cmd.args(["--log-format", "json"]);
         }
         cmd.envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        cmd.args(&self.args);
         let mut child = cmd.spawn().expect("spawn svc daemon");
         let pid = child.id();
         self.watchdog = Some(spawn_watchdog(pid));

@@ -132,8 +132,10 @@ impl HeuristicPlugin {
             .map_err(|e| SourceError::Failed(format!("heuristic plugin {name}: cannot start its feeder: {e}")))?;
         let limit = timeout.unwrap_or(self.opts.scan_timeout);
         let mut refused = false;
+        // Inside the engine's `plugin.analyze` span: the plugin's span joins it.
+        let request = super::trace::request(&tracing::Span::current(), ReceiverStream::new(rx));
         let stream = async {
-            let mut findings = client.analyze(ReceiverStream::new(rx)).await?.into_inner();
+            let mut findings = client.analyze(request).await?.into_inner();
             while let Some(f) = findings.message().await? {
                 if found(from_wire(f)).is_break() {
                     // Dropping the stream cancels the call.

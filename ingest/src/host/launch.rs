@@ -24,6 +24,7 @@ use super::discover::{Integrity, PLUGIN_PREFIX};
 use super::handshake::{Handshake, Net, parse_handshake};
 use super::logs::forward_lines;
 use super::manifest::Role;
+use super::trace;
 use super::{HostError, status_text};
 
 /// Longest handshake line read from a plugin.
@@ -436,7 +437,7 @@ impl PluginProcess {
     ) -> Result<Option<pb::PreflightResponse>, HostError> {
         let span = tracing::info_span!("plugin.preflight", plugin = %self.name);
         let mut client = self.provider();
-        let call = client.preflight_check(pb::PreflightRequest { config });
+        let call = client.preflight_check(trace::request(&span, pb::PreflightRequest { config }));
         match timeout(within, call).instrument(span).await {
             Err(_) => Err(HostError::Rpc {
                 name: self.name.clone(),
@@ -465,7 +466,7 @@ impl PluginProcess {
     pub async fn apply_quarantine(&self, req: pb::QuarantineRequest) -> Result<pb::QuarantineResponse, HostError> {
         let span = tracing::info_span!("plugin.quarantine", plugin = %self.name, crn = %req.crn, action = %req.action);
         self.provider()
-            .apply_quarantine(req)
+            .apply_quarantine(trace::request(&span, req))
             .instrument(span)
             .await
             .map(tonic::Response::into_inner)
@@ -477,6 +478,7 @@ impl PluginProcess {
     pub async fn remediate(&self, req: pb::RemediateRequest) -> Result<pb::RemediateResponse, HostError> {
         let span = tracing::info_span!("plugin.remediate", plugin = %self.name, crn = %req.crn, action = %req.action,
             dry_run = req.dry_run);
+        let req = trace::request(&span, req);
         RemediatorClient::new(self.channel.clone())
             .remediate(req)
             .instrument(span)
@@ -581,9 +583,12 @@ async fn connect(
 
     let span = tracing::info_span!("plugin.handshake", plugin = %name, daemon_version = %opts.daemon_version);
     let mut provider = ProviderClient::new(channel.clone());
-    let call = provider.handshake(pb::HandshakeRequest {
-        daemon_version: opts.daemon_version.clone(),
-    });
+    let call = provider.handshake(trace::request(
+        &span,
+        pb::HandshakeRequest {
+            daemon_version: opts.daemon_version.clone(),
+        },
+    ));
     let reply = match timeout(t, call).instrument(span).await {
         Err(_) => {
             return Err(no_handshake(format!(

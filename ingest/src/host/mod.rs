@@ -8,6 +8,7 @@
 //! - [`handshake`]: the `CORE|APP|NET|ADDR|PROTO|SERVERCERT[|MUX]` line.
 //! - [`launch`]: one running plugin process and its gRPC channel.
 //! - [`source`]: a provider plugin as an engine [`svc_engine::scan::Source`].
+//! - [`trace`]: the `traceparent` each call carries.
 //!
 //! Every failure of a plugin is a [`HostError`] (or a scan's
 //! [`svc_engine::scan::SourceError`]) naming the plugin; a plugin never takes
@@ -21,6 +22,7 @@ mod logs;
 pub mod manifest;
 mod scan_call;
 pub mod source;
+pub mod trace;
 mod unlisted;
 
 use std::path::PathBuf;

@@ -43,6 +43,10 @@ pub async fn scan(mut channel: Channel, request: pb::ScanRequest, max_message: u
     let headers = req.headers_mut();
     headers.insert(header::TE, HeaderValue::from_static("trailers"));
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    // The caller's span (`plugin.scan`) is the plugin's spans' parent.
+    if let Some(value) = super::trace::traceparent(&tracing::Span::current()).and_then(|v| v.parse().ok()) {
+        headers.insert(super::trace::TRACEPARENT, value);
+    }
     let ready = channel
         .ready()
         .await

@@ -27,7 +27,8 @@
 //! line's format), `framework` (health, controller and stdio services),
 //! `encoded` (scan responses the plugin encodes itself), `stream` (response
 //! streams), `compat` (a provider's answer to the daemon's version),
-//! `properties`, `log` and `error`.
+//! `properties`, `log` and `error`; `trace`, a span per call of the daemon,
+//! exported when the daemon exports its own (SPEC 4.9).
 
 mod compat;
 pub mod encoded;
@@ -39,6 +40,7 @@ pub mod log;
 mod properties;
 mod serve;
 mod stream;
+pub mod trace;
 mod unlisted;
 
 pub use compat::{compatibility, major};

@@ -8,20 +8,28 @@ use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// Installs the hclog JSON logger at `info` (or the level in
-/// `SVC_PLUGIN_LOG_LEVEL`: trace, debug, info, warn, error). Does nothing
+/// `SVC_PLUGIN_LOG_LEVEL`: trace, debug, info, warn, error), and trace
+/// export when the daemon asks for it ([`crate::trace`]). Does nothing
 /// when a global subscriber is already set.
 pub fn init() {
     let level = std::env::var("SVC_PLUGIN_LOG_LEVEL")
         .ok()
         .and_then(|v| v.parse::<LevelFilter>().ok())
         .unwrap_or(LevelFilter::INFO);
+    // The plugin's spans, when the daemon exports traces (`crate::trace`).
+    let otel = crate::trace::tracer().map(|tracer| {
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_filter(Targets::new().with_target("svc", Level::INFO))
+    });
     let _already_set = tracing_subscriber::registry()
         .with(HclogLayer.with_filter(level))
+        .with(otel)
         .try_init();
 }
 

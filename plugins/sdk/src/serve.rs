@@ -14,7 +14,12 @@ use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Notify;
 use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tonic::transport::Server;
-use tonic::transport::server::Router;
+use tower::layer::util::{Identity, Stack};
+
+use crate::trace::TraceLayer;
+
+/// The server a plugin's services are added to: each call in its span.
+pub(crate) type Router = tonic::transport::server::Router<Stack<TraceLayer, Identity>>;
 
 use crate::error::SdkError;
 use crate::framework::{Controller, HealthService, Stdio};
@@ -23,9 +28,10 @@ use crate::handshake::{Cookie, HandshakeLine, ListenAddr, check_protocol_version
 /// The socket directory of the running plugin, for [`exit_now`].
 static SOCKET_DIR: OnceLock<PathBuf> = OnceLock::new();
 
-/// Ends the process at once with `code`, removing the socket directory
-/// first (a clean stop removes it by itself).
+/// Ends the process at once with `code`, sending the spans that ended and
+/// removing the socket directory first (a clean stop does both by itself).
 pub fn exit_now(code: i32) -> ! {
+    crate::trace::shutdown();
     if let Some(dir) = SOCKET_DIR.get() {
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -149,6 +155,7 @@ pub(crate) async fn serve(
         serving: served.iter().map(|s| (*s).to_owned()).collect(),
     };
     let router = add(Server::builder()
+        .layer(TraceLayer)
         .add_service(HealthServer::new(health))
         .add_service(GrpcControllerServer::new(Controller {
             shutdown: shutdown.clone(),
@@ -214,6 +221,7 @@ pub(crate) async fn serve(
         drop(dir);
     }
     tracing::info!("plugin stopped");
+    let _ = tokio::task::spawn_blocking(crate::trace::shutdown).await;
     Ok(())
 }
 

@@ -58,7 +58,9 @@ pub(crate) fn run(
     only: Option<&[String]>,
     limits: ScanLimits,
 ) -> Result<ScanReport, EngineError> {
-    let root = info_span!(spans::RUN, scan_seq = tracing::field::Empty);
+    // The root of the scan's own trace, whoever asked for the scan; the
+    // phases are entered on this thread, so each is a child of it.
+    let root = info_span!(parent: None, spans::RUN, scan_seq = tracing::field::Empty);
     let _root = root.enter();
     let mut cx = Scan {
         core: &engine.core,
