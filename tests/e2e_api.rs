@@ -1386,6 +1386,13 @@ async fn every_listed_route_answers() {
                     .expect_error(409, "conflict");
                 continue;
             }
+            ("POST", "/api/v1/config/slack-test") => {
+                // No notify.slack_webhook in this data directory.
+                api.post_json(&path, &json!({}))
+                    .await
+                    .expect_error(409, "conflict");
+                continue;
+            }
             ("POST", "/api/v1/registry/remove") => {
                 api.post_json(&path, &json!({"name": "mock"}))
                     .await
