@@ -107,6 +107,8 @@ fn whole(message: impl Into<String>) -> CompileError {
 /// A compiled condition: the CEL program, and the column predicate when
 /// the condition has a shape the fast path covers.
 pub struct Compiled {
+    /// The condition as written.
+    pub source: String,
     pub program: Program,
     pub fast: Option<Pred>,
     pub guard: fast::Guard,
@@ -181,6 +183,7 @@ pub fn compile(source: &str) -> Result<Compiled, CompileError> {
         None => (None, fast::guard_of_expr(program.expression())),
     };
     Ok(Compiled {
+        source: source.to_owned(),
         program,
         fast,
         guard,

@@ -61,8 +61,8 @@ impl Interp {
 }
 
 /// The value of a condition that reads no binding of a node (only `now`,
-/// at `now_us`), or why it has none.
-pub fn constant_value(compiled: &Compiled, now_us: u64) -> Result<Value, String> {
+/// at `now_us`) as CEL text, or why it has none.
+pub fn constant_value(compiled: &Compiled, now_us: u64) -> Result<String, String> {
     struct Now(u64);
     impl VariableResolver for Now {
         fn resolve<'b>(&'b self, name: &str) -> Option<CowVal<'b, 'b>> {
@@ -75,7 +75,18 @@ pub fn constant_value(compiled: &Compiled, now_us: u64) -> Result<Value, String>
     }
     let root = Context::default();
     let now = Now(now_us);
-    run(&root, compiled, &now).map_err(|e| e.to_string())
+    let v = run(&root, compiled, &now).map_err(|e| e.to_string())?;
+    // The interpreter hands a type value (`type(1)`) over as its name, a
+    // string: asking again tells the two apart.
+    if let Value::String(name) = &v {
+        let is_type = super::compile::compile(&format!("type((\n{}\n)) == type", compiled.source))
+            .ok()
+            .map(|c| run(&root, &c, &now));
+        if let Some(Ok(Value::Bool(true))) = is_type {
+            return Ok(name.to_string());
+        }
+    }
+    Ok(super::render::cel_text(&v))
 }
 
 /// A time in µs since the epoch as a CEL timestamp.
