@@ -91,7 +91,7 @@ fn spec(i: usize, b: RuleBody) -> ApiResult<RuleSpec> {
     operation_id = "addPolicies",
     tag = "policies",
     summary = "Add CEL rules to the running daemon, all or none; each is compiled once and appends a POLICY_CHANGE event (ADDED).",
-    description = "A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, a cost of at most 1000000 per resource, counted from the largest sizes `tags` and `props` can have: comprehensions cost per element).",
+    description = "A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, a cost of at most 5000000 per resource, counted from the largest sizes `tags` and `props` can have: comprehensions cost per element).",
     request_body(content = crate::routes::policies::AddBody),
     responses(
         (status = 200, description = "The added rules.", body = crate::routes::policies::PolicyAddResponse, content_type = "application/json"),

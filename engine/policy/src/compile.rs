@@ -435,7 +435,7 @@ mod tests {
     #[test]
     fn costly_comprehensions_unknown_names_and_functions_are_refused() {
         let e = err("tags.all(k, tags.exists(j, props.exists(p, p == j + k)))");
-        assert!(e.message.contains("over the budget of 1000000"), "{e}");
+        assert!(e.message.contains("over the budget of 5000000"), "{e}");
         assert!(e.message.contains("may cost up to"), "{e}");
         let c = compile("[1, 2].all(x, x > 0) && tags.exists(k, k == 'env')").unwrap();
         assert!(c.data_dependent && c.reads_node && !c.is_fast());

@@ -7,12 +7,13 @@
 //! interpreter: a literal, a variable, a call, one iteration), from the
 //! sizes the bindings can have ([`Sizes`]):
 //!
-//! - `tags` holds at most [`MAX_MAP_ENTRIES`] entries and anything read from
-//!   `props` at most [`MAX_PROPERTY_ELEMENTS`] elements: a node's properties
-//!   arrive as one JSON document of at most 256 KiB (the ingest decoder
-//!   refuses larger ones), and a tag takes at least 6 bytes of it
-//!   (`"k":"",`), an array element 2 (`1,`). `out` and `incoming` have one
-//!   entry per relation; the other bindings are scalars.
+//! - `tags` and `props` hold at most [`MAX_MAP_ENTRIES`] entries and a
+//!   collection nested in `props` at most [`MAX_PROPERTY_ELEMENTS`]
+//!   elements: a node's properties arrive as one JSON document of at most
+//!   256 KiB (the ingest decoder refuses larger ones), and an entry takes at
+//!   least 6 bytes of it (`"k":1,`), an array element 2 (`1,`). `out` and
+//!   `incoming` have one entry per relation; the other bindings are
+//!   scalars.
 //! - a list or map literal has its literal size; an element of a collection
 //!   is at most as large as the collection; `+` on lists adds the sizes;
 //!   `map` builds one element per iteration.
@@ -20,7 +21,8 @@
 //! A rule is compiled only when the bound at the largest sizes is within
 //! [`COST_BUDGET`]. Before the interpreter runs a rule with a comprehension
 //! on a node, the bound is worked out again from that node's actual sizes
-//! (how many tags it has; its properties' encoded length): a node larger than
+//! (how many tags and properties it has; its properties' encoded length): a
+//! node larger than
 //! the graph should hold gets an evaluation error instead of an unbounded
 //! evaluation. String operations count one unit whatever the length: every
 //! string a rule reads is bounded by the same 256 KiB.
@@ -30,10 +32,10 @@ use cel::common::ast::{EntryExpr, Expr, IdedExpr, operators as op};
 use super::node::Row;
 
 /// Most cost units one evaluation of a condition on one node may take.
-pub const COST_BUDGET: u64 = 1_000_000;
-/// Most entries of the `tags` map.
+pub const COST_BUDGET: u64 = 5_000_000;
+/// Most entries of the `tags` and `props` maps.
 pub const MAX_MAP_ENTRIES: u64 = 43_690;
-/// Most elements (entries and, nested, array elements) reachable from `props`.
+/// Most elements of a collection nested in `props`.
 pub const MAX_PROPERTY_ELEMENTS: u64 = 131_072;
 /// Entries of `out` and `incoming`: one per relation.
 const RELATIONS: u64 = 7;
@@ -43,22 +45,27 @@ const RELATIONS: u64 = 7;
 pub struct Sizes {
     pub tags: u64,
     pub props: u64,
+    /// Elements of a collection nested in `props`.
+    pub nested: u64,
 }
 
 impl Sizes {
     /// The largest sizes the graph holds.
     pub const MAX: Sizes = Sizes {
         tags: MAX_MAP_ENTRIES,
-        props: MAX_PROPERTY_ELEMENTS,
+        props: MAX_MAP_ENTRIES,
+        nested: MAX_PROPERTY_ELEMENTS,
     };
 
-    /// A node's actual sizes: its tag count, and half its properties'
-    /// encoded length (a bound on the elements of any value among them).
+    /// A node's actual sizes: its tag and property counts, and half its
+    /// properties' encoded length (a bound on the elements of any JSON
+    /// value among them).
     pub fn of(row: Row<'_>) -> Sizes {
         let blob = row.shard.props[row.r].get(&row.shard.arena);
         Sizes {
             tags: row.tags().count() as u64,
-            props: (blob.len() as u64).div_ceil(2),
+            props: row.props().offsets().count() as u64,
+            nested: (blob.len() as u64).div_ceil(2),
         }
     }
 }
@@ -92,8 +99,8 @@ pub fn has_comprehension(e: &IdedExpr) -> bool {
 }
 
 /// The cost of an expression, the size of its value (elements of a list
-/// or map, nested ones included; 0 for a scalar) and the size of one of
-/// its elements (at most `size`).
+/// or entries of a map; 0 for a scalar) and the largest size of a
+/// collection nested in it, at any depth.
 #[derive(Copy, Clone, Debug, Default)]
 struct Est {
     cost: u64,
@@ -117,7 +124,7 @@ impl<'a> Estimator<'a> {
         }
         match name {
             "tags" => (self.sizes.tags, 0),
-            "props" => (self.sizes.props, self.sizes.props),
+            "props" => (self.sizes.props, self.sizes.nested),
             "out" | "incoming" => (RELATIONS, 0),
             _ => (0, 0),
         }
@@ -152,8 +159,8 @@ impl<'a> Estimator<'a> {
                     let x = self.walk(x);
                     Est {
                         cost: acc.cost.saturating_add(x.cost),
-                        size: acc.size.saturating_add(x.size.max(1)),
-                        elem: acc.elem.max(x.size),
+                        size: acc.size.saturating_add(1),
+                        elem: acc.elem.max(x.size).max(x.elem),
                     }
                 },
             ),
@@ -167,8 +174,8 @@ impl<'a> Estimator<'a> {
                         let k = self.walk(&me.key);
                         let v = self.walk(&me.value);
                         acc.cost = acc.cost.saturating_add(k.cost).saturating_add(v.cost);
-                        acc.size = acc.size.saturating_add(1).saturating_add(v.size);
-                        acc.elem = acc.elem.max(k.size).max(v.size);
+                        acc.size = acc.size.saturating_add(1);
+                        acc.elem = acc.elem.max(k.size).max(v.size).max(v.elem);
                     }
                 }
                 acc
@@ -207,7 +214,8 @@ impl<'a> Estimator<'a> {
                         cost = cost.saturating_add(out);
                     }
                     op::IN => cost = cost.saturating_add(size(1)),
-                    op::EQUALS | op::NOT_EQUALS => cost = cost.saturating_add(size(0).max(size(1))),
+                    // Collections of different sizes are unequal at once.
+                    op::EQUALS | op::NOT_EQUALS => cost = cost.saturating_add(size(0).min(size(1))),
                     op::INDEX => (out, out_elem) = (elem(0), elem(0)),
                     "dyn" => (out, out_elem) = (size(0), elem(0)),
                     _ => {}
@@ -229,8 +237,8 @@ impl<'a> Estimator<'a> {
                 if let Some(v2) = &c.iter_var2 {
                     self.scope.push((v2.as_str(), (range.elem, range.elem)));
                 }
-                // Within the loop the accumulator is built in place: adding
-                // to it costs what is added.
+                // Within the loop the accumulator is built in place (values
+                // are shared, not copied): adding to it costs what is added.
                 self.scope.push((c.accu_var.as_str(), (0, 0)));
                 let cond = self.walk(&c.loop_cond);
                 let step = self.walk(&c.loop_step);
@@ -272,9 +280,13 @@ mod tests {
 
     #[test]
     fn a_comprehension_costs_per_element_and_nesting_multiplies() {
-        let small = Sizes { tags: 10, props: 10 };
+        let small = Sizes {
+            tags: 10,
+            props: 10,
+            nested: 10,
+        };
         let one = cost("tags.exists(k, k == 'env')", small);
-        let ten = cost("tags.exists(k, k == 'env')", Sizes { tags: 100, props: 10 });
+        let ten = cost("tags.exists(k, k == 'env')", Sizes { tags: 100, ..small });
         assert!(ten > 9 * one && ten < 11 * one, "{one} {ten}");
         let nested = cost("tags.all(k, tags.exists(j, j == k))", small);
         assert!(nested > 10 * one, "{one} {nested}");
@@ -292,7 +304,14 @@ mod tests {
         let once = cost("[1, 2, 3].map(x, [x, x])", Sizes::MAX);
         assert!(twice > once + 6, "{once} {twice}");
         // Concatenation adds the sizes.
-        let cat = cost("(props.a + props.b).exists(x, x == 1)", Sizes { tags: 0, props: 100 });
+        let cat = cost(
+            "(props.a + props.b).exists(x, x == 1)",
+            Sizes {
+                tags: 0,
+                props: 2,
+                nested: 100,
+            },
+        );
         assert!(cat > 200, "{cat}");
     }
 }
