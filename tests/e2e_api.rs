@@ -1388,9 +1388,7 @@ async fn every_listed_route_answers() {
             }
             ("POST", "/api/v1/config/slack-test") => {
                 // No notify.slack_webhook in this data directory.
-                api.post_json(&path, &json!({}))
-                    .await
-                    .expect_error(409, "conflict");
+                api.post_json(&path, &json!({})).await.expect_error(409, "conflict");
                 continue;
             }
             ("POST", "/api/v1/registry/remove") => {

@@ -85,7 +85,7 @@ async fn endpoints_bad_input_scans_and_a_restart() {
             "invalid",
         ),
         (
-            json!({"rules": [{"id": "e", "condition": "[1,2,3].all(x, x > 0)", "action": "warn"}]}),
+            json!({"rules": [{"id": "e", "condition": "tags.all(k, tags.exists(j, j == k))", "action": "warn"}]}),
             422,
             "invalid",
         ),
@@ -343,4 +343,86 @@ async fn cli_verbs_and_pack_install() {
     assert!(by("admin") >= 5, "add, add, toggle, reorder, rm, with the admin token");
     assert_eq!(by("pack:tagging-hygiene"), 3);
     assert_eq!(by("pack:cost-hygiene"), 4);
+}
+
+#[tokio::test]
+async fn comprehensions_times_and_the_cost_budget() {
+    let dir = common::data_dir();
+    let d = Daemon::start_scanned(dir.path(), 200).await;
+    let api = d.api();
+    let dry = |condition: &str| {
+        let api = api.clone();
+        let condition = condition.to_owned();
+        async move {
+            api.post_json("/api/v1/policies/dry-run", &json!({"condition": condition, "limit": 3}))
+                .await
+        }
+    };
+
+    // `now - created` splits the resources that have a creation time.
+    let old = dry("created != null && now - created > duration('720h')")
+        .await
+        .expect(200);
+    let young = dry("created != null && now - created <= duration('720h')")
+        .await
+        .expect(200);
+    let dated = dry("created != null").await.expect(200);
+    assert_eq!(old["errors"], 0, "{old}");
+    assert!(old["count"].as_u64().unwrap() > 0, "{old}");
+    assert_eq!(
+        old["count"].as_u64().unwrap() + young["count"].as_u64().unwrap(),
+        dated["count"].as_u64().unwrap()
+    );
+    assert_eq!(old["evaluation"], "interpreter");
+    assert_eq!(old["value"], Value::Null, "it reads the resource");
+    let years = dry("created != null && created.getFullYear() >= 2000")
+        .await
+        .expect(200);
+    assert_eq!(years["count"], dated["count"], "{years}");
+
+    // Macros over the resource's maps.
+    let tagged = dry("tags.exists(k, k == 'env')").await.expect(200);
+    let has_env = dry("has(tags.env)").await.expect(200);
+    assert_eq!(tagged["count"], has_env["count"], "{tagged}");
+    assert!(tagged["count"].as_u64().unwrap() > 0);
+    let all = dry("tags.all(k, size(tags[k]) >= 0) && size(tags.filter(k, k.startsWith('e'))) >= 0")
+        .await
+        .expect(200);
+    assert_eq!(all["count"], all["nodes_evaluated"], "{all}");
+
+    // A condition that reads no resource has one value, written in CEL.
+    let v = dry("[1, 2, 3].map(x, x * 2)").await.expect(200);
+    assert_eq!(v["value"], "[2, 4, 6]", "{v}");
+    let v = dry("now > timestamp('2020-01-01T00:00:00Z') && duration('1h') < duration('2h')")
+        .await
+        .expect(200);
+    assert_eq!(v["value"], "true", "{v}");
+    assert_eq!(v["count"], v["nodes_evaluated"]);
+    let v = dry("1 / 0 == 1").await.expect(200);
+    assert!(v["value_error"].as_str().unwrap().contains("Division by zero"), "{v}");
+
+    // Nested comprehensions over tags are over the budget: refused, with
+    // the figures.
+    let e = dry("tags.all(k, tags.exists(j, j == k))")
+        .await
+        .expect_error(422, "invalid");
+    let msg = e["error"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("over the budget of 5000000") && msg.contains("may cost up to"),
+        "{msg}"
+    );
+
+    // A rule with a macro and `now` is added and evaluated by a scan.
+    api.post_json(
+        "/api/v1/policies",
+        &json!({"rules": [{"id": "old-env", "condition": "tags.exists(k, k == 'env') && created != null && now - created > duration('720h')", "action": "warn", "message": "old"}]}),
+    )
+    .await
+    .expect(200);
+    api.scan_wait().await;
+    let mesh = api.get_ok("/api/v1/policies/mesh").await;
+    let entry = mesh_entry(&mesh, "old-env");
+    let last = &entry["last_evaluation"];
+    assert_eq!(last["errors"], 0, "{entry}");
+    assert!(last["matches"].as_u64().unwrap() > 0, "{entry}");
 }

@@ -135,6 +135,12 @@ pub async fn dry_run(remote: &Remote, condition: &str, limit: usize) -> anyhow::
         s(&v, "evaluation"),
         s(&v, "duration_ms")
     );
+    if let Some(value) = v["value"].as_str() {
+        println!("value: {value}");
+    }
+    if let Some(e) = v["value_error"].as_str() {
+        println!("value: error: {e}");
+    }
     for c in v["crns"].as_array().into_iter().flatten() {
         println!("  {}", c.as_str().unwrap_or_default());
     }

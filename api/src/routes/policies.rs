@@ -91,7 +91,7 @@ fn spec(i: usize, b: RuleBody) -> ApiResult<RuleSpec> {
     operation_id = "addPolicies",
     tag = "policies",
     summary = "Add CEL rules to the running daemon, all or none; each is compiled once and appends a POLICY_CHANGE event (ADDED).",
-    description = "A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, no comprehensions).",
+    description = "A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, a cost of at most 5000000 per resource, counted from the largest sizes `tags` and `props` can have: comprehensions cost per element).",
     request_body(content = crate::routes::policies::AddBody),
     responses(
         (status = 200, description = "The added rules.", body = crate::routes::policies::PolicyAddResponse, content_type = "application/json"),
@@ -279,6 +279,7 @@ pub async fn reorder(
     operation_id = "dryRunPolicy",
     tag = "policies",
     summary = "Evaluate one CEL condition against the live graph without persisting anything.",
+    description = "The condition is compiled as a rule would be (422 when it does not) and evaluated on every visible resource. When it reads no binding of a resource (`now` aside), `value` is its one value written in CEL, or `value_error` why evaluating it failed.",
     request_body(content = crate::routes::policies::DryRunBody),
     responses(
         (status = 200, description = "What the condition matches now.", body = crate::routes::policies::PolicyDryRun, content_type = "application/json"),
@@ -311,7 +312,14 @@ pub async fn dry_run(State(state): State<AppState>, ApiJson(body): ApiJson<DryRu
             ApiError::invalid(format!("invalid condition: {e}")).with_details(details)
         })?;
         let r = svc_engine::policy::dry_run(&engine, &compiled, limit);
+        let (value, value_error) = match r.value {
+            None => (None, None),
+            Some(Ok(v)) => (Some(v), None),
+            Some(Err(e)) => (None, Some(e)),
+        };
         Ok(PolicyDryRun {
+            value,
+            value_error,
             condition: body.condition,
             count: r.count,
             truncated: (r.crns.len() as u64) < r.count,

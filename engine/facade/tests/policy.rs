@@ -184,6 +184,63 @@ const NAMES: [&str; 40] = [
     "n34", "n35", "n36", "n37", "n38", "n39",
 ];
 
+#[test]
+fn macros_times_and_the_cost_budget_on_nodes() {
+    let (g, v, i, d) = small();
+    // Comprehensions over the node's maps and JSON values; the fast path
+    // defers them and both paths agree.
+    assert!(is(&g, "tags.exists(k, k == 'owner') && tags.all(k, tags[k] != '')", v));
+    assert!(is(&g, "tags.exists_one(k, tags[k] == 'prod')", v));
+    assert!(is(&g, "props.filter(k, k.startsWith('s')).size() == 2", v));
+    assert!(is(&g, "props.map(k, k).exists(k, k == 'iops')", v));
+    assert!(is(&g, "props.attachments.all(a, a > 0)", v), "vacuously true");
+    assert!(is(&g, "out.exists(r, out[r] > 0)", v));
+    assert!(errs(&g, "props.state.all(c, c == 'a')", v), "a string is not a range");
+    // Times: `created` from the creation time, `now` the pass's time.
+    assert!(is(&g, "now - created == duration('960h')", v), "40 days old");
+    assert!(is(&g, "now - created > duration('720h') && created < now", v));
+    assert!(!is(&g, "now - created > duration('720h')", i));
+    assert!(is(&g, "now == timestamp(int(now)) && now.getFullYear() >= 2020", d));
+    assert!(is(
+        &g,
+        "created.getDayOfWeek('UTC') == created.getDayOfWeek() && now.getHours('+05:30') >= 0",
+        v
+    ));
+
+    // A rule close to the budget at the largest sizes compiles; a node with
+    // more tags than the graph should hold is over it: an evaluation error,
+    // not a long evaluation.
+    let mut terms = vec!["k != ''".to_owned()];
+    let mut cond = String::new();
+    loop {
+        let next = format!("tags.all(k, {})", terms.join(" && "));
+        match compile(&next) {
+            Ok(_) => cond = next,
+            Err(e) => {
+                assert!(e.message.contains("over the budget of 5000000"), "{e}");
+                break;
+            }
+        }
+        terms.push(format!("k != 'x{}'", terms.len()));
+    }
+    assert!(!cond.is_empty());
+    assert!(is(&g, &cond, v), "a node of ordinary size runs");
+    let mut e = Estate::new();
+    let names: Vec<String> = (0..60_000).map(|n| format!("t{n}")).collect();
+    let tags: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
+    e.node(AWS, "ec2:volume", "vol-big", "available", 1.0, 1, json!({}), &tags);
+    let (big, crns) = e.graph();
+    let id = big.find(&Crn::parse(&crns["vol-big"]).unwrap()).unwrap();
+    match outcome(&big, &cond, id) {
+        Outcome::Error(m) => assert!(m.contains("over the budget of 5000000"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        is(&big, "size(tags) == 60000", id),
+        "a rule without a comprehension still runs"
+    );
+}
+
 fn prop_value() -> impl Strategy<Value = serde_json::Value> {
     prop_oneof![
         Just(json!(null)),

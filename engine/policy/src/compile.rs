@@ -5,11 +5,14 @@
 //! at most [`MAX_CONDITION_BYTES`] bytes, [`MAX_NESTING`] levels of
 //! brackets and [`MAX_OPERATORS`] operator characters. The parse then runs
 //! on its own thread with a large stack. The tree is checked next: at most
-//! [`MAX_AST_NODES`] nodes and [`MAX_AST_DEPTH`] levels, no comprehensions
-//! (`all`, `exists`, `exists_one`, `map`, `filter`: their cost grows with
-//! the data, so a rule could take unbounded time per node), only the
-//! bindings of [`super::BINDINGS`] as variables and only standard
-//! functions. What passes costs a bounded amount per node.
+//! [`MAX_AST_NODES`] nodes and [`MAX_AST_DEPTH`] levels, only the bindings
+//! of [`super::BINDINGS`] (and the variables of the comprehensions around
+//! a term) as variables and only standard functions. Last, the cost of one
+//! evaluation is bounded from the largest sizes the bindings can have
+//! ([`super::cost`]): a comprehension (`all`, `exists`, `exists_one`,
+//! `map`, `filter`) costs per element, so a rule whose bound exceeds
+//! [`cost::COST_BUDGET`] is refused. What passes costs a bounded amount
+//! per node.
 
 use std::fmt;
 
@@ -17,6 +20,7 @@ use cel::Program;
 use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 
 use super::BINDINGS;
+use super::cost;
 use super::fast::{self, Pred};
 
 pub const MAX_CONDITION_BYTES: usize = 4096;
@@ -27,9 +31,9 @@ pub const MAX_AST_DEPTH: usize = 48;
 /// Stack of the thread that parses (reserved, touched only as used).
 const PARSE_STACK_BYTES: usize = 256 << 20;
 
-/// Standard functions a condition may call (CEL's standard library without
-/// time types), besides the operators.
-const FUNCTIONS: [&str; 13] = [
+/// Standard functions a condition may call (CEL's standard library), besides
+/// the operators and the macros.
+const FUNCTIONS: [&str; 25] = [
     "size",
     "contains",
     "startsWith",
@@ -43,6 +47,18 @@ const FUNCTIONS: [&str; 13] = [
     "bytes",
     "type",
     "dyn",
+    "timestamp",
+    "duration",
+    "getFullYear",
+    "getMonth",
+    "getDayOfYear",
+    "getDayOfMonth",
+    "getDate",
+    "getDayOfWeek",
+    "getHours",
+    "getMinutes",
+    "getSeconds",
+    "getMilliseconds",
 ];
 
 /// Type names usable as values (`type(x) == string`).
@@ -91,9 +107,20 @@ fn whole(message: impl Into<String>) -> CompileError {
 /// A compiled condition: the CEL program, and the column predicate when
 /// the condition has a shape the fast path covers.
 pub struct Compiled {
+    /// The condition as written.
+    pub source: String,
     pub program: Program,
     pub fast: Option<Pred>,
     pub guard: fast::Guard,
+    /// The bound on one evaluation's cost at the largest sizes the
+    /// bindings can have (at most [`cost::COST_BUDGET`]).
+    pub cost: u64,
+    /// Whether the cost depends on the node (the condition has a
+    /// comprehension): the bound is then checked again on each node.
+    pub data_dependent: bool,
+    /// Whether the condition reads a binding of the node (anything but
+    /// `now`): when it does not, it has one value for the whole pass.
+    pub reads_node: bool,
 }
 
 impl fmt::Debug for Compiled {
@@ -101,6 +128,7 @@ impl fmt::Debug for Compiled {
         f.debug_struct("Compiled")
             .field("fast", &self.fast)
             .field("guard", &self.guard)
+            .field("cost", &self.cost)
             .finish()
     }
 }
@@ -133,6 +161,20 @@ pub fn compile(source: &str) -> Result<Compiled, CompileError> {
         .join()
         .map_err(|_| whole("the condition could not be parsed"))?;
     let program = parsed?;
+    let worst = cost::estimate(program.expression(), cost::Sizes::MAX);
+    if worst > cost::COST_BUDGET {
+        return Err(whole(format!(
+            "condition may cost up to {worst} per resource, over the budget of {}; \
+             nested comprehensions over tags or props multiply their sizes",
+            cost::COST_BUDGET
+        )));
+    }
+    let data_dependent = cost::has_comprehension(program.expression());
+    let reads_node = program
+        .references()
+        .variables()
+        .iter()
+        .any(|v| *v != "now" && BINDINGS.iter().any(|(b, _)| b == v));
     let (fast, guard) = match fast::compile(program.expression()) {
         Some(p) => {
             let g = fast::guard(&p);
@@ -140,7 +182,15 @@ pub fn compile(source: &str) -> Result<Compiled, CompileError> {
         }
         None => (None, fast::guard_of_expr(program.expression())),
     };
-    Ok(Compiled { program, fast, guard })
+    Ok(Compiled {
+        source: source.to_owned(),
+        program,
+        fast,
+        guard,
+        cost: worst,
+        data_dependent,
+        reads_node,
+    })
 }
 
 /// Bounds on the raw text: bracket nesting and operator count, outside
@@ -232,6 +282,7 @@ fn parse_and_check(source: &str) -> Result<Program, CompileError> {
         program: &program,
         nodes: 0,
         source,
+        scope: Vec::new(),
     };
     walk.check(program.expression(), 1)?;
     Ok(program)
@@ -241,6 +292,8 @@ struct Walk<'a> {
     program: &'a Program,
     nodes: usize,
     source: &'a str,
+    /// Variables of the comprehensions around the term being checked.
+    scope: Vec<String>,
 }
 
 impl Walk<'_> {
@@ -264,14 +317,28 @@ impl Walk<'_> {
         }
         match &e.expr {
             Expr::Unspecified => Err(self.at(e, "incomplete expression".to_owned())),
-            Expr::Comprehension(_) => Err(self.at(
-                e,
-                "comprehensions (all, exists, exists_one, map, filter) are not allowed: their cost grows with the data"
-                    .to_owned(),
-            )),
+            Expr::Comprehension(c) => {
+                self.check(&c.iter_range, depth + 1)?;
+                self.check(&c.accu_init, depth + 1)?;
+                let outer = self.scope.len();
+                self.scope.push(c.iter_var.clone());
+                if let Some(v2) = &c.iter_var2 {
+                    self.scope.push(v2.clone());
+                }
+                self.scope.push(c.accu_var.clone());
+                let inner = self
+                    .check(&c.loop_cond, depth + 1)
+                    .and_then(|()| self.check(&c.loop_step, depth + 1))
+                    .and_then(|()| self.check(&c.result, depth + 1));
+                self.scope.truncate(outer);
+                inner
+            }
             Expr::Struct(_) => Err(self.at(e, "message construction is not supported".to_owned())),
             Expr::Ident(name) => {
-                if BINDINGS.iter().any(|(b, _)| b == name) || TYPE_NAMES.contains(&name.as_str()) {
+                if self.scope.iter().any(|v| v == name)
+                    || BINDINGS.iter().any(|(b, _)| b == name)
+                    || TYPE_NAMES.contains(&name.as_str())
+                {
                     Ok(())
                 } else {
                     Err(self.at(e, format!("undeclared reference to '{name}'")))
@@ -366,9 +433,19 @@ mod tests {
     }
 
     #[test]
-    fn comprehensions_unknown_names_and_functions_are_refused() {
-        assert!(err("[1, 2].all(x, x > 0)").message.contains("comprehensions"));
-        assert!(err("tags.exists(k, k == 'env')").message.contains("comprehensions"));
+    fn costly_comprehensions_unknown_names_and_functions_are_refused() {
+        let e = err("tags.all(k, tags.exists(j, props.exists(p, p == j + k)))");
+        assert!(e.message.contains("over the budget of 5000000"), "{e}");
+        assert!(e.message.contains("may cost up to"), "{e}");
+        let c = compile("[1, 2].all(x, x > 0) && tags.exists(k, k == 'env')").unwrap();
+        assert!(c.data_dependent && c.reads_node && !c.is_fast());
+        assert!(c.cost > 43_690 && c.cost <= cost::COST_BUDGET, "{}", c.cost);
+        // A comprehension's variable is known only inside it.
+        let e = err("[1].exists(x, x > 0) && x > 0");
+        assert!(e.message.contains("undeclared reference to 'x'"), "{e}");
+        let c = compile("now - created > duration('720h')").unwrap();
+        assert!(c.reads_node && !c.data_dependent);
+        assert!(!compile("now > timestamp('2020-01-01T00:00:00Z')").unwrap().reads_node);
         let e = err("kind == \"volume\" && foo > 1");
         assert!(e.message.contains("undeclared reference to 'foo'"), "{e}");
         assert_eq!((e.line, e.column), (1, 21));

@@ -133,6 +133,7 @@ pub fn evaluate(graph: &Graph, rules: &[EvalRule<'_>], opts: &EvalOptions) -> Ev
         graph,
         reader: &reader,
         as_of_s: opts.as_of_s,
+        now_us: opts.now_us,
         policy_verdicts: &opts.policy_verdicts,
     };
     let env = &env;
@@ -260,6 +261,7 @@ pub fn check_node(graph: &Graph, compiled: &Compiled, id: NodeId, opts: &EvalOpt
         graph,
         reader: &reader,
         as_of_s: opts.as_of_s,
+        now_us: opts.now_us,
         policy_verdicts: &opts.policy_verdicts,
     };
     let shard = graph.node_shards().get(id.shard())?;

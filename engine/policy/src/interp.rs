@@ -13,6 +13,7 @@ use cel::context::VariableResolver;
 use cel::{Context, Value};
 
 use super::compile::Compiled;
+use super::cost;
 use super::node::{Outcome, Row, relation_names};
 use svc_graph::props::ValueRef;
 
@@ -35,8 +36,19 @@ impl Interp {
     }
 
     /// Runs `compiled` on `row`: a bool result is a match or not, anything
-    /// else (an error, a value of another type) an error.
+    /// else (an error, a value of another type) an error. A condition with
+    /// a comprehension first has its cost bound worked out from this
+    /// node's sizes: over the budget, it is an error and does not run.
     pub fn eval(&self, compiled: &Compiled, row: Row<'_>) -> Outcome {
+        if compiled.data_dependent {
+            let bound = cost::estimate(compiled.program.expression(), cost::Sizes::of(row));
+            if bound > cost::COST_BUDGET {
+                return Outcome::Error(format!(
+                    "evaluation may cost up to {bound} on this resource, over the budget of {}",
+                    cost::COST_BUDGET
+                ));
+            }
+        }
         let vars = Vars { row };
         let result = run(&self.root, compiled, &vars);
         match result {
@@ -46,6 +58,41 @@ impl Interp {
             Err(e) => Outcome::Error(e.to_string()),
         }
     }
+}
+
+/// The value of a condition that reads no binding of a node (only `now`,
+/// at `now_us`) as CEL text, or why it has none.
+pub fn constant_value(compiled: &Compiled, now_us: u64) -> Result<String, String> {
+    struct Now(u64);
+    impl VariableResolver for Now {
+        fn resolve<'b>(&'b self, name: &str) -> Option<CowVal<'b, 'b>> {
+            if name != "now" {
+                return None;
+            }
+            let boxed: Box<dyn Val> = timestamp_us(self.0).try_into().ok()?;
+            Some(CowVal::Owned(boxed))
+        }
+    }
+    let root = Context::default();
+    let now = Now(now_us);
+    let v = run(&root, compiled, &now).map_err(|e| e.to_string())?;
+    // The interpreter hands a type value (`type(1)`) over as its name, a
+    // string: asking again tells the two apart.
+    if let Value::String(name) = &v {
+        let is_type = super::compile::compile(&format!("type((\n{}\n)) == type", compiled.source))
+            .ok()
+            .map(|c| run(&root, &c, &now));
+        if let Some(Ok(Value::Bool(true))) = is_type {
+            return Ok(name.to_string());
+        }
+    }
+    Ok(super::render::cel_text(&v))
+}
+
+/// A time in µs since the epoch as a CEL timestamp.
+fn timestamp_us(us: u64) -> Value {
+    let t = chrono::DateTime::from_timestamp_micros(i64::try_from(us).unwrap_or(i64::MAX)).unwrap_or_default();
+    Value::Timestamp(t.fixed_offset())
 }
 
 fn run<'v>(root: &Context<'_, 'v>, compiled: &Compiled, vars: &'v dyn VariableResolver) -> cel::ResolveResult {
@@ -87,6 +134,11 @@ pub fn node_value(row: Row<'_>, name: &str) -> Option<Value> {
         "risk_score" => Value::Float(row.risk()),
         "age_days" => Value::Int(row.age_days()),
         "is_waste" => Value::Bool(row.is_waste()),
+        "now" => timestamp_us(row.env.now_us),
+        "created" => match row.created_s() {
+            Some(s) => timestamp_us(s.saturating_mul(1_000_000)),
+            None => Value::Null,
+        },
         "tags" => {
             // First entry wins, as `Tags::get` reads it.
             let mut m: HashMap<String, Value> = HashMap::new();

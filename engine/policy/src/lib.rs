@@ -2,8 +2,10 @@
 //! every visible node.
 //!
 //! - [`compile`]: a condition is checked against bounds (length, nesting,
-//!   operators, no comprehensions, known names only) and compiled once, to
-//!   a CEL program and, where its shape allows, to a column predicate.
+//!   operators, known names only, a cost budget) and compiled once, to a
+//!   CEL program and, where its shape allows, to a column predicate.
+//! - [`cost`]: the bound on one evaluation's cost, from the sizes the
+//!   bindings can have; comprehensions cost per element.
 //! - [`fast`]: the column predicates: comparisons of bindings with
 //!   literals, `&&`, `||`, `!`, `in` lists, `has()`, string tests and
 //!   lookups in `tags`, `props`, `out` and `incoming`, read straight from the node
@@ -18,11 +20,13 @@
 
 pub mod book;
 pub mod compile;
+pub mod cost;
 pub mod eval;
 pub mod expr;
 pub mod fast;
 pub mod interp;
 pub mod node;
+pub mod render;
 
 use std::fmt;
 use std::sync::Arc;
@@ -164,7 +168,7 @@ pub const MAX_RULES: usize = 1000;
 
 /// The names a condition can use, with their CEL types, in the order the
 /// README documents them.
-pub const BINDINGS: [(&str, &str); 17] = [
+pub const BINDINGS: [(&str, &str); 19] = [
     ("crn", "string"),
     ("type", "string"),
     ("kind", "string"),
@@ -182,6 +186,8 @@ pub const BINDINGS: [(&str, &str); 17] = [
     ("reachability", "string"),
     ("out", "map(string, int)"),
     ("incoming", "map(string, int)"),
+    ("created", "timestamp"),
+    ("now", "timestamp"),
 ];
 
 /// Checks a rule id: 1 to 128 bytes of letters, digits, `.`, `_`, `-`

@@ -28,6 +28,8 @@ pub struct Env<'a> {
     pub graph: &'a Graph,
     pub reader: &'a InternerReader<'a>,
     pub as_of_s: u64,
+    /// The pass's time (µs): the `now` binding, the same for every node.
+    pub now_us: u64,
     pub policy_verdicts: &'a FxHashSet<Sym>,
 }
 
@@ -80,6 +82,14 @@ impl<'a> Row<'a> {
         match self.shard.creation_ts[self.r] {
             0 => 0,
             ts => (self.env.as_of_s.saturating_sub(ts) / DAY_S) as i64,
+        }
+    }
+    /// When the provider says the resource was created (Unix seconds);
+    /// `None` when it reported no creation time.
+    pub fn created_s(&self) -> Option<u64> {
+        match self.shard.creation_ts[self.r] {
+            0 => None,
+            ts => Some(ts),
         }
     }
     /// Waste as the heuristics judged it: a node flagged only by a policy

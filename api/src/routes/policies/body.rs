@@ -180,6 +180,17 @@ pub struct PolicyDryRun {
     pub evaluation: Evaluation,
     pub nodes_evaluated: u64,
     pub truncated: bool,
+    /// The condition's value, written in CEL (`1u`, `2.0`, `"a"`,
+    /// `[1, 2]`, `{"k": true}`, `timestamp("2026-01-01T00:00:00Z")`,
+    /// `duration("5400s")`), when it reads no binding of a resource (`now`
+    /// aside) and so has one value for the whole pass; null otherwise, or
+    /// when evaluating it was an error (`value_error`).
+    #[schema(required = true)]
+    pub value: Option<String>,
+    /// Why the condition has no value, when it reads no binding of a
+    /// resource and evaluating it was an error; null otherwise.
+    #[schema(required = true)]
+    pub value_error: Option<String>,
 }
 
 /// What the rule did in the last scan that evaluated it; null before any.

@@ -353,6 +353,9 @@ pub struct DryRun {
     pub nodes: u64,
     pub fast: bool,
     pub duration_us: u64,
+    /// When the condition reads no binding of a node (`now` aside), its one
+    /// value as CEL text, or the evaluation error; `None` otherwise.
+    pub value: Option<Result<String, String>>,
 }
 
 /// Evaluates one condition against the live graph; changes nothing.
@@ -391,6 +394,7 @@ pub fn dry_run(engine: &Engine, compiled: &super::Compiled, limit: usize) -> Dry
         nodes: e.nodes,
         fast: compiled.is_fast(),
         duration_us: e.duration_us,
+        value: (!compiled.reads_node).then(|| svc_policy::interp::constant_value(compiled, opts.now_us)),
     }
 }
 
