@@ -64,6 +64,12 @@ export interface paths {
          *     `svc_ready` (1 while `/readyz` answers 200, else 0),
          *     `svc_ledger_events_total` (once the engine is ready) and
          *     `svc_waste_usd_total` (untyped; current projected waste in USD per month).
+         *     For alerting: `svc_build_info{version,commit}`,
+         *     `svc_source_last_success_timestamp_seconds{source}`,
+         *     `svc_plugin_up{plugin,role}`, `svc_plugin_rejected_items_total{plugin,reason}`,
+         *     `svc_remediation_queue_depth{stage}`, `svc_remediation_savings_usd{stage}`,
+         *     and, while the compliance export is on, `svc_ledger_export_lag_events` and
+         *     `svc_ledger_export_lag_seconds`.
          */
         get: operations["metrics"];
         put?: never;
@@ -279,7 +285,9 @@ export interface paths {
          *     source is one of its nodes (the last page also any edge whose source
          *     was not live), sorted by (source, target, type). Following
          *     `next_cursor` lists every node and edge once; the totals count the
-         *     whole graph at `ts`.
+         *     whole graph at `ts`. A `ts` before the history kept
+         *     (`graph.history_retention`) is a 410 `before_retention` naming the
+         *     earliest time available.
          */
         get: operations["getGraphAt"];
         put?: never;
@@ -302,7 +310,9 @@ export interface paths {
          * @description Role: viewer.
          *
          *     Each list holds at most `limit` entries; `counts` are complete and
-         *     `truncated` tells whether any list was cut. `from` after `to` is a 400.
+         *     `truncated` tells whether any list was cut. `from` after `to` is a 400;
+         *     a time before the history kept (`graph.history_retention`) is a 410
+         *     `before_retention` naming the earliest time available.
          */
         get: operations["getGraphDiff"];
         put?: never;
@@ -607,10 +617,32 @@ export interface paths {
          * Deep-merge into the configuration, validate, write and apply without a restart.
          * @description Role: admin.
          *
-         *     Objects merge key by key, any other value replaces, `null` removes a key (back to its default). Keys may be nested (`{"sau": {"audit_bucket": ..}}`) or dotted (`{"sau.audit_bucket": ..}`). The merged configuration is validated as a whole: an unknown key or a bad value (for example an `sau.audit_bucket` that is neither `file:///dir` nor `s3://bucket/prefix`) is a 422 and nothing is applied or written. Applied live: `daemon.scan_interval`, `heuristics`, `oracle.enabled`, `sau.audit_bucket`, `sau.audit_export_interval`, `sau.audit_export_max_events`.
+         *     Objects merge key by key, any other value replaces, `null` removes a key (back to its default). Keys may be nested (`{"sau": {"audit_bucket": ..}}`) or dotted (`{"sau.audit_bucket": ..}`). The merged configuration is validated as a whole: an unknown key or a bad value (for example an `sau.audit_bucket` that is neither `file:///dir` nor `s3://bucket/prefix`) is a 422 and nothing is applied or written. Applied live: `daemon.scan_interval`, `heuristics`, `oracle.enabled`, `sau.audit_bucket`, `sau.audit_export_interval`, `sau.audit_export_max_events`, `notify`.
          */
         put: operations["putConfig"];
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/config/slack-test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test notification to the configured chat webhook now and report the receiver's answer.
+         * @description Role: operator.
+         *
+         *     Sends one message, once and without retries, each attempt cut at `notify.timeout`: Slack's incoming-webhook JSON to `notify.slack_webhook`, and with `all=true` the signed JSON body to each of `notify.webhooks` too. A receiver that refuses, fails or does not answer is still a 200: `delivered` is false and `status`, `body` (its first 512 characters) and `error` say what happened; the attempt is counted in `svc_notifications_total` and `svc_notification_failures_total` with kind `test`. 409 when no destination is configured. No request body is read.
+         */
+        post: operations["testNotifications"];
         delete?: never;
         options?: never;
         head?: never;
@@ -807,6 +839,130 @@ export interface paths {
          * @description Role: admin.
          */
         post: operations["togglePlugin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/plugins/install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Install a community plugin from the registry (SPEC 4.4, 4.10); as `/registry/install`, for plugins only.
+         * @description Role: admin.
+         */
+        post: operations["installPlugin"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/registry/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search the registry index (SPEC 4.4): every version of every package whose name, description, type or category contains `q`.
+         * @description Role: viewer.
+         *
+         *     The index is fetched from `registry.url` and cached in the data directory (`registry-index.json`) for `registry.cache_ttl`; `refresh=true` fetches it now. When the registry cannot be reached the cached index answers, with `from_cache`, its age and a `warning`.
+         */
+        get: operations["searchRegistry"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/registry/installed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Installed plugins and policy packs (SPEC 4.4), with version, source, category and whether active.
+         * @description Role: viewer.
+         */
+        get: operations["listInstalledPackages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/registry/install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Install a plugin or policy pack from the registry (SPEC 4.3, 4.10); a REGISTRY_INSTALL event.
+         * @description Role: admin.
+         *
+         *     A plugin's binary for this os and architecture is downloaded, its SHA-256 checked against the manifest, its handshake checked by launching it once, and its category must have been assigned by the registry; only then is it installed (and, with `activate`, added to `plugins.active`). A policy pack's files are checked likewise and the pack is evaluated from the next scan. A refused package leaves nothing behind; the error names the check. Installing the version already installed changes nothing (`changed` false).
+         */
+        post: operations["installPackage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/registry/remove": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Uninstall a plugin (deactivated, binary and manifest removed) or a policy pack (its rules gone from the next scan); a REGISTRY_REMOVE event.
+         * @description Role: admin.
+         */
+        post: operations["removePackage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/registry/refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fetch the registry index now and replace the cache; answers the whole index.
+         * @description Role: admin.
+         */
+        post: operations["refreshRegistry"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1054,7 +1210,7 @@ export interface paths {
          * Add CEL rules to the running daemon, all or none; each is compiled once and appends a POLICY_CHANGE event (ADDED).
          * @description Role: operator.
          *
-         *     A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, no comprehensions).
+         *     A rule is `enforcing` unless `mode` is `shadow`. A condition that does not compile is a 422 whose message and `details` (`index`, `rule_id`, `line`, `column`) say where; an id that exists is a 409. Bounds on a condition are listed in the README (4096 bytes, 16 levels of brackets, 256 operators, a cost of at most 5000000 per resource, counted from the largest sizes `tags` and `props` can have: comprehensions cost per element).
          */
         post: operations["addPolicies"];
         delete?: never;
@@ -1115,6 +1271,8 @@ export interface paths {
         /**
          * Evaluate one CEL condition against the live graph without persisting anything.
          * @description Role: viewer.
+         *
+         *     The condition is compiled as a rule would be (422 when it does not) and evaluated on every visible resource. When it reads no binding of a resource (`now` aside), `value` is its one value written in CEL, or `value_error` why evaluating it failed.
          */
         post: operations["dryRunPolicy"];
         delete?: never;
@@ -1535,7 +1693,7 @@ export interface components {
             /** Format: double */
             y: number;
         };
-        /** @description The configuration tree of `config.toml`: sections `daemon` (scan_interval, scan_timeout), `plugins` (active, config), `heuristics` (builtin, disabled), `oracle` (enabled, trigger_threshold), `sau` (audit_bucket, audit_export_interval, audit_export_max_events), `ai` (provider, model). */
+        /** @description The configuration tree of `config.toml`: sections `daemon` (scan_interval, scan_timeout), `plugins` (active, config), `heuristics` (builtin, disabled), `oracle` (enabled, trigger_threshold), `sau` (audit_bucket, audit_export_interval, audit_export_max_events), `ai` (provider, model), `notify` (slack_webhook, webhooks, events, waste_threshold_usd, timeout, max_attempts, backoff, backoff_max, dashboard_url; webhook URLs and secrets read as `(hidden)`). */
         Config: Record<string, never>;
         /** @description A created token, with its plaintext: shown this once. */
         CreatedToken: {
@@ -1667,7 +1825,7 @@ export interface components {
          * @description Machine-readable reason; one per status (405 and 426 answer `bad_request`).
          * @enum {string}
          */
-        ErrorCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "invalid" | "rate_limited" | "not_ready" | "internal" | "bad_gateway" | "insufficient_storage";
+        ErrorCode: "bad_request" | "unauthorized" | "forbidden" | "not_found" | "conflict" | "payload_too_large" | "invalid" | "rate_limited" | "not_ready" | "internal" | "bad_gateway" | "insufficient_storage" | "before_retention";
         /**
          * @description Whether a condition runs as a column predicate or on the CEL interpreter.
          * @enum {string}
@@ -2064,6 +2222,50 @@ export interface components {
         IgnoredResource: {
             crn: components["schemas"]["Crn"];
             reason: string;
+        };
+        /** @description `POST /api/v1/registry/install` and `POST /api/v1/plugins/install`. */
+        InstallBody: {
+            /** @description Add a plugin to `plugins.active` (persisted) once installed. */
+            activate?: boolean;
+            /** @description Replace an installed plugin whose binary fails verification. */
+            force?: boolean;
+            /**
+             * @description `name`, `name@vX.Y.Z` or `owner/name@vX.Y.Z` (a release of a source
+             *     repository, through `registry.release_url`). Without a version the
+             *     latest stable one is installed.
+             */
+            name: string;
+        };
+        /** @description What an install did. */
+        InstallOutcome: {
+            /** @description False when that version was installed and verified already. */
+            changed: boolean;
+            message: string;
+            package: components["schemas"]["InstalledPackage"];
+            /** @description The version it replaced, if any. */
+            previous_version?: string | null;
+        };
+        /** @description An installed plugin or policy pack (`GET /api/v1/registry/installed`). */
+        InstalledPackage: {
+            /** @description A plugin in `plugins.active`; a policy pack is always active. */
+            active: boolean;
+            category: string;
+            /**
+             * Format: int64
+             * @description When the registry installed it, Unix seconds; absent for a local install.
+             */
+            installed_at?: number | null;
+            /** @description The name it is installed under: a plugin's provider name, a pack's name. */
+            name: string;
+            /** @description Where the file is: the plugin binary or the pack directory. */
+            path: string;
+            /** @description SHA-256 of the plugin binary, or of the pack's file listing. */
+            sha256: string;
+            /** @description `registry <index url>`, `release <owner/name@version> <url>` or `local`. */
+            source: string;
+            /** @description `plugin` or `policy`. */
+            type: string;
+            version: string;
         };
         /** @enum {string} */
         InterruptionFrequency: "<5%" | "5-10%" | "10-15%" | "15-20%" | ">20%";
@@ -2569,6 +2771,19 @@ export interface components {
             /** Format: int64 */
             nodes_evaluated: number;
             truncated: boolean;
+            /**
+             * @description The condition's value, written in CEL (`1u`, `2.0`, `"a"`,
+             *     `[1, 2]`, `{"k": true}`, `timestamp("2026-01-01T00:00:00Z")`,
+             *     `duration("5400s")`), when it reads no binding of a resource (`now`
+             *     aside) and so has one value for the whole pass; null otherwise, or
+             *     when evaluating it was an error (`value_error`).
+             */
+            value: string | null;
+            /**
+             * @description Why the condition has no value, when it reads no binding of a
+             *     resource and evaluating it was an error; null otherwise.
+             */
+            value_error: string | null;
         };
         /** @description `POST /api/v1/policies/dry-run`. */
         PolicyDryRunRequest: {
@@ -2796,6 +3011,64 @@ export interface components {
             unknown: number;
             /** Format: int64 */
             unreachable: number;
+        };
+        /** @description The registry's answer to a search, with where the index came from. */
+        RegistryListing: {
+            /**
+             * Format: int64
+             * @description Seconds since the index was fetched.
+             */
+            age_seconds: number;
+            /**
+             * Format: int64
+             * @description When the index was fetched, Unix seconds.
+             */
+            fetched_at: number;
+            /** @description Whether the answer comes from the cached index. */
+            from_cache: boolean;
+            packages: components["schemas"]["RegistryPackage"][];
+            /** @description Index entries left out as invalid, each with why. */
+            skipped: string[];
+            /** @description The index URL. */
+            source: string;
+            /** @description Why the registry could not be reached, when the cache answered instead. */
+            warning?: string | null;
+        };
+        /** @description A package as the registry lists it (`GET /api/v1/registry/search`). */
+        RegistryPackage: {
+            author: string;
+            /** @description Assigned by the registry team; absent: listed, but refused at install. */
+            category?: string | null;
+            description: string;
+            /** @description The version installed here, if any. */
+            installed_version?: string | null;
+            /** @description Whether it is the latest stable version of its name. */
+            latest: boolean;
+            /** @description Package name, for example `svc-plugin-mock` or `cost-hygiene`. */
+            name: string;
+            /**
+             * Format: double
+             * @description Monthly price of a paid package.
+             */
+            price_usd: number;
+            /** @description `free`, `paid` or `freemium`. */
+            pricing_model: string;
+            /**
+             * @description Why it cannot be installed here (no category, no binary for this
+             *     os and architecture); absent when it can.
+             */
+            problem?: string | null;
+            /** @description A plugin's role (`provider` or `heuristic`); absent for a policy pack. */
+            role?: string | null;
+            /** @description `plugin` or `policy`. */
+            type: string;
+            /** @description With a leading `v`. */
+            version: string;
+        };
+        /** @description `POST /api/v1/registry/remove`. */
+        RegistryRemoveRequest: {
+            /** @description The installed plugin (with or without `svc-plugin-`) or policy pack. */
+            name: string;
         };
         /**
          * @description Edge relationship.
@@ -3346,6 +3619,13 @@ export interface components {
         SignedOut: {
             ended: boolean;
         };
+        /** @description What each destination answered. */
+        SlackTest: {
+            /** @description Whether every destination answered 2xx. */
+            delivered: boolean;
+            /** @description One entry per destination, Slack first. */
+            results: components["schemas"]["TestOutcome"][];
+        };
         /** @description A node the reachability analysis judged. */
         SolverNode: {
             /** Format: double */
@@ -3486,6 +3766,24 @@ export interface components {
         /** @description Resource tags or labels. */
         Tags: {
             [key: string]: string;
+        };
+        /** @description How a test message went at one destination (`POST /api/v1/config/slack-test`). */
+        TestOutcome: {
+            /** @description The start of the receiver's answer (at most 512 characters). */
+            body: string;
+            /** @description Whether the receiver answered 2xx. */
+            delivered: boolean;
+            /** @description `slack`, or the webhook's name. */
+            destination: string;
+            /** Format: int64 */
+            duration_ms: number;
+            /** @description Why it was not delivered; null when it was. */
+            error?: string | null;
+            /**
+             * Format: int32
+             * @description The receiver's status code; null when it did not answer.
+             */
+            status?: number | null;
         };
         /** @description A token as listed: never its hash or its plaintext. */
         TokenInfo: {
@@ -3784,6 +4082,19 @@ export interface components {
     responses: {
         /** @description A malformed parameter or body (`bad_request`). */
         BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description A time before the graph history kept (`before_retention`, with
+         *     `details.earliest`, the earliest time still available, RFC 3339, and
+         *     `details.earliest_us`): `graph.history_retention` dropped what answered it.
+         */
+        BeforeRetention: {
             headers: {
                 [name: string]: unknown;
             };
@@ -4234,6 +4545,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            410: components["responses"]["BeforeRetention"];
             500: components["responses"]["Internal"];
             503: components["responses"]["NotReady"];
         };
@@ -4265,6 +4577,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            410: components["responses"]["BeforeRetention"];
             500: components["responses"]["Internal"];
             503: components["responses"]["NotReady"];
         };
@@ -4759,6 +5072,46 @@ export interface operations {
             503: components["responses"]["NotReady"];
         };
     };
+    testNotifications: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Also send to every generic webhook (`notify.webhooks`), and accept a
+                 *     configuration with webhooks but no Slack webhook.
+                 */
+                all?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What each destination answered. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlackTest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No destination is configured (`conflict`): set `notify.slack_webhook` (or, with `all=true`, `notify.webhooks`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
     getWasteLedger: {
         parameters: {
             query?: {
@@ -5013,6 +5366,290 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    installPlugin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallBody"];
+            };
+        };
+        responses: {
+            /** @description What was installed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallOutcome"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Unknown package or version (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The installed binary fails verification (`force` replaces it), or no registry is configured (`conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description A check refused the package, or it is a policy pack (`invalid`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            /** @description The registry or a download failed (`bad_gateway`). */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["NotReady"];
+        };
+    };
+    searchRegistry: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Words matched against name, description, type and category (case
+                 *     insensitive); empty or absent lists every package.
+                 */
+                q?: string;
+                /** @description Fetch the index again before answering. */
+                refresh?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The matching packages, by name then version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryListing"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No registry is configured (`registry.url`; `conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The registry cannot be reached and nothing is cached (`bad_gateway`). */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["NotReady"];
+        };
+    };
+    listInstalledPackages: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Plugins, then policy packs, each by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstalledPackage"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    installPackage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstallBody"];
+            };
+        };
+        responses: {
+            /** @description What was installed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallOutcome"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Unknown package or version (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The installed binary fails verification (`force` replaces it), or no registry is configured (`conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            /** @description A check refused the package: checksum, handshake, category, no binary for this os/arch, an invalid pack (`invalid`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            500: components["responses"]["Internal"];
+            /** @description The registry or a download failed (`bad_gateway`). */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["NotReady"];
+        };
+    };
+    removePackage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RegistryRemoveRequest"];
+            };
+        };
+        responses: {
+            /** @description The package as it was. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstalledPackage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Nothing of that name is installed (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    refreshRegistry: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every package of the fresh index. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RegistryListing"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No registry is configured (`registry.url`; `conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The registry cannot be reached (`bad_gateway`); the cache is kept. */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             503: components["responses"]["NotReady"];
         };
     };
