@@ -1,11 +1,22 @@
 // Settings: who is signed in; the configuration (edited by admins, read by
 // everyone else); the plugins with their verification and the active
-// toggle; and, for admins on a daemon that manages them, the access tokens.
+// toggle; the registry (search by everyone, install and remove by admins);
+// and, for admins on a daemon that manages them, the access tokens.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { get, post, put } from "../api/client";
 import { ROLES, type Role, type Schemas } from "../api/types";
 import { useApp, useCan } from "../context";
 import { relative } from "../lib/format";
+import {
+  byNameThenVersion,
+  type InstalledPackage,
+  installTarget,
+  listingNote,
+  packageState,
+  type RegistryListing,
+  type RegistryPackage,
+  registryUrl,
+} from "../lib/registry";
 import {
   configPatch,
   createdText,
@@ -44,6 +55,7 @@ export function Settings(_props: ViewProps) {
       </Card>
       <ConfigCard admin={admin} role={session.role} />
       <PluginsCard admin={admin} />
+      <RegistryCard admin={admin} />
       {admin ? <TokensCard /> : null}
     </div>
   );
@@ -252,6 +264,218 @@ function PluginsCard({ admin }: { admin: boolean }) {
               : "Read only: only an admin can switch plugins on or off."}
           </p>
         </>
+      ) : null}
+    </Card>
+  );
+}
+
+function errorOf(e: unknown): Error {
+  return e instanceof Error ? e : new Error(String(e));
+}
+
+function RegistryCard({ admin }: { admin: boolean }) {
+  const config = useAsync((signal) => get("/api/v1/config", { signal }) as Promise<unknown> as Promise<JsonObject>, []);
+  const installed = useAsync((signal) => get("/api/v1/registry/installed", { signal }), []);
+  const [packages, setPackages] = useState<InstalledPackage[] | null>(null);
+  const [q, setQ] = useState("");
+  const [listing, setListing] = useState<RegistryListing | null>(null);
+  const [searching, setSearching] = useState(false);
+  const [searchError, setSearchError] = useState<Error | null>(null);
+  const [activate, setActivate] = useState(true);
+  const [busy, setBusy] = useState<string | null>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const [error, setError] = useState<Error | null>(null);
+  const [removing, setRemoving] = useState<string | null>(null);
+  useEffect(() => setPackages(installed.data), [installed.data]);
+  const url = registryUrl(config.data);
+  const search = (refresh: boolean) => {
+    setSearching(true);
+    setSearchError(null);
+    const query: { q: string; refresh?: boolean } = { q: q.trim() };
+    if (refresh) query.refresh = true;
+    get("/api/v1/registry/search", { query }).then(
+      (l) => {
+        setListing(l);
+        setSearching(false);
+      },
+      (e: unknown) => {
+        setSearchError(errorOf(e));
+        setSearching(false);
+      },
+    );
+  };
+  // The index is listed as soon as a registry is configured.
+  useEffect(() => {
+    if (url) search(false);
+  }, [url]);
+  const reloadInstalled = () =>
+    get("/api/v1/registry/installed").then(setPackages, (e: unknown) => setError(errorOf(e)));
+  const install = (p: RegistryPackage) => {
+    const name = installTarget(p);
+    setBusy(name);
+    setError(null);
+    setDone(null);
+    post("/api/v1/registry/install", { name, activate: p.type === "plugin" ? activate : false }).then(
+      (outcome) => {
+        setBusy(null);
+        setDone(outcome.message);
+        setListing((l) =>
+          l ? { ...l, packages: l.packages.map((x) => (x.name === p.name ? { ...x, installed_version: p.version } : x)) } : l,
+        );
+        void reloadInstalled();
+      },
+      (e: unknown) => {
+        setBusy(null);
+        setError(errorOf(e));
+      },
+    );
+  };
+  const remove = (name: string) => {
+    setBusy(name);
+    setError(null);
+    setDone(null);
+    post("/api/v1/registry/remove", { name }).then(
+      (was) => {
+        setBusy(null);
+        setRemoving(null);
+        setDone(`Removed ${was.name} ${was.version}.`);
+        // The listing's installed versions as the daemon now has them.
+        if (listing) search(false);
+        void reloadInstalled();
+      },
+      (e: unknown) => {
+        setBusy(null);
+        setRemoving(null);
+        setError(errorOf(e));
+      },
+    );
+  };
+  const found: TableColumn<RegistryPackage>[] = [
+    { key: "name", header: "Package", cell: (p) => p.name, sort: (p) => p.name },
+    { key: "version", header: "Version", cell: (p) => p.version },
+    { key: "type", header: "Type", cell: (p) => (p.role && p.type === "plugin" ? `${p.type} (${p.role})` : p.type), sort: (p) => p.type },
+    {
+      key: "category",
+      header: "Category",
+      cell: (p) => p.category ?? <span class="badge bad">unassigned</span>,
+      sort: (p) => p.category ?? "",
+    },
+    { key: "description", header: "Description", cell: (p) => p.description },
+    {
+      key: "state",
+      header: "State",
+      cell: (p) => {
+        const st = packageState(p);
+        if (st.kind === "installed") return <span class="badge good">installed</span>;
+        if (st.kind === "refused") return <span class="bad-text">{st.text}</span>;
+        return (
+          <>
+            {st.text ? <span class="muted">{st.text} </span> : null}
+            {admin ? (
+              <button type="button" class="primary" disabled={busy !== null} onClick={() => install(p)} aria-label={`Install ${installTarget(p)}`}>
+                Install
+              </button>
+            ) : null}
+          </>
+        );
+      },
+    },
+  ];
+  const kept: TableColumn<InstalledPackage>[] = [
+    { key: "name", header: "Package", cell: (p) => p.name, sort: (p) => p.name },
+    { key: "type", header: "Type", cell: (p) => p.type, sort: (p) => p.type },
+    { key: "version", header: "Version", cell: (p) => p.version },
+    { key: "category", header: "Category", cell: (p) => p.category, sort: (p) => p.category },
+    { key: "source", header: "Source", cell: (p) => <code>{p.source}</code> },
+    { key: "active", header: "Active", cell: (p) => (p.type === "plugin" ? (p.active ? "active" : "inactive") : "from the next scan") },
+    {
+      key: "remove",
+      header: "Remove",
+      cell: (p) =>
+        admin ? (
+          <button type="button" class="danger" disabled={busy !== null} onClick={() => setRemoving(p.name)} aria-label={`Remove ${p.name}`}>
+            Remove
+          </button>
+        ) : (
+          <span class="muted">admin only</span>
+        ),
+    },
+  ];
+  return (
+    <Card title="Registry">
+      {config.data && !url ? (
+        <p class="muted" data-testid="registry-unset">
+          No registry is configured: set <code>registry.url</code> (an http(s) URL or the path of an index file) in the
+          configuration above.
+        </p>
+      ) : null}
+      <form
+        class="toolbar"
+        onSubmit={(e) => {
+          e.preventDefault();
+          search(false);
+        }}
+      >
+        <label>
+          Search the registry
+          <input type="search" value={q} onInput={(e) => setQ((e.target as HTMLInputElement).value)} placeholder="name, description, type or category" />
+        </label>
+        <button type="submit" disabled={searching}>
+          Search
+        </button>
+        <button type="button" disabled={searching} onClick={() => search(true)}>
+          Fetch the index now
+        </button>
+        {admin ? (
+          <label>
+            <input type="checkbox" checked={activate} onChange={(e) => setActivate((e.target as HTMLInputElement).checked)} />
+            Activate plugins once installed
+          </label>
+        ) : null}
+      </form>
+      {searchError ? <ErrorBox error={searchError} /> : null}
+      {error ? <ErrorBox error={error} /> : null}
+      {done ? (
+        <p class="notice" role="status">
+          {done}
+        </p>
+      ) : null}
+      {searching ? <Loading what="the registry" /> : null}
+      {listing ? (
+        <>
+          <p class="muted" data-testid="registry-source">
+            {listingNote(listing)}
+          </p>
+          <Table
+            columns={found}
+            rows={byNameThenVersion(listing.packages)}
+            rowKey={(p) => installTarget(p)}
+            caption="Registry packages"
+            empty={q.trim() ? `Nothing in the registry matches "${q.trim()}".` : "The registry lists no package."}
+          />
+        </>
+      ) : null}
+      {installed.error && !packages ? <ErrorBox error={installed.error} /> : null}
+      {packages ? (
+        <Table
+          columns={kept}
+          rows={packages}
+          rowKey={(p) => `${p.type}:${p.name}`}
+          caption="Installed packages"
+          empty="Nothing is installed from the registry."
+        />
+      ) : null}
+      {!admin ? <p class="muted">Read only: only an admin can install or remove packages.</p> : null}
+      {removing ? (
+        <Confirm
+          title={`Remove ${removing}?`}
+          confirmLabel="Remove"
+          busy={busy !== null}
+          onConfirm={() => remove(removing)}
+          onCancel={() => setRemoving(null)}
+        >
+          A plugin is deactivated and its binary removed; a policy pack's rules stop from the next scan.
+        </Confirm>
       ) : null}
     </Card>
   );
