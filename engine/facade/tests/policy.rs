@@ -239,6 +239,47 @@ fn macros_times_and_the_cost_budget_on_nodes() {
         is(&big, "size(tags) == 60000", id),
         "a rule without a comprehension still runs"
     );
+
+    // Likewise a property array: a rule over one compiles at the largest
+    // array ingest accepts, and runs on a node of ordinary size; on a node
+    // holding a longer one (2,000,000 elements, past what a 256 KiB
+    // properties document can carry) it is over the budget.
+    let over_items = "props.items.all(x, x >= 0)";
+    assert!(compile(over_items).is_ok());
+    let mut e = Estate::new();
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-few",
+        "available",
+        1.0,
+        1,
+        json!({"items": [1, 2, 3]}),
+        &[],
+    );
+    let long: Vec<u8> = vec![0; 2_000_000];
+    e.node(
+        AWS,
+        "ec2:volume",
+        "vol-long",
+        "available",
+        1.0,
+        1,
+        json!({"items": long}),
+        &[],
+    );
+    let (g2, crns) = e.graph();
+    let few = g2.find(&Crn::parse(&crns["vol-few"]).unwrap()).unwrap();
+    let long = g2.find(&Crn::parse(&crns["vol-long"]).unwrap()).unwrap();
+    assert!(is(&g2, over_items, few));
+    match outcome(&g2, over_items, long) {
+        Outcome::Error(m) => assert!(m.contains("over the budget of 5000000"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        is(&g2, "size(props.items) == 2000000", long),
+        "a rule without a comprehension still runs"
+    );
 }
 
 fn prop_value() -> impl Strategy<Value = serde_json::Value> {
