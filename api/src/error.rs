@@ -193,7 +193,7 @@ impl ApiError {
     /// (`graph.history_retention`); the details name the earliest time
     /// still answered for.
     pub fn before_retention(at_us: u64, earliest_us: u64) -> ApiError {
-        let (at, earliest) = (crate::routes::rfc3339(at_us), crate::routes::rfc3339(earliest_us));
+        let (at, earliest) = (crate::wire::rfc3339(at_us), crate::wire::rfc3339(earliest_us));
         ApiError::new(
             StatusCode::GONE,
             "before_retention",

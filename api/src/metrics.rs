@@ -330,7 +330,7 @@ pub mod operator {
         /// Only if a declaration below is malformed (a programming error).
         pub(super) fn new(registry: &Registry) -> Operator {
             Operator {
-                last_success: super::register(
+                last_success: crate::metrics::register(
                     registry,
                     GaugeVec::new(
                         Opts::new(
@@ -341,7 +341,7 @@ pub mod operator {
                     )
                     .expect("valid gauge declaration"),
                 ),
-                rejected: super::register(
+                rejected: crate::metrics::register(
                     registry,
                     IntCounterVec::new(
                         Opts::new(

@@ -136,7 +136,7 @@ impl Notifier {
                 };
                 tracing::warn!(kind = kind.name(), "notification dropped: {why}");
                 for d in &destinations {
-                    self.metrics.outcome(d.name(), kind, "dropped");
+                    self.metrics.outcome(d.name(), kind.name(), "dropped");
                 }
             }
         }
@@ -194,7 +194,7 @@ impl Notifier {
         for n in 1..=attempts {
             let a = deliver::attempt(&self.client, to, notice, settings).await;
             if a.delivered {
-                self.metrics.outcome(to.name(), notice.kind, "delivered");
+                self.metrics.outcome(to.name(), notice.kind.name(), "delivered");
                 tracing::debug!(
                     destination = to.name(),
                     kind = notice.kind.name(),
@@ -203,10 +203,10 @@ impl Notifier {
                 );
                 return;
             }
-            self.metrics.failure(to.name(), notice.kind, a.reason());
+            self.metrics.failure(to.name(), notice.kind.name(), a.reason());
             let error = a.error.clone().unwrap_or_default();
             if n == attempts || !a.retryable() {
-                self.metrics.outcome(to.name(), notice.kind, "failed");
+                self.metrics.outcome(to.name(), notice.kind.name(), "failed");
                 tracing::warn!(destination = to.name(), kind = notice.kind.name(), attempts = n, %error, "notification not delivered; given up");
                 return;
             }
@@ -261,10 +261,10 @@ impl Notifier {
             async move {
                 let a = deliver::attempt(&self.client, d, notice, settings).await;
                 if a.delivered {
-                    self.metrics.outcome(d.name(), Kind::Test, "delivered");
+                    self.metrics.outcome(d.name(), Kind::Test.name(), "delivered");
                 } else {
-                    self.metrics.failure(d.name(), Kind::Test, a.reason());
-                    self.metrics.outcome(d.name(), Kind::Test, "failed");
+                    self.metrics.failure(d.name(), Kind::Test.name(), a.reason());
+                    self.metrics.outcome(d.name(), Kind::Test.name(), "failed");
                 }
                 TestOutcome {
                     destination: d.name().to_owned(),

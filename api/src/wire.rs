@@ -267,6 +267,21 @@ pub fn edge_version(e: &svc_engine::graph::EdgeVersion, r: &InternerReader<'_>) 
     }
 }
 
+/// Formats microseconds since the epoch as RFC 3339 (UTC, microsecond precision when needed).
+pub fn rfc3339(us: u64) -> String {
+    let secs = (us / 1_000_000) as i64;
+    let nanos = ((us % 1_000_000) * 1000) as u32;
+    chrono::DateTime::from_timestamp(secs, nanos)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+        .unwrap_or_default()
+}
+
+/// Parses RFC 3339 into microseconds since the epoch.
+pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    let t = chrono::DateTime::parse_from_rfc3339(s).ok()?;
+    u64::try_from(t.timestamp_micros()).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,6 @@
 
 use prometheus::{IntCounterVec, IntGauge, Opts, Registry};
 
-use crate::notify::Kind;
-
 pub const NOTIFICATIONS: &str = "svc_notifications_total";
 pub const NOTIFICATION_FAILURES: &str = "svc_notification_failures_total";
 pub const NOTIFICATION_QUEUE_DEPTH: &str = "svc_notification_queue_depth";
@@ -30,8 +28,16 @@ impl NotifyMetrics {
         let counter_vec = |name: &str, help: &str, labels: &[&str]| {
             IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter declaration")
         };
+        // Each name is declared once above; a failure would show as a
+        // missing metric, never as a stopped daemon.
+        fn register<C: prometheus::core::Collector + Clone + 'static>(registry: &Registry, c: C) -> C {
+            if let Err(e) = registry.register(Box::new(c.clone())) {
+                tracing::error!(error = %e, "metric not registered");
+            }
+            c
+        }
         NotifyMetrics {
-            notifications: super::register(
+            notifications: register(
                 registry,
                 counter_vec(
                     NOTIFICATIONS,
@@ -39,7 +45,7 @@ impl NotifyMetrics {
                     &["destination", "kind", "outcome"],
                 ),
             ),
-            failures: super::register(
+            failures: register(
                 registry,
                 counter_vec(
                     NOTIFICATION_FAILURES,
@@ -47,7 +53,7 @@ impl NotifyMetrics {
                     &["destination", "kind", "reason"],
                 ),
             ),
-            queue_depth: super::register(
+            queue_depth: register(
                 registry,
                 IntGauge::new(NOTIFICATION_QUEUE_DEPTH, "Notifications waiting for delivery.")
                     .expect("valid gauge declaration"),
@@ -55,15 +61,13 @@ impl NotifyMetrics {
         }
     }
 
-    pub fn outcome(&self, destination: &str, kind: Kind, outcome: &str) {
+    pub fn outcome(&self, destination: &str, kind: &str, outcome: &str) {
         self.notifications
-            .with_label_values(&[destination, kind.name(), outcome])
+            .with_label_values(&[destination, kind, outcome])
             .inc();
     }
 
-    pub fn failure(&self, destination: &str, kind: Kind, reason: &str) {
-        self.failures
-            .with_label_values(&[destination, kind.name(), reason])
-            .inc();
+    pub fn failure(&self, destination: &str, kind: &str, reason: &str) {
+        self.failures.with_label_values(&[destination, kind, reason]).inc();
     }
 }
