@@ -1,11 +1,11 @@
 //! What the fuzz targets use of `svc-api`, compiled from `svc-api`'s own
 //! files as they are: for the daemon's configuration sources
 //! (`src/config.rs`, `src/settings.rs`, target `config_toml`) the
-//! configuration service's error and trait, and the export settings with
-//! the bucket parser; for `graph_fbs`, the binary graph form (`fbs`). The
-//! targets get it under the name `svc_api`, without the rest of that crate
-//! (the HTTP server, the object store clients and their TLS stacks), which
-//! only slows the fuzz build.
+//! configuration service's error and trait, the export settings with the
+//! bucket parser, and the notification settings; for `graph_fbs`, the
+//! binary graph form (`fbs`). The targets get it under the name `svc_api`,
+//! without the rest of that crate (the HTTP server, the object store
+//! clients), which only slows the fuzz build.
 
 #[path = "../../../api/src/config.rs"]
 pub mod config;
@@ -15,6 +15,16 @@ mod export_settings;
 
 pub mod export {
     pub use crate::export_settings::*;
+}
+
+#[path = "../../../api/src/notify/settings.rs"]
+mod notify_settings;
+
+pub mod notify {
+    pub use crate::notify_settings::*;
+    pub mod settings {
+        pub use crate::notify_settings::*;
+    }
 }
 
 #[path = "../../../api/src/fbs/mod.rs"]
