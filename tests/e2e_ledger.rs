@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Daemon, POLL_PAUSE, SCAN_DEADLINE, run_cli, seqs};
-use redb::ReadableTable;
 use serde_json::{Value, json};
 use svc_engine::clock::SystemClock;
 use svc_engine::store::ledger::{Ledger, NewEvent};
@@ -87,51 +86,6 @@ fn prefill(data_dir: &Path, n: usize) {
 
 // ---------------------------------------------------------------- verify
 
-/// Rewrites the payload of stored event `seq` with redb directly, keeping
-/// its hashes: what an attacker with write access to the file would do.
-fn tamper_payload(path: &Path, seq: u64) {
-    const EVENTS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("events");
-    let db = redb::Database::open(path).expect("open events.redb with redb");
-    let txn = db.begin_write().expect("write txn");
-    {
-        let mut events = txn.open_table(EVENTS).expect("events table");
-        let bytes = events.get(seq).expect("get").expect("event stored").value().to_vec();
-        // Layout: format byte, ts (8), prev_hash (32), hash (32), then six
-        // LEB128-length strings; the payload JSON is the last.
-        let mut pos = 1 + 8 + 32 + 32;
-        let mut strings = Vec::new();
-        for _ in 0..6 {
-            let (mut len, mut shift) = (0usize, 0);
-            loop {
-                let b = bytes[pos];
-                pos += 1;
-                len |= usize::from(b & 0x7f) << shift;
-                shift += 7;
-                if b & 0x80 == 0 {
-                    break;
-                }
-            }
-            strings.push(bytes[pos..pos + len].to_vec());
-            pos += len;
-        }
-        let mut payload: Value = serde_json::from_slice(&strings[5]).expect("payload json");
-        payload["savings_usd"] = json!(1_000_000);
-        strings[5] = serde_json::to_vec(&payload).expect("json");
-        let mut out = bytes[..1 + 8 + 32 + 32].to_vec();
-        for s in &strings {
-            let mut len = s.len();
-            while len >= 0x80 {
-                out.push((len as u8) | 0x80);
-                len >>= 7;
-            }
-            out.push(len as u8);
-            out.extend_from_slice(s);
-        }
-        events.insert(seq, out.as_slice()).expect("insert");
-    }
-    txn.commit().expect("commit");
-}
-
 #[tokio::test]
 async fn verify_finds_a_tampered_payload_through_the_api_and_from_the_file() {
     let dir = common::data_dir();
@@ -161,7 +115,7 @@ async fn verify_finds_a_tampered_payload_through_the_api_and_from_the_file() {
     assert_eq!((r["ok"].clone(), u(&r["events"])), (json!(true), last));
 
     let bad = 3;
-    tamper_payload(&file, bad);
+    common::tamper_payload(&file, bad, "savings_usd", json!(1_000_000));
     let (code, out, err) = cli(&["ledger", "verify", "--file", &file_arg, "--json"], &env).await;
     assert_eq!(code, Some(1), "a broken chain exits 1: {out}{err}");
     let r: Value = serde_json::from_str(&out).expect("json report");

@@ -518,51 +518,6 @@ fn promtool(text: &str) {
     );
 }
 
-/// Rewrites the payload of stored event `seq` in `events.redb`, keeping its
-/// hashes (the stored layout: format byte, ts, prev_hash, hash, then six
-/// LEB128-length strings, the payload JSON last): a break of the chain.
-fn tamper_payload(path: &std::path::Path, seq: u64) {
-    use redb::ReadableTable;
-    const EVENTS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("events");
-    let db = redb::Database::open(path).unwrap();
-    let txn = db.begin_write().unwrap();
-    {
-        let mut events = txn.open_table(EVENTS).unwrap();
-        let bytes = events.get(seq).unwrap().unwrap().value().to_vec();
-        let head = 1 + 8 + 32 + 32;
-        let (mut pos, mut strings) = (head, Vec::new());
-        for _ in 0..6 {
-            let (mut len, mut shift) = (0usize, 0);
-            loop {
-                let b = bytes[pos];
-                pos += 1;
-                len |= usize::from(b & 0x7f) << shift;
-                shift += 7;
-                if b & 0x80 == 0 {
-                    break;
-                }
-            }
-            strings.push(bytes[pos..pos + len].to_vec());
-            pos += len;
-        }
-        let mut payload: Value = serde_json::from_slice(&strings[5]).unwrap();
-        payload["tampered"] = json!(true);
-        strings[5] = serde_json::to_vec(&payload).unwrap();
-        let mut out = bytes[..head].to_vec();
-        for s in &strings {
-            let mut len = s.len();
-            while len >= 0x80 {
-                out.push((len as u8) | 0x80);
-                len >>= 7;
-            }
-            out.push(len as u8);
-            out.extend_from_slice(s);
-        }
-        events.insert(seq, out.as_slice()).unwrap();
-    }
-    txn.commit().unwrap();
-}
-
 /// A ledger whose chain is found broken at start sends one `ledger_chain`
 /// notice to the webhook that selects that kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -588,7 +543,7 @@ async fn a_broken_ledger_chain_is_notified() {
     assert!(d.stop().await.success());
     assert!(rx.got("audit").is_empty(), "an intact chain sends nothing");
 
-    tamper_payload(&dir.path().join("events.redb"), 1);
+    common::tamper_payload(&dir.path().join("events.redb"), 1, "tampered", json!(true));
     d.launch_listening().await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while !rx.got("audit").iter().any(|r| r.answered == 200) {

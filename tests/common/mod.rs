@@ -1012,3 +1012,50 @@ pub fn running(exe: &Path) -> Vec<u32> {
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p == exe))
         .collect()
 }
+
+/// Sets `field` of the payload of stored event `seq` in `events.redb` to
+/// `value` with redb directly, keeping the record's hashes: what someone
+/// with write access to the file would do, a break of the chain. The
+/// stored layout: format byte, ts (8), prev_hash (32), hash (32), then six
+/// LEB128-length strings, the payload JSON last (docs/formats.md).
+pub fn tamper_payload(path: &Path, seq: u64, field: &str, value: Value) {
+    use redb::ReadableTable;
+    const EVENTS: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("events");
+    const HEAD: usize = 1 + 8 + 32 + 32;
+    let db = redb::Database::open(path).expect("open events.redb with redb");
+    let txn = db.begin_write().expect("write txn");
+    {
+        let mut events = txn.open_table(EVENTS).expect("events table");
+        let bytes = events.get(seq).expect("get").expect("event stored").value().to_vec();
+        let (mut pos, mut strings) = (HEAD, Vec::new());
+        for _ in 0..6 {
+            let (mut len, mut shift) = (0usize, 0);
+            loop {
+                let b = bytes[pos];
+                pos += 1;
+                len |= usize::from(b & 0x7f) << shift;
+                shift += 7;
+                if b & 0x80 == 0 {
+                    break;
+                }
+            }
+            strings.push(bytes[pos..pos + len].to_vec());
+            pos += len;
+        }
+        let mut payload: Value = serde_json::from_slice(&strings[5]).expect("payload json");
+        payload[field] = value;
+        strings[5] = serde_json::to_vec(&payload).expect("json");
+        let mut out = bytes[..HEAD].to_vec();
+        for s in &strings {
+            let mut len = s.len();
+            while len >= 0x80 {
+                out.push((len as u8) | 0x80);
+                len >>= 7;
+            }
+            out.push(len as u8);
+            out.extend_from_slice(s);
+        }
+        events.insert(seq, out.as_slice()).expect("insert");
+    }
+    txn.commit().expect("commit");
+}
