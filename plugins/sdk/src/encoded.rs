@@ -21,8 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use http_body_util::channel::{Channel, Sender};
-use http_body_util::{BodyExt, Limited};
+use http_body_util::{BodyExt, Limited, StreamBody};
 use prost::Message;
 use svc_proto::provider::v1::provider_server::{Provider, ProviderServer, SERVICE_NAME};
 use svc_proto::provider::v1::{ScanRequest, ScanResponse};
@@ -306,16 +305,22 @@ where
     Ok(Request::from_http(http::Request::from_parts(parts, message)))
 }
 
+/// The frames of a scan's response body, in order: the responses, then the
+/// status as trailers. The body ends only once every queued frame has been
+/// read (a channel whose end is signalled apart from its frames can lose the
+/// trailers to a reader that finds the queue empty just before they land).
+type Frames = tokio::sync::mpsc::Sender<Result<http_body::Frame<Bytes>, Status>>;
+
 /// Hands each response to the body as it is, then the stream's status as
 /// trailers; stops when the daemon goes.
-async fn send(mut stream: EncodedScanStream, mut body: Sender<Bytes, Status>) {
+async fn send(mut stream: EncodedScanStream, body: Frames) {
     let status = loop {
         match stream.next().await {
             Some(Ok(response)) if response.as_bytes().len() > u32::MAX as usize => {
                 break Status::resource_exhausted("a scan response is larger than 4 GiB");
             }
             Some(Ok(response)) => {
-                if body.send_data(response.0).await.is_err() {
+                if body.send(Ok(http_body::Frame::data(response.0))).await.is_err() {
                     return;
                 }
             }
@@ -328,7 +333,7 @@ async fn send(mut stream: EncodedScanStream, mut body: Sender<Bytes, Status>) {
         trailers.clear();
         let _ = Status::internal(e.message().to_owned()).add_header(&mut trailers);
     }
-    let _ = body.send_trailers(trailers).await;
+    let _ = body.send(Ok(http_body::Frame::trailers(trailers))).await;
 }
 
 /// The answer to one `Scan` call.
@@ -347,8 +352,9 @@ where
         Ok(r) => r.into_parts(),
         Err(status) => return status.into_http(),
     };
-    let (tx, body) = Channel::<Bytes, Status>::new(RESPONSES_AHEAD);
+    let (tx, rx) = tokio::sync::mpsc::channel(RESPONSES_AHEAD);
     tokio::spawn(send(stream, tx));
+    let body = StreamBody::new(tokio_stream::wrappers::ReceiverStream::new(rx));
     let mut response = http::Response::new(tonic::body::Body::new(body));
     *response.headers_mut() = metadata.into_headers();
     response
@@ -522,6 +528,27 @@ mod tests {
             let (body, trailers) = call(&mut server, &[], Some(bad)).await;
             assert!(body.is_empty());
             assert_ne!(trailers["grpc-status"], "0");
+        }
+    }
+
+    /// The status comes after the last response however the sending task
+    /// and the reader interleave: the sender pushes the trailers and goes
+    /// while the reader may be finding the queue empty.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_status_always_follows_the_responses() {
+        let mut w = ScanResponseWriter::default();
+        w.node("crn:svc:aws:r:ec2:volume:1:vol-1", b"{}", 1.0);
+        let mut server = EncodedProviderServer::new(Fixed(vec![w.finish()]));
+        let request = EncodedScanResponse::from_bytes(&ScanRequest::default().encode_to_vec()).0;
+        for round in 0..5_000 {
+            let req = http::Request::builder()
+                .uri(SCAN_PATH)
+                .body(tonic::body::Body::new(Full::new(request.clone())))
+                .expect("request");
+            let response = server.call(req).await.unwrap_or_else(|e| match e {});
+            let collected = response.into_body().collect().await.expect("body");
+            let status = collected.trailers().and_then(|t| t.get("grpc-status")).cloned();
+            assert_eq!(status.as_ref().map(|s| s.as_bytes()), Some(&b"0"[..]), "round {round}");
         }
     }
 
