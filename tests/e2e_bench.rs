@@ -147,7 +147,16 @@ fn a_short_run_writes_a_document_the_schema_accepts_and_reads_it_back() {
     let work = dir.path().join("work");
     let doc_path = dir.path().join("bench.json");
     let out = Command::new(SVC)
-        .args(["bench", "--scales", "100000", "--quick", "--later-scans", "1", "--scan-pause", "0s"])
+        .args([
+            "bench",
+            "--scales",
+            "100000",
+            "--quick",
+            "--later-scans",
+            "1",
+            "--scan-pause",
+            "0s",
+        ])
         .args(["--blast-samples", "50", "--http-requests", "40", "--ws-clients", "3"])
         .arg("--mock-plugin")
         .arg(mock_plugin())
@@ -160,8 +169,14 @@ fn a_short_run_writes_a_document_the_schema_accepts_and_reads_it_back() {
         .output()
         .unwrap();
     let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "svc bench failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stdout.is_empty(), "the document went to --out, yet stdout has:\n{stdout}");
+    assert!(
+        out.status.success(),
+        "svc bench failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.is_empty(),
+        "the document went to --out, yet stdout has:\n{stdout}"
+    );
     if let Some(errors) = schema_errors(&doc_path) {
         panic!(
             "the document does not follow schemas/bench.schema.json:\n{errors}\n{}",
@@ -169,7 +184,10 @@ fn a_short_run_writes_a_document_the_schema_accepts_and_reads_it_back() {
         );
     }
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&doc_path).unwrap()).unwrap();
-    assert_eq!(doc["build_profile"], if cfg!(debug_assertions) { "debug" } else { "release" });
+    assert_eq!(
+        doc["build_profile"],
+        if cfg!(debug_assertions) { "debug" } else { "release" }
+    );
     assert_eq!(doc["args"]["quick"], true);
     let f = &doc["runs"][0]["figures"];
     assert_eq!(doc["runs"][0]["scale"], 100000);
@@ -182,7 +200,11 @@ fn a_short_run_writes_a_document_the_schema_accepts_and_reads_it_back() {
     assert_eq!(f["blast_radius_samples"], 50, "{f}");
     assert!(f["blast_radius_p99_us"].as_f64().unwrap() >= f["blast_radius_p50_us"].as_f64().unwrap());
     assert!(f["topology_bytes"].as_f64().unwrap() > nodes * 100.0, "{f}");
-    assert_eq!(f["ws_deliveries"], json!(f["ws_scan_events"].as_u64().unwrap() * 3), "{f}");
+    assert_eq!(
+        f["ws_deliveries"],
+        json!(f["ws_scan_events"].as_u64().unwrap() * 3),
+        "{f}"
+    );
     assert!(f["vm_rss_bytes_per_node"].as_f64().unwrap() > 0.0, "{f}");
     assert!(f["restart_to_ready_ms"].as_f64().unwrap() > 0.0, "{f}");
     // The data directory was removed, and nothing of the run still runs.
@@ -233,14 +255,32 @@ fn compare_prints_each_figure_beside_the_baseline_with_the_ratio() {
             .filter(|c| !c.is_empty())
             .collect()
     };
-    assert_eq!(row("first_scan_ms"), ["10^6", "first_scan_ms", "1 s", "2 s", "2.00", "lower", "worse"]);
+    assert_eq!(
+        row("first_scan_ms"),
+        ["10^6", "first_scan_ms", "1 s", "2 s", "2.00", "lower", "worse"]
+    );
     assert_eq!(
         row("first_scan_ingest_nodes_per_s"),
-        ["10^6", "first_scan_ingest_nodes_per_s", "1 M/s", "500k/s", "0.50", "higher", "worse"]
+        [
+            "10^6",
+            "first_scan_ingest_nodes_per_s",
+            "1 M/s",
+            "500k/s",
+            "0.50",
+            "higher",
+            "worse"
+        ]
     );
     assert_eq!(row("nodes")[4..], ["1.00", "-", "-"]);
     // Swapped, the same figures are better.
-    let out = svc(&["bench", "compare", base.to_str().unwrap(), cur.to_str().unwrap(), "-o", "json"]);
+    let out = svc(&[
+        "bench",
+        "compare",
+        base.to_str().unwrap(),
+        cur.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
     let rows: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let first = rows.iter().find(|r| r["figure"] == "first_scan_ms").unwrap();
     assert_eq!(
@@ -264,8 +304,14 @@ fn the_table_gives_perf_rows_with_budget_command_date_and_machine() {
     assert_eq!(cells[3], "`svc bench --scales 1000000` (release build)");
     assert_eq!(cells[4], "2026-11-29 10:00");
     assert_eq!(cells[5], "2 vCPU Test CPU, 24.0 GiB");
-    let ingest = stdout.lines().find(|l| l.contains("(`first_scan_ingest_nodes_per_s`)")).unwrap();
-    assert!(ingest.contains("**486k/s**") && ingest.contains(">= 1,000,000 nodes/s"), "{ingest}");
+    let ingest = stdout
+        .lines()
+        .find(|l| l.contains("(`first_scan_ingest_nodes_per_s`)"))
+        .unwrap();
+    assert!(
+        ingest.contains("**486k/s**") && ingest.contains(">= 1,000,000 nodes/s"),
+        "{ingest}"
+    );
 }
 
 #[test]
@@ -295,7 +341,10 @@ fn bad_baselines_and_documents_are_refused_with_the_reason() {
             .unwrap();
         let (_, stderr) = text(&out);
         assert!(!out.status.success(), "{} was taken as a baseline", bad.display());
-        assert!(stderr.contains(why) && stderr.contains("--compare"), "{why:?} not in:\n{stderr}");
+        assert!(
+            stderr.contains(why) && stderr.contains("--compare"),
+            "{why:?} not in:\n{stderr}"
+        );
         assert!(!work.exists() || std::fs::read_dir(&work).unwrap().next().is_none());
         for args in [
             vec!["bench", "compare", good.to_str().unwrap(), bad.to_str().unwrap()],
@@ -310,7 +359,13 @@ fn bad_baselines_and_documents_are_refused_with_the_reason() {
     let out = svc(&["bench", "--scales", "0"]);
     assert!(!out.status.success());
     assert!(text(&out).1.contains("--scales needs one or more sizes above zero"));
-    let out = svc(&["bench", "--scales", "1000", "--mock-plugin", "/nonexistent/svc-plugin-mock"]);
+    let out = svc(&[
+        "bench",
+        "--scales",
+        "1000",
+        "--mock-plugin",
+        "/nonexistent/svc-plugin-mock",
+    ]);
     assert!(!out.status.success());
     assert!(text(&out).1.contains("/nonexistent/svc-plugin-mock: no such file"));
 }
@@ -336,8 +391,15 @@ fn a_busy_port_is_a_clear_error_and_leaves_nothing_behind() {
         stderr.contains("the daemon exited while starting") && stderr.contains(&format!("is {addr} in use?")),
         "{stderr}"
     );
-    assert!(stderr.contains(&format!("cannot listen on {addr}")), "the daemon's own reason:\n{stderr}");
-    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0, "data directory left behind");
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr}")),
+        "the daemon's own reason:\n{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&work).unwrap().count(),
+        0,
+        "data directory left behind"
+    );
     drop(busy);
 }
 
@@ -414,7 +476,10 @@ fn ctrl_c_stops_the_daemon_and_its_plugins() {
         if alive.is_empty() {
             break;
         }
-        assert!(Instant::now() < until, "still running after Ctrl-C: {alive:?} (were {running:?})");
+        assert!(
+            Instant::now() < until,
+            "still running after Ctrl-C: {alive:?} (were {running:?})"
+        );
         std::thread::sleep(common::POLL_PAUSE);
     }
     assert!(!data.exists(), "data directory left behind");

@@ -42,7 +42,13 @@ impl Setup {
     /// The plugin names, one a process: `mock`, `mock2`, `mock3`, ...
     pub fn plugin_names(&self) -> Vec<String> {
         (0..self.plugins.max(1))
-            .map(|k| if k == 0 { "mock".to_owned() } else { format!("mock{}", k + 1) })
+            .map(|k| {
+                if k == 0 {
+                    "mock".to_owned()
+                } else {
+                    format!("mock{}", k + 1)
+                }
+            })
             .collect()
     }
 

@@ -137,11 +137,26 @@ pub const FIGURES: &[Figure] = &[
         Higher,
         Some(">= 1,000,000 nodes/s"),
     ),
-    f("vm_rss_bytes", "daemon resident memory (VmRSS) after the scans", Lower, Some("< 8 GiB at 10M")),
-    f("vm_hwm_bytes", "daemon peak resident memory (VmHWM) up to then", Lower, None),
+    f(
+        "vm_rss_bytes",
+        "daemon resident memory (VmRSS) after the scans",
+        Lower,
+        Some("< 8 GiB at 10M"),
+    ),
+    f(
+        "vm_hwm_bytes",
+        "daemon peak resident memory (VmHWM) up to then",
+        Lower,
+        None,
+    ),
     f("vm_rss_bytes_per_node", "daemon VmRSS per resource", Lower, None),
     f("vm_hwm_bytes_per_node", "daemon VmHWM per resource", Lower, None),
-    f("policy_install_ms", "100 CEL rules installed through the API", Lower, None),
+    f(
+        "policy_install_ms",
+        "100 CEL rules installed through the API",
+        Lower,
+        None,
+    ),
     f(
         "policy_pass_ms",
         "100 CEL rules over the graph: the policy phase of a scan",
@@ -151,19 +166,39 @@ pub const FIGURES: &[Figure] = &[
     f("policy_pass_nodes", "nodes the policy phase evaluated", Neither, None),
     f("policy_pass_matches", "matches of the 100 rules", Neither, None),
     f("policy_scan_ms", "the scan that ran the 100 rules", Lower, None),
-    f("policy_dry_run_ms", "one CEL rule as a dry run over the graph", Lower, None),
+    f(
+        "policy_dry_run_ms",
+        "one CEL rule as a dry run over the graph",
+        Lower,
+        None,
+    ),
     f("blast_radius_samples", "resources asked about", Neither, None),
     f("blast_radius_p50_us", "blast radius over HTTP, p50", Lower, None),
-    f("blast_radius_p99_us", "blast radius over HTTP, p99", Lower, Some("p99 <= 5 ms")),
+    f(
+        "blast_radius_p99_us",
+        "blast radius over HTTP, p99",
+        Lower,
+        Some("p99 <= 5 ms"),
+    ),
     f(
         "topology_ms",
         "GET /api/v1/topology streamed to the last byte",
         Lower,
         Some("<= 1.5 s at 1M"),
     ),
-    f("topology_first_byte_ms", "GET /api/v1/topology: first byte", Lower, None),
+    f(
+        "topology_first_byte_ms",
+        "GET /api/v1/topology: first byte",
+        Lower,
+        None,
+    ),
     f("topology_bytes", "GET /api/v1/topology: body size", Neither, None),
-    f("http_requests_per_s", "HTTP load: requests/s over every read endpoint", Higher, None),
+    f(
+        "http_requests_per_s",
+        "HTTP load: requests/s over every read endpoint",
+        Higher,
+        None,
+    ),
     f("ws_clients", "WebSocket clients on /events", Neither, None),
     f("ws_scan_events", "events a scan appended", Neither, None),
     f("ws_deliveries", "events delivered to the clients", Neither, None),
@@ -173,9 +208,19 @@ pub const FIGURES: &[Figure] = &[
         Lower,
         None,
     ),
-    f("ws_delivery_p99_ms", "WebSocket delivery of a scan's events, p99", Lower, None),
+    f(
+        "ws_delivery_p99_ms",
+        "WebSocket delivery of a scan's events, p99",
+        Lower,
+        None,
+    ),
     f("ws_scan_ms", "the scan whose events were delivered", Lower, None),
-    f("stop_ms", "SIGTERM to exit (drain, plugins stopped, snapshot written)", Lower, None),
+    f(
+        "stop_ms",
+        "SIGTERM to exit (drain, plugins stopped, snapshot written)",
+        Lower,
+        None,
+    ),
     f(
         "restart_to_ready_ms",
         "restart on the same data directory to /readyz 200",
@@ -220,7 +265,10 @@ pub fn order(name: &str) -> (usize, String) {
     if let Some(i) = FIGURES.iter().position(|fig| fig.name == name) {
         return (i, String::new());
     }
-    if let Some(i) = ENDPOINTS.iter().position(|ep| name.starts_with(&format!("http_{}_", ep.key))) {
+    if let Some(i) = ENDPOINTS
+        .iter()
+        .position(|ep| name.starts_with(&format!("http_{}_", ep.key)))
+    {
         return (FIGURES.len() + i, name.to_owned());
     }
     (FIGURES.len() + ENDPOINTS.len(), name.to_owned())
@@ -280,14 +328,52 @@ mod tests {
             let unit = ["_ms", "_us", "_bytes", "_per_s", "_per_node"]
                 .iter()
                 .any(|s| fig.name.ends_with(s));
-            assert_eq!(unit, fig.better != Better::Neither || fig.name == "topology_bytes", "{}", fig.name);
+            assert_eq!(
+                unit,
+                fig.better != Better::Neither || fig.name == "topology_bytes",
+                "{}",
+                fig.name
+            );
+        }
+    }
+
+    /// `schemas/bench.schema.json` names every figure this build writes.
+    #[test]
+    fn the_schema_names_every_figure() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../schemas/bench.schema.json")).unwrap();
+        let figures = &schema["$defs"]["Figures"];
+        for fig in FIGURES {
+            assert!(
+                figures["properties"].get(fig.name).is_some(),
+                "{} is not in the schema",
+                fig.name
+            );
+        }
+        let required: Vec<&str> = figures["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v.as_str())
+            .collect();
+        for ep in ENDPOINTS {
+            for tail in ["requests_per_s", "p50_ms", "p99_ms"] {
+                let name = format!("http_{}_{tail}", ep.key);
+                assert!(
+                    required.contains(&name.as_str()),
+                    "{name} is not required by the schema"
+                );
+            }
         }
     }
 
     #[test]
     fn endpoint_figures_are_described() {
         let (what, better, _) = describe("http_graph_stats_p99_ms");
-        assert_eq!((what.as_str(), better), ("HTTP load: GET /api/v1/graph/stats, p99", Better::Lower));
+        assert_eq!(
+            (what.as_str(), better),
+            ("HTTP load: GET /api/v1/graph/stats, p99", Better::Lower)
+        );
         assert_eq!(describe("http_history_requests_per_s").1, Better::Higher);
         assert_eq!(describe("something_new_ms").1, Better::Lower);
         assert_eq!(describe("widgets").1, Better::Neither);

@@ -86,7 +86,11 @@ pub fn median(values: &[f64]) -> f64 {
         return 0.0;
     }
     let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
 }
 
 fn u(v: &Value, key: &str) -> u64 {
@@ -112,7 +116,10 @@ fn plugin_ingest(report: &Value, setup: &Setup) -> anyhow::Result<(u64, Duration
             bail!("the scan's source {name:?} is not one of the bench's mock plugins ({names:?})");
         }
         if s.get("ok") != Some(&Value::Bool(true)) {
-            bail!("the scan of plugin {name} failed: {}", s.get("error").unwrap_or(&Value::Null));
+            bail!(
+                "the scan of plugin {name} failed: {}",
+                s.get("error").unwrap_or(&Value::Null)
+            );
         }
         nodes += u(s, "nodes");
         longest = longest.max(u(s, "duration_ms"));
@@ -121,7 +128,11 @@ fn plugin_ingest(report: &Value, setup: &Setup) -> anyhow::Result<(u64, Duration
 }
 
 fn per_s(count: u64, d: Duration) -> f64 {
-    if d.is_zero() { 0.0 } else { count as f64 / d.as_secs_f64() }
+    if d.is_zero() {
+        0.0
+    } else {
+        count as f64 / d.as_secs_f64()
+    }
 }
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
@@ -182,9 +193,16 @@ impl Run<'_> {
             .await
             .with_context(|| format!("POST {path}: no answer"))?;
         let status = resp.status();
-        let text = resp.text().await.with_context(|| format!("POST {path}: answer cut short"))?;
+        let text = resp
+            .text()
+            .await
+            .with_context(|| format!("POST {path}: answer cut short"))?;
         if !status.is_success() {
-            bail!("POST {path}: {}: {}", status.as_u16(), text.chars().take(500).collect::<String>());
+            bail!(
+                "POST {path}: {}: {}",
+                status.as_u16(),
+                text.chars().take(500).collect::<String>()
+            );
         }
         serde_json::from_str(&text).with_context(|| format!("POST {path}: the answer is not JSON"))
     }
@@ -200,9 +218,16 @@ impl Run<'_> {
             .await
             .with_context(|| format!("GET {path}: no answer"))?;
         let status = resp.status();
-        let text = resp.text().await.with_context(|| format!("GET {path}: answer cut short"))?;
+        let text = resp
+            .text()
+            .await
+            .with_context(|| format!("GET {path}: answer cut short"))?;
         if !status.is_success() {
-            bail!("GET {path}: {}: {}", status.as_u16(), text.chars().take(500).collect::<String>());
+            bail!(
+                "GET {path}: {}: {}",
+                status.as_u16(),
+                text.chars().take(500).collect::<String>()
+            );
         }
         serde_json::from_str(&text).with_context(|| format!("GET {path}: the answer is not JSON"))
     }
@@ -450,14 +475,14 @@ impl Run<'_> {
             total_time += wall;
             millis.sort_by(f64::total_cmp);
             let key = ep.key;
-            self.put(&format!("http_{key}_requests_per_s"), per_s(millis.len() as u64, wall).round());
+            self.put(
+                &format!("http_{key}_requests_per_s"),
+                per_s(millis.len() as u64, wall).round(),
+            );
             self.put(&format!("http_{key}_p50_ms"), quantile(&millis, 0.5));
             self.put(&format!("http_{key}_p99_ms"), quantile(&millis, 0.99));
         }
-        self.put(
-            "http_requests_per_s",
-            per_s(total_requests as u64, total_time).round(),
-        );
+        self.put("http_requests_per_s", per_s(total_requests as u64, total_time).round());
         Ok(())
     }
 
@@ -481,7 +506,9 @@ impl Run<'_> {
         for _ in 0..n {
             let mut ws = connect_ws(d, head.saturating_sub(1)).await?;
             loop {
-                let ev = next_event(&mut ws, until).await.context("a WebSocket client's replay")?;
+                let ev = next_event(&mut ws, until)
+                    .await
+                    .context("a WebSocket client's replay")?;
                 if ev.get("seq").and_then(Value::as_u64) >= Some(head) {
                     break;
                 }
@@ -583,7 +610,10 @@ async fn load_client(
                 let crn = &crns[(i * 7919 + client) % crns.len().max(1)];
                 (format!("{}/{}", ep.path, encode_segment(crn)), Vec::new())
             }
-            _ => (ep.path.to_owned(), ep.query.iter().map(|(k, v)| (*k, (*v).to_owned())).collect()),
+            _ => (
+                ep.path.to_owned(),
+                ep.query.iter().map(|(k, v)| (*k, (*v).to_owned())).collect(),
+            ),
         };
         if ep.paged && !cursor.is_empty() {
             query.push(("cursor", cursor.clone()));

@@ -97,9 +97,7 @@ impl RunArgs {
         let q = self.quick;
         Plan {
             later_scans: self.later_scans.unwrap_or(if q { 2 } else { 5 }),
-            scan_pause: self
-                .scan_pause
-                .unwrap_or(Duration::from_secs(if q { 1 } else { 5 })),
+            scan_pause: self.scan_pause.unwrap_or(Duration::from_secs(if q { 1 } else { 5 })),
             blast_samples: self.blast_samples.unwrap_or(if q { 100 } else { 1000 }).max(1),
             http_clients: self.http_clients.unwrap_or(if q { 4 } else { 8 }).max(1),
             http_requests: self.http_requests.unwrap_or(if q { 100 } else { 2000 }).max(1),

@@ -103,7 +103,11 @@ pub fn scale_name(n: u64) -> String {
         v /= 10;
         e += 1;
     }
-    if v == 1 && e > 0 { format!("10^{e}") } else { n.to_string() }
+    if v == 1 && e > 0 {
+        format!("10^{e}")
+    } else {
+        n.to_string()
+    }
 }
 
 /// One line of a comparison.
@@ -272,8 +276,14 @@ mod tests {
 
     #[test]
     fn ratios_and_verdicts_follow_the_direction() {
-        let cur = doc(100000, json!({"first_scan_ms": 50, "first_scan_ingest_nodes_per_s": 200, "nodes": 10}));
-        let base = doc(100000, json!({"first_scan_ms": 100, "first_scan_ingest_nodes_per_s": 400, "nodes": 10, "gone_ms": 3}));
+        let cur = doc(
+            100000,
+            json!({"first_scan_ms": 50, "first_scan_ingest_nodes_per_s": 200, "nodes": 10}),
+        );
+        let base = doc(
+            100000,
+            json!({"first_scan_ms": 100, "first_scan_ingest_nodes_per_s": 400, "nodes": 10, "gone_ms": 3}),
+        );
         let rows = compare(&cur, &base);
         let get = |n: &str| rows.iter().find(|r| r.figure == n).unwrap();
         assert_eq!(get("first_scan_ms").ratio(), Some(0.5));

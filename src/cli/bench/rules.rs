@@ -73,7 +73,10 @@ pub fn rules() -> Vec<String> {
     for (i, k) in KINDS.iter().enumerate() {
         r.push(format!("kind == \"{k}\" && cost > {}.0", 40 + i * 30));
         r.push(format!("kind == \"{k}\" && !has(tags.owner)"));
-        r.push(format!("kind == \"{k}\" && state == \"stopped\" && age_days > {}", 10 + i));
+        r.push(format!(
+            "kind == \"{k}\" && state == \"stopped\" && age_days > {}",
+            10 + i
+        ));
         r.push(format!(
             "kind == \"{k}\" && tags.env == \"prod\" && reachability == \"unreachable\""
         ));
