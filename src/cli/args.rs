@@ -135,7 +135,7 @@ pub(super) enum Command {
     },
     /// Measure svc on this machine: daemons on the seeded mock estates,
     /// scanned through plugin processes; one JSON document of figures.
-    Bench(BenchCli),
+    Bench(Box<BenchCli>),
     /// Ledger history, newest first.
     History {
         #[command(flatten)]

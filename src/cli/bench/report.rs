@@ -99,7 +99,7 @@ fn runs(doc: &Value) -> impl Iterator<Item = (u64, &Map<String, Value>)> {
 pub fn scale_name(n: u64) -> String {
     let mut e = 0;
     let mut v = n;
-    while v >= 10 && v % 10 == 0 {
+    while v >= 10 && v.is_multiple_of(10) {
         v /= 10;
         e += 1;
     }
