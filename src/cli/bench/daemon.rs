@@ -143,6 +143,9 @@ impl BenchDaemon {
             .stdin(std::process::Stdio::null())
             .stdout(file.try_clone()?)
             .stderr(file)
+            // A group of its own: a Ctrl-C at the terminal reaches the
+            // bench alone, which stops the daemon in order.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .with_context(|| format!("cannot start the daemon {}", setup.exe.display()))?;
