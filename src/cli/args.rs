@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use clap::{Parser, Subcommand};
 
 use super::remote::Remote;
-use super::soak;
+use super::{bench, soak};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -133,11 +133,9 @@ pub(super) enum Command {
         #[command(subcommand)]
         command: NotifyCommand,
     },
-    /// Load generators that measure a daemon.
-    Bench {
-        #[command(subcommand)]
-        command: BenchCommand,
-    },
+    /// Measure svc on this machine: daemons on the seeded mock estates,
+    /// scanned through plugin processes; one JSON document of figures.
+    Bench(Box<BenchCli>),
     /// Ledger history, newest first.
     History {
         #[command(flatten)]
@@ -169,12 +167,37 @@ pub(super) enum NotifyCommand {
     },
 }
 
+/// `svc bench`: the run itself (its flags), or one of its subcommands.
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(super) struct BenchCli {
+    #[command(subcommand)]
+    pub(super) command: Option<BenchCommand>,
+    #[command(flatten)]
+    pub(super) run: bench::RunArgs,
+}
+
 #[derive(Subcommand, Debug)]
 pub(super) enum BenchCommand {
     /// Run a daemon for a long time under scans, API readers and
     /// WebSocket clients, with a burst of readers near the end; print its
     /// resident memory every minute.
     Soak(soak::SoakArgs),
+    /// Print each figure of a bench document beside a baseline's, with the ratio.
+    Compare {
+        /// The document of the run to judge.
+        current: std::path::PathBuf,
+        /// The document to compare it with.
+        baseline: std::path::PathBuf,
+        /// `text` (a table) or `json`.
+        #[arg(short = 'o', long = "output", default_value = "text", value_parser = ["text", "json"])]
+        output: String,
+    },
+    /// Print PERF.md's table rows from a bench document.
+    Table {
+        /// A document written by `svc bench`.
+        file: std::path::PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]

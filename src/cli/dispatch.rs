@@ -7,7 +7,7 @@ use super::args::{
     BenchCommand, Cli, Command, LedgerCommand, NotifyCommand, PluginsCommand, PolicyCommand, RegistryCommand,
     RemediationCommand, TokenCommand,
 };
-use super::{ledger, notify, policy, registry, remediation, soak, tokens, verbs};
+use super::{bench, ledger, notify, policy, registry, remediation, soak, tokens, verbs};
 use crate::daemon::{self, DaemonOptions};
 
 /// Carries out the verb `cli` names; the exit code tells how it went.
@@ -174,8 +174,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Notify { command } => match command {
             NotifyCommand::Test { remote, all } => notify::test(&remote, all).await,
         },
-        Command::Bench { command } => match command {
-            BenchCommand::Soak(args) => soak::run(args).await,
+        Command::Bench(cli) => match cli.command {
+            None => bench::run(cli.run).await,
+            Some(BenchCommand::Soak(args)) => soak::run(args).await,
+            Some(BenchCommand::Compare {
+                current,
+                baseline,
+                output,
+            }) => bench::compare_files(&current, &baseline, output == "json"),
+            Some(BenchCommand::Table { file }) => bench::table_file(&file),
         },
         Command::History {
             remote,
