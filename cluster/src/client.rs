@@ -347,9 +347,19 @@ impl Etcd {
 }
 
 /// Whether a failed call should be tried on another endpoint: the endpoint
-/// is unreachable, or the member has lost its raft leader.
-fn retry_elsewhere(status: &tonic::Status) -> bool {
-    status.code() == tonic::Code::Unavailable
+/// is unreachable or its connection broke (tonic reports a broken
+/// connection as `Unknown` with a transport error as the source), or the
+/// member has lost its raft leader (`Unavailable` from etcd).
+pub(crate) fn retry_elsewhere(status: &tonic::Status) -> bool {
+    use std::error::Error as _;
+    match status.code() {
+        tonic::Code::Unavailable => true,
+        tonic::Code::Unknown => {
+            status.source().is_some_and(|s| s.downcast_ref::<tonic::transport::Error>().is_some())
+                || status.message() == "transport error"
+        }
+        _ => false,
+    }
 }
 
 /// A request carrying `grpc-timeout`, so etcd gives up when the caller does.

@@ -85,7 +85,7 @@ impl Etcd {
                 Ok(Ok((_, None))) => {
                     last = Some(Error::WatchEnded { key: show_key(key), reason: format!("{url} closed the stream") })
                 }
-                Ok(Err(status)) if status.code() == tonic::Code::Unavailable => {
+                Ok(Err(status)) if crate::client::retry_elsewhere(&status) => {
                     last = Some(Error::Unavailable {
                         op: "Watch",
                         endpoints: self.endpoints().join(", "),
