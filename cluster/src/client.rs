@@ -92,17 +92,28 @@ impl std::fmt::Debug for Etcd {
 }
 
 fn read_file(what: &'static str, path: &PathBuf) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|source| Error::TlsFile { what, path: path.display().to_string(), source })
+    std::fs::read(path).map_err(|source| Error::TlsFile {
+        what,
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 fn tls_config(files: &TlsFiles) -> Result<ClientTlsConfig> {
     let mut tls = ClientTlsConfig::new().ca_certificate(Certificate::from_pem(read_file("ca", &files.ca)?));
     match (&files.cert, &files.key) {
         (Some(cert), Some(key)) => {
-            tls = tls.identity(Identity::from_pem(read_file("certificate", cert)?, read_file("key", key)?));
+            tls = tls.identity(Identity::from_pem(
+                read_file("certificate", cert)?,
+                read_file("key", key)?,
+            ));
         }
         (None, None) => {}
-        _ => return Err(Error::Config("a client certificate needs its key and a key its certificate".into())),
+        _ => {
+            return Err(Error::Config(
+                "a client certificate needs its key and a key its certificate".into(),
+            ));
+        }
     }
     if let Some(name) = &files.server_name {
         tls = tls.domain_name(name.clone());
@@ -140,9 +151,18 @@ impl Etcd {
             if let Some(tls) = &tls {
                 endpoint = endpoint.tls_config(tls.clone()).map_err(|e| bad(e.to_string()))?;
             }
-            targets.push(Target { url, channel: endpoint.connect_lazy() });
+            targets.push(Target {
+                url,
+                channel: endpoint.connect_lazy(),
+            });
         }
-        Ok(Etcd { inner: Arc::new(Inner { targets, current: AtomicUsize::new(0), timeout: config.request_timeout }) })
+        Ok(Etcd {
+            inner: Arc::new(Inner {
+                targets,
+                current: AtomicUsize::new(0),
+                timeout: config.request_timeout,
+            }),
+        })
     }
 
     /// The endpoints' URLs, in the configured order.
@@ -189,7 +209,13 @@ impl Etcd {
                         message: status.message().to_owned(),
                     });
                 }
-                Err(_) => last = Some(Error::Timeout { op, endpoint: target.url.clone(), timeout }),
+                Err(_) => {
+                    last = Some(Error::Timeout {
+                        op,
+                        endpoint: target.url.clone(),
+                        timeout,
+                    })
+                }
             }
         }
         Err(last.unwrap_or_else(|| Error::Config("no endpoints".into())))
@@ -198,7 +224,10 @@ impl Etcd {
     /// The answering member's status (version, raft state): a health check.
     pub async fn status(&self) -> Result<StatusResponse> {
         self.call("Status", |ch, t| async move {
-            Ok(MaintenanceClient::new(ch).status(request(StatusRequest {}, t)).await?.into_inner())
+            Ok(MaintenanceClient::new(ch)
+                .status(request(StatusRequest {}, t))
+                .await?
+                .into_inner())
         })
         .await
     }
@@ -214,7 +243,12 @@ impl Etcd {
 
     /// One key, or `None`.
     pub async fn get(&self, key: impl Into<Vec<u8>>) -> Result<Option<KeyValue>> {
-        let resp = self.range(RangeRequest { key: key.into(), ..Default::default() }).await?;
+        let resp = self
+            .range(RangeRequest {
+                key: key.into(),
+                ..Default::default()
+            })
+            .await?;
         Ok(resp.kvs.into_iter().next())
     }
 
@@ -227,7 +261,13 @@ impl Etcd {
         let mut revision = 0;
         loop {
             let resp = self
-                .range(RangeRequest { key, range_end: end.clone(), limit: PAGE, revision, ..Default::default() })
+                .range(RangeRequest {
+                    key,
+                    range_end: end.clone(),
+                    limit: PAGE,
+                    revision,
+                    ..Default::default()
+                })
                 .await?;
             if revision == 0 {
                 revision = resp.header.as_ref().map_or(0, |h| h.revision);
@@ -250,7 +290,12 @@ impl Etcd {
     /// Puts `value` under `key` (tied to `lease` unless it is 0); the
     /// revision of the write.
     pub async fn put(&self, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>, lease: i64) -> Result<i64> {
-        let req = PutRequest { key: key.into(), value: value.into(), lease, ..Default::default() };
+        let req = PutRequest {
+            key: key.into(),
+            value: value.into(),
+            lease,
+            ..Default::default()
+        };
         self.call("Put", |ch, t| {
             let req = req.clone();
             async move {
@@ -264,10 +309,20 @@ impl Etcd {
     /// Deletes the keys in `[key, range_end)` (only `key` when `range_end`
     /// is empty); how many were deleted.
     pub async fn delete_range(&self, key: impl Into<Vec<u8>>, range_end: Vec<u8>) -> Result<i64> {
-        let req = DeleteRangeRequest { key: key.into(), range_end, ..Default::default() };
+        let req = DeleteRangeRequest {
+            key: key.into(),
+            range_end,
+            ..Default::default()
+        };
         self.call("DeleteRange", |ch, t| {
             let req = req.clone();
-            async move { Ok(KvClient::new(ch).delete_range(request(req, t)).await?.into_inner().deleted) }
+            async move {
+                Ok(KvClient::new(ch)
+                    .delete_range(request(req, t))
+                    .await?
+                    .into_inner()
+                    .deleted)
+            }
         })
         .await
     }
@@ -310,7 +365,9 @@ impl Etcd {
     /// Revokes a lease: every key tied to it is deleted.
     pub async fn lease_revoke(&self, id: i64) -> Result<()> {
         self.call("LeaseRevoke", |ch, t| async move {
-            LeaseClient::new(ch).lease_revoke(request(LeaseRevokeRequest { id }, t)).await?;
+            LeaseClient::new(ch)
+                .lease_revoke(request(LeaseRevokeRequest { id }, t))
+                .await?;
             Ok(())
         })
         .await
@@ -322,7 +379,10 @@ impl Etcd {
         let resp = self
             .call("LeaseTimeToLive", |ch, t| async move {
                 let req = LeaseTimeToLiveRequest { id, keys: false };
-                Ok(LeaseClient::new(ch).lease_time_to_live(request(req, t)).await?.into_inner())
+                Ok(LeaseClient::new(ch)
+                    .lease_time_to_live(request(req, t))
+                    .await?
+                    .into_inner())
             })
             .await?;
         Ok(u64::try_from(resp.ttl).ok().map(Duration::from_secs))
@@ -355,7 +415,9 @@ pub(crate) fn retry_elsewhere(status: &tonic::Status) -> bool {
     match status.code() {
         tonic::Code::Unavailable => true,
         tonic::Code::Unknown => {
-            status.source().is_some_and(|s| s.downcast_ref::<tonic::transport::Error>().is_some())
+            status
+                .source()
+                .is_some_and(|s| s.downcast_ref::<tonic::transport::Error>().is_some())
                 || status.message() == "transport error"
         }
         _ => false,

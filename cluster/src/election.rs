@@ -45,14 +45,19 @@ pub(crate) fn dir(prefix: &str) -> Vec<u8> {
 }
 
 fn parse(kv: &KeyValue) -> Result<LeaderInfo> {
-    serde_json::from_slice(&kv.value)
-        .map_err(|e| Error::Malformed { key: show_key(&kv.key), reason: format!("not a leader record: {e}") })
+    serde_json::from_slice(&kv.value).map_err(|e| Error::Malformed {
+        key: show_key(&kv.key),
+        reason: format!("not a leader record: {e}"),
+    })
 }
 
 impl Election {
     /// The election under `prefix` (a `/` is added when missing).
     pub fn new(etcd: &Etcd, prefix: &str) -> Election {
-        Election { etcd: etcd.clone(), prefix: dir(prefix) }
+        Election {
+            etcd: etcd.clone(),
+            prefix: dir(prefix),
+        }
     }
 
     /// Stands as `me` on `lease` and waits until elected. Fails when the
@@ -69,7 +74,13 @@ impl Election {
         withdraw.disarm();
         let hold = Hold::watch(&self.etcd, &ticket, lease);
         tracing::info!(id = %me.id, revision = ticket.create_revision, "elected leader");
-        Ok(Leadership { etcd: self.etcd.clone(), ticket, info: me.clone(), lease: lease.clone(), hold })
+        Ok(Leadership {
+            etcd: self.etcd.clone(),
+            ticket,
+            info: me.clone(),
+            lease: lease.clone(),
+            hold,
+        })
     }
 
     /// The current leader, read from etcd.
@@ -103,7 +114,11 @@ impl Election {
                 });
             }
         });
-        Observer { rx, _mirror: mirror, _task: AbortOnDrop(task) }
+        Observer {
+            rx,
+            _mirror: mirror,
+            _task: AbortOnDrop(task),
+        }
     }
 }
 

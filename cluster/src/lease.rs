@@ -70,9 +70,17 @@ impl Lease {
         let sent = Instant::now();
         let (id, ttl) = etcd.lease_grant(ttl).await?;
         let (state, _) = watch::channel(LeaseState::Alive);
-        let shared = Arc::new(Shared { id, ttl, etcd: etcd.clone(), state, paused: AtomicBool::new(false) });
+        let shared = Arc::new(Shared {
+            id,
+            ttl,
+            etcd: etcd.clone(),
+            state,
+            paused: AtomicBool::new(false),
+        });
         let task = AbortOnDrop(tokio::spawn(keep_alive(Arc::clone(&shared), sent + ttl)));
-        Ok(Lease { inner: Arc::new(Inner { shared, _task: task }) })
+        Ok(Lease {
+            inner: Arc::new(Inner { shared, _task: task }),
+        })
     }
 
     /// The lease id (tie keys to it with `lease` on a put).
@@ -167,7 +175,7 @@ async fn session(shared: &Shared, expires: &mut Instant) -> End {
         let mut sent = Instant::now();
         // etcd answers the stream's headers only with the first answer, so
         // the first request goes out with the call. The receiver is alive.
-        let _ = tx.send(request.clone()).await;
+        let _ = tx.send(request).await;
         let limit = shared.etcd.timeout().min(expires.saturating_duration_since(sent));
         let mut client = LeaseClient::new(channel);
         let opened = tokio::time::timeout(limit, client.lease_keep_alive(ReceiverStream::new(rx)));
@@ -177,7 +185,10 @@ async fn session(shared: &Shared, expires: &mut Instant) -> End {
         };
         shared.etcd.prefer(url);
         loop {
-            let limit = shared.etcd.timeout().min(expires.saturating_duration_since(Instant::now()));
+            let limit = shared
+                .etcd
+                .timeout()
+                .min(expires.saturating_duration_since(Instant::now()));
             match tokio::time::timeout(limit, inbound.message()).await {
                 Ok(Ok(Some(resp))) if resp.ttl > 0 => {
                     let ttl = Duration::from_secs(u64::try_from(resp.ttl).unwrap_or(0));
@@ -191,7 +202,7 @@ async fn session(shared: &Shared, expires: &mut Instant) -> End {
                 return End::Paused;
             }
             sent = Instant::now();
-            if tx.send(request.clone()).await.is_err() {
+            if tx.send(request).await.is_err() {
                 return End::Broken;
             }
         }

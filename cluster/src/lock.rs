@@ -34,7 +34,9 @@ pub struct Locks {
 
 impl std::fmt::Debug for Locks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Locks").field("prefix", &String::from_utf8_lossy(&self.prefix)).finish()
+        f.debug_struct("Locks")
+            .field("prefix", &String::from_utf8_lossy(&self.prefix))
+            .finish()
     }
 }
 
@@ -68,7 +70,12 @@ impl Drop for Mine {
 impl Locks {
     /// Locks under `prefix`, held on `lease`.
     pub fn new(etcd: &Etcd, prefix: &str, lease: &Lease) -> Locks {
-        Locks { etcd: etcd.clone(), prefix: dir(prefix), lease: lease.clone(), mine: Arc::default() }
+        Locks {
+            etcd: etcd.clone(),
+            prefix: dir(prefix),
+            lease: lease.clone(),
+            mine: Arc::default(),
+        }
     }
 
     /// Acquires the lock on `crn`, waiting at most `timeout`.
@@ -79,17 +86,26 @@ impl Locks {
         if !self.mine.lock().insert(crn.to_owned()) {
             return Err(Error::LockHeldHere { crn: crn.to_owned() });
         }
-        let mine = Mine { set: Arc::clone(&self.mine), crn: crn.to_owned() };
+        let mine = Mine {
+            set: Arc::clone(&self.mine),
+            crn: crn.to_owned(),
+        };
         let prefix = [self.prefix.as_slice(), escape(crn).as_bytes(), b"/"].concat();
         let ticket = tokio::time::timeout(timeout, queue::enqueue(&self.etcd, &prefix, &self.lease, Vec::new()))
             .await
-            .map_err(|_| Error::LockTimeout { crn: crn.to_owned(), waited: timeout })??;
+            .map_err(|_| Error::LockTimeout {
+                crn: crn.to_owned(),
+                waited: timeout,
+            })??;
         let withdraw = Withdraw::new(&self.etcd, &ticket.key);
         let turn = tokio::time::timeout(timeout, queue::wait_turn(&self.etcd, &prefix, &ticket, &self.lease)).await;
         let failed = match turn {
             Ok(Ok(())) => None,
             Ok(Err(e)) => Some(e),
-            Err(_) => Some(Error::LockTimeout { crn: crn.to_owned(), waited: timeout }),
+            Err(_) => Some(Error::LockTimeout {
+                crn: crn.to_owned(),
+                waited: timeout,
+            }),
         };
         if let Some(e) = failed {
             withdraw.now().await;
@@ -97,7 +113,14 @@ impl Locks {
         }
         withdraw.disarm();
         let hold = Hold::watch(&self.etcd, &ticket, &self.lease);
-        Ok(LockGuard { etcd: self.etcd.clone(), crn: crn.to_owned(), ticket, hold, mine: Some(mine), released: false })
+        Ok(LockGuard {
+            etcd: self.etcd.clone(),
+            crn: crn.to_owned(),
+            ticket,
+            hold,
+            mine: Some(mine),
+            released: false,
+        })
     }
 }
 
@@ -116,7 +139,10 @@ pub struct LockGuard {
 
 impl std::fmt::Debug for LockGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockGuard").field("crn", &self.crn).field("revision", &self.ticket.create_revision).finish()
+        f.debug_struct("LockGuard")
+            .field("crn", &self.crn)
+            .field("revision", &self.ticket.create_revision)
+            .finish()
     }
 }
 
@@ -146,7 +172,10 @@ impl LockGuard {
     /// Asks etcd whether the lock still holds: its key exists with this
     /// guard's revision.
     pub async fn check(&self) -> Result<()> {
-        let lost = |reason: &str| Error::Lost { what: format!("lock on {:?}", self.crn), reason: reason.to_owned() };
+        let lost = |reason: &str| Error::Lost {
+            what: format!("lock on {:?}", self.crn),
+            reason: reason.to_owned(),
+        };
         if !self.hold.is_held() {
             return Err(lost("its lease was lost or its key deleted"));
         }
@@ -169,7 +198,11 @@ impl LockGuard {
 
     async fn delete(&self) -> Result<()> {
         self.etcd
-            .txn(ops::txn(vec![self.fence()], vec![ops::delete_range(&self.ticket.key, Vec::new())], Vec::new()))
+            .txn(ops::txn(
+                vec![self.fence()],
+                vec![ops::delete_range(&self.ticket.key, Vec::new())],
+                Vec::new(),
+            ))
             .await?;
         Ok(())
     }

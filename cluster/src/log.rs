@@ -33,8 +33,11 @@ pub const ETCD_MAX_REQUEST_BYTES: usize = 1536 * 1024;
 /// for the keys and the transaction around it.
 pub const DEFAULT_MAX_BATCH_BYTES: usize = 1024 * 1024;
 
-/// The format byte that starts every stored batch.
+/// The format byte that starts every stored batch, followed by the number
+/// of entries (u32, little-endian) and the entries.
 const FORMAT: u8 = 1;
+/// Bytes before the first entry: format and count.
+const HEADER: usize = 5;
 /// Bytes of an entry's frame: seq (u64) and length (u32), little-endian.
 const FRAME: usize = 12;
 
@@ -67,8 +70,10 @@ impl Batch {
 }
 
 fn encode(entries: &[Entry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(1 + entries.iter().map(|e| FRAME + e.bytes.len()).sum::<usize>());
+    let mut out = Vec::with_capacity(HEADER + entries.iter().map(|e| FRAME + e.bytes.len()).sum::<usize>());
     out.push(FORMAT);
+    // Batches are bounded by the batch limit, so the count fits.
+    out.extend_from_slice(&u32::try_from(entries.len()).unwrap_or(u32::MAX).to_le_bytes());
     for e in entries {
         out.extend_from_slice(&e.seq.to_le_bytes());
         // Entries are bounded by the batch limit, far below u32::MAX.
@@ -81,31 +86,48 @@ fn encode(entries: &[Entry]) -> Vec<u8> {
 /// Decodes a stored batch, checking its format, framing and that its seqs
 /// are consecutive from the one its key names.
 pub fn decode(key: &[u8], value: &[u8]) -> Result<Batch> {
-    let bad = |reason: String| Error::Malformed { key: show_key(key), reason };
+    let bad = |reason: String| Error::Malformed {
+        key: show_key(key),
+        reason,
+    };
     let first = std::str::from_utf8(key)
         .ok()
         .and_then(|k| k.rsplit('/').next())
         .and_then(|s| s.parse::<u64>().ok())
         .ok_or_else(|| bad("the key does not end in a seq".into()))?;
-    let (&format, mut rest) = value.split_first().ok_or_else(|| bad("empty batch".into()))?;
+    let (&format, rest) = value.split_first().ok_or_else(|| bad("empty batch".into()))?;
     if format != FORMAT {
         return Err(bad(format!("unknown batch format {format}")));
     }
+    let (count, mut rest) = rest
+        .split_at_checked(4)
+        .ok_or_else(|| bad("truncated batch header".into()))?;
+    let count = u32::from_le_bytes(count.try_into().map_err(|_| bad("header".into()))?) as usize;
     let mut entries = Vec::new();
     while !rest.is_empty() {
-        let (frame, tail) = rest.split_at_checked(FRAME).ok_or_else(|| bad("truncated entry frame".into()))?;
+        let (frame, tail) = rest
+            .split_at_checked(FRAME)
+            .ok_or_else(|| bad("truncated entry frame".into()))?;
         let seq = u64::from_le_bytes(frame[..8].try_into().map_err(|_| bad("frame".into()))?);
         let len = u32::from_le_bytes(frame[8..].try_into().map_err(|_| bad("frame".into()))?) as usize;
-        let (bytes, tail) = tail.split_at_checked(len).ok_or_else(|| bad(format!("entry {seq} truncated")))?;
+        let (bytes, tail) = tail
+            .split_at_checked(len)
+            .ok_or_else(|| bad(format!("entry {seq} truncated")))?;
         let expected = first + entries.len() as u64;
         if seq != expected {
             return Err(bad(format!("entry seq {seq} where {expected} was due")));
         }
-        entries.push(Entry { seq, bytes: bytes.to_vec() });
+        entries.push(Entry {
+            seq,
+            bytes: bytes.to_vec(),
+        });
         rest = tail;
     }
     if entries.is_empty() {
         return Err(bad("batch without entries".into()));
+    }
+    if entries.len() != count {
+        return Err(bad(format!("{} entries where the header says {count}", entries.len())));
     }
     Ok(Batch { entries })
 }
@@ -123,19 +145,26 @@ fn seq_value(kv: Option<&KeyValue>) -> Result<u64> {
     std::str::from_utf8(&kv.value)
         .ok()
         .and_then(|s| s.parse().ok())
-        .ok_or_else(|| Error::Malformed { key: show_key(&kv.key), reason: "not a seq".into() })
+        .ok_or_else(|| Error::Malformed {
+            key: show_key(&kv.key),
+            reason: "not a seq".into(),
+        })
 }
 
 impl ReplicatedLog {
     /// The log under `prefix` (a `/` is added when missing).
     pub fn new(etcd: &Etcd, prefix: &str) -> ReplicatedLog {
-        ReplicatedLog { etcd: etcd.clone(), prefix: dir(prefix), max_batch_bytes: DEFAULT_MAX_BATCH_BYTES }
+        ReplicatedLog {
+            etcd: etcd.clone(),
+            prefix: dir(prefix),
+            max_batch_bytes: DEFAULT_MAX_BATCH_BYTES,
+        }
     }
 
     /// Sets the limit on one stored batch (at most etcd's request limit
     /// less 64 KiB); an append larger than it is split.
     pub fn with_max_batch_bytes(mut self, bytes: usize) -> ReplicatedLog {
-        self.max_batch_bytes = bytes.clamp(FRAME + 1, ETCD_MAX_REQUEST_BYTES - 64 * 1024);
+        self.max_batch_bytes = bytes.clamp(HEADER + FRAME + 1, ETCD_MAX_REQUEST_BYTES - 64 * 1024);
         self
     }
 
@@ -172,17 +201,20 @@ impl ReplicatedLog {
         if let Some(w) = entries.windows(2).find(|w| w[1].seq != w[0].seq + 1) {
             return Err(Error::InvalidAppend(format!("seq {} follows {}", w[1].seq, w[0].seq)));
         }
-        if let Some(e) = entries.iter().find(|e| FRAME + e.bytes.len() + 1 > self.max_batch_bytes) {
+        if let Some(e) = entries
+            .iter()
+            .find(|e| HEADER + FRAME + e.bytes.len() > self.max_batch_bytes)
+        {
             return Err(Error::InvalidAppend(format!(
                 "entry {} has {} bytes, more than a batch may hold ({})",
                 e.seq,
                 e.bytes.len(),
-                self.max_batch_bytes - FRAME - 1
+                self.max_batch_bytes - FRAME - HEADER
             )));
         }
         let mut start = 0;
         while start < entries.len() {
-            let mut size = 1;
+            let mut size = HEADER;
             let mut end = start;
             while end < entries.len() && size + FRAME + entries[end].bytes.len() <= self.max_batch_bytes {
                 size += FRAME + entries[end].bytes.len();
@@ -197,7 +229,9 @@ impl ReplicatedLog {
     async fn append_one(&self, leader: &Leadership, entries: &[Entry]) -> Result<()> {
         // etcd's guard decides, not this node's view of its leadership: a
         // leader that lost its key but has not noticed yet is refused too.
-        let not_leader = || Error::NotLeader { key: show_key(leader.key()) };
+        let not_leader = || Error::NotLeader {
+            key: show_key(leader.key()),
+        };
         let first = entries[0].seq;
         let last = first + entries.len() as u64 - 1;
         let head = self.head_key();
@@ -212,7 +246,10 @@ impl ReplicatedLog {
             .etcd
             .txn(ops::txn(
                 vec![leader.fence(), head_guard],
-                vec![ops::put(&key, value.clone(), 0), ops::put(&head, last.to_string().into_bytes(), 0)],
+                vec![
+                    ops::put(&key, value.clone(), 0),
+                    ops::put(&head, last.to_string().into_bytes(), 0),
+                ],
                 vec![ops::get(leader.key()), ops::get(&head), ops::get(&key)],
             ))
             .await?;
@@ -233,7 +270,11 @@ impl ReplicatedLog {
         if found >= last && stored.is_some_and(|kv| kv.value == value) {
             return Ok(());
         }
-        Err(Error::LogConflict { first, expected: first - 1, found })
+        Err(Error::LogConflict {
+            first,
+            expected: first - 1,
+            found,
+        })
     }
 
     /// Every entry after `seq`, in order. [`Error::Compacted`] when some of
@@ -256,7 +297,11 @@ impl ReplicatedLog {
         if out.is_empty() {
             let head = self
                 .etcd
-                .range(RangeRequest { key: self.head_key(), revision, ..Default::default() })
+                .range(RangeRequest {
+                    key: self.head_key(),
+                    revision,
+                    ..Default::default()
+                })
                 .await?
                 .kvs
                 .into_iter()
@@ -273,7 +318,10 @@ impl ReplicatedLog {
     pub fn follow(&self, after: u64) -> Follower {
         let (tx, rx) = mpsc::channel(64);
         let task = tokio::spawn(follow(self.clone(), after + 1, tx));
-        Follower { rx, _task: AbortOnDrop(task) }
+        Follower {
+            rx,
+            _task: AbortOnDrop(task),
+        }
     }
 
     /// Publishes that `member` has applied everything through `seq`, on
@@ -300,7 +348,9 @@ impl ReplicatedLog {
     /// (keeping the last one, so the log never looks empty behind its
     /// head). Returns the first seq still stored.
     pub async fn compact(&self, leader: &Leadership) -> Result<Option<u64>> {
-        let Some(through) = self.applied_by_all().await? else { return Ok(None) };
+        let Some(through) = self.applied_by_all().await? else {
+            return Ok(None);
+        };
         let prefix = self.log_prefix();
         let resp = self
             .etcd
@@ -316,7 +366,10 @@ impl ReplicatedLog {
             let seq = std::str::from_utf8(&kv.key[prefix.len()..])
                 .ok()
                 .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| Error::Malformed { key: show_key(&kv.key), reason: "not a batch key".into() })?;
+                .ok_or_else(|| Error::Malformed {
+                    key: show_key(&kv.key),
+                    reason: "not a batch key".into(),
+                })?;
             firsts.push(seq);
         }
         // The batch holding `through + 1` (or the last one) is the first
@@ -329,17 +382,25 @@ impl ReplicatedLog {
         }
         let resp = self
             .etcd
-            .txn(ops::txn(vec![leader.fence()], vec![ops::delete_range(&prefix, self.batch_key(cut))], Vec::new()))
+            .txn(ops::txn(
+                vec![leader.fence()],
+                vec![ops::delete_range(&prefix, self.batch_key(cut))],
+                Vec::new(),
+            ))
             .await?;
         if !resp.succeeded {
-            return Err(Error::NotLeader { key: show_key(leader.key()) });
+            return Err(Error::NotLeader {
+                key: show_key(leader.key()),
+            });
         }
         Ok(Some(cut))
     }
 }
 
 fn compacted(wanted: u64, first: u64) -> Error {
-    Error::Compacted(format!("the replicated log starts at seq {first}, entry {wanted} is gone"))
+    Error::Compacted(format!(
+        "the replicated log starts at seq {first}, entry {wanted} is gone"
+    ))
 }
 
 /// Batches of the log in seq order, delivered by a background task that
@@ -383,7 +444,10 @@ async fn deliver(batch: Batch, next: &mut u64, tx: &mpsc::Sender<Result<Batch>>)
         return Ok(true);
     }
     if batch.first_seq() > *next {
-        return Err(Error::WatchEnded { key: "replicated log".into(), reason: format!("gap before seq {}", *next) });
+        return Err(Error::WatchEnded {
+            key: "replicated log".into(),
+            reason: format!("gap before seq {}", *next),
+        });
     }
     let entries: Vec<Entry> = batch.entries.into_iter().filter(|e| e.seq >= *next).collect();
     let last = entries.last().map_or(*next - 1, |e| e.seq);
@@ -432,7 +496,12 @@ mod tests {
     use super::*;
 
     fn entries(first: u64, n: u64) -> Vec<Entry> {
-        (first..first + n).map(|seq| Entry { seq, bytes: format!("event {seq}").into_bytes() }).collect()
+        (first..first + n)
+            .map(|seq| Entry {
+                seq,
+                bytes: format!("event {seq}").into_bytes(),
+            })
+            .collect()
     }
 
     #[test]
@@ -449,14 +518,21 @@ mod tests {
         let good = encode(&entries(1, 2));
         assert!(decode(key, &[]).is_err());
         assert!(decode(key, &[9]).is_err());
-        assert!(decode(key, &[FORMAT]).is_err(), "a batch without entries");
+        assert!(decode(key, &[FORMAT]).is_err());
+        assert!(decode(key, &[FORMAT, 0, 0, 0, 0]).is_err(), "a batch without entries");
         for cut in 1..good.len() {
             assert!(decode(key, &good[..cut]).is_err(), "truncated at {cut}");
         }
-        assert!(decode(b"p/log/00000000000000000002", &good).is_err(), "seq not the key's");
+        assert!(
+            decode(b"p/log/00000000000000000002", &good).is_err(),
+            "seq not the key's"
+        );
         assert!(decode(b"p/log/x", &good).is_err());
-        let mut gap = encode(&entries(1, 1));
-        gap.extend_from_slice(&encode(&entries(3, 1))[1..]);
+        let mut gap = encode(&entries(1, 2));
+        let third = encode(&entries(3, 1));
+        let second_at = HEADER + FRAME + entries(1, 1)[0].bytes.len();
+        gap.truncate(second_at);
+        gap.extend_from_slice(&third[HEADER..]);
         assert!(decode(key, &gap).is_err(), "a gap inside a batch");
     }
 }

@@ -33,8 +33,10 @@ pub struct Membership {
 }
 
 fn parse(kv: &KeyValue) -> Result<Member> {
-    serde_json::from_slice(&kv.value)
-        .map_err(|e| Error::Malformed { key: show_key(&kv.key), reason: format!("not a member record: {e}") })
+    serde_json::from_slice(&kv.value).map_err(|e| Error::Malformed {
+        key: show_key(&kv.key),
+        reason: format!("not a member record: {e}"),
+    })
 }
 
 /// The readable members of a key map, in id order; unreadable records are
@@ -57,7 +59,10 @@ fn members_of(keys: &KeyMap) -> Vec<Member> {
 impl Membership {
     /// The members under `prefix` (a `/` is added when missing).
     pub fn new(etcd: &Etcd, prefix: &str) -> Membership {
-        Membership { etcd: etcd.clone(), prefix: dir(prefix) }
+        Membership {
+            etcd: etcd.clone(),
+            prefix: dir(prefix),
+        }
     }
 
     fn key(&self, id: &str) -> Vec<u8> {
@@ -67,7 +72,10 @@ impl Membership {
     /// Registers (or updates) `member` on `lease`.
     pub async fn register(&self, lease: &Lease, member: &Member) -> Result<()> {
         if member.id.is_empty() || member.id.contains('/') {
-            return Err(Error::Config(format!("member id {:?}: must be non-empty and without '/'", member.id)));
+            return Err(Error::Config(format!(
+                "member id {:?}: must be non-empty and without '/'",
+                member.id
+            )));
         }
         let value = serde_json::to_vec(member).map_err(|e| Error::Config(format!("member record: {e}")))?;
         self.etcd.put(self.key(&member.id), value, lease.id()).await?;
@@ -83,7 +91,9 @@ impl Membership {
     /// The members now, read from etcd.
     pub async fn list(&self) -> Result<Vec<Member>> {
         let (kvs, _) = self.etcd.get_prefix(&self.prefix).await?;
-        Ok(members_of(&std::sync::Arc::new(kvs.into_iter().map(|kv| (kv.key.clone(), kv)).collect())))
+        Ok(members_of(&std::sync::Arc::new(
+            kvs.into_iter().map(|kv| (kv.key.clone(), kv)).collect(),
+        )))
     }
 
     /// Follows the live set.
@@ -101,7 +111,11 @@ impl Membership {
                 });
             }
         });
-        LiveMembers { rx, _mirror: mirror, _task: AbortOnDrop(task) }
+        LiveMembers {
+            rx,
+            _mirror: mirror,
+            _task: AbortOnDrop(task),
+        }
     }
 }
 

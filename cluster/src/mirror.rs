@@ -32,7 +32,11 @@ impl Mirror {
         let (tx, rx) = watch::channel(KeyMap::default());
         let (synced_tx, synced) = watch::channel(false);
         let task = tokio::spawn(run(etcd.clone(), prefix.to_vec(), tx, synced_tx));
-        Mirror { rx, synced, _task: AbortOnDrop(task) }
+        Mirror {
+            rx,
+            synced,
+            _task: AbortOnDrop(task),
+        }
     }
 
     /// The current copy.

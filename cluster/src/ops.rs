@@ -30,12 +30,24 @@ pub fn value_is(key: &[u8], value: &[u8]) -> Compare {
 
 /// A put of `value` under `key`, tied to `lease` unless it is 0.
 pub fn put(key: &[u8], value: Vec<u8>, lease: i64) -> RequestOp {
-    RequestOp { request: Some(Request::RequestPut(PutRequest { key: key.to_vec(), value, lease, ..Default::default() })) }
+    RequestOp {
+        request: Some(Request::RequestPut(PutRequest {
+            key: key.to_vec(),
+            value,
+            lease,
+            ..Default::default()
+        })),
+    }
 }
 
 /// A read of one key.
 pub fn get(key: &[u8]) -> RequestOp {
-    RequestOp { request: Some(Request::RequestRange(RangeRequest { key: key.to_vec(), ..Default::default() })) }
+    RequestOp {
+        request: Some(Request::RequestRange(RangeRequest {
+            key: key.to_vec(),
+            ..Default::default()
+        })),
+    }
 }
 
 /// A delete of `[key, range_end)` (only `key` when `range_end` is empty).
@@ -51,5 +63,9 @@ pub fn delete_range(key: &[u8], range_end: Vec<u8>) -> RequestOp {
 
 /// A transaction.
 pub fn txn(compare: Vec<Compare>, success: Vec<RequestOp>, failure: Vec<RequestOp>) -> TxnRequest {
-    TxnRequest { compare, success, failure }
+    TxnRequest {
+        compare,
+        success,
+        failure,
+    }
 }

@@ -46,7 +46,12 @@ pub(crate) async fn enqueue(etcd: &Etcd, prefix: &[u8], lease: &Lease, value: Ve
         });
         match existing {
             Some(kv) => kv.create_revision,
-            None => return Err(Error::Lost { what: show_key(&key), reason: "deleted while queueing".into() }),
+            None => {
+                return Err(Error::Lost {
+                    what: show_key(&key),
+                    reason: "deleted while queueing".into(),
+                });
+            }
         }
     };
     Ok(Ticket { key, create_revision })
@@ -71,7 +76,10 @@ pub(crate) async fn wait_turn(etcd: &Etcd, prefix: &[u8], ticket: &Ticket, lease
             let Some(previous) = before.kvs.first() else {
                 return match etcd.get(ticket.key.clone()).await? {
                     Some(kv) if kv.create_revision == ticket.create_revision => Ok(()),
-                    _ => Err(Error::Lost { what: show_key(&ticket.key), reason: "key deleted while waiting".into() }),
+                    _ => Err(Error::Lost {
+                        what: show_key(&ticket.key),
+                        reason: "key deleted while waiting".into(),
+                    }),
                 };
             };
             let revision = before.header.as_ref().map_or(0, |h| h.revision);
@@ -100,7 +108,10 @@ pub(crate) struct Withdraw {
 
 impl Withdraw {
     pub(crate) fn new(etcd: &Etcd, key: &[u8]) -> Withdraw {
-        Withdraw { etcd: etcd.clone(), key: Some(key.to_vec()) }
+        Withdraw {
+            etcd: etcd.clone(),
+            key: Some(key.to_vec()),
+        }
     }
 
     /// Keeps the key: its holder now owns it.
@@ -142,7 +153,10 @@ impl Hold {
     pub(crate) fn watch(etcd: &Etcd, ticket: &Ticket, lease: &Lease) -> Hold {
         let (tx, held) = watch::channel(true);
         let task = tokio::spawn(watch_hold(etcd.clone(), ticket.clone(), lease.clone(), tx));
-        Hold { held, _task: AbortOnDrop(task) }
+        Hold {
+            held,
+            _task: AbortOnDrop(task),
+        }
     }
 
     pub(crate) fn is_held(&self) -> bool {
@@ -159,7 +173,12 @@ async fn watch_hold(etcd: Etcd, ticket: Ticket, lease: Lease, tx: watch::Sender<
     let deleted = async {
         loop {
             let check = async {
-                let resp = etcd.range(RangeRequest { key: ticket.key.clone(), ..Default::default() }).await?;
+                let resp = etcd
+                    .range(RangeRequest {
+                        key: ticket.key.clone(),
+                        ..Default::default()
+                    })
+                    .await?;
                 match resp.kvs.first() {
                     Some(kv) if kv.create_revision == ticket.create_revision => {}
                     _ => return Ok(()),
@@ -170,7 +189,9 @@ async fn watch_hold(etcd: Etcd, ticket: Ticket, lease: Lease, tx: watch::Sender<
                     let batch = watch.next().await?;
                     let gone = batch.events.iter().any(|e| {
                         e.r#type == EventType::Delete as i32
-                            || e.kv.as_ref().is_some_and(|kv| kv.create_revision != ticket.create_revision)
+                            || e.kv
+                                .as_ref()
+                                .is_some_and(|kv| kv.create_revision != ticket.create_revision)
                     });
                     if gone {
                         return Ok::<(), Error>(());

@@ -33,7 +33,9 @@ pub struct WatchStream {
 
 impl std::fmt::Debug for WatchStream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WatchStream").field("key", &show_key(&self.key)).finish()
+        f.debug_struct("WatchStream")
+            .field("key", &show_key(&self.key))
+            .finish()
     }
 }
 
@@ -45,8 +47,15 @@ fn ended(key: &[u8], resp: &WatchResponse) -> Error {
             resp.compact_revision
         ))
     } else {
-        let reason = if resp.cancel_reason.is_empty() { "cancelled by etcd".to_owned() } else { resp.cancel_reason.clone() };
-        Error::WatchEnded { key: show_key(key), reason }
+        let reason = if resp.cancel_reason.is_empty() {
+            "cancelled by etcd".to_owned()
+        } else {
+            resp.cancel_reason.clone()
+        };
+        Error::WatchEnded {
+            key: show_key(key),
+            reason,
+        }
     }
 }
 
@@ -70,7 +79,10 @@ impl Etcd {
             // The receiver is alive, so this cannot fail.
             let _ = tx.send(create.clone()).await;
             let open = async {
-                let mut inbound = WatchClient::new(channel).watch(ReceiverStream::new(rx)).await?.into_inner();
+                let mut inbound = WatchClient::new(channel)
+                    .watch(ReceiverStream::new(rx))
+                    .await?
+                    .into_inner();
                 let first = inbound.message().await?;
                 Ok::<_, tonic::Status>((inbound, first))
             };
@@ -80,10 +92,17 @@ impl Etcd {
                         return Err(ended(key, &first));
                     }
                     self.prefer(url);
-                    return Ok(WatchStream { key: key.to_vec(), _requests: tx, inbound });
+                    return Ok(WatchStream {
+                        key: key.to_vec(),
+                        _requests: tx,
+                        inbound,
+                    });
                 }
                 Ok(Ok((_, None))) => {
-                    last = Some(Error::WatchEnded { key: show_key(key), reason: format!("{url} closed the stream") })
+                    last = Some(Error::WatchEnded {
+                        key: show_key(key),
+                        reason: format!("{url} closed the stream"),
+                    })
                 }
                 Ok(Err(status)) if crate::client::retry_elsewhere(&status) => {
                     last = Some(Error::Unavailable {
@@ -100,7 +119,13 @@ impl Etcd {
                         message: status.message().to_owned(),
                     });
                 }
-                Err(_) => last = Some(Error::Timeout { op: "Watch", endpoint: url.to_owned(), timeout }),
+                Err(_) => {
+                    last = Some(Error::Timeout {
+                        op: "Watch",
+                        endpoint: url.to_owned(),
+                        timeout,
+                    })
+                }
             }
         }
         Err(last.unwrap_or_else(|| Error::Config("no endpoints".into())))
@@ -126,13 +151,22 @@ impl WatchStream {
                         continue;
                     }
                     let revision = resp.header.as_ref().map_or(0, |h| h.revision);
-                    return Ok(WatchBatch { revision, events: resp.events });
+                    return Ok(WatchBatch {
+                        revision,
+                        events: resp.events,
+                    });
                 }
                 Ok(None) => {
-                    return Err(Error::WatchEnded { key: show_key(&self.key), reason: "etcd closed the stream".into() });
+                    return Err(Error::WatchEnded {
+                        key: show_key(&self.key),
+                        reason: "etcd closed the stream".into(),
+                    });
                 }
                 Err(status) => {
-                    return Err(Error::WatchEnded { key: show_key(&self.key), reason: status.message().to_owned() });
+                    return Err(Error::WatchEnded {
+                        key: show_key(&self.key),
+                        reason: status.message().to_owned(),
+                    });
                 }
             }
         }

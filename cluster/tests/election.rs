@@ -15,7 +15,10 @@ use tokio::task::JoinHandle;
 const TTL: Duration = Duration::from_secs(2);
 
 fn info(id: &str) -> LeaderInfo {
-    LeaderInfo { id: id.into(), url: format!("https://{id}.example:8443") }
+    LeaderInfo {
+        id: id.into(),
+        url: format!("https://{id}.example:8443"),
+    }
 }
 
 struct Contender {
@@ -38,11 +41,19 @@ async fn contend(etcd: &EtcdServer, prefix: &str, id: &str) -> Contender {
         async move { c.get(k).await.unwrap().is_some() }
     })
     .await;
-    Contender { id: id.into(), lease, campaign }
+    Contender {
+        id: id.into(),
+        lease,
+        campaign,
+    }
 }
 
 async fn elected(c: &mut Contender) -> Leadership {
-    tokio::time::timeout(Duration::from_secs(10), &mut c.campaign).await.unwrap().unwrap().unwrap()
+    tokio::time::timeout(Duration::from_secs(10), &mut c.campaign)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -59,10 +70,19 @@ async fn three_contenders_elect_one_leader_in_turn() {
     assert_eq!(leader.info(), &info("a"));
     assert_eq!(election.leader().await.unwrap(), Some(info("a")));
     let mut seen = observer.subscribe();
-    tokio::time::timeout(Duration::from_secs(5), seen.wait_for(|l| l.as_ref() == Some(&info("a")))).await.unwrap().unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        seen.wait_for(|l| l.as_ref() == Some(&info("a"))),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     // The others wait while a leads.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!b.campaign.is_finished() && !c.campaign.is_finished(), "only one leader at a time");
+    assert!(
+        !b.campaign.is_finished() && !c.campaign.is_finished(),
+        "only one leader at a time"
+    );
 
     // a resigns: b, queued next, leads; its fencing revision is newer.
     let a_revision = leader.revision();
@@ -70,7 +90,13 @@ async fn three_contenders_elect_one_leader_in_turn() {
     let leader = elected(&mut b).await;
     assert_eq!(leader.info().id, b.id);
     assert!(leader.revision() > a_revision);
-    tokio::time::timeout(Duration::from_secs(5), seen.wait_for(|l| l.as_ref() == Some(&info("b")))).await.unwrap().unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        seen.wait_for(|l| l.as_ref() == Some(&info("b"))),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     assert!(!c.campaign.is_finished());
 
     // b's process ends its lease: c leads.
@@ -92,11 +118,17 @@ async fn a_leader_whose_lease_is_revoked_learns_it_and_another_takes_over() {
     let killed = Instant::now();
     a.lease.revoke().await.unwrap();
     assert!(!a.lease.is_alive());
-    tokio::time::timeout(Duration::from_secs(2), leader.lost()).await.expect("the old leader learns it lost");
+    tokio::time::timeout(Duration::from_secs(2), leader.lost())
+        .await
+        .expect("the old leader learns it lost");
     assert!(!leader.is_leader());
     let next = elected(&mut b).await;
     assert!(next.is_leader());
-    assert!(killed.elapsed() < TTL, "a revoked lease hands over at once, took {:?}", killed.elapsed());
+    assert!(
+        killed.elapsed() < TTL,
+        "a revoked lease hands over at once, took {:?}",
+        killed.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -112,11 +144,17 @@ async fn a_leader_whose_keep_alive_stops_loses_and_another_is_elected_within_the
     let next = elected(&mut b).await;
     let took = stopped.elapsed();
     // The old leader must know before (or as) the new one is elected.
-    assert!(!leader.is_leader(), "the old leader still believes it leads after {took:?}");
+    assert!(
+        !leader.is_leader(),
+        "the old leader still believes it leads after {took:?}"
+    );
     assert!(next.is_leader());
     // etcd expires a lease between TTL and TTL + 1 s after the last
     // keep-alive, and keep-alives go every TTL/3.
-    assert!(took <= granted + Duration::from_secs(2), "took {took:?} with a TTL of {granted:?}");
+    assert!(
+        took <= granted + Duration::from_secs(2),
+        "took {took:?} with a TTL of {granted:?}"
+    );
 }
 
 #[tokio::test]
@@ -128,10 +166,14 @@ async fn a_cancelled_campaign_withdraws_its_candidacy() {
     let b = contend(&etcd, "svc/e4", "b").await;
     b.campaign.abort();
     let key = format!("svc/e4/{:016x}", b.lease.id());
-    eventually(Duration::from_secs(5), "the cancelled candidate's key is deleted", || {
-        let (c, k) = (client.clone(), key.clone());
-        async move { c.get(k).await.unwrap().is_none() }
-    })
+    eventually(
+        Duration::from_secs(5),
+        "the cancelled candidate's key is deleted",
+        || {
+            let (c, k) = (client.clone(), key.clone());
+            async move { c.get(k).await.unwrap().is_none() }
+        },
+    )
     .await;
     leader.resign().await.unwrap();
     assert_eq!(Election::new(&client, "svc/e4").leader().await.unwrap(), None);

@@ -38,9 +38,15 @@ async fn a_lock_is_exclusive_across_clients_and_fenced() {
     let started = Instant::now();
     let err = b.acquire(CRN, Duration::from_millis(500)).await.unwrap_err();
     let waited = started.elapsed();
-    assert!(matches!(&err, Error::LockTimeout { crn, waited } if crn == CRN && *waited == Duration::from_millis(500)), "{err}");
+    assert!(
+        matches!(&err, Error::LockTimeout { crn, waited } if crn == CRN && *waited == Duration::from_millis(500)),
+        "{err}"
+    );
     assert!(err.to_string().contains("not acquired within"), "{err}");
-    assert!(waited >= Duration::from_millis(500) && waited < Duration::from_secs(3), "waited {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_secs(3),
+        "waited {waited:?}"
+    );
     eventually(Duration::from_secs(5), "b's queued key withdrawn", || {
         let c = client_a.clone();
         async move { keys_under(&c, "svc/locks/").await == 1 }
@@ -51,7 +57,8 @@ async fn a_lock_is_exclusive_across_clients_and_fenced() {
     let other = b.acquire(&format!("{CRN}/x"), Duration::from_secs(5)).await.unwrap();
 
     // A write fenced by the lock succeeds while it is held...
-    let fenced = |g: &svc_cluster::LockGuard| ops::txn(vec![g.fence()], vec![ops::put(b"svc/step", b"1".to_vec(), 0)], vec![]);
+    let fenced =
+        |g: &svc_cluster::LockGuard| ops::txn(vec![g.fence()], vec![ops::put(b"svc/step", b"1".to_vec(), 0)], vec![]);
     assert!(client_a.txn(fenced(&guard)).await.unwrap().succeeded);
     let old_fence = fenced(&guard);
     let first_revision = guard.revision();
@@ -62,7 +69,11 @@ async fn a_lock_is_exclusive_across_clients_and_fenced() {
         async move { b.acquire(CRN, Duration::from_secs(10)).await }
     });
     guard.release().await.unwrap();
-    let guard_b = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap();
+    let guard_b = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert!(guard_b.revision() > first_revision, "fencing tokens grow");
     guard_b.check().await.unwrap();
     // ...and a's fence no longer holds.
@@ -85,8 +96,16 @@ async fn a_dead_holders_lock_goes_with_its_lease() {
     // within the lease TTL, and a learns it no longer holds it.
     let stopped = Instant::now();
     lease_a.stop_keep_alive();
-    let guard_b = tokio::time::timeout(Duration::from_secs(10), waiting).await.unwrap().unwrap().unwrap();
-    assert!(stopped.elapsed() <= lease_a.ttl() + Duration::from_secs(2), "took {:?}", stopped.elapsed());
+    let guard_b = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(
+        stopped.elapsed() <= lease_a.ttl() + Duration::from_secs(2),
+        "took {:?}",
+        stopped.elapsed()
+    );
     assert!(!guard.is_held());
     assert!(matches!(guard.check().await, Err(Error::Lost { .. })));
     guard_b.check().await.unwrap();
@@ -97,7 +116,10 @@ async fn a_dropped_guard_releases_and_one_holder_cannot_take_a_lock_twice() {
     let etcd = EtcdServer::start().await;
     let (client, _lease, a) = holder(&etcd).await;
     let guard = a.acquire(CRN, Duration::from_secs(5)).await.unwrap();
-    assert!(matches!(a.acquire(CRN, Duration::from_secs(1)).await, Err(Error::LockHeldHere { .. })));
+    assert!(matches!(
+        a.acquire(CRN, Duration::from_secs(1)).await,
+        Err(Error::LockHeldHere { .. })
+    ));
     drop(guard);
     eventually(Duration::from_secs(5), "the dropped lock's key is deleted", || {
         let c = client.clone();
@@ -111,14 +133,23 @@ async fn a_dropped_guard_releases_and_one_holder_cannot_take_a_lock_twice() {
 #[tokio::test]
 async fn a_lock_wait_ends_when_the_waiters_own_lease_is_lost() {
     let etcd = EtcdServer::start().await;
-    let (_ca, _lease_a, a) = holder(&etcd).await;
+    let (client, _lease_a, a) = holder(&etcd).await;
     let (_cb, lease_b, b) = holder(&etcd).await;
     let _guard = a.acquire(CRN, Duration::from_secs(5)).await.unwrap();
     let waiting = tokio::spawn({
         let b = b.clone();
         async move { b.acquire(CRN, Duration::from_secs(30)).await }
     });
+    eventually(Duration::from_secs(5), "b queued", || {
+        let c = client.clone();
+        async move { keys_under(&c, "svc/locks/").await == 2 }
+    })
+    .await;
     lease_b.revoke().await.unwrap();
-    let err = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap_err();
+    let err = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
     assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
 }

@@ -17,17 +17,28 @@ const LOG: &str = "svc/ledger";
 const ELECTION: &str = "svc/leader";
 
 fn entries(first: u64, n: u64) -> Vec<Entry> {
-    (first..first + n).map(|seq| Entry { seq, bytes: format!("{{\"seq\":{seq},\"type\":\"QUARANTINE\"}}").into_bytes() }).collect()
+    (first..first + n)
+        .map(|seq| Entry {
+            seq,
+            bytes: format!("{{\"seq\":{seq},\"type\":\"QUARANTINE\"}}").into_bytes(),
+        })
+        .collect()
 }
 
 async fn lead(etcd: &EtcdServer, id: &str) -> (Lease, Leadership, ReplicatedLog) {
     let client = etcd.client();
     let lease = Lease::grant(&client, TTL).await.unwrap();
-    let me = LeaderInfo { id: id.into(), url: format!("https://{id}:8443") };
-    let leadership = tokio::time::timeout(Duration::from_secs(10), Election::new(&client, ELECTION).campaign(&lease, &me))
-        .await
-        .unwrap()
-        .unwrap();
+    let me = LeaderInfo {
+        id: id.into(),
+        url: format!("https://{id}:8443"),
+    };
+    let leadership = tokio::time::timeout(
+        Duration::from_secs(10),
+        Election::new(&client, ELECTION).campaign(&lease, &me),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     (lease, leadership, ReplicatedLog::new(&client, LOG))
 }
 
@@ -65,9 +76,25 @@ async fn a_standby_follows_every_batch_and_a_new_leader_reads_the_tail() {
 
     // A gap or an overlap is refused, and changes nothing.
     let err = log_a.append(&a, &entries(26, 1)).await.unwrap_err();
-    assert!(matches!(err, Error::LogConflict { first: 26, expected: 25, found: 24 }), "{err}");
-    assert!(matches!(log_a.append(&a, &entries(20, 2)).await, Err(Error::LogConflict { .. })));
-    assert!(matches!(log_a.append(&a, &[entries(25, 1), entries(27, 1)].concat()).await, Err(Error::InvalidAppend(_))));
+    assert!(
+        matches!(
+            err,
+            Error::LogConflict {
+                first: 26,
+                expected: 25,
+                found: 24
+            }
+        ),
+        "{err}"
+    );
+    assert!(matches!(
+        log_a.append(&a, &entries(20, 2)).await,
+        Err(Error::LogConflict { .. })
+    ));
+    assert!(matches!(
+        log_a.append(&a, &[entries(25, 1), entries(27, 1)].concat()).await,
+        Err(Error::InvalidAppend(_))
+    ));
 
     // A standby that was at seq 10 catches up from there.
     let mut late = standby.follow(10);
@@ -77,12 +104,21 @@ async fn a_standby_follows_every_batch_and_a_new_leader_reads_the_tail() {
     let standby_election = etcd.client();
     let waiting = tokio::spawn(async move {
         let lease = Lease::grant(&standby_election, TTL).await.unwrap();
-        let me = LeaderInfo { id: "b".into(), url: "https://b:8443".into() };
-        let l = Election::new(&standby_election, ELECTION).campaign(&lease, &me).await.unwrap();
+        let me = LeaderInfo {
+            id: "b".into(),
+            url: "https://b:8443".into(),
+        };
+        let l = Election::new(&standby_election, ELECTION)
+            .campaign(&lease, &me)
+            .await
+            .unwrap();
         (lease, l)
     });
     lease_a.revoke().await.unwrap();
-    let (_lease_b, b) = tokio::time::timeout(Duration::from_secs(10), waiting).await.unwrap().unwrap();
+    let (_lease_b, b) = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(standby.read_after(17).await.unwrap(), entries(18, 7));
     assert!(standby.read_after(24).await.unwrap().is_empty());
     standby.append(&b, &entries(25, 2)).await.unwrap();
@@ -116,21 +152,46 @@ async fn appends_larger_than_etcds_request_limit_are_split() {
     let (_lease, a, log) = lead(&etcd, "a").await;
     let mut follower = ReplicatedLog::new(&etcd.client(), LOG).follow(0);
     // 40 events of 100 KiB: 4 MB, beyond etcd's 1.5 MiB request limit.
-    let big: Vec<Entry> = (1..=40).map(|seq| Entry { seq, bytes: vec![u8::try_from(seq).unwrap(); 100 * 1024] }).collect();
+    let big: Vec<Entry> = (1..=40)
+        .map(|seq| Entry {
+            seq,
+            bytes: vec![u8::try_from(seq).unwrap(); 100 * 1024],
+        })
+        .collect();
     log.append(&a, &big).await.unwrap();
     assert_eq!(receive_through(&mut follower, 1, 40).await, big);
-    let batches = etcd.client().get_prefix(format!("{LOG}/log/").as_bytes()).await.unwrap().0;
+    let batches = etcd
+        .client()
+        .get_prefix(format!("{LOG}/log/").as_bytes())
+        .await
+        .unwrap()
+        .0;
     assert!(batches.len() >= 4, "{} batches", batches.len());
-    assert!(batches.iter().all(|kv| kv.value.len() <= svc_cluster::DEFAULT_MAX_BATCH_BYTES));
+    assert!(
+        batches
+            .iter()
+            .all(|kv| kv.value.len() <= svc_cluster::DEFAULT_MAX_BATCH_BYTES)
+    );
 
     // One event larger than a batch may hold is refused with its size.
-    let huge = [Entry { seq: 41, bytes: vec![0; 2 * 1024 * 1024] }];
+    let huge = [Entry {
+        seq: 41,
+        bytes: vec![0; 2 * 1024 * 1024],
+    }];
     let err = log.append(&a, &huge).await.unwrap_err();
-    assert!(matches!(err, Error::InvalidAppend(_)) && err.to_string().contains("2097152"), "{err}");
+    assert!(
+        matches!(err, Error::InvalidAppend(_)) && err.to_string().contains("2097152"),
+        "{err}"
+    );
 
     // A smaller limit splits finer.
     let small = ReplicatedLog::new(&etcd.client(), LOG).with_max_batch_bytes(4096);
-    let many: Vec<Entry> = (41..=140).map(|seq| Entry { seq, bytes: vec![7; 1000] }).collect();
+    let many: Vec<Entry> = (41..=140)
+        .map(|seq| Entry {
+            seq,
+            bytes: vec![7; 1000],
+        })
+        .collect();
     small.append(&a, &many).await.unwrap();
     assert_eq!(receive_through(&mut follower, 41, 140).await, many);
 }

@@ -16,26 +16,31 @@ fn sources() -> Vec<Source> {
     let mut out = Vec::new();
     for account in 0..8 {
         for region in ["eu-west-1", "us-east-1", "ap-south-1"] {
-            out.push(Source { provider: "aws".into(), key: format!("aws/{account:012}/{region}") });
+            out.push(Source {
+                provider: "aws".into(),
+                key: format!("aws/{account:012}/{region}"),
+            });
         }
     }
     for cluster in 0..6 {
-        out.push(Source { provider: "mock".into(), key: format!("mock/cluster-{cluster}") });
+        out.push(Source {
+            provider: "mock".into(),
+            key: format!("mock/cluster-{cluster}"),
+        });
     }
     out
 }
 
 async fn wait_for_ids(live: &svc_cluster::LiveMembers, ids: &[&str]) -> Vec<Member> {
     let mut rx = live.subscribe();
-    let members = tokio::time::timeout(
+    tokio::time::timeout(
         Duration::from_secs(10),
         rx.wait_for(|m| m.iter().map(|m| m.id.as_str()).collect::<Vec<_>>() == ids),
     )
     .await
     .unwrap_or_else(|_| panic!("live set never became {ids:?}, last {:?}", live.current()))
     .unwrap()
-    .clone();
-    members
+    .clone()
 }
 
 #[tokio::test]
@@ -48,8 +53,15 @@ async fn the_live_set_follows_workers_and_a_dead_workers_sources_move() {
     for (id, can) in [("w1", vec!["*"]), ("w2", vec!["aws"]), ("w3", vec!["aws", "mock"])] {
         let client = etcd.client();
         let lease = Lease::grant(&client, TTL).await.unwrap();
-        let member = Member { id: id.into(), addr: format!("https://{id}:7443"), sources: can.into_iter().map(String::from).collect() };
-        Membership::new(&client, "svc/members").register(&lease, &member).await.unwrap();
+        let member = Member {
+            id: id.into(),
+            addr: format!("https://{id}:7443"),
+            sources: can.into_iter().map(String::from).collect(),
+        };
+        Membership::new(&client, "svc/members")
+            .register(&lease, &member)
+            .await
+            .unwrap();
         leases.push(lease);
     }
     let members = wait_for_ids(&live, &["w1", "w2", "w3"]).await;
@@ -70,7 +82,11 @@ async fn the_live_set_follows_workers_and_a_dead_workers_sources_move() {
     let died = Instant::now();
     leases[2].stop_keep_alive();
     let members = wait_for_ids(&live, &["w1", "w2"]).await;
-    assert!(died.elapsed() <= TTL + Duration::from_secs(2), "took {:?}", died.elapsed());
+    assert!(
+        died.elapsed() <= TTL + Duration::from_secs(2),
+        "took {:?}",
+        died.elapsed()
+    );
     let after = assign(&srcs, &members);
     assert!(after.unassigned.is_empty(), "w1 runs everything");
     let w3_had: Vec<&str> = before.sources_of("w3");
@@ -99,9 +115,23 @@ async fn bad_member_records_are_skipped_and_bad_ids_refused() {
     let live = membership.watch();
     let lease = Lease::grant(&client, TTL).await.unwrap();
     client.put("svc/m2/garbage", "not json", 0).await.unwrap();
-    let good = Member { id: "w1".into(), addr: "https://w1:7443".into(), sources: vec!["*".into()] };
+    let good = Member {
+        id: "w1".into(),
+        addr: "https://w1:7443".into(),
+        sources: vec!["*".into()],
+    };
     membership.register(&lease, &good).await.unwrap();
     wait_for_ids(&live, &["w1"]).await;
-    let bad = Member { id: "a/b".into(), ..good };
-    assert!(membership.register(&lease, &bad).await.unwrap_err().to_string().contains("a/b"));
+    let bad = Member {
+        id: "a/b".into(),
+        ..good
+    };
+    assert!(
+        membership
+            .register(&lease, &bad)
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("a/b")
+    );
 }

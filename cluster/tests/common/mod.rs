@@ -51,7 +51,11 @@ impl EtcdServer {
 
     async fn spawn(&mut self) {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join("etcd.log")).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("etcd.log"))
+            .unwrap();
         let child = Command::new(etcd_binary())
             .arg("--name=svc-test")
             .arg(format!("--data-dir={}", self.dir.path().join("data").display()))
@@ -65,7 +69,12 @@ impl EtcdServer {
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e} (install Debian's etcd-server)", etcd_binary().display()));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start {}: {e} (install Debian's etcd-server)",
+                    etcd_binary().display()
+                )
+            });
         self.child = Some(child);
         let health = format!("{}/health", self.url());
         let http = reqwest::Client::new();
@@ -80,7 +89,11 @@ impl EtcdServer {
             {
                 return;
             }
-            assert!(Instant::now() < deadline, "etcd not healthy within 30 s:\n{}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "etcd not healthy within 30 s:\n{}",
+                self.log()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
