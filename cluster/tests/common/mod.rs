@@ -25,6 +25,98 @@ pub struct EtcdServer {
     dir: tempfile::TempDir,
     client_port: u16,
     peer_port: u16,
+    tls: Option<Certs>,
+}
+
+/// PEM files for etcd's mutual TLS, made by `openssl` for one test.
+#[derive(Clone)]
+pub struct Certs {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run openssl: {e} (install Debian's openssl)"));
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate.
+pub fn make_certs(dir: &std::path::Path) -> Certs {
+    let key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    openssl(
+        dir,
+        &[
+            &["req", "-x509"],
+            &key[..],
+            &[
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.pem",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=svc-test-ca",
+            ],
+        ]
+        .concat(),
+    );
+    for (name, usage) in [("server", "serverAuth,clientAuth"), ("client", "clientAuth")] {
+        let ext = format!("{name}.ext");
+        std::fs::write(
+            dir.join(&ext),
+            format!("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage={usage}\n"),
+        )
+        .unwrap();
+        let (k, csr, pem) = (format!("{name}.key"), format!("{name}.csr"), format!("{name}.pem"));
+        openssl(
+            dir,
+            &[
+                &["req"],
+                &key[..],
+                &["-keyout", &k, "-out", &csr, "-subj", &format!("/CN=svc-test-{name}")],
+            ]
+            .concat(),
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &pem,
+                "-days",
+                "1",
+                "-extfile",
+                &ext,
+            ],
+        );
+    }
+    Certs {
+        ca: dir.join("ca.pem"),
+        server_cert: dir.join("server.pem"),
+        server_key: dir.join("server.key"),
+        client_cert: dir.join("client.pem"),
+        client_key: dir.join("client.key"),
+    }
 }
 
 impl EtcdServer {
@@ -35,18 +127,52 @@ impl EtcdServer {
             dir: tempfile::tempdir().unwrap(),
             client_port: free_port(),
             peer_port: free_port(),
+            tls: None,
         };
         server.spawn().await;
         server
     }
 
+    /// Starts an etcd that serves clients over mutual TLS only.
+    pub async fn start_tls() -> EtcdServer {
+        let dir = tempfile::tempdir().unwrap();
+        let certs = make_certs(dir.path());
+        let mut server = EtcdServer {
+            child: None,
+            dir,
+            client_port: free_port(),
+            peer_port: free_port(),
+            tls: Some(certs),
+        };
+        server.spawn().await;
+        server
+    }
+
+    pub fn certs(&self) -> Option<&Certs> {
+        self.tls.as_ref()
+    }
+
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
+    }
+
+    /// The client configuration, with this etcd's client certificate when
+    /// it speaks TLS.
+    pub fn config(&self) -> EtcdConfig {
+        let mut c = config(vec![self.url()]);
+        c.tls = self.tls.as_ref().map(|t| svc_cluster::TlsFiles {
+            ca: t.ca.clone(),
+            cert: Some(t.client_cert.clone()),
+            key: Some(t.client_key.clone()),
+            server_name: None,
+        });
+        c
     }
 
     /// A client with short timeouts.
     pub fn client(&self) -> Etcd {
-        Etcd::connect(&config(vec![self.url()])).unwrap()
+        Etcd::connect(&self.config()).unwrap()
     }
 
     async fn spawn(&mut self) {
@@ -56,7 +182,15 @@ impl EtcdServer {
             .append(true)
             .open(self.dir.path().join("etcd.log"))
             .unwrap();
-        let child = Command::new(etcd_binary())
+        let mut command = Command::new(etcd_binary());
+        if let Some(t) = &self.tls {
+            command
+                .arg(format!("--cert-file={}", t.server_cert.display()))
+                .arg(format!("--key-file={}", t.server_key.display()))
+                .arg(format!("--trusted-ca-file={}", t.ca.display()))
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .arg("--name=svc-test")
             .arg(format!("--data-dir={}", self.dir.path().join("data").display()))
             .arg(format!("--listen-client-urls={}", self.url()))
@@ -76,6 +210,9 @@ impl EtcdServer {
                 )
             });
         self.child = Some(child);
+        if self.tls.is_some() {
+            return self.wait_tls().await;
+        }
         let health = format!("{}/health", self.url());
         let http = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -87,6 +224,27 @@ impl EtcdServer {
                 && let Ok(body) = resp.text().await
                 && body.contains("\"health\":\"true\"")
             {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "etcd not healthy within 30 s:\n{}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Waits for a TLS etcd through the gRPC status call (its health
+    /// endpoint wants a client certificate too).
+    async fn wait_tls(&mut self) {
+        let client = Etcd::connect(&self.config()).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("etcd exited with {status}:\n{}", self.log());
+            }
+            if client.status().await.is_ok() {
                 return;
             }
             assert!(
