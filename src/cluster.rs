@@ -28,7 +28,13 @@ pub type Leading = watch::Receiver<bool>;
 /// A node alone: it always leads.
 pub fn alone() -> (Leading, Node) {
     let (tx, rx) = watch::channel(true);
-    (rx, Node { _alone: Some(tx), _tasks: Vec::new() })
+    (
+        rx,
+        Node {
+            _alone: Some(tx),
+            _tasks: Vec::new(),
+        },
+    )
 }
 
 /// The running membership; dropping it stops campaigning and following.
@@ -62,14 +68,32 @@ fn etcd_config(settings: &ClusterSettings) -> EtcdConfig {
 pub fn join(settings: &ClusterSettings, state: &AppState) -> anyhow::Result<(Leading, Node)> {
     let etcd = Etcd::connect(&etcd_config(settings)).context("cannot set up the etcd client of [cluster]")?;
     let election = Election::new(&etcd, &format!("{}/leader", settings.prefix));
-    let me = LeaderInfo { id: settings.node_id.clone(), url: settings.advertise_url.clone() };
-    state.set_standby(Some(Standby { node_id: me.id.clone(), leader: None }));
+    let me = LeaderInfo {
+        id: settings.node_id.clone(),
+        url: settings.advertise_url.clone(),
+    };
+    state.set_standby(Some(Standby {
+        node_id: me.id.clone(),
+        leader: None,
+    }));
     info!(node = %me.id, endpoints = ?settings.endpoints, "joining the cluster as a standby");
 
     let (leading_tx, leading) = watch::channel(false);
-    let campaign = tokio::spawn(campaign(etcd, election.clone(), me.clone(), settings.lease_ttl, leading_tx));
+    let campaign = tokio::spawn(campaign(
+        etcd,
+        election.clone(),
+        me.clone(),
+        settings.lease_ttl,
+        leading_tx,
+    ));
     let follow = tokio::spawn(follow(election, me, leading.clone(), state.clone()));
-    Ok((leading, Node { _alone: None, _tasks: vec![AbortOnDrop(campaign), AbortOnDrop(follow)] }))
+    Ok((
+        leading,
+        Node {
+            _alone: None,
+            _tasks: vec![AbortOnDrop(campaign), AbortOnDrop(follow)],
+        },
+    ))
 }
 
 /// Campaigns, leads until the leadership is lost, and campaigns again.
@@ -111,7 +135,10 @@ async fn follow(election: Election, me: LeaderInfo, mut leading: Leading, state:
             None
         } else {
             let known = leader.borrow_and_update().clone().filter(|l| l.id != me.id);
-            Some(Standby { node_id: me.id.clone(), leader: known.map(|l| (l.id, l.url)) })
+            Some(Standby {
+                node_id: me.id.clone(),
+                leader: known.map(|l| (l.id, l.url)),
+            })
         };
         state.set_standby(standby);
         let open = tokio::select! {

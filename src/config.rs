@@ -419,7 +419,11 @@ impl Config {
         if c.endpoints.is_empty() {
             bail!("cluster.endpoints is empty: list etcd's client URLs, e.g. [\"https://etcd-1:2379\"]");
         }
-        if let Some(e) = c.endpoints.iter().find(|e| e.trim().is_empty() || e.contains(char::is_whitespace)) {
+        if let Some(e) = c
+            .endpoints
+            .iter()
+            .find(|e| e.trim().is_empty() || e.contains(char::is_whitespace))
+        {
             bail!("cluster.endpoints: {e:?} is not an etcd URL");
         }
         let node_id = c.node_id.clone().unwrap_or_default();
@@ -446,11 +450,23 @@ impl Config {
             bail!("cluster.cert_file and cluster.key_file go together: mutual TLS needs both");
         }
         let tls = match ca {
-            Some(ca) => Some(ClusterTls { ca, cert, key, server_name: c.server_name.clone() }),
+            Some(ca) => Some(ClusterTls {
+                ca,
+                cert,
+                key,
+                server_name: c.server_name.clone(),
+            }),
             None if cert.is_some() => bail!("cluster.cert_file needs cluster.ca_file, the CA of etcd's certificates"),
             None => None,
         };
-        Ok(Some(ClusterSettings { endpoints: c.endpoints.clone(), node_id, advertise_url, lease_ttl, prefix, tls }))
+        Ok(Some(ClusterSettings {
+            endpoints: c.endpoints.clone(),
+            node_id,
+            advertise_url,
+            lease_ttl,
+            prefix,
+            tls,
+        }))
     }
 
     /// `ledger.retention` and `graph.history_retention`: each a duration
@@ -771,10 +787,14 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(c.endpoints.len(), 2);
-        assert_eq!((c.node_id.as_str(), c.lease_ttl, c.prefix.as_str()), ("n1", Duration::from_secs(10), "svc"));
+        assert_eq!(
+            (c.node_id.as_str(), c.lease_ttl, c.prefix.as_str()),
+            ("n1", Duration::from_secs(10), "svc")
+        );
         let tls = c.tls.unwrap();
         assert_eq!(tls.key.unwrap(), std::path::PathBuf::from("/etc/svc/n1.key"));
-        let base = "[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n";
+        let base =
+            "[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n";
         assert!(Config::validate_text(base).is_ok());
         for (extra, says) in [
             ("lease_ttl = \"1s\"", "lease_ttl"),
@@ -788,9 +808,18 @@ mod tests {
             assert!(format!("{e:#}").contains(says), "{extra}: {e:#}");
         }
         for (text, says) in [
-            ("[cluster]\nnode_id = \"n1\"\nadvertise_url = \"http://n1\"", "endpoints is empty"),
-            ("[cluster]\nendpoints = [\"http://e1:2379\"]\nadvertise_url = \"http://n1\"", "node_id"),
-            ("[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"n1:80\"", "advertise_url"),
+            (
+                "[cluster]\nnode_id = \"n1\"\nadvertise_url = \"http://n1\"",
+                "endpoints is empty",
+            ),
+            (
+                "[cluster]\nendpoints = [\"http://e1:2379\"]\nadvertise_url = \"http://n1\"",
+                "node_id",
+            ),
+            (
+                "[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"n1:80\"",
+                "advertise_url",
+            ),
         ] {
             let e = Config::validate_text(text).unwrap_err();
             assert!(format!("{e:#}").contains(says), "{text}: {e:#}");

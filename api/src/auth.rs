@@ -49,7 +49,11 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
 /// Requests that change nothing this node shares with a cluster, though
 /// not sent with GET: a standby answers them.
-const READS_BY_POST: &[&str] = &["/api/v1/session", "/api/v1/policies/dry-run", "/api/v1/config/slack-test"];
+const READS_BY_POST: &[&str] = &[
+    "/api/v1/session",
+    "/api/v1/policies/dry-run",
+    "/api/v1/config/slack-test",
+];
 
 /// A standby's answer to a write: 503 `not_ready`, naming the leader.
 fn standby_refusal(standby: &crate::state::Standby) -> ApiError {
