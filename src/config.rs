@@ -39,7 +39,61 @@ pub struct Config {
     /// `[registry]`: where packages come from ([`RegistryConfig`]).
     #[serde(default)]
     pub registry: RegistryConfig,
+    /// `[cluster]`: high availability through etcd ([`Config::cluster_settings`]);
+    /// absent, the daemon runs alone.
+    #[serde(default)]
+    pub cluster: Option<ClusterConfig>,
 }
+
+/// `[cluster]` as written; [`Config::cluster_settings`] checks it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterConfig {
+    /// etcd's client URLs (`https://etcd-1:2379`).
+    #[serde(default)]
+    pub endpoints: Vec<String>,
+    /// This node's id, unique in the cluster.
+    pub node_id: Option<String>,
+    /// The base URL other nodes and clients reach this node's API at.
+    pub advertise_url: Option<String>,
+    /// The lease the leadership hangs on (`10s`): a dead leader is replaced
+    /// within about this time.
+    pub lease_ttl: Option<String>,
+    /// The etcd key prefix of this cluster (`svc`).
+    pub prefix: Option<String>,
+    /// etcd's TLS: the CA that signed its certificates, and this node's
+    /// client certificate and key for mutual TLS.
+    pub ca_file: Option<String>,
+    pub cert_file: Option<String>,
+    pub key_file: Option<String>,
+    /// The name etcd's certificate is checked against, when not the
+    /// endpoint's host.
+    pub server_name: Option<String>,
+}
+
+/// The checked `[cluster]` section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterSettings {
+    pub endpoints: Vec<String>,
+    pub node_id: String,
+    pub advertise_url: String,
+    pub lease_ttl: Duration,
+    pub prefix: String,
+    pub tls: Option<ClusterTls>,
+}
+
+/// The PEM files of etcd's TLS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterTls {
+    pub ca: std::path::PathBuf,
+    pub cert: Option<std::path::PathBuf>,
+    pub key: Option<std::path::PathBuf>,
+    pub server_name: Option<String>,
+}
+
+/// The shortest and longest leader lease.
+const MIN_LEASE_TTL: Duration = Duration::from_secs(2);
+const MAX_LEASE_TTL: Duration = Duration::from_secs(300);
 
 /// `[notify]` as written; [`Config::notify_settings`] checks it.
 #[derive(Debug, Default, Deserialize)]
@@ -355,7 +409,64 @@ impl Config {
         config.notify_settings()?;
         config.retention()?;
         config.registry.settings()?;
+        config.cluster_settings()?;
         Ok(config)
+    }
+
+    /// `[cluster]`, checked: `None` when the section is absent.
+    pub fn cluster_settings(&self) -> anyhow::Result<Option<ClusterSettings>> {
+        let Some(c) = &self.cluster else { return Ok(None) };
+        if c.endpoints.is_empty() {
+            bail!("cluster.endpoints is empty: list etcd's client URLs, e.g. [\"https://etcd-1:2379\"]");
+        }
+        if let Some(e) = c
+            .endpoints
+            .iter()
+            .find(|e| e.trim().is_empty() || e.contains(char::is_whitespace))
+        {
+            bail!("cluster.endpoints: {e:?} is not an etcd URL");
+        }
+        let node_id = c.node_id.clone().unwrap_or_default();
+        if node_id.is_empty() || node_id.contains('/') || node_id.contains(char::is_whitespace) {
+            bail!("cluster.node_id {node_id:?}: give this node a unique id without '/' or spaces");
+        }
+        let advertise_url = c.advertise_url.clone().unwrap_or_default();
+        if !(advertise_url.starts_with("http://") || advertise_url.starts_with("https://")) {
+            bail!("cluster.advertise_url {advertise_url:?}: the http:// or https:// URL this node's API is reached at");
+        }
+        let ttl_text = c.lease_ttl.as_deref().unwrap_or("10s");
+        let lease_ttl = humantime::parse_duration(ttl_text)
+            .with_context(|| format!("cluster.lease_ttl {ttl_text:?} is not a duration"))?;
+        if !(MIN_LEASE_TTL..=MAX_LEASE_TTL).contains(&lease_ttl) || lease_ttl.subsec_nanos() != 0 {
+            bail!("cluster.lease_ttl must be whole seconds from 2s to 5m, got {ttl_text:?}");
+        }
+        let prefix = c.prefix.clone().unwrap_or_else(|| "svc".to_owned());
+        if prefix.is_empty() {
+            bail!("cluster.prefix is empty");
+        }
+        let path = |v: &Option<String>| v.as_ref().filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
+        let (ca, cert, key) = (path(&c.ca_file), path(&c.cert_file), path(&c.key_file));
+        if cert.is_some() != key.is_some() {
+            bail!("cluster.cert_file and cluster.key_file go together: mutual TLS needs both");
+        }
+        let tls = match ca {
+            Some(ca) => Some(ClusterTls {
+                ca,
+                cert,
+                key,
+                server_name: c.server_name.clone(),
+            }),
+            None if cert.is_some() => bail!("cluster.cert_file needs cluster.ca_file, the CA of etcd's certificates"),
+            None => None,
+        };
+        Ok(Some(ClusterSettings {
+            endpoints: c.endpoints.clone(),
+            node_id,
+            advertise_url,
+            lease_ttl,
+            prefix,
+            tls,
+        }))
     }
 
     /// `ledger.retention` and `graph.history_retention`: each a duration
@@ -662,6 +773,58 @@ fn retention_window(key: &str, value: &str) -> anyhow::Result<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cluster_section_is_checked() {
+        assert_eq!(Config::validate_text("").unwrap().cluster_settings().unwrap(), None);
+        let c = Config::validate_text(
+            "[cluster]\nendpoints = [\"https://e1:2379\", \"https://e2:2379\"]\nnode_id = \"n1\"\n\
+             advertise_url = \"https://n1:8443\"\nca_file = \"/etc/svc/ca.pem\"\n\
+             cert_file = \"/etc/svc/n1.pem\"\nkey_file = \"/etc/svc/n1.key\"",
+        )
+        .unwrap()
+        .cluster_settings()
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.endpoints.len(), 2);
+        assert_eq!(
+            (c.node_id.as_str(), c.lease_ttl, c.prefix.as_str()),
+            ("n1", Duration::from_secs(10), "svc")
+        );
+        let tls = c.tls.unwrap();
+        assert_eq!(tls.key.unwrap(), std::path::PathBuf::from("/etc/svc/n1.key"));
+        let base =
+            "[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n";
+        assert!(Config::validate_text(base).is_ok());
+        for (extra, says) in [
+            ("lease_ttl = \"1s\"", "lease_ttl"),
+            ("lease_ttl = \"2500ms\"", "whole seconds"),
+            ("lease_ttl = \"soon\"", "not a duration"),
+            ("cert_file = \"/c.pem\"", "go together"),
+            ("cert_file = \"/c.pem\"\nkey_file = \"/k.pem\"", "ca_file"),
+            ("colour = \"blue\"", "colour"),
+        ] {
+            let e = Config::validate_text(&format!("{base}{extra}")).unwrap_err();
+            assert!(format!("{e:#}").contains(says), "{extra}: {e:#}");
+        }
+        for (text, says) in [
+            (
+                "[cluster]\nnode_id = \"n1\"\nadvertise_url = \"http://n1\"",
+                "endpoints is empty",
+            ),
+            (
+                "[cluster]\nendpoints = [\"http://e1:2379\"]\nadvertise_url = \"http://n1\"",
+                "node_id",
+            ),
+            (
+                "[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"n1:80\"",
+                "advertise_url",
+            ),
+        ] {
+            let e = Config::validate_text(text).unwrap_err();
+            assert!(format!("{e:#}").contains(says), "{text}: {e:#}");
+        }
+    }
 
     #[test]
     fn heuristics_section_selects_built_in_rules() {

@@ -111,6 +111,11 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)?;
     notifier.attach(&engine);
     state.set_notifier(notifier.clone());
+    // Alone, this node always leads; in a cluster, only while elected.
+    let (leading, _node) = match config.cluster_settings()? {
+        Some(settings) => crate::cluster::join(&settings, &state)?,
+        None => crate::cluster::alone(),
+    };
     let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);
     let (retention_tx, retention_rx) = tokio::sync::watch::channel(retention);
     state.set_config(Arc::new(FileConfig::new(
@@ -129,19 +134,34 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     state.set_engine(engine.clone());
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
 
+    // What scans or appends to the ledger runs on the leader only.
     let scheduler = tokio::spawn(supervise(SCHEDULER, state.clone(), {
-        let (engine, state) = (engine.clone(), state.clone());
-        move || schedule_scans(engine.clone(), state.clone(), interval_rx.clone())
+        let (engine, state, leading) = (engine.clone(), state.clone(), leading.clone());
+        move || {
+            let (engine, state, interval_rx) = (engine.clone(), state.clone(), interval_rx.clone());
+            crate::cluster::while_leading(leading.clone(), move || {
+                schedule_scans(engine.clone(), state.clone(), interval_rx.clone())
+            })
+        }
     }));
     let storage = tokio::spawn(supervise("storage", state.clone(), {
         let engine = engine.clone();
         move || watch_storage(engine.clone())
     }));
     let retention = tokio::spawn(supervise(crate::retention::PART, state.clone(), {
-        let (engine, exporter, state) = (engine.clone(), exporter.clone(), state.clone());
-        move || crate::retention::enforce(engine.clone(), exporter.clone(), state.clone(), retention_rx.clone())
+        let (engine, exporter, state, leading) = (engine.clone(), exporter.clone(), state.clone(), leading.clone());
+        move || {
+            let (engine, exporter, state, retention_rx) =
+                (engine.clone(), exporter.clone(), state.clone(), retention_rx.clone());
+            crate::cluster::while_leading(leading.clone(), move || {
+                crate::retention::enforce(engine.clone(), exporter.clone(), state.clone(), retention_rx.clone())
+            })
+        }
     }));
-    let export_schedule = tokio::spawn(svc_api::export::schedule(state.clone(), exporter));
+    let export_schedule = tokio::spawn(crate::cluster::while_leading(leading.clone(), {
+        let state = state.clone();
+        move || svc_api::export::schedule(state.clone(), exporter.clone())
+    }));
     let notifications = tokio::spawn(supervise(NOTIFIER, state.clone(), {
         let state = state.clone();
         move || {
@@ -149,7 +169,10 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
             notifier.clone().run(move || state.clear_fault(NOTIFIER))
         }
     }));
-    let expiry = tokio::spawn(expire_isolations(engine.clone()));
+    let expiry = tokio::spawn(crate::cluster::while_leading(leading, {
+        let engine = engine.clone();
+        move || expire_isolations(engine.clone())
+    }));
     let result = server.await.context("server task failed")?;
     scheduler.abort();
     storage.abort();

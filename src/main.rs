@@ -2,6 +2,7 @@
 //! a client of its REST API.
 
 mod cli;
+mod cluster;
 mod config;
 mod daemon;
 mod logging;

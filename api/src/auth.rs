@@ -47,6 +47,30 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
+/// Requests that change nothing this node shares with a cluster, though
+/// not sent with GET: a standby answers them.
+const READS_BY_POST: &[&str] = &[
+    "/api/v1/session",
+    "/api/v1/policies/dry-run",
+    "/api/v1/config/slack-test",
+];
+
+/// A standby's answer to a write: 503 `not_ready`, naming the leader.
+fn standby_refusal(standby: &crate::state::Standby) -> ApiError {
+    match &standby.leader {
+        Some((id, url)) => ApiError::not_ready(format!(
+            "node {:?} is a cluster standby: send writes to the leader {id:?} at {url}",
+            standby.node_id
+        ))
+        .with_details(json!({"leader": {"id": id, "url": url}})),
+        None => ApiError::not_ready(format!(
+            "node {:?} is a cluster standby and no leader is elected yet: retry shortly",
+            standby.node_id
+        ))
+        .with_details(json!({"leader": null})),
+    }
+}
+
 /// Authenticates the request, checks its role against the route's, and
 /// puts the [`Caller`] in its extensions.
 pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Next) -> Result<Response, ApiError> {
@@ -76,6 +100,12 @@ pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Ne
             caller.role
         ))
         .with_details(json!({"required_role": needed.name(), "role": caller.role.name()})));
+    }
+    if let Some(standby) = state.standby()
+        && !matches!(*req.method(), Method::GET | Method::HEAD)
+        && !READS_BY_POST.contains(&path.as_str())
+    {
+        return Err(standby_refusal(&standby));
     }
     req.extensions_mut().insert(caller);
     Ok(next.run(req).await)

@@ -50,6 +50,19 @@ pub struct Inner {
     /// Parts of the daemon that cannot make progress, by name, with why:
     /// while any is listed, `/readyz` answers 503 naming them.
     faults: parking_lot::Mutex<BTreeMap<&'static str, String>>,
+    /// Set while this node is a cluster standby: writes are refused,
+    /// naming the leader.
+    standby: parking_lot::RwLock<Option<Standby>>,
+}
+
+/// This node is a standby of a cluster: it answers reads; writes go to the
+/// leader.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Standby {
+    /// This node's id.
+    pub node_id: String,
+    /// The leader's id and base URL, when one is known.
+    pub leader: Option<(String, String)>,
 }
 
 impl AppState {
@@ -80,6 +93,7 @@ impl AppState {
                 notifier: OnceLock::new(),
                 anomalies: Default::default(),
                 faults: Default::default(),
+                standby: Default::default(),
                 version: env!("CARGO_PKG_VERSION"),
             }),
         }
@@ -118,6 +132,17 @@ impl AppState {
     /// daemon is not ready until [`AppState::clear_fault`].
     pub fn set_fault(&self, part: &'static str, why: impl Into<String>) {
         self.inner.faults.lock().insert(part, why.into());
+    }
+
+    /// Marks this node a cluster standby (`Some`) or the one that acts
+    /// (`None`, also a node alone).
+    pub fn set_standby(&self, standby: Option<Standby>) {
+        *self.inner.standby.write() = standby;
+    }
+
+    /// Whether this node is a standby, and of which leader.
+    pub fn standby(&self) -> Option<Standby> {
+        self.inner.standby.read().clone()
     }
 
     /// `part` makes progress again.

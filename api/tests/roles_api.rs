@@ -526,3 +526,86 @@ async fn the_ledger_actor_is_the_token_name() {
         Access::Least(Role::Admin)
     );
 }
+
+/// A cluster standby answers reads and refuses writes with 503 naming the
+/// leader; signing in still works; once it leads, writes go through.
+#[tokio::test]
+async fn a_standby_refuses_writes_naming_the_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Arc::new(Engine::open(dir.path(), "s1", Arc::new(SystemClock::default())).unwrap());
+    let state = AppState::with_tokens(TokenStore::open(&dir.path().join("tokens.json"), ADMIN).unwrap());
+    state.set_engine(engine.clone());
+    state.set_standby(Some(svc_api::state::Standby {
+        node_id: "n2".into(),
+        leader: None,
+    }));
+    let base = serve(state.clone()).await;
+    let http = reqwest::Client::new();
+    // Creating a token is a write recorded in the ledger.
+    let write = || {
+        http.post(format!("{base}/api/v1/tokens"))
+            .bearer_auth(ADMIN)
+            .json(&json!({"name": "ci", "role": "viewer"}))
+    };
+
+    let r = write().send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "not_ready");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no leader is elected yet"),
+        "{body}"
+    );
+
+    state.set_standby(Some(svc_api::state::Standby {
+        node_id: "n2".into(),
+        leader: Some(("n1".into(), "https://n1.example:8443".into())),
+    }));
+    let r = write().send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let body: Value = r.json().await.unwrap();
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"n1\"") && message.contains("https://n1.example:8443"),
+        "{body}"
+    );
+    assert_eq!(
+        body["error"]["details"]["leader"],
+        json!({"id": "n1", "url": "https://n1.example:8443"})
+    );
+    // Nothing was recorded.
+    assert_eq!(engine.ledger().last_seq(), 0);
+
+    // Reads and signing in are answered.
+    let r = http
+        .get(format!("{base}/api/v1/graph/stats"))
+        .bearer_auth(ADMIN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = http
+        .post(format!("{base}/api/v1/session"))
+        .json(&json!({"token": ADMIN}))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "sign-in on a standby: {}", r.status());
+    // An unauthenticated write learns nothing of the cluster.
+    let r = http
+        .post(format!("{base}/api/v1/tokens"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+
+    // Leading, the same write goes through.
+    state.set_standby(None);
+    let r = write().send().await.unwrap();
+    assert!(r.status().is_success(), "{}: {}", r.status(), r.text().await.unwrap());
+    assert!(engine.ledger().last_seq() > 0);
+}
