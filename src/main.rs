@@ -11,6 +11,8 @@ mod registry;
 mod retention;
 mod settings;
 mod telemetry;
+mod worker;
+mod workers;
 
 use std::process::ExitCode;
 
