@@ -66,7 +66,7 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
         bail!("plugin directory {} is not a directory", args.plugin_dir.display());
     }
     let tls = args.tls.server().context("the worker's TLS files")?;
-    let server = Server::builder()
+    let mut server = Server::builder()
         .tls_config(tls)
         .context("the worker's TLS certificate and key do not make a TLS server")?;
     let listener = tokio::net::TcpListener::bind(args.listen)
