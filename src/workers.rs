@@ -56,6 +56,17 @@ impl Workers {
         self.tx.clone()
     }
 
+    /// The names of the sources workers run (what a cluster's `assign`
+    /// spreads over its live workers).
+    #[allow(dead_code)]
+    pub fn sources(&self) -> Vec<String> {
+        self.applied
+            .lock()
+            .as_ref()
+            .map(|a| a.sources.iter().map(|(s, _)| s.name.clone()).collect())
+            .unwrap_or_default()
+    }
+
     /// Applies `[workers]`: each source's scan settings, the static
     /// assignment, and the sources themselves when they changed. An error
     /// (the TLS files cannot be read) leaves the sources as they were.

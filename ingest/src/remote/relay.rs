@@ -153,6 +153,23 @@ impl Relay {
         (provider, RemediatorServer::new(self.clone()))
     }
 
+    /// The process id of the plugin that runs `source`, while one runs.
+    pub async fn plugin_pid(&self, source: &str) -> Option<u32> {
+        let slot = self
+            .inner
+            .slots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(source)
+            .cloned()?;
+        let mut held = slot.lock().await;
+        let process = held.process.as_mut()?;
+        if process.exit_status().is_some() {
+            return None;
+        }
+        process.id()
+    }
+
     /// Stops every plugin process.
     pub async fn shutdown(&self) {
         let slots: Vec<_> = self
