@@ -43,6 +43,9 @@ pub struct Config {
     /// absent, the daemon runs alone.
     #[serde(default)]
     pub cluster: Option<ClusterConfig>,
+    /// `[workers]`: sources scan workers run ([`WorkersConfig`]).
+    #[serde(default)]
+    pub workers: WorkersConfig,
 }
 
 /// `[cluster]` as written; [`Config::cluster_settings`] checks it.
@@ -368,6 +371,120 @@ impl PluginsConfig {
     }
 }
 
+/// `[workers]`: sources that scan workers (`svc worker`) run, and how the
+/// daemon reaches them: over mutual TLS, with its own certificate.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkersConfig {
+    /// The daemon's client certificate, its key, and the CA that signs
+    /// the workers' certificates (PEM files).
+    pub tls_cert: Option<String>,
+    pub tls_key: Option<String>,
+    pub tls_ca: Option<String>,
+    /// Workers by id, each `host:port`: the live set when no etcd cluster
+    /// keeps one.
+    #[serde(default)]
+    pub members: std::collections::BTreeMap<String, String>,
+    /// The sources, by name.
+    #[serde(default)]
+    pub sources: std::collections::BTreeMap<String, RemoteSourceConfig>,
+}
+
+/// `[workers.sources.<name>]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteSourceConfig {
+    /// The plugin that scans it on the worker (`svc-plugin-<plugin>`).
+    pub plugin: String,
+    /// Providers it answers for (default: the plugin's name).
+    pub providers: Option<Vec<String>>,
+    /// The member (of `members`) that runs it when no etcd cluster
+    /// assigns sources.
+    pub worker: Option<String>,
+    /// Its scan settings, handed to the plugin's Scan as strings (as
+    /// `[plugins.config.<plugin>]`).
+    #[serde(default)]
+    pub config: toml::Table,
+}
+
+/// `[workers]` checked: the remote sources with their scan settings, the
+/// assignment the static members give, and the TLS files (read when the
+/// daemon applies them, not here).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkersSettings {
+    pub tls: Option<svc_ingest::remote::TlsFiles>,
+    pub sources: Vec<(
+        svc_ingest::remote::RemoteSpec,
+        std::collections::BTreeMap<String, String>,
+    )>,
+    pub assignment: svc_ingest::remote::Assignment,
+}
+
+impl WorkersConfig {
+    /// Checks `[workers]`; `active` is `plugins.active`, whose names a
+    /// remote source may not take (nor `mock`): scan settings and reports
+    /// go by source name.
+    pub fn settings(&self, active: &[String]) -> anyhow::Result<WorkersSettings> {
+        use svc_ingest::remote::{RemoteSpec, TlsFiles, WorkerAddr, valid_plugin_name, valid_source_name};
+        for (id, addr) in &self.members {
+            if !valid_source_name(id) {
+                bail!("workers.members: invalid worker id {id:?}: 1 to 128 letters, digits, '-', '_', '.', ':'");
+            }
+            let port = addr.rsplit_once(':').map(|(host, port)| (host, port.parse::<u16>()));
+            if !matches!(port, Some((host, Ok(p))) if !host.is_empty() && p > 0) || addr.contains('/') {
+                bail!("workers.members.{id}: {addr:?} is not host:port");
+            }
+        }
+        let mut out = WorkersSettings::default();
+        for (name, source) in &self.sources {
+            let key = format!("workers.sources.{name}");
+            if !valid_source_name(name) {
+                bail!("{key}: invalid source name: 1 to 128 letters, digits, '-', '_', '.', ':'");
+            }
+            if name == "mock" || active.contains(name) {
+                bail!("{key}: {name:?} is the name of a local source already; choose another name");
+            }
+            if !valid_plugin_name(&source.plugin) {
+                bail!("{key}.plugin {:?}: letters, digits, '-' and '_'", source.plugin);
+            }
+            let providers = source.providers.clone().unwrap_or_else(|| vec![source.plugin.clone()]);
+            if providers.is_empty() || providers.iter().any(|p| p.trim().is_empty()) {
+                bail!("{key}.providers: give at least one provider name, none empty");
+            }
+            if let Some(id) = &source.worker {
+                let Some(addr) = self.members.get(id) else {
+                    bail!("{key}.worker {id:?} is not in workers.members");
+                };
+                out.assignment.insert(
+                    name.clone(),
+                    WorkerAddr {
+                        id: id.clone(),
+                        addr: addr.clone(),
+                    },
+                );
+            }
+            let mut config = std::collections::BTreeMap::new();
+            flatten_into(&mut config, "", &source.config);
+            let spec = RemoteSpec {
+                name: name.clone(),
+                plugin: source.plugin.clone(),
+                providers,
+            };
+            out.sources.push((spec, config));
+        }
+        out.tls = match (&self.tls_cert, &self.tls_key, &self.tls_ca) {
+            (Some(cert), Some(key), Some(ca)) => Some(TlsFiles {
+                cert: cert.into(),
+                key: key.into(),
+                ca: ca.into(),
+            }),
+            (None, None, None) if self.sources.is_empty() => None,
+            _ => bail!("workers.tls_cert, workers.tls_key and workers.tls_ca are needed together to reach workers"),
+        };
+        Ok(out)
+    }
+}
+
 /// Writes each value of `table` under its key after `prefix`, a string as
 /// its text and anything else (numbers, lists) as TOML; tables recurse.
 fn flatten_into(out: &mut std::collections::BTreeMap<String, String>, prefix: &str, table: &toml::Table) {
@@ -410,6 +527,7 @@ impl Config {
         config.retention()?;
         config.registry.settings()?;
         config.cluster_settings()?;
+        config.workers.settings(&config.plugins.active)?;
         Ok(config)
     }
 
@@ -823,6 +941,55 @@ mod tests {
         ] {
             let e = Config::validate_text(text).unwrap_err();
             assert!(format!("{e:#}").contains(says), "{text}: {e:#}");
+    fn workers_section_names_sources_members_and_tls() {
+        let text = r#"
+[plugins]
+active = ["aws"]
+[workers]
+tls_cert = "/etc/svc/daemon.pem"
+tls_key = "/etc/svc/daemon.key"
+tls_ca = "/etc/svc/ca.pem"
+members = { w1 = "10.0.0.5:7443" }
+[workers.sources.acct-a]
+plugin = "mock"
+worker = "w1"
+config = { seed = 7, scale = "300" }
+[workers.sources.acct-b]
+plugin = "mock"
+providers = ["aws", "gcp"]
+"#;
+        let s = Config::validate_text(text)
+            .unwrap()
+            .workers
+            .settings(&["aws".into()])
+            .unwrap();
+        assert_eq!(s.sources.len(), 2);
+        assert_eq!(s.sources[0].0.providers, ["mock"]);
+        assert_eq!(s.sources[0].1["seed"], "7");
+        assert_eq!(s.sources[1].0.providers, ["aws", "gcp"]);
+        assert_eq!(s.assignment.len(), 1, "acct-b has no static worker");
+        assert_eq!(s.assignment["acct-a"].addr, "10.0.0.5:7443");
+        assert!(s.tls.is_some());
+        assert_eq!(
+            Config::validate_text("").unwrap().workers.settings(&[]).unwrap(),
+            WorkersSettings::default()
+        );
+        for (bad, why) in [
+            (
+                text.replace("worker = \"w1\"", "worker = \"w9\""),
+                "not in workers.members",
+            ),
+            (text.replace("10.0.0.5:7443", "10.0.0.5"), "is not host:port"),
+            (text.replace("tls_ca = \"/etc/svc/ca.pem\"", ""), "needed together"),
+            (text.replace("acct-b", "aws"), "name of a local source"),
+            (
+                text.replace("plugin = \"mock\"\nworker", "plugin = \"../x\"\nworker"),
+                "plugin \"../x\"",
+            ),
+            (text.replace("[\"aws\", \"gcp\"]", "[]"), "at least one provider"),
+        ] {
+            let e = format!("{:#}", Config::validate_text(&bad).unwrap_err());
+            assert!(e.contains(why), "{why}: {e}");
         }
     }
 

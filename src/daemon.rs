@@ -75,6 +75,14 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         engine.clone(),
         tokio::runtime::Handle::current(),
     ));
+    // Before the local sources: a source a worker runs is a provider asked
+    // for, so no simulated estate stands in beside it.
+    let workers = Arc::new(crate::workers::Workers::new(
+        engine.clone(),
+        plugins.clone(),
+        tokio::runtime::Handle::current(),
+    ));
+    workers.configure(config.workers.settings(&config.plugins.active)?)?;
     setup_sources(&opts, &config, &engine, &plugins, &data_dir);
     // A plugin installed while the daemon runs is scanned from the next
     // scan; the hook holds the catalog weakly, as the catalog holds the engine.
@@ -123,6 +131,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         live_apply(
             engine.clone(),
             plugins.clone(),
+            workers,
             registry,
             exporter.clone(),
             notifier.clone(),
@@ -380,10 +389,13 @@ fn activation_hint(cloud: &Found, state: PluginState) -> Option<String> {
 /// compliance export, the registry settings, the retention windows
 /// (applied at once), notifications (`[notify]`, from the next
 /// notification sent), and from the next scan `plugins.active`, each
-/// plugin's scan settings and the scan timeout and limits.
+/// plugin's scan settings, the scan timeout and limits, and `[workers]`
+/// (the sources scan workers run, and which worker runs each).
+#[allow(clippy::too_many_arguments)]
 fn live_apply(
     engine: Arc<Engine>,
     plugins: Arc<Plugins>,
+    workers: Arc<crate::workers::Workers>,
     registry: Arc<crate::registry::Registry>,
     exporter: Arc<svc_api::export::Exporter>,
     notifier: Arc<svc_api::notify::Notifier>,
@@ -392,6 +404,9 @@ fn live_apply(
 ) -> crate::settings::Apply {
     Box::new(move |c: &Config| {
         plugins.configure(&c.plugins);
+        if let Ok(s) = c.workers.settings(&c.plugins.active) {
+            workers.reconfigure(s);
+        }
         if let Ok(s) = c.registry.settings() {
             registry.configure(s);
         }
@@ -626,7 +641,7 @@ fn new_session_id() -> String {
     format!("s-{secs}-{hex}")
 }
 
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -12,6 +12,8 @@ mod registry;
 mod retention;
 mod settings;
 mod telemetry;
+mod worker;
+mod workers;
 
 use std::process::ExitCode;
 

@@ -71,6 +71,8 @@ pub struct Plugins {
     handle: Handle,
     /// The mock estate stays a source when the daemon runs with it.
     extra: Mutex<Vec<MakeSource>>,
+    /// The sources scan workers run (`[workers]`, [`crate::workers`]).
+    remote: Mutex<Vec<MakeSource>>,
     /// The mock estate when no credentials were found: a source until a
     /// provider plugin is first asked for ([`Plugins::apply`]).
     fallback: Mutex<Option<MakeSource>>,
@@ -132,6 +134,7 @@ impl Plugins {
             engine,
             handle,
             extra: Mutex::new(Vec::new()),
+            remote: Mutex::new(Vec::new()),
             fallback: Mutex::new(None),
             wanted: Mutex::new(active.to_vec()),
         }
@@ -217,6 +220,12 @@ impl Plugins {
         self.extra.lock().push(make);
     }
 
+    /// Replaces the sources scan workers run; from the next scan on.
+    pub fn set_remote_sources(&self, make: Vec<MakeSource>) {
+        *self.remote.lock() = make;
+        self.apply();
+    }
+
     /// The source scanned until a provider plugin is asked for (the mock
     /// estate, when the daemon found no cloud credentials): from then on,
     /// for the rest of the run, it is not, so a simulated estate never
@@ -235,9 +244,13 @@ impl Plugins {
     }
 
     /// Whether a provider plugin is asked for: one in `plugins.active`,
-    /// whether or not it passes its integrity check, or a name there that
-    /// is not installed (its role unknown, it is taken for a provider).
+    /// whether or not it passes its integrity check, a name there that
+    /// is not installed (its role unknown, it is taken for a provider), or
+    /// a source a scan worker runs.
     pub fn provider_asked(&self) -> bool {
+        if !self.remote.lock().is_empty() {
+            return true;
+        }
         let entries = self.entries.lock();
         let installed_provider = entries
             .iter()
@@ -289,6 +302,7 @@ impl Plugins {
     /// resources stay as they were) until it is installed again.
     pub fn apply(&self) {
         let mut sources: Vec<Box<dyn Source>> = self.extra.lock().iter().map(|make| make()).collect();
+        sources.extend(self.remote.lock().iter().map(|make| make()));
         {
             let mut fallback = self.fallback.lock();
             if self.provider_asked() {

@@ -9,3 +9,4 @@ pub mod decode;
 pub mod host;
 pub mod packs;
 pub mod registry;
+pub mod remote;

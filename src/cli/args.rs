@@ -44,6 +44,39 @@ pub(super) enum Command {
         #[arg(long, value_name = "URL")]
         otlp_endpoint: Option<String>,
     },
+    /// Run a scan worker: provider plugins for the sources a daemon asks
+    /// it to scan, served over the provider protocol with mutual TLS.
+    Worker {
+        /// etcd endpoints of the cluster to join (comma-separated URLs);
+        /// without it the worker is listed in the daemon's `[workers.members]`.
+        #[arg(long, value_name = "URLS", env = "SVC_WORKER_JOIN")]
+        join: Option<String>,
+        /// The worker's id, unique in the cluster.
+        #[arg(long, env = "SVC_WORKER_ID")]
+        id: String,
+        /// Address to serve on.
+        #[arg(long, default_value = "0.0.0.0:7443", env = "SVC_WORKER_LISTEN")]
+        listen: SocketAddr,
+        /// `host:port` daemons dial (default: the address listened on); the
+        /// name or address must be in the worker's certificate.
+        #[arg(long, value_name = "HOST:PORT", env = "SVC_WORKER_ADVERTISE")]
+        advertise: Option<String>,
+        /// The worker's certificate (PEM).
+        #[arg(long, value_name = "FILE", env = "SVC_WORKER_TLS_CERT")]
+        tls_cert: std::path::PathBuf,
+        /// Its private key (PEM).
+        #[arg(long, value_name = "FILE", env = "SVC_WORKER_TLS_KEY")]
+        tls_key: std::path::PathBuf,
+        /// The CA that signs the daemons' client certificates (PEM).
+        #[arg(long, value_name = "FILE", env = "SVC_WORKER_TLS_CA")]
+        tls_ca: std::path::PathBuf,
+        /// Where its `svc-plugin-<name>` binaries and manifests are.
+        #[arg(long, value_name = "DIR", env = "SVC_WORKER_PLUGIN_DIR")]
+        plugin_dir: std::path::PathBuf,
+        /// Export traces over OTLP/HTTP to this collector, as the daemon's flag.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
+    },
     /// The remediation pipeline: queue, plans and decisions.
     Remediation {
         #[command(subcommand)]

@@ -36,6 +36,37 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             result?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Worker {
+            join,
+            id,
+            listen,
+            advertise,
+            tls_cert,
+            tls_key,
+            tls_ca,
+            plugin_dir,
+            otlp_endpoint,
+        } => {
+            let telemetry = crate::logging::init(&cli.log_format, otlp_endpoint.as_deref())?;
+            let result = crate::worker::run(crate::worker::WorkerArgs {
+                join,
+                id,
+                listen,
+                advertise,
+                tls: svc_ingest::remote::TlsFiles {
+                    cert: tls_cert,
+                    key: tls_key,
+                    ca: tls_ca,
+                },
+                plugin_dir,
+            })
+            .await;
+            if let Some(telemetry) = telemetry {
+                let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+            }
+            result?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Scan {
             remote,
             no_wait,

@@ -40,7 +40,7 @@ const LOG_KEEP: usize = 64 * 1024;
 pub struct Log(Arc<Mutex<String>>);
 
 impl Log {
-    fn push(&self, stream: &str, line: &str) {
+    pub fn push(&self, stream: &str, line: &str) {
         let mut s = self.0.lock().unwrap_or_else(|p| p.into_inner());
         s.push_str(stream);
         s.push_str(line);

@@ -36,10 +36,10 @@ pub(crate) const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// responses may send each in one frame instead of HTTP/2's default 16 KiB,
 /// so far fewer frames are read and parsed, and a message that fits one
 /// frame is handed to the decoders as a slice of it, not copied together.
-const MAX_FRAME_BYTES: u32 = (1 << 24) - 1;
+pub(crate) const MAX_FRAME_BYTES: u32 = (1 << 24) - 1;
 /// HTTP/2 flow-control window of a plugin's stream and connection: how far
 /// a plugin may send ahead of the decoders.
-const STREAM_WINDOW_BYTES: u32 = 16 * 1024 * 1024;
+pub(crate) const STREAM_WINDOW_BYTES: u32 = 16 * 1024 * 1024;
 
 /// How plugins are launched and stopped.
 #[derive(Clone, Debug)]

@@ -23,7 +23,7 @@ pub mod manifest;
 mod scan_call;
 pub mod source;
 pub mod trace;
-mod unlisted;
+pub(crate) mod unlisted;
 
 use std::path::PathBuf;
 

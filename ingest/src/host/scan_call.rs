@@ -27,9 +27,15 @@ const PATH: &str = "/svc.provider.v1.Provider/Scan";
 /// The gRPC message prefix: a compression flag and a big-endian length.
 const PREFIX: usize = 5;
 
-/// Starts `Provider.Scan` on `channel`; a response larger than
-/// `max_message` bytes fails the stream, as with the generated client.
-pub async fn scan(mut channel: Channel, request: pb::ScanRequest, max_message: usize) -> Result<Responses, Status> {
+/// Starts `Provider.Scan` on `channel`, with `metadata` among the request's
+/// headers; a response larger than `max_message` bytes fails the stream,
+/// as with the generated client.
+pub async fn scan(
+    mut channel: Channel,
+    request: pb::ScanRequest,
+    metadata: HeaderMap,
+    max_message: usize,
+) -> Result<Responses, Status> {
     let mut framed = Vec::with_capacity(PREFIX + request.encoded_len());
     framed.put_u8(0);
     framed.put_u32(u32::try_from(request.encoded_len()).unwrap_or(u32::MAX));
@@ -41,6 +47,7 @@ pub async fn scan(mut channel: Channel, request: pb::ScanRequest, max_message: u
     *req.uri_mut() = http::Uri::from_static(PATH);
     *req.version_mut() = http::Version::HTTP_2;
     let headers = req.headers_mut();
+    headers.extend(metadata);
     headers.insert(header::TE, HeaderValue::from_static("trailers"));
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
     // The caller's span (`plugin.scan`) is the plugin's spans' parent.

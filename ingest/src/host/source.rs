@@ -192,63 +192,16 @@ impl PluginSource {
 
         let span = tracing::info_span!("plugin.scan", plugin = %name, scan_seq = ctx.scan_seq);
         let limit = ctx.timeout.unwrap_or(self.opts.scan_timeout);
-        let batch = self.opts.batch_size.max(1);
-        let workers = self.opts.decode_workers.div_ceil(ctx.concurrent.max(1)).max(1);
-        let handle = self.handle.clone();
-        let (raw_tx, raw_rx) = mpsc::channel::<Bytes>(workers * MESSAGES_PER_WORKER);
-        let raw_rx = Mutex::new(raw_rx);
-        let (outcome, stats, malformed) = std::thread::scope(|scope| {
-            let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(workers * BATCHES_PER_WORKER);
-            // Node batches the sink let go of, back to the decoders.
-            let (spare_tx, spare_rx) = crossbeam_channel::bounded::<NodeBatch>(workers);
-            let decoders: Vec<_> = (0..workers)
-                .map(|_| {
-                    let (raw_rx, out_tx, spare_rx) = (&raw_rx, out_tx.clone(), spare_rx.clone());
-                    scope.spawn(move || decode_worker(ctx.interner, raw_rx, out_tx, &spare_rx, batch))
-                })
-                .collect();
-            drop(out_tx);
-            // Told when the sink takes no more: the stream is dropped (the
-            // call cancelled), so the decoders run dry and stop.
-            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-            let reader = scope.spawn(move || {
-                let stream = stream_scan(channel, config, raw_tx).instrument(span);
-                handle.block_on(async move {
-                    tokio::select! {
-                        done = tokio::time::timeout(limit, stream) => done,
-                        _ = stop_rx => Ok(Err(tonic::Status::cancelled("the daemon stopped reading the scan"))),
-                    }
-                })
-            });
-            // Batches reach the sink on this thread, as the decoders finish them.
-            for decoded in out_rx {
-                match decoded {
-                    Decoded::Nodes(b) => {
-                        sink.nodes(b);
-                        if let Some(spare) = sink.spare_nodes() {
-                            let _ = spare_tx.try_send(spare);
-                        }
-                    }
-                    Decoded::Edges(b) => sink.edges(b),
-                }
-                if sink.refused().is_some() {
-                    let _ = stop_tx.send(());
-                    break;
-                }
-            }
-            let mut stats = DecodeStats::default();
-            let mut malformed = None;
-            for d in decoders {
-                if let Ok((s, fault)) = d.join() {
-                    stats.merge(s);
-                    malformed = malformed.or(fault);
-                }
-            }
-            let outcome = reader
-                .join()
-                .unwrap_or_else(|_| Ok(Err(tonic::Status::internal("the plugin stream reader panicked"))));
-            (outcome, stats, malformed)
-        });
+        let call = ScanCall {
+            channel,
+            request: pb::ScanRequest { config },
+            headers: tonic::codegen::http::HeaderMap::new(),
+        };
+        let Streamed {
+            outcome,
+            stats,
+            malformed,
+        } = stream_into(call, ctx, sink, &self.opts, &self.handle, span, limit);
         self.last_stats = stats;
         if let Some(why) = sink.refused() {
             // A plugin that sends without end may not stop on a cancelled
@@ -405,15 +358,107 @@ impl Source for PluginSource {
     }
 }
 
+/// How one `Provider.Scan` stream ended and what its decoders saw.
+pub(crate) struct Streamed {
+    /// `Err` when the scan passed its time limit; else the stream's status,
+    /// with the custom trailers of an OK end.
+    pub(crate) outcome: Result<Result<Option<MetadataMap>, tonic::Status>, tokio::time::error::Elapsed>,
+    pub(crate) stats: DecodeStats,
+    /// A message that was not a `ScanResponse` (the stream was stopped).
+    pub(crate) malformed: Option<WireError>,
+}
+
+/// One `Provider.Scan` call: where, what, and the request metadata that
+/// goes with it (a worker reads the source it is for there).
+pub(crate) struct ScanCall {
+    pub(crate) channel: Channel,
+    pub(crate) request: pb::ScanRequest,
+    pub(crate) headers: tonic::codegen::http::HeaderMap,
+}
+
+/// Streams `call` into `sink`: a reader on `handle` puts each message's
+/// bytes in a bounded queue, decode workers (the scan's share of
+/// `opts.decode_workers`) turn them into batches, and this thread hands
+/// the batches to the sink. A sink that refuses more cancels the call; so
+/// does `limit`. Blocks: call it outside `handle`'s workers.
+pub(crate) fn stream_into(
+    call: ScanCall,
+    ctx: &ScanContext<'_>,
+    sink: &mut dyn ScanSink,
+    opts: &SourceOptions,
+    handle: &Handle,
+    span: tracing::Span,
+    limit: Duration,
+) -> Streamed {
+    let batch = opts.batch_size.max(1);
+    let workers = opts.decode_workers.div_ceil(ctx.concurrent.max(1)).max(1);
+    let handle = handle.clone();
+    let (raw_tx, raw_rx) = mpsc::channel::<Bytes>(workers * MESSAGES_PER_WORKER);
+    let raw_rx = Mutex::new(raw_rx);
+    let (outcome, stats, malformed) = std::thread::scope(|scope| {
+        let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(workers * BATCHES_PER_WORKER);
+        // Node batches the sink let go of, back to the decoders.
+        let (spare_tx, spare_rx) = crossbeam_channel::bounded::<NodeBatch>(workers);
+        let decoders: Vec<_> = (0..workers)
+            .map(|_| {
+                let (raw_rx, out_tx, spare_rx) = (&raw_rx, out_tx.clone(), spare_rx.clone());
+                scope.spawn(move || decode_worker(ctx.interner, raw_rx, out_tx, &spare_rx, batch))
+            })
+            .collect();
+        drop(out_tx);
+        // Told when the sink takes no more: the stream is dropped (the
+        // call cancelled), so the decoders run dry and stop.
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let reader = scope.spawn(move || {
+            let stream = stream_scan(call, raw_tx).instrument(span);
+            handle.block_on(async move {
+                tokio::select! {
+                    done = tokio::time::timeout(limit, stream) => done,
+                    _ = stop_rx => Ok(Err(tonic::Status::cancelled("the daemon stopped reading the scan"))),
+                }
+            })
+        });
+        // Batches reach the sink on this thread, as the decoders finish them.
+        for decoded in out_rx {
+            match decoded {
+                Decoded::Nodes(b) => {
+                    sink.nodes(b);
+                    if let Some(spare) = sink.spare_nodes() {
+                        let _ = spare_tx.try_send(spare);
+                    }
+                }
+                Decoded::Edges(b) => sink.edges(b),
+            }
+            if sink.refused().is_some() {
+                let _ = stop_tx.send(());
+                break;
+            }
+        }
+        let mut stats = DecodeStats::default();
+        let mut malformed = None;
+        for d in decoders {
+            if let Ok((s, fault)) = d.join() {
+                stats.merge(s);
+                malformed = malformed.or(fault);
+            }
+        }
+        let outcome = reader
+            .join()
+            .unwrap_or_else(|_| Ok(Err(tonic::Status::internal("the plugin stream reader panicked"))));
+        (outcome, stats, malformed)
+    });
+    Streamed {
+        outcome,
+        stats,
+        malformed,
+    }
+}
+
 /// Reads one scan's messages into the decoders' queue; waits (and so
 /// stops reading) while the queue is full. Returns the custom trailers of
 /// the stream's OK end.
-async fn stream_scan(
-    channel: Channel,
-    config: HashMap<String, String>,
-    raw: mpsc::Sender<Bytes>,
-) -> Result<Option<MetadataMap>, tonic::Status> {
-    let mut stream = scan_call::scan(channel, pb::ScanRequest { config }, MAX_MESSAGE_BYTES).await?;
+async fn stream_scan(call: ScanCall, raw: mpsc::Sender<Bytes>) -> Result<Option<MetadataMap>, tonic::Status> {
+    let mut stream = scan_call::scan(call.channel, call.request, call.headers, MAX_MESSAGE_BYTES).await?;
     while let Some(msg) = stream.message().await? {
         if raw.send(msg).await.is_err() {
             // Every decoder is gone; nothing would land.

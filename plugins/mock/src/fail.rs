@@ -10,6 +10,9 @@ pub enum FailMode {
     CrashMidScan,
     /// Scan never sends anything and never completes.
     Hang,
+    /// Scan sends its first ScanResponse, then sends nothing more and
+    /// never completes (until the daemon cancels it).
+    StallMidScan,
     /// Prints `hello world` instead of the handshake line, then keeps running.
     GarbageHandshake,
     /// Prints nothing and sleeps forever.
@@ -37,6 +40,7 @@ impl FailMode {
             "" => FailMode::None,
             "crash_mid_scan" => FailMode::CrashMidScan,
             "hang" => FailMode::Hang,
+            "stall_mid_scan" => FailMode::StallMidScan,
             "garbage_handshake" => FailMode::GarbageHandshake,
             "no_handshake" => FailMode::NoHandshake,
             "malformed_nodes" => FailMode::MalformedNodes,
@@ -46,7 +50,7 @@ impl FailMode {
             "bad_trailer" => FailMode::BadTrailer,
             other => {
                 return Err(format!(
-                    "invalid SVC_MOCK_FAIL {other:?}: expected one of crash_mid_scan, hang, garbage_handshake, \
+                    "invalid SVC_MOCK_FAIL {other:?}: expected one of crash_mid_scan, hang, stall_mid_scan, garbage_handshake, \
                      no_handshake, malformed_nodes, incompatible, preflight_fails, unlisted_region, bad_trailer"
                 ));
             }
@@ -67,6 +71,7 @@ mod tests {
         assert_eq!(FailMode::parse(""), Ok(FailMode::None));
         assert_eq!(FailMode::parse("hang"), Ok(FailMode::Hang));
         assert_eq!(FailMode::parse("crash_mid_scan"), Ok(FailMode::CrashMidScan));
+        assert_eq!(FailMode::parse("stall_mid_scan"), Ok(FailMode::StallMidScan));
         assert_eq!(FailMode::parse("incompatible"), Ok(FailMode::Incompatible));
         assert_eq!(FailMode::parse("preflight_fails"), Ok(FailMode::PreflightFails));
         assert_eq!(FailMode::parse("unlisted_region"), Ok(FailMode::UnlistedRegion));

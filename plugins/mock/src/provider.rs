@@ -157,6 +157,14 @@ fn produce(
             return Err(Cancelled);
         }
         sent += 1;
+        if sent == 1 && fail == FailMode::StallMidScan {
+            tracing::warn!("stalling mid-scan as asked by SVC_MOCK_FAIL");
+            // Until the daemon gives up on the call (or the process ends).
+            while !tx.is_closed() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            return Err(Cancelled);
+        }
         if sent == 1 && fail == FailMode::CrashMidScan {
             // Let the first response reach the socket, then die.
             std::thread::sleep(Duration::from_millis(300));

@@ -1,0 +1,378 @@
+//! Scan workers end to end: real `svc worker` processes running the real
+//! `svc-plugin-mock`, a real daemon dialling them over mutual TLS with
+//! certificates made here (a CA, the workers' server certificates, the
+//! daemon's client certificate, and a stranger's from another CA).
+//!
+//! A scan lands every worker's sources; a client without a certificate,
+//! or with one another CA signed, is refused; a worker killed with
+//! SIGKILL mid-scan fails its sources only (nothing they staged lands,
+//! nothing of theirs is retired) while the other worker's sources land;
+//! with the sources moved to a live worker the next scan is complete.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{Daemon, Log, SCAN_DEADLINE, START_DEADLINE, SVC, Sources};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    KeyUsagePurpose,
+};
+use serde_json::{Value, json};
+use svc_proto::provider::v1::HandshakeRequest;
+use svc_proto::provider::v1::provider_client::ProviderClient;
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+/// PEM files of one certificate and its key.
+struct Pair {
+    cert: PathBuf,
+    key: PathBuf,
+}
+
+/// The test's certificates, written to a directory.
+struct Pki {
+    ca: PathBuf,
+    worker: Pair,
+    daemon: Pair,
+    /// A client certificate from a CA the workers do not trust.
+    stranger: Pair,
+}
+
+fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("CA")
+}
+
+fn leaf(dir: &Path, name: &str, issuer: &CertifiedIssuer<'static, KeyPair>, usage: ExtendedKeyUsagePurpose) -> Pair {
+    let mut params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).expect("params");
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.extended_key_usages = vec![usage];
+    let key = KeyPair::generate().expect("key");
+    let cert = params.signed_by(&key, issuer).expect("sign");
+    let pair = Pair {
+        cert: dir.join(format!("{name}.pem")),
+        key: dir.join(format!("{name}.key")),
+    };
+    std::fs::write(&pair.cert, cert.pem()).expect("write cert");
+    std::fs::write(&pair.key, key.serialize_pem()).expect("write key");
+    pair
+}
+
+fn pki(dir: &Path) -> Pki {
+    let ours = ca("svc test CA");
+    let other = ca("another CA");
+    let ca_path = dir.join("ca.pem");
+    std::fs::write(&ca_path, ours.pem()).expect("write CA");
+    Pki {
+        ca: ca_path,
+        worker: leaf(dir, "worker", &ours, ExtendedKeyUsagePurpose::ServerAuth),
+        daemon: leaf(dir, "daemon", &ours, ExtendedKeyUsagePurpose::ClientAuth),
+        stranger: leaf(dir, "stranger", &other, ExtendedKeyUsagePurpose::ClientAuth),
+    }
+}
+
+/// Installs `svc-plugin-mock` (built beside `svc`) with its manifest in
+/// `home/plugins`, as `svc plugins install-local` does for a daemon.
+fn plugin_dir(home: &Path) -> PathBuf {
+    let plugin = Path::new(SVC).with_file_name("svc-plugin-mock");
+    assert!(
+        plugin.exists(),
+        "{} is missing: run `cargo build -p svc-plugin-mock` first",
+        plugin.display()
+    );
+    let out = Command::new(SVC)
+        .args(["plugins", "install-local", "--name", "mock"])
+        .arg(&plugin)
+        .env("SVC_DATA_DIR", home)
+        .output()
+        .expect("run svc plugins install-local");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    home.join("plugins")
+}
+
+/// A running `svc worker`; dropping it kills it.
+struct Worker {
+    id: String,
+    addr: SocketAddr,
+    log: Log,
+    child: Child,
+}
+
+impl Worker {
+    /// Starts worker `id` on an ephemeral port (its plugins get `env`) and
+    /// waits for the line that says where it listens.
+    async fn start(id: &str, pki: &Pki, home: &Path, env: &[(&str, &str)]) -> Worker {
+        let plugins = plugin_dir(home);
+        let mut child = Command::new(SVC)
+            .args(["worker", "--id", id, "--listen", "127.0.0.1:0"])
+            .arg("--tls-cert")
+            .arg(&pki.worker.cert)
+            .arg("--tls-key")
+            .arg(&pki.worker.key)
+            .arg("--tls-ca")
+            .arg(&pki.ca)
+            .arg("--plugin-dir")
+            .arg(&plugins)
+            .envs(env.iter().copied())
+            .env("NO_COLOR", "1")
+            .env_remove("SVC_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn svc worker");
+        let log = Log::default();
+        let (tx, rx) = mpsc::channel::<SocketAddr>();
+        let needle = format!("svc worker {id} listening on ");
+        for (stream, out) in [
+            (
+                "out| ",
+                Box::new(child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
+            ),
+            ("err| ", Box::new(child.stderr.take().expect("stderr"))),
+        ] {
+            let (log, tx, needle) = (log.clone(), tx.clone(), needle.clone());
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    log.push(stream, &line);
+                    if let Some(at) = line.find(&needle) {
+                        let rest = &line[at + needle.len()..];
+                        let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
+                        if let Ok(addr) = rest[..end].parse() {
+                            let _ = tx.send(addr);
+                        }
+                    }
+                }
+            });
+        }
+        let addr = tokio::task::spawn_blocking(move || rx.recv_timeout(START_DEADLINE))
+            .await
+            .expect("join");
+        let addr = addr.unwrap_or_else(|_| panic!("worker {id} printed no listening line\n{}", log.text()));
+        Worker {
+            id: id.to_owned(),
+            addr,
+            log,
+            child,
+        }
+    }
+
+    fn kill_9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.kill_9();
+    }
+}
+
+/// A TLS client of `worker`, presenting `identity` (none: no certificate).
+async fn handshake(worker: &Worker, ca: &Path, identity: Option<&Pair>) -> Result<String, String> {
+    let mut tls = ClientTlsConfig::new()
+        .ca_certificate(Certificate::from_pem(std::fs::read(ca).expect("read CA")))
+        .domain_name("localhost");
+    if let Some(pair) = identity {
+        tls = tls.identity(Identity::from_pem(
+            std::fs::read(&pair.cert).expect("cert"),
+            std::fs::read(&pair.key).expect("key"),
+        ));
+    }
+    let endpoint = Endpoint::from_shared(format!("https://{}", worker.addr))
+        .expect("endpoint")
+        .tls_config(tls)
+        .expect("tls")
+        .connect_timeout(Duration::from_secs(10))
+        .timeout(Duration::from_secs(10));
+    let channel = endpoint.connect().await.map_err(|e| format!("connect: {e:?}"))?;
+    let reply = ProviderClient::new(channel)
+        .handshake(HandshakeRequest {
+            daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
+        })
+        .await
+        .map_err(|e| format!("handshake: {e:?}"))?;
+    Ok(reply.into_inner().message)
+}
+
+fn workers_config(pki: &Pki, members: &[&Worker], sources: &[(&str, &str, u64)]) -> String {
+    let mut text = format!(
+        "[daemon]\nscan_interval = \"1h\"\n\n[workers]\ntls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\n\n[workers.members]\n",
+        pki.daemon.cert, pki.daemon.key, pki.ca
+    );
+    for w in members {
+        text.push_str(&format!("{} = \"{}\"\n", w.id, w.addr));
+    }
+    for (name, worker, seed) in sources {
+        text.push_str(&format!(
+            "\n[workers.sources.{name}]\nplugin = \"mock\"\nworker = \"{worker}\"\nconfig = {{ seed = \"{seed}\", scale = \"300\" }}\n"
+        ));
+    }
+    text
+}
+
+/// Each source's outcome in a scan report: name to (ok, nodes staged, error).
+fn outcomes(report: &Value) -> Vec<(String, bool, u64, String)> {
+    report["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap_or_default().to_owned(),
+                s["ok"].as_bool().unwrap_or(false),
+                s["nodes"].as_u64().unwrap_or(0),
+                s["error"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+async fn crns_and_accounts(daemon: &Daemon) -> (BTreeSet<String>, BTreeSet<String>) {
+    let nodes = daemon.api().all_nodes(None).await;
+    let crns = nodes
+        .iter()
+        .map(|n| n["crn"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let accounts = nodes
+        .iter()
+        .map(|n| n["account"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    (crns, accounts)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_scan_over_mutual_tls_and_a_dead_worker_fails_only_its_sources() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = pki(dir.path());
+    let w1 = Worker::start("w1", &pki, &dir.path().join("w1"), &[]).await;
+    let w2 = Worker::start("w2", &pki, &dir.path().join("w2"), &[]).await;
+
+    // Only a client with a certificate from the workers' CA gets an answer.
+    let answer = handshake(&w1, &pki.ca, Some(&pki.daemon)).await;
+    assert_eq!(answer.as_deref(), Ok("svc worker w1"), "{}", w1.log.text());
+    let refused = handshake(&w1, &pki.ca, None).await;
+    assert!(
+        refused.is_err(),
+        "a client without a certificate was answered: {refused:?}"
+    );
+    let refused = handshake(&w1, &pki.ca, Some(&pki.stranger)).await;
+    assert!(
+        refused.is_err(),
+        "a certificate from another CA was accepted: {refused:?}"
+    );
+
+    // A daemon whose four sources run on the two workers.
+    let data = dir.path().join("daemon");
+    std::fs::create_dir_all(&data).expect("data dir");
+    std::fs::write(
+        data.join("config.toml"),
+        workers_config(
+            &pki,
+            &[&w1, &w2],
+            &[("a1", "w1", 1), ("a2", "w1", 2), ("b1", "w2", 3), ("b2", "w2", 4)],
+        ),
+    )
+    .expect("config");
+    let mut daemon = Daemon::configure(&data, 300);
+    daemon.sources = Sources::Fallback;
+    daemon.launch().await;
+    daemon.wait_scan_after(0).await;
+    let first = daemon.api().scan_wait().await;
+    let got = outcomes(&first);
+    assert_eq!(got.len(), 4, "{got:?}");
+    for (name, ok, nodes, error) in &got {
+        assert!(
+            *ok && *nodes > 0,
+            "source {name}: ok {ok}, {nodes} nodes, {error}\n{}",
+            daemon.log.text()
+        );
+    }
+    // No simulated estate stands in beside the workers' sources.
+    let names: Vec<&str> = got.iter().map(|(name, ..)| name.as_str()).collect();
+    assert_eq!(names, ["a1", "a2", "b1", "b2"]);
+    let (before, accounts_before) = crns_and_accounts(&daemon).await;
+    assert!(before.len() > 300, "{} nodes", before.len());
+
+    // w1's sources move to a third worker whose plugins stall after their
+    // first response; a1 now scans an estate of a new seed (new accounts).
+    let mut w3 = Worker::start(
+        "w3",
+        &pki,
+        &dir.path().join("w3"),
+        &[("SVC_MOCK_FAIL", "stall_mid_scan")],
+    )
+    .await;
+    let moved = json!({ "workers": {
+        "members": { "w3": w3.addr.to_string() },
+        "sources": { "a1": { "worker": "w3", "config": { "seed": "101" } }, "a2": { "worker": "w3" } },
+    }});
+    daemon.api().put_json("/api/v1/config", &moved).await.expect(200);
+    let scan = {
+        let api = daemon.api();
+        tokio::spawn(async move { api.scan_wait().await })
+    };
+    // Both of w3's plugins have sent their first response: kill it.
+    let deadline = tokio::time::Instant::now() + SCAN_DEADLINE;
+    while w3.log.text().matches("stalling mid-scan").count() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "w3's plugins never stalled\n{}\n{}",
+            w3.log.text(),
+            daemon.log.text()
+        );
+        tokio::time::sleep(common::POLL_PAUSE).await;
+    }
+    w3.kill_9();
+    let second = scan.await.expect("scan task");
+    let got = outcomes(&second);
+    for (name, ok, nodes, error) in &got {
+        if name.starts_with('a') {
+            assert!(!ok, "source {name} of the dead worker did not fail");
+            assert!(*nodes > 0, "source {name} staged nothing before its worker died");
+            assert!(error.contains("worker w3"), "source {name}: {error}");
+        } else {
+            assert!(*ok && *nodes > 0, "source {name}: {error}");
+        }
+    }
+    let (after, accounts_after) = crns_and_accounts(&daemon).await;
+    let lost: Vec<&String> = before.difference(&after).take(5).collect();
+    assert!(lost.is_empty(), "resources retired while their source failed: {lost:?}");
+    let new_accounts: Vec<&String> = accounts_after.difference(&accounts_before).collect();
+    assert!(
+        new_accounts.is_empty(),
+        "a1's staged rows of seed 101 landed: {new_accounts:?}"
+    );
+
+    // With its sources on the live worker the next scan is complete, and
+    // a1's new estate lands.
+    let back = json!({ "workers": { "sources": { "a1": { "worker": "w2" }, "a2": { "worker": "w2" } } } });
+    daemon.api().put_json("/api/v1/config", &back).await.expect(200);
+    let third = daemon.api().scan_wait().await;
+    let got = outcomes(&third);
+    assert_eq!(got.len(), 4, "{got:?}");
+    for (name, ok, nodes, error) in &got {
+        assert!(*ok && *nodes > 0, "source {name}: ok {ok}, {nodes} nodes, {error}");
+    }
+    let (_, accounts_last) = crns_and_accounts(&daemon).await;
+    assert!(
+        accounts_last.difference(&accounts_before).count() > 0,
+        "a1's estate of seed 101 is not in the graph after a complete scan"
+    );
+    drop((w1, w2));
+}
