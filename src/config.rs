@@ -941,6 +941,10 @@ mod tests {
         ] {
             let e = Config::validate_text(text).unwrap_err();
             assert!(format!("{e:#}").contains(says), "{text}: {e:#}");
+        }
+    }
+
+    #[test]
     fn workers_section_names_sources_members_and_tls() {
         let text = r#"
 [plugins]
