@@ -218,10 +218,19 @@ impl Engine {
                 (graph, "graph store")
             }
         };
-        // Retired rows are not kept in memory (graph.redb keeps their
-        // history): a restart compacts them all, before anything holds ids.
-        let compacted = graph.compact(clock.now_us());
-        graph.rebuild_adjacency(clock.now_us());
+        let read_ms = started.elapsed().as_millis() as u64;
+        // Retired rows are dropped from memory (graph.redb keeps their
+        // history) when a scan would drop them, before anything holds ids:
+        // when they are an eighth of the rows or more. Below that they stay
+        // until a scan compacts, as they would have without the restart, so
+        // a restart does not copy every mapped shard to drop a few rows.
+        let now_us = clock.now_us();
+        let compacted = if graph.compaction_due(now_us, crate::graph::COMPACT_MIN_ROWS) {
+            graph.compact(now_us)
+        } else {
+            Default::default()
+        };
+        graph.rebuild_adjacency(now_us);
         if !compacted.is_empty() {
             info!(
                 nodes_dropped = compacted.nodes_dropped,
@@ -232,6 +241,7 @@ impl Engine {
         info!(
             from,
             ms = started.elapsed().as_millis() as u64,
+            read_ms,
             nodes = graph.node_rows(),
             edges = graph.edge_rows(),
             generation = meta.generation,

@@ -8,6 +8,7 @@
 
 pub mod adjacency;
 pub mod batch;
+pub mod col;
 mod coverage;
 pub mod mem;
 pub mod schema;
@@ -31,6 +32,7 @@ use batch::key_hash;
 pub use batch::{
     Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, SharedProps, Span,
 };
+pub use col::{Backing, Col, ColError, Plain};
 pub use coverage::{Coverage, Hole};
 pub use mem::{BitSet, Prefetch, prefetch_ahead};
 pub use schema::{EdgeFields, EdgeVersion, NodeFields, NodeRow, Phase, Reachability};

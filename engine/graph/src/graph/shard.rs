@@ -6,6 +6,7 @@ use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
 use super::batch::{BatchNode, NodeBatch};
+use super::col::Col;
 use super::mem::{BitSet, ID_PREFETCH, Prefetch, Span, content_hash, fmix64, push_bytes};
 pub use super::mem::{prefetch, prefetch_bytes};
 use super::schema::{self, EdgeFields, Kind, NodeFields, NodeRow, Phase, Reachability};
@@ -94,14 +95,14 @@ macro_rules! node_shard {
         pub struct NodeShard {
             pub generation: u32,
             /// The key's hash, by which the index finds a row.
-            pub hash: Vec<u64>,
+            pub hash: Col<u64>,
             $($(#[$idoc])* pub $icol: <schema::$ikind as Kind>::Column,)*
             $($(#[$doc])* pub $col: <schema::$kind as Kind>::Column,)*
             /// Hash of the discovered fields, to tell a changed node from an unchanged one.
-            pub content: Vec<u64>,
+            pub content: Col<u64>,
             /// The scan that last reported the row.
-            pub seen: Vec<u32>,
-            pub arena: Vec<u8>,
+            pub seen: Col<u32>,
+            pub arena: Col<u8>,
             pub index: HashTable<u32>,
             /// Rows changed since the last commit, each once.
             pub dirty: Vec<u32>,
@@ -318,7 +319,7 @@ impl NodeShard {
             state: empty,
             cost: 0.0,
             creation_ts: 0,
-            id: push_bytes(&mut self.arena, id),
+            id: push_bytes(self.arena.to_mut(), id),
             tags: Span::default(),
             props: Span::default(),
             content: 0,
@@ -337,13 +338,13 @@ impl NodeShard {
                 let Some(outcome) = self.seen_again(row, n.content, scan) else {
                     return (row, Upsert::Unchanged);
                 };
-                let tags = push_bytes(&mut self.arena, n.tags.get(buf));
-                let props = push_bytes(&mut self.arena, n.props.get(buf));
+                let tags = push_bytes(self.arena.to_mut(), n.tags.get(buf));
+                let props = push_bytes(self.arena.to_mut(), n.props.get(buf));
                 self.rewrite(row, n, (tags, props), now_us, outcome);
                 (row, outcome)
             }
             Slot::New(row) => {
-                let (id, tags, props) = push_row_bytes(&mut self.arena, n, buf);
+                let (id, tags, props) = push_row_bytes(self.arena.to_mut(), n, buf);
                 self.push_new(&BatchNode { id, tags, props, ..*n }, now_us, scan);
                 (row, Upsert::Inserted)
             }
@@ -382,7 +383,7 @@ impl NodeShard {
         debug_assert!(self.is_empty() && self.arena.is_empty());
         let mut stats = IngestStats::default();
         let NodeBatch { rows, buf } = staged;
-        self.arena = buf;
+        self.arena = Col::from(buf);
         // Staging may have left far more room than that.
         let room = self.arena.len() / 8;
         self.arena.shrink_to(self.arena.len() + room);
@@ -509,7 +510,7 @@ impl NodeShard {
             return false;
         }
         self.waste.set(r, v.is_waste);
-        self.waste_reason[r] = push_bytes(&mut self.arena, v.reason.as_bytes());
+        self.waste_reason[r] = push_bytes(self.arena.to_mut(), v.reason.as_bytes());
         self.verdict[r] = v.rule;
         self.valid_from[r] = now_us;
         self.mark_dirty(row);
@@ -595,11 +596,11 @@ impl NodeShard {
         fn v<T>(x: &Vec<T>) -> usize {
             x.capacity() * std::mem::size_of::<T>()
         }
-        v(&self.hash)
+        self.hash.heap_bytes()
             + self.columns_heap_bytes()
-            + v(&self.content)
-            + v(&self.seen)
-            + v(&self.arena)
+            + self.content.heap_bytes()
+            + self.seen.heap_bytes()
+            + self.arena.heap_bytes()
             + v(&self.dirty)
             + self.dirty_set.heap_bytes()
             + self.touched.heap_bytes()
@@ -643,12 +644,12 @@ macro_rules! edge_shard {
         /// move only in a compaction.
         #[derive(Default)]
         pub struct EdgeShard {
-            pub src: Vec<NodeId>,
-            pub dst: Vec<NodeId>,
+            pub src: Col<NodeId>,
+            pub dst: Col<NodeId>,
             $($(#[$doc])* pub $col: <schema::$kind as Kind>::Column,)*
             /// The scan that last reported the row.
-            pub seen: Vec<u32>,
-            pub arena: Vec<u8>,
+            pub seen: Col<u32>,
+            pub arena: Col<u8>,
             pub index: HashTable<u32>,
             pub dirty: Vec<u32>,
             pub dirty_set: BitSet,
@@ -812,7 +813,7 @@ impl EdgeShard {
         };
         let r = row as usize;
         self.inferred.set(r, inferred);
-        self.props[r] = held.keep(&mut self.arena, props);
+        self.props[r] = held.keep(self.arena.to_mut(), props);
         self.seen[r] = scan;
         // A changed row that stays visible keeps its place in the index.
         let visibility = loaded.is_some() || outcome != Upsert::Changed;
@@ -867,7 +868,7 @@ impl EdgeShard {
             out.valid_from.push(self.valid_from[o]);
             out.valid_to.push(self.valid_to[o]);
             out.props
-                .push(held.keep(&mut out.arena, self.props[o].get(&self.arena)));
+                .push(held.keep(out.arena.to_mut(), self.props[o].get(&self.arena)));
             out.seen.push(self.seen[o]);
             if self.dirty_set.get(o) {
                 out.mark_dirty(row);
@@ -908,11 +909,11 @@ impl EdgeShard {
         fn v<T>(x: &Vec<T>) -> usize {
             x.capacity() * std::mem::size_of::<T>()
         }
-        v(&self.src)
-            + v(&self.dst)
+        self.src.heap_bytes()
+            + self.dst.heap_bytes()
             + self.columns_heap_bytes()
-            + v(&self.seen)
-            + v(&self.arena)
+            + self.seen.heap_bytes()
+            + self.arena.heap_bytes()
             + v(&self.dirty)
             + self.dirty_set.heap_bytes()
             + self.touched.heap_bytes()
