@@ -116,7 +116,7 @@ macro_rules! node_section {
         fields { $($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)* }
     ) => {
         /// A node shard's section: its row count, generation and arena
-        /// length, the arena, the key hashes, a column for each field of
+        /// length, the arena, a column for each field of
         /// the schema in order, the content hashes and the scan that last
         /// saw each row; each part padded to a multiple of 8 bytes.
         fn encode_nodes(s: &NodeShard) -> Vec<u8> {
@@ -125,7 +125,6 @@ macro_rules! node_section {
             Writer::new(&mut out).u64s([n as u64, u64::from(s.generation), s.arena.len() as u64]);
             out.extend_from_slice(&s.arena);
             pad8(&mut out);
-            U64::write_column(&mut out, &s.hash, n);
             $($ikind::write_column(&mut out, &s.$icol, n);)*
             $($kind::write_column(&mut out, &s.$col, n);)*
             U64::write_column(&mut out, &s.content, n);
@@ -144,12 +143,10 @@ macro_rules! node_section {
                 .ok_or(DecodeError("generation"))?;
             let a = usize::try_from(m.u64("node arena")?).map_err(|_| DecodeError("node arena"))?;
             let arena = m.col::<u8>(a, "node arena")?;
-            let hash = m.col(n, "hash")?;
             $(let $icol = $ikind::map_column(&mut m, n, a, $iname)?;)*
             $(let $col = $kind::map_column(&mut m, n, a, $name)?;)*
             let mut s = NodeShard {
                 generation,
-                hash,
                 $($icol,)*
                 $($col,)*
                 content: m.col(n, "content")?,
@@ -477,7 +474,8 @@ mod tests {
             props: vec![0xbb],
         };
         let mut nodes = NodeShard::default();
-        nodes.load(0x1234, &row);
+        let hash = svc_graph::graph::batch::key_hash(row.key, row.id.as_bytes());
+        nodes.load(hash, &row);
         let pad = |mut v: Vec<u8>| {
             v.resize(v.len().next_multiple_of(8), 0);
             v
@@ -487,7 +485,6 @@ mod tests {
         let want = [
             u64s(&[1, 0, 4]),
             pad(b"iw\xaa\xbb".to_vec()),
-            u64s(&[0x1234]),
             u32s(&[1, 2, 3, 4, 5]),
             u32s(&[0, 1]),
             u32s(&[6]),
@@ -509,7 +506,7 @@ mod tests {
         let back = decode_nodes(mapped(&want)).unwrap();
         assert!(back.props.is_shared() && back.arena.is_shared());
         assert_eq!(back.row(0), row);
-        assert_eq!(back.find(0x1234, &row.key, b"i"), Some(0));
+        assert_eq!(back.find(hash, &row.key, b"i"), Some(0));
 
         let end = NodeId::new(0, 0, 0);
         let mut edges = EdgeShard::default();
@@ -544,10 +541,10 @@ mod tests {
         // A value no column holds, a span past the arena and an endpoint
         // past its shard are each refused.
         let mut bad = encode_nodes(&nodes);
-        bad[56..60].copy_from_slice(&0u32.to_le_bytes());
+        bad[48..52].copy_from_slice(&0u32.to_le_bytes());
         assert_eq!(decode_nodes(mapped(&bad)).err(), Some(DecodeError("key")));
         let mut bad = encode_nodes(&nodes);
-        bad[64..68].copy_from_slice(&9u32.to_le_bytes());
+        bad[56..60].copy_from_slice(&9u32.to_le_bytes());
         assert_eq!(decode_nodes(mapped(&bad)).err(), Some(DecodeError("id")));
         let mut bad = want.clone();
         bad[24..32].copy_from_slice(&NodeId::new(0, 1, 0).to_raw().to_le_bytes());

@@ -1264,7 +1264,8 @@ impl Graph {
         if shard.generation != id.generation() {
             return None;
         }
-        shard.hash.get(id.row() as usize).copied()
+        let r = id.row() as usize;
+        (r < shard.len()).then(|| shard.key_hash(r))
     }
 
     /// Starts loading what reading node `id` touches, one step of the chain

@@ -5,7 +5,7 @@ use std::hash::Hasher;
 use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
-use super::batch::{BatchNode, NodeBatch};
+use super::batch::{BatchNode, NodeBatch, key_hash};
 use super::col::Col;
 use super::mem::{BitSet, ID_PREFETCH, Prefetch, Span, content_hash, fmix64, push_bytes};
 pub use super::mem::{prefetch, prefetch_bytes};
@@ -76,6 +76,12 @@ impl Touched {
     }
 }
 
+/// The key hash of row `r` of a node shard's columns.
+#[inline]
+fn row_hash(keys: &[[Sym; 5]], ids: &[Span], arena: &[u8], r: usize) -> u64 {
+    key_hash(keys[r], ids[r].get(arena))
+}
+
 /// Where a node row's key leads in its shard's index.
 enum Slot {
     Found(u32),
@@ -94,11 +100,11 @@ macro_rules! node_shard {
         #[derive(Default)]
         pub struct NodeShard {
             pub generation: u32,
-            /// The key's hash, by which the index finds a row.
-            pub hash: Col<u64>,
             $($(#[$idoc])* pub $icol: <schema::$ikind as Kind>::Column,)*
             $($(#[$doc])* pub $col: <schema::$kind as Kind>::Column,)*
             /// Hash of the discovered fields, to tell a changed node from an unchanged one.
+            /// (A row's key hash, by which the index finds it, is not kept:
+            /// [`NodeShard::key_hash`] works it out again from the key.)
             pub content: Col<u64>,
             /// The scan that last reported the row.
             pub seen: Col<u32>,
@@ -226,19 +232,31 @@ impl NodeShard {
     }
 
     pub fn len(&self) -> usize {
-        self.hash.len()
+        self.key.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.hash.is_empty()
+        self.key.is_empty()
     }
 
-    /// Rebuilds the key index from the `hash` column (after loading columns).
+    /// The hash of row `r`'s key ([`super::batch::key_hash`] of its
+    /// segments and physical id), by which the index finds it.
+    #[inline]
+    pub fn key_hash(&self, r: usize) -> u64 {
+        row_hash(&self.key, &self.id, &self.arena, r)
+    }
+
+    /// Rebuilds the key index from the keys (after loading columns).
     pub fn rebuild_index(&mut self) {
-        let mut index = HashTable::with_capacity(self.hash.len());
-        let hashes = &self.hash;
-        for (r, h) in hashes.iter().enumerate() {
-            index.insert_unique(*h, r as u32, |&x| hashes[x as usize]);
+        let n = self.len();
+        let mut index = HashTable::with_capacity(n);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        for r in 0..n {
+            if r + 8 < n {
+                prefetch_bytes(arena, ids[r + 8], ID_PREFETCH);
+            }
+            let h = row_hash(keys, ids, arena, r);
+            index.insert_unique(h, r as u32, |&x| row_hash(keys, ids, arena, x as usize));
         }
         self.index = index;
     }
@@ -257,14 +275,13 @@ impl NodeShard {
     /// Makes room for `rows` more rows and `bytes` more arena bytes, so a
     /// large ingest grows each column once instead of doubling repeatedly.
     pub fn reserve(&mut self, rows: usize, bytes: usize) {
-        self.hash.reserve(rows);
         self.reserve_columns(rows);
         self.content.reserve(rows);
         self.seen.reserve(rows);
         self.dirty.reserve(rows);
         self.arena.reserve(bytes);
-        let hashes = &self.hash;
-        self.index.reserve(rows, |&r| hashes[r as usize]);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        self.index.reserve(rows, |&r| row_hash(keys, ids, arena, r as usize));
     }
 
     pub fn find(&self, hash: u64, key: &[Sym; 5], id: &[u8]) -> Option<u32> {
@@ -310,7 +327,7 @@ impl NodeShard {
     }
 
     fn push_row(&mut self, hash: u64, key: [Sym; 5], id: &[u8]) -> u32 {
-        let row = self.hash.len() as u32;
+        let row = self.len() as u32;
         let empty = crate::intern::well_known::EMPTY;
         let n = BatchNode {
             hash,
@@ -325,8 +342,9 @@ impl NodeShard {
             content: 0,
         };
         self.push_columns(&n, 0, 0);
-        let hashes = &self.hash;
-        self.index.insert_unique(hash, row, |&r| hashes[r as usize]);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        self.index
+            .insert_unique(hash, row, |&r| row_hash(keys, ids, arena, r as usize));
         row
     }
 
@@ -355,17 +373,17 @@ impl NodeShard {
     /// `None`: a row adopted into it): found, or the number of a new row
     /// (the next one), already in the index.
     fn slot(&mut self, n: &BatchNode, buf: Option<&[u8]>) -> Slot {
-        let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
         let id = n.id.get(buf.unwrap_or(arena));
         let entry = self.index.entry(
             n.hash,
             |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
-            |&r| hashes[r as usize],
+            |&r| row_hash(keys, ids, arena, r as usize),
         );
         match entry {
             hashbrown::hash_table::Entry::Occupied(e) => Slot::Found(*e.get()),
             hashbrown::hash_table::Entry::Vacant(v) => {
-                let row = hashes.len() as u32;
+                let row = keys.len() as u32;
                 v.insert(row);
                 Slot::New(row)
             }
@@ -433,25 +451,24 @@ impl NodeShard {
         self.content[r] = n.content;
         self.mark_dirty(row);
         if outcome == Upsert::Revived {
-            self.touched.mark(row, self.hash.len());
+            self.touched.mark(row, self.len());
         }
-        self.changed.mark(row, self.hash.len());
+        self.changed.mark(row, self.len());
     }
 
     /// Appends a new row from `n`, whose id, tags and properties are
     /// already in the arena (the index already holds it), as changed.
     fn push_new(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
-        let row = self.hash.len() as u32;
+        let row = self.len() as u32;
         self.push_columns(n, now_us, scan);
         self.mark_dirty(row);
-        self.changed.mark(row, self.hash.len());
+        self.changed.mark(row, self.len());
     }
 
     /// Appends `n` to every column, first seen at `now_us` by `scan`, with
     /// nothing the analysis writes yet.
     fn push_columns(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
-        let row = self.hash.len();
-        self.hash.push(n.hash);
+        let row = self.len();
         self.key.push(n.syms);
         self.id.push(n.id);
         self.ty.push(n.ty);
@@ -481,8 +498,8 @@ impl NodeShard {
         let r = row as usize;
         self.set_fields(r, &NodeFields::of(n));
         self.content[r] = content_hash(n.ty, n.state, n.cost_usd_mo, n.creation_ts, &n.tags, &n.props);
-        self.touched.mark(row, self.hash.len());
-        self.changed.mark(row, self.hash.len());
+        self.touched.mark(row, self.len());
+        self.changed.mark(row, self.len());
         row
     }
 
@@ -494,8 +511,8 @@ impl NodeShard {
         }
         self.valid_to[r] = now_us;
         self.mark_dirty(row);
-        self.touched.mark(row, self.hash.len());
-        self.changed.mark(row, self.hash.len());
+        self.touched.mark(row, self.len());
+        self.changed.mark(row, self.len());
         true
     }
 
@@ -549,14 +566,13 @@ impl NodeShard {
     }
 
     pub fn shrink(&mut self) {
-        self.hash.shrink_to_fit();
         self.shrink_columns();
         self.content.shrink_to_fit();
         self.seen.shrink_to_fit();
         self.arena.shrink_to_fit();
         self.dirty.shrink_to_fit();
-        let hashes = &self.hash;
-        self.index.shrink_to_fit(|&r| hashes[r as usize]);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        self.index.shrink_to_fit(|&r| row_hash(keys, ids, arena, r as usize));
     }
 
     /// The shard of rows `keep` (ascending old row numbers), renumbered
@@ -578,7 +594,7 @@ impl NodeShard {
         out.reserve(keep.len(), bytes);
         for &old in keep {
             let o = old as usize;
-            let row = out.push_row(self.hash[o], self.key[o], self.id[o].get(&self.arena));
+            let row = out.push_row(self.key_hash(o), self.key[o], self.id[o].get(&self.arena));
             let r = row as usize;
             out.set_fields(r, &self.fields(old));
             out.content[r] = self.content[o];
@@ -596,8 +612,7 @@ impl NodeShard {
         fn v<T>(x: &Vec<T>) -> usize {
             x.capacity() * std::mem::size_of::<T>()
         }
-        self.hash.heap_bytes()
-            + self.columns_heap_bytes()
+        self.columns_heap_bytes()
             + self.content.heap_bytes()
             + self.seen.heap_bytes()
             + self.arena.heap_bytes()
