@@ -220,12 +220,14 @@ impl Engine {
         };
         let read_ms = started.elapsed().as_millis() as u64;
         // Retired rows are dropped from memory (graph.redb keeps their
-        // history) when a scan would drop them, before anything holds ids:
-        // when they are an eighth of the rows or more. Below that they stay
-        // until a scan compacts, as they would have without the restart, so
-        // a restart does not copy every mapped shard to drop a few rows.
+        // history) before anything holds ids: all of them in a graph of up
+        // to `START_COMPACT_ALL_ROWS` rows; in a larger one when a scan
+        // would drop them (an eighth of the rows or more), so a start does
+        // not copy every mapped shard to drop a few percent of the rows.
         let now_us = clock.now_us();
-        let compacted = if graph.compaction_due(now_us, crate::graph::COMPACT_MIN_ROWS) {
+        let compact = graph.node_rows() <= crate::graph::START_COMPACT_ALL_ROWS
+            || graph.compaction_due(now_us, crate::graph::COMPACT_MIN_ROWS);
+        let compacted = if compact {
             graph.compact(now_us)
         } else {
             Default::default()
