@@ -3,9 +3,9 @@
 //! column of a snapshot section. The codec and the snapshot are generated
 //! from the schema over these; a new kind is stored once here.
 
-use svc_graph::graph::schema::{Bytes, F32, Flag, Key, Kind, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
 use std::sync::Arc;
 
+use svc_graph::graph::schema::{Bytes, F32, Flag, Key, Kind, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
 use svc_graph::graph::{Backing, BitSet, Col, Phase, Plain, Reachability, Span};
 use svc_graph::ids::Sym;
 use svc_graph::relation::Relation;
@@ -26,8 +26,7 @@ pub trait Stored: Kind {
     /// A column of `rows` rows [`Stored::write_column`] wrote, read where
     /// it lies in `m` (not copied), its values checked, its spans (if
     /// any) checked against an arena of `arena` bytes.
-    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str)
-    -> Result<Self::Column, DecodeError>;
+    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Self::Column, DecodeError>;
 }
 
 /// Zeros up to the next multiple of 8 bytes of `out`.
@@ -59,7 +58,10 @@ impl Mapped {
     /// The next `n` bytes, then past the padding after them.
     pub fn take(&mut self, n: usize, what: &'static str) -> Result<&[u8], DecodeError> {
         let start = self.pos;
-        let stop = start.checked_add(n).filter(|&e| e <= self.end).ok_or(DecodeError(what))?;
+        let stop = start
+            .checked_add(n)
+            .filter(|&e| e <= self.end)
+            .ok_or(DecodeError(what))?;
         self.pos = stop.next_multiple_of(8).min(self.end);
         self.backing.bytes().get(start..stop).ok_or(DecodeError(what))
     }

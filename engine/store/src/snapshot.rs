@@ -92,7 +92,12 @@ impl W {
 /// given word, so one changed word always changes its lane.
 fn checksum(b: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut lanes = [0x243F_6A88_85A3_08D3u64, 0x1319_8A2E_0370_7344, 0xA409_3822_299F_31D0, 0x082E_FA98_EC4E_6C89];
+    let mut lanes = [
+        0x243F_6A88_85A3_08D3u64,
+        0x1319_8A2E_0370_7344,
+        0xA409_3822_299F_31D0,
+        0x082E_FA98_EC4E_6C89,
+    ];
     let (blocks, tail) = b.as_chunks::<32>();
     for block in blocks {
         let (words, _) = block.as_chunks::<8>();
@@ -575,8 +580,14 @@ mod tests {
             b
         };
         let max = u64::from(NodeId::MAX_GENERATION);
-        assert_eq!(decode_nodes(mapped(&section(max))).unwrap().generation, NodeId::MAX_GENERATION);
-        assert_eq!(decode_nodes(mapped(&section(max + 1))).err(), Some(DecodeError("generation")));
+        assert_eq!(
+            decode_nodes(mapped(&section(max))).unwrap().generation,
+            NodeId::MAX_GENERATION
+        );
+        assert_eq!(
+            decode_nodes(mapped(&section(max + 1))).err(),
+            Some(DecodeError("generation"))
+        );
     }
 
     /// One changed word, anywhere, changes the checksum.

@@ -403,13 +403,25 @@ mod tests {
     fn bad_stretches_are_refused() {
         let b = backing(vec![0, 7, u64::MAX]);
         assert_eq!(Col::<u64>::shared(b.clone(), 8, 3).err(), Some(ColError::Bounds));
-        assert_eq!(Col::<u64>::shared(b.clone(), usize::MAX, 1).err(), Some(ColError::Bounds));
+        assert_eq!(
+            Col::<u64>::shared(b.clone(), usize::MAX, 1).err(),
+            Some(ColError::Bounds)
+        );
         assert_eq!(Col::<u64>::shared(b.clone(), 4, 1).err(), Some(ColError::Misaligned));
         assert_eq!(Col::<Sym>::shared(b.clone(), 0, 1).err(), Some(ColError::Invalid));
-        assert_eq!(Col::<Sym>::shared(b.clone(), 8, 1).unwrap()[0], Sym::from_raw(7).unwrap());
+        assert_eq!(
+            Col::<Sym>::shared(b.clone(), 8, 1).unwrap()[0],
+            Sym::from_raw(7).unwrap()
+        );
         assert_eq!(Col::<Option<Sym>>::shared(b.clone(), 0, 2).unwrap()[..], [None, None]);
-        assert_eq!(Col::<Reachability>::shared(b.clone(), 8, 1).err(), Some(ColError::Invalid));
-        assert_eq!(Col::<Reachability>::shared(b.clone(), 9, 7).unwrap()[0], Reachability::Unknown);
+        assert_eq!(
+            Col::<Reachability>::shared(b.clone(), 8, 1).err(),
+            Some(ColError::Invalid)
+        );
+        assert_eq!(
+            Col::<Reachability>::shared(b.clone(), 9, 7).unwrap()[0],
+            Reachability::Unknown
+        );
         assert_eq!(Col::<Relation>::shared(b.clone(), 16, 1).err(), Some(ColError::Invalid));
     }
 }
