@@ -218,10 +218,21 @@ impl Engine {
                 (graph, "graph store")
             }
         };
-        // Retired rows are not kept in memory (graph.redb keeps their
-        // history): a restart compacts them all, before anything holds ids.
-        let compacted = graph.compact(clock.now_us());
-        graph.rebuild_adjacency(clock.now_us());
+        let read_ms = started.elapsed().as_millis() as u64;
+        // Retired rows are dropped from memory (graph.redb keeps their
+        // history) before anything holds ids: all of them in a graph of up
+        // to `START_COMPACT_ALL_ROWS` rows; in a larger one when a scan
+        // would drop them (an eighth of the rows or more), so a start does
+        // not copy every mapped shard to drop a few percent of the rows.
+        let now_us = clock.now_us();
+        let compact = graph.node_rows() <= crate::graph::START_COMPACT_ALL_ROWS
+            || graph.compaction_due(now_us, crate::graph::COMPACT_MIN_ROWS);
+        let compacted = if compact {
+            graph.compact(now_us)
+        } else {
+            Default::default()
+        };
+        graph.rebuild_adjacency(now_us);
         if !compacted.is_empty() {
             info!(
                 nodes_dropped = compacted.nodes_dropped,
@@ -232,6 +243,7 @@ impl Engine {
         info!(
             from,
             ms = started.elapsed().as_millis() as u64,
+            read_ms,
             nodes = graph.node_rows(),
             edges = graph.edge_rows(),
             generation = meta.generation,

@@ -10,6 +10,7 @@ pub const EDGE_SHARDS: usize = 128;
 
 /// An interned string. `Option<Sym>` is as small as `Sym`.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
 pub struct Sym(NonZeroU32);
 
 impl Sym {
@@ -50,6 +51,7 @@ impl fmt::Debug for Sym {
 /// The generation changes only when a shard is compacted, so an id taken
 /// before a compaction is recognisably stale.
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
 pub struct NodeId(u64);
 
 impl NodeId {

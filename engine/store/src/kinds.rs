@@ -3,8 +3,10 @@
 //! column of a snapshot section. The codec and the snapshot are generated
 //! from the schema over these; a new kind is stored once here.
 
+use std::sync::Arc;
+
 use svc_graph::graph::schema::{Bytes, F32, Flag, Key, Kind, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
-use svc_graph::graph::{BitSet, Phase, Reachability, Span};
+use svc_graph::graph::{Backing, BitSet, Col, Phase, Plain, Reachability, Span};
 use svc_graph::ids::Sym;
 use svc_graph::relation::Relation;
 
@@ -17,25 +19,86 @@ pub trait Stored: Kind {
     fn write(w: &mut Writer<'_>, v: Self::Ref<'_>);
     /// A value [`Stored::write`] wrote; `what` names it in the error.
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<Self::Owned, DecodeError>;
-    /// The first `rows` rows of a column, with no count.
-    fn write_column(w: &mut Writer<'_>, c: &Self::Column, rows: usize);
-    /// A column of `rows` rows [`Stored::write_column`] wrote, its spans
-    /// (if any) checked against an arena of `arena` bytes.
-    fn read_column(
-        r: &mut Reader<'_>,
-        rows: usize,
-        arena: usize,
-        what: &'static str,
-    ) -> Result<Self::Column, DecodeError>;
+    /// The first `rows` rows of a column as a snapshot holds them, with
+    /// no count: the values' bytes as they are in memory (little-endian),
+    /// then zeros to a multiple of 8 bytes.
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize);
+    /// A column of `rows` rows [`Stored::write_column`] wrote, read where
+    /// it lies in `m` (not copied), its values checked, its spans (if
+    /// any) checked against an arena of `arena` bytes.
+    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Self::Column, DecodeError>;
 }
 
-/// `n` symbols; raw 0, which no symbol has, is `what`.
-fn syms(r: &mut Reader<'_>, n: usize, what: &'static str) -> Result<Vec<Sym>, DecodeError> {
-    r.u32s(n, what)?
-        .map(|v| Sym::from_raw(v).ok_or(DecodeError(what)))
-        .collect()
+/// Zeros up to the next multiple of 8 bytes of `out`.
+pub fn pad8(out: &mut Vec<u8>) {
+    out.resize(out.len().next_multiple_of(8), 0);
 }
 
+/// The first `rows` values of `c`, as bytes, padded ([`Stored::write_column`]).
+pub fn write_plain<T: Plain>(out: &mut Vec<u8>, c: &Col<T>, rows: usize) {
+    let rows = rows.min(c.len());
+    out.extend_from_slice(&c.as_bytes()[..rows * std::mem::size_of::<T>()]);
+    pad8(out);
+}
+
+/// A stretch of a shared buffer (a mapped snapshot) read from the front,
+/// each column where it lies, at a multiple of 8 bytes from the buffer's start.
+pub struct Mapped {
+    backing: Arc<dyn Backing>,
+    pos: usize,
+    end: usize,
+}
+
+impl Mapped {
+    /// Bytes `pos .. end` of `backing`.
+    pub fn new(backing: Arc<dyn Backing>, pos: usize, end: usize) -> Mapped {
+        Mapped { backing, pos, end }
+    }
+
+    /// The next `n` bytes, then past the padding after them.
+    pub fn take(&mut self, n: usize, what: &'static str) -> Result<&[u8], DecodeError> {
+        let start = self.pos;
+        let stop = start
+            .checked_add(n)
+            .filter(|&e| e <= self.end)
+            .ok_or(DecodeError(what))?;
+        self.pos = stop.next_multiple_of(8).min(self.end);
+        self.backing.bytes().get(start..stop).ok_or(DecodeError(what))
+    }
+
+    /// The next little-endian `u64`.
+    pub fn u64(&mut self, what: &'static str) -> Result<u64, DecodeError> {
+        let b = self.take(8, what)?;
+        let b: [u8; 8] = b.try_into().map_err(|_| DecodeError(what))?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    /// A column of `rows` values where it lies, then past the padding after it.
+    pub fn col<T: Plain>(&mut self, rows: usize, what: &'static str) -> Result<Col<T>, DecodeError> {
+        let len = rows.checked_mul(std::mem::size_of::<T>()).ok_or(DecodeError(what))?;
+        let at = self.pos;
+        self.take(len, what)?;
+        Col::shared(self.backing.clone(), at, rows).map_err(|_| DecodeError(what))
+    }
+
+    /// `Ok` when every byte was read, else `what`.
+    pub fn end(&self, what: &'static str) -> Result<(), DecodeError> {
+        if self.pos == self.end {
+            Ok(())
+        } else {
+            Err(DecodeError(what))
+        }
+    }
+}
+
+/// Spans, each checked to lie inside an arena of `arena` bytes.
+fn map_spans(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<Span>, DecodeError> {
+    let c: Col<Span> = m.col(rows, what)?;
+    let inside = c
+        .iter()
+        .fold(true, |ok, s| ok & (u64::from(s.off) + u64::from(s.len) <= arena as u64));
+    if inside { Ok(c) } else { Err(DecodeError(what)) }
+}
 impl Stored for Key {
     fn len(_: [Sym; 5]) -> usize {
         5 * 4
@@ -54,17 +117,11 @@ impl Stored for Key {
             r.sym("account")?,
         ])
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<[Sym; 5]>, rows: usize) {
-        w.u32s(c.iter().take(rows).flat_map(|k| k.map(Sym::to_raw)));
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(
-        r: &mut Reader<'_>,
-        rows: usize,
-        _: usize,
-        what: &'static str,
-    ) -> Result<Vec<[Sym; 5]>, DecodeError> {
-        let flat = syms(r, 5 * rows, what)?;
-        Ok(flat.chunks_exact(5).map(|k| [k[0], k[1], k[2], k[3], k[4]]).collect())
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<Self::Column, DecodeError> {
+        m.col(rows, what)
     }
 }
 
@@ -78,11 +135,11 @@ impl Stored for Symbol {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<Sym, DecodeError> {
         r.sym(what)
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<Sym>, rows: usize) {
-        w.u32s(c.iter().take(rows).map(|x| x.to_raw()));
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(r: &mut Reader<'_>, rows: usize, _: usize, what: &'static str) -> Result<Vec<Sym>, DecodeError> {
-        syms(r, rows, what)
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<Self::Column, DecodeError> {
+        m.col(rows, what)
     }
 }
 
@@ -97,16 +154,11 @@ impl Stored for MaybeSymbol {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<Option<Sym>, DecodeError> {
         Ok(Sym::from_raw(r.u32(what)?))
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<Option<Sym>>, rows: usize) {
-        w.u32s(c.iter().take(rows).map(|x| x.map_or(0, Sym::to_raw)));
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(
-        r: &mut Reader<'_>,
-        rows: usize,
-        _: usize,
-        what: &'static str,
-    ) -> Result<Vec<Option<Sym>>, DecodeError> {
-        Ok(r.u32s(rows, what)?.map(Sym::from_raw).collect())
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<Self::Column, DecodeError> {
+        m.col(rows, what)
     }
 }
 
@@ -121,11 +173,11 @@ impl Stored for F32 {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<f32, DecodeError> {
         r.f32(what)
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<f32>, rows: usize) {
-        w.u32s(c.iter().take(rows).map(|x| x.to_bits()));
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(r: &mut Reader<'_>, rows: usize, _: usize, what: &'static str) -> Result<Vec<f32>, DecodeError> {
-        Ok(r.u32s(rows, what)?.map(f32::from_bits).collect())
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<Self::Column, DecodeError> {
+        m.col(rows, what)
     }
 }
 
@@ -139,11 +191,11 @@ impl Stored for U64 {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<u64, DecodeError> {
         r.u64(what)
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<u64>, rows: usize) {
-        w.u64s(c.iter().take(rows).copied());
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(r: &mut Reader<'_>, rows: usize, _: usize, what: &'static str) -> Result<Vec<u64>, DecodeError> {
-        Ok(r.u64s(rows, what)?.collect())
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<Self::Column, DecodeError> {
+        m.col(rows, what)
     }
 }
 
@@ -158,16 +210,20 @@ impl Stored for Flag {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<bool, DecodeError> {
         r.bool(what)
     }
-    fn write_column(w: &mut Writer<'_>, c: &BitSet, rows: usize) {
-        w.u8s((0..rows).map(|i| u8::from(c.get(i))));
-    }
-    fn read_column(r: &mut Reader<'_>, rows: usize, _: usize, what: &'static str) -> Result<BitSet, DecodeError> {
-        let bytes = r.u8s(rows, what)?;
-        let mut c = BitSet::with_len(rows);
-        for (i, b) in bytes.iter().enumerate() {
-            c.set(i, *b != 0);
+    /// The bitset's words, `rows / 64` rounded up, no bit set past `rows`.
+    fn write_column(out: &mut Vec<u8>, c: &BitSet, rows: usize) {
+        let words = c.words();
+        for i in 0..rows.div_ceil(64) {
+            let mut w = words.get(i).copied().unwrap_or(0);
+            let bits = rows - i * 64;
+            if bits < 64 {
+                w &= (1u64 << bits) - 1;
+            }
+            out.extend_from_slice(&w.to_le_bytes());
         }
-        Ok(c)
+    }
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<BitSet, DecodeError> {
+        Ok(BitSet::from_words(m.col(rows.div_ceil(64), what)?))
     }
 }
 
@@ -182,16 +238,11 @@ impl Stored for Reach {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<Reachability, DecodeError> {
         Ok(Reachability::from_u8(r.u8(what)?))
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<Reachability>, rows: usize) {
-        w.u8s(c.iter().take(rows).map(|x| *x as u8));
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(
-        r: &mut Reader<'_>,
-        rows: usize,
-        _: usize,
-        what: &'static str,
-    ) -> Result<Vec<Reachability>, DecodeError> {
-        Ok(r.u8s(rows, what)?.iter().map(|v| Reachability::from_u8(*v)).collect())
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<Self::Column, DecodeError> {
+        m.col(rows, what)
     }
 }
 
@@ -206,11 +257,11 @@ impl Stored for Stage {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<Phase, DecodeError> {
         Ok(Phase::from_u8(r.u8(what)?))
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<Phase>, rows: usize) {
-        w.u8s(c.iter().take(rows).map(|x| *x as u8));
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(r: &mut Reader<'_>, rows: usize, _: usize, what: &'static str) -> Result<Vec<Phase>, DecodeError> {
-        Ok(r.u8s(rows, what)?.iter().map(|v| Phase::from_u8(*v)).collect())
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<Self::Column, DecodeError> {
+        m.col(rows, what)
     }
 }
 
@@ -225,43 +276,12 @@ impl Stored for Rel {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<Relation, DecodeError> {
         Relation::from_u8(r.u8(what)?).ok_or(DecodeError(what))
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<Relation>, rows: usize) {
-        w.u8s(c.iter().take(rows).map(|x| *x as u8));
+    fn write_column(out: &mut Vec<u8>, c: &Self::Column, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(
-        r: &mut Reader<'_>,
-        rows: usize,
-        _: usize,
-        what: &'static str,
-    ) -> Result<Vec<Relation>, DecodeError> {
-        r.u8s(rows, what)?
-            .iter()
-            .map(|v| Relation::from_u8(*v).ok_or(DecodeError(what)))
-            .collect()
+    fn map_column(m: &mut Mapped, rows: usize, _: usize, what: &'static str) -> Result<Self::Column, DecodeError> {
+        m.col(rows, what)
     }
-}
-
-/// Spans (offset and length, `u32` each) of a snapshot's arena, each
-/// checked to lie inside it.
-fn write_spans(w: &mut Writer<'_>, c: &[Span], rows: usize) {
-    w.u32s(c.iter().take(rows).flat_map(|x| [x.off, x.len]));
-}
-
-fn read_spans(r: &mut Reader<'_>, rows: usize, arena: usize, what: &'static str) -> Result<Vec<Span>, DecodeError> {
-    r.arrays::<8>(rows, what)?
-        .iter()
-        .map(|&[a, b, c, d, e, f, g, h]| {
-            let s = Span {
-                off: u32::from_le_bytes([a, b, c, d]),
-                len: u32::from_le_bytes([e, f, g, h]),
-            };
-            if (s.off as usize + s.len as usize) <= arena {
-                Ok(s)
-            } else {
-                Err(DecodeError(what))
-            }
-        })
-        .collect()
 }
 
 /// Behind a `u32` length; a span of the arena in a column.
@@ -275,16 +295,11 @@ impl Stored for Text {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<String, DecodeError> {
         r.string(what)
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<Span>, rows: usize) {
-        write_spans(w, c, rows);
+    fn write_column(out: &mut Vec<u8>, c: &Col<Span>, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(
-        r: &mut Reader<'_>,
-        rows: usize,
-        arena: usize,
-        what: &'static str,
-    ) -> Result<Vec<Span>, DecodeError> {
-        read_spans(r, rows, arena, what)
+    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<Span>, DecodeError> {
+        map_spans(m, rows, arena, what)
     }
 }
 
@@ -299,15 +314,10 @@ impl Stored for Bytes {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<u8>, DecodeError> {
         Ok(r.bytes(what)?.to_vec())
     }
-    fn write_column(w: &mut Writer<'_>, c: &Vec<Span>, rows: usize) {
-        write_spans(w, c, rows);
+    fn write_column(out: &mut Vec<u8>, c: &Col<Span>, rows: usize) {
+        write_plain(out, c, rows);
     }
-    fn read_column(
-        r: &mut Reader<'_>,
-        rows: usize,
-        arena: usize,
-        what: &'static str,
-    ) -> Result<Vec<Span>, DecodeError> {
-        read_spans(r, rows, arena, what)
+    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<Span>, DecodeError> {
+        map_spans(m, rows, arena, what)
     }
 }

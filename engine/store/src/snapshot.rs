@@ -1,30 +1,45 @@
 //! `graph.snap`: the in-memory graph as raw columns, for a fast start.
 //!
 //! After every commit the engine writes each shard's columns and arena, as
-//! they are, to a temporary file and renames it over `graph.snap`. At start,
-//! a snapshot whose generation, scan and symbol count match `graph.redb` is
-//! loaded shard by shard in parallel, and only the hash indexes and the
-//! adjacency are rebuilt; anything else (missing, stale, truncated, a
-//! checksum mismatch) is ignored with a warning and the graph is replayed
-//! from `graph.redb`, which stays the source of truth. Not FlatBuffers: a
-//! FlatBuffers graph names everything by string, and loading it would mean
-//! interning every string again.
+//! they are in memory, to a temporary file and renames it over `graph.snap`.
+//! At start, a snapshot whose generation, scan and symbol count match
+//! `graph.redb` is mapped (`memmap2`), one mapping a shard's section, and
+//! its columns are read where they lie: each column of a loaded shard is a
+//! [`Col`] over the mapping, checked (bounds, alignment, values, spans,
+//! edge endpoints) but neither copied nor parsed, and copied into owned
+//! memory only when first written. A section's mapping goes when the last
+//! of its columns has been written. Only the hash indexes and the
+//! adjacency are rebuilt. Anything else (missing, stale, truncated, a
+//! checksum mismatch, a value no column holds) is ignored with a warning
+//! and the graph is replayed from `graph.redb`, which stays the source of
+//! truth. Not FlatBuffers: a FlatBuffers graph names everything by string,
+//! and loading it would mean interning every string again.
+//!
+//! Layout (version 3, little-endian, docs/formats.md): the magic, the key
+//! (four `u64`), then per shard (256 node, 128 edge) its section's length
+//! (`u64`, a multiple of 8), the section and its checksum (`u64`), then
+//! the end marker. Every section, and every column in it, starts at a
+//! multiple of 8 bytes from the start of the file, so a mapped column is
+//! aligned for its values.
 
+use std::fs::File;
 use std::hash::Hasher;
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use rustc_hash::FxHasher;
 
-use super::bytes::{DecodeError, Reader, Writer};
+use super::bytes::{DecodeError, Writer};
 use super::graph_store::CommitMeta;
-use super::kinds::Stored;
+use super::kinds::{Mapped, Stored, pad8, write_plain};
 use svc_graph::graph::schema::{Bytes, F32, Flag, Key, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
-use svc_graph::graph::{EdgeShard, Graph, NodeShard};
+use svc_graph::graph::{Backing, EdgeShard, Graph, NodeShard};
 use svc_graph::ids::{EDGE_SHARDS, NODE_SHARDS, NodeId};
 
-const MAGIC: &[u8; 8] = b"SVCSNAP\x02";
+const MAGIC: &[u8; 8] = b"SVCSNAP\x03";
 const END: &[u8; 8] = b"SVCSNAPE";
 
 /// What a snapshot must match to be used.
@@ -70,9 +85,31 @@ impl W {
     }
 }
 
+/// A section's checksum: four independent lanes of multiply-xor-rotate
+/// over its 8-byte words (so a core runs them side by side and the pass
+/// is bound by memory, not by one chain of multiplications), folded with
+/// the tail and the length. Each step is a bijection of the lane for a
+/// given word, so one changed word always changes its lane.
 fn checksum(b: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut lanes = [
+        0x243F_6A88_85A3_08D3u64,
+        0x1319_8A2E_0370_7344,
+        0xA409_3822_299F_31D0,
+        0x082E_FA98_EC4E_6C89,
+    ];
+    let (blocks, tail) = b.as_chunks::<32>();
+    for block in blocks {
+        let (words, _) = block.as_chunks::<8>();
+        for (lane, w) in lanes.iter_mut().zip(words) {
+            *lane = (*lane ^ u64::from_le_bytes(*w)).wrapping_mul(K).rotate_left(29);
+        }
+    }
     let mut h = FxHasher::default();
-    h.write(b);
+    for lane in lanes {
+        h.write_u64(lane);
+    }
+    h.write(tail);
     h.write_usize(b.len());
     h.finish()
 }
@@ -83,52 +120,46 @@ macro_rules! node_section {
         identity { $($(#[$idoc:meta])* $ifield:ident / $icol:ident : $ikind:ident = $iname:literal,)* }
         fields { $($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)* }
     ) => {
-        /// A node shard's section: its row count and generation, its arena,
-        /// the key hashes, a column for each field of the schema in order,
-        /// the content hashes and the scan that last saw each row.
+        /// A node shard's section: its row count, generation and arena
+        /// length, the arena, a column for each field of
+        /// the schema in order, the content hashes and the scan that last
+        /// saw each row; each part padded to a multiple of 8 bytes.
         fn encode_nodes(s: &NodeShard) -> Vec<u8> {
             let n = s.len();
             let mut out = Vec::with_capacity(n * 140 + s.arena.len() + 64);
-            let mut w = Writer::new(&mut out);
-            w.u64s([n as u64, u64::from(s.generation)]);
-            w.bytes64(&s.arena);
-            w.u64s(s.hash.iter().copied());
-            $($ikind::write_column(&mut w, &s.$icol, n);)*
-            $($kind::write_column(&mut w, &s.$col, n);)*
-            w.u64s(s.content.iter().copied());
-            w.u32s(s.seen.iter().copied());
+            Writer::new(&mut out).u64s([n as u64, u64::from(s.generation), s.arena.len() as u64]);
+            out.extend_from_slice(&s.arena);
+            pad8(&mut out);
+            $($ikind::write_column(&mut out, &s.$icol, n);)*
+            $($kind::write_column(&mut out, &s.$col, n);)*
+            U64::write_column(&mut out, &s.content, n);
+            write_plain(&mut out, &s.seen, n);
             out
         }
 
-        /// A node shard from its snapshot section (as [`encode`] wrote it), with
-        /// its hash index rebuilt.
-        pub fn decode_nodes(b: &[u8]) -> Result<NodeShard, DecodeError> {
-            let mut r = Reader::new(b);
-            let n = usize::try_from(r.u64("node count")?).map_err(|_| DecodeError("node count"))?;
-            if n > b.len() {
-                return Err(DecodeError("node count"));
-            }
+        /// A node shard from its snapshot section (as [`encode`] wrote it),
+        /// its columns read where they lie in `m`, with its hash index rebuilt.
+        pub fn decode_nodes(mut m: Mapped) -> Result<NodeShard, DecodeError> {
+            let n = usize::try_from(m.u64("node count")?).map_err(|_| DecodeError("node count"))?;
             // A generation is 24 bits: a node id carries no more of it.
-            let generation = u32::try_from(r.u64("generation")?)
+            let generation = u32::try_from(m.u64("generation")?)
                 .ok()
                 .filter(|&g| g <= NodeId::MAX_GENERATION)
                 .ok_or(DecodeError("generation"))?;
-            let arena = r.bytes64("node arena")?.to_vec();
-            let a = arena.len();
-            let hash = r.u64s(n, "hash")?.collect();
-            $(let $icol = $ikind::read_column(&mut r, n, a, $iname)?;)*
-            $(let $col = $kind::read_column(&mut r, n, a, $name)?;)*
+            let a = usize::try_from(m.u64("node arena")?).map_err(|_| DecodeError("node arena"))?;
+            let arena = m.col::<u8>(a, "node arena")?;
+            $(let $icol = $ikind::map_column(&mut m, n, a, $iname)?;)*
+            $(let $col = $kind::map_column(&mut m, n, a, $name)?;)*
             let mut s = NodeShard {
                 generation,
-                hash,
                 $($icol,)*
                 $($col,)*
-                content: r.u64s(n, "content")?.collect(),
-                seen: r.u32s(n, "seen")?.collect(),
+                content: m.col(n, "content")?,
+                seen: m.col(n, "seen")?,
+                arena,
                 ..NodeShard::default()
             };
-            r.end("trailing bytes in node shard")?;
-            s.arena = arena;
+            m.end("trailing bytes in node shard")?;
             s.rebuild_index();
             Ok(s)
         }
@@ -140,59 +171,53 @@ svc_graph::node_schema!(node_section);
 /// The edge shards' snapshot sections, from the schema.
 macro_rules! edge_section {
     ($($(#[$doc:meta])* $field:ident / $col:ident : $kind:ident = $name:literal,)*) => {
-        /// An edge shard's section: its row count, its arena, the sources
-        /// and targets, a column for each field of the schema in order,
-        /// and the scan that last saw each row.
+        /// An edge shard's section: its row count and arena length, the
+        /// arena, the sources and targets, a column for each field of the
+        /// schema in order, and the scan that last saw each row; each part
+        /// padded to a multiple of 8 bytes.
         fn encode_edges(s: &EdgeShard) -> Vec<u8> {
             let n = s.len();
             let mut out = Vec::with_capacity(n * 64 + s.arena.len() + 64);
-            let mut w = Writer::new(&mut out);
-            w.u64s([n as u64]);
-            w.bytes64(&s.arena);
-            w.u64s(s.src.iter().map(|x| x.to_raw()));
-            w.u64s(s.dst.iter().map(|x| x.to_raw()));
-            $($kind::write_column(&mut w, &s.$col, n);)*
-            w.u32s(s.seen.iter().copied());
+            Writer::new(&mut out).u64s([n as u64, s.arena.len() as u64]);
+            out.extend_from_slice(&s.arena);
+            pad8(&mut out);
+            write_plain(&mut out, &s.src, n);
+            write_plain(&mut out, &s.dst, n);
+            $($kind::write_column(&mut out, &s.$col, n);)*
+            write_plain(&mut out, &s.seen, n);
             out
         }
 
-        /// An edge shard from its snapshot section (as [`encode`] wrote it), every
-        /// endpoint a row of `nodes` of that shard's generation, with its hash
-        /// index rebuilt.
-        pub fn decode_edges(b: &[u8], nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError> {
-            let mut r = Reader::new(b);
-            let n = usize::try_from(r.u64("edge count")?).map_err(|_| DecodeError("edge count"))?;
-            if n > b.len() {
-                return Err(DecodeError("edge count"));
-            }
-            let arena = r.bytes64("edge arena")?.to_vec();
-            let a = arena.len();
-            let node_ok = |id: NodeId| {
+        /// An edge shard from its snapshot section (as [`encode`] wrote it),
+        /// its columns read where they lie in `m`, every endpoint a row of
+        /// `nodes` of that shard's generation, with its hash index rebuilt.
+        pub fn decode_edges(mut m: Mapped, nodes: &[NodeShard]) -> Result<EdgeShard, DecodeError> {
+            let n = usize::try_from(m.u64("edge count")?).map_err(|_| DecodeError("edge count"))?;
+            let a = usize::try_from(m.u64("edge arena")?).map_err(|_| DecodeError("edge arena"))?;
+            let arena = m.col::<u8>(a, "edge arena")?;
+            let node_ok = |id: &NodeId| {
                 nodes
                     .get(id.shard())
                     .is_some_and(|s| (id.row() as usize) < s.len() && s.generation == id.generation())
             };
-            let ids = |r: &mut Reader<'_>, what| -> Result<Vec<NodeId>, DecodeError> {
-                r.u64s(n, what)?
-                    .map(|v| {
-                        Some(NodeId::from_raw(v))
-                            .filter(|id| node_ok(*id))
-                            .ok_or(DecodeError(what))
-                    })
-                    .collect()
-            };
-            let src = ids(&mut r, "source")?;
-            let dst = ids(&mut r, "target")?;
-            $(let $col = $kind::read_column(&mut r, n, a, $name)?;)*
+            let src = m.col::<NodeId>(n, "source")?;
+            if !src.iter().all(node_ok) {
+                return Err(DecodeError("source"));
+            }
+            let dst = m.col::<NodeId>(n, "target")?;
+            if !dst.iter().all(node_ok) {
+                return Err(DecodeError("target"));
+            }
+            $(let $col = $kind::map_column(&mut m, n, a, $name)?;)*
             let mut s = EdgeShard {
                 src,
                 dst,
                 $($col,)*
-                seen: r.u32s(n, "seen")?.collect(),
+                seen: m.col(n, "seen")?,
+                arena,
                 ..EdgeShard::default()
             };
-            r.end("trailing bytes in edge shard")?;
-            s.arena = arena;
+            m.end("trailing bytes in edge shard")?;
             s.rebuild_index();
             Ok(s)
         }
@@ -275,26 +300,64 @@ pub struct Shards {
     pub edges: Vec<EdgeShard>,
 }
 
-/// Reads a snapshot that matches `want`.
+/// A section of the snapshot file, mapped read-only.
+struct Section(memmap2::Mmap);
+
+impl Backing for Section {
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Maps `len` bytes of `file` from `off`.
+fn map(file: &File, off: u64, len: usize) -> std::io::Result<memmap2::Mmap> {
+    // SAFETY: a mapping is undefined behaviour to read if another process
+    // changes or truncates the file under it. The daemon maps only
+    // `graph.snap` in its own data directory, a file it wrote itself
+    // through `crate::atomic` (a temporary file, synced, renamed over the
+    // old one) and never writes in place or truncates: a new snapshot is a
+    // new file (inode), so a mapping keeps reading the file it was made
+    // from, unchanged, for as long as it lives. Nothing else may write the
+    // data directory while the daemon runs (it holds the stores' locks).
+    #[allow(unsafe_code)]
+    unsafe {
+        memmap2::MmapOptions::new().offset(off).len(len).map(file)
+    }
+}
+
+/// Reads a snapshot that matches `want`, each shard's columns read where
+/// they lie in its mapped section.
 pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
-    let bytes = std::fs::read(path).map_err(|source| SnapshotError::Io {
+    let io = |source| SnapshotError::Io {
         path: path.to_owned(),
         source,
-    })?;
+    };
     let bad = |cause| SnapshotError::Malformed {
         path: path.to_owned(),
         cause,
     };
-    let mut r = Reader::new(&bytes);
-    if r.take(8, "magic").map_err(bad)? != MAGIC {
-        return Err(bad(DecodeError("not an svc snapshot")));
+    let file = File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let word = |at: u64, what| -> Result<[u8; 8], SnapshotError> {
+        let mut b = [0u8; 8];
+        if at.checked_add(8).is_none_or(|end| end > size) {
+            return Err(bad(DecodeError(what)));
+        }
+        file.read_exact_at(&mut b, at).map_err(io)?;
+        Ok(b)
+    };
+    if &word(0, "magic")? != MAGIC {
+        return Err(bad(DecodeError("not an svc snapshot of this version")));
     }
-    let mut header = || r.u64("header").map_err(bad);
+    let mut header = [0u64; 4];
+    for (i, h) in header.iter_mut().enumerate() {
+        *h = u64::from_le_bytes(word(8 + 8 * i as u64, "header")?);
+    }
     let found = SnapshotKey {
-        generation: header()?,
-        scan_seq: header()?,
-        commit_us: header()?,
-        symbols: header()?,
+        generation: header[0],
+        scan_seq: header[1],
+        commit_us: header[2],
+        symbols: header[3],
     };
     if found != want {
         return Err(SnapshotError::Stale {
@@ -303,29 +366,60 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
             want,
         });
     }
-    let mut sections = Vec::with_capacity(NODE_SHARDS + EDGE_SHARDS);
+    // Each section: where its body starts, its length, its checksum.
+    let mut table = Vec::with_capacity(NODE_SHARDS + EDGE_SHARDS);
+    let mut at = 40u64;
     for _ in 0..NODE_SHARDS + EDGE_SHARDS {
-        let body = r.bytes64("section").map_err(bad)?;
-        let sum = r.u64("section checksum").map_err(bad)?;
-        sections.push((body, sum));
+        let len = u64::from_le_bytes(word(at, "section")?);
+        let body = at + 8;
+        let sum_at = body
+            .checked_add(len)
+            .filter(|_| len.is_multiple_of(8))
+            .ok_or(bad(DecodeError("section")))?;
+        let sum = u64::from_le_bytes(word(sum_at, "section checksum")?);
+        let len = usize::try_from(len).map_err(|_| bad(DecodeError("section")))?;
+        table.push((body, len, sum));
+        at = sum_at + 8;
     }
-    if r.take(8, "end marker").map_err(bad)? != END || !r.is_empty() {
+    if &word(at, "end marker")? != END || at + 8 != size {
         return Err(bad(DecodeError("end marker")));
     }
-    if sections.par_iter().any(|(body, sum)| checksum(body) != *sum) {
-        return Err(bad(DecodeError("checksum mismatch")));
-    }
+    // An empty section maps nothing (a mapping of no bytes is refused).
+    let sections: Vec<Arc<dyn Backing>> = table
+        .par_iter()
+        .map(|&(body, len, sum)| {
+            let section: Arc<dyn Backing> = if len == 0 {
+                Arc::new(Empty)
+            } else {
+                Arc::new(Section(map(&file, body, len).map_err(io)?))
+            };
+            if checksum(section.bytes()) != sum {
+                return Err(bad(DecodeError("checksum mismatch")));
+            }
+            Ok(section)
+        })
+        .collect::<Result<_, _>>()?;
+    let mapped = |s: &Arc<dyn Backing>| Mapped::new(s.clone(), 0, s.bytes().len());
     let nodes: Vec<NodeShard> = sections[..NODE_SHARDS]
         .par_iter()
-        .map(|(b, _)| decode_nodes(b))
+        .map(|s| decode_nodes(mapped(s)))
         .collect::<Result<_, _>>()
         .map_err(bad)?;
     let edges: Vec<EdgeShard> = sections[NODE_SHARDS..]
         .par_iter()
-        .map(|(b, _)| decode_edges(b, &nodes))
+        .map(|s| decode_edges(mapped(s), &nodes))
         .collect::<Result<_, _>>()
         .map_err(bad)?;
     Ok(Shards { nodes, edges })
+}
+
+/// The bytes of an empty section.
+struct Empty;
+
+impl Backing for Empty {
+    fn bytes(&self) -> &[u8] {
+        &[]
+    }
 }
 
 #[cfg(test)]
@@ -337,8 +431,32 @@ mod tests {
     use svc_graph::ids::Sym;
     use svc_graph::relation::Relation;
 
+    /// Bytes held in 8-byte words, so they are aligned as a mapped section is.
+    struct Words(Vec<u64>, usize);
+
+    impl Backing for Words {
+        fn bytes(&self) -> &[u8] {
+            let s = &self.0[..];
+            // SAFETY: u64s have no padding; the length is within the words.
+            #[allow(unsafe_code)]
+            let all = unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) };
+            &all[..self.1]
+        }
+    }
+
+    fn mapped(b: &[u8]) -> Mapped {
+        let mut words = vec![0u64; b.len().div_ceil(8)];
+        for (w, c) in words.iter_mut().zip(b.chunks(8)) {
+            let mut x = [0u8; 8];
+            x[..c.len()].copy_from_slice(c);
+            *w = u64::from_le_bytes(x);
+        }
+        Mapped::new(Arc::new(Words(words, b.len())), 0, b.len())
+    }
+
     /// The sections' layouts, spelled out byte by byte: the schema's order
-    /// is the stored order, and a section reads back as it was.
+    /// is the stored order, each part padded to 8 bytes, and a section
+    /// reads back as it was, its columns where they lie.
     #[test]
     fn sections_keep_their_layout() {
         let sym = |raw| Sym::from_raw(raw).unwrap();
@@ -361,27 +479,39 @@ mod tests {
             props: vec![0xbb],
         };
         let mut nodes = NodeShard::default();
-        nodes.load(0x1234, &row);
-        let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let hash = svc_graph::graph::batch::key_hash(row.key, row.id.as_bytes());
+        nodes.load(hash, &row);
+        let pad = |mut v: Vec<u8>| {
+            v.resize(v.len().next_multiple_of(8), 0);
+            v
+        };
+        let u32s = |v: &[u32]| pad(v.iter().flat_map(|x| x.to_le_bytes()).collect());
         let u64s = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         let want = [
             u64s(&[1, 0, 4]),
-            b"iw\xaa\xbb".to_vec(),
-            u64s(&[0x1234]),
-            u32s(&[1, 2, 3, 4, 5, 0, 1, 6, 7, 1.5f32.to_bits()]),
-            u64s(&[8, 9, 10]),
-            vec![1],
-            u32s(&[1, 1, 2.0f32.to_bits()]),
-            vec![2, 3],
-            u32s(&[11, 2, 1, 3, 1]),
+            pad(b"iw\xaa\xbb".to_vec()),
+            u32s(&[1, 2, 3, 4, 5]),
+            u32s(&[0, 1]),
+            u32s(&[6]),
+            u32s(&[7]),
+            u32s(&[1.5f32.to_bits()]),
+            u64s(&[8, 9, 10, 1]),
+            u32s(&[1, 1]),
+            u32s(&[2.0f32.to_bits()]),
+            pad(vec![2]),
+            pad(vec![3]),
+            u32s(&[11]),
+            u32s(&[2, 1]),
+            u32s(&[3, 1]),
             u64s(&[nodes.content[0]]),
             u32s(&[0]),
         ]
         .concat();
         assert_eq!(encode_nodes(&nodes), want);
-        let back = decode_nodes(&want).unwrap();
+        let back = decode_nodes(mapped(&want)).unwrap();
+        assert!(back.props.is_shared() && back.arena.is_shared());
         assert_eq!(back.row(0), row);
-        assert_eq!(back.find(0x1234, &row.key, b"i"), Some(0));
+        assert_eq!(back.find(hash, &row.key, b"i"), Some(0));
 
         let end = NodeId::new(0, 0, 0);
         let mut edges = EdgeShard::default();
@@ -399,17 +529,40 @@ mod tests {
         );
         let want = [
             u64s(&[1, 1]),
-            vec![0xcc],
+            pad(vec![0xcc]),
             u64s(&[end.to_raw(), end.to_raw()]),
-            vec![rel as u8, 1],
-            u64s(&[5, 6]),
-            u32s(&[0, 1, 7]),
+            pad(vec![rel as u8]),
+            u64s(&[1, 5, 6]),
+            u32s(&[0, 1]),
+            u32s(&[7]),
         ]
         .concat();
         assert_eq!(encode_edges(&edges), want);
-        let back = decode_edges(&want, std::slice::from_ref(&nodes)).unwrap();
+        let back = decode_edges(mapped(&want), std::slice::from_ref(&nodes)).unwrap();
         assert_eq!(back.fields(0).to_version(String::new(), String::new()).props, [0xcc]);
         assert_eq!(back.find(end, end, rel), Some(0));
+        assert!(back.src.is_shared());
+
+        // A value no column holds, a span past the arena and an endpoint
+        // past its shard are each refused.
+        let mut bad = encode_nodes(&nodes);
+        bad[48..52].copy_from_slice(&0u32.to_le_bytes());
+        assert_eq!(decode_nodes(mapped(&bad)).err(), Some(DecodeError("key")));
+        let mut bad = encode_nodes(&nodes);
+        bad[56..60].copy_from_slice(&9u32.to_le_bytes());
+        assert_eq!(decode_nodes(mapped(&bad)).err(), Some(DecodeError("id")));
+        let mut bad = want.clone();
+        bad[24..32].copy_from_slice(&NodeId::new(0, 1, 0).to_raw().to_le_bytes());
+        assert_eq!(
+            decode_edges(mapped(&bad), std::slice::from_ref(&nodes)).err(),
+            Some(DecodeError("source"))
+        );
+        let mut bad = want;
+        bad[40] = 200;
+        assert_eq!(
+            decode_edges(mapped(&bad), std::slice::from_ref(&nodes)).err(),
+            Some(DecodeError("relation"))
+        );
     }
 
     /// A node id carries 24 bits of a shard's generation, so a section
@@ -427,17 +580,36 @@ mod tests {
             b
         };
         let max = u64::from(NodeId::MAX_GENERATION);
-        assert_eq!(decode_nodes(&section(max)).unwrap().generation, NodeId::MAX_GENERATION);
-        assert_eq!(decode_nodes(&section(max + 1)).err(), Some(DecodeError("generation")));
+        assert_eq!(
+            decode_nodes(mapped(&section(max))).unwrap().generation,
+            NodeId::MAX_GENERATION
+        );
+        assert_eq!(
+            decode_nodes(mapped(&section(max + 1))).err(),
+            Some(DecodeError("generation"))
+        );
+    }
+
+    /// One changed word, anywhere, changes the checksum.
+    #[test]
+    fn the_checksum_sees_each_changed_word() {
+        let b: Vec<u8> = (0..200u32).flat_map(|i| (i * 7919).to_le_bytes()).collect();
+        let sum = checksum(&b);
+        for i in 0..b.len() {
+            let mut c = b.clone();
+            c[i] ^= 0x10;
+            assert_ne!(checksum(&c), sum, "byte {i}");
+        }
+        assert_ne!(checksum(&b[..792]), sum);
     }
 
     proptest! {
         #[test]
         fn arbitrary_sections_never_panic_the_decoders(count in 0u64..4, tail in proptest::collection::vec(any::<u8>(), 0..400)) {
             let b = [&count.to_le_bytes()[..], &tail].concat();
-            let nodes: Vec<NodeShard> = decode_nodes(&b).into_iter().collect();
-            let _ = decode_edges(&b, &nodes);
-            let _ = decode_edges(&tail, &[]);
+            let nodes: Vec<NodeShard> = decode_nodes(mapped(&b)).into_iter().collect();
+            let _ = decode_edges(mapped(&b), &nodes);
+            let _ = decode_edges(mapped(&tail), &[]);
         }
     }
 }

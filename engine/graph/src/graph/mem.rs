@@ -6,10 +6,12 @@ use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
 
+use super::col::Col;
 use crate::ids::Sym;
 
 /// A byte range in a batch buffer or a shard arena.
 #[derive(Copy, Clone, Default, Debug, PartialEq, Eq)]
+#[repr(C)]
 pub struct Span {
     pub off: u32,
     pub len: u32,
@@ -38,14 +40,22 @@ pub fn push_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Span {
 /// A growable bitset.
 #[derive(Default, Clone)]
 pub struct BitSet {
-    words: Vec<u64>,
+    words: Col<u64>,
 }
 
 impl BitSet {
     pub fn with_len(len: usize) -> BitSet {
         BitSet {
-            words: vec![0; len.div_ceil(64)],
+            words: Col::from(vec![0; len.div_ceil(64)]),
         }
+    }
+    /// The bits held by `words` (bit `i` in word `i / 64`, from the least significant).
+    pub fn from_words(words: Col<u64>) -> BitSet {
+        BitSet { words }
+    }
+    /// The words holding the bits.
+    pub fn words(&self) -> &Col<u64> {
+        &self.words
     }
     #[inline]
     pub fn get(&self, i: usize) -> bool {
@@ -55,7 +65,7 @@ impl BitSet {
     pub fn set(&mut self, i: usize, v: bool) {
         let w = i / 64;
         if w >= self.words.len() {
-            self.words.resize(w + 1, 0);
+            self.words.to_mut().resize(w + 1, 0);
         }
         if v {
             self.words[w] |= 1 << (i % 64);
@@ -71,13 +81,15 @@ impl BitSet {
         !was
     }
     pub fn clear(&mut self) {
-        self.words.iter_mut().for_each(|w| *w = 0);
+        if self.words.iter().any(|&w| w != 0) {
+            self.words.iter_mut().for_each(|w| *w = 0);
+        }
     }
     pub fn count_ones(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
     pub fn heap_bytes(&self) -> usize {
-        self.words.capacity() * 8
+        self.words.heap_bytes()
     }
 }
 

@@ -21,6 +21,7 @@
 
 use std::fmt::Debug;
 
+use super::col::Col;
 use super::mem::{BitSet, Span, push_bytes};
 use crate::ids::Sym;
 use crate::relation::Relation;
@@ -97,13 +98,13 @@ pub trait Kind {
     /// Row `r` of a column.
     fn get<'a>(c: &'a Self::Column, arena: &'a [u8], r: usize) -> Self::Ref<'a>;
     /// Overwrites row `r` of a column, its bytes appended to `arena`.
-    fn set(c: &mut Self::Column, arena: &mut Vec<u8>, r: usize, v: Self::Ref<'_>);
+    fn set(c: &mut Self::Column, arena: &mut Col<u8>, r: usize, v: Self::Ref<'_>);
     fn reserve(c: &mut Self::Column, rows: usize);
     fn shrink(c: &mut Self::Column);
     fn heap_bytes(c: &Self::Column) -> usize;
 }
 
-/// Kinds held as themselves, one value a row in a `Vec`.
+/// Kinds held as themselves, one value a row in a [`Col`].
 macro_rules! plain_kinds {
     ($($(#[$doc:meta])* $kind:ident = $t:ty;)*) => {$(
         $(#[$doc])*
@@ -112,7 +113,7 @@ macro_rules! plain_kinds {
         impl Kind for $kind {
             type Owned = $t;
             type Ref<'a> = $t;
-            type Column = Vec<$t>;
+            type Column = Col<$t>;
             #[inline]
             fn borrow(v: &$t) -> $t {
                 *v
@@ -122,21 +123,21 @@ macro_rules! plain_kinds {
                 v
             }
             #[inline]
-            fn get(c: &Vec<$t>, _: &[u8], r: usize) -> $t {
+            fn get(c: &Col<$t>, _: &[u8], r: usize) -> $t {
                 c[r]
             }
             #[inline]
-            fn set(c: &mut Vec<$t>, _: &mut Vec<u8>, r: usize, v: $t) {
+            fn set(c: &mut Col<$t>, _: &mut Col<u8>, r: usize, v: $t) {
                 c[r] = v;
             }
-            fn reserve(c: &mut Vec<$t>, rows: usize) {
+            fn reserve(c: &mut Col<$t>, rows: usize) {
                 c.reserve(rows);
             }
-            fn shrink(c: &mut Vec<$t>) {
+            fn shrink(c: &mut Col<$t>) {
                 c.shrink_to_fit();
             }
-            fn heap_bytes(c: &Vec<$t>) -> usize {
-                c.capacity() * std::mem::size_of::<$t>()
+            fn heap_bytes(c: &Col<$t>) -> usize {
+                c.heap_bytes()
             }
         }
     )*};
@@ -163,7 +164,7 @@ macro_rules! arena_kinds {
         impl Kind for $kind {
             type Owned = $owned;
             type Ref<'a> = &'a [u8];
-            type Column = Vec<Span>;
+            type Column = Col<Span>;
             #[inline]
             fn borrow(v: &$owned) -> &[u8] {
                 v.as_ref()
@@ -173,21 +174,21 @@ macro_rules! arena_kinds {
                 $own
             }
             #[inline]
-            fn get<'a>(c: &'a Vec<Span>, arena: &'a [u8], r: usize) -> &'a [u8] {
+            fn get<'a>(c: &'a Col<Span>, arena: &'a [u8], r: usize) -> &'a [u8] {
                 c[r].get(arena)
             }
             #[inline]
-            fn set(c: &mut Vec<Span>, arena: &mut Vec<u8>, r: usize, v: &[u8]) {
-                c[r] = push_bytes(arena, v);
+            fn set(c: &mut Col<Span>, arena: &mut Col<u8>, r: usize, v: &[u8]) {
+                c[r] = push_bytes(arena.to_mut(), v);
             }
-            fn reserve(c: &mut Vec<Span>, rows: usize) {
+            fn reserve(c: &mut Col<Span>, rows: usize) {
                 c.reserve(rows);
             }
-            fn shrink(c: &mut Vec<Span>) {
+            fn shrink(c: &mut Col<Span>) {
                 c.shrink_to_fit();
             }
-            fn heap_bytes(c: &Vec<Span>) -> usize {
-                c.capacity() * std::mem::size_of::<Span>()
+            fn heap_bytes(c: &Col<Span>) -> usize {
+                c.heap_bytes()
             }
         }
     )*};
@@ -219,7 +220,7 @@ impl Kind for Flag {
         c.get(r)
     }
     #[inline]
-    fn set(c: &mut BitSet, _: &mut Vec<u8>, r: usize, v: bool) {
+    fn set(c: &mut BitSet, _: &mut Col<u8>, r: usize, v: bool) {
         c.set(r, v);
     }
     fn reserve(_: &mut BitSet, _: usize) {}

@@ -5,7 +5,8 @@ use std::hash::Hasher;
 use hashbrown::HashTable;
 use rustc_hash::FxHasher;
 
-use super::batch::{BatchNode, NodeBatch};
+use super::batch::{BatchNode, NodeBatch, key_hash};
+use super::col::Col;
 use super::mem::{BitSet, ID_PREFETCH, Prefetch, Span, content_hash, fmix64, push_bytes};
 pub use super::mem::{prefetch, prefetch_bytes};
 use super::schema::{self, EdgeFields, Kind, NodeFields, NodeRow, Phase, Reachability};
@@ -75,6 +76,12 @@ impl Touched {
     }
 }
 
+/// The key hash of row `r` of a node shard's columns.
+#[inline]
+fn row_hash(keys: &[[Sym; 5]], ids: &[Span], arena: &[u8], r: usize) -> u64 {
+    key_hash(keys[r], ids[r].get(arena))
+}
+
 /// Where a node row's key leads in its shard's index.
 enum Slot {
     Found(u32),
@@ -93,15 +100,15 @@ macro_rules! node_shard {
         #[derive(Default)]
         pub struct NodeShard {
             pub generation: u32,
-            /// The key's hash, by which the index finds a row.
-            pub hash: Vec<u64>,
             $($(#[$idoc])* pub $icol: <schema::$ikind as Kind>::Column,)*
             $($(#[$doc])* pub $col: <schema::$kind as Kind>::Column,)*
             /// Hash of the discovered fields, to tell a changed node from an unchanged one.
-            pub content: Vec<u64>,
+            /// (A row's key hash, by which the index finds it, is not kept:
+            /// [`NodeShard::key_hash`] works it out again from the key.)
+            pub content: Col<u64>,
             /// The scan that last reported the row.
-            pub seen: Vec<u32>,
-            pub arena: Vec<u8>,
+            pub seen: Col<u32>,
+            pub arena: Col<u8>,
             pub index: HashTable<u32>,
             /// Rows changed since the last commit, each once.
             pub dirty: Vec<u32>,
@@ -225,19 +232,31 @@ impl NodeShard {
     }
 
     pub fn len(&self) -> usize {
-        self.hash.len()
+        self.key.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.hash.is_empty()
+        self.key.is_empty()
     }
 
-    /// Rebuilds the key index from the `hash` column (after loading columns).
+    /// The hash of row `r`'s key ([`super::batch::key_hash`] of its
+    /// segments and physical id), by which the index finds it.
+    #[inline]
+    pub fn key_hash(&self, r: usize) -> u64 {
+        row_hash(&self.key, &self.id, &self.arena, r)
+    }
+
+    /// Rebuilds the key index from the keys (after loading columns).
     pub fn rebuild_index(&mut self) {
-        let mut index = HashTable::with_capacity(self.hash.len());
-        let hashes = &self.hash;
-        for (r, h) in hashes.iter().enumerate() {
-            index.insert_unique(*h, r as u32, |&x| hashes[x as usize]);
+        let n = self.len();
+        let mut index = HashTable::with_capacity(n);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        for r in 0..n {
+            if r + 8 < n {
+                prefetch_bytes(arena, ids[r + 8], ID_PREFETCH);
+            }
+            let h = row_hash(keys, ids, arena, r);
+            index.insert_unique(h, r as u32, |&x| row_hash(keys, ids, arena, x as usize));
         }
         self.index = index;
     }
@@ -256,14 +275,13 @@ impl NodeShard {
     /// Makes room for `rows` more rows and `bytes` more arena bytes, so a
     /// large ingest grows each column once instead of doubling repeatedly.
     pub fn reserve(&mut self, rows: usize, bytes: usize) {
-        self.hash.reserve(rows);
         self.reserve_columns(rows);
         self.content.reserve(rows);
         self.seen.reserve(rows);
         self.dirty.reserve(rows);
         self.arena.reserve(bytes);
-        let hashes = &self.hash;
-        self.index.reserve(rows, |&r| hashes[r as usize]);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        self.index.reserve(rows, |&r| row_hash(keys, ids, arena, r as usize));
     }
 
     pub fn find(&self, hash: u64, key: &[Sym; 5], id: &[u8]) -> Option<u32> {
@@ -309,7 +327,7 @@ impl NodeShard {
     }
 
     fn push_row(&mut self, hash: u64, key: [Sym; 5], id: &[u8]) -> u32 {
-        let row = self.hash.len() as u32;
+        let row = self.len() as u32;
         let empty = crate::intern::well_known::EMPTY;
         let n = BatchNode {
             hash,
@@ -318,14 +336,15 @@ impl NodeShard {
             state: empty,
             cost: 0.0,
             creation_ts: 0,
-            id: push_bytes(&mut self.arena, id),
+            id: push_bytes(self.arena.to_mut(), id),
             tags: Span::default(),
             props: Span::default(),
             content: 0,
         };
         self.push_columns(&n, 0, 0);
-        let hashes = &self.hash;
-        self.index.insert_unique(hash, row, |&r| hashes[r as usize]);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        self.index
+            .insert_unique(hash, row, |&r| row_hash(keys, ids, arena, r as usize));
         row
     }
 
@@ -337,13 +356,13 @@ impl NodeShard {
                 let Some(outcome) = self.seen_again(row, n.content, scan) else {
                     return (row, Upsert::Unchanged);
                 };
-                let tags = push_bytes(&mut self.arena, n.tags.get(buf));
-                let props = push_bytes(&mut self.arena, n.props.get(buf));
+                let tags = push_bytes(self.arena.to_mut(), n.tags.get(buf));
+                let props = push_bytes(self.arena.to_mut(), n.props.get(buf));
                 self.rewrite(row, n, (tags, props), now_us, outcome);
                 (row, outcome)
             }
             Slot::New(row) => {
-                let (id, tags, props) = push_row_bytes(&mut self.arena, n, buf);
+                let (id, tags, props) = push_row_bytes(self.arena.to_mut(), n, buf);
                 self.push_new(&BatchNode { id, tags, props, ..*n }, now_us, scan);
                 (row, Upsert::Inserted)
             }
@@ -354,17 +373,17 @@ impl NodeShard {
     /// `None`: a row adopted into it): found, or the number of a new row
     /// (the next one), already in the index.
     fn slot(&mut self, n: &BatchNode, buf: Option<&[u8]>) -> Slot {
-        let (hashes, keys, ids, arena) = (&self.hash, &self.key, &self.id, &self.arena);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
         let id = n.id.get(buf.unwrap_or(arena));
         let entry = self.index.entry(
             n.hash,
             |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
-            |&r| hashes[r as usize],
+            |&r| row_hash(keys, ids, arena, r as usize),
         );
         match entry {
             hashbrown::hash_table::Entry::Occupied(e) => Slot::Found(*e.get()),
             hashbrown::hash_table::Entry::Vacant(v) => {
-                let row = hashes.len() as u32;
+                let row = keys.len() as u32;
                 v.insert(row);
                 Slot::New(row)
             }
@@ -382,7 +401,7 @@ impl NodeShard {
         debug_assert!(self.is_empty() && self.arena.is_empty());
         let mut stats = IngestStats::default();
         let NodeBatch { rows, buf } = staged;
-        self.arena = buf;
+        self.arena = Col::from(buf);
         // Staging may have left far more room than that.
         let room = self.arena.len() / 8;
         self.arena.shrink_to(self.arena.len() + room);
@@ -432,25 +451,24 @@ impl NodeShard {
         self.content[r] = n.content;
         self.mark_dirty(row);
         if outcome == Upsert::Revived {
-            self.touched.mark(row, self.hash.len());
+            self.touched.mark(row, self.len());
         }
-        self.changed.mark(row, self.hash.len());
+        self.changed.mark(row, self.len());
     }
 
     /// Appends a new row from `n`, whose id, tags and properties are
     /// already in the arena (the index already holds it), as changed.
     fn push_new(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
-        let row = self.hash.len() as u32;
+        let row = self.len() as u32;
         self.push_columns(n, now_us, scan);
         self.mark_dirty(row);
-        self.changed.mark(row, self.hash.len());
+        self.changed.mark(row, self.len());
     }
 
     /// Appends `n` to every column, first seen at `now_us` by `scan`, with
     /// nothing the analysis writes yet.
     fn push_columns(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
-        let row = self.hash.len();
-        self.hash.push(n.hash);
+        let row = self.len();
         self.key.push(n.syms);
         self.id.push(n.id);
         self.ty.push(n.ty);
@@ -480,8 +498,8 @@ impl NodeShard {
         let r = row as usize;
         self.set_fields(r, &NodeFields::of(n));
         self.content[r] = content_hash(n.ty, n.state, n.cost_usd_mo, n.creation_ts, &n.tags, &n.props);
-        self.touched.mark(row, self.hash.len());
-        self.changed.mark(row, self.hash.len());
+        self.touched.mark(row, self.len());
+        self.changed.mark(row, self.len());
         row
     }
 
@@ -493,8 +511,8 @@ impl NodeShard {
         }
         self.valid_to[r] = now_us;
         self.mark_dirty(row);
-        self.touched.mark(row, self.hash.len());
-        self.changed.mark(row, self.hash.len());
+        self.touched.mark(row, self.len());
+        self.changed.mark(row, self.len());
         true
     }
 
@@ -509,7 +527,7 @@ impl NodeShard {
             return false;
         }
         self.waste.set(r, v.is_waste);
-        self.waste_reason[r] = push_bytes(&mut self.arena, v.reason.as_bytes());
+        self.waste_reason[r] = push_bytes(self.arena.to_mut(), v.reason.as_bytes());
         self.verdict[r] = v.rule;
         self.valid_from[r] = now_us;
         self.mark_dirty(row);
@@ -548,14 +566,13 @@ impl NodeShard {
     }
 
     pub fn shrink(&mut self) {
-        self.hash.shrink_to_fit();
         self.shrink_columns();
         self.content.shrink_to_fit();
         self.seen.shrink_to_fit();
         self.arena.shrink_to_fit();
         self.dirty.shrink_to_fit();
-        let hashes = &self.hash;
-        self.index.shrink_to_fit(|&r| hashes[r as usize]);
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        self.index.shrink_to_fit(|&r| row_hash(keys, ids, arena, r as usize));
     }
 
     /// The shard of rows `keep` (ascending old row numbers), renumbered
@@ -577,7 +594,7 @@ impl NodeShard {
         out.reserve(keep.len(), bytes);
         for &old in keep {
             let o = old as usize;
-            let row = out.push_row(self.hash[o], self.key[o], self.id[o].get(&self.arena));
+            let row = out.push_row(self.key_hash(o), self.key[o], self.id[o].get(&self.arena));
             let r = row as usize;
             out.set_fields(r, &self.fields(old));
             out.content[r] = self.content[o];
@@ -595,11 +612,10 @@ impl NodeShard {
         fn v<T>(x: &Vec<T>) -> usize {
             x.capacity() * std::mem::size_of::<T>()
         }
-        v(&self.hash)
-            + self.columns_heap_bytes()
-            + v(&self.content)
-            + v(&self.seen)
-            + v(&self.arena)
+        self.columns_heap_bytes()
+            + self.content.heap_bytes()
+            + self.seen.heap_bytes()
+            + self.arena.heap_bytes()
             + v(&self.dirty)
             + self.dirty_set.heap_bytes()
             + self.touched.heap_bytes()
@@ -643,12 +659,12 @@ macro_rules! edge_shard {
         /// move only in a compaction.
         #[derive(Default)]
         pub struct EdgeShard {
-            pub src: Vec<NodeId>,
-            pub dst: Vec<NodeId>,
+            pub src: Col<NodeId>,
+            pub dst: Col<NodeId>,
             $($(#[$doc])* pub $col: <schema::$kind as Kind>::Column,)*
             /// The scan that last reported the row.
-            pub seen: Vec<u32>,
-            pub arena: Vec<u8>,
+            pub seen: Col<u32>,
+            pub arena: Col<u8>,
             pub index: HashTable<u32>,
             pub dirty: Vec<u32>,
             pub dirty_set: BitSet,
@@ -812,7 +828,7 @@ impl EdgeShard {
         };
         let r = row as usize;
         self.inferred.set(r, inferred);
-        self.props[r] = held.keep(&mut self.arena, props);
+        self.props[r] = held.keep(self.arena.to_mut(), props);
         self.seen[r] = scan;
         // A changed row that stays visible keeps its place in the index.
         let visibility = loaded.is_some() || outcome != Upsert::Changed;
@@ -867,7 +883,7 @@ impl EdgeShard {
             out.valid_from.push(self.valid_from[o]);
             out.valid_to.push(self.valid_to[o]);
             out.props
-                .push(held.keep(&mut out.arena, self.props[o].get(&self.arena)));
+                .push(held.keep(out.arena.to_mut(), self.props[o].get(&self.arena)));
             out.seen.push(self.seen[o]);
             if self.dirty_set.get(o) {
                 out.mark_dirty(row);
@@ -908,11 +924,11 @@ impl EdgeShard {
         fn v<T>(x: &Vec<T>) -> usize {
             x.capacity() * std::mem::size_of::<T>()
         }
-        v(&self.src)
-            + v(&self.dst)
+        self.src.heap_bytes()
+            + self.dst.heap_bytes()
             + self.columns_heap_bytes()
-            + v(&self.seen)
-            + v(&self.arena)
+            + self.seen.heap_bytes()
+            + self.arena.heap_bytes()
             + v(&self.dirty)
             + self.dirty_set.heap_bytes()
             + self.touched.heap_bytes()
