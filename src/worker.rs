@@ -88,6 +88,9 @@ pub async fn run(args: WorkerArgs) -> anyhow::Result<()> {
         plugins: relay.plugins(),
     };
     if let Some(endpoints) = &args.join {
+        if args.advertise.is_none() && local.ip().is_unspecified() {
+            bail!("--advertise is needed with --join when listening on {local}: daemons cannot dial it");
+        }
         join(endpoints, &me).await?;
     }
     let (provider, remediator) = relay.services();

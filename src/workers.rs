@@ -31,6 +31,9 @@ pub struct Workers {
     clustered: Mutex<bool>,
     /// What was applied last.
     applied: Mutex<Option<WorkersSettings>>,
+    /// Builds of the sources so far: a source of a new build replaces the
+    /// running one (new TLS settings), where an equal one would give way.
+    builds: std::sync::atomic::AtomicU64,
 }
 
 impl Workers {
@@ -44,6 +47,7 @@ impl Workers {
             rx,
             clustered: Mutex::new(false),
             applied: Mutex::new(None),
+            builds: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -94,6 +98,7 @@ impl Workers {
             None => Vec::new(),
             Some(files) => {
                 let tls = files.client().context("workers: the daemon's TLS files")?;
+                let build = self.builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 settings
                     .sources
                     .iter()
@@ -103,13 +108,8 @@ impl Workers {
                             // Timeouts and limits come with each scan.
                             let mut opts = SourceOptions::default();
                             opts.launch.env = crate::telemetry::plugin_env();
-                            Box::new(RemoteSource::new(
-                                spec.clone(),
-                                rx.clone(),
-                                tls.clone(),
-                                opts,
-                                handle.clone(),
-                            ))
+                            let source = RemoteSource::new(spec.clone(), rx.clone(), tls.clone(), opts, handle.clone());
+                            Box::new(source.with_generation(build))
                         });
                         make
                     })

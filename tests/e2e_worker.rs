@@ -331,6 +331,12 @@ async fn workers_scan_over_mutual_tls_and_a_dead_worker_fails_only_its_sources()
     let deadline = tokio::time::Instant::now() + SCAN_DEADLINE;
     while w3.log.text().matches("stalling mid-scan").count() < 2 {
         assert!(
+            !scan.is_finished(),
+            "the scan ended before w3's plugins stalled\n{}\n{}",
+            w3.log.text(),
+            daemon.log.text()
+        );
+        assert!(
             tokio::time::Instant::now() < deadline,
             "w3's plugins never stalled\n{}\n{}",
             w3.log.text(),

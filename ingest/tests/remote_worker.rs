@@ -17,7 +17,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use svc_engine::Interner;
-use svc_engine::scan::{CollectSink, ScanContext, Source, SourceError};
+use svc_engine::scan::{CollectSink, RemediateRequest, ScanContext, Source, SourceError};
 use svc_ingest::host::{Category, LaunchOptions, PluginSource, Role, SourceOptions, write_manifest_for};
 use svc_ingest::remote::{
     Assignment, Relay, RemoteSource, RemoteSpec, TlsFiles, WorkerAddr, WorkerOptions, assignment,
@@ -194,6 +194,15 @@ fn a_scan_through_the_worker_is_the_plugins_scan_trailer_included() {
         assert!(!proof.safe && !proof.reason.is_empty(), "{proof:?}");
         let outcome = source.apply_quarantine(crn, "ISOLATE", "test").unwrap().unwrap();
         assert!(!outcome.success, "{outcome:?}");
+        let properties = BTreeMap::new();
+        let step = RemediateRequest {
+            crn,
+            action: "stop",
+            properties: &properties,
+            dry_run: true,
+        };
+        let outcome = source.remediate(&step).unwrap().unwrap();
+        assert!(!outcome.success && !outcome.error.is_empty(), "{outcome:?}");
         rt.block_on(w.relay.shutdown());
     }
 }
@@ -238,6 +247,18 @@ fn a_source_without_a_live_worker_fails_and_a_worker_gone_is_named() {
         Err(SourceError::Failed(
             "source acct-u is assigned to no live worker".to_owned()
         ))
+    );
+    let refused = unassigned.remediate(&RemediateRequest {
+        crn: "crn:x",
+        action: "stop",
+        properties: &BTreeMap::new(),
+        dry_run: true,
+    });
+    assert_eq!(
+        refused,
+        Some(Err(SourceError::Failed(
+            "source acct-u is assigned to no live worker".to_owned()
+        )))
     );
     let mut source = remote(&rt, &w, "acct-g", true);
     drop(w);

@@ -2,9 +2,10 @@
 //! the provider protocol on TCP with mutual TLS.
 //!
 //! - [`relay`]: the worker's side (`svc worker`): serves
-//!   `svc.provider.v1.Provider` and `Remediator`, runs one local plugin
-//!   process per source it is asked for, and relays each call to it; a
-//!   `Scan` answer's HTTP/2 frames and trailers pass through as they are.
+//!   `svc.provider.v1.Provider` and `Remediator` over the worker's plugin
+//!   processes, one per source it is asked for (`plugins`); a `Scan`
+//!   answer's HTTP/2 frames and trailers pass through as they are
+//!   (`scan_relay`).
 //! - [`source`]: the daemon's side: a [`RemoteSource`] is an engine
 //!   source whose scans go to the worker the [`assignment`] names, decoded
 //!   and staged as a local plugin's are.
@@ -17,12 +18,16 @@
 //! exactly as the daemon wrote it.
 
 pub mod assignment;
+mod plugins;
 pub mod relay;
+mod scan_relay;
 pub mod source;
 pub mod tls;
 
 pub use assignment::{Assignment, AssignmentRx, WorkerAddr};
-pub use relay::{Relay, WorkerOptions};
+pub use plugins::WorkerOptions;
+pub use relay::Relay;
+pub use scan_relay::ProviderRoutes;
 pub use source::{RemoteSource, RemoteSpec};
 pub use tls::{TlsError, TlsFiles};
 

@@ -49,6 +49,8 @@ pub struct RemoteSource {
     tls: ClientTlsConfig,
     opts: SourceOptions,
     handle: Handle,
+    /// Which build of the sources this is ([`RemoteSource::with_generation`]).
+    generation: u64,
     /// The worker dialled last and its channel.
     link: Option<(WorkerAddr, Channel)>,
     last_stats: DecodeStats,
@@ -71,10 +73,19 @@ impl RemoteSource {
             tls,
             opts,
             handle,
+            generation: 0,
             link: None,
             last_stats: DecodeStats::default(),
             last_unlisted: Vec::new(),
         }
+    }
+
+    /// Marks the source as of build `generation` of the sources: one of
+    /// another build replaces it when the sources are rebuilt (its TLS
+    /// settings changed), where an equal one would give way to it.
+    pub fn with_generation(mut self, generation: u64) -> RemoteSource {
+        self.generation = generation;
+        self
     }
 
     fn failed(&self, worker: &WorkerAddr, why: impl std::fmt::Display) -> SourceError {
@@ -165,7 +176,10 @@ impl RemoteSource {
         channel: Channel,
         config: &HashMap<String, String>,
     ) -> Result<(), SourceError> {
-        let within = self.opts.launch.handshake_timeout;
+        // The worker may launch the source's plugin first: its handshake
+        // line, health check and Handshake each get the handshake time, and
+        // then the check itself.
+        let within = self.opts.launch.handshake_timeout * 4;
         let mut client = ProviderClient::new(channel);
         let call = client.preflight_check(self.request(pb::PreflightRequest { config: config.clone() }));
         match tokio::time::timeout(within, call).await {

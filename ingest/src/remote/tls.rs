@@ -18,12 +18,13 @@ pub struct TlsFiles {
 
 #[derive(Debug, Error)]
 pub enum TlsError {
-    #[error("cannot read {what} {}: {source}", .path.display())]
+    /// The reason is in the message (no error source), so a chain of
+    /// contexts prints it once.
+    #[error("cannot read {what} {}: {reason}", .path.display())]
     Read {
         what: &'static str,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("{what} {} holds no PEM {wanted}", .path.display())]
     NotPem {
@@ -37,10 +38,10 @@ pub enum TlsError {
 /// (`wanted` is matched at the end of the label, so `PRIVATE KEY` takes
 /// PKCS#8, RSA and EC keys).
 fn pem(what: &'static str, path: &Path, wanted: &'static str) -> Result<Vec<u8>, TlsError> {
-    let bytes = std::fs::read(path).map_err(|source| TlsError::Read {
+    let bytes = std::fs::read(path).map_err(|reason| TlsError::Read {
         what,
         path: path.to_owned(),
-        source,
+        reason,
     })?;
     let text = String::from_utf8_lossy(&bytes);
     let found = text.lines().any(|l| {
