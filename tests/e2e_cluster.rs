@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
 mod common;
-#[allow(dead_code, reason = "the cluster crate's etcd helper, of which this test uses a part")]
+// The cluster crate's etcd helper: a real etcd on loopback.
 #[path = "../cluster/tests/common/mod.rs"]
 mod etcd;
 
@@ -51,7 +51,11 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     // Only the leader scans: a scans at start.
     a.wait_scan_after(0).await;
     let b = Daemon::start(dir_b.path(), SCALE).await;
-    assert!(b.log.wait_for("joining the cluster as a standby", Duration::from_secs(10)).await);
+    assert!(
+        b.log
+            .wait_for("joining the cluster as a standby", Duration::from_secs(10))
+            .await
+    );
 
     // The standby answers reads and refuses writes, naming the leader.
     b.api().get_ok("/api/v1/graph/stats").await;
@@ -60,26 +64,35 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
         .post_json("/api/v1/tokens", &json!({"name": "ci", "role": "viewer"}))
         .await
         .expect_error(503, "not_ready");
-    assert_eq!(refused["error"]["details"]["leader"], json!({"id": "a", "url": "http://a.example:8080"}), "{refused}");
+    assert_eq!(
+        refused["error"]["details"]["leader"],
+        json!({"id": "a", "url": "http://a.example:8080"}),
+        "{refused}"
+    );
     // The standby did not scan: its ledger holds no scan.
     let history = b.api().history_all(&[("type", "SCAN_COMPLETED")]).await;
     assert!(history.is_empty(), "a standby scanned: {history:?}");
     // The leader takes writes.
-    a.api().post_json("/api/v1/tokens", &json!({"name": "ci", "role": "viewer"})).await.expect(201);
+    a.api()
+        .post_json("/api/v1/tokens", &json!({"name": "ci", "role": "viewer"}))
+        .await
+        .expect(201);
 
     // The leader dies: b leads within the lease TTL and takes writes.
     let killed = Instant::now();
     a.kill_9().await;
     leader_is(&election, "b", Duration::from_secs(TTL_S + 5)).await;
-    let write = etcd::eventually(Duration::from_secs(TTL_S + 10), "b answers a write", || async {
-        let r = b.api().post_json("/api/v1/tokens", &json!({"name": "ci-b", "role": "viewer"})).await;
+    etcd::eventually(Duration::from_secs(TTL_S + 10), "b answers a write", || async {
+        let r = b
+            .api()
+            .post_json("/api/v1/tokens", &json!({"name": "ci-b", "role": "viewer"}))
+            .await;
         r.status.as_u16() == 201
     })
     .await;
     let failover = killed.elapsed();
     eprintln!("failover: leader killed to first answered write on the new leader: {failover:?} (lease TTL {TTL_S}s)");
     assert!(failover <= Duration::from_secs(TTL_S + 3), "failover took {failover:?}");
-    let _ = write;
     // The new leader scans.
     b.wait_scan_after(0).await;
 }
