@@ -44,11 +44,14 @@ mod tests_model;
 mod tests_postings;
 #[cfg(test)]
 mod tests_query;
+#[cfg(test)]
+mod tests_replica;
 
 pub use error::{BrokenLink, LedgerError};
 pub use events::{
     Event, EventKind, HISTORY_PRUNED, NewEvent, Payload, SAU_ACTION, UNREADABLE, sau_action_types, status_of,
 };
 pub use handle::Ledger;
+pub use shared::Replicator;
 pub use query::{HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, SessionInfo, Summary};
 pub use verify::VerifyReport;
