@@ -7,13 +7,22 @@
 //!
 //! A leader whose lease is lost (etcd unreachable beyond the lease TTL, or
 //! the lease expired) stops leading at once and campaigns again.
+//!
+//! The ledger goes through etcd's replicated log: the leader's appends are
+//! replicated before they commit (so before they are acknowledged), a
+//! standby imports every batch into its own `events.redb`, and a node that
+//! is elected first imports what it has not seen yet. A node that does not
+//! lead refuses appends of its own.
 
 use std::time::Duration;
+
+use std::sync::Arc;
 
 use anyhow::Context;
 use svc_api::AppState;
 use svc_api::state::Standby;
-use svc_cluster::{Election, Etcd, EtcdConfig, LeaderInfo, Lease, TlsFiles};
+use svc_cluster::{Election, Entry, Etcd, EtcdConfig, LeaderInfo, Leadership, Lease, ReplicatedLog, TlsFiles};
+use svc_engine::store::ledger::{Ledger, Replicator};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -65,7 +74,7 @@ fn etcd_config(settings: &ClusterSettings) -> EtcdConfig {
 }
 
 /// Joins the cluster: starts as a standby, campaigns in the background.
-pub fn join(settings: &ClusterSettings, state: &AppState) -> anyhow::Result<(Leading, Node)> {
+pub fn join(settings: &ClusterSettings, state: &AppState, ledger: Arc<Ledger>) -> anyhow::Result<(Leading, Node)> {
     let etcd = Etcd::connect(&etcd_config(settings)).context("cannot set up the etcd client of [cluster]")?;
     let election = Election::new(&etcd, &format!("{}/leader", settings.prefix));
     let me = LeaderInfo {
@@ -76,15 +85,21 @@ pub fn join(settings: &ClusterSettings, state: &AppState) -> anyhow::Result<(Lea
         node_id: me.id.clone(),
         leader: None,
     }));
+    ledger.set_replicator(Some(refuse_appends()));
     info!(node = %me.id, endpoints = ?settings.endpoints, "joining the cluster as a standby");
 
     let (leading_tx, leading) = watch::channel(false);
+    let replica = Replica {
+        log: ReplicatedLog::new(&etcd, &format!("{}/ledger", settings.prefix)),
+        ledger,
+    };
     let campaign = tokio::spawn(campaign(
         etcd,
         election.clone(),
         me.clone(),
         settings.lease_ttl,
         leading_tx,
+        replica,
     ));
     let follow = tokio::spawn(follow(election, me, leading.clone(), state.clone()));
     Ok((
@@ -96,9 +111,94 @@ pub fn join(settings: &ClusterSettings, state: &AppState) -> anyhow::Result<(Lea
     ))
 }
 
-/// Campaigns, leads until the leadership is lost, and campaigns again.
-async fn campaign(etcd: Etcd, election: Election, me: LeaderInfo, ttl: Duration, leading: watch::Sender<bool>) {
+/// The local ledger and etcd's replicated log of it.
+#[derive(Clone)]
+struct Replica {
+    log: ReplicatedLog,
+    ledger: Arc<Ledger>,
+}
+
+/// What a node that does not lead answers its own appends with.
+fn refuse_appends() -> Replicator {
+    Arc::new(|_: &[(u64, Vec<u8>)]| Err("this node is a cluster standby: only the leader appends".to_owned()))
+}
+
+impl Replica {
+    /// Imports `entries` the ledger does not hold yet, in order.
+    async fn import(&self, entries: Vec<Entry>) -> anyhow::Result<()> {
+        let ledger = self.ledger.clone();
+        tokio::task::spawn_blocking(move || {
+            let last = ledger.last_seq();
+            let new: Vec<(u64, Vec<u8>)> = entries
+                .into_iter()
+                .filter(|e| e.seq > last)
+                .map(|e| (e.seq, e.bytes))
+                .collect();
+            ledger.import(new).map(|_| ())
+        })
+        .await
+        .context("ledger import was cancelled")?
+        .context("cannot import the leader's ledger events")
+    }
+
+    /// Follows the log into the ledger until dropped.
+    async fn follow(self) {
+        let mut follower = self.log.follow(self.ledger.last_seq());
+        while let Some(batch) = follower.next().await {
+            let result = match batch {
+                Ok(batch) => self.import(batch.entries).await,
+                Err(e) => Err(anyhow::Error::new(e)),
+            };
+            if let Err(e) = result {
+                warn!(
+                    error = format!("{e:#}"),
+                    "this standby cannot follow the leader's ledger"
+                );
+                return;
+            }
+        }
+    }
+
+    /// As the new leader: imports what the log holds beyond this ledger,
+    /// starts an empty log after this ledger's events, then replicates
+    /// every append through the log.
+    async fn take_over(&self, leadership: &Arc<Leadership>) -> anyhow::Result<()> {
+        let tail = self.log.read_after(self.ledger.last_seq()).await?;
+        self.import(tail).await?;
+        let last = self.ledger.last_seq();
+        if last > 0 {
+            self.log.start_at(leadership, last).await?;
+        }
+        let (log, lead) = (self.log.clone(), leadership.clone());
+        let runtime = tokio::runtime::Handle::current();
+        self.ledger
+            .set_replicator(Some(Arc::new(move |events: &[(u64, Vec<u8>)]| {
+                let entries: Vec<Entry> = events
+                    .iter()
+                    .map(|(seq, bytes)| Entry {
+                        seq: *seq,
+                        bytes: bytes.clone(),
+                    })
+                    .collect();
+                // The ledger's writer thread is not a runtime thread: it may block.
+                runtime.block_on(log.append(&lead, &entries)).map_err(|e| e.to_string())
+            })));
+        Ok(())
+    }
+}
+
+/// Campaigns, leads until the leadership is lost, and campaigns again;
+/// follows the leader's ledger while it does not lead.
+async fn campaign(
+    etcd: Etcd,
+    election: Election,
+    me: LeaderInfo,
+    ttl: Duration,
+    leading: watch::Sender<bool>,
+    replica: Replica,
+) {
     loop {
+        let following = AbortOnDrop(tokio::spawn(replica.clone().follow()));
         let lease = match Lease::grant(&etcd, ttl).await {
             Ok(lease) => lease,
             Err(e) => {
@@ -115,9 +215,22 @@ async fn campaign(etcd: Etcd, election: Election, me: LeaderInfo, ttl: Duration,
                 continue;
             }
         };
+        drop(following);
+        let leadership = Arc::new(leadership);
+        if let Err(e) = replica.take_over(&leadership).await {
+            warn!(error = format!("{e:#}"), "cannot take the ledger over; resigning");
+            replica.ledger.set_replicator(Some(refuse_appends()));
+            if let Ok(l) = Arc::try_unwrap(leadership) {
+                let _ = l.resign().await;
+            }
+            let _ = lease.revoke().await;
+            tokio::time::sleep(RETRY).await;
+            continue;
+        }
         info!(node = %me.id, revision = leadership.revision(), "this node leads the cluster");
         leading.send_replace(true);
         leadership.lost().await;
+        replica.ledger.set_replicator(Some(refuse_appends()));
         leading.send_replace(false);
         warn!(node = %me.id, "this node lost the leadership; it stops acting and campaigns again");
         // The old lease may still live (the key was deleted): end it, so

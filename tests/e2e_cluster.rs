@@ -1,7 +1,9 @@
 //! Two daemons sharing an estate through a real etcd (`[cluster]`): one
-//! leads and scans, the other is a standby that answers reads and refuses
-//! writes naming the leader; when the leader is killed (-9) the standby
-//! takes over within the lease TTL and answers writes.
+//! leads and scans, the other is a standby that answers reads, refuses
+//! writes naming the leader and follows the leader's ledger; when the leader
+//! is killed (-9) the standby takes over within the lease TTL, holds every
+//! event acknowledged before the kill, continues the same chain and answers
+//! writes.
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
@@ -69,14 +71,23 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
         json!({"id": "a", "url": "http://a.example:8080"}),
         "{refused}"
     );
-    // The standby did not scan: its ledger holds no scan.
-    let history = b.api().history_all(&[("type", "SCAN_COMPLETED")]).await;
-    assert!(history.is_empty(), "a standby scanned: {history:?}");
     // The leader takes writes.
     a.api()
         .post_json("/api/v1/tokens", &json!({"name": "ci", "role": "viewer"}))
         .await
         .expect(201);
+
+    // The standby follows the leader's ledger, event for event (and has
+    // recorded nothing of its own: it did not scan).
+    let leader_history = a.api().history_all(&[]).await;
+    let last = leader_history.iter().filter_map(|e| e["seq"].as_u64()).max().unwrap();
+    etcd::eventually(
+        Duration::from_secs(20),
+        "the standby holds the leader's events",
+        || async { b.api().get_ok("/api/v1/ledger/verify").await["last_seq"] == last },
+    )
+    .await;
+    assert_eq!(b.api().history_all(&[]).await, leader_history);
 
     // The leader dies: b leads within the lease TTL and takes writes.
     let killed = Instant::now();
@@ -93,6 +104,18 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     let failover = killed.elapsed();
     eprintln!("failover: leader killed to first answered write on the new leader: {failover:?} (lease TTL {TTL_S}s)");
     assert!(failover <= Duration::from_secs(TTL_S + 3), "failover took {failover:?}");
-    // The new leader scans.
-    b.wait_scan_after(0).await;
+    // The new leader scans, and its chain continues the old leader's with
+    // every event acknowledged before the kill.
+    b.wait_scan_after(last).await;
+    let verified = b.api().get_ok("/api/v1/ledger/verify").await;
+    assert_eq!(verified["ok"], true, "{verified}");
+    assert!(verified["last_seq"].as_u64().unwrap() > last);
+    let after = b.api().history_all(&[]).await;
+    for event in &leader_history {
+        assert!(
+            after.contains(event),
+            "event {} acknowledged by the old leader is missing",
+            event["seq"]
+        );
+    }
 }
