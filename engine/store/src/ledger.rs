@@ -52,6 +52,6 @@ pub use events::{
     Event, EventKind, HISTORY_PRUNED, NewEvent, Payload, SAU_ACTION, UNREADABLE, sau_action_types, status_of,
 };
 pub use handle::Ledger;
-pub use shared::Replicator;
 pub use query::{HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, SessionInfo, Summary};
+pub use shared::Replicator;
 pub use verify::VerifyReport;

@@ -25,9 +25,19 @@ fn a_standby_importing_the_leaders_events_holds_the_same_chain() {
     let (leader_file, standby_file) = (Fixture::new(), Fixture::new());
     let leader = leader_file.open("leader-session");
     let seen = capturing(&leader);
-    leader.append_one(with_savings(ev("QUARANTINE", Some("crn:svc:aws:us-east-1:ec2:volume:1:vol-1")), 4.5)).unwrap();
+    leader
+        .append_one(with_savings(
+            ev("QUARANTINE", Some("crn:svc:aws:us-east-1:ec2:volume:1:vol-1")),
+            4.5,
+        ))
+        .unwrap();
     leader_file.clock.advance(1000);
-    leader.append(vec![ev("APPROVAL", Some("crn:svc:aws:us-east-1:ec2:volume:1:vol-1")), ev("SCAN_COMPLETED", None)]).unwrap();
+    leader
+        .append(vec![
+            ev("APPROVAL", Some("crn:svc:aws:us-east-1:ec2:volume:1:vol-1")),
+            ev("SCAN_COMPLETED", None),
+        ])
+        .unwrap();
     let captured = seen.lock().clone();
     assert_eq!(captured.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [1, 2, 3]);
 
@@ -46,8 +56,18 @@ fn a_standby_importing_the_leaders_events_holds_the_same_chain() {
     let report = standby.verify().unwrap();
     assert!(report.ok && report.checked == 3, "{report:?}");
     let (a, b) = (leader.summary().unwrap(), standby.summary().unwrap());
-    assert_eq!((b.total_events, b.approved, b.total_savings_usd), (a.total_events, a.approved, a.total_savings_usd));
-    assert_eq!(standby.resource("crn:svc:aws:us-east-1:ec2:volume:1:vol-1", 10).unwrap().0.len(), 2);
+    assert_eq!(
+        (b.total_events, b.approved, b.total_savings_usd),
+        (a.total_events, a.approved, a.total_savings_usd)
+    );
+    assert_eq!(
+        standby
+            .resource("crn:svc:aws:us-east-1:ec2:volume:1:vol-1", 10)
+            .unwrap()
+            .0
+            .len(),
+        2
+    );
     // The standby's own appends continue the same chain.
     let next = standby.append_one(ev("POLICY_CHANGE", None)).unwrap();
     assert_eq!((next.seq, next.prev_hash), (4, leader.get(3).unwrap().unwrap().hash));
@@ -59,7 +79,9 @@ fn a_refused_replication_stores_nothing() {
     let f = Fixture::new();
     let l = f.open("s1");
     l.append_one(ev("QUARANTINE", None)).unwrap();
-    l.set_replicator(Some(Arc::new(|_: &[(u64, Vec<u8>)]| Err("etcd unavailable".to_owned()))));
+    l.set_replicator(Some(Arc::new(
+        |_: &[(u64, Vec<u8>)]| Err("etcd unavailable".to_owned()),
+    )));
     let err = l.append_one(ev("APPROVAL", None)).unwrap_err();
     assert_eq!(err.to_string(), "ledger write failed: not replicated: etcd unavailable");
     assert_eq!(l.last_seq(), 1);
@@ -89,7 +111,10 @@ fn an_import_that_does_not_continue_the_chain_is_refused_and_stores_nothing() {
     refused(b.import(vec![tampered]), "hash is wrong");
     refused(b.import(vec![(1, vec![9, 9, 9])]), "cannot import event 1");
     // A batch with one bad event stores none of it.
-    refused(b.import(vec![events[0].clone(), (2, events[0].1.clone())]), "previous hash differs");
+    refused(
+        b.import(vec![events[0].clone(), (2, events[0].1.clone())]),
+        "previous hash differs",
+    );
     assert_eq!(b.last_seq(), 0);
     // A ledger with its own history cannot take another chain.
     let other = b.append_one(ev("POLICY_CHANGE", None)).unwrap();

@@ -430,7 +430,9 @@ impl<'t> Ctx<'t> {
         }
         let stored = codec::decode(bytes).map_err(refuse)?;
         if stored.prev_hash != self.head.hash {
-            return Err(refuse("it does not follow this ledger's last event (previous hash differs)".into()));
+            return Err(refuse(
+                "it does not follow this ledger's last event (previous hash differs)".into(),
+            ));
         }
         if stored.compute_hash(seq) != stored.hash {
             return Err(refuse("its hash is wrong".into()));
@@ -453,8 +455,19 @@ impl<'t> Ctx<'t> {
         }
         let (ts_us, session) = (event.ts_us, event.session_id.as_str());
         let grow = |row: Option<SessionRow>| match row {
-            None => SessionRow { first_us: ts_us, last_us: ts_us, count: 1, first_seq: seq, last_seq: seq },
-            Some(r) => SessionRow { last_us: ts_us, count: r.count + 1, last_seq: seq, ..r },
+            None => SessionRow {
+                first_us: ts_us,
+                last_us: ts_us,
+                count: 1,
+                first_seq: seq,
+                last_seq: seq,
+            },
+            Some(r) => SessionRow {
+                last_us: ts_us,
+                count: r.count + 1,
+                last_seq: seq,
+                ..r
+            },
         };
         if session == self.session_id {
             self.session = Some(grow(self.session));
@@ -463,7 +476,11 @@ impl<'t> Ctx<'t> {
             let row = grow(load_session(&self.sessions, session)?);
             self.sessions.insert(session, row.to_tuple())?;
         }
-        self.head = Head { seq, ts_us: ts_us.max(self.head.ts_us), hash: event.hash };
+        self.head = Head {
+            seq,
+            ts_us: ts_us.max(self.head.ts_us),
+            hash: event.hash,
+        };
         Ok(event)
     }
 
