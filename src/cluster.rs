@@ -30,6 +30,9 @@ use crate::config::ClusterSettings;
 
 /// The pause after a failed campaign before the next.
 const RETRY: Duration = Duration::from_secs(1);
+/// How often the leader compacts the replicated ledger log (at least
+/// twice the lease TTL).
+const COMPACT_EVERY: Duration = Duration::from_secs(3);
 
 /// Whether this node leads, as it changes.
 pub type Leading = watch::Receiver<bool>;
@@ -92,6 +95,7 @@ pub fn join(settings: &ClusterSettings, state: &AppState, ledger: Arc<Ledger>) -
     let replica = Replica {
         log: ReplicatedLog::new(&etcd, &format!("{}/ledger", settings.prefix)),
         ledger,
+        node: settings.node_id.clone(),
     };
     let campaign = tokio::spawn(campaign(
         etcd,
@@ -116,6 +120,8 @@ pub fn join(settings: &ClusterSettings, state: &AppState, ledger: Arc<Ledger>) -
 struct Replica {
     log: ReplicatedLog,
     ledger: Arc<Ledger>,
+    /// This node's id, under which it publishes what it has applied.
+    node: String,
 }
 
 /// What a node that does not lead answers its own appends with.
@@ -141,8 +147,9 @@ impl Replica {
         .context("cannot import the leader's ledger events")
     }
 
-    /// Follows the log into the ledger until dropped.
-    async fn follow(self) {
+    /// Follows the log into the ledger until dropped, publishing on
+    /// `lease` how far it has applied (so the leader may compact).
+    async fn follow(self, lease: Lease) {
         let mut follower = self.log.follow(self.ledger.last_seq());
         while let Some(batch) = follower.next().await {
             let result = match batch {
@@ -155,6 +162,31 @@ impl Replica {
                     "this standby cannot follow the leader's ledger"
                 );
                 return;
+            }
+            self.publish_applied(&lease).await;
+        }
+    }
+
+    async fn publish_applied(&self, lease: &Lease) {
+        if let Err(e) = self
+            .log
+            .publish_applied(&self.node, lease, self.ledger.last_seq())
+            .await
+        {
+            tracing::debug!(error = %e, "cannot publish the ledger seq applied here");
+        }
+    }
+
+    /// As the leader, every `every`: deletes from etcd the batches every
+    /// live member has applied.
+    async fn compact(self, lease: Lease, leadership: Arc<Leadership>, every: Duration) {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            self.publish_applied(&lease).await;
+            if let Err(e) = self.log.compact(&leadership).await {
+                tracing::debug!(error = %e, "cannot compact the replicated ledger log");
             }
         }
     }
@@ -198,7 +230,6 @@ async fn campaign(
     replica: Replica,
 ) {
     loop {
-        let following = AbortOnDrop(tokio::spawn(replica.clone().follow()));
         let lease = match Lease::grant(&etcd, ttl).await {
             Ok(lease) => lease,
             Err(e) => {
@@ -207,6 +238,7 @@ async fn campaign(
                 continue;
             }
         };
+        let following = AbortOnDrop(tokio::spawn(replica.clone().follow(lease.clone())));
         let leadership = match election.campaign(&lease, &me).await {
             Ok(l) => l,
             Err(e) => {
@@ -229,7 +261,13 @@ async fn campaign(
         }
         info!(node = %me.id, revision = leadership.revision(), "this node leads the cluster");
         leading.send_replace(true);
+        let compacting = AbortOnDrop(tokio::spawn(replica.clone().compact(
+            lease.clone(),
+            leadership.clone(),
+            COMPACT_EVERY.max(ttl * 2),
+        )));
         leadership.lost().await;
+        drop(compacting);
         replica.ledger.set_replicator(Some(refuse_appends()));
         leading.send_replace(false);
         warn!(node = %me.id, "this node lost the leadership; it stops acting and campaigns again");

@@ -88,6 +88,17 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     )
     .await;
     assert_eq!(b.api().history_all(&[]).await, leader_history);
+    // Once both nodes applied them, the leader deletes the old batches
+    // from etcd (keeping the last).
+    let client = etcd.client();
+    etcd::eventually(Duration::from_secs(30), "the replicated log is compacted", || async {
+        let batches = client.get_prefix(b"e2e/ledger/log/").await.unwrap().0;
+        let first = batches
+            .first()
+            .map(|kv| svc_cluster::decode(&kv.key, &kv.value).unwrap().first_seq());
+        batches.len() == 1 && first > Some(1)
+    })
+    .await;
 
     // The leader dies: b leads within the lease TTL and takes writes.
     let killed = Instant::now();
