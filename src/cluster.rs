@@ -5,6 +5,10 @@
 //! a standby answers reads and refuses writes naming the leader
 //! ([`AppState::set_standby`]).
 //!
+//! Sagas lock their CRN in etcd too, on the leader's lease: a saga step
+//! never runs twice across a failover, and a lock not acquired in 30 s is
+//! a `LOCK_TIMEOUT`.
+//!
 //! A leader whose lease is lost (etcd unreachable beyond the lease TTL, or
 //! the lease expired) stops leading at once and campaigns again.
 //!
@@ -21,7 +25,11 @@ use std::sync::Arc;
 use anyhow::Context;
 use svc_api::AppState;
 use svc_api::state::Standby;
-use svc_cluster::{Election, Entry, Etcd, EtcdConfig, LeaderInfo, Leadership, Lease, ReplicatedLog, TlsFiles};
+use svc_cluster::{
+    Election, Entry, Etcd, EtcdConfig, LeaderInfo, Leadership, Lease, LockGuard, Locks, ReplicatedLog, TlsFiles,
+};
+use svc_engine::Engine;
+use svc_engine::remediation::SharedLocks;
 use svc_engine::store::ledger::{Ledger, Replicator};
 use tokio::sync::watch;
 use tracing::{info, warn};
@@ -77,7 +85,8 @@ fn etcd_config(settings: &ClusterSettings) -> EtcdConfig {
 }
 
 /// Joins the cluster: starts as a standby, campaigns in the background.
-pub fn join(settings: &ClusterSettings, state: &AppState, ledger: Arc<Ledger>) -> anyhow::Result<(Leading, Node)> {
+pub fn join(settings: &ClusterSettings, state: &AppState, engine: Arc<Engine>) -> anyhow::Result<(Leading, Node)> {
+    let ledger = engine.ledger().clone();
     let etcd = Etcd::connect(&etcd_config(settings)).context("cannot set up the etcd client of [cluster]")?;
     let election = Election::new(&etcd, &format!("{}/leader", settings.prefix));
     let me = LeaderInfo {
@@ -89,6 +98,7 @@ pub fn join(settings: &ClusterSettings, state: &AppState, ledger: Arc<Ledger>) -
         leader: None,
     }));
     ledger.set_replicator(Some(refuse_appends()));
+    engine.set_shared_locks(Some(Arc::new(NotLeading)));
     info!(node = %me.id, endpoints = ?settings.endpoints, "joining the cluster as a standby");
 
     let (leading_tx, leading) = watch::channel(false);
@@ -96,6 +106,9 @@ pub fn join(settings: &ClusterSettings, state: &AppState, ledger: Arc<Ledger>) -
         log: ReplicatedLog::new(&etcd, &format!("{}/ledger", settings.prefix)),
         ledger,
         node: settings.node_id.clone(),
+        engine,
+        etcd: etcd.clone(),
+        locks: format!("{}/locks", settings.prefix),
     };
     let campaign = tokio::spawn(campaign(
         etcd,
@@ -122,6 +135,51 @@ struct Replica {
     ledger: Arc<Ledger>,
     /// This node's id, under which it publishes what it has applied.
     node: String,
+    engine: Arc<Engine>,
+    etcd: Etcd,
+    /// The prefix of the per-CRN saga locks.
+    locks: String,
+}
+
+/// A node that does not lead runs no saga.
+struct NotLeading;
+
+impl SharedLocks for NotLeading {
+    fn lock(&self, _: &str, _: Duration) -> Result<Box<dyn std::any::Any + Send>, String> {
+        Err("this node does not lead the cluster".to_owned())
+    }
+}
+
+/// The leader's per-CRN saga locks in etcd, on its lease.
+struct EtcdLocks {
+    locks: Locks,
+    runtime: tokio::runtime::Handle,
+}
+
+/// A held etcd lock, released (in the background) when dropped.
+struct Held(Option<LockGuard>, tokio::runtime::Handle);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(guard) = self.0.take() {
+            self.1.spawn(async move {
+                if let Err(e) = guard.release().await {
+                    warn!(error = %e, "cannot release a saga lock; it goes with the lease");
+                }
+            });
+        }
+    }
+}
+
+impl SharedLocks for EtcdLocks {
+    fn lock(&self, crn: &str, wait: Duration) -> Result<Box<dyn std::any::Any + Send>, String> {
+        // Sagas run on blocking threads, never on the runtime's own.
+        let guard = self
+            .runtime
+            .block_on(self.locks.acquire(crn, wait))
+            .map_err(|e| e.to_string())?;
+        Ok(Box::new(Held(Some(guard), self.runtime.clone())))
+    }
 }
 
 /// What a node that does not lead answers its own appends with.
@@ -201,6 +259,10 @@ impl Replica {
         if last > 0 {
             self.log.start_at(leadership, last).await?;
         }
+        self.engine.set_shared_locks(Some(Arc::new(EtcdLocks {
+            locks: Locks::new(&self.etcd, &self.locks, leadership.lease()),
+            runtime: tokio::runtime::Handle::current(),
+        })));
         let (log, lead) = (self.log.clone(), leadership.clone());
         let runtime = tokio::runtime::Handle::current();
         self.ledger
@@ -252,6 +314,7 @@ async fn campaign(
         if let Err(e) = replica.take_over(&leadership).await {
             warn!(error = format!("{e:#}"), "cannot take the ledger over; resigning");
             replica.ledger.set_replicator(Some(refuse_appends()));
+            replica.engine.set_shared_locks(Some(Arc::new(NotLeading)));
             if let Ok(l) = Arc::try_unwrap(leadership) {
                 let _ = l.resign().await;
             }
@@ -269,6 +332,7 @@ async fn campaign(
         leadership.lost().await;
         drop(compacting);
         replica.ledger.set_replicator(Some(refuse_appends()));
+        replica.engine.set_shared_locks(Some(Arc::new(NotLeading)));
         leading.send_replace(false);
         warn!(node = %me.id, "this node lost the leadership; it stops acting and campaigns again");
         // The old lease may still live (the key was deleted): end it, so

@@ -17,16 +17,20 @@ use std::time::{Duration, Instant};
 
 use common::{Daemon, data_dir};
 use serde_json::json;
-use svc_cluster::Election;
+use svc_cluster::{Election, Lease, Locks};
 
 const SCALE: usize = 200;
 const TTL_S: u64 = 2;
 
 fn cluster_config(dir: &Path, etcd: &str, id: &str) {
+    cluster_config_at(dir, etcd, id, "e2e");
+}
+
+fn cluster_config_at(dir: &Path, etcd: &str, id: &str, prefix: &str) {
     std::fs::create_dir_all(dir).unwrap();
     let config = format!(
         "{}\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"{id}\"\n\
-         advertise_url = \"http://{id}.example:8080\"\nlease_ttl = \"{TTL_S}s\"\nprefix = \"e2e\"\n",
+         advertise_url = \"http://{id}.example:8080\"\nlease_ttl = \"{TTL_S}s\"\nprefix = \"{prefix}\"\n",
         common::QUIET_CONFIG
     );
     std::fs::write(dir.join("config.toml"), config).unwrap();
@@ -129,4 +133,63 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
             event["seq"]
         );
     }
+}
+
+/// A saga locks its CRN in etcd as well: while another holder has it, the
+/// quarantine waits 30 s and ends in `LOCK_TIMEOUT`; once released, it runs
+/// and lets the lock go after.
+#[tokio::test]
+async fn a_saga_waits_for_its_crns_lock_in_etcd() {
+    let etcd = etcd::EtcdServer::start().await;
+    let dir = data_dir();
+    cluster_config_at(dir.path(), &etcd.url(), "solo", "e2e-locks");
+    let d = Daemon::start(dir.path(), SCALE).await;
+    d.wait_scan_after(0).await;
+    let nodes = d.api().all_nodes(None).await;
+    let crn = nodes
+        .iter()
+        .filter_map(|n| n["crn"].as_str())
+        .find(|c| c.contains(":volume:"))
+        .expect("a volume in the mock estate")
+        .to_owned();
+    let quarantine = json!({"crn": crn, "action": "ISOLATE", "reason": "suspected leak"});
+
+    // Another holder has the CRN's lock.
+    let client = etcd.client();
+    let lease = Lease::grant(&client, Duration::from_secs(60)).await.unwrap();
+    let held = Locks::new(&client, "e2e-locks/locks", &lease)
+        .acquire(&crn, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let refused = d
+        .api()
+        .post_json("/api/v1/remediation/quarantine", &quarantine)
+        .await
+        .expect_error(409, "conflict");
+    assert!(
+        started.elapsed() >= Duration::from_secs(30),
+        "gave up after {:?}",
+        started.elapsed()
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not acquired within 30s"),
+        "{refused}"
+    );
+    let timeouts = d.api().history_all(&[("type", "LOCK_TIMEOUT")]).await;
+    assert!(timeouts.iter().any(|e| e["crn"] == crn.as_str()), "{timeouts:?}");
+
+    // Released, the quarantine runs, and lets the lock go after.
+    held.release().await.unwrap();
+    d.api()
+        .post_json("/api/v1/remediation/quarantine", &quarantine)
+        .await
+        .expect(200);
+    etcd::eventually(Duration::from_secs(10), "the saga's lock is released", || async {
+        client.get_prefix(b"e2e-locks/locks/").await.unwrap().0.is_empty()
+    })
+    .await;
 }
