@@ -193,3 +193,49 @@ async fn a_saga_waits_for_its_crns_lock_in_etcd() {
     })
     .await;
 }
+
+/// etcd stops: the leader keeps answering reads, stops acting once its
+/// lease is gone (writes refused), and leads again when etcd returns.
+#[tokio::test]
+async fn without_etcd_the_leader_serves_reads_stops_acting_and_resumes_when_etcd_returns() {
+    let mut etcd = etcd::EtcdServer::start().await;
+    let election = Election::new(&etcd.client(), "e2e-outage/leader");
+    let dir = data_dir();
+    cluster_config_at(dir.path(), &etcd.url(), "solo", "e2e-outage");
+    let d = Daemon::start(dir.path(), SCALE).await;
+    leader_is(&election, "solo", Duration::from_secs(30)).await;
+    d.wait_scan_after(0).await;
+    let token = |name: &str| json!({"name": name, "role": "viewer"});
+    d.api().post_json("/api/v1/tokens", &token("before")).await.expect(201);
+
+    etcd.kill();
+    assert!(
+        d.log
+            .wait_for("lost the leadership", Duration::from_secs(TTL_S + 10))
+            .await,
+        "the leader did not notice etcd was gone\n{}",
+        d.log.text()
+    );
+    d.api().get_ok("/api/v1/graph/stats").await;
+    d.api()
+        .post_json("/api/v1/tokens", &token("during"))
+        .await
+        .expect_error(503, "not_ready");
+
+    etcd.restart().await;
+    etcd::eventually(
+        Duration::from_secs(TTL_S + 20),
+        "the node leads again and takes writes",
+        || async {
+            d.api()
+                .post_json("/api/v1/tokens", &token("after"))
+                .await
+                .status
+                .as_u16()
+                == 201
+        },
+    )
+    .await;
+    let verified = d.api().get_ok("/api/v1/ledger/verify").await;
+    assert_eq!(verified["ok"], true, "{verified}");
+}
