@@ -121,7 +121,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     state.set_notifier(notifier.clone());
     // Alone, this node always leads; in a cluster, only while elected.
     let (leading, _node) = match config.cluster_settings()? {
-        Some(settings) => crate::cluster::join(&settings, &state)?,
+        Some(settings) => crate::cluster::join(&settings, &state, engine.clone())?,
         None => crate::cluster::alone(),
     };
     let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);

@@ -1,15 +1,14 @@
 //! Two daemons sharing an estate through a real etcd (`[cluster]`): one
-//! leads and scans, the other is a standby that answers reads and refuses
-//! writes naming the leader; when the leader is killed (-9) the standby
-//! takes over within the lease TTL and answers writes.
+//! leads and scans, the other is a standby that answers reads, refuses
+//! writes naming the leader and follows the leader's ledger; when the leader
+//! is killed (-9) the standby takes over within the lease TTL, holds every
+//! event acknowledged before the kill, continues the same chain and answers
+//! writes.
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
 mod common;
-#[allow(
-    dead_code,
-    reason = "the cluster crate's etcd helper, of which this test uses a part"
-)]
+// The cluster crate's etcd helper: a real etcd on loopback.
 #[path = "../cluster/tests/common/mod.rs"]
 mod etcd;
 
@@ -18,16 +17,20 @@ use std::time::{Duration, Instant};
 
 use common::{Daemon, data_dir};
 use serde_json::json;
-use svc_cluster::Election;
+use svc_cluster::{Election, Lease, Locks};
 
 const SCALE: usize = 200;
 const TTL_S: u64 = 2;
 
 fn cluster_config(dir: &Path, etcd: &str, id: &str) {
+    cluster_config_at(dir, etcd, id, "e2e");
+}
+
+fn cluster_config_at(dir: &Path, etcd: &str, id: &str, prefix: &str) {
     std::fs::create_dir_all(dir).unwrap();
     let config = format!(
         "{}\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"{id}\"\n\
-         advertise_url = \"http://{id}.example:8080\"\nlease_ttl = \"{TTL_S}s\"\nprefix = \"e2e\"\n",
+         advertise_url = \"http://{id}.example:8080\"\nlease_ttl = \"{TTL_S}s\"\nprefix = \"{prefix}\"\n",
         common::QUIET_CONFIG
     );
     std::fs::write(dir.join("config.toml"), config).unwrap();
@@ -72,20 +75,40 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
         json!({"id": "a", "url": "http://a.example:8080"}),
         "{refused}"
     );
-    // The standby did not scan: its ledger holds no scan.
-    let history = b.api().history_all(&[("type", "SCAN_COMPLETED")]).await;
-    assert!(history.is_empty(), "a standby scanned: {history:?}");
     // The leader takes writes.
     a.api()
         .post_json("/api/v1/tokens", &json!({"name": "ci", "role": "viewer"}))
         .await
         .expect(201);
 
+    // The standby follows the leader's ledger, event for event (and has
+    // recorded nothing of its own: it did not scan).
+    let leader_history = a.api().history_all(&[]).await;
+    let last = leader_history.iter().filter_map(|e| e["seq"].as_u64()).max().unwrap();
+    etcd::eventually(
+        Duration::from_secs(20),
+        "the standby holds the leader's events",
+        || async { b.api().get_ok("/api/v1/ledger/verify").await["last_seq"] == last },
+    )
+    .await;
+    assert_eq!(b.api().history_all(&[]).await, leader_history);
+    // Once both nodes applied them, the leader deletes the old batches
+    // from etcd (keeping the last).
+    let client = etcd.client();
+    etcd::eventually(Duration::from_secs(30), "the replicated log is compacted", || async {
+        let batches = client.get_prefix(b"e2e/ledger/log/").await.unwrap().0;
+        let first = batches
+            .first()
+            .map(|kv| svc_cluster::decode(&kv.key, &kv.value).unwrap().first_seq());
+        batches.len() == 1 && first > Some(1)
+    })
+    .await;
+
     // The leader dies: b leads within the lease TTL and takes writes.
     let killed = Instant::now();
     a.kill_9().await;
     leader_is(&election, "b", Duration::from_secs(TTL_S + 5)).await;
-    let write = etcd::eventually(Duration::from_secs(TTL_S + 10), "b answers a write", || async {
+    etcd::eventually(Duration::from_secs(TTL_S + 10), "b answers a write", || async {
         let r = b
             .api()
             .post_json("/api/v1/tokens", &json!({"name": "ci-b", "role": "viewer"}))
@@ -96,7 +119,123 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     let failover = killed.elapsed();
     eprintln!("failover: leader killed to first answered write on the new leader: {failover:?} (lease TTL {TTL_S}s)");
     assert!(failover <= Duration::from_secs(TTL_S + 3), "failover took {failover:?}");
-    let _ = write;
-    // The new leader scans.
-    b.wait_scan_after(0).await;
+    // The new leader scans, and its chain continues the old leader's with
+    // every event acknowledged before the kill.
+    b.wait_scan_after(last).await;
+    let verified = b.api().get_ok("/api/v1/ledger/verify").await;
+    assert_eq!(verified["ok"], true, "{verified}");
+    assert!(verified["last_seq"].as_u64().unwrap() > last);
+    let after = b.api().history_all(&[]).await;
+    for event in &leader_history {
+        assert!(
+            after.contains(event),
+            "event {} acknowledged by the old leader is missing",
+            event["seq"]
+        );
+    }
+}
+
+/// A saga locks its CRN in etcd as well: while another holder has it, the
+/// quarantine waits 30 s and ends in `LOCK_TIMEOUT`; once released, it runs
+/// and lets the lock go after.
+#[tokio::test]
+async fn a_saga_waits_for_its_crns_lock_in_etcd() {
+    let etcd = etcd::EtcdServer::start().await;
+    let dir = data_dir();
+    cluster_config_at(dir.path(), &etcd.url(), "solo", "e2e-locks");
+    let d = Daemon::start(dir.path(), SCALE).await;
+    d.wait_scan_after(0).await;
+    let nodes = d.api().all_nodes(None).await;
+    let crn = nodes
+        .iter()
+        .filter_map(|n| n["crn"].as_str())
+        .find(|c| c.contains(":volume:"))
+        .expect("a volume in the mock estate")
+        .to_owned();
+    let quarantine = json!({"crn": crn, "action": "ISOLATE", "reason": "suspected leak"});
+
+    // Another holder has the CRN's lock.
+    let client = etcd.client();
+    let lease = Lease::grant(&client, Duration::from_secs(60)).await.unwrap();
+    let held = Locks::new(&client, "e2e-locks/locks", &lease)
+        .acquire(&crn, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let refused = d
+        .api()
+        .post_json("/api/v1/remediation/quarantine", &quarantine)
+        .await
+        .expect_error(409, "conflict");
+    assert!(
+        started.elapsed() >= Duration::from_secs(30),
+        "gave up after {:?}",
+        started.elapsed()
+    );
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not acquired within 30s"),
+        "{refused}"
+    );
+    let timeouts = d.api().history_all(&[("type", "LOCK_TIMEOUT")]).await;
+    assert!(timeouts.iter().any(|e| e["crn"] == crn.as_str()), "{timeouts:?}");
+
+    // Released, the quarantine runs, and lets the lock go after.
+    held.release().await.unwrap();
+    d.api()
+        .post_json("/api/v1/remediation/quarantine", &quarantine)
+        .await
+        .expect(200);
+    etcd::eventually(Duration::from_secs(10), "the saga's lock is released", || async {
+        client.get_prefix(b"e2e-locks/locks/").await.unwrap().0.is_empty()
+    })
+    .await;
+}
+
+/// etcd stops: the leader keeps answering reads, stops acting once its
+/// lease is gone (writes refused), and leads again when etcd returns.
+#[tokio::test]
+async fn without_etcd_the_leader_serves_reads_stops_acting_and_resumes_when_etcd_returns() {
+    let mut etcd = etcd::EtcdServer::start().await;
+    let election = Election::new(&etcd.client(), "e2e-outage/leader");
+    let dir = data_dir();
+    cluster_config_at(dir.path(), &etcd.url(), "solo", "e2e-outage");
+    let d = Daemon::start(dir.path(), SCALE).await;
+    leader_is(&election, "solo", Duration::from_secs(30)).await;
+    d.wait_scan_after(0).await;
+    let token = |name: &str| json!({"name": name, "role": "viewer"});
+    d.api().post_json("/api/v1/tokens", &token("before")).await.expect(201);
+
+    etcd.kill();
+    assert!(
+        d.log
+            .wait_for("lost the leadership", Duration::from_secs(TTL_S + 10))
+            .await,
+        "the leader did not notice etcd was gone\n{}",
+        d.log.text()
+    );
+    d.api().get_ok("/api/v1/graph/stats").await;
+    d.api()
+        .post_json("/api/v1/tokens", &token("during"))
+        .await
+        .expect_error(503, "not_ready");
+
+    etcd.restart().await;
+    etcd::eventually(
+        Duration::from_secs(TTL_S + 20),
+        "the node leads again and takes writes",
+        || async {
+            d.api()
+                .post_json("/api/v1/tokens", &token("after"))
+                .await
+                .status
+                .as_u16()
+                == 201
+        },
+    )
+    .await;
+    let verified = d.api().get_ok("/api/v1/ledger/verify").await;
+    assert_eq!(verified["ok"], true, "{verified}");
 }

@@ -277,6 +277,38 @@ impl ReplicatedLog {
         })
     }
 
+    /// As the leader, starts an empty log after `seq`: the first append is
+    /// then `seq + 1` (a ledger that held events before the cluster
+    /// existed). Does nothing when the log has a head already.
+    pub async fn start_at(&self, leader: &Leadership, seq: u64) -> Result<()> {
+        let head = self.head_key();
+        let resp = self
+            .etcd
+            .txn(ops::txn(
+                vec![leader.fence(), ops::create_revision_is(&head, 0)],
+                vec![ops::put(&head, seq.to_string().into_bytes(), 0)],
+                vec![ops::get(leader.key())],
+            ))
+            .await?;
+        if resp.succeeded {
+            return Ok(());
+        }
+        let still_leader = resp.responses.into_iter().any(|r| match r.response {
+            Some(response_op::Response::ResponseRange(range)) => range
+                .kvs
+                .first()
+                .is_some_and(|kv| kv.create_revision == leader.revision()),
+            _ => false,
+        });
+        if still_leader {
+            Ok(())
+        } else {
+            Err(Error::NotLeader {
+                key: show_key(leader.key()),
+            })
+        }
+    }
+
     /// Every entry after `seq`, in order. [`Error::Compacted`] when some of
     /// them were already compacted away.
     pub async fn read_after(&self, seq: u64) -> Result<Vec<Entry>> {

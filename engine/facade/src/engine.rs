@@ -573,6 +573,12 @@ impl Engine {
         Ok(Some(report))
     }
 
+    /// Sets (or clears) the locks a saga takes cluster-wide after its
+    /// in-process one ([`svc_remediation::SharedLocks`]).
+    pub fn set_shared_locks(&self, locks: Option<Arc<dyn svc_remediation::SharedLocks>>) {
+        self.remediation.set_shared_locks(locks);
+    }
+
     /// Switches formal verification on or off from the next scan on.
     pub fn set_oracle_enabled(&self, on: bool) {
         self.findings.set_oracle_enabled(on);

@@ -27,7 +27,7 @@ pub mod plan;
 pub mod state;
 pub mod store;
 
-pub use state::Remediation;
+pub use state::{Remediation, SharedLocks};
 pub use store::RemediationStore;
 
 use thiserror::Error;

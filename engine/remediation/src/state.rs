@@ -28,6 +28,18 @@ pub struct Remediation {
     /// CRNs with a saga or quarantine running.
     pub locks: parking_lot::Mutex<HashSet<String>>,
     pub freed: Condvar,
+    /// Locks shared with the other nodes of a cluster, taken after the
+    /// in-process one; none for a node alone.
+    shared: parking_lot::RwLock<Option<std::sync::Arc<dyn SharedLocks>>>,
+}
+
+/// Locks on CRNs shared with the other nodes of a cluster (in etcd), so a
+/// saga step never runs twice across a failover.
+pub trait SharedLocks: Send + Sync {
+    /// Locks `crn` cluster-wide within `wait`; the returned guard releases
+    /// it when dropped. `Err` says why it was not locked (recorded as
+    /// `LOCK_TIMEOUT`).
+    fn lock(&self, crn: &str, wait: std::time::Duration) -> Result<Box<dyn std::any::Any + Send>, String>;
 }
 
 #[derive(Default)]
@@ -168,7 +180,25 @@ impl Remediation {
             state: Mutex::new(STATE_RANK, state),
             locks: parking_lot::Mutex::new(HashSet::new()),
             freed: Condvar::new(),
+            shared: parking_lot::RwLock::new(None),
         }
+    }
+
+    /// Sets (or clears) the cluster's shared locks.
+    pub fn set_shared_locks(&self, shared: Option<std::sync::Arc<dyn SharedLocks>>) {
+        *self.shared.write() = shared;
+    }
+
+    /// Locks `crn` cluster-wide when this node is in a cluster: `Ok(None)`
+    /// alone, `Ok(Some(guard))` locked, `Err(why)` not locked in time.
+    #[allow(clippy::type_complexity, reason = "an opaque guard of the cluster's lock")]
+    pub fn lock_shared(
+        &self,
+        crn: &str,
+        wait: std::time::Duration,
+    ) -> Result<Option<Box<dyn std::any::Any + Send>>, String> {
+        let shared = self.shared.read().clone();
+        shared.map(|s| s.lock(crn, wait)).transpose()
     }
 
     /// Waits for a pass's write still running behind the scan.

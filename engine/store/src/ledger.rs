@@ -44,6 +44,8 @@ mod tests_model;
 mod tests_postings;
 #[cfg(test)]
 mod tests_query;
+#[cfg(test)]
+mod tests_replica;
 
 pub use error::{BrokenLink, LedgerError};
 pub use events::{
@@ -51,4 +53,5 @@ pub use events::{
 };
 pub use handle::Ledger;
 pub use query::{HISTORY_DEFAULT_LIMIT, HISTORY_MAX_LIMIT, HistoryPage, HistoryQuery, SessionInfo, Summary};
+pub use shared::Replicator;
 pub use verify::VerifyReport;

@@ -944,6 +944,10 @@ impl Pipeline<'_> {
         let Some(_lock) = self.remediation.lock_crn(&item.crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&item.crn, actor, "another saga holds the resource")?);
         };
+        let _shared = match self.remediation.lock_shared(&item.crn, LOCK_WAIT) {
+            Ok(guard) => guard,
+            Err(why) => return Err(self.lock_timeout(&item.crn, actor, &why)?),
+        };
         let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&item.crn, actor, "a scan holds the plugins")?);
         };
@@ -1204,6 +1208,10 @@ impl Pipeline<'_> {
         let Some(_lock) = self.remediation.lock_crn(&crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&crn, actor, "another saga holds the resource")?);
         };
+        let _shared = match self.remediation.lock_shared(&crn, LOCK_WAIT) {
+            Ok(guard) => guard,
+            Err(why) => return Err(self.lock_timeout(&crn, actor, &why)?),
+        };
         let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&crn, actor, "a scan holds the plugins")?);
         };
@@ -1283,6 +1291,10 @@ impl Pipeline<'_> {
         let c = canonical_crn(&payload.crn)?;
         let Some(_lock) = self.remediation.lock_crn(&payload.crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&payload.crn, actor, "another saga holds the resource")?);
+        };
+        let _shared = match self.remediation.lock_shared(&payload.crn, LOCK_WAIT) {
+            Ok(guard) => guard,
+            Err(why) => return Err(self.lock_timeout(&payload.crn, actor, &why)?),
         };
         let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&payload.crn, actor, "a scan holds the plugins")?);

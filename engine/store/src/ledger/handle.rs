@@ -15,7 +15,7 @@ use svc_graph::clock::Clock;
 use super::error::{BrokenLink, LedgerError};
 use super::events::{self, Event, NewEvent};
 use super::query::{self, HistoryPage, HistoryQuery, SessionInfo, Summary};
-use super::shared::Shared;
+use super::shared::{Replicator, Shared};
 use super::verify::{self, VerifyReport};
 use super::{open, tables, writer};
 use crate::health::{Fault, Reopening};
@@ -56,6 +56,7 @@ impl Ledger {
             last_seq: AtomicU64::new(head_seq),
             listeners: RwLock::new(Vec::new()),
             broken: parking_lot::Mutex::new(None),
+            replicator: RwLock::new(None),
         });
         let (tx, rx) = crossbeam_channel::unbounded();
         let thread_shared = Arc::clone(&shared);
@@ -103,6 +104,24 @@ impl Ledger {
     /// A panicking listener is logged and does not stop the ledger.
     pub fn add_listener(&self, f: Box<dyn Fn(&Event) + Send + Sync>) {
         self.shared.listeners.write().push(Arc::from(f));
+    }
+
+    /// Sets (or, with `None`, clears) the hook every append passes through
+    /// before it commits ([`Replicator`]).
+    pub fn set_replicator(&self, replicator: Option<Replicator>) {
+        *self.shared.replicator.write() = replicator;
+    }
+
+    /// Stores events another node appended, given as `(seq, stored bytes)`
+    /// in seq order from the one after [`Ledger::last_seq`]: each must
+    /// decode, carry the hash of the event before it and its own correct
+    /// hash. They keep their timestamps, sessions and hashes, so the chain
+    /// is the other node's, byte for byte. Listeners see them as appends.
+    pub fn import(&self, events: Vec<(u64, Vec<u8>)>) -> Result<Vec<Event>, LedgerError> {
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.request(writer::Work::Import(events))?.events)
     }
 
     /// Seq of the newest event; 0 when nothing was ever appended.

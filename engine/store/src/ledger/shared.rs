@@ -15,6 +15,12 @@ use crate::health::Reopening;
 
 pub(super) type Listener = Arc<dyn Fn(&Event) + Send + Sync>;
 
+/// Called by the writer with every event of a transaction, as `(seq,
+/// stored bytes)`, before the transaction commits: an error aborts the
+/// transaction (nothing of it is stored, its callers get the error). A
+/// cluster leader replicates its appends through it before acknowledging.
+pub type Replicator = Arc<dyn Fn(&[(u64, Vec<u8>)]) -> Result<(), String> + Send + Sync>;
+
 /// State shared by the handle and the writer thread.
 pub(super) struct Shared {
     /// Opened again after an I/O failure ([`crate::health`]).
@@ -25,6 +31,8 @@ pub(super) struct Shared {
     pub(super) listeners: RwLock<Vec<Listener>>,
     /// Where verification found the chain broken; appends are refused.
     pub(super) broken: parking_lot::Mutex<Option<BrokenLink>>,
+    /// Set while appends must be replicated before they commit.
+    pub(super) replicator: RwLock<Option<Replicator>>,
 }
 
 impl Shared {

@@ -84,6 +84,8 @@ pub enum Work {
     MarkExported(u64),
     /// Writes nothing: whether a durable commit succeeds.
     Probe,
+    /// Stores events another node appended: `(seq, stored bytes)`.
+    Import(Vec<(u64, Vec<u8>)>),
 }
 
 /// What one request produced: the events it appended and, for a prune, how
@@ -102,6 +104,7 @@ impl Request {
     fn weight(&self) -> usize {
         match &self.work {
             Work::Append(p) => p.len(),
+            Work::Import(e) => e.len(),
             Work::Prune { .. } => PRUNE_CHUNK,
             Work::MarkExported(_) | Work::Probe => 1,
         }
@@ -164,6 +167,7 @@ fn commit_batch(shared: &Shared, clock: &dyn Clock, mut batch: Vec<Request>) {
                 let answer = match &e {
                     LedgerError::Unavailable(f) => LedgerError::Unavailable(f.clone()),
                     LedgerError::Broken(b) => LedgerError::Broken(b.clone()),
+                    LedgerError::Write(m) => LedgerError::Write(m.clone()),
                     other => LedgerError::Write(other.to_string()),
                 };
                 let _ = req.reply.send(Err(answer));
@@ -196,7 +200,7 @@ fn write(
 ) -> Result<Vec<Done>, LedgerError> {
     let changes = batch
         .iter()
-        .any(|r| matches!(r.work, Work::Append(_) | Work::Prune { .. }));
+        .any(|r| matches!(r.work, Work::Append(_) | Work::Prune { .. } | Work::Import(_)));
     if changes && let Some(b) = shared.broken.lock().clone() {
         return Err(LedgerError::Broken(b));
     }
@@ -204,8 +208,10 @@ fn write(
     *generation = opened;
     let mut txn = db.begin_write()?;
     txn.set_durability(Durability::Immediate)?;
-    let done = {
+    let replicator = shared.replicator.read().clone();
+    let (done, appended) = {
         let mut ctx = Ctx::open(&txn, &shared.session_id)?;
+        ctx.capture = replicator.is_some();
         let mut done = Vec::with_capacity(batch.len());
         for req in batch.iter_mut() {
             let now = clock.now_us();
@@ -219,6 +225,13 @@ fn write(
                 },
                 Work::Probe => Done {
                     events: Vec::new(),
+                    pruned: 0,
+                },
+                Work::Import(events) => Done {
+                    events: events
+                        .drain(..)
+                        .map(|(seq, bytes)| ctx.import(seq, &bytes))
+                        .collect::<Result<_, _>>()?,
                     pruned: 0,
                 },
                 Work::MarkExported(seq) => {
@@ -268,9 +281,17 @@ fn write(
             };
             done.push(d);
         }
+        let appended = std::mem::take(&mut ctx.captured);
         ctx.finish()?;
-        done
+        (done, appended)
     };
+    // Replicated before the commit: an event is acknowledged only once the
+    // cluster holds it; a refusal stores nothing of the transaction.
+    if let Some(replicate) = replicator
+        && !appended.is_empty()
+    {
+        replicate(&appended).map_err(|e| LedgerError::Write(format!("not replicated: {e}")))?;
+    }
     txn.commit()?;
     Ok(done)
 }
@@ -303,6 +324,10 @@ struct Ctx<'t> {
     session_dirty: bool,
     /// The highest scan seq a scan event of this transaction records.
     scans: Option<u64>,
+    /// Whether appended events are kept in `captured` (for the replicator).
+    capture: bool,
+    /// `(seq, stored bytes)` of the events this transaction appended.
+    captured: Vec<(u64, Vec<u8>)>,
 }
 
 impl<'t> Ctx<'t> {
@@ -324,6 +349,8 @@ impl<'t> Ctx<'t> {
             session,
             session_dirty: false,
             scans: None,
+            capture: false,
+            captured: Vec::new(),
         })
     }
 
@@ -343,7 +370,11 @@ impl<'t> Ctx<'t> {
         };
         stored.hash = stored.compute_hash(seq);
         let hash = stored.hash;
-        self.events.insert(seq, stored.encode().as_slice())?;
+        let bytes = stored.encode();
+        self.events.insert(seq, bytes.as_slice())?;
+        if self.capture {
+            self.captured.push((seq, bytes));
+        }
         self.by_type.add(&p.event_type, seq)?;
         if !p.crn.is_empty() {
             self.postings.add(&p.crn, seq);
@@ -387,6 +418,70 @@ impl<'t> Ctx<'t> {
             prev_hash,
             hash,
         })
+    }
+
+    /// Stores an event another node appended, after checking it continues
+    /// this chain: the next seq, the head's hash as its predecessor, and
+    /// its own hash right.
+    fn import(&mut self, seq: u64, bytes: &[u8]) -> Result<Event, LedgerError> {
+        let refuse = |why: String| LedgerError::Write(format!("cannot import event {seq}: {why}"));
+        if seq != self.head.seq + 1 {
+            return Err(refuse(format!("the ledger's last event is {}", self.head.seq)));
+        }
+        let stored = codec::decode(bytes).map_err(refuse)?;
+        if stored.prev_hash != self.head.hash {
+            return Err(refuse(
+                "it does not follow this ledger's last event (previous hash differs)".into(),
+            ));
+        }
+        if stored.compute_hash(seq) != stored.hash {
+            return Err(refuse("its hash is wrong".into()));
+        }
+        let event = stored.to_event(seq).map_err(refuse)?;
+        self.events.insert(seq, bytes)?;
+        self.by_type.add(&event.event_type, seq)?;
+        if !event.crn.is_empty() {
+            self.postings.add(&event.crn, seq);
+        }
+        let savings = savings_of(&event.payload);
+        if savings != 0.0 {
+            self.savings += savings;
+            self.savings_dirty = true;
+        }
+        if SCAN_RECORDS.iter().any(|k| k.as_str() == event.event_type)
+            && let Some(n) = event.payload.get("scan_seq").and_then(Value::as_u64)
+        {
+            self.scans = Some(self.scans.map_or(n, |m| m.max(n)));
+        }
+        let (ts_us, session) = (event.ts_us, event.session_id.as_str());
+        let grow = |row: Option<SessionRow>| match row {
+            None => SessionRow {
+                first_us: ts_us,
+                last_us: ts_us,
+                count: 1,
+                first_seq: seq,
+                last_seq: seq,
+            },
+            Some(r) => SessionRow {
+                last_us: ts_us,
+                count: r.count + 1,
+                last_seq: seq,
+                ..r
+            },
+        };
+        if session == self.session_id {
+            self.session = Some(grow(self.session));
+            self.session_dirty = true;
+        } else {
+            let row = grow(load_session(&self.sessions, session)?);
+            self.sessions.insert(session, row.to_tuple())?;
+        }
+        self.head = Head {
+            seq,
+            ts_us: ts_us.max(self.head.ts_us),
+            hash: event.hash,
+        };
+        Ok(event)
     }
 
     /// Removes every event with `ts_us < cutoff_us` with its index entries,
