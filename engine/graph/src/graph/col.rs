@@ -24,6 +24,7 @@ use super::schema::{Phase, Reachability};
 /// Bytes that stay put and unchanged for as long as the value lives (a
 /// read-only mapping of a file nobody writes in place).
 pub trait Backing: Send + Sync + 'static {
+    /// The same bytes, at the same address, every time it is called.
     fn bytes(&self) -> &[u8];
 }
 
@@ -396,6 +397,26 @@ mod tests {
         c.push(5);
         assert_eq!(c, vec![2, 9, 5]);
         assert_eq!(&b.bytes()[16..24], &3u64.to_le_bytes());
+    }
+
+    /// Each byte an enum column accepts is the discriminant of the variant
+    /// its decoder reads from that byte, and no other byte is accepted.
+    #[test]
+    fn enum_bytes_are_their_variants() {
+        for b in 0..=u8::MAX {
+            let one = [b];
+            assert_eq!(
+                <Reachability as Plain>::valid(&one),
+                Reachability::from_u8(b) as u8 == b,
+                "{b}"
+            );
+            assert_eq!(<Phase as Plain>::valid(&one), Phase::from_u8(b) as u8 == b, "{b}");
+            assert_eq!(
+                <Relation as Plain>::valid(&one),
+                Relation::from_u8(b).is_some_and(|r| r as u8 == b),
+                "{b}"
+            );
+        }
     }
 
     /// Bytes out of bounds, misaligned or holding no value are refused.
