@@ -106,6 +106,25 @@ pub struct SessionRow {
 }
 
 impl SessionRow {
+    /// `row` with one more event (`seq` at `ts_us`), or the first one.
+    pub fn grown(row: Option<SessionRow>, ts_us: u64, seq: u64) -> SessionRow {
+        match row {
+            None => SessionRow {
+                first_us: ts_us,
+                last_us: ts_us,
+                count: 1,
+                first_seq: seq,
+                last_seq: seq,
+            },
+            Some(r) => SessionRow {
+                last_us: ts_us,
+                count: r.count + 1,
+                last_seq: seq,
+                ..r
+            },
+        }
+    }
+
     pub fn from_tuple(t: (u64, u64, u64, u64, u64)) -> Self {
         SessionRow {
             first_us: t.0,

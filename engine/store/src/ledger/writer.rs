@@ -388,21 +388,7 @@ impl<'t> Ctx<'t> {
         {
             self.scans = Some(self.scans.map_or(n, |m| m.max(n)));
         }
-        self.session = Some(match self.session {
-            None => SessionRow {
-                first_us: ts_us,
-                last_us: ts_us,
-                count: 1,
-                first_seq: seq,
-                last_seq: seq,
-            },
-            Some(r) => SessionRow {
-                last_us: ts_us,
-                count: r.count + 1,
-                last_seq: seq,
-                ..r
-            },
-        });
+        self.session = Some(SessionRow::grown(self.session, ts_us, seq));
         self.session_dirty = true;
         let prev_hash = self.head.hash;
         self.head = Head { seq, ts_us, hash };
@@ -454,21 +440,7 @@ impl<'t> Ctx<'t> {
             self.scans = Some(self.scans.map_or(n, |m| m.max(n)));
         }
         let (ts_us, session) = (event.ts_us, event.session_id.as_str());
-        let grow = |row: Option<SessionRow>| match row {
-            None => SessionRow {
-                first_us: ts_us,
-                last_us: ts_us,
-                count: 1,
-                first_seq: seq,
-                last_seq: seq,
-            },
-            Some(r) => SessionRow {
-                last_us: ts_us,
-                count: r.count + 1,
-                last_seq: seq,
-                ..r
-            },
-        };
+        let grow = |row: Option<SessionRow>| SessionRow::grown(row, ts_us, seq);
         if session == self.session_id {
             self.session = Some(grow(self.session));
             self.session_dirty = true;
