@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::Context;
 use svc_api::AppState;
 use svc_api::state::Standby;
-use svc_cluster::{Election, Etcd, EtcdConfig, LeaderInfo, Lease, TlsFiles};
+use svc_cluster::{Election, Etcd, EtcdConfig, LeaderInfo, Lease, LiveMembers, Membership, TlsFiles};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -94,6 +94,14 @@ pub fn join(settings: &ClusterSettings, state: &AppState) -> anyhow::Result<(Lea
             _tasks: vec![AbortOnDrop(campaign), AbortOnDrop(follow)],
         },
     ))
+}
+
+/// The scan workers registered in the cluster's etcd (`svc worker
+/// --join`), as they come and go.
+pub fn live_workers(settings: &ClusterSettings) -> anyhow::Result<LiveMembers> {
+    let etcd = Etcd::connect(&etcd_config(settings)).context("cannot set up the etcd client of [cluster]")?;
+    let membership = Membership::new(&etcd, &crate::worker::members_prefix(&settings.prefix));
+    Ok(membership.watch())
 }
 
 /// Campaigns, leads until the leadership is lost, and campaigns again.

@@ -38,6 +38,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Worker {
             join,
+            cluster_prefix,
+            lease_ttl,
+            etcd_ca,
+            etcd_cert,
+            etcd_key,
+            etcd_server_name,
             id,
             listen,
             advertise,
@@ -47,6 +53,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plugin_dir,
             otlp_endpoint,
         } => {
+            let join = join
+                .map(|endpoints| {
+                    crate::worker::join_args(
+                        &endpoints,
+                        cluster_prefix,
+                        &lease_ttl,
+                        etcd_ca,
+                        etcd_cert,
+                        etcd_key,
+                        etcd_server_name,
+                    )
+                })
+                .transpose()?;
             let telemetry = crate::logging::init(&cli.log_format, otlp_endpoint.as_deref())?;
             let result = crate::worker::run(crate::worker::WorkerArgs {
                 join,
