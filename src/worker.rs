@@ -75,7 +75,8 @@ pub fn join_args(
     if prefix.trim_matches('/').is_empty() {
         bail!("--cluster-prefix is empty");
     }
-    let ttl = humantime::parse_duration(lease_ttl).with_context(|| format!("--lease-ttl {lease_ttl:?} is not a duration"))?;
+    let ttl =
+        humantime::parse_duration(lease_ttl).with_context(|| format!("--lease-ttl {lease_ttl:?} is not a duration"))?;
     if !(Duration::from_secs(2)..=Duration::from_secs(300)).contains(&ttl) || ttl.subsec_nanos() != 0 {
         bail!("--lease-ttl must be whole seconds from 2s to 5m, got {lease_ttl:?}");
     }
@@ -148,7 +149,13 @@ async fn join(args: &JoinArgs, me: Member) -> anyhow::Result<Registration> {
     let membership = Membership::new(&etcd, &members_prefix(&args.prefix));
     let first = register(&membership, &etcd, args.lease_ttl, &me)
         .await
-        .with_context(|| format!("cannot register worker {} with etcd at {}", me.id, args.endpoints.join(",")))?;
+        .with_context(|| {
+            format!(
+                "cannot register worker {} with etcd at {}",
+                me.id,
+                args.endpoints.join(",")
+            )
+        })?;
     info!(id = %me.id, endpoints = ?args.endpoints, lease_ttl = ?first.ttl(), "joined the cluster");
     let held = Arc::new(Mutex::new(Some(first.clone())));
     let ttl = args.lease_ttl;

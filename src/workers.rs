@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use parking_lot::Mutex;
+use svc_cluster::{LiveMembers, Member};
 use svc_engine::Engine;
 use svc_engine::scan::Source;
 use svc_ingest::host::SourceOptions;
-use svc_cluster::{LiveMembers, Member};
 use svc_ingest::remote::{Assignment, AssignmentRx, RemoteSource, WorkerAddr, assignment};
 use tokio::runtime::Handle;
 use tokio::sync::watch;
@@ -81,11 +81,11 @@ impl Workers {
                 });
                 if changed {
                     let placed: Vec<String> = next.iter().map(|(s, w)| format!("{s}@{}", w.id)).collect();
-                    let orphans: Vec<&str> = plan
+                    let orphans: Vec<String> = plan
                         .borrow()
                         .iter()
                         .filter(|p| !next.contains_key(&p.name))
-                        .map(|p| p.name.as_str())
+                        .map(|p| p.name.clone())
                         .collect();
                     info!(assignment = ?placed, "sources assigned to the live workers");
                     if !orphans.is_empty() {
@@ -295,7 +295,10 @@ mod tests {
         assert_eq!(after.len(), 41);
         assert!(after.values().all(|w| w.id == "w1"));
         // A pin on a member that cannot run the source does not hold.
-        let a = cluster_assignment(&[planned("x", "aws", Some("w1"))], &[member("w1", &["mock"]), member("w3", &["*"])]);
+        let a = cluster_assignment(
+            &[planned("x", "aws", Some("w1"))],
+            &[member("w1", &["mock"]), member("w3", &["*"])],
+        );
         assert_eq!(a["x"].id, "w3");
     }
 }
