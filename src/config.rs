@@ -426,14 +426,9 @@ pub struct WorkersSettings {
 impl WorkersConfig {
     /// Checks `[workers]`; `active` is `plugins.active`, whose names a
     /// remote source may not take (nor `mock`): scan settings and reports
-    /// go by source name.
-    pub fn settings(&self, active: &[String]) -> anyhow::Result<WorkersSettings> {
-        self.check(active, false)
-    }
-
-    /// [`WorkersConfig::settings`]; in a cluster (`clustered`) a source's
-    /// `worker` may name a worker that registers in etcd rather than one
-    /// of `members`.
+    /// go by source name. In a cluster (`clustered`) a source's `worker`
+    /// may name a worker that registers in etcd rather than one of
+    /// `members`.
     pub fn check(&self, active: &[String], clustered: bool) -> anyhow::Result<WorkersSettings> {
         use svc_ingest::remote::{RemoteSpec, TlsFiles, WorkerAddr, valid_plugin_name, valid_source_name};
         for (id, addr) in &self.members {
@@ -985,7 +980,7 @@ providers = ["aws", "gcp"]
         let s = Config::validate_text(text)
             .unwrap()
             .workers
-            .settings(&["aws".into()])
+            .check(&["aws".into()], false)
             .unwrap();
         assert_eq!(s.sources.len(), 2);
         assert_eq!(s.sources[0].0.providers, ["mock"]);
@@ -995,9 +990,18 @@ providers = ["aws", "gcp"]
         assert_eq!(s.assignment["acct-a"].addr, "10.0.0.5:7443");
         assert!(s.tls.is_some());
         assert_eq!(
-            Config::validate_text("").unwrap().workers.settings(&[]).unwrap(),
+            Config::validate_text("").unwrap().workers.check(&[], false).unwrap(),
             WorkersSettings::default()
         );
+        // In a cluster a pin may name a worker that registers in etcd.
+        let clustered = format!(
+            "{}\n[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n",
+            text.replace("worker = \"w1\"", "worker = \"w9\"")
+        );
+        let c = Config::validate_text(&clustered).unwrap();
+        let s = c.workers_settings().unwrap();
+        assert_eq!(s.pins["acct-a"], "w9");
+        assert!(s.assignment.is_empty(), "w9 has no static address");
         for (bad, why) in [
             (
                 text.replace("worker = \"w1\"", "worker = \"w9\""),

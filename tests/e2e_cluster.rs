@@ -6,10 +6,6 @@
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
 mod common;
-#[allow(
-    dead_code,
-    reason = "the cluster crate's etcd helper, of which this test uses a part"
-)]
 #[path = "../cluster/tests/common/mod.rs"]
 mod etcd;
 

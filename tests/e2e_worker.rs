@@ -16,8 +16,8 @@
 
 mod common;
 #[allow(
-    dead_code,
-    reason = "the cluster crate's etcd helper, of which this test uses a part"
+    clippy::unwrap_used,
+    reason = "the cluster crate's etcd helper, test code: a failed unwrap is a failed test"
 )]
 #[path = "../cluster/tests/common/mod.rs"]
 mod etcd;

@@ -38,12 +38,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Worker {
             join,
-            cluster_prefix,
-            lease_ttl,
-            etcd_ca,
-            etcd_cert,
-            etcd_key,
-            etcd_server_name,
+            etcd,
             id,
             listen,
             advertise,
@@ -55,14 +50,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => {
             let join = join
                 .map(|endpoints| {
+                    let etcd = *etcd;
                     crate::worker::join_args(
                         &endpoints,
-                        cluster_prefix,
-                        &lease_ttl,
-                        etcd_ca,
-                        etcd_cert,
-                        etcd_key,
-                        etcd_server_name,
+                        etcd.cluster_prefix,
+                        &etcd.lease_ttl,
+                        etcd.etcd_ca,
+                        etcd.etcd_cert,
+                        etcd.etcd_key,
+                        etcd.etcd_server_name,
                     )
                 })
                 .transpose()?;
