@@ -96,11 +96,17 @@ pub fn join(settings: &ClusterSettings, state: &AppState) -> anyhow::Result<(Lea
     ))
 }
 
+/// The etcd prefix under which scan workers register, below a cluster's
+/// prefix.
+pub fn members_prefix(cluster_prefix: &str) -> String {
+    format!("{}/workers", cluster_prefix.trim_end_matches('/'))
+}
+
 /// The scan workers registered in the cluster's etcd (`svc worker
 /// --join`), as they come and go.
 pub fn live_workers(settings: &ClusterSettings) -> anyhow::Result<LiveMembers> {
     let etcd = Etcd::connect(&etcd_config(settings)).context("cannot set up the etcd client of [cluster]")?;
-    let membership = Membership::new(&etcd, &crate::worker::members_prefix(&settings.prefix));
+    let membership = Membership::new(&etcd, &members_prefix(&settings.prefix));
     Ok(membership.watch())
 }
 

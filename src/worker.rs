@@ -101,11 +101,6 @@ pub fn join_args(
     })
 }
 
-/// The etcd prefix under which workers register, below a cluster's prefix.
-pub fn members_prefix(cluster_prefix: &str) -> String {
-    format!("{}/workers", cluster_prefix.trim_end_matches('/'))
-}
-
 /// The pause between attempts to register again after the lease was lost.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -146,7 +141,7 @@ async fn join(args: &JoinArgs, me: Member) -> anyhow::Result<Registration> {
     let mut config = EtcdConfig::new(args.endpoints.clone());
     config.tls = args.tls.clone();
     let etcd = Etcd::connect(&config).context("cannot set up the etcd client of --join")?;
-    let membership = Membership::new(&etcd, &members_prefix(&args.prefix));
+    let membership = Membership::new(&etcd, &crate::cluster::members_prefix(&args.prefix));
     let first = register(&membership, &etcd, args.lease_ttl, &me)
         .await
         .with_context(|| {
