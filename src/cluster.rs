@@ -26,7 +26,8 @@ use anyhow::Context;
 use svc_api::AppState;
 use svc_api::state::Standby;
 use svc_cluster::{
-    Election, Entry, Etcd, EtcdConfig, LeaderInfo, Leadership, Lease, LockGuard, Locks, ReplicatedLog, TlsFiles,
+    Election, Entry, Etcd, EtcdConfig, LeaderInfo, Leadership, Lease, LiveMembers, LockGuard, Locks, Membership,
+    ReplicatedLog, TlsFiles,
 };
 use svc_engine::Engine;
 use svc_engine::remediation::SharedLocks;
@@ -279,6 +280,20 @@ impl Replica {
             })));
         Ok(())
     }
+}
+
+/// The etcd prefix under which scan workers register, below a cluster's
+/// prefix.
+pub fn members_prefix(cluster_prefix: &str) -> String {
+    format!("{}/workers", cluster_prefix.trim_end_matches('/'))
+}
+
+/// The scan workers registered in the cluster's etcd (`svc worker
+/// --join`), as they come and go.
+pub fn live_workers(settings: &ClusterSettings) -> anyhow::Result<LiveMembers> {
+    let etcd = Etcd::connect(&etcd_config(settings)).context("cannot set up the etcd client of [cluster]")?;
+    let membership = Membership::new(&etcd, &members_prefix(&settings.prefix));
+    Ok(membership.watch())
 }
 
 /// Campaigns, leads until the leadership is lost, and campaigns again;

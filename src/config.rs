@@ -418,13 +418,18 @@ pub struct WorkersSettings {
         std::collections::BTreeMap<String, String>,
     )>,
     pub assignment: svc_ingest::remote::Assignment,
+    /// Each source's `worker`, by source name: in a cluster, the member
+    /// that runs it while that member is live.
+    pub pins: std::collections::BTreeMap<String, String>,
 }
 
 impl WorkersConfig {
     /// Checks `[workers]`; `active` is `plugins.active`, whose names a
     /// remote source may not take (nor `mock`): scan settings and reports
-    /// go by source name.
-    pub fn settings(&self, active: &[String]) -> anyhow::Result<WorkersSettings> {
+    /// go by source name. In a cluster (`clustered`) a source's `worker`
+    /// may name a worker that registers in etcd rather than one of
+    /// `members`.
+    pub fn check(&self, active: &[String], clustered: bool) -> anyhow::Result<WorkersSettings> {
         use svc_ingest::remote::{RemoteSpec, TlsFiles, WorkerAddr, valid_plugin_name, valid_source_name};
         for (id, addr) in &self.members {
             if !valid_source_name(id) {
@@ -452,16 +457,21 @@ impl WorkersConfig {
                 bail!("{key}.providers: give at least one provider name, none empty");
             }
             if let Some(id) = &source.worker {
-                let Some(addr) = self.members.get(id) else {
-                    bail!("{key}.worker {id:?} is not in workers.members");
-                };
-                out.assignment.insert(
-                    name.clone(),
-                    WorkerAddr {
-                        id: id.clone(),
-                        addr: addr.clone(),
-                    },
-                );
+                match self.members.get(id) {
+                    Some(addr) => {
+                        out.assignment.insert(
+                            name.clone(),
+                            WorkerAddr {
+                                id: id.clone(),
+                                addr: addr.clone(),
+                            },
+                        );
+                    }
+                    None if clustered && valid_source_name(id) => {}
+                    None if clustered => bail!("{key}.worker {id:?}: invalid worker id"),
+                    None => bail!("{key}.worker {id:?} is not in workers.members"),
+                }
+                out.pins.insert(name.clone(), id.clone());
             }
             let mut config = std::collections::BTreeMap::new();
             flatten_into(&mut config, "", &source.config);
@@ -527,8 +537,13 @@ impl Config {
         config.retention()?;
         config.registry.settings()?;
         config.cluster_settings()?;
-        config.workers.settings(&config.plugins.active)?;
+        config.workers_settings()?;
         Ok(config)
+    }
+
+    /// `[workers]`, checked as the presence of `[cluster]` asks.
+    pub fn workers_settings(&self) -> anyhow::Result<WorkersSettings> {
+        self.workers.check(&self.plugins.active, self.cluster.is_some())
     }
 
     /// `[cluster]`, checked: `None` when the section is absent.
@@ -965,7 +980,7 @@ providers = ["aws", "gcp"]
         let s = Config::validate_text(text)
             .unwrap()
             .workers
-            .settings(&["aws".into()])
+            .check(&["aws".into()], false)
             .unwrap();
         assert_eq!(s.sources.len(), 2);
         assert_eq!(s.sources[0].0.providers, ["mock"]);
@@ -975,9 +990,18 @@ providers = ["aws", "gcp"]
         assert_eq!(s.assignment["acct-a"].addr, "10.0.0.5:7443");
         assert!(s.tls.is_some());
         assert_eq!(
-            Config::validate_text("").unwrap().workers.settings(&[]).unwrap(),
+            Config::validate_text("").unwrap().workers.check(&[], false).unwrap(),
             WorkersSettings::default()
         );
+        // In a cluster a pin may name a worker that registers in etcd.
+        let clustered = format!(
+            "{}\n[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n",
+            text.replace("worker = \"w1\"", "worker = \"w9\"")
+        );
+        let c = Config::validate_text(&clustered).unwrap();
+        let s = c.workers_settings().unwrap();
+        assert_eq!(s.pins["acct-a"], "w9");
+        assert!(s.assignment.is_empty(), "w9 has no static address");
         for (bad, why) in [
             (
                 text.replace("worker = \"w1\"", "worker = \"w9\""),

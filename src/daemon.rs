@@ -82,7 +82,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         plugins.clone(),
         tokio::runtime::Handle::current(),
     ));
-    workers.configure(config.workers.settings(&config.plugins.active)?)?;
+    workers.configure(config.workers_settings()?)?;
     setup_sources(&opts, &config, &engine, &plugins, &data_dir);
     // A plugin installed while the daemon runs is scanned from the next
     // scan; the hook holds the catalog weakly, as the catalog holds the engine.
@@ -123,6 +123,12 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let (leading, _node) = match config.cluster_settings()? {
         Some(settings) => crate::cluster::join(&settings, &state, engine.clone())?,
         None => crate::cluster::alone(),
+    };
+    // In a cluster, the live workers registered in etcd run the `[workers]`
+    // sources; alone, the static `[workers.members]` do.
+    let _assigning = match config.cluster_settings()? {
+        Some(settings) => Some(workers.follow(crate::cluster::live_workers(&settings)?)),
+        None => None,
     };
     let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);
     let (retention_tx, retention_rx) = tokio::sync::watch::channel(retention);
@@ -404,7 +410,7 @@ fn live_apply(
 ) -> crate::settings::Apply {
     Box::new(move |c: &Config| {
         plugins.configure(&c.plugins);
-        if let Ok(s) = c.workers.settings(&c.plugins.active) {
+        if let Ok(s) = c.workers_settings() {
             workers.reconfigure(s);
         }
         if let Ok(s) = c.registry.settings() {

@@ -8,8 +8,19 @@
 //! SIGKILL mid-scan fails its sources only (nothing they staged lands,
 //! nothing of theirs is retired) while the other worker's sources land;
 //! with the sources moved to a live worker the next scan is complete.
+//!
+//! In a cluster, workers join through a real etcd and the daemon assigns
+//! its sources over the live ones; a worker killed with SIGKILL loses its
+//! sources to the other within the lease time, and the next scan is
+//! complete.
 
 mod common;
+#[allow(
+    clippy::unwrap_used,
+    reason = "the cluster crate's etcd helper, test code: a failed unwrap is a failed test"
+)]
+#[path = "../cluster/tests/common/mod.rs"]
+mod etcd;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
@@ -115,9 +126,15 @@ impl Worker {
     /// Starts worker `id` on an ephemeral port (its plugins get `env`) and
     /// waits for the line that says where it listens.
     async fn start(id: &str, pki: &Pki, home: &Path, env: &[(&str, &str)]) -> Worker {
+        Worker::start_with(id, pki, home, env, &[]).await
+    }
+
+    /// [`Worker::start`] with more flags (`--join`).
+    async fn start_with(id: &str, pki: &Pki, home: &Path, env: &[(&str, &str)], flags: &[&str]) -> Worker {
         let plugins = plugin_dir(home);
         let mut child = Command::new(SVC)
             .args(["worker", "--id", id, "--listen", "127.0.0.1:0"])
+            .args(flags)
             .arg("--tls-cert")
             .arg(&pki.worker.cert)
             .arg("--tls-key")
@@ -381,4 +398,175 @@ async fn workers_scan_over_mutual_tls_and_a_dead_worker_fails_only_its_sources()
         "a1's estate of seed 101 is not in the graph after a complete scan"
     );
     drop((w1, w2));
+}
+
+/// The sources the cluster test spreads over its workers.
+const CLUSTER_SOURCES: [&str; 6] = ["c1", "c2", "c3", "c4", "c5", "c6"];
+const LEASE_TTL_S: u64 = 2;
+
+fn cluster_workers_config(pki: &Pki, etcd: &str) -> String {
+    let mut text = format!(
+        "[daemon]\nscan_interval = \"1h\"\n\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"d1\"\n\
+         advertise_url = \"http://127.0.0.1:1\"\nlease_ttl = \"{LEASE_TTL_S}s\"\nprefix = \"e2e\"\n\n\
+         [workers]\ntls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\n",
+        pki.daemon.cert, pki.daemon.key, pki.ca
+    );
+    for (i, name) in CLUSTER_SOURCES.iter().enumerate() {
+        text.push_str(&format!(
+            "\n[workers.sources.{name}]\nplugin = \"mock\"\nconfig = {{ seed = \"{}\", scale = \"200\" }}\n",
+            i + 1
+        ));
+    }
+    text
+}
+
+/// Scans until every source lands (the daemon's view of the live workers
+/// may lag etcd's by a watch event); the last report.
+async fn complete_scan(daemon: &Daemon, within: Duration) -> Value {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        // A node that leads in etcd may not have heard so yet (503): again.
+        let reply = daemon
+            .api()
+            .trigger("/api/v1/engine/scan", &json!({ "wait": true }))
+            .await;
+        let report = reply.json;
+        let got = if reply.status.as_u16() == 200 {
+            outcomes(&report)
+        } else {
+            Vec::new()
+        };
+        if got.len() == CLUSTER_SOURCES.len() && got.iter().all(|(_, ok, nodes, _)| *ok && *nodes > 0) {
+            return report;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no complete scan within {within:?}: {got:?}\n{}",
+            daemon.log.text()
+        );
+        tokio::time::sleep(common::POLL_PAUSE).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_joined_through_etcd_share_the_sources_and_a_dead_ones_move_within_the_lease() {
+    let mut etcd = etcd::EtcdServer::start().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pki = pki(dir.path());
+    let url = etcd.url();
+    let ttl = format!("{LEASE_TTL_S}s");
+    let join = [
+        "--join",
+        url.as_str(),
+        "--cluster-prefix",
+        "e2e",
+        "--lease-ttl",
+        ttl.as_str(),
+    ];
+    let mut workers = vec![
+        Worker::start_with("w1", &pki, &dir.path().join("w1"), &[], &join).await,
+        Worker::start_with("w2", &pki, &dir.path().join("w2"), &[], &join).await,
+    ];
+    // Both are registered, each with its address and the plugin it runs.
+    let membership = svc_cluster::Membership::new(&etcd.client(), "e2e/workers");
+    etcd::eventually(Duration::from_secs(10), "both workers registered", || async {
+        membership.list().await.map(|m| m.len() == 2).unwrap_or(false)
+    })
+    .await;
+    let members = membership.list().await.expect("members");
+    for (m, w) in members.iter().zip(&workers) {
+        assert_eq!((m.id.as_str(), m.addr.clone()), (w.id.as_str(), w.addr.to_string()));
+        assert_eq!(m.sources, ["mock"]);
+    }
+
+    let data = dir.path().join("daemon");
+    std::fs::create_dir_all(&data).expect("data dir");
+    std::fs::write(data.join("config.toml"), cluster_workers_config(&pki, &url)).expect("config");
+    let mut daemon = Daemon::configure(&data, 300);
+    daemon.sources = Sources::Fallback;
+    daemon.launch().await;
+    let election = svc_cluster::Election::new(&etcd.client(), "e2e/leader");
+    etcd::eventually(Duration::from_secs(30), "the daemon leads", || async {
+        election.leader().await.ok().flatten().is_some_and(|l| l.id == "d1")
+    })
+    .await;
+
+    // A scan lands every source, spread over both workers as svc-cluster's
+    // assignment places them.
+    complete_scan(&daemon, Duration::from_secs(60)).await;
+    let sources: Vec<svc_cluster::Source> = CLUSTER_SOURCES
+        .iter()
+        .map(|s| svc_cluster::Source {
+            provider: "mock".into(),
+            key: (*s).into(),
+        })
+        .collect();
+    let placed = svc_cluster::assign(&sources, &members);
+    let (on_w1, on_w2) = (placed.sources_of("w1").len(), placed.sources_of("w2").len());
+    assert!(on_w1 > 0 && on_w2 > 0, "w1 runs {on_w1}, w2 {on_w2}");
+    let (_, accounts_before) = crns_and_accounts(&daemon).await;
+
+    // w1 dies: within the lease TTL it leaves the live set, its sources
+    // move to w2, and the next scan is complete.
+    let killed = tokio::time::Instant::now();
+    workers[0].kill_9();
+    let gone = etcd::eventually(Duration::from_secs(LEASE_TTL_S + 3), "w1 left the live set", || async {
+        membership
+            .list()
+            .await
+            .map(|m| m.iter().map(|m| m.id.clone()).collect::<Vec<_>>() == ["w2"])
+            .unwrap_or(false)
+    })
+    .await;
+    eprintln!("w1 killed; gone from etcd after {gone:?} (lease TTL {LEASE_TTL_S}s)");
+    complete_scan(&daemon, Duration::from_secs(LEASE_TTL_S + 30)).await;
+    let moved = killed.elapsed();
+    eprintln!("w1 killed; first complete scan after {moved:?}");
+    assert!(
+        daemon.log.text().contains("sources assigned to the live workers"),
+        "{}",
+        daemon.log.text()
+    );
+    // The estate moves on between scans (the mock's epochs), so the graph
+    // is checked for every source's accounts rather than for the same CRNs.
+    let (_, accounts_after) = crns_and_accounts(&daemon).await;
+    let missing: Vec<&String> = accounts_before.difference(&accounts_after).take(5).collect();
+    assert!(
+        missing.is_empty(),
+        "accounts gone after w1's sources moved: {missing:?}"
+    );
+    // w2 now runs every source: its plugins answered for w1's too.
+    for name in placed.sources_of("w1") {
+        assert!(
+            workers[1].log.text().contains(&format!("source={name} ")),
+            "w2 never ran {name}\n{}",
+            workers[1].log.text()
+        );
+    }
+
+    // etcd is gone beyond the lease time: w2's lease is lost; when etcd
+    // returns it registers again, and the next scan is complete.
+    etcd.kill();
+    let w2_log = workers[1].log.clone();
+    etcd::eventually(Duration::from_secs(LEASE_TTL_S + 15), "w2 sees its lease lost", || {
+        let lost = w2_log.text().contains("etcd lease was lost");
+        async move { lost }
+    })
+    .await;
+    etcd.restart().await;
+    etcd::eventually(Duration::from_secs(30), "w2 registered again", || async {
+        w2_log.text().contains("registered with the cluster again")
+            && membership
+                .list()
+                .await
+                .is_ok_and(|m| m.iter().map(|m| m.id.as_str()).eq(["w2"]))
+    })
+    .await;
+    // The daemon lost its leadership with etcd too; it scans once it leads.
+    etcd::eventually(Duration::from_secs(30), "the daemon leads again", || async {
+        election.leader().await.ok().flatten().is_some_and(|l| l.id == "d1")
+    })
+    .await;
+    complete_scan(&daemon, Duration::from_secs(60)).await;
+    drop(workers);
 }

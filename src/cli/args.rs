@@ -51,6 +51,8 @@ pub(super) enum Command {
         /// without it the worker is listed in the daemon's `[workers.members]`.
         #[arg(long, value_name = "URLS", env = "SVC_WORKER_JOIN")]
         join: Option<String>,
+        #[command(flatten)]
+        etcd: Box<WorkerEtcd>,
         /// The worker's id, unique in the cluster.
         #[arg(long, env = "SVC_WORKER_ID")]
         id: String,
@@ -504,4 +506,29 @@ pub(super) enum RegistryCommand {
         #[command(flatten)]
         remote: Remote,
     },
+}
+
+/// How `svc worker --join` reaches etcd, as `[cluster]` does for a daemon.
+#[derive(Debug, clap::Args)]
+pub(super) struct WorkerEtcd {
+    /// The cluster's etcd key prefix (the daemons' `cluster.prefix`).
+    #[arg(long, default_value = "svc", env = "SVC_WORKER_CLUSTER_PREFIX")]
+    pub cluster_prefix: String,
+    /// The lease the worker's registration hangs on: a worker that dies
+    /// loses its sources to the others within this time.
+    #[arg(long, default_value = "10s", value_name = "DURATION", env = "SVC_WORKER_LEASE_TTL")]
+    pub lease_ttl: String,
+    /// The CA of etcd's certificates (PEM), as `cluster.ca_file`.
+    #[arg(long, value_name = "FILE", env = "SVC_WORKER_ETCD_CA")]
+    pub etcd_ca: Option<std::path::PathBuf>,
+    /// The worker's client certificate for etcd (PEM), as `cluster.cert_file`.
+    #[arg(long, value_name = "FILE", env = "SVC_WORKER_ETCD_CERT")]
+    pub etcd_cert: Option<std::path::PathBuf>,
+    /// Its key (PEM), as `cluster.key_file`.
+    #[arg(long, value_name = "FILE", env = "SVC_WORKER_ETCD_KEY")]
+    pub etcd_key: Option<std::path::PathBuf>,
+    /// The name etcd's certificate is checked against, when not the
+    /// endpoint's host.
+    #[arg(long, value_name = "NAME", env = "SVC_WORKER_ETCD_SERVER_NAME")]
+    pub etcd_server_name: Option<String>,
 }

@@ -38,6 +38,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Worker {
             join,
+            etcd,
             id,
             listen,
             advertise,
@@ -47,6 +48,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             plugin_dir,
             otlp_endpoint,
         } => {
+            let join = join
+                .map(|endpoints| {
+                    let etcd = *etcd;
+                    crate::worker::join_args(
+                        &endpoints,
+                        etcd.cluster_prefix,
+                        &etcd.lease_ttl,
+                        etcd.etcd_ca,
+                        etcd.etcd_cert,
+                        etcd.etcd_key,
+                        etcd.etcd_server_name,
+                    )
+                })
+                .transpose()?;
             let telemetry = crate::logging::init(&cli.log_format, otlp_endpoint.as_deref())?;
             let result = crate::worker::run(crate::worker::WorkerArgs {
                 join,
