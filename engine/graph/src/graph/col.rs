@@ -18,9 +18,6 @@ use std::sync::Arc;
 use crate::ids::{NodeId, Sym};
 use crate::relation::Relation;
 
-use super::mem::Span;
-use super::schema::{Phase, Reachability};
-
 /// Bytes that stay put and unchanged for as long as the value lives (a
 /// read-only mapping of a file nobody writes in place).
 pub trait Backing: Send + Sync + 'static {
@@ -62,15 +59,6 @@ macro_rules! plain_any {
 }
 
 plain_any!(u8, u32, u64, f32);
-
-// SAFETY: `Span` is `repr(C)` of two `u32`s (no padding); any values are a
-// span (one out of bounds reads as empty, never out of the buffer).
-#[allow(unsafe_code)]
-unsafe impl Plain for Span {
-    fn valid(_: &[u8]) -> bool {
-        true
-    }
-}
 
 // SAFETY: `NodeId` is `repr(transparent)` over a `u64`, every value an id
 // (a row beyond its shard is checked where ids are read from a snapshot).
@@ -114,7 +102,7 @@ macro_rules! plain_u8_enum {
         // SAFETY: a `repr(u8)` enum with the discriminants `0..=$max`,
         // each byte of which `valid` checks.
         #[allow(unsafe_code)]
-        unsafe impl Plain for $t {
+        unsafe impl $crate::graph::col::Plain for $t {
             fn valid(raw: &[u8]) -> bool {
                 raw.iter().fold(true, |ok, &b| ok & (b <= $max as u8))
             }
@@ -122,9 +110,9 @@ macro_rules! plain_u8_enum {
     )*};
 }
 
+pub(crate) use plain_u8_enum;
+
 plain_u8_enum! {
-    Reachability = Reachability::Unreachable;
-    Phase = Phase::Applied;
     Relation = (Relation::ALL.len() - 1);
 }
 
@@ -363,6 +351,7 @@ impl<'a, T: Plain> IntoIterator for &'a Col<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::schema::{Phase, Reachability};
 
     struct Buf(Vec<u64>);
 

@@ -6,7 +6,7 @@ use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
 
-use super::col::Col;
+use super::col::{Col, Plain};
 use crate::ids::Sym;
 
 /// A byte range in a batch buffer or a shard arena.
@@ -186,6 +186,15 @@ pub fn prefetch_ahead<T: Copy>(items: &[T], i: usize, far: usize, mut f: impl Fn
     }
     if let Some(&next) = items.get(i + far / 2) {
         f(next, Prefetch::Lists);
+    }
+}
+
+// SAFETY: `Span` is `repr(C)` of two `u32`s (no padding); any values are a
+// span (one out of bounds reads as empty, never out of the buffer).
+#[allow(unsafe_code)]
+unsafe impl Plain for Span {
+    fn valid(_: &[u8]) -> bool {
+        true
     }
 }
 

@@ -379,3 +379,8 @@ macro_rules! edge_rows {
 }
 
 edge_schema!(edge_rows);
+
+super::col::plain_u8_enum! {
+    Reachability = Reachability::Unreachable;
+    Phase = Phase::Applied;
+}
