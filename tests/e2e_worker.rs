@@ -364,10 +364,15 @@ async fn workers_scan_over_mutual_tls_and_a_dead_worker_fails_only_its_sources()
     w3.kill_9();
     let second = scan.await.expect("scan task");
     let got = outcomes(&second);
+    // How much of a dead worker's source the daemon staged depends on what
+    // was still in flight through the worker when it died; whatever it was,
+    // none of it lands (checked below).
     for (name, ok, nodes, error) in &got {
         if name.starts_with('a') {
-            assert!(!ok, "source {name} of the dead worker did not fail");
-            assert!(*nodes > 0, "source {name} staged nothing before its worker died");
+            assert!(
+                !ok,
+                "source {name} of the dead worker did not fail ({nodes} nodes staged)"
+            );
             assert!(error.contains("worker w3"), "source {name}: {error}");
         } else {
             assert!(*ok && *nodes > 0, "source {name}: {error}");
