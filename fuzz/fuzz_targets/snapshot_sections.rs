@@ -16,7 +16,7 @@ use libfuzzer_sys::fuzz_target;
 use svc_engine::graph::{EdgeShard, NodeKeyRef, NodeShard};
 use svc_engine::ids::{EDGE_SHARDS, NODE_SHARDS};
 use svc_engine::store::codec::{decode_node, encode_node_into};
-use svc_engine::store::snapshot::{decode_edges, decode_nodes};
+use svc_engine::store::snapshot::{Mapped, decode_edges, decode_nodes};
 use svc_engine::{Graph, Interner};
 
 fuzz_target!(|data: &[u8]| {
@@ -25,13 +25,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let at = usize::from(at) % NODE_SHARDS;
     let (node_bytes, edge_bytes) = rest.split_at(usize::from(u16::from_le_bytes([a, b])).min(rest.len()));
-    let Ok(shard) = decode_nodes(node_bytes) else {
+    let Ok(shard) = decode_nodes(Mapped::copied(node_bytes)) else {
         return;
     };
     let mut nodes: Vec<NodeShard> = (0..NODE_SHARDS).map(|_| NodeShard::default()).collect();
     nodes[at] = shard;
     let mut edges: Vec<EdgeShard> = (0..EDGE_SHARDS).map(|_| EdgeShard::default()).collect();
-    if let Ok(e) = decode_edges(edge_bytes, &nodes) {
+    if let Ok(e) = decode_edges(Mapped::copied(edge_bytes), &nodes) {
         edges[at % EDGE_SHARDS] = e;
     }
     // Some symbols, so that a few of the stored ones resolve.

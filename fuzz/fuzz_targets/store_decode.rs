@@ -11,7 +11,7 @@ use svc_engine::Interner;
 use svc_engine::graph::NodeShard;
 use svc_engine::signal::store::{decode_anomalies, decode_totals, encode_anomalies, encode_totals};
 use svc_engine::store::codec::{decode_edge_keyed, decode_node, encode_edge_value_into, encode_node_into};
-use svc_engine::store::snapshot::{decode_edges, decode_nodes};
+use svc_engine::store::snapshot::{Mapped, decode_edges, decode_nodes};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(node) = decode_node(data) {
@@ -37,9 +37,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    let nodes: Vec<NodeShard> = decode_nodes(data).into_iter().collect();
-    let _ = decode_edges(data, &nodes);
-    let _ = decode_edges(data, &[]);
+    let nodes: Vec<NodeShard> = decode_nodes(Mapped::copied(data)).into_iter().collect();
+    let _ = decode_edges(Mapped::copied(data), &nodes);
+    let _ = decode_edges(Mapped::copied(data), &[]);
 
     let interner = Interner::new();
     if let Ok(totals) = decode_totals(data, &interner) {

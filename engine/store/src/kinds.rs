@@ -55,6 +55,18 @@ impl Mapped {
         Mapped { backing, pos, end }
     }
 
+    /// A copy of `bytes` in 8-byte words, aligned as a mapped section is:
+    /// a section held in memory (tests, fuzzing) read as a mapped one.
+    pub fn copied(bytes: &[u8]) -> Mapped {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        for (w, c) in words.iter_mut().zip(bytes.chunks(8)) {
+            let mut x = [0u8; 8];
+            x[..c.len()].copy_from_slice(c);
+            *w = u64::from_le_bytes(x);
+        }
+        Mapped::new(Arc::new(Words(words, bytes.len())), 0, bytes.len())
+    }
+
     /// The next `n` bytes, then past the padding after them.
     pub fn take(&mut self, n: usize, what: &'static str) -> Result<&[u8], DecodeError> {
         let start = self.pos;
@@ -319,5 +331,19 @@ impl Stored for Bytes {
     }
     fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<Span>, DecodeError> {
         map_spans(m, rows, arena, what)
+    }
+}
+
+/// Bytes held in 8-byte words (the first `.1` of them count).
+struct Words(Vec<u64>, usize);
+
+impl Backing for Words {
+    fn bytes(&self) -> &[u8] {
+        let s = &self.0[..];
+        // SAFETY: u64s have no padding, any byte pattern is a valid u8, and
+        // the slice covers exactly the words' memory; the length is within it.
+        #[allow(unsafe_code)]
+        let all = unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) };
+        &all[..self.1]
     }
 }

@@ -34,7 +34,8 @@ use rustc_hash::FxHasher;
 
 use super::bytes::{DecodeError, Writer};
 use super::graph_store::CommitMeta;
-use super::kinds::{Mapped, Stored, pad8, write_plain};
+pub use super::kinds::Mapped;
+use super::kinds::{Stored, pad8, write_plain};
 use svc_graph::graph::schema::{Bytes, F32, Flag, Key, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
 use svc_graph::graph::{Backing, EdgeShard, Graph, NodeShard};
 use svc_graph::ids::{EDGE_SHARDS, NODE_SHARDS, NodeId};
@@ -431,27 +432,8 @@ mod tests {
     use svc_graph::ids::Sym;
     use svc_graph::relation::Relation;
 
-    /// Bytes held in 8-byte words, so they are aligned as a mapped section is.
-    struct Words(Vec<u64>, usize);
-
-    impl Backing for Words {
-        fn bytes(&self) -> &[u8] {
-            let s = &self.0[..];
-            // SAFETY: u64s have no padding; the length is within the words.
-            #[allow(unsafe_code)]
-            let all = unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), std::mem::size_of_val(s)) };
-            &all[..self.1]
-        }
-    }
-
     fn mapped(b: &[u8]) -> Mapped {
-        let mut words = vec![0u64; b.len().div_ceil(8)];
-        for (w, c) in words.iter_mut().zip(b.chunks(8)) {
-            let mut x = [0u8; 8];
-            x[..c.len()].copy_from_slice(c);
-            *w = u64::from_le_bytes(x);
-        }
-        Mapped::new(Arc::new(Words(words, b.len())), 0, b.len())
+        Mapped::copied(b)
     }
 
     /// The sections' layouts, spelled out byte by byte: the schema's order
