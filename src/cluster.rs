@@ -1,28 +1,36 @@
 //! This node's part in a cluster (`[cluster]`): it campaigns for the
 //! leadership on a lease in etcd, follows who leads, and tells the rest of
-//! the daemon whether it leads. Only the leader scans, runs sagas and
-//! appends to the ledger (the tasks doing so run under [`while_leading`]);
-//! a standby answers reads and refuses writes naming the leader
-//! ([`AppState::set_standby`]).
+//! the daemon whether it leads.
 //!
-//! Sagas lock their CRN in etcd too, on the leader's lease: a saga step
-//! never runs twice across a failover, and a lock not acquired in 30 s is
-//! a `LOCK_TIMEOUT`.
+//! A node starts as a standby ([`standby`]): it opens no engine, follows
+//! the leader's ledger and graph store into its own files, and its API
+//! refuses requests, naming the leader ([`AppState::set_standby`]). Once
+//! elected, it applies what the cluster acknowledged and it has not seen,
+//! opens its engine on the caught-up files, and leads ([`lead`]): only the
+//! leader scans, runs sagas, appends to the ledger and writes its graph
+//! store (the tasks doing so run under [`while_leading`]).
+//!
+//! Both stores go through etcd's replicated logs before they commit (so
+//! before anything is acknowledged): the ledger's events as they are, the
+//! graph store's write transactions as records in the shared object store
+//! ([`state`]). Sagas lock their CRN in etcd too, on the leader's lease: a
+//! saga step never runs twice across a failover, and a lock not acquired
+//! in 30 s is a `LOCK_TIMEOUT`.
 //!
 //! A leader whose lease is lost (etcd unreachable beyond the lease TTL, or
-//! the lease expired) stops leading at once and campaigns again.
-//!
-//! The ledger goes through etcd's replicated log: the leader's appends are
-//! replicated before they commit (so before they are acknowledged), a
-//! standby imports every batch into its own `events.redb`, and a node that
-//! is elected first imports what it has not seen yet. A node that does not
-//! lead refuses appends of its own.
+//! the lease expired) stops acting at once and campaigns again; re-elected
+//! with nothing written meanwhile, it acts again. Once another node leads,
+//! or wrote, its engine no longer holds the cluster's state: it starts
+//! again as a standby ([`Node::demoted`]).
 
+mod shared;
+pub mod state;
+
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use std::sync::Arc;
-
-use anyhow::Context;
+use anyhow::{Context, bail};
 use svc_api::AppState;
 use svc_api::state::Standby;
 use svc_cluster::{
@@ -30,17 +38,22 @@ use svc_cluster::{
     ReplicatedLog, TlsFiles,
 };
 use svc_engine::Engine;
+use svc_engine::clock::SystemClock;
 use svc_engine::remediation::SharedLocks;
+use svc_engine::store::GraphStore;
 use svc_engine::store::ledger::{Ledger, Replicator};
+use svc_engine::engine::{EVENTS_FILE, GRAPH_FILE};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use self::shared::SharedStore;
+use self::state::StateReplica;
 use crate::config::ClusterSettings;
 
 /// The pause after a failed campaign before the next.
 const RETRY: Duration = Duration::from_secs(1);
-/// How often the leader compacts the replicated ledger log (at least
-/// twice the lease TTL).
+/// How often the leader compacts the replicated logs (at least twice the
+/// lease TTL).
 const COMPACT_EVERY: Duration = Duration::from_secs(3);
 
 /// Whether this node leads, as it changes.
@@ -53,6 +66,7 @@ pub fn alone() -> (Leading, Node) {
         rx,
         Node {
             _alone: Some(tx),
+            demoted: None,
             _tasks: Vec::new(),
         },
     )
@@ -62,7 +76,24 @@ pub fn alone() -> (Leading, Node) {
 pub struct Node {
     /// Alone: the sender of a leadership that never changes.
     _alone: Option<watch::Sender<bool>>,
+    /// In a cluster: turns true once this node must start again as a standby.
+    demoted: Option<watch::Receiver<bool>>,
     _tasks: Vec<AbortOnDrop>,
+}
+
+impl Node {
+    /// Resolves once another node leads (or wrote) and this one's engine
+    /// no longer holds the cluster's state; never for a node alone.
+    pub async fn demoted(&mut self) {
+        match &mut self.demoted {
+            Some(rx) => {
+                if rx.wait_for(|d| *d).await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            None => std::future::pending().await,
+        }
+    }
 }
 
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -85,10 +116,35 @@ fn etcd_config(settings: &ClusterSettings) -> EtcdConfig {
     config
 }
 
-/// Joins the cluster: starts as a standby, campaigns in the background.
-pub fn join(settings: &ClusterSettings, state: &AppState, engine: Arc<Engine>) -> anyhow::Result<(Leading, Node)> {
-    let ledger = engine.ledger().clone();
+/// A node elected leader, with its stores caught up with the cluster's:
+/// what [`lead`] needs once the engine is open on them.
+pub struct Elected {
+    etcd: Etcd,
+    election: Election,
+    me: LeaderInfo,
+    ttl: Duration,
+    lease: Lease,
+    leadership: Arc<Leadership>,
+    ledger_log: LedgerLog,
+    state: StateReplica,
+    locks: String,
+    leading: watch::Sender<bool>,
+    tasks: Vec<AbortOnDrop>,
+}
+
+/// Joins the cluster as a standby: follows the leader's ledger and graph
+/// store into this node's files (its API refuses requests, naming the
+/// leader) and campaigns, until elected. Returns with both files caught up
+/// with everything the cluster acknowledged and closed again, for the
+/// engine to open.
+pub async fn standby(
+    settings: &ClusterSettings,
+    state: &AppState,
+    data_dir: &Path,
+    session_id: &str,
+) -> anyhow::Result<Elected> {
     let etcd = Etcd::connect(&etcd_config(settings)).context("cannot set up the etcd client of [cluster]")?;
+    let shared = SharedStore::open(&settings.shared_store)?;
     let election = Election::new(&etcd, &format!("{}/leader", settings.prefix));
     let me = LeaderInfo {
         id: settings.node_id.clone(),
@@ -98,48 +154,155 @@ pub fn join(settings: &ClusterSettings, state: &AppState, engine: Arc<Engine>) -
         node_id: me.id.clone(),
         leader: None,
     }));
-    ledger.set_replicator(Some(refuse_appends()));
-    engine.set_shared_locks(Some(Arc::new(NotLeading)));
     info!(node = %me.id, endpoints = ?settings.endpoints, "joining the cluster as a standby");
-
     let (leading_tx, leading) = watch::channel(false);
-    let replica = Replica {
-        log: ReplicatedLog::new(&etcd, &format!("{}/ledger", settings.prefix)),
-        ledger,
-        node: settings.node_id.clone(),
-        engine,
-        etcd: etcd.clone(),
-        locks: format!("{}/locks", settings.prefix),
-    };
-    let campaign = tokio::spawn(campaign(
-        etcd,
+    let view = AbortOnDrop(tokio::spawn(follow_leader(
         election.clone(),
         me.clone(),
-        settings.lease_ttl,
-        leading_tx,
-        replica,
-    ));
-    let follow = tokio::spawn(follow(election, me, leading.clone(), state.clone()));
-    Ok((
+        leading,
+        state.clone(),
+    )));
+    let ledger_log = LedgerLog {
+        log: ReplicatedLog::new(&etcd, &format!("{}/ledger", settings.prefix)),
+        node: settings.node_id.clone(),
+    };
+    let replica = StateReplica::new(
+        ReplicatedLog::new(&etcd, &format!("{}/state", settings.prefix)),
+        shared,
+        &settings.node_id,
+    );
+
+    let (ledger_path, graph_path) = (data_dir.join(EVENTS_FILE), data_dir.join(GRAPH_FILE));
+    let sid = session_id.to_owned();
+    let (ledger, store) = tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+        let ledger = Ledger::open(&ledger_path, &sid, Arc::new(SystemClock::default()))
+            .with_context(|| format!("cannot open {}", ledger_path.display()))?;
+        let store = GraphStore::open(&graph_path).with_context(|| format!("cannot open {}", graph_path.display()))?;
+        Ok((Arc::new(ledger), Arc::new(store)))
+    })
+    .await
+    .context("opening the stores was cancelled")??;
+    ledger.set_replicator(Some(refuse_appends()));
+    store.set_shipper(Some(state::refuse_writes()));
+
+    let (lease, leadership) = loop {
+        let lease = match Lease::grant(&etcd, settings.lease_ttl).await {
+            Ok(lease) => lease,
+            Err(e) => {
+                warn!(error = %e, "cannot get a lease from etcd; trying again");
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        };
+        let (stop, stopped) = watch::channel(false);
+        let following = [
+            tokio::spawn(ledger_log.clone().follow(ledger.clone(), lease.clone(), stopped.clone())),
+            tokio::spawn(replica.clone().follow(store.clone(), lease.clone(), stopped)),
+        ];
+        let campaign = election.campaign(&lease, &me).await;
+        // The followers finish what they apply and let the files go.
+        stop.send_replace(true);
+        for task in following {
+            let _ = task.await;
+        }
+        let leadership = match campaign {
+            Ok(l) => Arc::new(l),
+            Err(e) => {
+                warn!(error = %e, "campaign for the leadership failed; trying again");
+                tokio::time::sleep(RETRY).await;
+                continue;
+            }
+        };
+        // Everything the cluster acknowledged is applied before this node
+        // acts on it.
+        let caught_up = async {
+            ledger_log.import(&ledger, ledger_log.log.read_after(ledger.last_seq()).await?).await?;
+            replica.catch_up(&store).await
+        };
+        if let Err(e) = caught_up.await {
+            warn!(error = format!("{e:#}"), "cannot catch up with the cluster; resigning");
+            if let Ok(l) = Arc::try_unwrap(leadership) {
+                let _ = l.resign().await;
+            }
+            let _ = lease.revoke().await;
+            tokio::time::sleep(RETRY).await;
+            continue;
+        }
+        break (lease, leadership);
+    };
+    // The engine opens both files again: these handles close them first.
+    drop(store);
+    drop(ledger);
+    info!(node = %me.id, revision = leadership.revision(), "elected; opening the engine on the caught-up stores");
+    Ok(Elected {
+        etcd,
+        election,
+        me,
+        ttl: settings.lease_ttl,
+        lease,
+        leadership,
+        ledger_log,
+        state: replica,
+        locks: format!("{}/locks", settings.prefix),
+        leading: leading_tx,
+        tasks: vec![view],
+    })
+}
+
+/// Leads with `engine` (opened on the caught-up stores): replicates its
+/// ledger appends and graph store writes, locks sagas' CRNs in etcd, and
+/// acts while the leadership holds. A lost leadership stops the acting;
+/// the node campaigns again, and acts again when re-elected with nothing
+/// written meanwhile. When another node was elected (or wrote) meanwhile,
+/// this one's engine no longer holds the cluster's state: [`Node::demoted`]
+/// says so, and the daemon starts again as a standby.
+pub fn lead(elected: Elected, engine: Arc<Engine>) -> (Leading, Node) {
+    let leading = elected.leading.subscribe();
+    let (demoted_tx, demoted) = watch::channel(false);
+    let mut tasks = elected.tasks;
+    let lead = Lead {
+        etcd: elected.etcd,
+        election: elected.election,
+        me: elected.me,
+        ttl: elected.ttl,
+        ledger_log: elected.ledger_log,
+        state: elected.state,
+        locks: elected.locks,
+        engine,
+        leading: elected.leading,
+        demoted: demoted_tx,
+    };
+    tasks.push(AbortOnDrop(tokio::spawn(lead.run(elected.lease, elected.leadership))));
+    (
         leading,
         Node {
             _alone: None,
-            _tasks: vec![AbortOnDrop(campaign), AbortOnDrop(follow)],
+            demoted: Some(demoted),
+            _tasks: tasks,
         },
-    ))
+    )
 }
 
-/// The local ledger and etcd's replicated log of it.
+/// The ledger's replicated log.
 #[derive(Clone)]
-struct Replica {
+struct LedgerLog {
     log: ReplicatedLog,
-    ledger: Arc<Ledger>,
     /// This node's id, under which it publishes what it has applied.
     node: String,
-    engine: Arc<Engine>,
+}
+
+/// What the leader acts with.
+struct Lead {
     etcd: Etcd,
-    /// The prefix of the per-CRN saga locks.
+    election: Election,
+    me: LeaderInfo,
+    ttl: Duration,
+    ledger_log: LedgerLog,
+    state: StateReplica,
     locks: String,
+    engine: Arc<Engine>,
+    leading: watch::Sender<bool>,
+    demoted: watch::Sender<bool>,
 }
 
 /// A node that does not lead runs no saga.
@@ -188,10 +351,10 @@ fn refuse_appends() -> Replicator {
     Arc::new(|_: &[(u64, Vec<u8>)]| Err("this node is a cluster standby: only the leader appends".to_owned()))
 }
 
-impl Replica {
+impl LedgerLog {
     /// Imports `entries` the ledger does not hold yet, in order.
-    async fn import(&self, entries: Vec<Entry>) -> anyhow::Result<()> {
-        let ledger = self.ledger.clone();
+    async fn import(&self, ledger: &Arc<Ledger>, entries: Vec<Entry>) -> anyhow::Result<()> {
+        let ledger = ledger.clone();
         tokio::task::spawn_blocking(move || {
             let last = ledger.last_seq();
             let new: Vec<(u64, Vec<u8>)> = entries
@@ -206,13 +369,19 @@ impl Replica {
         .context("cannot import the leader's ledger events")
     }
 
-    /// Follows the log into the ledger until dropped, publishing on
-    /// `lease` how far it has applied (so the leader may compact).
-    async fn follow(self, lease: Lease) {
-        let mut follower = self.log.follow(self.ledger.last_seq());
-        while let Some(batch) = follower.next().await {
+    /// Follows the log into the ledger until `stop` turns true, publishing
+    /// on `lease` how far it has applied (so the leader may compact).
+    async fn follow(self, ledger: Arc<Ledger>, lease: Lease, mut stop: watch::Receiver<bool>) {
+        let mut follower = self.log.follow(ledger.last_seq());
+        self.publish_applied(&lease, ledger.last_seq()).await;
+        loop {
+            let batch = tokio::select! {
+                b = follower.next() => b,
+                _ = stop.wait_for(|s| *s) => return,
+            };
+            let Some(batch) = batch else { return };
             let result = match batch {
-                Ok(batch) => self.import(batch.entries).await,
+                Ok(batch) => self.import(&ledger, batch.entries).await,
                 Err(e) => Err(anyhow::Error::new(e)),
             };
             if let Err(e) = result {
@@ -222,63 +391,194 @@ impl Replica {
                 );
                 return;
             }
-            self.publish_applied(&lease).await;
+            self.publish_applied(&lease, ledger.last_seq()).await;
         }
     }
 
-    async fn publish_applied(&self, lease: &Lease) {
-        if let Err(e) = self
-            .log
-            .publish_applied(&self.node, lease, self.ledger.last_seq())
-            .await
-        {
+    async fn publish_applied(&self, lease: &Lease, seq: u64) {
+        if let Err(e) = self.log.publish_applied(&self.node, lease, seq).await {
             tracing::debug!(error = %e, "cannot publish the ledger seq applied here");
         }
     }
+}
 
-    /// As the leader, every `every`: deletes from etcd the batches every
-    /// live member has applied.
-    async fn compact(self, lease: Lease, leadership: Arc<Leadership>, every: Duration) {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+impl Lead {
+    /// Acts while `leadership` holds; campaigns again when it is lost.
+    async fn run(self, mut lease: Lease, mut leadership: Arc<Leadership>) {
         loop {
-            tick.tick().await;
-            self.publish_applied(&lease).await;
-            if let Err(e) = self.log.compact(&leadership).await {
-                tracing::debug!(error = %e, "cannot compact the replicated ledger log");
+            if let Err(e) = self.take_over(&leadership).await {
+                warn!(error = format!("{e:#}"), "cannot take the cluster's logs over; resigning");
+                self.stop_acting();
+                if let Ok(l) = Arc::try_unwrap(leadership) {
+                    let _ = l.resign().await;
+                }
+                let _ = lease.revoke().await;
+                tokio::time::sleep(RETRY).await;
+            } else {
+                info!(node = %self.me.id, revision = leadership.revision(), "this node leads the cluster");
+                self.leading.send_replace(true);
+                let compacting = AbortOnDrop(tokio::spawn(compact(
+                    self.ledger_log.clone(),
+                    self.state.clone(),
+                    lease.clone(),
+                    leadership.clone(),
+                    self.engine.clone(),
+                    COMPACT_EVERY.max(self.ttl * 2),
+                )));
+                leadership.lost().await;
+                drop(compacting);
+                self.stop_acting();
+                warn!(node = %self.me.id, "this node lost the leadership; it stops acting and campaigns again");
+                // The old lease may still live (the key was deleted): end
+                // it, so nothing else hangs on it.
+                let _ = lease.revoke().await;
+            }
+            let Some((l, elected)) = self.campaign_again().await else {
+                warn!(node = %self.me.id, "another node leads the cluster: this one starts again as a standby");
+                self.demoted.send_replace(true);
+                return;
+            };
+            (lease, leadership) = (l, elected);
+            // Re-elected: acting goes on only if no one wrote meanwhile.
+            match self.written_elsewhere().await {
+                Ok(false) => {}
+                Ok(true) => {
+                    warn!(node = %self.me.id, "the cluster's state moved on while this node did not lead: it starts again as a standby");
+                    if let Ok(l) = Arc::try_unwrap(leadership) {
+                        let _ = l.resign().await;
+                    }
+                    let _ = lease.revoke().await;
+                    self.demoted.send_replace(true);
+                    return;
+                }
+                Err(e) => warn!(error = format!("{e:#}"), "cannot compare the logs with this node's stores"),
             }
         }
     }
 
-    /// As the new leader: imports what the log holds beyond this ledger,
-    /// starts an empty log after this ledger's events, then replicates
-    /// every append through the log.
+    /// Campaigns until elected (`Some`), or until another node is seen
+    /// leading (`None`).
+    async fn campaign_again(&self) -> Option<(Lease, Arc<Leadership>)> {
+        let observer = self.election.observe();
+        let mut leader = observer.subscribe();
+        loop {
+            let lease = loop {
+                match Lease::grant(&self.etcd, self.ttl).await {
+                    Ok(lease) => break lease,
+                    Err(e) => {
+                        warn!(error = %e, "cannot get a lease from etcd; trying again");
+                        tokio::time::sleep(RETRY).await;
+                    }
+                }
+            };
+            let someone_else = async {
+                loop {
+                    if leader.borrow_and_update().as_ref().is_some_and(|l| l.id != self.me.id) {
+                        return;
+                    }
+                    if leader.changed().await.is_err() {
+                        return std::future::pending().await;
+                    }
+                }
+            };
+            tokio::select! {
+                campaign = self.election.campaign(&lease, &self.me) => match campaign {
+                    Ok(l) => return Some((lease, Arc::new(l))),
+                    Err(e) => {
+                        warn!(error = %e, "campaign for the leadership failed; trying again");
+                        let _ = lease.revoke().await;
+                        tokio::time::sleep(RETRY).await;
+                    }
+                },
+                () = someone_else => {
+                    let _ = lease.revoke().await;
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Whether either log holds more than this node's stores.
+    async fn written_elsewhere(&self) -> anyhow::Result<bool> {
+        let ledger = self.ledger_log.log.head().await? > self.engine.ledger().last_seq();
+        let engine = self.engine.clone();
+        let seq = tokio::task::spawn_blocking(move || engine.state_seq()).await??;
+        Ok(ledger || self.state.log().head().await? > seq)
+    }
+
+    /// Starts both logs after this node's stores (when they are empty) and
+    /// replicates every ledger append and graph store write through them.
     async fn take_over(&self, leadership: &Arc<Leadership>) -> anyhow::Result<()> {
-        let tail = self.log.read_after(self.ledger.last_seq()).await?;
-        self.import(tail).await?;
-        let last = self.ledger.last_seq();
+        let ledger = self.engine.ledger().clone();
+        let last = ledger.last_seq();
         if last > 0 {
-            self.log.start_at(leadership, last).await?;
+            self.ledger_log.log.start_at(leadership, last).await?;
+        }
+        let engine = self.engine.clone();
+        let seq = tokio::task::spawn_blocking(move || engine.state_seq()).await??;
+        if seq > 0 {
+            self.state.log().start_at(leadership, seq).await?;
+        }
+        let head = self.state.log().head().await?;
+        if head != seq {
+            bail!("the replicated graph store log is at {head}, this node's graph store at {seq}");
         }
         self.engine.set_shared_locks(Some(Arc::new(EtcdLocks {
             locks: Locks::new(&self.etcd, &self.locks, leadership.lease()),
             runtime: tokio::runtime::Handle::current(),
         })));
-        let (log, lead) = (self.log.clone(), leadership.clone());
         let runtime = tokio::runtime::Handle::current();
-        self.ledger
-            .set_replicator(Some(Arc::new(move |events: &[(u64, Vec<u8>)]| {
-                let entries: Vec<Entry> = events
-                    .iter()
-                    .map(|(seq, bytes)| Entry {
-                        seq: *seq,
-                        bytes: bytes.clone(),
-                    })
-                    .collect();
-                // The ledger's writer thread is not a runtime thread: it may block.
-                runtime.block_on(log.append(&lead, &entries)).map_err(|e| e.to_string())
-            })));
+        self.engine
+            .set_state_shipper(Some(self.state.shipper(leadership.clone(), runtime.clone())));
+        let (log, lead) = (self.ledger_log.log.clone(), leadership.clone());
+        ledger.set_replicator(Some(Arc::new(move |events: &[(u64, Vec<u8>)]| {
+            let entries: Vec<Entry> = events
+                .iter()
+                .map(|(seq, bytes)| Entry {
+                    seq: *seq,
+                    bytes: bytes.clone(),
+                })
+                .collect();
+            // The ledger's writer thread is not a runtime thread: it may block.
+            runtime.block_on(log.append(&lead, &entries)).map_err(|e| e.to_string())
+        })));
         Ok(())
+    }
+
+    /// Refuses ledger appends, graph store writes and saga locks.
+    fn stop_acting(&self) {
+        self.engine.ledger().set_replicator(Some(refuse_appends()));
+        self.engine.set_state_shipper(Some(state::refuse_writes()));
+        self.engine.set_shared_locks(Some(Arc::new(NotLeading)));
+        self.leading.send_replace(false);
+    }
+}
+
+/// As the leader, every `every`: deletes from etcd (and the shared store)
+/// what every live member has applied of both logs.
+async fn compact(
+    ledger_log: LedgerLog,
+    state: StateReplica,
+    lease: Lease,
+    leadership: Arc<Leadership>,
+    engine: Arc<Engine>,
+    every: Duration,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        ledger_log.publish_applied(&lease, engine.ledger().last_seq()).await;
+        if let Err(e) = ledger_log.log.compact(&leadership).await {
+            tracing::debug!(error = %e, "cannot compact the replicated ledger log");
+        }
+        let e2 = engine.clone();
+        if let Ok(Ok(seq)) = tokio::task::spawn_blocking(move || e2.state_seq()).await {
+            state.publish_applied(&lease, seq).await;
+        }
+        if let Err(e) = state.compact(&leadership).await {
+            tracing::debug!(error = format!("{e:#}"), "cannot compact the replicated graph store log");
+        }
     }
 }
 
@@ -296,68 +596,8 @@ pub fn live_workers(settings: &ClusterSettings) -> anyhow::Result<LiveMembers> {
     Ok(membership.watch())
 }
 
-/// Campaigns, leads until the leadership is lost, and campaigns again;
-/// follows the leader's ledger while it does not lead.
-async fn campaign(
-    etcd: Etcd,
-    election: Election,
-    me: LeaderInfo,
-    ttl: Duration,
-    leading: watch::Sender<bool>,
-    replica: Replica,
-) {
-    loop {
-        let lease = match Lease::grant(&etcd, ttl).await {
-            Ok(lease) => lease,
-            Err(e) => {
-                warn!(error = %e, "cannot get a lease from etcd; trying again");
-                tokio::time::sleep(RETRY).await;
-                continue;
-            }
-        };
-        let following = AbortOnDrop(tokio::spawn(replica.clone().follow(lease.clone())));
-        let leadership = match election.campaign(&lease, &me).await {
-            Ok(l) => l,
-            Err(e) => {
-                warn!(error = %e, "campaign for the leadership failed; trying again");
-                tokio::time::sleep(RETRY).await;
-                continue;
-            }
-        };
-        drop(following);
-        let leadership = Arc::new(leadership);
-        if let Err(e) = replica.take_over(&leadership).await {
-            warn!(error = format!("{e:#}"), "cannot take the ledger over; resigning");
-            replica.ledger.set_replicator(Some(refuse_appends()));
-            replica.engine.set_shared_locks(Some(Arc::new(NotLeading)));
-            if let Ok(l) = Arc::try_unwrap(leadership) {
-                let _ = l.resign().await;
-            }
-            let _ = lease.revoke().await;
-            tokio::time::sleep(RETRY).await;
-            continue;
-        }
-        info!(node = %me.id, revision = leadership.revision(), "this node leads the cluster");
-        leading.send_replace(true);
-        let compacting = AbortOnDrop(tokio::spawn(replica.clone().compact(
-            lease.clone(),
-            leadership.clone(),
-            COMPACT_EVERY.max(ttl * 2),
-        )));
-        leadership.lost().await;
-        drop(compacting);
-        replica.ledger.set_replicator(Some(refuse_appends()));
-        replica.engine.set_shared_locks(Some(Arc::new(NotLeading)));
-        leading.send_replace(false);
-        warn!(node = %me.id, "this node lost the leadership; it stops acting and campaigns again");
-        // The old lease may still live (the key was deleted): end it, so
-        // nothing else hangs on it.
-        let _ = lease.revoke().await;
-    }
-}
-
 /// Keeps the API's view (standby or not, and of which leader) current.
-async fn follow(election: Election, me: LeaderInfo, mut leading: Leading, state: AppState) {
+async fn follow_leader(election: Election, me: LeaderInfo, mut leading: Leading, state: AppState) {
     let observer = election.observe();
     let mut leader = observer.subscribe();
     loop {

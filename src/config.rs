@@ -64,6 +64,10 @@ pub struct ClusterConfig {
     pub lease_ttl: Option<String>,
     /// The etcd key prefix of this cluster (`svc`).
     pub prefix: Option<String>,
+    /// The object storage every node reaches, where the leader's graph
+    /// store writes go for the standbys: `file:///dir` or
+    /// `s3://bucket/prefix`.
+    pub shared_store: Option<String>,
     /// etcd's TLS: the CA that signed its certificates, and this node's
     /// client certificate and key for mutual TLS.
     pub ca_file: Option<String>,
@@ -82,6 +86,7 @@ pub struct ClusterSettings {
     pub advertise_url: String,
     pub lease_ttl: Duration,
     pub prefix: String,
+    pub shared_store: String,
     pub tls: Option<ClusterTls>,
 }
 
@@ -577,6 +582,12 @@ impl Config {
         if prefix.is_empty() {
             bail!("cluster.prefix is empty");
         }
+        let shared_store = c.shared_store.clone().unwrap_or_default();
+        if !(shared_store.starts_with("file:///") || shared_store.starts_with("s3://")) {
+            bail!(
+                "cluster.shared_store {shared_store:?}: the object storage every node reaches, where the leader's graph store writes go for the standbys: file:///dir (a directory every node mounts) or s3://bucket/prefix"
+            );
+        }
         let path = |v: &Option<String>| v.as_ref().filter(|p| !p.is_empty()).map(std::path::PathBuf::from);
         let (ca, cert, key) = (path(&c.ca_file), path(&c.cert_file), path(&c.key_file));
         if cert.is_some() != key.is_some() {
@@ -598,6 +609,7 @@ impl Config {
             advertise_url,
             lease_ttl,
             prefix,
+            shared_store,
             tls,
         }))
     }
@@ -912,7 +924,7 @@ mod tests {
         assert_eq!(Config::validate_text("").unwrap().cluster_settings().unwrap(), None);
         let c = Config::validate_text(
             "[cluster]\nendpoints = [\"https://e1:2379\", \"https://e2:2379\"]\nnode_id = \"n1\"\n\
-             advertise_url = \"https://n1:8443\"\nca_file = \"/etc/svc/ca.pem\"\n\
+             advertise_url = \"https://n1:8443\"\nshared_store = \"s3://svc-cluster/prod\"\nca_file = \"/etc/svc/ca.pem\"\n\
              cert_file = \"/etc/svc/n1.pem\"\nkey_file = \"/etc/svc/n1.key\"",
         )
         .unwrap()
@@ -926,8 +938,9 @@ mod tests {
         );
         let tls = c.tls.unwrap();
         assert_eq!(tls.key.unwrap(), std::path::PathBuf::from("/etc/svc/n1.key"));
-        let base =
-            "[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n";
+        assert_eq!(c.shared_store, "s3://svc-cluster/prod");
+        let base = "[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n\
+                    shared_store = \"file:///srv/svc-shared\"\n";
         assert!(Config::validate_text(base).is_ok());
         for (extra, says) in [
             ("lease_ttl = \"1s\"", "lease_ttl"),
@@ -938,6 +951,15 @@ mod tests {
             ("colour = \"blue\"", "colour"),
         ] {
             let e = Config::validate_text(&format!("{base}{extra}")).unwrap_err();
+            assert!(format!("{e:#}").contains(says), "{extra}: {e:#}");
+        }
+        let no_store = base.replace("shared_store = \"file:///srv/svc-shared\"\n", "");
+        for (extra, says) in [
+            ("", "shared_store"),
+            ("shared_store = \"/srv/svc-shared\"", "file:///dir"),
+            ("shared_store = \"file://relative\"", "file:///dir"),
+        ] {
+            let e = Config::validate_text(&format!("{no_store}{extra}")).unwrap_err();
             assert!(format!("{e:#}").contains(says), "{extra}: {e:#}");
         }
         for (text, says) in [

@@ -32,7 +32,7 @@ pub struct DaemonOptions {
     pub mock_seed: u64,
 }
 
-pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
+pub async fn run(opts: DaemonOptions) -> anyhow::Result<Exit> {
     let data_dir = paths::data_dir();
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("cannot create data directory {}", data_dir.display()))?;
@@ -61,6 +61,21 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     // dashboard exchanges it for a session cookie.
     info!("dashboard: http://{local}/#token={token}");
 
+    // In a cluster, a standby opens no engine: it follows the leader's
+    // stores until it is elected, then opens the engine on them.
+    let cluster = config.cluster_settings()?;
+    let mut server = server;
+    let elected = match &cluster {
+        Some(settings) => tokio::select! {
+            elected = crate::cluster::standby(settings, &state, &data_dir, &session_id) => Some(elected?),
+            result = &mut server => {
+                result.context("server task failed")?.context("server failed")?;
+                info!("svc stopped");
+                return Ok(Exit::Stopped);
+            }
+        },
+        None => None,
+    };
     let dir = data_dir.clone();
     let sid = session_id.clone();
     let engine = tokio::task::spawn_blocking(move || Engine::open(&dir, &sid, Arc::new(SystemClock::default())))
@@ -120,14 +135,14 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     notifier.attach(&engine);
     state.set_notifier(notifier.clone());
     // Alone, this node always leads; in a cluster, only while elected.
-    let (leading, _node) = match config.cluster_settings()? {
-        Some(settings) => crate::cluster::join(&settings, &state, engine.clone())?,
+    let (leading, mut node) = match elected {
+        Some(elected) => crate::cluster::lead(elected, engine.clone()),
         None => crate::cluster::alone(),
     };
     // In a cluster, the live workers registered in etcd run the `[workers]`
     // sources; alone, the static `[workers.members]` do.
-    let _assigning = match config.cluster_settings()? {
-        Some(settings) => Some(workers.follow(crate::cluster::live_workers(&settings)?)),
+    let _assigning = match &cluster {
+        Some(settings) => Some(workers.follow(crate::cluster::live_workers(settings)?)),
         None => None,
     };
     let (interval_tx, interval_rx) = tokio::sync::watch::channel(interval);
@@ -188,7 +203,13 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         let engine = engine.clone();
         move || expire_isolations(engine.clone())
     }));
-    let result = server.await.context("server task failed")?;
+    let (result, exit) = tokio::select! {
+        result = &mut server => (result.context("server task failed")?, Exit::Stopped),
+        () = node.demoted() => {
+            server.abort();
+            (Ok(()), Exit::Restart)
+        }
+    };
     scheduler.abort();
     storage.abort();
     retention.abort();
@@ -204,8 +225,21 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let flushing = engine.clone();
     let _ = tokio::task::spawn_blocking(move || flushing.wait_snapshot()).await;
     result.context("server failed")?;
-    info!("svc stopped");
-    Ok(())
+    match exit {
+        Exit::Stopped => info!("svc stopped"),
+        Exit::Restart => info!("svc stopped; starting again as a cluster standby"),
+    }
+    Ok(exit)
+}
+
+/// How [`run`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Asked to stop (a signal).
+    Stopped,
+    /// Another node leads the cluster: this process must start again, as
+    /// a standby following it.
+    Restart,
 }
 
 /// Sets up the sources: the active provider plugins, plus the mock estate

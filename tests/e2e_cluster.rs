@@ -1,8 +1,9 @@
-//! Two daemons sharing an estate through a real etcd (`[cluster]`): one
-//! leads and scans, the other is a standby that answers reads, refuses
-//! writes naming the leader and follows the leader's ledger; when the leader
-//! is killed (-9) the standby takes over within the lease TTL, holds every
-//! event acknowledged before the kill, continues the same chain and answers
+//! Two daemons sharing an estate through a real etcd (`[cluster]`) and a
+//! shared store (a directory): one leads and scans, the other is a standby
+//! that refuses requests naming the leader and follows the leader's ledger
+//! and graph store; when the leader is killed (-9) the standby takes over
+//! within the lease TTL with the leader's graph, policies and every event
+//! acknowledged before the kill, continues the same chain and answers
 //! writes.
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
@@ -26,12 +27,21 @@ fn cluster_config(dir: &Path, etcd: &str, id: &str) {
     cluster_config_at(dir, etcd, id, "e2e");
 }
 
+/// The shared store of the cluster with etcd key prefix `prefix`: a
+/// directory beside the etcd's.
+fn shared_store(prefix: &str) -> String {
+    let dir = std::env::temp_dir().join(format!("svc-e2e-shared-{}-{prefix}", std::process::id()));
+    format!("file://{}", dir.display())
+}
+
 fn cluster_config_at(dir: &Path, etcd: &str, id: &str, prefix: &str) {
     std::fs::create_dir_all(dir).unwrap();
     let config = format!(
         "{}\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"{id}\"\n\
-         advertise_url = \"http://{id}.example:8080\"\nlease_ttl = \"{TTL_S}s\"\nprefix = \"{prefix}\"\n",
-        common::QUIET_CONFIG
+         advertise_url = \"http://{id}.example:8080\"\nlease_ttl = \"{TTL_S}s\"\nprefix = \"{prefix}\"\n\
+         shared_store = \"{}\"\n",
+        common::QUIET_CONFIG,
+        shared_store(prefix)
     );
     std::fs::write(dir.join("config.toml"), config).unwrap();
 }
@@ -56,45 +66,65 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     leader_is(&election, "a", Duration::from_secs(30)).await;
     // Only the leader scans: a scans at start.
     a.wait_scan_after(0).await;
-    let b = Daemon::start(dir_b.path(), SCALE).await;
+    let mut b = Daemon::configure(dir_b.path(), SCALE);
+    b.launch_listening().await;
     assert!(
         b.log
             .wait_for("joining the cluster as a standby", Duration::from_secs(10))
             .await
     );
 
-    // The standby answers reads and refuses writes, naming the leader.
-    b.api().get_ok("/api/v1/graph/stats").await;
-    let refused = b
-        .api()
-        .post_json("/api/v1/tokens", &json!({"name": "ci", "role": "viewer"}))
-        .await
-        .expect_error(503, "not_ready");
-    assert_eq!(
-        refused["error"]["details"]["leader"],
-        json!({"id": "a", "url": "http://a.example:8080"}),
-        "{refused}"
-    );
-    // The leader takes writes.
+    // The standby refuses reads and writes, naming the leader: it opens no
+    // engine while it follows.
+    for refused in [
+        b.api().get("/api/v1/graph/stats").await.expect_error(503, "not_ready"),
+        b.api()
+            .post_json("/api/v1/tokens", &json!({"name": "ci", "role": "viewer"}))
+            .await
+            .expect_error(503, "not_ready"),
+    ] {
+        assert_eq!(
+            refused["error"]["details"]["leader"],
+            json!({"id": "a", "url": "http://a.example:8080"}),
+            "{refused}"
+        );
+    }
+    // The leader takes writes: a policy lives in its graph store.
     a.api()
         .post_json("/api/v1/tokens", &json!({"name": "ci", "role": "viewer"}))
         .await
         .expect(201);
+    let policy = json!({"rules": [{"id": "kept", "condition": "cost > 0.0", "action": "warn", "message": "kept"}]});
+    a.api().post_json("/api/v1/policies", &policy).await.expect(200);
+    let policies = a.api().get_ok("/api/v1/policies").await;
+    let stats = a.api().get_ok("/api/v1/graph/stats").await;
 
-    // The standby follows the leader's ledger, event for event (and has
-    // recorded nothing of its own: it did not scan).
+    // The standby applies the leader's ledger events and graph store
+    // writes, and says so in etcd (so the leader may compact).
     let leader_history = a.api().history_all(&[]).await;
     let last = leader_history.iter().filter_map(|e| e["seq"].as_u64()).max().unwrap();
+    let client = etcd.client();
+    let applied = |log: &'static str| {
+        let client = client.clone();
+        async move {
+            let key = format!("e2e/{log}/applied/b");
+            let kv = client.get(key.into_bytes()).await.unwrap();
+            kv.and_then(|kv| String::from_utf8(kv.value).ok()?.parse::<u64>().ok())
+        }
+    };
+    let state_head = || async {
+        let kv = client.get(b"e2e/state/head".to_vec()).await.unwrap();
+        kv.and_then(|kv| String::from_utf8(kv.value).ok()?.parse::<u64>().ok())
+    };
     etcd::eventually(
         Duration::from_secs(20),
-        "the standby holds the leader's events",
-        || async { b.api().get_ok("/api/v1/ledger/verify").await["last_seq"] == last },
+        "the standby applied the leader's events and graph store writes",
+        || async { applied("ledger").await == Some(last) && applied("state").await == state_head().await },
     )
     .await;
-    assert_eq!(b.api().history_all(&[]).await, leader_history);
+    assert!(state_head().await.unwrap() > 0);
     // Once both nodes applied them, the leader deletes the old batches
     // from etcd (keeping the last).
-    let client = etcd.client();
     etcd::eventually(Duration::from_secs(30), "the replicated log is compacted", || async {
         let batches = client.get_prefix(b"e2e/ledger/log/").await.unwrap().0;
         let first = batches
@@ -119,6 +149,20 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     let failover = killed.elapsed();
     eprintln!("failover: leader killed to first answered write on the new leader: {failover:?} (lease TTL {TTL_S}s)");
     assert!(failover <= Duration::from_secs(TTL_S + 3), "failover took {failover:?}");
+    // b opened its engine on the graph store it followed: the leader's
+    // graph and policies, before any scan of its own.
+    let log = b.log.text();
+    let loaded = log.lines().find(|l| l.contains("graph loaded")).expect("b loaded its graph");
+    assert!(
+        loaded.contains("from=\"graph store\"") && !loaded.contains(" nodes=0 "),
+        "b did not open on the leader's graph: {loaded}"
+    );
+    assert_eq!(b.api().get_ok("/api/v1/policies").await, policies);
+    assert_eq!(
+        b.api().get_ok("/api/v1/graph/stats").await["active_nodes"],
+        stats["active_nodes"],
+        "the standby's graph is the leader's"
+    );
     // The new leader scans, and its chain continues the old leader's with
     // every event acknowledged before the kill.
     b.wait_scan_after(last).await;

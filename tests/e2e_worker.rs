@@ -23,182 +23,15 @@ mod common;
 mod etcd;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::path::Path;
 use std::time::Duration;
 
-use common::{Daemon, Log, SCAN_DEADLINE, START_DEADLINE, SVC, Sources};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
-use serde_json::{Value, json};
+use common::workers::{Pair, Pki, Worker, complete_scan, outcomes, pki};
+use common::{Daemon, SCAN_DEADLINE, Sources};
+use serde_json::json;
 use svc_proto::provider::v1::HandshakeRequest;
 use svc_proto::provider::v1::provider_client::ProviderClient;
 use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
-
-/// PEM files of one certificate and its key.
-struct Pair {
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-/// The test's certificates, written to a directory.
-struct Pki {
-    ca: PathBuf,
-    worker: Pair,
-    daemon: Pair,
-    /// A client certificate from a CA the workers do not trust.
-    stranger: Pair,
-}
-
-fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("CA")
-}
-
-fn leaf(dir: &Path, name: &str, issuer: &CertifiedIssuer<'static, KeyPair>, usage: ExtendedKeyUsagePurpose) -> Pair {
-    let mut params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).expect("params");
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.extended_key_usages = vec![usage];
-    let key = KeyPair::generate().expect("key");
-    let cert = params.signed_by(&key, issuer).expect("sign");
-    let pair = Pair {
-        cert: dir.join(format!("{name}.pem")),
-        key: dir.join(format!("{name}.key")),
-    };
-    std::fs::write(&pair.cert, cert.pem()).expect("write cert");
-    std::fs::write(&pair.key, key.serialize_pem()).expect("write key");
-    pair
-}
-
-fn pki(dir: &Path) -> Pki {
-    let ours = ca("svc test CA");
-    let other = ca("another CA");
-    let ca_path = dir.join("ca.pem");
-    std::fs::write(&ca_path, ours.pem()).expect("write CA");
-    Pki {
-        ca: ca_path,
-        worker: leaf(dir, "worker", &ours, ExtendedKeyUsagePurpose::ServerAuth),
-        daemon: leaf(dir, "daemon", &ours, ExtendedKeyUsagePurpose::ClientAuth),
-        stranger: leaf(dir, "stranger", &other, ExtendedKeyUsagePurpose::ClientAuth),
-    }
-}
-
-/// Installs `svc-plugin-mock` (built beside `svc`) with its manifest in
-/// `home/plugins`, as `svc plugins install-local` does for a daemon.
-fn plugin_dir(home: &Path) -> PathBuf {
-    let plugin = Path::new(SVC).with_file_name("svc-plugin-mock");
-    assert!(
-        plugin.exists(),
-        "{} is missing: run `cargo build -p svc-plugin-mock` first",
-        plugin.display()
-    );
-    let out = Command::new(SVC)
-        .args(["plugins", "install-local", "--name", "mock"])
-        .arg(&plugin)
-        .env("SVC_DATA_DIR", home)
-        .output()
-        .expect("run svc plugins install-local");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    home.join("plugins")
-}
-
-/// A running `svc worker`; dropping it kills it.
-struct Worker {
-    id: String,
-    addr: SocketAddr,
-    log: Log,
-    child: Child,
-}
-
-impl Worker {
-    /// Starts worker `id` on an ephemeral port (its plugins get `env`) and
-    /// waits for the line that says where it listens.
-    async fn start(id: &str, pki: &Pki, home: &Path, env: &[(&str, &str)]) -> Worker {
-        Worker::start_with(id, pki, home, env, &[]).await
-    }
-
-    /// [`Worker::start`] with more flags (`--join`).
-    async fn start_with(id: &str, pki: &Pki, home: &Path, env: &[(&str, &str)], flags: &[&str]) -> Worker {
-        let plugins = plugin_dir(home);
-        let mut child = Command::new(SVC)
-            .args(["worker", "--id", id, "--listen", "127.0.0.1:0"])
-            .args(flags)
-            .arg("--tls-cert")
-            .arg(&pki.worker.cert)
-            .arg("--tls-key")
-            .arg(&pki.worker.key)
-            .arg("--tls-ca")
-            .arg(&pki.ca)
-            .arg("--plugin-dir")
-            .arg(&plugins)
-            .envs(env.iter().copied())
-            .env("NO_COLOR", "1")
-            .env_remove("SVC_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn svc worker");
-        let log = Log::default();
-        let (tx, rx) = mpsc::channel::<SocketAddr>();
-        let needle = format!("svc worker {id} listening on ");
-        for (stream, out) in [
-            (
-                "out| ",
-                Box::new(child.stdout.take().expect("stdout")) as Box<dyn std::io::Read + Send>,
-            ),
-            ("err| ", Box::new(child.stderr.take().expect("stderr"))),
-        ] {
-            let (log, tx, needle) = (log.clone(), tx.clone(), needle.clone());
-            std::thread::spawn(move || {
-                for line in BufReader::new(out).lines() {
-                    let Ok(line) = line else { break };
-                    log.push(stream, &line);
-                    if let Some(at) = line.find(&needle) {
-                        let rest = &line[at + needle.len()..];
-                        let end = rest.find(|c: char| c.is_whitespace()).unwrap_or(rest.len());
-                        if let Ok(addr) = rest[..end].parse() {
-                            let _ = tx.send(addr);
-                        }
-                    }
-                }
-            });
-        }
-        let addr = tokio::task::spawn_blocking(move || rx.recv_timeout(START_DEADLINE))
-            .await
-            .expect("join");
-        let addr = addr.unwrap_or_else(|_| panic!("worker {id} printed no listening line\n{}", log.text()));
-        Worker {
-            id: id.to_owned(),
-            addr,
-            log,
-            child,
-        }
-    }
-
-    fn kill_9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        self.kill_9();
-    }
-}
 
 /// A TLS client of `worker`, presenting `identity` (none: no certificate).
 async fn handshake(worker: &Worker, ca: &Path, identity: Option<&Pair>) -> Result<String, String> {
@@ -241,23 +74,6 @@ fn workers_config(pki: &Pki, members: &[&Worker], sources: &[(&str, &str, u64)])
         ));
     }
     text
-}
-
-/// Each source's outcome in a scan report: name to (ok, nodes staged, error).
-fn outcomes(report: &Value) -> Vec<(String, bool, u64, String)> {
-    report["sources"]
-        .as_array()
-        .expect("sources")
-        .iter()
-        .map(|s| {
-            (
-                s["name"].as_str().unwrap_or_default().to_owned(),
-                s["ok"].as_bool().unwrap_or(false),
-                s["nodes"].as_u64().unwrap_or(0),
-                s["error"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect()
 }
 
 async fn crns_and_accounts(daemon: &Daemon) -> (BTreeSet<String>, BTreeSet<String>) {
@@ -412,9 +228,13 @@ const LEASE_TTL_S: u64 = 2;
 fn cluster_workers_config(pki: &Pki, etcd: &str) -> String {
     let mut text = format!(
         "[daemon]\nscan_interval = \"1h\"\n\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"d1\"\n\
-         advertise_url = \"http://127.0.0.1:1\"\nlease_ttl = \"{LEASE_TTL_S}s\"\nprefix = \"e2e\"\n\n\
+         advertise_url = \"http://127.0.0.1:1\"\nlease_ttl = \"{LEASE_TTL_S}s\"\nprefix = \"e2e\"\n\
+         shared_store = \"file://{}\"\n\n\
          [workers]\ntls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\n",
-        pki.daemon.cert, pki.daemon.key, pki.ca
+        pki.ca.parent().expect("the CA is in a directory").join("shared").display(),
+        pki.daemon.cert,
+        pki.daemon.key,
+        pki.ca
     );
     for (i, name) in CLUSTER_SOURCES.iter().enumerate() {
         text.push_str(&format!(
@@ -423,34 +243,6 @@ fn cluster_workers_config(pki: &Pki, etcd: &str) -> String {
         ));
     }
     text
-}
-
-/// Scans until every source lands (the daemon's view of the live workers
-/// may lag etcd's by a watch event); the last report.
-async fn complete_scan(daemon: &Daemon, within: Duration) -> Value {
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        // A node that leads in etcd may not have heard so yet (503): again.
-        let reply = daemon
-            .api()
-            .trigger("/api/v1/engine/scan", &json!({ "wait": true }))
-            .await;
-        let report = reply.json;
-        let got = if reply.status.as_u16() == 200 {
-            outcomes(&report)
-        } else {
-            Vec::new()
-        };
-        if got.len() == CLUSTER_SOURCES.len() && got.iter().all(|(_, ok, nodes, _)| *ok && *nodes > 0) {
-            return report;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no complete scan within {within:?}: {got:?}\n{}",
-            daemon.log.text()
-        );
-        tokio::time::sleep(common::POLL_PAUSE).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -498,7 +290,7 @@ async fn workers_joined_through_etcd_share_the_sources_and_a_dead_ones_move_with
 
     // A scan lands every source, spread over both workers as svc-cluster's
     // assignment places them.
-    complete_scan(&daemon, Duration::from_secs(60)).await;
+    complete_scan(&daemon, CLUSTER_SOURCES.len(), Duration::from_secs(60)).await;
     let sources: Vec<svc_cluster::Source> = CLUSTER_SOURCES
         .iter()
         .map(|s| svc_cluster::Source {
@@ -524,7 +316,7 @@ async fn workers_joined_through_etcd_share_the_sources_and_a_dead_ones_move_with
     })
     .await;
     eprintln!("w1 killed; gone from etcd after {gone:?} (lease TTL {LEASE_TTL_S}s)");
-    complete_scan(&daemon, Duration::from_secs(LEASE_TTL_S + 30)).await;
+    complete_scan(&daemon, CLUSTER_SOURCES.len(), Duration::from_secs(LEASE_TTL_S + 30)).await;
     let moved = killed.elapsed();
     eprintln!("w1 killed; first complete scan after {moved:?}");
     assert!(
@@ -572,6 +364,6 @@ async fn workers_joined_through_etcd_share_the_sources_and_a_dead_ones_move_with
         election.leader().await.ok().flatten().is_some_and(|l| l.id == "d1")
     })
     .await;
-    complete_scan(&daemon, Duration::from_secs(60)).await;
+    complete_scan(&daemon, CLUSTER_SOURCES.len(), Duration::from_secs(60)).await;
     drop(workers);
 }

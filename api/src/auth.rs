@@ -55,11 +55,13 @@ const READS_BY_POST: &[&str] = &[
     "/api/v1/config/slack-test",
 ];
 
-/// A standby's answer to a write: 503 `not_ready`, naming the leader.
-fn standby_refusal(standby: &crate::state::Standby) -> ApiError {
+/// A standby's answer to a write (or, before it leads, to anything):
+/// 503 `not_ready`, naming the leader.
+fn standby_refusal(standby: &crate::state::Standby, write: bool) -> ApiError {
+    let what = if write { "writes" } else { "requests" };
     match &standby.leader {
         Some((id, url)) => ApiError::not_ready(format!(
-            "node {:?} is a cluster standby: send writes to the leader {id:?} at {url}",
+            "node {:?} is a cluster standby: send {what} to the leader {id:?} at {url}",
             standby.node_id
         ))
         .with_details(json!({"leader": {"id": id, "url": url}})),
@@ -101,11 +103,13 @@ pub async fn authorize(State(state): State<AppState>, mut req: Request, next: Ne
         ))
         .with_details(json!({"required_role": needed.name(), "role": caller.role.name()})));
     }
-    if let Some(standby) = state.standby()
-        && !matches!(*req.method(), Method::GET | Method::HEAD)
-        && !READS_BY_POST.contains(&path.as_str())
-    {
-        return Err(standby_refusal(&standby));
+    if let Some(standby) = state.standby() {
+        // A standby follows the leader's stores and opens no engine until
+        // elected; a leader that lost its lease still answers reads.
+        let write = !matches!(*req.method(), Method::GET | Method::HEAD) && !READS_BY_POST.contains(&path.as_str());
+        if write || !state.is_ready() {
+            return Err(standby_refusal(&standby, write));
+        }
     }
     req.extensions_mut().insert(caller);
     Ok(next.run(req).await)

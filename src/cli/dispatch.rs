@@ -33,8 +33,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 // HTTP client blocks).
                 let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
             }
-            result?;
-            Ok(ExitCode::SUCCESS)
+            match result? {
+                daemon::Exit::Stopped => Ok(ExitCode::SUCCESS),
+                daemon::Exit::Restart => Err(start_again()),
+            }
         }
         Command::Worker {
             join,
@@ -238,4 +240,17 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             limit,
         } => verbs::history(&remote, event_type.as_deref(), since.as_deref(), crn.as_deref(), limit).await,
     }
+}
+
+/// Replaces this process with a fresh start of the same command line (a
+/// demoted cluster node starts again as a standby). Returns only when
+/// that fails, with why.
+fn start_again() -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return anyhow::anyhow!("cannot find this program to start it again as a standby: {e}"),
+    };
+    let e = std::process::Command::new(&exe).args(std::env::args_os().skip(1)).exec();
+    anyhow::anyhow!("cannot start {} again as a standby: {e}", exe.display())
 }

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod workers;
+
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,9 @@
 //! Scan config keys: `seed` (default 42), `scale` (300), `scan_seq` (1; the
 //! estate is shown at epoch `scan_seq - 1`), `batch_size` (nodes per
 //! response, 1000). `SVC_MOCK_FAIL` injects failures for tests (see
-//! [`FailMode`]).
+//! [`FailMode`]); `SVC_MOCK_HANG_ACTIONS=delete,...` makes those Remediate
+//! actions never answer (a saga caught mid-step), as the in-process mock
+//! estate's switch of that name does.
 
 use std::io::Write;
 use std::process::ExitCode;

@@ -72,6 +72,11 @@ impl Shared {
     }
 }
 
+/// Whether `SVC_MOCK_HANG_ACTIONS` (a comma-separated list) names `action`.
+fn hangs(action: &str) -> bool {
+    std::env::var("SVC_MOCK_HANG_ACTIONS").is_ok_and(|list| list.split(',').any(|a| a.trim() == action))
+}
+
 #[derive(Clone)]
 pub struct MockProvider {
     pub shared: Arc<Shared>,
@@ -326,6 +331,10 @@ impl Provider for MockProvider {
 impl Remediator for MockProvider {
     async fn remediate(&self, request: Request<RemediateRequest>) -> Result<Response<RemediateResponse>, Status> {
         let req = request.into_inner();
+        if !req.dry_run && hangs(&req.action) {
+            tracing::warn!(crn = %req.crn, action = %req.action, "SVC_MOCK_HANG_ACTIONS: this action never returns");
+            return std::future::pending().await;
+        }
         let checked = remediate_status(&req.action).and_then(|status| {
             self.shared.lookup(&req.crn)?;
             self.shared
