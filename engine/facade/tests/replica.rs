@@ -20,6 +20,9 @@ use svc_engine::store::GraphStore;
 use svc_engine::store::replica::{Shipper, contents};
 use svc_engine::{Crn, Engine, Relation};
 
+/// Every `(seq, record)` the leader shipped.
+type Shipped = Arc<Mutex<Vec<(u64, Vec<u8>)>>>;
+
 /// Elastic IPs attached to nothing (waste), by number, each used by an
 /// instance; the source remediates and quarantines whatever it is asked.
 struct Estate(Arc<Mutex<Vec<u32>>>);
@@ -139,7 +142,7 @@ fn a_standby_applying_the_records_opens_as_the_leader() {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000_000));
     let present = Arc::new(Mutex::new((0..6).collect::<Vec<u32>>()));
     let a = Arc::new(Engine::open(a_dir.path(), "a", clock.clone()).unwrap());
-    let shipped: Arc<Mutex<Vec<(u64, Vec<u8>)>>> = Arc::default();
+    let shipped: Shipped = Arc::default();
     let into = Arc::clone(&shipped);
     let shipper: Shipper = Arc::new(move |seq, record: &[u8]| {
         into.lock().push((seq, record.to_vec()));

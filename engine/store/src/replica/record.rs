@@ -72,7 +72,7 @@ macro_rules! shapes {
         })*
 
         fn known(shape: u8) -> bool {
-            matches!(shape, $($tag)|*)
+            [$($tag),*].contains(&shape)
         }
 
         /// Whether `key` and `value` (`None`: a removal) fit `shape`.
