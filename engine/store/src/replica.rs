@@ -18,6 +18,14 @@
 //! tables ([`Shape`]); tables are opened on apply by name, so the tables
 //! other crates define (remediation, signals) need no registry here.
 //!
+//! The ops are kept only while a shipper is set (a first scan's record
+//! is about the size of its compressed segments); without one a write
+//! only bumps `state_seq`. A transaction keeps the shipper it began with.
+//! When the commit fails after the shipper took the record (an I/O
+//! error), the store does not hold it: its next write ships the same seq
+//! again, with what that write did, and the receiving side keeps the last
+//! record shipped under a seq.
+//!
 //! Transactions that write no rows are not records: the one that creates
 //! a store's tables when it is opened (every node creates the same), and
 //! the empty durable commits of `sync` and `probe`. The record format is
@@ -309,7 +317,8 @@ impl GraphStore {
             .map_err(|e| err(e.into()))?;
         txn.commit().map_err(|e| err(e.into()))?;
         self.db.wrote(generation);
-        // States replayed before hold commits as they were here.
+        // Replayed states are shared by commit key: once another store's
+        // records are applied, a question replays from what is stored now.
         self.replays.forget();
         Ok(true)
     }
