@@ -100,6 +100,7 @@ fn a_follower_applying_every_record_holds_the_leaders_tables() {
         assert!(follower.apply_record(*seq, record).unwrap(), "record {seq}");
         assert_eq!(follower.state_seq().unwrap(), *seq);
     }
+    assert_eq!(follower.state_seq().unwrap(), leader.state_seq().unwrap());
     let (ours, theirs) = (tables(&leader), tables(&follower));
     assert!(ours.contains_key("policies") && ours.contains_key("source_providers"));
     assert_eq!(ours, theirs);
