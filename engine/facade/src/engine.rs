@@ -424,6 +424,17 @@ impl Engine {
     pub fn ledger(&self) -> &Arc<Ledger> {
         self.core.ledger()
     }
+    /// Hands every later write transaction of `graph.redb` (scans,
+    /// remediation, policies, signals, sources) to `shipper` before it
+    /// commits; its error fails the write ([`crate::store::replica`]).
+    /// `None` stops shipping.
+    pub fn set_state_shipper(&self, shipper: Option<crate::store::replica::Shipper>) {
+        self.store().set_shipper(shipper);
+    }
+    /// The seq of the last state record written or applied in `graph.redb`.
+    pub fn state_seq(&self) -> Result<u64, EngineError> {
+        Ok(self.store().state_seq()?)
+    }
     /// How far back `graph.redb` keeps the graph's history
     /// (`graph.history_retention`; `None`: all of it). Applied after each
     /// commit and by [`Engine::prune_graph_history`].

@@ -378,7 +378,7 @@ impl RemediationStore for GraphStore {
     fn put_remediation(&self, b: &Batch<'_>) -> Result<(), StoreError> {
         let err = self.db_err();
         let items = encode_items(&b.items);
-        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.begin_write()?;
         {
             let bytes = |v: Value| serde_json::to_vec(&v).unwrap_or_default();
             let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
@@ -407,7 +407,7 @@ impl RemediationStore for GraphStore {
                 t.remove(*crn).map_err(|e| err(e.into()))?;
             }
         }
-        txn.commit().map_err(|e| err(e.into()))?;
+        txn.commit()?;
         Ok(())
     }
 
@@ -494,7 +494,7 @@ fn write_items_behind(
     replace: bool,
 ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
     let err = store.db_err();
-    let txn = store.database()?.begin_write().map_err(|e| err(e.into()))?;
+    let txn = store.begin_write()?;
     let items = encode_items(items);
     let removed: Vec<String> = removed.iter().map(|c| (*c).to_owned()).collect();
     let write = move || -> Result<(), StoreError> {
@@ -511,7 +511,7 @@ fn write_items_behind(
                 t.remove(crn.as_str()).map_err(|e| err(e.into()))?;
             }
         }
-        txn.commit().map_err(|e| err(e.into()))
+        txn.commit().map(|_| ())
     };
     std::thread::Builder::new()
         .name("svc-items".into())

@@ -34,12 +34,13 @@ mod store;
 mod versions;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use error::StoreError;
 pub use node_history::NodeHistory;
 pub use past::{DiffCounts, GraphAtPage, GraphDiff, edge_order};
 pub use replays::{GraphAt, Replayed};
 pub use retention::HistoryPruned;
+pub(crate) use store::META;
 pub use store::{CHECKPOINT_FACTOR, CommitMeta, GraphStore, Loaded, StoreStats};
 pub use versions::{GraphVersions, Versions};

@@ -9,6 +9,7 @@ pub mod health;
 mod kinds;
 pub mod ledger;
 mod policy_store;
+pub mod replica;
 pub mod snapshot;
 mod source_store;
 

@@ -136,12 +136,12 @@ impl GraphStore {
 
     fn put_policy_value(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
         let err = self.policy_err();
-        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.begin_write()?;
         {
             let mut t = txn.open_table(POLICIES).map_err(|e| err(e.into()))?;
             t.insert(key, value).map_err(|e| err(e.into()))?;
         }
-        txn.commit().map_err(|e| err(e.into()))?;
+        txn.commit()?;
         Ok(())
     }
 

@@ -40,12 +40,12 @@ impl GraphStore {
     pub fn put_source_providers(&self, source: &str, providers: &BTreeSet<String>) -> Result<(), StoreError> {
         let err = self.db_err();
         let joined = providers.iter().map(String::as_str).collect::<Vec<_>>().join("\n");
-        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.begin_write()?;
         {
             let mut t = txn.open_table(SOURCE_PROVIDERS).map_err(|e| err(e.into()))?;
             t.insert(source, joined.as_str()).map_err(|e| err(e.into()))?;
         }
-        txn.commit().map_err(|e| err(e.into()))?;
+        txn.commit()?;
         Ok(())
     }
 }

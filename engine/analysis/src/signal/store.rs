@@ -183,7 +183,7 @@ impl SignalStore for GraphStore {
         let err = self.db_err();
         let totals_bytes = encode_totals(totals, interner);
         let anomalies_bytes = encode_anomalies(anomalies);
-        let txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.begin_write()?;
         {
             let mut h = txn.open_table(HISTORY).map_err(|e| err(e.into()))?;
             h.insert(totals.scan_seq, totals_bytes.as_slice())
@@ -202,7 +202,7 @@ impl SignalStore for GraphStore {
             a.insert(anomalies.scan_seq, anomalies_bytes.as_slice())
                 .map_err(|e| err(e.into()))?;
         }
-        txn.commit().map_err(|e| err(e.into()))?;
+        txn.commit()?;
         Ok(())
     }
 

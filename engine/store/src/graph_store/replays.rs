@@ -61,7 +61,7 @@ impl Drop for Replayed {
 /// it. Commit keys only increase and a commit's segments never change, so
 /// the state as of a commit is the same whenever it is replayed.
 #[derive(Default)]
-pub(super) struct Replays {
+pub(crate) struct Replays {
     slots: Mutex<Slots>,
     /// Signalled when a replay ends.
     ended: Condvar,
@@ -109,6 +109,12 @@ impl Slots {
 }
 
 impl Replays {
+    /// Shares no state replayed so far with later questions (their readers
+    /// keep them): the store's commits were written by another store.
+    pub(crate) fn forget(&self) {
+        self.slots.lock().held.clear();
+    }
+
     /// The state as of commit `key`: one a reader holds, one replayed for
     /// this question while it waited, or `replay`'s, run once no other
     /// replay runs.

@@ -80,8 +80,7 @@ impl GraphStore {
     /// checkpoint is that old, or nothing is older than it.
     pub fn prune_history(&self, window_start_us: u64) -> Result<HistoryPruned, StoreError> {
         let err = self.db_err();
-        let db = self.database()?;
-        let txn = db.begin_write().map_err(|e| err(e.into()))?;
+        let txn = self.begin_write()?;
         let keep = {
             let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
             let mut keep = None;
@@ -131,7 +130,7 @@ impl GraphStore {
             let mut meta = txn.open_table(META).map_err(|e| err(e.into()))?;
             meta.insert(META_HISTORY_FROM, keep).map_err(|e| err(e.into()))?;
         }
-        txn.commit().map_err(|e| err(e.into()))?;
+        txn.commit()?;
         tracing::info!(
             commits = out.commits,
             segments = out.segments,

@@ -16,13 +16,14 @@ use super::versions::Versions;
 use crate::bytes::DecodeError;
 use crate::codec::{decode_edge_keyed, decode_node};
 use crate::health::{Fault, Reopening};
+use crate::replica::Shipper;
 
 const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
 /// `commit_us -> kind` (delta or checkpoint).
 pub(super) const COMMITS: TableDefinition<u64, u8> = TableDefinition::new("commits");
 /// `(commit_us, part, shard) -> records`.
 pub(super) const SEGMENTS: TableDefinition<(u64, u8, u16), &[u8]> = TableDefinition::new("segments");
-pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 
 const META_GENERATION: &str = "generation";
 const META_SCAN_SEQ: &str = "scan_seq";
@@ -87,10 +88,12 @@ pub struct StoreStats {
 
 pub struct GraphStore {
     /// Opened again after an I/O failure ([`crate::health`]).
-    db: Arc<Reopening>,
+    pub(crate) db: Arc<Reopening>,
     path: PathBuf,
     /// Whole states replayed to answer questions about the past.
-    pub(super) replays: Replays,
+    pub(crate) replays: Replays,
+    /// Handed each write transaction's record before it commits ([`crate::replica`]).
+    pub(crate) shipper: parking_lot::RwLock<Option<Shipper>>,
     /// A commit this long after the last checkpoint writes one (0: only
     /// [`CHECKPOINT_FACTOR`] decides), so a retention window finds a
     /// checkpoint to keep ([`GraphStore::set_max_checkpoint_age`]).
@@ -136,6 +139,7 @@ impl GraphStore {
             db: Arc::new(db),
             path: path.to_owned(),
             replays: Replays::default(),
+            shipper: parking_lot::RwLock::new(None),
             max_checkpoint_age_us: std::sync::atomic::AtomicU64::new(0),
         };
         let db = store.database()?;
@@ -315,7 +319,7 @@ impl GraphStore {
             }
         });
 
-        let mut txn = self.database()?.begin_write().map_err(|e| err(e.into()))?;
+        let mut txn = self.begin_write()?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| err(redb::Error::from(e)))?;
         {
@@ -370,8 +374,7 @@ impl GraphStore {
             m.insert(META_OBSERVED, meta.observed_s).map_err(|e| err(e.into()))?;
             m.insert(META_LAST_COMMIT, commit_us).map_err(|e| err(e.into()))?;
         }
-        txn.commit().map_err(|e| err(e.into()))?;
-        self.db.wrote(self.db.generation());
+        txn.commit()?;
         Ok(commit_us)
     }
 

@@ -103,7 +103,7 @@ fn segments_built_in_parallel_equal_one_pass_in_item_order() {
 
 /// Commits the estate of `e` (nodes `vol-0..n`, each attached to the
 /// one at half its number) at `now`, with `state` on every third node.
-pub(super) fn scan(store: &GraphStore, g: &mut Graph, now: u64, seq: u64, n: usize, state: &str) {
+pub(crate) fn scan(store: &GraphStore, g: &mut Graph, now: u64, seq: u64, n: usize, state: &str) {
     let crn = |n: usize| format!("crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-{n}");
     let mut e = Estate::new(g.interner().clone());
     for i in 0..n {
