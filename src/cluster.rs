@@ -39,10 +39,11 @@ use svc_cluster::{
 };
 use svc_engine::Engine;
 use svc_engine::clock::SystemClock;
+use svc_engine::engine::Replication;
+use svc_engine::engine::{EVENTS_FILE, GRAPH_FILE};
 use svc_engine::remediation::SharedLocks;
 use svc_engine::store::GraphStore;
 use svc_engine::store::ledger::{Ledger, Replicator};
-use svc_engine::engine::{EVENTS_FILE, GRAPH_FILE};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
@@ -196,7 +197,11 @@ pub async fn standby(
         };
         let (stop, stopped) = watch::channel(false);
         let following = [
-            tokio::spawn(ledger_log.clone().follow(ledger.clone(), lease.clone(), stopped.clone())),
+            tokio::spawn(
+                ledger_log
+                    .clone()
+                    .follow(ledger.clone(), lease.clone(), stopped.clone()),
+            ),
             tokio::spawn(replica.clone().follow(store.clone(), lease.clone(), stopped)),
         ];
         let campaign = election.campaign(&lease, &me).await;
@@ -215,9 +220,21 @@ pub async fn standby(
         };
         // Everything the cluster acknowledged is applied before this node
         // acts on it.
+        // The logs go on from the stores' last seqs (when they are empty).
         let caught_up = async {
-            ledger_log.import(&ledger, ledger_log.log.read_after(ledger.last_seq()).await?).await?;
-            replica.catch_up(&store).await
+            ledger_log
+                .import(&ledger, ledger_log.log.read_after(ledger.last_seq()).await?)
+                .await?;
+            replica.catch_up(&store).await?;
+            let last = ledger.last_seq();
+            if last > 0 {
+                ledger_log.log.start_at(&leadership, last).await?;
+            }
+            let seq = state::state_seq(&store).await?;
+            if seq > 0 {
+                replica.log().start_at(&leadership, seq).await?;
+            }
+            anyhow::Ok(())
         };
         if let Err(e) = caught_up.await {
             warn!(error = format!("{e:#}"), "cannot catch up with the cluster; resigning");
@@ -246,6 +263,40 @@ pub async fn standby(
         locks: format!("{}/locks", settings.prefix),
         leading: leading_tx,
         tasks: vec![view],
+    })
+}
+
+impl Elected {
+    /// The replication the engine opens its stores with: whatever opening
+    /// writes already goes through the logs.
+    pub fn replication(&self) -> Replication {
+        let runtime = tokio::runtime::Handle::current();
+        Replication {
+            shipper: Some(self.state.shipper(self.leadership.clone(), runtime.clone())),
+            replicator: Some(ledger_replicator(
+                self.ledger_log.log.clone(),
+                self.leadership.clone(),
+                runtime,
+            )),
+        }
+    }
+}
+
+/// Appends each ledger transaction's events to the replicated log before
+/// it commits.
+fn ledger_replicator(log: ReplicatedLog, leadership: Arc<Leadership>, runtime: tokio::runtime::Handle) -> Replicator {
+    Arc::new(move |events: &[(u64, Vec<u8>)]| {
+        let entries: Vec<Entry> = events
+            .iter()
+            .map(|(seq, bytes)| Entry {
+                seq: *seq,
+                bytes: bytes.clone(),
+            })
+            .collect();
+        // The ledger's writer thread is not a runtime thread: it may block.
+        runtime
+            .block_on(log.append(&leadership, &entries))
+            .map_err(|e| e.to_string())
     })
 }
 
@@ -407,7 +458,10 @@ impl Lead {
     async fn run(self, mut lease: Lease, mut leadership: Arc<Leadership>) {
         loop {
             if let Err(e) = self.take_over(&leadership).await {
-                warn!(error = format!("{e:#}"), "cannot take the cluster's logs over; resigning");
+                warn!(
+                    error = format!("{e:#}"),
+                    "cannot take the cluster's logs over; resigning"
+                );
                 self.stop_acting();
                 if let Ok(l) = Arc::try_unwrap(leadership) {
                     let _ = l.resign().await;
@@ -451,7 +505,10 @@ impl Lead {
                     self.demoted.send_replace(true);
                     return;
                 }
-                Err(e) => warn!(error = format!("{e:#}"), "cannot compare the logs with this node's stores"),
+                Err(e) => warn!(
+                    error = format!("{e:#}"),
+                    "cannot compare the logs with this node's stores"
+                ),
             }
         }
     }
@@ -530,18 +587,11 @@ impl Lead {
         let runtime = tokio::runtime::Handle::current();
         self.engine
             .set_state_shipper(Some(self.state.shipper(leadership.clone(), runtime.clone())));
-        let (log, lead) = (self.ledger_log.log.clone(), leadership.clone());
-        ledger.set_replicator(Some(Arc::new(move |events: &[(u64, Vec<u8>)]| {
-            let entries: Vec<Entry> = events
-                .iter()
-                .map(|(seq, bytes)| Entry {
-                    seq: *seq,
-                    bytes: bytes.clone(),
-                })
-                .collect();
-            // The ledger's writer thread is not a runtime thread: it may block.
-            runtime.block_on(log.append(&lead, &entries)).map_err(|e| e.to_string())
-        })));
+        ledger.set_replicator(Some(ledger_replicator(
+            self.ledger_log.log.clone(),
+            leadership.clone(),
+            runtime,
+        )));
         Ok(())
     }
 
@@ -577,7 +627,10 @@ async fn compact(
             state.publish_applied(&lease, seq).await;
         }
         if let Err(e) = state.compact(&leadership).await {
-            tracing::debug!(error = format!("{e:#}"), "cannot compact the replicated graph store log");
+            tracing::debug!(
+                error = format!("{e:#}"),
+                "cannot compact the replicated graph store log"
+            );
         }
     }
 }

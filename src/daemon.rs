@@ -78,10 +78,13 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<Exit> {
     };
     let dir = data_dir.clone();
     let sid = session_id.clone();
-    let engine = tokio::task::spawn_blocking(move || Engine::open(&dir, &sid, Arc::new(SystemClock::default())))
-        .await
-        .context("engine start was cancelled")?
-        .context("cannot open the stores")?;
+    let replication = elected.as_ref().map(|e| e.replication()).unwrap_or_default();
+    let engine = tokio::task::spawn_blocking(move || {
+        Engine::open_replicated(&dir, &sid, Arc::new(SystemClock::default()), replication)
+    })
+    .await
+    .context("engine start was cancelled")?
+    .context("cannot open the stores")?;
     let engine = Arc::new(engine);
     let plugins = Arc::new(Plugins::discover(
         &data_dir.join(paths::PLUGINS_DIR),

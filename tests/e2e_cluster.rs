@@ -152,7 +152,10 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     // b opened its engine on the graph store it followed: the leader's
     // graph and policies, before any scan of its own.
     let log = b.log.text();
-    let loaded = log.lines().find(|l| l.contains("graph loaded")).expect("b loaded its graph");
+    let loaded = log
+        .lines()
+        .find(|l| l.contains("graph loaded"))
+        .expect("b loaded its graph");
     assert!(
         loaded.contains("from=\"graph store\"") && !loaded.contains(" nodes=0 "),
         "b did not open on the leader's graph: {loaded}"

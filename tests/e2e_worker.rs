@@ -231,7 +231,11 @@ fn cluster_workers_config(pki: &Pki, etcd: &str) -> String {
          advertise_url = \"http://127.0.0.1:1\"\nlease_ttl = \"{LEASE_TTL_S}s\"\nprefix = \"e2e\"\n\
          shared_store = \"file://{}\"\n\n\
          [workers]\ntls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\n",
-        pki.ca.parent().expect("the CA is in a directory").join("shared").display(),
+        pki.ca
+            .parent()
+            .expect("the CA is in a directory")
+            .join("shared")
+            .display(),
         pki.daemon.cert,
         pki.daemon.key,
         pki.ca

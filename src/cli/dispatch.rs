@@ -251,6 +251,8 @@ fn start_again() -> anyhow::Error {
         Ok(exe) => exe,
         Err(e) => return anyhow::anyhow!("cannot find this program to start it again as a standby: {e}"),
     };
-    let e = std::process::Command::new(&exe).args(std::env::args_os().skip(1)).exec();
+    let e = std::process::Command::new(&exe)
+        .args(std::env::args_os().skip(1))
+        .exec();
     anyhow::anyhow!("cannot start {} again as a standby: {e}", exe.display())
 }

@@ -26,9 +26,12 @@ impl SharedStore {
     pub fn open(url: &str) -> anyhow::Result<SharedStore> {
         if let Some(dir) = url.strip_prefix("file://") {
             if !dir.starts_with('/') {
-                bail!("cluster.shared_store {url:?}: a file:// URL names an absolute directory, e.g. file:///srv/svc-shared");
+                bail!(
+                    "cluster.shared_store {url:?}: a file:// URL names an absolute directory, e.g. file:///srv/svc-shared"
+                );
             }
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create the shared store's directory {dir}"))?;
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the shared store's directory {dir}"))?;
             let store = LocalFileSystem::new_with_prefix(dir)
                 .with_context(|| format!("cannot use {dir} as the cluster's shared store"))?;
             return Ok(SharedStore {
@@ -93,7 +96,11 @@ impl SharedStore {
             .try_collect()
             .await
             .with_context(|| format!("cannot list {dir} in {}", self.url))?;
-        let skip = if self.prefix.is_empty() { 0 } else { self.prefix.len() + 1 };
+        let skip = if self.prefix.is_empty() {
+            0
+        } else {
+            self.prefix.len() + 1
+        };
         Ok(listed
             .into_iter()
             .map(|m| m.location.as_ref().get(skip..).unwrap_or_default().to_owned())

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
-use svc_cluster::{Entry, Lease, Leadership, ReplicatedLog};
+use svc_cluster::{Entry, Leadership, Lease, ReplicatedLog};
 use svc_engine::store::GraphStore;
 use svc_engine::store::replica::Shipper;
 use tokio::sync::watch;
@@ -109,7 +109,10 @@ impl StateReplica {
         let (len, digest, name) = parse_reference(entry.seq, &entry.bytes)?;
         let record = self.shared.get(&name).await?;
         if record.len() as u64 != len || Sha256::digest(&record).as_slice() != digest {
-            bail!("state record {} ({name}) does not match its reference in etcd", entry.seq);
+            bail!(
+                "state record {} ({name}) does not match its reference in etcd",
+                entry.seq
+            );
         }
         Ok(record)
     }
@@ -213,7 +216,7 @@ pub fn refuse_writes() -> Shipper {
     Arc::new(|_, _: &[u8]| Err("this node is a cluster standby: only the leader writes".to_owned()))
 }
 
-async fn state_seq(store: &Arc<GraphStore>) -> anyhow::Result<u64> {
+pub async fn state_seq(store: &Arc<GraphStore>) -> anyhow::Result<u64> {
     let store = store.clone();
     tokio::task::spawn_blocking(move || store.state_seq())
         .await

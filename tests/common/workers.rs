@@ -178,7 +178,6 @@ impl Drop for Worker {
     }
 }
 
-
 /// Each source's outcome in a scan report: name to (ok, nodes staged, error).
 pub fn outcomes(report: &Value) -> Vec<(String, bool, u64, String)> {
     report["sources"]
@@ -223,4 +222,3 @@ pub async fn complete_scan(daemon: &Daemon, sources: usize, within: Duration) ->
         tokio::time::sleep(POLL_PAUSE).await;
     }
 }
-

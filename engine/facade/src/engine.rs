@@ -168,10 +168,31 @@ impl ScanPermit {
     }
 }
 
+/// How a cluster's leader replicates its stores, in place from the moment
+/// the engine opens them (opening may already write: a late
+/// `SCAN_RECOVERED`, items planned again).
+#[derive(Clone, Default)]
+pub struct Replication {
+    /// Ships each `graph.redb` write transaction before it commits.
+    pub shipper: Option<crate::store::replica::Shipper>,
+    /// Replicates each ledger append before it commits.
+    pub replicator: Option<crate::store::ledger::Replicator>,
+}
+
 impl Engine {
     /// Opens (or creates) the stores under `data_dir` and loads the graph.
     /// A corrupt store is an error naming its file, never replaced.
     pub fn open(data_dir: &Path, session_id: &str, clock: Arc<dyn Clock>) -> Result<Engine, EngineError> {
+        Engine::open_replicated(data_dir, session_id, clock, Replication::default())
+    }
+
+    /// [`Engine::open`] with both stores replicated from the start.
+    pub fn open_replicated(
+        data_dir: &Path,
+        session_id: &str,
+        clock: Arc<dyn Clock>,
+        replication: Replication,
+    ) -> Result<Engine, EngineError> {
         std::fs::create_dir_all(data_dir).map_err(|source| EngineError::DataDir {
             path: data_dir.to_owned(),
             source,
@@ -180,6 +201,9 @@ impl Engine {
         let snap_path = data_dir.join(SNAPSHOT_FILE);
         let started = std::time::Instant::now();
         let store = GraphStore::open(&graph_path)?;
+        if replication.shipper.is_some() {
+            store.set_shipper(replication.shipper);
+        }
         let (symbols, meta) = store.load_meta()?;
         let interner = if symbols.is_empty() {
             Interner::new()
@@ -262,6 +286,9 @@ impl Engine {
             }
         };
         let ledger = Ledger::open(&data_dir.join(EVENTS_FILE), session_id, clock.clone())?;
+        if replication.replicator.is_some() {
+            ledger.set_replicator(replication.replicator);
+        }
         let policies = crate::policy::Book::open(&store)?;
         let engine = Engine {
             core: Core::new(
