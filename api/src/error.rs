@@ -263,6 +263,9 @@ impl From<svc_engine::store::StoreError> for ApiError {
             svc_engine::store::StoreError::BeforeRetention { at_us, earliest_us } => {
                 ApiError::before_retention(*at_us, *earliest_us)
             }
+            // A cluster's standbys did not get the write (this node stopped
+            // leading, or etcd is unreachable): retry, on the leader.
+            svc_engine::store::StoreError::NotShipped { .. } => ApiError::not_ready(e.to_string()),
             _ => ApiError::internal(e),
         }
     }
@@ -279,6 +282,7 @@ impl From<svc_engine::store::ledger::LedgerError> for ApiError {
                 tracing::error!(error = %e, "ledger damaged");
                 ApiError::not_ready(e.to_string())
             }
+            LedgerError::NotReplicated(_) => ApiError::not_ready(e.to_string()),
             _ => ApiError::internal(e),
         }
     }

@@ -18,6 +18,10 @@ pub enum LedgerError {
     /// The write transaction holding this append failed; nothing of it was stored.
     #[error("ledger write failed: {0}")]
     Write(String),
+    /// A cluster's replicated log did not take the append (this node does
+    /// not lead, or etcd is unreachable); nothing of it was stored.
+    #[error("ledger write failed: not replicated: {0}")]
+    NotReplicated(String),
     #[error("cannot encode event payload: {0}")]
     Payload(#[from] serde_json::Error),
     #[error("ledger writer has stopped")]

@@ -168,6 +168,7 @@ fn commit_batch(shared: &Shared, clock: &dyn Clock, mut batch: Vec<Request>) {
                     LedgerError::Unavailable(f) => LedgerError::Unavailable(f.clone()),
                     LedgerError::Broken(b) => LedgerError::Broken(b.clone()),
                     LedgerError::Write(m) => LedgerError::Write(m.clone()),
+                    LedgerError::NotReplicated(m) => LedgerError::NotReplicated(m.clone()),
                     other => LedgerError::Write(other.to_string()),
                 };
                 let _ = req.reply.send(Err(answer));
@@ -290,7 +291,7 @@ fn write(
     if let Some(replicate) = replicator
         && !appended.is_empty()
     {
-        replicate(&appended).map_err(|e| LedgerError::Write(format!("not replicated: {e}")))?;
+        replicate(&appended).map_err(LedgerError::NotReplicated)?;
     }
     txn.commit()?;
     Ok(done)
