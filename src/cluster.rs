@@ -130,6 +130,8 @@ pub struct Elected {
     state: StateReplica,
     locks: String,
     leading: watch::Sender<bool>,
+    /// Turned true when a log holds what this node's stores do not.
+    diverged: Arc<watch::Sender<bool>>,
     tasks: Vec<AbortOnDrop>,
 }
 
@@ -167,10 +169,12 @@ pub async fn standby(
         log: ReplicatedLog::new(&etcd, &format!("{}/ledger", settings.prefix)),
         node: settings.node_id.clone(),
     };
+    let diverged = Arc::new(watch::channel(false).0);
     let replica = StateReplica::new(
         ReplicatedLog::new(&etcd, &format!("{}/state", settings.prefix)),
         shared,
         &settings.node_id,
+        diverged.clone(),
     );
 
     let (ledger_path, graph_path) = (data_dir.join(EVENTS_FILE), data_dir.join(GRAPH_FILE));
@@ -262,6 +266,7 @@ pub async fn standby(
         state: replica,
         locks: format!("{}/locks", settings.prefix),
         leading: leading_tx,
+        diverged,
         tasks: vec![view],
     })
 }
@@ -277,14 +282,20 @@ impl Elected {
                 self.ledger_log.log.clone(),
                 self.leadership.clone(),
                 runtime,
+                self.diverged.clone(),
             )),
         }
     }
 }
 
 /// Appends each ledger transaction's events to the replicated log before
-/// it commits.
-fn ledger_replicator(log: ReplicatedLog, leadership: Arc<Leadership>, runtime: tokio::runtime::Handle) -> Replicator {
+/// it commits; turns `diverged` true when the log is ahead of the ledger.
+fn ledger_replicator(
+    log: ReplicatedLog,
+    leadership: Arc<Leadership>,
+    runtime: tokio::runtime::Handle,
+    diverged: Arc<watch::Sender<bool>>,
+) -> Replicator {
     Arc::new(move |events: &[(u64, Vec<u8>)]| {
         let entries: Vec<Entry> = events
             .iter()
@@ -294,9 +305,11 @@ fn ledger_replicator(log: ReplicatedLog, leadership: Arc<Leadership>, runtime: t
             })
             .collect();
         // The ledger's writer thread is not a runtime thread: it may block.
-        runtime
-            .block_on(log.append(&leadership, &entries))
-            .map_err(|e| e.to_string())
+        let appended = runtime.block_on(log.append(&leadership, &entries));
+        if let Err(svc_cluster::Error::LogConflict { .. }) = &appended {
+            diverged.send_replace(true);
+        }
+        appended.map_err(|e| e.to_string())
     })
 }
 
@@ -321,6 +334,7 @@ pub fn lead(elected: Elected, engine: Arc<Engine>) -> (Leading, Node) {
         locks: elected.locks,
         engine,
         leading: elected.leading,
+        diverged: elected.diverged,
         demoted: demoted_tx,
     };
     tasks.push(AbortOnDrop(tokio::spawn(lead.run(elected.lease, elected.leadership))));
@@ -353,6 +367,7 @@ struct Lead {
     locks: String,
     engine: Arc<Engine>,
     leading: watch::Sender<bool>,
+    diverged: Arc<watch::Sender<bool>>,
     demoted: watch::Sender<bool>,
 }
 
@@ -479,9 +494,24 @@ impl Lead {
                     self.engine.clone(),
                     COMPACT_EVERY.max(self.ttl * 2),
                 )));
-                leadership.lost().await;
+                let mut diverged = self.diverged.subscribe();
+                let lost = tokio::select! {
+                    () = leadership.lost() => true,
+                    _ = diverged.wait_for(|d| *d) => false,
+                };
                 drop(compacting);
                 self.stop_acting();
+                if !lost {
+                    // A local commit failed after the logs took it: the
+                    // cluster holds a write this node's stores do not.
+                    warn!(node = %self.me.id, "a replicated log is ahead of this node's stores: it resigns and starts again as a standby");
+                    if let Ok(l) = Arc::try_unwrap(leadership) {
+                        let _ = l.resign().await;
+                    }
+                    let _ = lease.revoke().await;
+                    self.demoted.send_replace(true);
+                    return;
+                }
                 warn!(node = %self.me.id, "this node lost the leadership; it stops acting and campaigns again");
                 // The old lease may still live (the key was deleted): end
                 // it, so nothing else hangs on it.
@@ -591,6 +621,7 @@ impl Lead {
             self.ledger_log.log.clone(),
             leadership.clone(),
             runtime,
+            self.diverged.clone(),
         )));
         Ok(())
     }

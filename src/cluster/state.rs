@@ -40,6 +40,9 @@ pub struct StateReplica {
     shared: SharedStore,
     /// This node's id, under which it publishes what it has applied.
     node: String,
+    /// Turned true when the log holds a record this store does not (a
+    /// local commit failed after its record was shipped).
+    diverged: Arc<watch::Sender<bool>>,
 }
 
 fn object_name(seq: u64, revision: i64) -> String {
@@ -77,11 +80,19 @@ fn parse_reference(seq: u64, bytes: &[u8]) -> anyhow::Result<(u64, [u8; 32], Str
 }
 
 impl StateReplica {
-    pub fn new(log: ReplicatedLog, shared: SharedStore, node: &str) -> StateReplica {
+    /// `diverged` is turned true when the log is found ahead of this
+    /// node's store.
+    pub fn new(
+        log: ReplicatedLog,
+        shared: SharedStore,
+        node: &str,
+        diverged: Arc<watch::Sender<bool>>,
+    ) -> StateReplica {
         StateReplica {
             log,
             shared,
             node: node.to_owned(),
+            diverged,
         }
     }
 
@@ -98,10 +109,11 @@ impl StateReplica {
             bytes: reference(&record, &name),
         };
         self.shared.put(&name, record).await?;
-        self.log
-            .append(leader, &[entry])
-            .await
-            .with_context(|| format!("cannot append state record {seq} to the replicated log"))
+        let appended = self.log.append(leader, &[entry]).await;
+        if let Err(svc_cluster::Error::LogConflict { .. }) = &appended {
+            self.diverged.send_replace(true);
+        }
+        appended.with_context(|| format!("cannot append state record {seq} to the replicated log"))
     }
 
     /// The record an entry names, checked against its length and digest.
