@@ -158,7 +158,8 @@ impl GraphStore {
         &self.path
     }
 
-    /// The database, for the other tables kept in `graph.redb` (`signal_store`);
+    /// The database, to read the other tables kept in `graph.redb`
+    /// (`signal_store`; writes go through [`GraphStore::begin_write`]);
     /// [`StoreError::Unavailable`] while a failed file cannot be opened again.
     /// Route every error of its use through [`GraphStore::db_err`], which
     /// notices I/O failures.

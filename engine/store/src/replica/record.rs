@@ -177,6 +177,10 @@ impl<'a> StateRecord<'a> {
         let mut tables = Vec::new();
         while !r.is_empty() {
             let name = r.str("state record table name")?;
+            if name.is_empty() {
+                // redb has no table without a name (and panics on one).
+                return Err(RecordError("a table without a name".to_owned()));
+            }
             let shape = r.u8("state record table shape")?;
             if !known(shape) {
                 return Err(RecordError(format!("table {name:?}: unknown shape {shape}")));

@@ -210,9 +210,9 @@ fn a_record_decodes_to_its_ops_and_encodes_back() {
     assert_eq!(record.encode(), bytes);
 }
 
-/// Every cut of a real record, a wrong version, an unknown shape or op, a
-/// key or value not of the table's types, a table that exists with other
-/// types: each an error that applies nothing.
+/// Every cut of a real record, a wrong version, a table without a name,
+/// an unknown shape or op, a key or value not of the table's types, a
+/// table that exists with other types: each an error that applies nothing.
 #[test]
 fn malformed_records_are_errors_that_apply_nothing() {
     let (_l, leader) = store();
@@ -241,6 +241,7 @@ fn malformed_records_are_errors_that_apply_nothing() {
         record::write_group(&mut out, name, shape, 1, &ops);
         out
     };
+    assert!(refused(&group("", 6, Op::Remove(b"rules"))).contains("without a name"));
     let e = refused(&group("policies", 99, Op::Remove(b"rules")));
     assert!(e.contains("unknown shape 99"), "{e}");
     assert!(refused(&group("commits", 2, Op::Insert(&[1, 2, 3], &[0]))).contains("key type"));
