@@ -200,16 +200,28 @@ pub async fn standby(
             }
         };
         let (stop, stopped) = watch::channel(false);
+        let (applied, applied_rx) = watch::channel(0);
         let following = [
             tokio::spawn(
                 ledger_log
                     .clone()
                     .follow(ledger.clone(), lease.clone(), stopped.clone()),
             ),
-            tokio::spawn(replica.clone().follow(store.clone(), lease.clone(), stopped)),
+            tokio::spawn(
+                replica
+                    .clone()
+                    .follow(store.clone(), lease.clone(), applied, stopped.clone()),
+            ),
+            tokio::spawn(state::keep_snapshot(
+                store.clone(),
+                data_dir.to_owned(),
+                applied_rx,
+                stopped,
+            )),
         ];
         let campaign = election.campaign(&lease, &me).await;
-        // The followers finish what they apply and let the files go.
+        // The followers finish what they apply (and the snapshot being
+        // written) and let the files go.
         stop.send_replace(true);
         for task in following {
             let _ = task.await;

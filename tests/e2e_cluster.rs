@@ -134,6 +134,15 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     })
     .await;
 
+    // The standby keeps a snapshot of the graph store it follows.
+    assert!(
+        b.log
+            .wait_for("snapshot of the followed graph store written", Duration::from_secs(30))
+            .await,
+        "{}",
+        b.log.text()
+    );
+
     // The leader dies: b leads within the lease TTL and takes writes.
     let killed = Instant::now();
     a.kill_9().await;
@@ -149,15 +158,16 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     let failover = killed.elapsed();
     eprintln!("failover: leader killed to first answered write on the new leader: {failover:?} (lease TTL {TTL_S}s)");
     assert!(failover <= Duration::from_secs(TTL_S + 3), "failover took {failover:?}");
-    // b opened its engine on the graph store it followed: the leader's
-    // graph and policies, before any scan of its own.
+    // b opened its engine on the graph store it followed (mapping the
+    // snapshot it kept): the leader's graph and policies, before any scan
+    // of its own.
     let log = b.log.text();
     let loaded = log
         .lines()
         .find(|l| l.contains("graph loaded"))
         .expect("b loaded its graph");
     assert!(
-        loaded.contains("from=\"graph store\"") && !loaded.contains(" nodes=0 "),
+        loaded.contains("from=\"snapshot\"") && !loaded.contains(" nodes=0 "),
         "b did not open on the leader's graph: {loaded}"
     );
     assert_eq!(b.api().get_ok("/api/v1/policies").await, policies);

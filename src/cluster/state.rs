@@ -14,6 +14,7 @@
 //! a deposed leader's late put never overwrites the record a newer leader
 //! wrote for the same seq (only the reference in etcd is authoritative).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
@@ -22,7 +23,7 @@ use svc_cluster::{Entry, Leadership, Lease, ReplicatedLog};
 use svc_engine::store::GraphStore;
 use svc_engine::store::replica::Shipper;
 use tokio::sync::watch;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 use super::shared::SharedStore;
 
@@ -151,8 +152,15 @@ impl StateReplica {
     }
 
     /// Follows the log into `store` until `stop` turns true (or the log
-    /// cannot be followed), publishing on `lease` how far it has applied.
-    pub async fn follow(self, store: Arc<GraphStore>, lease: Lease, mut stop: watch::Receiver<bool>) {
+    /// cannot be followed), publishing on `lease` how far it has applied,
+    /// and on `applied` too.
+    pub async fn follow(
+        self,
+        store: Arc<GraphStore>,
+        lease: Lease,
+        applied: watch::Sender<u64>,
+        mut stop: watch::Receiver<bool>,
+    ) {
         let from = match state_seq(&store).await {
             Ok(seq) => seq,
             Err(e) => {
@@ -173,7 +181,10 @@ impl StateReplica {
                 Err(e) => Err(anyhow::Error::new(e)),
             };
             match result.and(state_seq(&store).await) {
-                Ok(seq) => self.publish_applied(&lease, seq).await,
+                Ok(seq) => {
+                    applied.send_replace(seq);
+                    self.publish_applied(&lease, seq).await;
+                }
                 Err(e) => {
                     warn!(
                         error = format!("{e:#}"),
@@ -220,6 +231,38 @@ impl StateReplica {
                 .map_err(|_| "the daemon is stopping".to_owned())?
                 .map_err(|e| format!("{e:#}"))
         })
+    }
+}
+
+/// Keeps `data_dir`'s `graph.snap` matching the followed `store` as
+/// records are `applied`, so the engine this node opens once elected maps
+/// its graph instead of replaying it. One snapshot at a time; records
+/// applied meanwhile are covered by the next. Returns when `stop` turns
+/// true, after the snapshot being written, if any.
+pub async fn keep_snapshot(
+    store: Arc<GraphStore>,
+    data_dir: PathBuf,
+    mut applied: watch::Receiver<u64>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            changed = applied.changed() => if changed.is_err() { return },
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let (store, dir) = (store.clone(), data_dir.clone());
+        let started = std::time::Instant::now();
+        match tokio::task::spawn_blocking(move || svc_engine::engine::write_snapshot_of(&store, &dir)).await {
+            Ok(Ok(true)) => info!(
+                ms = started.elapsed().as_millis() as u64,
+                "snapshot of the followed graph store written"
+            ),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                warn!(error = %e, "cannot write the snapshot of the followed graph store; the engine replays it when this node leads")
+            }
+            Err(e) => warn!(error = %e, "the snapshot of the followed graph store was cancelled"),
+        }
     }
 }
 

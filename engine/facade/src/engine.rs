@@ -37,6 +37,8 @@ pub enum EngineError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Snapshot(#[from] crate::store::snapshot::SnapshotError),
     #[error("graph store {path}: symbol table: {message}")]
     Symbols { path: PathBuf, message: String },
     #[error("cannot create data directory {path}: {source}")]
@@ -168,6 +170,44 @@ impl ScanPermit {
     }
 }
 
+/// The graph as `store` holds it now, in memory.
+fn replay(store: &GraphStore, interner: Arc<Interner>, generation: u64) -> Result<Graph, EngineError> {
+    let loaded = store.load()?;
+    let mut graph = Graph::new(interner);
+    graph.load_nodes(&loaded.nodes);
+    let dangling = graph.load_edges(&loaded.edges);
+    if dangling > 0 {
+        warn!(dangling, "stored edges name nodes that are not stored; skipped");
+    }
+    graph.set_generation(generation);
+    graph.shrink_to_fit();
+    Ok(graph)
+}
+
+/// Writes `data_dir`'s `graph.snap` from `store` (its `graph.redb`), as
+/// the engine would after its last commit, unless the snapshot there
+/// already matches: a cluster's standby, which follows the leader's graph
+/// store without an engine, keeps its next start fast this way. Returns
+/// whether it wrote one. Holds the whole graph in memory while it runs.
+pub fn write_snapshot_of(store: &GraphStore, data_dir: &Path) -> Result<bool, EngineError> {
+    let (symbols, meta) = store.load_meta()?;
+    if meta.scan_seq == 0 {
+        return Ok(false);
+    }
+    let key = SnapshotKey::new(&meta, symbols.len());
+    let path = data_dir.join(SNAPSHOT_FILE);
+    if snapshot::matches(&path, key) {
+        return Ok(false);
+    }
+    let interner = Interner::from_strings(&symbols).map_err(|message| EngineError::Symbols {
+        path: store.path().to_owned(),
+        message,
+    })?;
+    let graph = replay(store, Arc::new(interner), meta.generation)?;
+    snapshot::write(&path, &graph, key)?;
+    Ok(true)
+}
+
 /// How a cluster's leader replicates its stores, in place from the moment
 /// the engine opens them (opening may already write: a late
 /// `SCAN_RECOVERED`, items planned again).
@@ -225,15 +265,7 @@ impl Engine {
                 if meta.scan_seq > 0 {
                     warn!(error = %e, "snapshot not used; replaying the graph store");
                 }
-                let loaded = store.load()?;
-                let mut graph = Graph::new(interner.clone());
-                graph.load_nodes(&loaded.nodes);
-                let dangling = graph.load_edges(&loaded.edges);
-                if dangling > 0 {
-                    warn!(dangling, "stored edges name nodes that are not stored; skipped");
-                }
-                graph.set_generation(meta.generation);
-                graph.shrink_to_fit();
+                let graph = replay(&store, interner.clone(), meta.generation)?;
                 if meta.scan_seq > 0
                     && let Err(e) = snapshot::write(&snap_path, &graph, key)
                 {

@@ -326,6 +326,27 @@ fn map(file: &File, off: u64, len: usize) -> std::io::Result<memmap2::Mmap> {
     }
 }
 
+/// Whether the snapshot at `path` was written for `key` (its header only;
+/// the sections are checked when it is read).
+pub fn matches(path: &Path, key: SnapshotKey) -> bool {
+    let mut head = [0u8; 40];
+    let read = File::open(path).and_then(|f| f.read_exact_at(&mut head, 0));
+    if read.is_err() || &head[..8] != MAGIC {
+        return false;
+    }
+    let word = |i: usize| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&head[8 + 8 * i..16 + 8 * i]);
+        u64::from_le_bytes(b)
+    };
+    SnapshotKey {
+        generation: word(0),
+        scan_seq: word(1),
+        commit_us: word(2),
+        symbols: word(3),
+    } == key
+}
+
 /// Reads a snapshot that matches `want`, each shard's columns read where
 /// they lie in its mapped section.
 pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
