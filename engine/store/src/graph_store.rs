@@ -43,4 +43,4 @@ pub use replays::{GraphAt, Replayed};
 pub use retention::HistoryPruned;
 pub(crate) use store::META;
 pub use store::{CHECKPOINT_FACTOR, CommitMeta, GraphStore, Loaded, StoreStats};
-pub use versions::{GraphVersions, Versions};
+pub use versions::{GraphVersions, Part, Sink, Stopped, Versions};

@@ -117,29 +117,27 @@ pub(super) fn plain(stored: &(bool, Vec<u8>)) -> Result<std::borrow::Cow<'_, [u8
 /// A run's records, each as (segment shard, length), and its bytes per shard.
 type RunPlacement = (Vec<(u16, u32)>, Vec<usize>);
 
-/// Groups versions into per-shard record buffers, each allocated at its
-/// size. `place` pushes the segment shard and key length of each item of a
-/// run, in order; `key` and `value` write an item's key and value,
-/// `value_len` is its value's length.
-///
-/// Items are read in their own order, twice: once for each record's shard
-/// and length, once to write it. The items are cut into runs and each run
-/// owns, in every shard's buffer, the piece its records fill, so a run's
-/// worker writes them in item order with no other worker in that piece:
-/// reads stay sequential over the rows (which are scattered over the shards)
-/// and each shard's buffer still holds its records in item order.
-pub(super) fn segments<T: Sync>(
+/// Where each item's record goes: the items cut into runs of `run_len`,
+/// and per run each record's segment shard and length and the run's bytes
+/// in every shard. Built once ([`place`]); the shards' buffers are then
+/// filled a range of shards at a time ([`fill`]), so a commit need not
+/// hold every shard's buffer at once.
+pub(super) struct Placement {
+    run_len: usize,
+    runs: Vec<RunPlacement>,
+}
+
+/// The [`Placement`] of `items`. `place` pushes the segment shard and key
+/// length of each item of a run, in order; `value_len` is an item's
+/// value's length.
+pub(super) fn place<T: Sync>(
     items: &[T],
     place: impl Fn(&[T], &mut Vec<(u16, u32)>) + Sync,
-    key: impl Fn(&T, &mut Vec<u8>) + Sync,
-    value: impl Fn(&T, &mut Vec<u8>) + Sync,
     value_len: impl Fn(&T) -> usize + Sync,
-) -> Vec<Vec<u8>> {
+) -> Placement {
     let shards = SEGMENT_SHARDS as usize;
     let run_len = items.len().div_ceil(4 * rayon::current_num_threads()).max(4096);
-    // Each item's segment shard, from its key, and its record's length;
-    // each run's bytes per shard.
-    let placed: Vec<RunPlacement> = items
+    let runs = items
         .par_chunks(run_len)
         .map(|run| {
             let (mut placed, mut size) = (Vec::with_capacity(run.len()), vec![0usize; shards]);
@@ -151,14 +149,35 @@ pub(super) fn segments<T: Sync>(
             (placed, size)
         })
         .collect();
-    let mut out: Vec<Vec<u8>> = (0..shards)
-        .map(|s| vec![0u8; placed.iter().map(|(_, size)| size[s]).sum()])
+    Placement { run_len, runs }
+}
+
+/// The buffers of segment shards `shards` (the first is `shards.start`'s),
+/// each allocated at its size and holding its records in item order.
+/// `key` and `value` write an item's key and value.
+///
+/// Items are read in their own order: each run owns, in every shard's
+/// buffer, the piece its records fill, so a run's worker writes them in
+/// item order with no other worker in that piece; reads stay sequential
+/// over the rows (which are scattered over the shards) and each shard's
+/// buffer still holds its records in item order.
+pub(super) fn fill<T: Sync>(
+    items: &[T],
+    placement: &Placement,
+    shards: std::ops::Range<u16>,
+    key: impl Fn(&T, &mut Vec<u8>) + Sync,
+    value: impl Fn(&T, &mut Vec<u8>) + Sync,
+) -> Vec<Vec<u8>> {
+    let range = usize::from(shards.start)..usize::from(shards.end);
+    let mut out: Vec<Vec<u8>> = range
+        .clone()
+        .map(|s| vec![0u8; placement.runs.iter().map(|(_, size)| size[s]).sum()])
         .collect();
-    // Per run, its piece of every shard's buffer.
-    let mut pieces: Vec<Vec<&mut [u8]>> = placed.iter().map(|_| Vec::with_capacity(shards)).collect();
-    for (s, buf) in out.iter_mut().enumerate() {
+    // Per run, its piece of every buffer filled now.
+    let mut pieces: Vec<Vec<&mut [u8]>> = placement.runs.iter().map(|_| Vec::with_capacity(out.len())).collect();
+    for (s, buf) in range.clone().zip(out.iter_mut()) {
         let mut rest = buf.as_mut_slice();
-        for ((_, size), piece) in placed.iter().zip(&mut pieces) {
+        for ((_, size), piece) in placement.runs.iter().zip(&mut pieces) {
             let (mine, after) = rest.split_at_mut(size[s]);
             piece.push(mine);
             rest = after;
@@ -166,25 +185,31 @@ pub(super) fn segments<T: Sync>(
     }
     pieces
         .into_par_iter()
-        .zip(items.par_chunks(run_len))
-        .zip(&placed)
+        .zip(items.par_chunks(placement.run_len))
+        .zip(&placement.runs)
         .for_each(|((mut piece, run), (placed, _))| {
             let (mut k, mut v) = (Vec::new(), Vec::new());
             for (item, &(shard, len)) in run.iter().zip(placed) {
+                let Some(at) = usize::from(shard)
+                    .checked_sub(range.start)
+                    .filter(|&at| at < piece.len())
+                else {
+                    continue;
+                };
                 k.clear();
                 v.clear();
                 key(item, &mut k);
                 value(item, &mut v);
-                let dst = std::mem::take(&mut piece[usize::from(shard)]);
+                let dst = std::mem::take(&mut piece[at]);
                 let (record, rest) = dst.split_at_mut(len as usize);
                 write_record(record, &k, &v);
-                piece[usize::from(shard)] = rest;
+                piece[at] = rest;
             }
         });
     out
 }
 
-/// A `place` for [`segments`] from each item's key, written into a scratch
+/// A `place` for [`place`] from each item's key, written into a scratch
 /// buffer and hashed.
 pub(super) fn by_key<T>(key: impl Fn(&T, &mut Vec<u8>)) -> impl Fn(&[T], &mut Vec<(u16, u32)>) {
     move |run, placed| {

@@ -12,7 +12,7 @@ use svc_graph::graph::{EdgeVersion, NodeRow, NodeVersion};
 use super::error::StoreError;
 use super::replays::{GraphAt, Replays};
 use super::segments::{SEGMENT_SHARDS, compress, plain, replay};
-use super::versions::Versions;
+use super::versions::{Part, Stopped, Versions};
 use crate::bytes::DecodeError;
 use crate::codec::{decode_edge_keyed, decode_node};
 use crate::health::{Fault, Reopening};
@@ -43,6 +43,11 @@ pub(super) const PART_EDGES_LZ4: u8 = 3;
 
 /// A checkpoint is due when delta rows since the last one exceed this many times the graph's rows.
 pub const CHECKPOINT_FACTOR: u64 = 4;
+
+/// The ranges of segment shards a commit's segments are built in, one
+/// after another: a commit holds about this fraction of its encoded
+/// versions at once.
+const SEGMENT_GROUPS: u16 = 8;
 
 /// Memory redb may hold for this database's pages (its default is 1 GiB).
 /// The graph lives in memory and is restored from its snapshot: this file
@@ -285,9 +290,7 @@ impl GraphStore {
     ) -> Result<u64, StoreError> {
         let err = self.db_err();
         // The bookkeeping is read before the write transaction (only
-        // commits change it, and they do not overlap), so the segments are
-        // encoded while an earlier write of this database (a remediation
-        // pass's) may still be finishing.
+        // commits change it, and they do not overlap).
         let (last, checkpoint, delta_rows) = {
             let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
             match txn.open_table(META) {
@@ -311,14 +314,12 @@ impl GraphStore {
             || delta_rows > CHECKPOINT_FACTOR * meta.rows.max(1)
             || (max_age > 0 && commit_us.saturating_sub(checkpoint) >= max_age);
         let kind = if due { KIND_CHECKPOINT } else { KIND_DELTA };
-        let segments = (due || changed > 0).then(|| {
-            // When every row changed (a first scan), the changes are the checkpoint.
-            if due && changed != meta.rows {
-                full().segments()
-            } else {
-                changes.segments()
-            }
-        });
+        // When every row changed (a first scan), the changes are the checkpoint.
+        let full = (due && changed != meta.rows).then(full);
+        let versions: Option<&dyn Versions> = match &full {
+            Some(all) => Some(all),
+            None => (due || changed > 0).then_some(changes as &dyn Versions),
+        };
 
         let mut txn = self.begin_write()?;
         txn.set_durability(Durability::Immediate)
@@ -329,26 +330,29 @@ impl GraphStore {
                 sym.insert((symbols_start + i) as u32, &**s)
                     .map_err(|e| err(e.into()))?;
             }
-            if let Some((nodes, edges)) = segments {
-                // Compressed on every core (a first scan's ~870 MB at 1M
-                // nodes is written and synced as about a third of that),
-                // each inserted as soon as it is.
+            if let Some(versions) = versions {
+                // Built a range of segment shards at a time (an eighth of
+                // a first scan's ~870 MB at 1M nodes held at once, not all
+                // of it), compressed on every core (written and synced as
+                // about a third of that), each inserted as soon as it is.
                 let mut seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
                 let (tx, rx) = std::sync::mpsc::sync_channel::<(u8, u16, Vec<u8>)>(64);
                 std::thread::scope(|scope| -> Result<(), StoreError> {
                     scope.spawn(move || {
-                        let all = [(PART_NODES_LZ4, nodes), (PART_EDGES_LZ4, edges)];
-                        let parts: Vec<(u8, u16, Vec<u8>)> = all
-                            .into_iter()
-                            .flat_map(|(part, shards)| {
-                                shards.into_iter().enumerate().map(move |(s, b)| (part, s as u16, b))
-                            })
-                            .filter(|(_, _, b)| !b.is_empty())
-                            .collect();
-                        parts.into_par_iter().for_each_with(tx, |tx, (part, shard, bytes)| {
-                            // The receiver stops early only on an error,
-                            // which it reports.
-                            let _ = tx.send((part, shard, compress(&bytes)));
+                        // Stopped only when the inserting side failed, which
+                        // reports why.
+                        let _ = versions.write_segments(SEGMENT_GROUPS, &mut |part, first, buffers| {
+                            let part = match part {
+                                Part::Nodes => PART_NODES_LZ4,
+                                Part::Edges => PART_EDGES_LZ4,
+                            };
+                            buffers
+                                .into_par_iter()
+                                .enumerate()
+                                .filter(|(_, b)| !b.is_empty())
+                                .try_for_each_with(tx.clone(), |tx, (i, b)| {
+                                    tx.send((part, first + i as u16, compress(&b))).map_err(|_| Stopped)
+                                })
                         });
                     });
                     for (part, shard, bytes) in rx {

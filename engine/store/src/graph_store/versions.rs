@@ -6,18 +6,75 @@ use rayon::prelude::*;
 use svc_graph::graph::{Changes, DirtyRows, Graph, NodeVersion};
 use svc_graph::ids::NodeId;
 
-use super::segments::{FNV_START, by_key, fnv, fnv_all, segments, shard_of};
+use std::ops::Range;
+
+use super::segments::{FNV_START, SEGMENT_SHARDS, by_key, fill, fnv, fnv_all, place, shard_of};
 use crate::codec::{
     edge_key_into, encode_edge_fields_into, encode_edge_value_into, encode_node_into, encoded_edge_fields_len,
     encoded_edge_value_len, encoded_node_len, relation_key_into,
 };
 
+/// A part of a commit's segments.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    Nodes,
+    Edges,
+}
+
+/// What receives a commit's segments: a part, the first segment shard of
+/// the range, and the range's buffers (one per shard, uncompressed).
+/// [`Stopped`] ends the writing.
+pub type Sink<'a> = dyn FnMut(Part, u16, Vec<Vec<u8>>) -> Result<(), Stopped> + 'a;
+
+/// A [`Sink`] that takes no more segments (its receiver failed, and says why).
+#[derive(Debug)]
+pub struct Stopped;
+
 /// What a commit writes: node and edge versions, as segments.
 pub trait Versions: Sync {
     /// How many node and edge versions.
     fn counts(&self) -> (usize, usize);
-    /// The node and the edge segments, by segment shard, uncompressed.
-    fn segments(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>);
+    /// The node and the edge segments, `groups` ranges of segment shards
+    /// at a time: each range's buffers go to `sink` (nodes, then edges)
+    /// before the next range's are built, so at most a range's are held.
+    fn write_segments(&self, groups: u16, sink: &mut Sink<'_>) -> Result<(), Stopped>;
+    /// Every node and edge segment at once, by segment shard.
+    fn segments(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let (mut nodes, mut edges) = (Vec::new(), Vec::new());
+        let written = self.write_segments(1, &mut |part, _, buffers| {
+            match part {
+                Part::Nodes => nodes.extend(buffers),
+                Part::Edges => edges.extend(buffers),
+            }
+            Ok(())
+        });
+        debug_assert!(written.is_ok(), "collecting segments cannot fail");
+        (nodes, edges)
+    }
+}
+
+/// Builds each of `groups` ranges of segment shards with `nodes`, then
+/// with `edges`, and hands them to `sink` in that order (the order of the
+/// segments' keys).
+fn by_ranges(
+    groups: u16,
+    nodes: impl Fn(Range<u16>) -> Vec<Vec<u8>> + Sync,
+    edges: impl Fn(Range<u16>) -> Vec<Vec<u8>> + Sync,
+    sink: &mut Sink<'_>,
+) -> Result<(), Stopped> {
+    let per = SEGMENT_SHARDS.div_ceil(groups.clamp(1, SEGMENT_SHARDS));
+    let ranges = || {
+        (0..SEGMENT_SHARDS)
+            .step_by(usize::from(per))
+            .map(move |s| s..(s + per).min(SEGMENT_SHARDS))
+    };
+    for range in ranges() {
+        sink(Part::Nodes, range.start, nodes(range))?;
+    }
+    for range in ranges() {
+        sink(Part::Edges, range.start, edges(range))?;
+    }
+    Ok(())
 }
 
 impl Versions for Changes {
@@ -25,26 +82,17 @@ impl Versions for Changes {
         (self.nodes.len(), self.edges.len())
     }
 
-    fn segments(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
-        rayon::join(
-            || {
-                segments(
-                    &self.nodes,
-                    by_key(|n: &NodeVersion, k| k.extend_from_slice(n.crn.as_bytes())),
-                    |n, k| k.extend_from_slice(n.crn.as_bytes()),
-                    |n, v| encode_node_into(&n.row, v),
-                    |n| encoded_node_len(&n.row),
-                )
-            },
-            || {
-                segments(
-                    &self.edges,
-                    by_key(edge_key_into),
-                    edge_key_into,
-                    encode_edge_value_into,
-                    encoded_edge_value_len,
-                )
-            },
+    fn write_segments(&self, groups: u16, sink: &mut Sink<'_>) -> Result<(), Stopped> {
+        let node_key = |n: &NodeVersion, k: &mut Vec<u8>| k.extend_from_slice(n.crn.as_bytes());
+        let (nodes, edges) = rayon::join(
+            || place(&self.nodes, by_key(node_key), |n| encoded_node_len(&n.row)),
+            || place(&self.edges, by_key(edge_key_into), encoded_edge_value_len),
+        );
+        by_ranges(
+            groups,
+            |r| fill(&self.nodes, &nodes, r, node_key, |n, v| encode_node_into(&n.row, v)),
+            |r| fill(&self.edges, &edges, r, edge_key_into, encode_edge_value_into),
+            sink,
         )
     }
 }
@@ -118,7 +166,7 @@ impl Versions for GraphVersions<'_> {
         self.rows.counts()
     }
 
-    fn segments(&self) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    fn write_segments(&self, groups: u16, sink: &mut Sink<'_>) -> Result<(), Stopped> {
         let g = self.graph;
         let reader = g.interner().reader();
         let reader = &reader;
@@ -143,9 +191,16 @@ impl Versions for GraphVersions<'_> {
         };
         // A key's shard and length come from the table's hashes where it
         // has them (without writing the key), else from the key written out.
-        rayon::join(
+        let node_value = |&(s, r): &(u32, u32), v: &mut Vec<u8>| {
+            crate::codec::encode_fields_into(&g.node_shards()[s as usize].fields(r), v)
+        };
+        let edge_value = |e: &(u32, u32), v: &mut Vec<u8>| {
+            let (shard, r) = edge(e);
+            encode_edge_fields_into(&shard.fields(r as u32), v);
+        };
+        let (node_places, edge_places) = rayon::join(
             || {
-                segments(
+                place(
                     &nodes,
                     |run, placed| match &table {
                         // The table has every node's hash.
@@ -159,13 +214,11 @@ impl Versions for GraphVersions<'_> {
                         }
                         None => by_key(node_key)(run, placed),
                     },
-                    node_key,
-                    |&(s, r), v| crate::codec::encode_fields_into(&g.node_shards()[s as usize].fields(r), v),
                     |&(s, r)| crate::codec::encoded_fields_len(&g.node_shards()[s as usize].fields(r)),
                 )
             },
             || {
-                segments(
+                place(
                     &edges,
                     |run, placed| {
                         let Some(t) = &table else {
@@ -195,17 +248,18 @@ impl Versions for GraphVersions<'_> {
                             placed[i].0 = shard_of(hash);
                         }
                     },
-                    edge_key,
-                    |e, v| {
-                        let (shard, r) = edge(e);
-                        encode_edge_fields_into(&shard.fields(r as u32), v);
-                    },
                     |e| {
                         let (shard, r) = edge(e);
                         encoded_edge_fields_len(&shard.fields(r as u32))
                     },
                 )
             },
+        );
+        by_ranges(
+            groups,
+            |r| fill(&nodes, &node_places, r, node_key, node_value),
+            |r| fill(&edges, &edge_places, r, edge_key, edge_value),
+            sink,
         )
     }
 }
