@@ -202,22 +202,7 @@ async fn three_daemons_and_two_workers_survive_a_dead_leader_a_dead_worker_and_a
     // The next leader dies during a saga: its stop committed, its delete
     // never answers.
     let (crn, hash) = two_step_item(&api).await;
-    let approving = {
-        let (http, url, token) = (
-            api.http.clone(),
-            format!("{}/api/v1/remediation/approve", api.base),
-            api.token.clone(),
-        );
-        let body = json!({"crn": crn, "plan_hash": hash});
-        tokio::spawn(async move {
-            let _ = http
-                .post(url)
-                .bearer_auth(token.unwrap_or_default())
-                .json(&body)
-                .send()
-                .await;
-        })
-    };
+    let approving = api.post_unanswered("/api/v1/remediation/approve", json!({"crn": crn, "plan_hash": hash}));
     let deadline = Instant::now() + Duration::from_secs(60);
     while events_of(&api, "EXECUTION_COMMIT", &crn).await.is_empty() {
         assert!(Instant::now() < deadline, "the saga's first step never committed");

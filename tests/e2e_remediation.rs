@@ -399,22 +399,7 @@ async fn a_daemon_killed_mid_saga_compensates_on_restart() {
         .as_u64()
         .unwrap();
     // The request never gets an answer: the daemon dies under it.
-    let approving = {
-        let (http, url, token) = (
-            api.http.clone(),
-            format!("{}/api/v1/remediation/approve", api.base),
-            api.token.clone(),
-        );
-        let body = json!({"crn": crn, "plan_hash": hash});
-        tokio::spawn(async move {
-            let _ = http
-                .post(url)
-                .bearer_auth(token.unwrap_or_default())
-                .json(&body)
-                .send()
-                .await;
-        })
-    };
+    let approving = api.post_unanswered("/api/v1/remediation/approve", json!({"crn": crn, "plan_hash": hash}));
     // The stop commits; the delete never returns.
     let deadline = Instant::now() + Duration::from_secs(30);
     while events_of(&api, "EXECUTION_COMMIT", &crn).await.is_empty() {

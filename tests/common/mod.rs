@@ -615,6 +615,20 @@ impl Api {
             .await
     }
 
+    /// Sends `POST path` with `body` from a task of its own, for a request
+    /// that may never be answered (the daemon dies under it); abort the
+    /// task when done with it.
+    pub fn post_unanswered(&self, path: &str, body: Value) -> tokio::task::JoinHandle<()> {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(self.token.clone().unwrap_or_default())
+            .json(&body);
+        tokio::spawn(async move {
+            let _ = request.send().await;
+        })
+    }
+
     pub async fn put_json(&self, path: &str, body: &Value) -> Reply {
         self.send(self.http.put(format!("{}{path}", self.base)).json(body))
             .await
