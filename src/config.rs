@@ -1017,7 +1017,8 @@ providers = ["aws", "gcp"]
         );
         // In a cluster a pin may name a worker that registers in etcd.
         let clustered = format!(
-            "{}\n[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n",
+            "{}\n[cluster]\nendpoints = [\"http://e1:2379\"]\nnode_id = \"n1\"\nadvertise_url = \"http://n1:8080\"\n\
+             shared_store = \"file:///srv/svc-shared\"\n",
             text.replace("worker = \"w1\"", "worker = \"w9\"")
         );
         let c = Config::validate_text(&clustered).unwrap();
