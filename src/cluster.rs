@@ -449,28 +449,17 @@ impl LedgerLog {
 
     /// Follows the log into the ledger until `stop` turns true, publishing
     /// on `lease` how far it has applied (so the leader may compact).
-    async fn follow(self, ledger: Arc<Ledger>, lease: Lease, mut stop: watch::Receiver<bool>) {
-        let mut follower = self.log.follow(ledger.last_seq());
-        self.publish_applied(&lease, ledger.last_seq()).await;
-        loop {
-            let batch = tokio::select! {
-                b = follower.next() => b,
-                _ = stop.wait_for(|s| *s) => return,
-            };
-            let Some(batch) = batch else { return };
-            let result = match batch {
-                Ok(batch) => self.import(&ledger, batch.entries).await,
-                Err(e) => Err(anyhow::Error::new(e)),
-            };
-            if let Err(e) = result {
-                warn!(
-                    error = format!("{e:#}"),
-                    "this standby cannot follow the leader's ledger"
-                );
-                return;
+    async fn follow(self, ledger: Arc<Ledger>, lease: Lease, stop: watch::Receiver<bool>) {
+        let from = ledger.last_seq();
+        let this = self.clone();
+        let apply = move |entries: Vec<Entry>| {
+            let (this, ledger) = (this.clone(), ledger.clone());
+            async move {
+                this.import(&ledger, entries).await?;
+                Ok(ledger.last_seq())
             }
-            self.publish_applied(&lease, ledger.last_seq()).await;
-        }
+        };
+        follow_log(&self.log, &self.node, &lease, from, stop, "ledger", apply).await;
     }
 
     async fn publish_applied(&self, lease: &Lease, seq: u64) {
@@ -478,6 +467,60 @@ impl LedgerLog {
             tracing::debug!(error = %e, "cannot publish the ledger seq applied here");
         }
     }
+}
+
+/// Follows `log` from the entry after `from` until `stop` turns true (or
+/// the log cannot be followed): `apply` stores each batch's entries and
+/// returns the seq then applied, which is published as `node`'s on `lease`
+/// (so the leader may compact). `what` names the store in warnings.
+async fn follow_log<F, Fut>(
+    log: &ReplicatedLog,
+    node: &str,
+    lease: &Lease,
+    from: u64,
+    mut stop: watch::Receiver<bool>,
+    what: &str,
+    mut apply: F,
+) where
+    F: FnMut(Vec<Entry>) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<u64>>,
+{
+    let publish = |seq: u64| async move {
+        if let Err(e) = log.publish_applied(node, lease, seq).await {
+            tracing::debug!(error = %e, what, "cannot publish the seq applied here");
+        }
+    };
+    let mut follower = log.follow(from);
+    publish(from).await;
+    loop {
+        let batch = tokio::select! {
+            b = follower.next() => b,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        let Some(batch) = batch else { return };
+        let applied = match batch {
+            Ok(batch) => apply(batch.entries).await,
+            Err(e) => Err(anyhow::Error::new(e)),
+        };
+        match applied {
+            Ok(seq) => publish(seq).await,
+            Err(e) => {
+                warn!(
+                    error = format!("{e:#}"),
+                    what, "this standby cannot follow the leader's store"
+                );
+                return;
+            }
+        }
+    }
+}
+
+/// The seq of the last state record `engine`'s graph store wrote or applied.
+async fn engine_state_seq(engine: &Arc<Engine>) -> anyhow::Result<u64> {
+    let engine = engine.clone();
+    Ok(tokio::task::spawn_blocking(move || engine.state_seq())
+        .await
+        .context("reading the state seq was cancelled")??)
 }
 
 impl Lead {
@@ -600,8 +643,7 @@ impl Lead {
     /// Whether either log holds more than this node's stores.
     async fn written_elsewhere(&self) -> anyhow::Result<bool> {
         let ledger = self.ledger_log.log.head().await? > self.engine.ledger().last_seq();
-        let engine = self.engine.clone();
-        let seq = tokio::task::spawn_blocking(move || engine.state_seq()).await??;
+        let seq = engine_state_seq(&self.engine).await?;
         Ok(ledger || self.state.log().head().await? > seq)
     }
 
@@ -613,8 +655,7 @@ impl Lead {
         if last > 0 {
             self.ledger_log.log.start_at(leadership, last).await?;
         }
-        let engine = self.engine.clone();
-        let seq = tokio::task::spawn_blocking(move || engine.state_seq()).await??;
+        let seq = engine_state_seq(&self.engine).await?;
         if seq > 0 {
             self.state.log().start_at(leadership, seq).await?;
         }
@@ -665,8 +706,7 @@ async fn compact(
         if let Err(e) = ledger_log.log.compact(&leadership).await {
             tracing::debug!(error = %e, "cannot compact the replicated ledger log");
         }
-        let e2 = engine.clone();
-        if let Ok(Ok(seq)) = tokio::task::spawn_blocking(move || e2.state_seq()).await {
+        if let Ok(seq) = engine_state_seq(&engine).await {
             state.publish_applied(&lease, seq).await;
         }
         if let Err(e) = state.compact(&leadership).await {

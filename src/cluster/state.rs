@@ -159,7 +159,7 @@ impl StateReplica {
         store: Arc<GraphStore>,
         lease: Lease,
         applied: watch::Sender<u64>,
-        mut stop: watch::Receiver<bool>,
+        stop: watch::Receiver<bool>,
     ) {
         let from = match state_seq(&store).await {
             Ok(seq) => seq,
@@ -168,32 +168,17 @@ impl StateReplica {
                 return;
             }
         };
-        let mut follower = self.log.follow(from);
-        self.publish_applied(&lease, from).await;
-        loop {
-            let batch = tokio::select! {
-                b = follower.next() => b,
-                _ = stop.wait_for(|s| *s) => return,
-            };
-            let Some(batch) = batch else { return };
-            let result = match batch {
-                Ok(batch) => self.apply(&store, batch.entries).await,
-                Err(e) => Err(anyhow::Error::new(e)),
-            };
-            match result.and(state_seq(&store).await) {
-                Ok(seq) => {
-                    applied.send_replace(seq);
-                    self.publish_applied(&lease, seq).await;
-                }
-                Err(e) => {
-                    warn!(
-                        error = format!("{e:#}"),
-                        "this standby cannot follow the leader's graph store"
-                    );
-                    return;
-                }
+        let this = self.clone();
+        let apply = move |entries: Vec<Entry>| {
+            let (this, store, applied) = (this.clone(), store.clone(), applied.clone());
+            async move {
+                this.apply(&store, entries).await?;
+                let seq = state_seq(&store).await?;
+                applied.send_replace(seq);
+                Ok(seq)
             }
-        }
+        };
+        super::follow_log(&self.log, &self.node, &lease, from, stop, "graph store", apply).await;
     }
 
     pub async fn publish_applied(&self, lease: &Lease, seq: u64) {
