@@ -12,7 +12,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{Daemon, SVC};
+use common::Daemon;
 
 /// Resources in the mock estate: the graph view must draw this many.
 const SCALE: usize = 100_000;
@@ -30,7 +30,8 @@ async fn the_dashboard_in_a_real_browser() {
         "{chromium} is missing: install Debian's chromium (scripts/test does)"
     );
     let data = tempfile::tempdir().unwrap();
-    install_plugin(data.path());
+    // Inactive: Settings lists it and an admin toggles it.
+    common::install_mock_plugin(data.path());
     let mut daemon = Daemon::start_scanned(data.path(), SCALE).await;
     let base = daemon.base();
     let token = daemon.token.clone();
@@ -66,23 +67,4 @@ async fn the_dashboard_in_a_real_browser() {
         .find_map(|l| l.trim_start_matches(['ℹ', ' ']).strip_prefix("pass "))
         .and_then(|n| n.trim().parse::<u32>().ok());
     assert!(passed.is_some_and(|n| n > 0), "no browser test ran:\n{report}");
-}
-
-/// Installs `svc-plugin-mock` (built beside `svc` by `cargo test
-/// --workspace`) as plugin `mock`, inactive: Settings lists it and an admin
-/// toggles it.
-fn install_plugin(data_dir: &Path) {
-    let plugin = Path::new(SVC).with_file_name("svc-plugin-mock");
-    assert!(
-        plugin.exists(),
-        "{} is missing: run `cargo build -p svc-plugin-mock` first",
-        plugin.display()
-    );
-    let out = Command::new(SVC)
-        .args(["plugins", "install-local", "--name", "mock"])
-        .arg(&plugin)
-        .env("SVC_DATA_DIR", data_dir)
-        .output()
-        .expect("run svc plugins install-local");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

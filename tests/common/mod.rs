@@ -510,6 +510,26 @@ pub fn http_client() -> reqwest::Client {
         .expect("http client")
 }
 
+/// Installs `svc-plugin-mock` (built beside `svc` by `cargo test
+/// --workspace`) as plugin `mock` of the data directory `home`, inactive,
+/// as `svc plugins install-local` does; returns the plugin directory.
+pub fn install_mock_plugin(home: &Path) -> PathBuf {
+    let plugin = Path::new(SVC).with_file_name("svc-plugin-mock");
+    assert!(
+        plugin.exists(),
+        "{} is missing: run `cargo build -p svc-plugin-mock` first",
+        plugin.display()
+    );
+    let out = Command::new(SVC)
+        .args(["plugins", "install-local", "--name", "mock"])
+        .arg(&plugin)
+        .env("SVC_DATA_DIR", home)
+        .output()
+        .expect("run svc plugins install-local");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    home.join("plugins")
+}
+
 /// A REST client bound to one daemon.
 #[derive(Clone)]
 pub struct Api {

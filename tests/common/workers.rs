@@ -73,25 +73,6 @@ pub fn pki(dir: &Path) -> Pki {
     }
 }
 
-/// Installs `svc-plugin-mock` (built beside `svc`) with its manifest in
-/// `home/plugins`, as `svc plugins install-local` does for a daemon.
-pub fn plugin_dir(home: &Path) -> PathBuf {
-    let plugin = Path::new(SVC).with_file_name("svc-plugin-mock");
-    assert!(
-        plugin.exists(),
-        "{} is missing: run `cargo build -p svc-plugin-mock` first",
-        plugin.display()
-    );
-    let out = Command::new(SVC)
-        .args(["plugins", "install-local", "--name", "mock"])
-        .arg(&plugin)
-        .env("SVC_DATA_DIR", home)
-        .output()
-        .expect("run svc plugins install-local");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    home.join("plugins")
-}
-
 /// A running `svc worker`; dropping it kills it.
 pub struct Worker {
     pub id: String,
@@ -109,7 +90,7 @@ impl Worker {
 
     /// [`Worker::start`] with more flags (`--join`).
     pub async fn start_with(id: &str, pki: &Pki, home: &Path, env: &[(&str, &str)], flags: &[&str]) -> Worker {
-        let plugins = plugin_dir(home);
+        let plugins = super::install_mock_plugin(home);
         let mut child = Command::new(SVC)
             .args(["worker", "--id", id, "--listen", "127.0.0.1:0"])
             .args(flags)
