@@ -18,10 +18,9 @@ mod common;
 #[path = "../cluster/tests/common/mod.rs"]
 mod etcd;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::workers::{Pki, Worker, complete_scan, pki};
+use common::workers::{ClusterConfig, Worker, complete_scan, pki};
 use common::{Api, Daemon, POLL_PAUSE, Sources};
 use serde_json::{Value, json};
 use svc_cluster::Election;
@@ -29,26 +28,6 @@ use svc_cluster::Election;
 const SOURCES: [&str; 4] = ["s1", "s2", "s3", "s4"];
 const TTL_S: u64 = 2;
 const NODES: [&str; 3] = ["a", "b", "c"];
-
-fn config(pki: &Pki, etcd: &str, shared: &Path, id: &str) -> String {
-    let mut text = format!(
-        "[daemon]\nscan_interval = \"1h\"\n\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"{id}\"\n\
-         advertise_url = \"http://{id}.example:8080\"\nlease_ttl = \"{TTL_S}s\"\nprefix = \"ha\"\n\
-         shared_store = \"file://{}\"\n\n\
-         [workers]\ntls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\n",
-        shared.display(),
-        pki.daemon.cert,
-        pki.daemon.key,
-        pki.ca
-    );
-    for (i, name) in SOURCES.iter().enumerate() {
-        text.push_str(&format!(
-            "\n[workers.sources.{name}]\nplugin = \"mock\"\nconfig = {{ seed = \"{}\", scale = \"150\" }}\n",
-            i + 1
-        ));
-    }
-    text
-}
 
 /// The node etcd names the leader, once it is not one of `not`.
 async fn new_leader(election: &Election, not: &[&str]) -> String {
@@ -158,7 +137,16 @@ async fn three_daemons_and_two_workers_survive_a_dead_leader_a_dead_worker_and_a
         .map(|id| {
             let data = dir.path().join(id);
             std::fs::create_dir_all(&data).expect("data dir");
-            std::fs::write(data.join("config.toml"), config(&pki, &url, &shared, id)).expect("config");
+            let config = ClusterConfig {
+                etcd: &url,
+                prefix: "ha",
+                node_id: id,
+                lease_ttl_s: TTL_S,
+                shared: &shared,
+                sources: &SOURCES,
+                scale: 150,
+            };
+            std::fs::write(data.join("config.toml"), config.text(&pki)).expect("config");
             let mut d = Daemon::configure(&data, 150);
             d.sources = Sources::Fallback;
             d

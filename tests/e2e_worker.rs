@@ -26,7 +26,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use common::workers::{Pair, Pki, Worker, complete_scan, outcomes, pki};
+use common::workers::{ClusterConfig, Pair, Pki, Worker, complete_scan, outcomes, pki};
 use common::{Daemon, SCAN_DEADLINE, Sources};
 use serde_json::json;
 use svc_proto::provider::v1::HandshakeRequest;
@@ -225,30 +225,6 @@ async fn workers_scan_over_mutual_tls_and_a_dead_worker_fails_only_its_sources()
 const CLUSTER_SOURCES: [&str; 6] = ["c1", "c2", "c3", "c4", "c5", "c6"];
 const LEASE_TTL_S: u64 = 2;
 
-fn cluster_workers_config(pki: &Pki, etcd: &str) -> String {
-    let mut text = format!(
-        "[daemon]\nscan_interval = \"1h\"\n\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"d1\"\n\
-         advertise_url = \"http://127.0.0.1:1\"\nlease_ttl = \"{LEASE_TTL_S}s\"\nprefix = \"e2e\"\n\
-         shared_store = \"file://{}\"\n\n\
-         [workers]\ntls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\n",
-        pki.ca
-            .parent()
-            .expect("the CA is in a directory")
-            .join("shared")
-            .display(),
-        pki.daemon.cert,
-        pki.daemon.key,
-        pki.ca
-    );
-    for (i, name) in CLUSTER_SOURCES.iter().enumerate() {
-        text.push_str(&format!(
-            "\n[workers.sources.{name}]\nplugin = \"mock\"\nconfig = {{ seed = \"{}\", scale = \"200\" }}\n",
-            i + 1
-        ));
-    }
-    text
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_joined_through_etcd_share_the_sources_and_a_dead_ones_move_within_the_lease() {
     let mut etcd = etcd::EtcdServer::start().await;
@@ -282,7 +258,16 @@ async fn workers_joined_through_etcd_share_the_sources_and_a_dead_ones_move_with
 
     let data = dir.path().join("daemon");
     std::fs::create_dir_all(&data).expect("data dir");
-    std::fs::write(data.join("config.toml"), cluster_workers_config(&pki, &url)).expect("config");
+    let config = ClusterConfig {
+        etcd: &url,
+        prefix: "e2e",
+        node_id: "d1",
+        lease_ttl_s: LEASE_TTL_S,
+        shared: &dir.path().join("shared"),
+        sources: &CLUSTER_SOURCES,
+        scale: 200,
+    };
+    std::fs::write(data.join("config.toml"), config.text(&pki)).expect("config");
     let mut daemon = Daemon::configure(&data, 300);
     daemon.sources = Sources::Fallback;
     daemon.launch().await;

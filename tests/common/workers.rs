@@ -203,3 +203,49 @@ pub async fn complete_scan(daemon: &Daemon, sources: usize, within: Duration) ->
         tokio::time::sleep(POLL_PAUSE).await;
     }
 }
+
+/// What a clustered daemon's `config.toml` says when its sources run on
+/// workers that join through etcd.
+pub struct ClusterConfig<'a> {
+    pub etcd: &'a str,
+    /// The etcd key prefix of the cluster.
+    pub prefix: &'a str,
+    pub node_id: &'a str,
+    pub lease_ttl_s: u64,
+    /// The shared store's directory.
+    pub shared: &'a Path,
+    /// The `[workers]` sources (mock plugin, seed 1, 2, ...), each `scale` resources.
+    pub sources: &'a [&'a str],
+    pub scale: usize,
+}
+
+impl ClusterConfig<'_> {
+    /// The file's text, with the daemon's client certificate of `pki`.
+    pub fn text(&self, pki: &Pki) -> String {
+        let Self {
+            etcd,
+            prefix,
+            node_id,
+            lease_ttl_s,
+            ..
+        } = self;
+        let mut text = format!(
+            "[daemon]\nscan_interval = \"1h\"\n\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"{node_id}\"\n\
+             advertise_url = \"http://{node_id}.example:8080\"\nlease_ttl = \"{lease_ttl_s}s\"\nprefix = \"{prefix}\"\n\
+             shared_store = \"file://{}\"\n\n\
+             [workers]\ntls_cert = {:?}\ntls_key = {:?}\ntls_ca = {:?}\n",
+            self.shared.display(),
+            pki.daemon.cert,
+            pki.daemon.key,
+            pki.ca
+        );
+        for (i, name) in self.sources.iter().enumerate() {
+            text.push_str(&format!(
+                "\n[workers.sources.{name}]\nplugin = \"mock\"\nconfig = {{ seed = \"{}\", scale = \"{}\" }}\n",
+                i + 1,
+                self.scale
+            ));
+        }
+        text
+    }
+}
