@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use svc_engine::clock::ManualClock;
+use svc_engine::engine::write_snapshot_of;
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Phase};
 use svc_engine::policy::{Action, Mode, RuleSpec};
 use svc_engine::remediation::RemediationStore;
@@ -200,9 +201,17 @@ fn a_standby_applying_the_records_opens_as_the_leader() {
         contents(&a.store().database().unwrap()).unwrap(),
         "every table, row for row"
     );
+    // The standby keeps a snapshot of what it applied: written once, then
+    // found matching; the engine opened after maps it.
+    assert!(write_snapshot_of(&b_store, b_dir.path()).unwrap());
+    assert!(
+        !write_snapshot_of(&b_store, b_dir.path()).unwrap(),
+        "the snapshot matches"
+    );
     drop(b_store);
 
     let b = Engine::open(b_dir.path(), "b", clock.clone()).unwrap();
+    assert_eq!(b.loaded_from(), "snapshot");
     let (ours, theirs) = (held(&a), held(&b));
     assert!(ours.nodes > 0 && !ours.sagas.is_empty() && !ours.isolations.is_empty());
     assert_eq!(ours.stored_rules.len(), 1);

@@ -329,22 +329,32 @@ fn map(file: &File, off: u64, len: usize) -> std::io::Result<memmap2::Mmap> {
 /// Whether the snapshot at `path` was written for `key` (its header only;
 /// the sections are checked when it is read).
 pub fn matches(path: &Path, key: SnapshotKey) -> bool {
-    let mut head = [0u8; 40];
-    let read = File::open(path).and_then(|f| f.read_exact_at(&mut head, 0));
-    if read.is_err() || &head[..8] != MAGIC {
-        return false;
+    File::open(path).is_ok_and(|file| {
+        let mut word = |at: u64, _| -> Result<[u8; 8], ()> {
+            let mut b = [0u8; 8];
+            file.read_exact_at(&mut b, at).map_err(drop)?;
+            Ok(b)
+        };
+        key_of(&mut word).is_ok_and(|found| found == Some(key))
+    })
+}
+
+/// The key in a snapshot's header, read with `word` (8 bytes at an
+/// offset); `None` when the magic is not this version's.
+fn key_of<E>(word: &mut impl FnMut(u64, &'static str) -> Result<[u8; 8], E>) -> Result<Option<SnapshotKey>, E> {
+    if &word(0, "magic")? != MAGIC {
+        return Ok(None);
     }
-    let word = |i: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&head[8 + 8 * i..16 + 8 * i]);
-        u64::from_le_bytes(b)
-    };
-    SnapshotKey {
-        generation: word(0),
-        scan_seq: word(1),
-        commit_us: word(2),
-        symbols: word(3),
-    } == key
+    let mut header = [0u64; 4];
+    for (i, h) in header.iter_mut().enumerate() {
+        *h = u64::from_le_bytes(word(8 + 8 * i as u64, "header")?);
+    }
+    Ok(Some(SnapshotKey {
+        generation: header[0],
+        scan_seq: header[1],
+        commit_us: header[2],
+        symbols: header[3],
+    }))
 }
 
 /// Reads a snapshot that matches `want`, each shard's columns read where
@@ -360,7 +370,7 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
     };
     let file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
-    let word = |at: u64, what| -> Result<[u8; 8], SnapshotError> {
+    let mut word = |at: u64, what| -> Result<[u8; 8], SnapshotError> {
         let mut b = [0u8; 8];
         if at.checked_add(8).is_none_or(|end| end > size) {
             return Err(bad(DecodeError(what)));
@@ -368,18 +378,8 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
         file.read_exact_at(&mut b, at).map_err(io)?;
         Ok(b)
     };
-    if &word(0, "magic")? != MAGIC {
+    let Some(found) = key_of(&mut word)? else {
         return Err(bad(DecodeError("not an svc snapshot of this version")));
-    }
-    let mut header = [0u64; 4];
-    for (i, h) in header.iter_mut().enumerate() {
-        *h = u64::from_le_bytes(word(8 + 8 * i as u64, "header")?);
-    }
-    let found = SnapshotKey {
-        generation: header[0],
-        scan_seq: header[1],
-        commit_us: header[2],
-        symbols: header[3],
     };
     if found != want {
         return Err(SnapshotError::Stale {
