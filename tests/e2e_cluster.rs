@@ -1,5 +1,6 @@
 //! Two daemons sharing an estate through a real etcd (`[cluster]`) and a
-//! shared store (a directory): one leads and scans, the other is a standby
+//! shared store (S3 on a real moto_server; a directory for the other
+//! tests): one leads and scans, the other is a standby
 //! that refuses requests naming the leader and follows the leader's ledger
 //! and graph store; when the leader is killed (-9) the standby takes over
 //! within the lease TTL with the leader's graph, policies and every event
@@ -16,6 +17,7 @@ mod etcd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::moto::Moto;
 use common::{Daemon, data_dir};
 use serde_json::json;
 use svc_cluster::{Election, Lease, Locks};
@@ -23,25 +25,20 @@ use svc_cluster::{Election, Lease, Locks};
 const SCALE: usize = 200;
 const TTL_S: u64 = 2;
 
-fn cluster_config(dir: &Path, etcd: &str, id: &str) {
-    cluster_config_at(dir, etcd, id, "e2e");
-}
-
 /// The shared store of the cluster with etcd key prefix `prefix`: a
 /// directory beside the etcd's.
-fn shared_store(prefix: &str) -> String {
+fn shared_dir(prefix: &str) -> String {
     let dir = std::env::temp_dir().join(format!("svc-e2e-shared-{}-{prefix}", std::process::id()));
     format!("file://{}", dir.display())
 }
 
-fn cluster_config_at(dir: &Path, etcd: &str, id: &str, prefix: &str) {
+fn cluster_config_at(dir: &Path, etcd: &str, id: &str, prefix: &str, shared_store: &str) {
     std::fs::create_dir_all(dir).unwrap();
     let config = format!(
         "{}\n[cluster]\nendpoints = [\"{etcd}\"]\nnode_id = \"{id}\"\n\
          advertise_url = \"http://{id}.example:8080\"\nlease_ttl = \"{TTL_S}s\"\nprefix = \"{prefix}\"\n\
-         shared_store = \"{}\"\n",
+         shared_store = \"{shared_store}\"\n",
         common::QUIET_CONFIG,
-        shared_store(prefix)
     );
     std::fs::write(dir.join("config.toml"), config).unwrap();
 }
@@ -58,15 +55,32 @@ async fn leader_is(election: &Election, id: &str, within: Duration) -> Duration 
 async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     let etcd = etcd::EtcdServer::start().await;
     let election = Election::new(&etcd.client(), "e2e/leader");
+    // The shared store is S3 (a real moto_server).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let moto = Moto::start_on(port).await;
+    moto.create_bucket("svc-shared").await;
+    let aws = [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ENDPOINT_URL", moto.endpoint.as_str()),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()));
     let (dir_a, dir_b) = (data_dir(), data_dir());
-    cluster_config(dir_a.path(), &etcd.url(), "a");
-    cluster_config(dir_b.path(), &etcd.url(), "b");
+    cluster_config_at(dir_a.path(), &etcd.url(), "a", "e2e", "s3://svc-shared/e2e");
+    cluster_config_at(dir_b.path(), &etcd.url(), "b", "e2e", "s3://svc-shared/e2e");
 
-    let mut a = Daemon::start(dir_a.path(), SCALE).await;
+    let mut a = Daemon::configure(dir_a.path(), SCALE);
+    a.env = aws.to_vec();
+    a.launch().await;
     leader_is(&election, "a", Duration::from_secs(30)).await;
     // Only the leader scans: a scans at start.
     a.wait_scan_after(0).await;
     let mut b = Daemon::configure(dir_b.path(), SCALE);
+    b.env = aws.to_vec();
     b.launch_listening().await;
     assert!(
         b.log
@@ -123,6 +137,10 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
     )
     .await;
     assert!(state_head().await.unwrap() > 0);
+    // The records went through the bucket (those applied by both nodes may
+    // be deleted already; the last one stays until the next is applied).
+    let objects = moto.objects("svc-shared", "e2e/state").await;
+    assert!(!objects.is_empty(), "no state record in the bucket");
     // Once both nodes applied them, the leader deletes the old batches
     // from etcd (keeping the last).
     etcd::eventually(Duration::from_secs(30), "the replicated log is compacted", || async {
@@ -199,7 +217,7 @@ async fn a_standby_refuses_writes_and_takes_over_when_the_leader_dies() {
 async fn a_saga_waits_for_its_crns_lock_in_etcd() {
     let etcd = etcd::EtcdServer::start().await;
     let dir = data_dir();
-    cluster_config_at(dir.path(), &etcd.url(), "solo", "e2e-locks");
+    cluster_config_at(dir.path(), &etcd.url(), "solo", "e2e-locks", &shared_dir("e2e-locks"));
     let d = Daemon::start(dir.path(), SCALE).await;
     d.wait_scan_after(0).await;
     let nodes = d.api().all_nodes(None).await;
@@ -258,7 +276,7 @@ async fn without_etcd_the_leader_serves_reads_stops_acting_and_resumes_when_etcd
     let mut etcd = etcd::EtcdServer::start().await;
     let election = Election::new(&etcd.client(), "e2e-outage/leader");
     let dir = data_dir();
-    cluster_config_at(dir.path(), &etcd.url(), "solo", "e2e-outage");
+    cluster_config_at(dir.path(), &etcd.url(), "solo", "e2e-outage", &shared_dir("e2e-outage"));
     let d = Daemon::start(dir.path(), SCALE).await;
     leader_is(&election, "solo", Duration::from_secs(30)).await;
     d.wait_scan_after(0).await;

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use object_store::aws::AmazonS3Builder;
+use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
 use parking_lot::RwLock;
 use serde::Serialize;
@@ -273,6 +273,27 @@ pub fn object_name(first_ts_us: u64, first_seq: u64) -> String {
     format!("ledger-{stamp}-{first_seq:012}.jsonl.gz")
 }
 
+/// S3 bucket `name`, its credentials, region and endpoint from the usual
+/// AWS variables (`AWS_ACCESS_KEY_ID`, `AWS_REGION`, `AWS_ENDPOINT_URL`,
+/// ...; plain HTTP when the endpoint says so), a request retried twice
+/// within 20 s. The compliance export's buckets and a cluster's shared
+/// store are opened so.
+pub fn s3_bucket(name: &str) -> Result<AmazonS3, object_store::Error> {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL")
+        .or_else(|_| std::env::var("AWS_ENDPOINT"))
+        .unwrap_or_default();
+    let retry = RetryConfig {
+        max_retries: 2,
+        retry_timeout: Duration::from_secs(20),
+        ..RetryConfig::default()
+    };
+    AmazonS3Builder::from_env()
+        .with_bucket_name(name)
+        .with_allow_http(endpoint.starts_with("http://"))
+        .with_retry(retry)
+        .build()
+}
+
 /// An opened bucket.
 enum Target {
     Dir(PathBuf),
@@ -288,26 +309,11 @@ impl Target {
         match bucket {
             Bucket::Dir(dir) => Ok(Target::Dir(dir.clone())),
             Bucket::S3 { bucket: name, prefix } => {
-                // Credentials, region and endpoint come from the usual AWS
-                // variables (AWS_ACCESS_KEY_ID, AWS_REGION, AWS_ENDPOINT_URL, ...).
-                let endpoint = std::env::var("AWS_ENDPOINT_URL")
-                    .or_else(|_| std::env::var("AWS_ENDPOINT"))
-                    .unwrap_or_default();
-                let retry = RetryConfig {
-                    max_retries: 2,
-                    retry_timeout: Duration::from_secs(20),
-                    ..RetryConfig::default()
-                };
-                let store = AmazonS3Builder::from_env()
-                    .with_bucket_name(name)
-                    .with_allow_http(endpoint.starts_with("http://"))
-                    .with_retry(retry)
-                    .build()
-                    .map_err(|e| ExportError::Bucket {
-                        bucket: bucket.to_string(),
-                        name: String::new(),
-                        reason: e.to_string(),
-                    })?;
+                let store = s3_bucket(name).map_err(|e| ExportError::Bucket {
+                    bucket: bucket.to_string(),
+                    name: String::new(),
+                    reason: e.to_string(),
+                })?;
                 Ok(Target::S3 {
                     store: Arc::new(store),
                     prefix: prefix.clone(),

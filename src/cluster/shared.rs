@@ -1,14 +1,13 @@
 //! The cluster's shared object storage (`[cluster] shared_store`): where
 //! the leader puts each shipped `graph.redb` transaction for the standbys
 //! to fetch. `file:///dir` (a directory every node mounts) or
-//! `s3://bucket/prefix` (credentials and endpoint from the usual `AWS_*`
-//! environment variables, as the compliance export reads them).
+//! `s3://bucket/prefix` (opened as the compliance export opens its
+//! buckets: `svc_api::export::s3_bucket`).
 
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use futures::TryStreamExt;
-use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -45,10 +44,7 @@ impl SharedStore {
             if bucket.is_empty() {
                 bail!("cluster.shared_store {url:?}: name the bucket, e.g. s3://svc-cluster/prod");
             }
-            let store = AmazonS3Builder::from_env()
-                .with_bucket_name(bucket)
-                .with_allow_http(std::env::var("AWS_ENDPOINT_URL").is_ok_and(|e| e.starts_with("http://")))
-                .build()
+            let store = svc_api::export::s3_bucket(bucket)
                 .with_context(|| format!("cannot use {url} as the cluster's shared store"))?;
             return Ok(SharedStore {
                 store: Arc::new(store),

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+pub mod moto;
 pub mod workers;
 
 use std::io::{BufRead, BufReader, Read};
