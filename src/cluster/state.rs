@@ -282,4 +282,38 @@ mod tests {
         assert!(parse_reference(42, b"\x02whatever").is_err());
         assert_eq!(seq_of("prefix/state/00000000000000000042-7"), Some(42));
     }
+
+    /// A record is taken only as its reference in etcd describes it: an
+    /// object changed, cut short or missing in the shared store is an
+    /// error naming it, never applied.
+    #[tokio::test]
+    async fn a_record_that_does_not_match_its_reference_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = SharedStore::open(&format!("file://{}", dir.path().display())).unwrap();
+        // No etcd is dialled: only the shared store is read here.
+        let etcd = svc_cluster::Etcd::connect(&svc_cluster::EtcdConfig::new(["http://127.0.0.1:1"])).unwrap();
+        let (diverged, _) = watch::channel(false);
+        let replica = StateReplica::new(
+            ReplicatedLog::new(&etcd, "t/state"),
+            shared.clone(),
+            "n",
+            Arc::new(diverged),
+        );
+        let name = object_name(3, 1);
+        let entry = Entry {
+            seq: 3,
+            bytes: reference(b"the record", &name),
+        };
+
+        shared.put(&name, b"the record".to_vec()).await.unwrap();
+        assert_eq!(replica.fetch(&entry).await.unwrap(), b"the record");
+        for changed in [&b"the recorD"[..], b"the reco", b""] {
+            shared.put(&name, changed.to_vec()).await.unwrap();
+            let e = replica.fetch(&entry).await.unwrap_err();
+            assert!(format!("{e:#}").contains("does not match its reference"), "{e:#}");
+        }
+        shared.delete(&name).await.unwrap();
+        let e = replica.fetch(&entry).await.unwrap_err();
+        assert!(format!("{e:#}").contains(&name), "{e:#}");
+    }
 }
