@@ -23,6 +23,7 @@
 //! or wrote, its engine no longer holds the cluster's state: it starts
 //! again as a standby ([`Node::demoted`]).
 
+mod follow;
 mod shared;
 pub mod state;
 
@@ -459,58 +460,12 @@ impl LedgerLog {
                 Ok(ledger.last_seq())
             }
         };
-        follow_log(&self.log, &self.node, &lease, from, stop, "ledger", apply).await;
+        follow::follow_log(&self.log, &self.node, &lease, from, stop, "ledger", apply).await;
     }
 
     async fn publish_applied(&self, lease: &Lease, seq: u64) {
         if let Err(e) = self.log.publish_applied(&self.node, lease, seq).await {
             tracing::debug!(error = %e, "cannot publish the ledger seq applied here");
-        }
-    }
-}
-
-/// Follows `log` from the entry after `from` until `stop` turns true (or
-/// the log cannot be followed): `apply` stores each batch's entries and
-/// returns the seq then applied, which is published as `node`'s on `lease`
-/// (so the leader may compact). `what` names the store in warnings.
-async fn follow_log<F, Fut>(
-    log: &ReplicatedLog,
-    node: &str,
-    lease: &Lease,
-    from: u64,
-    mut stop: watch::Receiver<bool>,
-    what: &str,
-    mut apply: F,
-) where
-    F: FnMut(Vec<Entry>) -> Fut,
-    Fut: std::future::Future<Output = anyhow::Result<u64>>,
-{
-    let publish = |seq: u64| async move {
-        if let Err(e) = log.publish_applied(node, lease, seq).await {
-            tracing::debug!(error = %e, what, "cannot publish the seq applied here");
-        }
-    };
-    let mut follower = log.follow(from);
-    publish(from).await;
-    loop {
-        let batch = tokio::select! {
-            b = follower.next() => b,
-            _ = stop.wait_for(|s| *s) => return,
-        };
-        let Some(batch) = batch else { return };
-        let applied = match batch {
-            Ok(batch) => apply(batch.entries).await,
-            Err(e) => Err(anyhow::Error::new(e)),
-        };
-        match applied {
-            Ok(seq) => publish(seq).await,
-            Err(e) => {
-                warn!(
-                    error = format!("{e:#}"),
-                    what, "this standby cannot follow the leader's store"
-                );
-                return;
-            }
         }
     }
 }

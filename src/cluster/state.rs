@@ -178,7 +178,7 @@ impl StateReplica {
                 Ok(seq)
             }
         };
-        super::follow_log(&self.log, &self.node, &lease, from, stop, "graph store", apply).await;
+        super::follow::follow_log(&self.log, &self.node, &lease, from, stop, "graph store", apply).await;
     }
 
     pub async fn publish_applied(&self, lease: &Lease, seq: u64) {
