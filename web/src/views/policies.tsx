@@ -27,26 +27,50 @@ export function Policies(_props: ViewProps) {
   const [removing, setRemoving] = useState<Entry | null>(null);
   const busyRef = useRef(false);
   busyRef.current = busy;
+  const loadingRef = useRef(false);
+  loadingRef.current = mesh.loading;
+  // A mesh that arrived, or a change announced, while a change of ours was
+  // in flight may predate it: it is loaded again once ours is done.
+  const missedRef = useRef(false);
 
   useEffect(() => {
-    if (mesh.data) setRules(mesh.data.policies);
+    if (!mesh.data) return;
+    if (busyRef.current) missedRef.current = true;
+    else setRules(mesh.data.policies);
   }, [mesh.data]);
 
   // A scan's counts and another client's changes show without a reload.
   useEffect(
     () =>
       events.subscribe((e) => {
-        if ((e.event_type === "POLICY_CHANGE" || e.event_type === "SCAN_COMPLETED") && !busyRef.current) mesh.reload();
+        if (e.event_type !== "POLICY_CHANGE" && e.event_type !== "SCAN_COMPLETED") return;
+        if (busyRef.current) missedRef.current = true;
+        else mesh.reload();
       }),
     [events, mesh.reload],
   );
+
+  function begin() {
+    busyRef.current = true;
+    setBusy(true);
+    setError(null);
+  }
+
+  /** Ends a change; a mesh requested before the daemon applied it is dropped for a fresh one. */
+  function end() {
+    busyRef.current = false;
+    setBusy(false);
+    if (missedRef.current || loadingRef.current) {
+      missedRef.current = false;
+      mesh.reload();
+    }
+  }
 
   /** Sends `next` as the new order; the old one comes back on failure. */
   async function reorder(next: Entry[], moved: string) {
     const before = rules;
     setRules(next);
-    setBusy(true);
-    setError(null);
+    begin();
     try {
       const res = await post("/api/v1/policies/reorder", { order: next.map((r) => r.id) });
       const byId = new Map(next.map((r) => [r.id, r]));
@@ -58,13 +82,12 @@ export function Policies(_props: ViewProps) {
       setError(e instanceof Error ? e : new Error(String(e)));
       setSaid(`${moved} was not moved.`);
     } finally {
-      setBusy(false);
+      end();
     }
   }
 
   async function toggle(r: Entry) {
-    setBusy(true);
-    setError(null);
+    begin();
     try {
       const res = await post("/api/v1/policies/toggle", { rule_id: r.id });
       setRules((list) => list?.map((x) => (x.id === r.id ? { ...x, mode: res.mode, enforcement_mode: res.mode } : x)) ?? null);
@@ -72,13 +95,12 @@ export function Policies(_props: ViewProps) {
     } catch (e) {
       setError(e instanceof Error ? e : new Error(String(e)));
     } finally {
-      setBusy(false);
+      end();
     }
   }
 
   async function remove(r: Entry) {
-    setBusy(true);
-    setError(null);
+    begin();
     try {
       await del("/api/v1/policies/{id}", { params: { id: r.id } });
       setRules((list) => list?.filter((x) => x.id !== r.id) ?? null);
@@ -87,7 +109,7 @@ export function Policies(_props: ViewProps) {
       setError(e instanceof Error ? e : new Error(String(e)));
     } finally {
       setRemoving(null);
-      setBusy(false);
+      end();
     }
   }
 
@@ -172,19 +194,41 @@ function RulesTable(props: {
   const { rules, canEdit, busy } = props;
   const [dragging, setDragging] = useState<number | null>(null);
   const [over, setOver] = useState<number | null>(null);
-  // After a move by keyboard, focus stays on the moved rule's button.
+  // After a move, focus stays on the moved rule's buttons: each time the
+  // list is drawn again (the move itself, the daemon's answer, a reload)
+  // and focus fell to the page, it goes back, until the user puts it
+  // somewhere else.
   const focusNext = useRef<{ id: string; dir: "up" | "down" } | null>(null);
   const tableRef = useRef<HTMLTableElement>(null);
 
   useEffect(() => {
     const f = focusNext.current;
     if (!f || busy) return;
-    focusNext.current = null;
     const row = tableRef.current?.querySelector(`tr[data-rule="${CSS.escape(f.id)}"]`);
+    const active = document.activeElement;
+    if (active && active !== document.body && row?.contains(active)) return;
+    if (active && active !== document.body) {
+      focusNext.current = null;
+      return;
+    }
     const want = row?.querySelector<HTMLButtonElement>(`button[data-move="${f.dir}"]:not([disabled])`);
     const other = row?.querySelector<HTMLButtonElement>(`button[data-move]:not([disabled])`);
     (want ?? other)?.focus();
   }, [rules, busy]);
+
+  useEffect(() => {
+    const elsewhere = (e: Event) => {
+      const f = focusNext.current;
+      const row = f ? tableRef.current?.querySelector(`tr[data-rule="${CSS.escape(f.id)}"]`) : null;
+      if (f && !(e.target instanceof Node && row?.contains(e.target))) focusNext.current = null;
+    };
+    document.addEventListener("focusin", elsewhere);
+    document.addEventListener("pointerdown", elsewhere);
+    return () => {
+      document.removeEventListener("focusin", elsewhere);
+      document.removeEventListener("pointerdown", elsewhere);
+    };
+  }, []);
 
   function move(i: number, dir: "up" | "down") {
     const r = rules[i];
