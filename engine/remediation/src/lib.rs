@@ -23,10 +23,12 @@
 //! resource that stops being waste leaves the pipeline, recorded as a
 //! `PIPELINE_MOVE` to `removed`.
 
+pub mod name;
 pub mod plan;
 pub mod state;
 pub mod store;
 
+pub use name::Name;
 pub use state::{Remediation, SharedLocks};
 pub use store::RemediationStore;
 
@@ -49,7 +51,7 @@ pub struct Proof {
     pub safe: bool,
     pub reason: String,
     /// `plugin` when the provider's `CheckReversibility` answered, else `builtin`.
-    pub source: String,
+    pub source: Name,
 }
 
 /// An operator's break-glass override of `sau_gate`.
@@ -67,15 +69,15 @@ pub struct Item {
     pub crn: String,
     pub stage: Phase,
     /// The node type and state the plan was made for.
-    pub ty: String,
-    pub state: String,
+    pub ty: Name,
+    pub state: Name,
     /// The deciding rule and its suggested action.
-    pub rule: String,
-    pub action: String,
+    pub rule: Name,
+    pub action: Name,
     pub reason: String,
     pub savings_usd_mo: f64,
     pub risk_score: f64,
-    pub reachability: String,
+    pub reachability: Name,
     pub blast_radius: u64,
     pub proof: Option<Proof>,
     /// Empty until `codegen`.
@@ -104,14 +106,14 @@ impl Item {
         Item {
             crn,
             stage: Phase::Flagged,
-            ty: String::new(),
-            state: String::new(),
-            rule: String::new(),
-            action: String::new(),
+            ty: Name::default(),
+            state: Name::default(),
+            rule: Name::default(),
+            action: Name::default(),
             reason: String::new(),
             savings_usd_mo: 0.0,
             risk_score: 0.0,
-            reachability: String::new(),
+            reachability: Name::default(),
             blast_radius: 0,
             proof: None,
             plan_hash: String::new(),

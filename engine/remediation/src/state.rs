@@ -6,8 +6,11 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
 
+use hashbrown::{HashTable, hash_table};
 use parking_lot::Condvar;
-use rustc_hash::FxHashMap;
+use rayon::iter::{IntoParallelIterator, ParallelIterator};
+use rustc_hash::FxBuildHasher;
+use std::hash::BuildHasher;
 use svc_graph::sync::{Mutex, Rank};
 use tracing::warn;
 
@@ -44,14 +47,8 @@ pub trait SharedLocks: Send + Sync {
 
 #[derive(Default)]
 pub struct State {
-    /// By CRN; hashed, since a scan looks up every waste resource's item.
-    /// Each entry is boxed, so the table holds pointers: growing it moves
-    /// 8 bytes an item rather than ~550 while the old and the new table
-    /// are both held. At 1M nodes (~190k items) that lowered the daemon's
-    /// peak resident memory by ~55 MB (docs/perf-log.md, the daemon's resident
-    /// memory); the table's spare slots were never written, so they were
-    /// not resident before either.
-    pub items: FxHashMap<String, Box<Entry>>,
+    /// By CRN ([`Items`]).
+    pub items: Items,
     pub isolation: BTreeMap<String, Isolation>,
     /// Sagas found running at start: the daemon stopped mid-saga.
     pub interrupted: Vec<Saga>,
@@ -83,6 +80,93 @@ impl State {
                 }
             }
         }
+    }
+}
+
+/// The items by CRN, hashed, since a scan looks up every waste
+/// resource's item. The table holds boxes keyed by the item's own CRN, not
+/// a copy of it: at 10M resources the pipeline holds ~2M items, and a
+/// second CRN each cost ~110 bytes. Boxed, so growing the table moves 8
+/// bytes an item rather than the whole entry while the old and the new
+/// table are both held.
+#[derive(Default)]
+pub struct Items(HashTable<Box<Entry>>);
+
+fn crn_hash(crn: &str) -> u64 {
+    FxBuildHasher.hash_one(crn)
+}
+
+impl Items {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn reserve(&mut self, more: usize) {
+        self.0.reserve(more, |e| crn_hash(&e.item.crn));
+    }
+
+    pub fn get(&self, crn: &str) -> Option<&Entry> {
+        self.0.find(crn_hash(crn), |e| e.item.crn == crn).map(|e| &**e)
+    }
+
+    pub fn get_mut(&mut self, crn: &str) -> Option<&mut Entry> {
+        self.0.find_mut(crn_hash(crn), |e| e.item.crn == crn).map(|e| &mut **e)
+    }
+
+    pub fn contains_key(&self, crn: &str) -> bool {
+        self.get(crn).is_some()
+    }
+
+    /// Adds `entry` under its item's CRN; the entry it replaces, if any.
+    pub fn insert(&mut self, entry: Box<Entry>) -> Option<Box<Entry>> {
+        let hash = crn_hash(&entry.item.crn);
+        match self
+            .0
+            .entry(hash, |e| e.item.crn == entry.item.crn, |e| crn_hash(&e.item.crn))
+        {
+            hash_table::Entry::Occupied(mut o) => Some(std::mem::replace(o.get_mut(), entry)),
+            hash_table::Entry::Vacant(v) => {
+                v.insert(entry);
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, crn: &str) -> Option<Box<Entry>> {
+        match self.0.find_entry(crn_hash(crn), |e| e.item.crn == crn) {
+            Ok(o) => Some(o.remove().0),
+            Err(_) => None,
+        }
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &Entry> {
+        self.0.iter().map(|e| &**e)
+    }
+
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Entry> {
+        self.0.iter_mut().map(|e| &mut **e)
+    }
+
+    pub fn par_values(&self) -> impl ParallelIterator<Item = &Entry> {
+        (&self.0).into_par_iter().map(|e| &**e)
+    }
+
+    pub fn par_values_mut(&mut self) -> impl ParallelIterator<Item = &mut Entry> {
+        (&mut self.0).into_par_iter().map(|e| &mut **e)
+    }
+}
+
+impl FromIterator<Box<Entry>> for Items {
+    fn from_iter<I: IntoIterator<Item = Box<Entry>>>(iter: I) -> Items {
+        let mut items = Items::default();
+        for e in iter {
+            items.insert(e);
+        }
+        items
     }
 }
 
@@ -168,7 +252,7 @@ impl Remediation {
             items: loaded
                 .items
                 .into_iter()
-                .map(|i| (i.crn.clone(), Box::new(Entry::new(i, None))))
+                .map(|i| Box::new(Entry::new(i, None)))
                 .collect(),
             isolation: loaded.isolations.into_iter().map(|i| (i.crn.clone(), i)).collect(),
             interrupted: loaded.sagas.into_iter().filter(|g| g.status == "running").collect(),

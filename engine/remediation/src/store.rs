@@ -1,10 +1,13 @@
-//! Remediation state in `graph.redb`, as JSON values (the fields change
-//! more often than the graph's, and JSON tolerates added ones):
+//! Remediation state in `graph.redb`:
 //!
-//! - `remediation_items`: CRN -> item.
+//! - `remediation_items`: CRN -> item, a binary record ([`record`]): a
+//!   large estate's pipeline holds millions, written by every scan and
+//!   read back at every start.
 //! - `remediation_payloads`: SHA-256 -> compensating payload.
 //! - `remediation_sagas`: saga id -> saga, kept after it ends.
 //! - `isolation`: CRN -> ignore entry.
+//!
+//! All but the items are JSON values (few, and JSON tolerates added fields).
 //!
 //! Every write is one durable transaction. Decoding never panics: a
 //! malformed value is a `Corrupt` error naming the table.
@@ -18,6 +21,8 @@ use serde_json::{Value, json};
 use super::{Compensation, Isolation, Item, Override, Proof, Saga, SagaStep, stage_named};
 use svc_store::DecodeError;
 use svc_store::{GraphStore, StoreError};
+
+pub mod record;
 
 const ITEMS: TableDefinition<&str, &[u8]> = TableDefinition::new("remediation_items");
 const PAYLOADS: TableDefinition<&str, &[u8]> = TableDefinition::new("remediation_payloads");
@@ -58,14 +63,15 @@ fn map(v: &Value, k: &str) -> BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-/// An item as a JSON tree: the reference [`write_item`] is checked against.
+/// An item as the JSON object it was stored as before the binary record.
 #[cfg(test)]
 fn item_json(i: &Item) -> Value {
     json!({
-        "crn": i.crn, "stage": i.stage.name(), "type": i.ty, "state": i.state, "rule": i.rule,
-        "action": i.action, "reason": i.reason, "savings_usd_mo": i.savings_usd_mo,
-        "risk_score": i.risk_score, "reachability": i.reachability, "blast_radius": i.blast_radius,
-        "proof": i.proof.as_ref().map(|p| json!({"safe": p.safe, "reason": p.reason, "source": p.source})),
+        "crn": i.crn, "stage": i.stage.name(), "type": i.ty.as_str(), "state": i.state.as_str(),
+        "rule": i.rule.as_str(), "action": i.action.as_str(), "reason": i.reason,
+        "savings_usd_mo": i.savings_usd_mo, "risk_score": i.risk_score,
+        "reachability": i.reachability.as_str(), "blast_radius": i.blast_radius,
+        "proof": i.proof.as_ref().map(|p| json!({"safe": p.safe, "reason": p.reason, "source": p.source.as_str()})),
         "plan_hash": i.plan_hash, "blockers": i.blockers, "held_by": i.held_by,
         "override": i.override_by.as_ref().map(|o| json!({"actor": o.actor, "reason": o.reason, "plan_hash": o.plan_hash})),
         "failure": i.failure, "saga_id": i.saga_id, "rejected": i.rejected,
@@ -73,67 +79,13 @@ fn item_json(i: &Item) -> Value {
     })
 }
 
-/// An item's JSON text, written field by field into `buf` without building
-/// a tree: a scan stores thousands of items.
-pub fn write_item(buf: &mut Vec<u8>, i: &Item) {
-    let mut o = Obj::new(buf);
-    o.str("crn", &i.crn);
-    o.str("stage", i.stage.name());
-    o.str("type", &i.ty);
-    o.str("state", &i.state);
-    o.str("rule", &i.rule);
-    o.str("action", &i.action);
-    o.str("reason", &i.reason);
-    o.num("savings_usd_mo", i.savings_usd_mo);
-    o.num("risk_score", i.risk_score);
-    o.str("reachability", &i.reachability);
-    o.int("blast_radius", i.blast_radius);
-    match &i.proof {
-        Some(p) => {
-            let mut n = Obj::new(o.key("proof"));
-            n.bool("safe", p.safe);
-            n.str("reason", &p.reason);
-            n.str("source", &p.source);
-            n.end();
-        }
-        None => o.null("proof"),
-    }
-    o.str("plan_hash", &i.plan_hash);
-    let out = o.key("blockers");
-    out.push(b'[');
-    for (k, b) in i.blockers.iter().enumerate() {
-        if k > 0 {
-            out.push(b',');
-        }
-        text(out, b);
-    }
-    out.push(b']');
-    o.opt("held_by", i.held_by.as_deref());
-    match &i.override_by {
-        Some(v) => {
-            let mut n = Obj::new(o.key("override"));
-            n.str("actor", &v.actor);
-            n.str("reason", &v.reason);
-            n.str("plan_hash", &v.plan_hash);
-            n.end();
-        }
-        None => o.null("override"),
-    }
-    o.opt("failure", i.failure.as_deref());
-    o.opt("saga_id", i.saga_id.as_deref());
-    o.opt("rejected", i.rejected.as_deref());
-    o.int("flagged_us", i.flagged_us);
-    o.int("stage_us", i.stage_us);
-    o.end();
-}
-
 /// Items encoded on every core, in key order (the order they insert fastest in).
 fn encode_items(items: &[&Item]) -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = items
         .par_iter()
         .map(|i| {
-            let mut buf = Vec::with_capacity(768);
-            write_item(&mut buf, i);
+            let mut buf = Vec::with_capacity(256);
+            record::encode(&mut buf, i);
             (i.crn.clone(), buf)
         })
         .collect();
@@ -141,60 +93,7 @@ fn encode_items(items: &[&Item]) -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// A JSON string literal, escaped as serde_json escapes it.
-fn text(out: &mut Vec<u8>, s: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
-}
-
-/// A JSON object being written.
-struct Obj<'b> {
-    out: &'b mut Vec<u8>,
-    first: bool,
-}
-
-impl<'b> Obj<'b> {
-    fn new(out: &'b mut Vec<u8>) -> Obj<'b> {
-        out.push(b'{');
-        Obj { out, first: true }
-    }
-    fn key(&mut self, k: &str) -> &mut Vec<u8> {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        text(self.out, k);
-        self.out.push(b':');
-        self.out
-    }
-    fn str(&mut self, k: &str, v: &str) {
-        text(self.key(k), v);
-    }
-    fn opt(&mut self, k: &str, v: Option<&str>) {
-        match v {
-            Some(v) => self.str(k, v),
-            None => self.null(k),
-        }
-    }
-    fn null(&mut self, k: &str) {
-        self.key(k).extend_from_slice(b"null");
-    }
-    fn bool(&mut self, k: &str, v: bool) {
-        let v: &[u8] = if v { b"true" } else { b"false" };
-        self.key(k).extend_from_slice(v);
-    }
-    fn int(&mut self, k: &str, v: u64) {
-        let _ = serde_json::to_writer(self.key(k), &v);
-    }
-    /// A float as serde_json writes one (`null` when not finite).
-    fn num(&mut self, k: &str, v: f64) {
-        let _ = serde_json::to_writer(self.key(k), &Value::from(v));
-    }
-    fn end(self) {
-        self.out.push(b'}');
-    }
-}
-
+/// An item written as JSON before the binary record existed.
 fn item_from(v: &Value) -> Result<Item, DecodeError> {
     let stage = v
         .get("stage")
@@ -204,19 +103,19 @@ fn item_from(v: &Value) -> Result<Item, DecodeError> {
     let crn = opt_s(v, "crn").ok_or(DecodeError("item without a crn"))?;
     Ok(Item {
         stage,
-        ty: s(v, "type"),
-        state: s(v, "state"),
-        rule: s(v, "rule"),
-        action: s(v, "action"),
+        ty: s(v, "type").into(),
+        state: s(v, "state").into(),
+        rule: s(v, "rule").into(),
+        action: s(v, "action").into(),
         reason: s(v, "reason"),
         savings_usd_mo: f(v, "savings_usd_mo"),
         risk_score: f(v, "risk_score"),
-        reachability: s(v, "reachability"),
+        reachability: s(v, "reachability").into(),
         blast_radius: u(v, "blast_radius"),
         proof: v.get("proof").filter(|p| p.is_object()).map(|p| Proof {
             safe: p.get("safe").and_then(Value::as_bool).unwrap_or(false),
             reason: s(p, "reason"),
-            source: s(p, "source"),
+            source: s(p, "source").into(),
         }),
         plan_hash: s(v, "plan_hash"),
         blockers: v
@@ -452,10 +351,25 @@ impl RemediationStore for GraphStore {
                 }
                 Ok(())
             };
-        each(ITEMS, "remediation items", &mut |v| {
-            out.items.push(item_from(&v)?);
-            Ok(())
-        })?;
+        match txn.open_table(ITEMS) {
+            Ok(table) => {
+                let corrupt = |e| rem_corrupt(self, "remediation items", e);
+                for row in table.iter().map_err(|e| err(e.into()))? {
+                    let (crn, v) = row.map_err(|e| err(e.into()))?;
+                    let v = v.value();
+                    let item = if record::is_json(v) {
+                        serde_json::from_slice::<Value>(v)
+                            .map_err(|_| DecodeError("not JSON"))
+                            .and_then(|v| item_from(&v))
+                    } else {
+                        record::decode(crn.value(), v)
+                    };
+                    out.items.push(item.map_err(corrupt)?);
+                }
+            }
+            Err(TableError::TableDoesNotExist(_)) => {}
+            Err(e) => return Err(err(e.into())),
+        }
         each(SAGAS, "sagas", &mut |v| {
             out.sagas.push(saga_from(&v));
             Ok(())
@@ -711,7 +625,7 @@ mod tests {
     }
 
     #[test]
-    fn items_round_trip() {
+    fn an_item_stored_as_json_before_the_record_still_reads() {
         let mut i = Item::new("crn:svc:aws:us-east-1:ec2:volume:1:vol-1".into(), 7);
         i.stage = Phase::SauGate;
         i.proof = Some(Proof {
@@ -726,23 +640,29 @@ mod tests {
             plan_hash: "ab".into(),
         }));
         i.savings_usd_mo = 12.5;
-        assert_eq!(item_from(&item_json(&i)).unwrap(), i);
-        // The stored text is the same object, escapes included.
         i.reason = "a \"quoted\" reason\nwith a line break and é".into();
-        i.held_by = Some("alice".into());
-        i.risk_score = f64::NAN;
-        let mut buf = Vec::new();
-        write_item(&mut buf, &i);
-        let stored: Value = serde_json::from_slice(&buf).unwrap();
-        assert_eq!(stored, item_json(&i));
-        i.risk_score = 0.0;
-        assert_eq!(item_from(&stored).unwrap(), i);
-        i.proof = None;
-        i.override_by = None;
-        i.blockers.clear();
-        buf.clear();
-        write_item(&mut buf, &i);
-        assert_eq!(serde_json::from_slice::<Value>(&buf).unwrap(), item_json(&i));
+        assert_eq!(item_from(&item_json(&i)).unwrap(), i);
         assert!(item_from(&json!({"crn": "x"})).is_err());
+
+        // In a store: one item as the old JSON, one as a record; both load.
+        let store = store_on(&Arc::new(Disk::default()));
+        let mut j = i.clone();
+        j.crn = "crn:svc:aws:us-east-1:ec2:volume:1:vol-2".into();
+        store
+            .put_remediation(&Batch {
+                items: vec![&j],
+                ..Batch::default()
+            })
+            .unwrap();
+        let txn = store.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(ITEMS).unwrap();
+            let old = serde_json::to_vec(&item_json(&i)).unwrap();
+            t.insert(i.crn.as_str(), old.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+        let mut loaded = store.load_remediation().unwrap().items;
+        loaded.sort_by(|a, b| a.crn.cmp(&b.crn));
+        assert_eq!(loaded, [i, j]);
     }
 }

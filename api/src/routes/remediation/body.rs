@@ -104,7 +104,7 @@ fn cents(v: f64) -> f64 {
 impl From<&Item> for RemediationItem {
     fn from(i: &Item) -> Self {
         RemediationItem {
-            action: i.action.clone(),
+            action: i.action.to_string(),
             blast_radius: i.blast_radius,
             blockers: i.blockers.clone(),
             crn: i.crn.clone(),
@@ -120,13 +120,13 @@ impl From<&Item> for RemediationItem {
             proof: i.proof.as_ref().map(|p| RemediationProof {
                 reason: p.reason.clone(),
                 safe: p.safe,
-                source: ProofSource::from(p.source.clone()),
+                source: ProofSource::from(p.source.to_string()),
             }),
-            reachability: i.reachability.clone(),
+            reachability: i.reachability.to_string(),
             reason: i.reason.clone(),
             rejected: i.rejected.clone(),
             risk_score: i.risk_score,
-            rule: i.rule.clone(),
+            rule: i.rule.to_string(),
             saga_id: i.saga_id.clone(),
             savings_usd_mo: cents(i.savings_usd_mo),
             stage: QueueStage::from(if i.rejected.is_some() {
@@ -135,8 +135,8 @@ impl From<&Item> for RemediationItem {
                 i.stage.name()
             }),
             stage_since: us_to_s(i.stage_us),
-            state: i.state.clone(),
-            ty: i.ty.clone(),
+            state: i.state.to_string(),
+            ty: i.ty.to_string(),
         }
     }
 }

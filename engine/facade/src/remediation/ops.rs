@@ -354,7 +354,7 @@ impl Pipeline<'_> {
         // Waste nodes no item is matched to yet: new to the pipeline, or
         // not matched since the start. Only these have their CRN rendered.
         let mut claimed = vec![false; waste.len()];
-        for i in items.par_iter().filter_map(|(_, e)| matched(e)).collect::<Vec<_>>() {
+        for i in items.par_values().filter_map(matched).collect::<Vec<_>>() {
             claimed[i] = true;
         }
         let fresh: Vec<(NodeId, String)> = waste
@@ -374,10 +374,7 @@ impl Pipeline<'_> {
                 Some(e) => e.node = Some((id, key)),
                 None => {
                     report.entered += 1;
-                    items.insert(
-                        crn.clone(),
-                        Box::new(Entry::new(Item::new(crn, now_us), Some((id, key)))),
-                    );
+                    items.insert(Box::new(Entry::new(Item::new(crn, now_us), Some((id, key)))));
                 }
             }
         }
@@ -385,9 +382,9 @@ impl Pipeline<'_> {
 
         // Items whose resource is no longer waste, or is ignored, leave.
         let mut leaving: Vec<String> = items
-            .par_iter()
-            .filter(|(c, e)| matched(e).is_none() || isolation.contains_key(c.as_str()))
-            .map(|(c, _)| c.clone())
+            .par_values()
+            .filter(|e| matched(e).is_none() || isolation.contains_key(e.item.crn.as_str()))
+            .map(|e| e.item.crn.clone())
             .collect();
         leaving.par_sort_unstable();
         for crn in &leaving {
@@ -437,9 +434,9 @@ impl Pipeline<'_> {
             actions.entry(r.name).or_insert(r.action);
         }
         let all_planned = *planned;
-        let mut slow: Vec<(&str, &mut Entry, NodeId, Option<Crn>)> = items
-            .par_iter_mut()
-            .filter_map(|(crn, e)| {
+        let mut slow: Vec<(&mut Entry, NodeId, Option<Crn>)> = items
+            .par_values_mut()
+            .filter_map(|e| {
                 let (id, _) = e.node?;
                 let (Some(f), Some(n)) = (findings.deciding(id), graph.node(id)) else {
                     e.dirty = false;
@@ -449,15 +446,15 @@ impl Pipeline<'_> {
                 let action = actions.get(f.rule.as_ref()).copied().unwrap_or("delete");
                 // The plan is a function of these four (and the CRN); after a
                 // restart every plan is checked once, in case planning changed.
-                let mut inputs = set_text(&mut item.ty, reader.resolve(n.ty()));
-                inputs |= set_text(&mut item.state, reader.resolve(n.state()));
-                inputs |= set_text(&mut item.rule, &f.rule);
-                inputs |= set_text(&mut item.action, action);
+                let mut inputs = item.ty.set(reader.resolve(n.ty()));
+                inputs |= item.state.set(reader.resolve(n.state()));
+                inputs |= item.rule.set(&f.rule);
+                inputs |= item.action.set(action);
                 let replan = inputs || item.plan_hash.is_empty() || !all_planned;
                 let mut dirty = inputs | set_text(&mut item.reason, &f.reason);
                 dirty |= set_value(&mut item.savings_usd_mo, f.projected_savings_usd_mo);
                 dirty |= set_value(&mut item.risk_score, f64::from(n.risk_score()));
-                dirty |= set_text(&mut item.reachability, n.reachability().name());
+                dirty |= item.reachability.set(n.reachability().name());
                 e.dirty = dirty;
                 if item.stage == Phase::Applied {
                     return None;
@@ -468,7 +465,7 @@ impl Pipeline<'_> {
                         e.dirty |= gate(item, id, before, now_us, blocked);
                         None
                     }
-                    Check::Prove(c) => Some((crn.as_str(), &mut **e, id, c)),
+                    Check::Prove(c) => Some((e, id, c)),
                     Check::Stay => None,
                 }
             })
@@ -476,12 +473,12 @@ impl Pipeline<'_> {
         // Proved in CRN order, up to ANALYZE_PER_SCAN; the rest wait as
         // they are for the next scan, and an item whose CRN does not parse
         // stays as it is.
-        slow.par_sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let mut slow: Vec<(&str, &mut Entry, NodeId, Crn)> = slow
+        slow.par_sort_unstable_by(|a, b| a.0.item.crn.cmp(&b.0.item.crn));
+        let mut slow: Vec<(&mut Entry, NodeId, Crn)> = slow
             .into_iter()
-            .filter_map(|(c, e, id, crn)| {
+            .filter_map(|(e, id, crn)| {
                 let crn = crn.or_else(|| Crn::parse(&e.item.crn).ok())?;
-                Some((c, e, id, crn))
+                Some((e, id, crn))
             })
             .take(ANALYZE_PER_SCAN)
             .collect();
@@ -498,8 +495,8 @@ impl Pipeline<'_> {
             phases,
             changed,
         } = items
-            .par_iter()
-            .fold(Tally::default, |mut t, (_, e)| {
+            .par_values()
+            .fold(Tally::default, |mut t, e| {
                 let i = &e.item;
                 if i.stage == Phase::SauGate {
                     t.held += 1;
@@ -586,13 +583,13 @@ impl Pipeline<'_> {
         &self,
         graph: &Graph,
         sources: &mut [Box<dyn Source>],
-        items: &mut [(&str, &mut Entry, NodeId, Crn)],
+        items: &mut [(&mut Entry, NodeId, Crn)],
         now_us: u64,
         blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
     ) {
         let worked: Vec<(Plan, u64)> = items
             .par_iter()
-            .map(|(_, e, id, crn)| {
+            .map(|(e, id, crn)| {
                 let i = &e.item;
                 let plan = plan::build(crn, &i.ty, &i.state, &i.rule, &i.action);
                 let blast = crate::blast::blast_radius(graph, *id, 0).map_or(0, |b| b.count as u64);
@@ -603,13 +600,13 @@ impl Pipeline<'_> {
         let asked: Vec<Option<Proof>> = items
             .iter()
             .zip(&worked)
-            .map(|((_, _, id, crn), (plan, _))| source_proof(graph, sources, &served, *id, crn, plan))
+            .map(|((_, id, crn), (plan, _))| source_proof(graph, sources, &served, *id, crn, plan))
             .collect();
         items
             .par_iter_mut()
             .zip(worked)
             .zip(asked)
-            .for_each(|(((_, e, id, _), (plan, blast)), asked)| {
+            .for_each(|(((e, id, _), (plan, blast)), asked)| {
                 let item = &mut e.item;
                 let before = (item.stage, item.stage_us);
                 item.proof = Some(asked.unwrap_or_else(|| builtin_proof(graph, *id, plan.intent)));
@@ -642,7 +639,7 @@ impl Pipeline<'_> {
         let st = self.durable_state()?;
         let rejected = STAGES.len();
         let mut parts: Vec<(u64, f64, Vec<&Item>)> = (0..=rejected).map(|_| (0, 0.0, Vec::new())).collect();
-        for Entry { item, .. } in st.items.values().map(|e| &**e) {
+        for Entry { item, .. } in st.items.values() {
             let at = match item.rejected {
                 Some(_) => Some(rejected),
                 None => STAGES.iter().position(|s| *s == item.stage),
@@ -980,7 +977,7 @@ impl Pipeline<'_> {
             let action = saga.steps[i].action.clone();
             let props = BTreeMap::from([
                 ("saga_id".to_owned(), saga.id.clone()),
-                ("rule".to_owned(), item.rule.clone()),
+                ("rule".to_owned(), item.rule.to_string()),
             ]);
             let served = self.sources.served();
             let call = |sources: &mut [Box<dyn Source>], dry_run: bool| {
