@@ -28,6 +28,24 @@ const NAME_ATTEMPTS: u32 = 16;
 /// rename or the directory sync is returned unchanged; the old content of
 /// `path` is kept unless the rename happened.
 pub fn write_atomic(path: &Path, write: impl FnOnce(&mut File) -> io::Result<()>) -> io::Result<()> {
+    let mut pending = begin(path)?;
+    write(pending.file())?;
+    pending.finish()
+}
+
+/// A replacement of a file written now and put in place later: the content
+/// goes to the temporary file ([`Pending::file`]) and [`Pending::finish`]
+/// syncs it and renames it over the path, so the slow part (the sync) can
+/// run on another thread. Dropped unfinished, the temporary file is removed.
+pub struct Pending {
+    file: File,
+    tmp: Temp,
+    path: PathBuf,
+    dir: PathBuf,
+}
+
+/// Starts replacing `path`: a new temporary file beside it.
+pub fn begin(path: &Path) -> io::Result<Pending> {
     let Some(name) = path.file_name() else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -38,13 +56,32 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&mut File) -> io::Result<()>
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let (mut file, tmp) = create_temp(dir, &name.to_string_lossy())?;
-    write(&mut file)?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(tmp.path(), path)?;
-    tmp.disarm();
-    File::open(dir)?.sync_all()
+    let (file, tmp) = create_temp(dir, &name.to_string_lossy())?;
+    Ok(Pending {
+        file,
+        tmp,
+        path: path.to_owned(),
+        dir: dir.to_owned(),
+    })
+}
+
+impl Pending {
+    /// The temporary file; anything wrapped around it (a `BufWriter`) must
+    /// be flushed before [`Pending::finish`].
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Syncs the temporary file, renames it over the path and syncs the
+    /// directory.
+    pub fn finish(self) -> io::Result<()> {
+        let Pending { file, tmp, path, dir } = self;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(tmp.path(), &path)?;
+        tmp.disarm();
+        File::open(&dir)?.sync_all()
+    }
 }
 
 /// Replaces `path` with `bytes`, as [`write_atomic`] does.

@@ -77,7 +77,7 @@ pub enum SnapshotError {
     },
 }
 
-/// The header buffer [`Encoded::write_to`] fills, through [`Writer`].
+/// The header buffer [`write_sections`] fills, through [`Writer`].
 struct W(Vec<u8>);
 
 impl W {
@@ -227,71 +227,101 @@ macro_rules! edge_section {
 
 svc_graph::edge_schema!(edge_section);
 
+/// Sections encoded at once while a snapshot is written: a bounded part
+/// of the graph's size (the snapshot is about as large as the graph), so
+/// writing one does not hold a second copy of the graph in memory.
+const SECTIONS_AT_ONCE: usize = 8;
+
 /// Writes the graph to `path` atomically (temporary file, fsync, rename).
 pub fn write(path: &Path, graph: &Graph, key: SnapshotKey) -> Result<u64, SnapshotError> {
-    encode(graph, key).write(path)
+    let written = write_unsynced(path, graph, key)?;
+    let bytes = written.bytes;
+    written.finish()?;
+    Ok(bytes)
 }
 
-/// A snapshot encoded in memory, not yet on disk: taken under the graph's
-/// read lock (a parallel pass over the shards), written without it.
-pub struct Encoded {
-    key: SnapshotKey,
-    sections: Vec<Vec<u8>>,
+/// A snapshot written to its temporary file, not yet synced nor in place.
+pub struct Written {
+    pending: crate::atomic::Pending,
+    path: PathBuf,
+    /// Bytes written.
+    pub bytes: u64,
 }
 
-/// Encodes every shard of `graph` as the snapshot of `key`.
-pub fn encode(graph: &Graph, key: SnapshotKey) -> Encoded {
-    let (nodes, edges): (Vec<Vec<u8>>, Vec<Vec<u8>>) = rayon::join(
-        || graph.node_shards().par_iter().map(encode_nodes).collect(),
-        || graph.edge_shards().par_iter().map(encode_edges).collect(),
-    );
-    let mut sections = nodes;
-    sections.extend(edges);
-    Encoded { key, sections }
-}
-
-impl Encoded {
-    pub fn key(&self) -> SnapshotKey {
-        self.key
+impl Written {
+    /// Syncs the snapshot and renames it over its path ([`crate::atomic`]),
+    /// so a reader sees the old snapshot or the new one, never a part.
+    pub fn finish(self) -> Result<(), SnapshotError> {
+        let Written { pending, path, .. } = self;
+        pending.finish().map_err(|source| SnapshotError::Io { path, source })
     }
+}
 
-    /// Writes the snapshot over `path` atomically ([`crate::atomic`]), so a
-    /// reader sees the old snapshot or the new one, never a part. Returns
-    /// the bytes written. When any step fails the temporary file is
-    /// removed: a part written to a full disk would otherwise hold its
-    /// space (hundreds of megabytes at 1M nodes) until the next snapshot,
-    /// while the stores need it.
-    pub fn write(&self, path: &Path) -> Result<u64, SnapshotError> {
-        let mut total = 0;
-        crate::atomic::write_atomic(path, |file| {
-            total = self.write_to(file)?;
-            Ok(())
-        })
-        .map(|()| total)
-        .map_err(|source| SnapshotError::Io {
-            path: path.to_owned(),
-            source,
-        })
-    }
+/// Writes the graph as the snapshot of `key` to a temporary file beside
+/// `path`, a few shards' sections at a time (encoded on every core while
+/// the ones before are written), and leaves the sync and the rename to
+/// [`Written::finish`]: the caller holds the graph's read lock for the
+/// writing and may let go of it for the sync. When a step fails the
+/// temporary file is removed: a part written to a full disk would
+/// otherwise hold its space (hundreds of megabytes at 1M nodes) while the
+/// stores need it.
+pub fn write_unsynced(path: &Path, graph: &Graph, key: SnapshotKey) -> Result<Written, SnapshotError> {
+    let io = |source| SnapshotError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut pending = crate::atomic::begin(path).map_err(io)?;
+    let bytes = write_sections(pending.file(), graph, key).map_err(io)?;
+    Ok(Written {
+        pending,
+        path: path.to_owned(),
+        bytes,
+    })
+}
 
-    /// The snapshot's bytes into `file`, flushed.
-    fn write_to(&self, file: &mut std::fs::File) -> std::io::Result<u64> {
-        let mut f = std::io::BufWriter::with_capacity(1 << 20, file);
-        let mut header = W(Vec::with_capacity(48));
-        header.0.extend_from_slice(MAGIC);
-        let key = self.key;
-        header.u64s([key.generation, key.scan_seq, key.commit_us, key.symbols]);
-        f.write_all(&header.0)?;
-        let mut total = header.0.len() as u64;
-        for section in &self.sections {
+/// The snapshot's bytes into `file`, flushed; the bytes written.
+fn write_sections(file: &mut File, graph: &Graph, key: SnapshotKey) -> std::io::Result<u64> {
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, file);
+    let mut header = W(Vec::with_capacity(48));
+    header.0.extend_from_slice(MAGIC);
+    header.u64s([key.generation, key.scan_seq, key.commit_us, key.symbols]);
+    f.write_all(&header.0)?;
+    let mut total = header.0.len() as u64;
+    let mut put = |sections: Vec<Vec<u8>>| -> std::io::Result<()> {
+        for section in sections {
             f.write_all(&(section.len() as u64).to_le_bytes())?;
-            f.write_all(section)?;
-            f.write_all(&checksum(section).to_le_bytes())?;
+            f.write_all(&section)?;
+            f.write_all(&checksum(&section).to_le_bytes())?;
             total += section.len() as u64 + 16;
         }
-        f.write_all(END)?;
-        f.flush()?;
-        Ok(total + 8)
+        Ok(())
+    };
+    let nodes = graph.node_shards().chunks(SECTIONS_AT_ONCE).map(|c| Part::Nodes(c));
+    let edges = graph.edge_shards().chunks(SECTIONS_AT_ONCE).map(|c| Part::Edges(c));
+    let mut ready: Vec<Vec<u8>> = Vec::new();
+    for part in nodes.chain(edges) {
+        let (written, next) = rayon::join(|| put(std::mem::take(&mut ready)), || part.encode());
+        written?;
+        ready = next;
+    }
+    put(ready)?;
+    f.write_all(END)?;
+    f.flush()?;
+    Ok(total + 8)
+}
+
+/// A few shards, encoded together.
+enum Part<'g> {
+    Nodes(&'g [NodeShard]),
+    Edges(&'g [EdgeShard]),
+}
+
+impl Part<'_> {
+    fn encode(&self) -> Vec<Vec<u8>> {
+        match self {
+            Part::Nodes(s) => s.par_iter().map(encode_nodes).collect(),
+            Part::Edges(s) => s.par_iter().map(encode_edges).collect(),
+        }
     }
 }
 

@@ -136,23 +136,17 @@ impl ScanState {
         }
     }
 
-    /// Writes `encoded` to `path` on a thread of its own, after the snapshot before it.
-    fn write_snapshot_behind(&self, path: std::path::PathBuf, encoded: snapshot::Encoded) {
+    /// Puts `written` in place (sync, rename) on a thread of its own; the
+    /// caller waited for the snapshot before it ([`ScanState::wait_snapshot`]).
+    fn finish_snapshot_behind(&self, written: snapshot::Written) {
         let mut writer = self.snapshot_writer.lock();
-        if let Some(previous) = writer.take() {
-            let _ = previous.join();
-        }
         let spawned = std::thread::Builder::new().name("svc-snapshot".into()).spawn(move || {
             let t = std::time::Instant::now();
-            let written = encoded.write(&path);
-            drop(encoded);
-            match written {
-                Ok(bytes) => debug!(bytes, ms = t.elapsed().as_millis() as u64, "snapshot written"),
+            let bytes = written.bytes;
+            match written.finish() {
+                Ok(()) => debug!(bytes, ms = t.elapsed().as_millis() as u64, "snapshot synced"),
                 Err(e) => warn!(error = %e, "cannot write the snapshot; the next start replays the graph store"),
             }
-            // The encoded sections (about the graph's size) are freed in
-            // the middle of the heaps; hand them back.
-            crate::malloc::release();
         });
         match spawned {
             Ok(handle) => *writer = Some(handle),
@@ -207,15 +201,21 @@ impl ScanState {
         let meta = CommitMeta { commit_us, ..meta };
         *persisted += fresh.len();
         if changed {
-            // Encoded under the read lock, written behind the commit: the
-            // store is the truth, and a snapshot that is late or fails to
-            // write only slows the next start.
-            let encoded = snapshot::encode(&graph, SnapshotKey::new(&meta, *persisted));
-            self.write_snapshot_behind(core.data_dir().join(SNAPSHOT_FILE), encoded);
+            // Written under the read lock a few shards at a time, synced
+            // and put in place behind the commit: the store is the truth,
+            // and a snapshot that is late or fails to write only slows the
+            // next start. The one before is in place first, so an older
+            // snapshot never lands over a newer one.
+            self.wait_snapshot();
+            let key = SnapshotKey::new(&meta, *persisted);
+            match snapshot::write_unsynced(&core.data_dir().join(SNAPSHOT_FILE), &graph, key) {
+                Ok(written) => self.finish_snapshot_behind(written),
+                Err(e) => warn!(error = %e, "cannot write the snapshot; the next start replays the graph store"),
+            }
         }
         debug!(
             store_ms,
-            snapshot_encode_ms = t.elapsed().as_millis() as u64,
+            snapshot_write_ms = t.elapsed().as_millis() as u64,
             "committed"
         );
         drop(graph);
