@@ -296,8 +296,8 @@ fn write_sections(file: &mut File, graph: &Graph, key: SnapshotKey) -> std::io::
         }
         Ok(())
     };
-    let nodes = graph.node_shards().chunks(SECTIONS_AT_ONCE).map(|c| Part::Nodes(c));
-    let edges = graph.edge_shards().chunks(SECTIONS_AT_ONCE).map(|c| Part::Edges(c));
+    let nodes = graph.node_shards().chunks(SECTIONS_AT_ONCE).map(Part::Nodes);
+    let edges = graph.edge_shards().chunks(SECTIONS_AT_ONCE).map(Part::Edges);
     let mut ready: Vec<Vec<u8>> = Vec::new();
     for part in nodes.chain(edges) {
         let (written, next) = rayon::join(|| put(std::mem::take(&mut ready)), || part.encode());
