@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use svc_graph::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use thiserror::Error;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::analysis::linker::LinkReport;
 use crate::analysis::pattern::PatternReport;
@@ -307,9 +307,14 @@ impl Engine {
             "graph loaded"
         );
         let loaded_meta = meta;
+        let t = std::time::Instant::now();
         let remediation =
             svc_remediation::Remediation::load(svc_remediation::RemediationStore::load_remediation(&store)?);
+        let remediation_ms = t.elapsed().as_millis() as u64;
+        let t = std::time::Instant::now();
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
+        let signal_ms = t.elapsed().as_millis() as u64;
+        let t = std::time::Instant::now();
         let (answered, answered_read) = match store.load_source_providers() {
             Ok(a) => (a, true),
             Err(e) => {
@@ -322,6 +327,12 @@ impl Engine {
             ledger.set_replicator(replication.replicator);
         }
         let policies = crate::policy::Book::open(&store)?;
+        debug!(
+            remediation_ms,
+            signal_ms,
+            rest_ms = t.elapsed().as_millis() as u64,
+            "engine state loaded"
+        );
         let engine = Engine {
             core: Core::new(
                 data_dir.to_owned(),
