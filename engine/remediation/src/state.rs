@@ -162,7 +162,10 @@ impl Items {
 
 impl FromIterator<Box<Entry>> for Items {
     fn from_iter<I: IntoIterator<Item = Box<Entry>>>(iter: I) -> Items {
+        let iter = iter.into_iter();
         let mut items = Items::default();
+        // Sized once: growing rehashes every CRN so far.
+        items.reserve(iter.size_hint().0);
         for e in iter {
             items.insert(e);
         }

@@ -353,18 +353,17 @@ impl RemediationStore for GraphStore {
             };
         match txn.open_table(ITEMS) {
             Ok(table) => {
-                let corrupt = |e| rem_corrupt(self, "remediation items", e);
-                for row in table.iter().map_err(|e| err(e.into()))? {
-                    let (crn, v) = row.map_err(|e| err(e.into()))?;
-                    let v = v.value();
-                    let item = if record::is_json(v) {
-                        serde_json::from_slice::<Value>(v)
-                            .map_err(|_| DecodeError("not JSON"))
-                            .and_then(|v| item_from(&v))
-                    } else {
-                        record::decode(crn.value(), v)
-                    };
-                    out.items.push(item.map_err(corrupt)?);
+                // A run of rows at a time, each run decoded on every core
+                // while the next is read: a large estate's pipeline holds
+                // millions of items, and a start waits for them.
+                let mut rows = table.iter().map_err(|e| err(e.into()))?;
+                let mut next = Run::read(&mut rows).map_err(|e| err(e.into()))?;
+                while !next.is_empty() {
+                    let run = next;
+                    let (decoded, read) = rayon::join(|| run.decode(), || Run::read(&mut rows));
+                    out.items
+                        .extend(decoded.map_err(|e| rem_corrupt(self, "remediation items", e))?);
+                    next = read.map_err(|e| err(e.into()))?;
                 }
             }
             Err(TableError::TableDoesNotExist(_)) => {}
@@ -396,6 +395,58 @@ impl RemediationStore for GraphStore {
         let value: Value = serde_json::from_slice(v.value())
             .map_err(|_| rem_corrupt(self, "compensating payloads", DecodeError("not JSON")))?;
         Ok(Some(payload_from(&value)))
+    }
+}
+
+/// Rows of `remediation_items` read at once before they are decoded.
+const RUN_ROWS: usize = 16_384;
+
+/// A run of `remediation_items` rows, copied out of the table: each row's
+/// CRN and value, end to end in one buffer.
+#[derive(Default)]
+struct Run {
+    bytes: Vec<u8>,
+    /// Per row: where its CRN starts, where its value starts.
+    rows: Vec<(usize, usize)>,
+}
+
+impl Run {
+    /// Up to [`RUN_ROWS`] rows from `rows`.
+    fn read(rows: &mut redb::Range<'_, &'static str, &'static [u8]>) -> Result<Run, redb::StorageError> {
+        let mut run = Run::default();
+        for row in rows.by_ref().take(RUN_ROWS) {
+            let (crn, value) = row?;
+            let at = run.bytes.len();
+            run.bytes.extend_from_slice(crn.value().as_bytes());
+            let value_at = run.bytes.len();
+            run.bytes.extend_from_slice(value.value());
+            run.rows.push((at, value_at));
+        }
+        Ok(run)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Every row's item, in order, decoded on every core.
+    fn decode(&self) -> Result<Vec<Item>, DecodeError> {
+        (0..self.rows.len())
+            .into_par_iter()
+            .map(|i| {
+                let (at, value_at) = self.rows[i];
+                let end = self.rows.get(i + 1).map_or(self.bytes.len(), |r| r.0);
+                let crn = std::str::from_utf8(&self.bytes[at..value_at]).map_err(|_| DecodeError("item crn"))?;
+                let value = &self.bytes[value_at..end];
+                if record::is_json(value) {
+                    serde_json::from_slice::<Value>(value)
+                        .map_err(|_| DecodeError("not JSON"))
+                        .and_then(|v| item_from(&v))
+                } else {
+                    record::decode(crn, value)
+                }
+            })
+            .collect()
     }
 }
 
@@ -622,6 +673,36 @@ mod tests {
         let mut crns = stored_crns(&store_on(&Arc::new(disk.after_crash())));
         crns.sort();
         assert_eq!(crns, [b.crn.clone(), c.crn.clone()]);
+    }
+
+    #[test]
+    fn items_over_several_runs_load_in_order_and_a_bad_one_names_the_table() {
+        let store = store_on(&Arc::new(Disk::default()));
+        let n = 2 * RUN_ROWS + 7;
+        let items: Vec<Item> = (0..n)
+            .map(|k| {
+                let mut i = Item::new(format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{k:06}"), k as u64);
+                i.reason = format!("reason {k}");
+                i
+            })
+            .collect();
+        store
+            .put_remediation(&Batch {
+                items: items.iter().collect(),
+                ..Batch::default()
+            })
+            .unwrap();
+        assert_eq!(store.load_remediation().unwrap().items, items);
+
+        // One value in the last run cut short: the load fails, naming the table.
+        let txn = store.begin_write().unwrap();
+        {
+            let mut t = txn.open_table(ITEMS).unwrap();
+            t.insert(items[n - 1].crn.as_str(), &[1u8, 0][..]).unwrap();
+        }
+        txn.commit().unwrap();
+        let e = store.load_remediation().err().unwrap();
+        assert!(e.to_string().contains("remediation items"), "{e}");
     }
 
     #[test]

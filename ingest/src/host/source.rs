@@ -98,6 +98,14 @@ pub struct PluginSource {
     last_unlisted: Vec<Unlisted>,
 }
 
+/// Why a `PreflightCheck` did not pass.
+enum Preflight {
+    /// The plugin answered: it cannot scan (its words).
+    Refused(SourceError),
+    /// The call itself failed (the process may have died).
+    Broken(HostError),
+}
+
 impl PluginSource {
     /// A source for the plugin binary at `path`, serving the provider named
     /// after it. `handle` is the runtime the plugin's I/O runs on; `scan`
@@ -153,7 +161,7 @@ impl PluginSource {
 
     /// Runs the plugin's optional `PreflightCheck`; a plugin that reports
     /// its credentials or settings unusable fails its scan with its words.
-    async fn preflight(&mut self, config: &HashMap<String, String>) -> Result<(), SourceError> {
+    async fn preflight(&mut self, config: &HashMap<String, String>) -> Result<(), Preflight> {
         let within = self.opts.launch.handshake_timeout;
         let Some(process) = self.process.as_ref() else {
             return Ok(());
@@ -172,23 +180,39 @@ impl PluginSource {
                 if !r.missing.is_empty() {
                     why.push_str(&format!(" (missing: {})", r.missing.join(", ")));
                 }
-                Err(SourceError::Failed(why))
+                Err(Preflight::Refused(SourceError::Failed(why)))
             }
-            Err(e) => Err(SourceError::Failed(e.to_string())),
+            Err(e) => Err(Preflight::Broken(e)),
         }
     }
 
     async fn scan_async(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
         let name = self.name.clone();
         self.last_unlisted.clear();
-        let channel = self
-            .running()
-            .await
-            .map_err(|e| SourceError::Failed(e.to_string()))?
-            .channel();
         let mut config: HashMap<String, String> = ctx.config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         config.insert("scan_seq".to_owned(), ctx.scan_seq.to_string());
-        self.preflight(&config).await?;
+        // A plugin that died since the last scan (killed, crashed) may not
+        // be known to have exited yet: its first call breaks. Found exited
+        // then, it is launched again, once.
+        let mut relaunched = false;
+        let channel = loop {
+            let channel = self
+                .running()
+                .await
+                .map_err(|e| SourceError::Failed(e.to_string()))?
+                .channel();
+            match self.preflight(&config).await {
+                Ok(()) => break channel,
+                Err(Preflight::Refused(e)) => return Err(e),
+                Err(Preflight::Broken(e)) => match exited_after_error(&mut self.process).await {
+                    Some(exit) if !relaunched => {
+                        tracing::warn!(plugin = %name, %exit, "plugin exited since its last call; restarting it");
+                        relaunched = true;
+                    }
+                    _ => return Err(SourceError::Failed(e.to_string())),
+                },
+            }
+        };
 
         let span = tracing::info_span!("plugin.scan", plugin = %name, scan_seq = ctx.scan_seq);
         let limit = ctx.timeout.unwrap_or(self.opts.scan_timeout);
