@@ -47,7 +47,7 @@ pub const CHECKPOINT_FACTOR: u64 = 4;
 /// The ranges of segment shards a commit's segments are built in, one
 /// after another: a commit holds about this fraction of its encoded
 /// versions at once.
-const SEGMENT_GROUPS: u16 = 32;
+const SEGMENT_GROUPS: u16 = 8;
 
 /// Memory redb may hold for this database's pages (its default is 1 GiB).
 /// The graph lives in memory and is restored from its snapshot: this file
@@ -331,7 +331,7 @@ impl GraphStore {
                     .map_err(|e| err(e.into()))?;
             }
             if let Some(versions) = versions {
-                // Built a range of segment shards at a time (a 32nd of
+                // Built a range of segment shards at a time (an eighth of
                 // a first scan's ~870 MB at 1M nodes held at once, not all
                 // of it), compressed on every core (written and synced as
                 // about a third of that), each inserted as soon as it is.
