@@ -4,7 +4,6 @@
 //! millions of items and a few hundred distinct names; as `String`s each
 //! item paid a heap block per field.
 
-use std::borrow::Borrow;
 use std::cell::RefCell;
 use std::fmt;
 use std::ops::Deref;
@@ -84,18 +83,6 @@ impl Deref for Name {
     }
 }
 
-impl AsRef<str> for Name {
-    fn as_ref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Borrow<str> for Name {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
 impl From<&str> for Name {
     fn from(s: &str) -> Name {
         Name::new(s)
@@ -108,39 +95,9 @@ impl From<String> for Name {
     }
 }
 
-impl From<&String> for Name {
-    fn from(s: &String) -> Name {
-        Name::new(s)
-    }
-}
-
-impl From<Name> for String {
-    fn from(n: Name) -> String {
-        n.as_str().to_owned()
-    }
-}
-
 impl PartialEq<str> for Name {
     fn eq(&self, other: &str) -> bool {
         self.as_str() == other
-    }
-}
-
-impl PartialEq<&str> for Name {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<Name> for str {
-    fn eq(&self, other: &Name) -> bool {
-        self == other.as_str()
-    }
-}
-
-impl PartialEq<Name> for &str {
-    fn eq(&self, other: &Name) -> bool {
-        *self == other.as_str()
     }
 }
 
@@ -166,7 +123,7 @@ mod tests {
         let b = std::thread::spawn(|| Name::new("aws_ebs_volume")).join().unwrap();
         assert_eq!(a, b);
         assert!(Arc::ptr_eq(&a.0, &b.0), "two threads' names are the pool's one text");
-        assert_eq!(a, "aws_ebs_volume");
+        assert_eq!(a.as_str(), "aws_ebs_volume");
         assert_eq!(Name::new(""), Name::default());
     }
 

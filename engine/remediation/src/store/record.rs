@@ -138,25 +138,18 @@ pub fn decode(crn: &str, value: &[u8]) -> Result<Item, DecodeError> {
     let blockers = (0..blockers)
         .map(|_| r.str_varint("item blocker").map(str::to_owned))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut text_if = |bit: u8, what: &'static str| -> Result<Option<String>, DecodeError> {
-        if flags & bit == 0 {
-            return Ok(None);
-        }
-        r.str_varint(what).map(|s| Some(s.to_owned()))
-    };
-    let held_by = text_if(HELD, "item held by")?;
-    let override_by = if flags & OVERRIDE != 0 {
-        let actor = text_if(OVERRIDE, "item override actor")?.unwrap_or_default();
-        let reason = text_if(OVERRIDE, "item override reason")?.unwrap_or_default();
-        let plan_hash = text_if(OVERRIDE, "item override plan hash")?.unwrap_or_default();
-        Some(Box::new(Override {
-            actor,
-            reason,
-            plan_hash,
-        }))
-    } else {
-        None
-    };
+    let mut text = |what: &'static str| r.str_varint(what).map(str::to_owned);
+    let held_by = (flags & HELD != 0).then(|| text("item held by")).transpose()?;
+    let override_by = (flags & OVERRIDE != 0)
+        .then(|| -> Result<_, DecodeError> {
+            Ok(Box::new(Override {
+                actor: text("item override actor")?,
+                reason: text("item override reason")?,
+                plan_hash: text("item override plan hash")?,
+            }))
+        })
+        .transpose()?;
+    let mut text_if = |bit: u8, what: &'static str| (flags & bit != 0).then(|| text(what)).transpose();
     let failure = text_if(FAILURE, "item failure")?;
     let saga_id = text_if(SAGA, "item saga id")?;
     let rejected = text_if(REJECTED, "item rejected")?;
