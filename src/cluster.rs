@@ -15,7 +15,8 @@
 //! graph store's write transactions as records in the shared object store
 //! ([`state`]). Sagas lock their CRN in etcd too, on the leader's lease: a
 //! saga step never runs twice across a failover, and a lock not acquired
-//! in 30 s is a `LOCK_TIMEOUT`.
+//! in 30 s is a `LOCK_TIMEOUT`. The named API tokens are the cluster's,
+//! under one key in etcd ([`tokens`]).
 //!
 //! A leader whose lease is lost (etcd unreachable beyond the lease TTL, or
 //! the lease expired) stops acting at once and campaigns again; re-elected
@@ -26,6 +27,7 @@
 mod follow;
 mod shared;
 pub mod state;
+mod tokens;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -42,7 +44,7 @@ use svc_engine::Engine;
 use svc_engine::clock::SystemClock;
 use svc_engine::engine::Replication;
 use svc_engine::engine::{EVENTS_FILE, GRAPH_FILE};
-use svc_engine::remediation::SharedLocks;
+use svc_engine::remediation::{SharedGuard, SharedLocks};
 use svc_engine::store::GraphStore;
 use svc_engine::store::ledger::{Ledger, Replicator};
 use tokio::sync::watch;
@@ -130,6 +132,10 @@ pub struct Elected {
     ledger_log: LedgerLog,
     state: StateReplica,
     locks: String,
+    /// The cluster's etcd prefix.
+    prefix: String,
+    /// The API's state: its token store follows the cluster's.
+    api: AppState,
     leading: watch::Sender<bool>,
     /// Turned true when a log holds what this node's stores do not.
     diverged: Arc<watch::Sender<bool>>,
@@ -159,6 +165,12 @@ pub async fn standby(
         leader: None,
     }));
     info!(node = %me.id, endpoints = ?settings.endpoints, "joining the cluster as a standby");
+    state.inner.auth.tokens.set_publisher(Some(tokens::refuse()));
+    let shared_tokens = AbortOnDrop(tokio::spawn(tokens::follow(
+        etcd.clone(),
+        settings.prefix.clone(),
+        state.clone(),
+    )));
     let (leading_tx, leading) = watch::channel(false);
     let view = AbortOnDrop(tokio::spawn(follow_leader(
         election.clone(),
@@ -278,9 +290,11 @@ pub async fn standby(
         ledger_log,
         state: replica,
         locks: format!("{}/locks", settings.prefix),
+        prefix: settings.prefix.clone(),
+        api: state.clone(),
         leading: leading_tx,
         diverged,
-        tasks: vec![view],
+        tasks: vec![view, shared_tokens],
     })
 }
 
@@ -345,6 +359,8 @@ pub fn lead(elected: Elected, engine: Arc<Engine>) -> (Leading, Node) {
         ledger_log: elected.ledger_log,
         state: elected.state,
         locks: elected.locks,
+        prefix: elected.prefix,
+        api: elected.api,
         engine,
         leading: elected.leading,
         diverged: elected.diverged,
@@ -378,6 +394,8 @@ struct Lead {
     ledger_log: LedgerLog,
     state: StateReplica,
     locks: String,
+    prefix: String,
+    api: AppState,
     engine: Arc<Engine>,
     leading: watch::Sender<bool>,
     diverged: Arc<watch::Sender<bool>>,
@@ -388,7 +406,7 @@ struct Lead {
 struct NotLeading;
 
 impl SharedLocks for NotLeading {
-    fn lock(&self, _: &str, _: Duration) -> Result<Box<dyn std::any::Any + Send>, String> {
+    fn lock(&self, _: &str, _: Duration) -> Result<Box<dyn SharedGuard>, String> {
         Err("this node does not lead the cluster".to_owned())
     }
 }
@@ -414,8 +432,18 @@ impl Drop for Held {
     }
 }
 
+impl SharedGuard for Held {
+    fn check(&self) -> Result<(), String> {
+        let Some(guard) = &self.0 else {
+            return Err("the lock was released".to_owned());
+        };
+        // Called from the saga's blocking thread.
+        self.1.block_on(guard.check()).map_err(|e| e.to_string())
+    }
+}
+
 impl SharedLocks for EtcdLocks {
-    fn lock(&self, crn: &str, wait: Duration) -> Result<Box<dyn std::any::Any + Send>, String> {
+    fn lock(&self, crn: &str, wait: Duration) -> Result<Box<dyn SharedGuard>, String> {
         // Sagas run on blocking threads, never on the runtime's own.
         let guard = self
             .runtime
@@ -602,8 +630,9 @@ impl Lead {
         Ok(ledger || self.state.log().head().await? > seq)
     }
 
-    /// Starts both logs after this node's stores (when they are empty) and
-    /// replicates every ledger append and graph store write through them.
+    /// Starts both logs after this node's stores (when they are empty),
+    /// replicates every ledger append and graph store write through them,
+    /// and shares token changes.
     async fn take_over(&self, leadership: &Arc<Leadership>) -> anyhow::Result<()> {
         let ledger = self.engine.ledger().clone();
         let last = ledger.last_seq();
@@ -618,6 +647,13 @@ impl Lead {
         if head != seq {
             bail!("the replicated graph store log is at {head}, this node's graph store at {seq}");
         }
+        tokens::take_over(&self.etcd, &self.prefix, leadership, &self.api).await?;
+        self.api.inner.auth.tokens.set_publisher(Some(tokens::publisher(
+            self.etcd.clone(),
+            &self.prefix,
+            leadership.clone(),
+            tokio::runtime::Handle::current(),
+        )));
         self.engine.set_shared_locks(Some(Arc::new(EtcdLocks {
             locks: Locks::new(&self.etcd, &self.locks, leadership.lease()),
             runtime: tokio::runtime::Handle::current(),
@@ -634,11 +670,13 @@ impl Lead {
         Ok(())
     }
 
-    /// Refuses ledger appends, graph store writes and saga locks.
+    /// Refuses ledger appends, graph store writes, saga locks and token
+    /// changes.
     fn stop_acting(&self) {
         self.engine.ledger().set_replicator(Some(refuse_appends()));
         self.engine.set_state_shipper(Some(state::refuse_writes()));
         self.engine.set_shared_locks(Some(Arc::new(NotLeading)));
+        self.api.inner.auth.tokens.set_publisher(Some(tokens::refuse()));
         self.leading.send_replace(false);
     }
 }

@@ -8,7 +8,8 @@
 //! the interrupted saga is compensated exactly once by the leader after.
 //! A worker is killed: its sources move and the next scan is complete.
 //! etcd stops: the leader answers reads, stops acting, and acts again when
-//! etcd returns.
+//! etcd returns. A token made on one leader works on the next; one revoked
+//! is refused there.
 
 mod common;
 #[allow(
@@ -67,6 +68,15 @@ async fn takes_writes(daemon: &Daemon, name: &str) {
         );
         tokio::time::sleep(POLL_PAUSE).await;
     }
+}
+
+/// A new operator token named `name`: its plaintext.
+async fn new_token(api: &Api, name: &str) -> String {
+    let created = api
+        .post_json("/api/v1/tokens", &json!({"name": name, "role": "operator"}))
+        .await
+        .expect(201);
+    created["token"].as_str().expect("the token's plaintext").to_owned()
 }
 
 /// Every event in `acked` is in `api`'s ledger, and the chain verifies.
@@ -158,6 +168,7 @@ async fn three_daemons_and_two_workers_survive_a_dead_leader_a_dead_worker_and_a
         d.launch_listening().await;
     }
     complete_scan(&daemons[0], SOURCES.len(), Duration::from_secs(90)).await;
+    let first_token = new_token(&daemons[0].api(), "ci").await;
 
     // The leader dies during a scan.
     let acked = daemons[0].api().history_all(&[]).await;
@@ -185,6 +196,10 @@ async fn three_daemons_and_two_workers_survive_a_dead_leader_a_dead_worker_and_a
     daemons[second].wait_ready().await;
     let api = daemons[second].api();
     holds_every_acknowledged_event(&api, &acked).await;
+    // The cluster's tokens came with the leadership.
+    api.with_token(Some(&first_token)).get_ok("/api/v1/graph/stats").await;
+    api.delete("/api/v1/tokens/ci").await.expect(200);
+    let second_token = new_token(&api, "ci-2").await;
     complete_scan(&daemons[second], SOURCES.len(), Duration::from_secs(90)).await;
 
     // The next leader dies during a saga: its stop committed, its delete
@@ -211,6 +226,11 @@ async fn three_daemons_and_two_workers_survive_a_dead_leader_a_dead_worker_and_a
     daemons[third].wait_ready().await;
     let api = daemons[third].api();
     holds_every_acknowledged_event(&api, &acked).await;
+    api.with_token(Some(&second_token)).get_ok("/api/v1/graph/stats").await;
+    api.with_token(Some(&first_token))
+        .get("/api/v1/graph/stats")
+        .await
+        .expect_error(401, "unauthorized");
     // The new leader's first scan compensates the saga it found
     // interrupted, once: one rollback of the committed step.
     let scan = daemons[third].wait_scan_after(before).await;

@@ -3,12 +3,17 @@
 //! plaintext of a token is shown once, when it is created, and never
 //! stored. The token of the `token` file is the admin token `admin`: always
 //! present, registered at every start, never revoked.
+//!
+//! In a cluster the named tokens (all but `admin`) are the cluster's: a
+//! [`Publisher`] hands every change to etcd before it is kept here, and
+//! [`TokenStore::adopt`] takes the set the cluster holds, so a token made
+//! on one leader works on the next.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -36,7 +41,15 @@ pub enum TokenError {
     Read { path: PathBuf, message: String },
     #[error("cannot draw random bytes for a token: {0}")]
     Random(String),
+    /// The cluster did not take the change (this node does not lead, or
+    /// etcd cannot be reached); nothing changed.
+    #[error("the cluster did not take the token change: {0}")]
+    Replicate(String),
 }
+
+/// Hands the named tokens, as they are to be after a change, to the rest
+/// of a cluster; `Err` says why it could not (and nothing changes).
+pub type Publisher = std::sync::Arc<dyn Fn(&[Entry]) -> Result<(), String> + Send + Sync>;
 
 /// One stored token: what it is called, what it may do and its hash.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +81,8 @@ pub struct TokenStore {
     /// `None`: kept in memory only (tests, benches).
     path: Option<PathBuf>,
     entries: Mutex<Vec<Entry>>,
+    /// In a cluster: where a change goes before it is kept here.
+    publisher: RwLock<Option<Publisher>>,
 }
 
 /// Hex SHA-256 of `token`.
@@ -115,6 +130,7 @@ impl TokenStore {
         TokenStore {
             path: None,
             entries: Mutex::new(vec![admin_entry(admin_token, now_rfc3339())]),
+            publisher: RwLock::new(None),
         }
     }
 
@@ -128,22 +144,7 @@ impl TokenStore {
             message,
         };
         let mut entries = match std::fs::read(path) {
-            Ok(bytes) => {
-                let file: File = serde_json::from_slice(&bytes).map_err(|e| read_err(e.to_string()))?;
-                if file.version != FORMAT {
-                    return Err(read_err(format!(
-                        "format version {} is not the supported {FORMAT}",
-                        file.version
-                    )));
-                }
-                for e in &file.tokens {
-                    check_name(&e.name).map_err(|e| read_err(e.to_string()))?;
-                    if e.sha256.len() != 64 || !e.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-                        return Err(read_err(format!("token {:?} has no valid sha256", e.name)));
-                    }
-                }
-                file.tokens
-            }
+            Ok(bytes) => decode(&bytes).map_err(read_err)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(read_err(e.to_string())),
         };
@@ -162,6 +163,7 @@ impl TokenStore {
         let store = TokenStore {
             path: Some(path.to_owned()),
             entries: Mutex::new(entries),
+            publisher: RwLock::new(None),
         };
         if changed {
             store.save(&store.entries.lock())?;
@@ -206,8 +208,7 @@ impl TokenStore {
         }
         let mut next = entries.clone();
         next.push(entry.clone());
-        self.save(&next)?;
-        *entries = next;
+        self.commit(&mut entries, next)?;
         Ok((entry, secret))
     }
 
@@ -224,8 +225,7 @@ impl TokenStore {
         };
         let mut next = entries.clone();
         let gone = next.remove(i);
-        self.save(&next)?;
-        *entries = next;
+        self.commit(&mut entries, next)?;
         Ok(gone)
     }
 
@@ -240,7 +240,67 @@ impl TokenStore {
         } else if !next.iter().any(|e| e.name == entry.name) {
             next.push(entry.clone());
         }
+        self.commit(&mut entries, next)
+    }
+
+    /// Sets (or clears) where changes go before they are kept here.
+    pub fn set_publisher(&self, publisher: Option<Publisher>) {
+        *self.publisher.write() = publisher;
+    }
+
+    /// The named tokens (all but `admin`): what a cluster shares.
+    pub fn named(&self) -> Vec<Entry> {
+        named(&self.entries.lock())
+    }
+
+    /// Takes `shared` as the named tokens (the cluster's set), keeping this
+    /// node's `admin`; writes the file when that changed anything. Returns
+    /// the names of the tokens it removed, whose sessions should end.
+    pub fn adopt(&self, shared: Vec<Entry>) -> Result<Vec<String>, TokenError> {
+        for e in &shared {
+            check_entry(e).map_err(TokenError::Invalid)?;
+            if e.name == ADMIN_NAME {
+                return Err(TokenError::Invalid(format!(
+                    "a shared token set may not hold {ADMIN_NAME:?}: each node's is its token file's"
+                )));
+            }
+        }
+        let mut entries = self.entries.lock();
+        let mut theirs = shared;
+        theirs.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut mine = named(&entries);
+        mine.sort_by(|a, b| a.name.cmp(&b.name));
+        if mine == theirs {
+            return Ok(Vec::new());
+        }
+        let removed = mine
+            .iter()
+            .filter(|m| !theirs.iter().any(|t| t.name == m.name && t.sha256 == m.sha256))
+            .map(|m| m.name.clone())
+            .collect();
+        let mut next: Vec<Entry> = entries.iter().filter(|e| e.name == ADMIN_NAME).cloned().collect();
+        next.extend(theirs);
         self.save(&next)?;
+        *entries = next;
+        Ok(removed)
+    }
+
+    /// Hands `next` to the cluster (if any), then keeps it: in the file,
+    /// then in memory. A file that cannot be written puts the cluster's
+    /// set back as it was.
+    fn commit(&self, entries: &mut Vec<Entry>, next: Vec<Entry>) -> Result<(), TokenError> {
+        let publisher = self.publisher.read().clone();
+        if let Some(publish) = &publisher {
+            publish(&named(&next)).map_err(TokenError::Replicate)?;
+        }
+        if let Err(e) = self.save(&next) {
+            if let Some(publish) = &publisher
+                && let Err(back) = publish(&named(entries))
+            {
+                tracing::error!(error = %back, "cannot put the cluster's tokens back after a failed write");
+            }
+            return Err(e);
+        }
         *entries = next;
         Ok(())
     }
@@ -249,15 +309,11 @@ impl TokenStore {
         let Some(path) = &self.path else {
             return Ok(());
         };
-        let file = File {
-            version: FORMAT,
-            tokens: entries.to_vec(),
-        };
         let write_err = |source| TokenError::Write {
             path: path.clone(),
             source,
         };
-        let text = serde_json::to_vec_pretty(&file).map_err(|e| write_err(std::io::Error::other(e)))?;
+        let text = encode(entries).map_err(|e| write_err(std::io::Error::other(e)))?;
         svc_engine::store::atomic::write_atomic(path, |f| {
             f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
             f.write_all(&text)?;
@@ -265,6 +321,40 @@ impl TokenStore {
         })
         .map_err(write_err)
     }
+}
+
+fn named(entries: &[Entry]) -> Vec<Entry> {
+    entries.iter().filter(|e| e.name != ADMIN_NAME).cloned().collect()
+}
+
+/// Whether `e` is a well-formed entry: a valid name and a hex SHA-256.
+fn check_entry(e: &Entry) -> Result<(), String> {
+    check_name(&e.name).map_err(|err| err.to_string())?;
+    if e.sha256.len() != 64 || !e.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("token {:?} has no valid sha256", e.name));
+    }
+    Ok(())
+}
+
+/// The tokens as the file (and a cluster's shared set) holds them.
+pub fn encode(entries: &[Entry]) -> Result<Vec<u8>, serde_json::Error> {
+    let file = File {
+        version: FORMAT,
+        tokens: entries.to_vec(),
+    };
+    serde_json::to_vec_pretty(&file)
+}
+
+/// Tokens read back from [`encode`]'s form; `Err` says what is wrong.
+pub fn decode(bytes: &[u8]) -> Result<Vec<Entry>, String> {
+    let file: File = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if file.version != FORMAT {
+        return Err(format!("format version {} is not the supported {FORMAT}", file.version));
+    }
+    for e in &file.tokens {
+        check_entry(e)?;
+    }
+    Ok(file.tokens)
 }
 
 fn admin_entry(token: &str, created: String) -> Entry {
@@ -335,6 +425,77 @@ mod tests {
         assert_eq!(gone.role, Role::Viewer);
         store.undo(&gone, false).unwrap();
         assert!(store.list().iter().any(|e| e.name == "v.1_a-b"));
+    }
+
+    #[test]
+    fn a_cluster_takes_each_change_first_and_a_refusal_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let store = TokenStore::open(&path, "admintoken").unwrap();
+        let seen: std::sync::Arc<Mutex<Vec<Vec<String>>>> = Default::default();
+        let refuse = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s, r) = (seen.clone(), refuse.clone());
+        store.set_publisher(Some(std::sync::Arc::new(move |named: &[Entry]| {
+            if r.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err("this node does not lead".to_owned());
+            }
+            s.lock().push(named.iter().map(|e| e.name.clone()).collect());
+            Ok(())
+        })));
+        store.create("one", Role::Viewer).unwrap();
+        store.create("two", Role::Operator).unwrap();
+        store.revoke("one").unwrap();
+        assert_eq!(
+            *seen.lock(),
+            [vec!["one"], vec!["one", "two"], vec!["two"]],
+            "the named set after each change, never the admin token"
+        );
+        refuse.store(true, std::sync::atomic::Ordering::SeqCst);
+        let before = std::fs::read(&path).unwrap();
+        let e = store.create("three", Role::Viewer).unwrap_err();
+        assert!(matches!(e, TokenError::Replicate(_)), "{e}");
+        assert!(matches!(store.revoke("two"), Err(TokenError::Replicate(_))));
+        assert_eq!(std::fs::read(&path).unwrap(), before, "the file is unchanged");
+        let names: Vec<String> = store.list().into_iter().map(|e| e.name).collect();
+        assert_eq!(names, ["admin", "two"]);
+    }
+
+    #[test]
+    fn adopting_the_clusters_set_keeps_the_admin_token_and_names_what_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let store = TokenStore::open(&path, "admintoken").unwrap();
+        let (kept, _) = store.create("kept", Role::Viewer).unwrap();
+        store.create("gone", Role::Operator).unwrap();
+        let other = TokenStore::in_memory("x");
+        let (new, secret) = other.create("new", Role::Admin).unwrap();
+        let removed = store.adopt(vec![new.clone(), kept.clone()]).unwrap();
+        assert_eq!(removed, ["gone"]);
+        assert_eq!(store.authenticate(&secret).unwrap().name, "new");
+        assert_eq!(store.authenticate("admintoken").unwrap().name, ADMIN_NAME);
+        assert_eq!(store.named(), [kept.clone(), new.clone()]);
+        // The same set again changes nothing; the file holds it.
+        assert_eq!(
+            store.adopt(vec![kept.clone(), new.clone()]).unwrap(),
+            Vec::<String>::new()
+        );
+        let reopened = TokenStore::open(&path, "admintoken").unwrap();
+        assert_eq!(reopened.list(), store.list());
+        // A set naming the admin token, or holding a bad entry, is refused.
+        let admin = Entry {
+            name: ADMIN_NAME.into(),
+            ..kept.clone()
+        };
+        assert!(matches!(store.adopt(vec![admin]), Err(TokenError::Invalid(_))));
+        let bad = Entry {
+            sha256: "zz".into(),
+            ..kept
+        };
+        assert!(matches!(store.adopt(vec![bad]), Err(TokenError::Invalid(_))));
+        assert_eq!(store.named().len(), 2, "a refused set changes nothing");
+        // The shared form reads back.
+        assert_eq!(decode(&encode(&store.named()).unwrap()).unwrap(), store.named());
+        assert!(decode(b"{}").is_err());
     }
 
     #[test]

@@ -27,6 +27,7 @@ fn api_error(e: RemediationError) -> ApiError {
     match e {
         RemediationError::NotFound(m) => ApiError::not_found(m),
         RemediationError::Conflict(m) | RemediationError::LockTimeout(m) => ApiError::conflict(m),
+        RemediationError::LockLost(m) => ApiError::not_ready(m),
         RemediationError::Invalid(m) => ApiError::invalid(m),
         RemediationError::Store(e) => e.into(),
         RemediationError::Ledger(e) => e.into(),

@@ -28,6 +28,7 @@ fn api_error(e: TokenError) -> ApiError {
         TokenError::Invalid(m) => ApiError::invalid(m),
         TokenError::Conflict(m) => ApiError::conflict(m),
         TokenError::NotFound(m) => ApiError::not_found(m),
+        e @ TokenError::Replicate(_) => ApiError::not_ready(e.to_string()),
         e @ (TokenError::Write { .. } | TokenError::Read { .. } | TokenError::Random(_)) => ApiError::internal(e),
     }
 }

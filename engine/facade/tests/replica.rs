@@ -1,7 +1,8 @@
 //! State records from an engine to a standby: engine A ships every write
 //! of its `graph.redb` (scans, remediation, sagas, quarantine, the ignore
 //! list, policies); a fresh directory B applies them; the engine opened
-//! on B then holds A's graph, remediation and policies.
+//! on B then holds A's graph, remediation and policies. A saga whose
+//! cluster lock is lost stops before it acts again.
 
 #![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
 
@@ -13,7 +14,7 @@ use svc_engine::clock::ManualClock;
 use svc_engine::engine::write_snapshot_of;
 use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Phase};
 use svc_engine::policy::{Action, Mode, RuleSpec};
-use svc_engine::remediation::RemediationStore;
+use svc_engine::remediation::{RemediationError, RemediationStore, SharedGuard, SharedLocks};
 use svc_engine::scan::{
     QuarantineOutcome, RemediateOutcome, RemediateRequest, ScanContext, ScanSink, Source, SourceError,
 };
@@ -25,8 +26,11 @@ use svc_engine::{Crn, Engine, Relation};
 type Shipped = Arc<Mutex<Vec<(u64, Vec<u8>)>>>;
 
 /// Elastic IPs attached to nothing (waste), by number, each used by an
-/// instance; the source remediates and quarantines whatever it is asked.
-struct Estate(Arc<Mutex<Vec<u32>>>);
+/// instance; the source remediates and quarantines whatever it is asked,
+/// and keeps the actions it took (not the dry runs).
+struct Estate(Arc<Mutex<Vec<u32>>>, Acted);
+
+type Acted = Arc<Mutex<Vec<String>>>;
 
 fn eip(n: u32) -> String {
     format!("crn:svc:aws:us-east-1:ec2:eip:111:eipalloc-{n}")
@@ -71,6 +75,9 @@ impl Source for Estate {
         Ok(())
     }
     fn remediate(&mut self, request: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {
+        if !request.dry_run {
+            self.1.lock().push(format!("{} {}", request.action, request.crn));
+        }
         Some(Ok(RemediateOutcome {
             success: true,
             status: "done".to_owned(),
@@ -150,7 +157,7 @@ fn a_standby_applying_the_records_opens_as_the_leader() {
         Ok(())
     });
     a.set_state_shipper(Some(shipper));
-    a.set_sources(vec![Box::new(Estate(Arc::clone(&present)))]);
+    a.set_sources(vec![Box::new(Estate(Arc::clone(&present), Acted::default()))]);
     let scan = || {
         clock.advance(3_600_000_000);
         a.try_start_scan().unwrap().run().unwrap()
@@ -217,4 +224,66 @@ fn a_standby_applying_the_records_opens_as_the_leader() {
     assert_eq!(ours.stored_rules.len(), 1);
     assert_eq!(theirs, ours);
     assert_eq!(b.state_seq().unwrap(), a.state_seq().unwrap());
+}
+
+/// A cluster's lock that is granted, then found lost at every check.
+struct LostLocks;
+struct LostGuard;
+
+impl SharedLocks for LostLocks {
+    fn lock(&self, _: &str, _: std::time::Duration) -> Result<Box<dyn SharedGuard>, String> {
+        Ok(Box::new(LostGuard))
+    }
+}
+
+impl SharedGuard for LostGuard {
+    fn check(&self) -> Result<(), String> {
+        Err("its key is gone".to_owned())
+    }
+}
+
+#[test]
+fn a_saga_whose_cluster_lock_is_lost_acts_no_more_and_is_compensated_as_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(1_700_000_000_000_000));
+    let present = Arc::new(Mutex::new((0..4).collect::<Vec<u32>>()));
+    let acted = Acted::default();
+    let a = Arc::new(Engine::open(dir.path(), "a", clock.clone()).unwrap());
+    a.set_sources(vec![Box::new(Estate(Arc::clone(&present), acted.clone()))]);
+    let scan = || {
+        clock.advance(3_600_000_000);
+        a.try_start_scan().unwrap().run().unwrap()
+    };
+    scan();
+    a.add_policies(&[rule("eips", "type == 'ec2:eip'")], "test").unwrap();
+    scan();
+    let item = a
+        .remediation_items()
+        .unwrap()
+        .into_iter()
+        .find(|i| i.stage == Phase::Pending)
+        .expect("a pending item");
+
+    a.set_shared_locks(Some(Arc::new(LostLocks)));
+    let e = a.approve(&item.crn, &item.plan_hash, "test").unwrap_err();
+    assert!(
+        matches!(&e, RemediationError::LockLost(m) if m.contains("was lost")),
+        "{e}"
+    );
+    assert!(acted.lock().is_empty(), "nothing acted: {:?}", acted.lock());
+    let sagas = a.store().load_remediation().unwrap().sagas;
+    assert_eq!(sagas.len(), 1);
+    assert_eq!(sagas[0].status, "running", "stored as it stopped");
+
+    // Still leading, the next scan compensates it as interrupted, once.
+    a.set_shared_locks(None);
+    let report = scan();
+    assert_eq!(report.sau.as_ref().unwrap().recovered_sagas, 1);
+    assert!(acted.lock().is_empty(), "no step had acted: nothing to undo");
+    let sagas = a.store().load_remediation().unwrap().sagas;
+    assert_eq!(sagas[0].status, "compensated");
+    let after = a.remediation_item(&item.crn).unwrap();
+    assert_eq!(after.stage, Phase::Pending);
+    assert!(after.failure.is_some(), "{after:?}");
+    assert_eq!(scan().sau.unwrap().recovered_sagas, 0);
 }

@@ -29,7 +29,7 @@ pub mod state;
 pub mod store;
 
 pub use name::Name;
-pub use state::{Remediation, SharedLocks};
+pub use state::{Remediation, SharedGuard, SharedLocks};
 pub use store::RemediationStore;
 
 use thiserror::Error;
@@ -213,6 +213,10 @@ pub enum RemediationError {
     Invalid(String),
     #[error("{0}")]
     LockTimeout(String),
+    /// A cluster's lock on the resource was lost mid-saga: this node
+    /// stopped, and the node leading next resumes the saga.
+    #[error("{0}")]
+    LockLost(String),
     #[error(transparent)]
     Store(#[from] svc_store::StoreError),
     #[error(transparent)]

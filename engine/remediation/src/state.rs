@@ -42,7 +42,14 @@ pub trait SharedLocks: Send + Sync {
     /// Locks `crn` cluster-wide within `wait`; the returned guard releases
     /// it when dropped. `Err` says why it was not locked (recorded as
     /// `LOCK_TIMEOUT`).
-    fn lock(&self, crn: &str, wait: std::time::Duration) -> Result<Box<dyn std::any::Any + Send>, String>;
+    fn lock(&self, crn: &str, wait: std::time::Duration) -> Result<Box<dyn SharedGuard>, String>;
+}
+
+/// A held cluster-wide lock; released when dropped.
+pub trait SharedGuard: Send {
+    /// Whether the lock still holds, asked of the cluster (not this node's
+    /// belief): a saga checks before each step it runs. `Err` says why not.
+    fn check(&self) -> Result<(), String>;
 }
 
 #[derive(Default)]
@@ -278,12 +285,7 @@ impl Remediation {
 
     /// Locks `crn` cluster-wide when this node is in a cluster: `Ok(None)`
     /// alone, `Ok(Some(guard))` locked, `Err(why)` not locked in time.
-    #[allow(clippy::type_complexity, reason = "an opaque guard of the cluster's lock")]
-    pub fn lock_shared(
-        &self,
-        crn: &str,
-        wait: std::time::Duration,
-    ) -> Result<Option<Box<dyn std::any::Any + Send>>, String> {
+    pub fn lock_shared(&self, crn: &str, wait: std::time::Duration) -> Result<Option<Box<dyn SharedGuard>>, String> {
         let shared = self.shared.read().clone();
         shared.map(|s| s.lock(crn, wait)).transpose()
     }

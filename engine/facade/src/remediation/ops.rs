@@ -24,7 +24,7 @@ use crate::scan::{RemediateRequest, Source};
 use crate::sources::Sources;
 use crate::store::ledger::NewEvent;
 use crate::store::ledger::events as payloads;
-use svc_remediation::{Remediation, RemediationStore};
+use svc_remediation::{Remediation, RemediationStore, SharedGuard};
 
 use svc_remediation::state::{Entry, State};
 pub use svc_remediation::state::{SagaOutcome, SauReport};
@@ -941,13 +941,14 @@ impl Pipeline<'_> {
         let Some(_lock) = self.remediation.lock_crn(&item.crn, LOCK_WAIT) else {
             return Err(self.lock_timeout(&item.crn, actor, "another saga holds the resource")?);
         };
-        let _shared = match self.remediation.lock_shared(&item.crn, LOCK_WAIT) {
+        let shared = match self.remediation.lock_shared(&item.crn, LOCK_WAIT) {
             Ok(guard) => guard,
             Err(why) => return Err(self.lock_timeout(&item.crn, actor, &why)?),
         };
         let Some(mut sources) = self.sources.try_lock_for(LOCK_WAIT) else {
             return Err(self.lock_timeout(&item.crn, actor, "a scan holds the plugins")?);
         };
+        let shared = shared.as_deref();
         let crn = canonical_crn(&item.crn)?;
         let plan = plan::build(&crn, &item.ty, &item.state, &item.rule, &item.action);
         let now_us = self.core.clock().now_us();
@@ -993,6 +994,7 @@ impl Pipeline<'_> {
                 failure = Some(format!("step {i} ({action}) failed its dry run: {e}"));
                 break;
             }
+            self.still_locked(shared, &saga)?;
             saga.steps[i].status = "started".into();
             self.put_saga(&saga, None)?;
             match call(&mut sources[..], false) {
@@ -1038,7 +1040,7 @@ impl Pipeline<'_> {
         }
         let applied = failure.is_none();
         if let Some(reason) = &failure {
-            self.compensate(&mut sources[..], &mut saga, reason, actor)?;
+            self.compensate(&mut sources[..], &mut saga, reason, actor, shared)?;
             saga.status = "compensated".into();
         } else {
             saga.status = "applied".into();
@@ -1062,13 +1064,32 @@ impl Pipeline<'_> {
         })
     }
 
-    /// Undoes the committed (and started) steps of `saga`, newest first.
+    /// In a cluster, asks etcd whether this node still holds the lock on
+    /// `saga`'s resource before it acts on it again. A lost lock stops the
+    /// saga where it is (as stored: running); it is compensated as
+    /// interrupted, by the next scan here if this node still leads, or by
+    /// the node leading next.
+    fn still_locked(&self, shared: Option<&dyn SharedGuard>, saga: &Saga) -> Result<(), RemediationError> {
+        let Some(why) = shared.and_then(|g| g.check().err()) else {
+            return Ok(());
+        };
+        warn!(crn = %saga.crn, saga = %saga.id, reason = %why, "the cluster's lock on the resource was lost; the saga stops");
+        self.remediation.state.lock().interrupted.push(saga.clone());
+        Err(RemediationError::LockLost(format!(
+            "the cluster's lock on {} was lost ({why}): saga {} stopped and is compensated as interrupted",
+            saga.crn, saga.id
+        )))
+    }
+
+    /// Undoes the committed (and started) steps of `saga`, newest first;
+    /// under a cluster's lock (`shared`), only while it holds.
     fn compensate(
         &self,
         sources: &mut [Box<dyn Source>],
         saga: &mut Saga,
         reason: &str,
         actor: &str,
+        shared: Option<&dyn SharedGuard>,
     ) -> Result<(), RemediationError> {
         let crn = canonical_crn(&saga.crn)?;
         for i in (0..saga.steps.len()).rev() {
@@ -1076,6 +1097,7 @@ impl Pipeline<'_> {
             if step.status != "SUCCESS" && step.status != "started" {
                 continue;
             }
+            self.still_locked(shared, saga)?;
             let props = match self.core.store().load_payload(&step.payload_hash)? {
                 Some(p) => p.properties,
                 None => BTreeMap::new(),
@@ -1126,7 +1148,7 @@ impl Pipeline<'_> {
         let n = interrupted.len();
         for mut saga in interrupted {
             let reason = "the daemon stopped during the saga; its steps are compensated on restart";
-            let result = self.compensate(sources, &mut saga, reason, "engine");
+            let result = self.compensate(sources, &mut saga, reason, "engine", None);
             result?;
             saga.status = "compensated".into();
             self.put_saga(&saga, None)?;
