@@ -25,6 +25,7 @@
 //! again as a standby ([`Node::demoted`]).
 
 mod follow;
+mod resync;
 mod shared;
 pub mod state;
 mod tokens;
@@ -50,6 +51,7 @@ use svc_engine::store::ledger::{Ledger, Replicator};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use self::resync::Resync;
 use self::shared::SharedStore;
 use self::state::StateReplica;
 use crate::config::ClusterSettings;
@@ -136,6 +138,8 @@ pub struct Elected {
     prefix: String,
     /// The API's state: its token store follows the cluster's.
     api: AppState,
+    /// Copies for standbys behind the compacted logs.
+    resync: Resync,
     leading: watch::Sender<bool>,
     /// Turned true when a log holds what this node's stores do not.
     diverged: Arc<watch::Sender<bool>>,
@@ -183,6 +187,7 @@ pub async fn standby(
         node: settings.node_id.clone(),
     };
     let diverged = Arc::new(watch::channel(false).0);
+    let resync = Resync::new(&etcd, shared.clone(), &settings.prefix, &settings.node_id);
     let replica = StateReplica::new(
         ReplicatedLog::new(&etcd, &format!("{}/state", settings.prefix)),
         shared,
@@ -218,13 +223,15 @@ pub async fn standby(
             tokio::spawn(
                 ledger_log
                     .clone()
-                    .follow(ledger.clone(), lease.clone(), stopped.clone()),
+                    .follow(ledger.clone(), lease.clone(), stopped.clone(), resync.clone()),
             ),
-            tokio::spawn(
-                replica
-                    .clone()
-                    .follow(store.clone(), lease.clone(), applied, stopped.clone()),
-            ),
+            tokio::spawn(replica.clone().follow(
+                store.clone(),
+                lease.clone(),
+                applied,
+                stopped.clone(),
+                resync.clone(),
+            )),
             tokio::spawn(state::keep_snapshot(
                 store.clone(),
                 data_dir.to_owned(),
@@ -292,6 +299,7 @@ pub async fn standby(
         locks: format!("{}/locks", settings.prefix),
         prefix: settings.prefix.clone(),
         api: state.clone(),
+        resync,
         leading: leading_tx,
         diverged,
         tasks: vec![view, shared_tokens],
@@ -361,6 +369,7 @@ pub fn lead(elected: Elected, engine: Arc<Engine>) -> (Leading, Node) {
         locks: elected.locks,
         prefix: elected.prefix,
         api: elected.api,
+        resync: elected.resync,
         engine,
         leading: elected.leading,
         diverged: elected.diverged,
@@ -396,6 +405,7 @@ struct Lead {
     locks: String,
     prefix: String,
     api: AppState,
+    resync: Resync,
     engine: Arc<Engine>,
     leading: watch::Sender<bool>,
     diverged: Arc<watch::Sender<bool>>,
@@ -477,18 +487,26 @@ impl LedgerLog {
     }
 
     /// Follows the log into the ledger until `stop` turns true, publishing
-    /// on `lease` how far it has applied (so the leader may compact).
-    async fn follow(self, ledger: Arc<Ledger>, lease: Lease, stop: watch::Receiver<bool>) {
+    /// on `lease` how far it has applied (so the leader may compact);
+    /// behind the compacted log, it imports the leader's events through
+    /// `resync`.
+    async fn follow(self, ledger: Arc<Ledger>, lease: Lease, stop: watch::Receiver<bool>, resync: Resync) {
         let from = ledger.last_seq();
         let this = self.clone();
+        let into = ledger.clone();
         let apply = move |entries: Vec<Entry>| {
-            let (this, ledger) = (this.clone(), ledger.clone());
+            let (this, ledger) = (this.clone(), into.clone());
             async move {
                 this.import(&ledger, entries).await?;
                 Ok(ledger.last_seq())
             }
         };
-        follow::follow_log(&self.log, &self.node, &lease, from, stop, "ledger", apply).await;
+        let held = lease.clone();
+        let copy = move |stop: watch::Receiver<bool>| {
+            let (resync, ledger, lease) = (resync.clone(), ledger.clone(), held.clone());
+            async move { resync.ledger(&ledger, &lease, stop).await }
+        };
+        follow::follow_log(&self.log, &self.node, &lease, from, stop, "ledger", apply, copy).await;
     }
 
     async fn publish_applied(&self, lease: &Lease, seq: u64) {
@@ -532,12 +550,16 @@ impl Lead {
                     self.engine.clone(),
                     COMPACT_EVERY.max(self.ttl * 2),
                 )));
+                let copying = AbortOnDrop(tokio::spawn(
+                    self.resync.clone().serve(leadership.clone(), self.engine.clone()),
+                ));
                 let mut diverged = self.diverged.subscribe();
                 let lost = tokio::select! {
                     () = leadership.lost() => true,
                     _ = diverged.wait_for(|d| *d) => false,
                 };
                 drop(compacting);
+                drop(copying);
                 self.stop_acting();
                 if !lost {
                     // A local commit failed after the logs took it: the

@@ -1,15 +1,27 @@
 //! Following a replicated log into a local store, as a standby does for
 //! the ledger and for the graph store.
 
+use std::time::Duration;
+
 use svc_cluster::{Entry, Lease, ReplicatedLog};
 use tokio::sync::watch;
 use tracing::warn;
 
+/// The pause before a failed copy is asked for again.
+const RETRY: Duration = Duration::from_secs(1);
+
 /// Follows `log` from the entry after `from` until `stop` turns true (or
 /// the log cannot be followed): `apply` stores each batch's entries and
 /// returns the seq then applied, which is published as `node`'s on `lease`
-/// (so the leader may compact). `what` names the store in warnings.
-pub async fn follow_log<F, Fut>(
+/// (so the leader may compact). When the log no longer holds the entries
+/// this store needs, `copy` brings the store up to a copy of the leader's
+/// (`resync.rs`) and returns its seq, `None` when `stop` turned true first;
+/// following goes on from there. `what` names the store in warnings.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the log, its follower's identity, and the two ways to catch up"
+)]
+pub async fn follow_log<F, Fut, C, CFut>(
     log: &ReplicatedLog,
     node: &str,
     lease: &Lease,
@@ -17,9 +29,12 @@ pub async fn follow_log<F, Fut>(
     mut stop: watch::Receiver<bool>,
     what: &str,
     mut apply: F,
+    mut copy: C,
 ) where
     F: FnMut(Vec<Entry>) -> Fut,
     Fut: std::future::Future<Output = anyhow::Result<u64>>,
+    C: FnMut(watch::Receiver<bool>) -> CFut,
+    CFut: std::future::Future<Output = anyhow::Result<Option<u64>>>,
 {
     let publish = |seq: u64| async move {
         if let Err(e) = log.publish_applied(node, lease, seq).await {
@@ -36,6 +51,27 @@ pub async fn follow_log<F, Fut>(
         let Some(batch) = batch else { return };
         let applied = match batch {
             Ok(batch) => apply(batch.entries).await,
+            Err(e @ svc_cluster::Error::Compacted(_)) => {
+                warn!(error = %e, what, "this standby is behind the compacted log; it asks the leader for a copy");
+                // Until the copy is in, the seq published stays the old one,
+                // which keeps the log from being compacted past the copy.
+                let seq = loop {
+                    match copy(stop.clone()).await {
+                        Ok(Some(seq)) => break seq,
+                        Ok(None) => return,
+                        Err(e) => warn!(
+                            error = format!("{e:#}"),
+                            what, "cannot take the leader's copy; asking again"
+                        ),
+                    }
+                    tokio::select! {
+                        () = tokio::time::sleep(RETRY) => {}
+                        _ = stop.wait_for(|s| *s) => return,
+                    }
+                };
+                follower = log.follow(seq);
+                Ok(seq)
+            }
             Err(e) => Err(anyhow::Error::new(e)),
         };
         match applied {

@@ -154,12 +154,15 @@ impl StateReplica {
     /// Follows the log into `store` until `stop` turns true (or the log
     /// cannot be followed), publishing on `lease` how far it has applied,
     /// and on `applied` too.
+    /// Behind the compacted log, it installs a copy of the leader's
+    /// store through `resync`.
     pub async fn follow(
         self,
         store: Arc<GraphStore>,
         lease: Lease,
         applied: watch::Sender<u64>,
         stop: watch::Receiver<bool>,
+        resync: super::resync::Resync,
     ) {
         let from = match state_seq(&store).await {
             Ok(seq) => seq,
@@ -169,8 +172,9 @@ impl StateReplica {
             }
         };
         let this = self.clone();
+        let (into, told) = (store.clone(), applied.clone());
         let apply = move |entries: Vec<Entry>| {
-            let (this, store, applied) = (this.clone(), store.clone(), applied.clone());
+            let (this, store, applied) = (this.clone(), into.clone(), told.clone());
             async move {
                 this.apply(&store, entries).await?;
                 let seq = state_seq(&store).await?;
@@ -178,7 +182,18 @@ impl StateReplica {
                 Ok(seq)
             }
         };
-        super::follow::follow_log(&self.log, &self.node, &lease, from, stop, "graph store", apply).await;
+        let held = lease.clone();
+        let copy = move |stop: watch::Receiver<bool>| {
+            let (resync, store, lease, applied) = (resync.clone(), store.clone(), held.clone(), applied.clone());
+            async move {
+                let seq = resync.graph(&store, &lease, stop).await?;
+                if let Some(seq) = seq {
+                    applied.send_replace(seq);
+                }
+                Ok(seq)
+            }
+        };
+        super::follow::follow_log(&self.log, &self.node, &lease, from, stop, "graph store", apply, copy).await;
     }
 
     pub async fn publish_applied(&self, lease: &Lease, seq: u64) {

@@ -26,6 +26,10 @@
 //! again, with what that write did, and the receiving side keeps the last
 //! record shipped under a seq.
 //!
+//! A standby that fell behind the compacted log installs a copy of the
+//! leader's whole store instead ([`GraphStore::copy_out`],
+//! [`GraphStore::install_copy`], in `replica/copy.rs`).
+//!
 //! Transactions that write no rows are not records: the one that creates
 //! a store's tables when it is opened (every node creates the same), and
 //! the empty durable commits of `sync` and `probe`. The record format is
@@ -41,6 +45,7 @@ use redb::{Durability, ReadableDatabase, ReadableTable, Table, TableDefinition, 
 use crate::graph_store::{GraphStore, StoreError};
 use crate::health::Reopening;
 
+mod copy;
 mod record;
 #[cfg(test)]
 mod tests;

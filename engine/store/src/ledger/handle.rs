@@ -138,6 +138,12 @@ impl Ledger {
         self.shared.read(|t| query::events_after(t, after, limit))
     }
 
+    /// Events with seq > `after` as stored, `(seq, bytes)`, oldest first,
+    /// at most `limit`: what [`Ledger::import`] takes on another node.
+    pub fn stored_after(&self, after: u64, limit: usize) -> Result<Vec<(u64, Vec<u8>)>, LedgerError> {
+        self.shared.read(|t| query::stored_after(t, after, limit))
+    }
+
     pub fn query(&self, q: &HistoryQuery) -> Result<HistoryPage, LedgerError> {
         self.shared.read(|t| query::history(t, q))
     }

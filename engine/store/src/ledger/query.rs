@@ -107,6 +107,25 @@ pub(super) fn get(txn: &ReadTransaction, seq: u64) -> Result<Option<Event>, Ledg
     }
 }
 
+/// Events after `after` in seq order as stored, at most `limit`: what
+/// another node imports ([`super::Ledger::import`] checks them).
+pub(super) fn stored_after(
+    txn: &ReadTransaction,
+    after: u64,
+    limit: usize,
+) -> Result<Vec<(u64, Vec<u8>)>, LedgerError> {
+    let Some(from) = after.checked_add(1) else {
+        return Ok(Vec::new());
+    };
+    let events = txn.open_table(tables::EVENTS)?;
+    let mut out = Vec::new();
+    for item in events.range(from..)?.take(limit) {
+        let (k, v) = item?;
+        out.push((k.value(), v.value().to_vec()));
+    }
+    Ok(out)
+}
+
 /// Events after `after` in seq order, stopping before the first one that
 /// does not decode: that one is an error only when it would come first, so
 /// a replay or an export takes everything up to the damage, then stops there.

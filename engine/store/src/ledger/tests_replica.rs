@@ -40,6 +40,10 @@ fn a_standby_importing_the_leaders_events_holds_the_same_chain() {
         .unwrap();
     let captured = seen.lock().clone();
     assert_eq!(captured.iter().map(|(s, _)| *s).collect::<Vec<_>>(), [1, 2, 3]);
+    // As stored, read back later: the same bytes.
+    assert_eq!(leader.stored_after(0, 10).unwrap(), captured);
+    assert_eq!(leader.stored_after(1, 1).unwrap(), captured[1..2]);
+    assert!(leader.stored_after(u64::MAX, 10).unwrap().is_empty());
 
     let standby = standby_file.open("standby-session");
     let heard: Arc<Mutex<Vec<u64>>> = Arc::default();

@@ -95,6 +95,24 @@ macro_rules! shapes {
             }
         }
 
+        /// Hands every row of table `name` to `row`, in key order, as
+        /// stored bytes; returns the table's shape.
+        pub(super) fn visit_rows(
+            txn: &redb::ReadTransaction,
+            name: &str,
+            row: &mut RowSink<'_>,
+        ) -> Result<u8, redb::Error> {
+            $(match visit_of::<$k, $v>(txn, name, $tag, row) {
+                Err(redb::Error::TableTypeMismatch { .. }) => {}
+                other => return other.map(|()| $tag),
+            })*
+            Err(redb::Error::TableTypeMismatch {
+                table: name.to_owned(),
+                key: redb::TypeName::new("unknown"),
+                value: redb::TypeName::new("unknown"),
+            })
+        }
+
         fn read_rows(txn: &redb::ReadTransaction, name: &str) -> Result<Rows, redb::Error> {
             $(match rows_of::<$k, $v>(txn, name) {
                 Err(redb::Error::TableTypeMismatch { .. }) => {}
@@ -260,6 +278,9 @@ fn apply_ops<K: Part, V: Part>(txn: &redb::WriteTransaction, group: &TableOps<'_
     Ok(())
 }
 
+/// Takes one row of a table: its shape, key and value as stored bytes.
+pub(super) type RowSink<'a> = dyn FnMut(u8, &[u8], &[u8]) -> Result<(), redb::Error> + 'a;
+
 /// A table's rows, as stored bytes, in key order.
 pub type Rows = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -275,6 +296,25 @@ fn rows_of<K: Part, V: Part>(txn: &redb::ReadTransaction, name: &str) -> Result<
         ));
     }
     Ok(rows)
+}
+
+fn visit_of<K: Part, V: Part>(
+    txn: &redb::ReadTransaction,
+    name: &str,
+    shape: u8,
+    row: &mut RowSink<'_>,
+) -> Result<(), redb::Error> {
+    use redb::ReadableTable;
+    let table = txn.open_table(TableDefinition::<K, V>::new(name))?;
+    for item in table.iter()? {
+        let (k, v) = item?;
+        row(
+            shape,
+            K::as_bytes(&k.value()).as_ref(),
+            V::as_bytes(&v.value()).as_ref(),
+        )?;
+    }
+    Ok(())
 }
 
 /// Every table of `db` with its rows as stored bytes, by name: two stores

@@ -117,6 +117,64 @@ fn a_follower_applying_every_record_holds_the_leaders_tables() {
     );
 }
 
+/// A store far behind (its own rows, an older seq) installs a copy of the
+/// leader's whole store made in small records: it then holds the leader's
+/// tables at the leader's seq, follows the leader's next record, and
+/// replays the same graph. A copy with a bad record changes nothing.
+#[test]
+fn a_copy_of_the_whole_store_replaces_a_stale_one() {
+    let (_l, leader) = store();
+    let (_f, behind) = store();
+    let shipped = collecting(&leader);
+    let mut g = Graph::new(Arc::new(Interner::new()));
+    scan(&leader, &mut g, 1_000, 1, 300, "available");
+    leader.put_policies(&[rule("r1"), rule("r2")]).unwrap();
+    scan(&leader, &mut g, 2_000, 2, 300, "stopped");
+    leader.put_source_providers("mock", &providers(&["aws"])).unwrap();
+    behind.apply_record(1, &shipped.lock()[0].1).unwrap();
+    behind.put_source_providers("stale", &providers(&["gcp"])).unwrap();
+
+    let mut records = Vec::new();
+    let seq = leader
+        .copy_out(4_096, &mut |r| {
+            records.push(r);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seq, leader.state_seq().unwrap());
+    assert!(records.len() > 3, "cut into records of about 4 KiB: {}", records.len());
+
+    // A record that does not decode: the whole install is refused.
+    let mut broken = records.clone();
+    let half = broken[1].len() / 2;
+    broken[1].truncate(half);
+    let before = tables(&behind);
+    let e = behind.install_copy(seq, &mut broken.into_iter().map(Ok)).unwrap_err();
+    assert!(matches!(e, StoreError::BadRecord { .. }), "{e}");
+    let e = behind
+        .install_copy(
+            seq,
+            &mut [Ok(records[0].clone()), Err("fetch failed".to_owned())].into_iter(),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("fetch failed"), "{e}");
+    assert_eq!(tables(&behind), before, "nothing changed");
+
+    behind.install_copy(seq, &mut records.into_iter().map(Ok)).unwrap();
+    assert_eq!(tables(&behind), tables(&leader));
+    assert_eq!(behind.state_seq().unwrap(), seq);
+    leader.put_policies(&[rule("r3")]).unwrap();
+    let (next, record) = shipped.lock().last().cloned().unwrap();
+    assert!(behind.apply_record(next, &record).unwrap());
+    assert_eq!(tables(&behind), tables(&leader));
+    let (a, b) = (leader.load().unwrap(), behind.load().unwrap());
+    assert_eq!((a.nodes.len(), a.edges.len()), (b.nodes.len(), b.edges.len()));
+
+    // A sink that refuses stops the copy, naming why.
+    let e = leader.copy_out(4_096, &mut |_| Err("no space".to_owned())).unwrap_err();
+    assert!(e.to_string().contains("no space"), "{e}");
+}
+
 /// A record applied already is skipped; one after a missing record is
 /// refused; neither changes the store. The follower's own writes go on
 /// from the seq it applied.
