@@ -13,7 +13,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::graph::{EdgeBatch, NodeBatch, NodeStage, Staged};
+use crate::graph::{EdgeBatch, Graph, NodeBatch, NodeStage, Staged};
 use crate::ids::Sym;
 use crate::source::ScanSink;
 
@@ -116,11 +116,17 @@ impl EdgePool {
     }
 }
 
+/// Runs a closure with the graph read-locked, for a moment.
+pub type ReadGraph<'a> = dyn Fn(&mut dyn FnMut(&Graph)) + Sync + 'a;
+
 /// A source's sink: stages nodes on arrival, hands edges to the pool.
 pub struct StageSink<'p> {
     pub stage: SourceStage,
     source: usize,
     nodes: &'p NodeStage,
+    /// The graph the stage was made for: with it, a later scan's rows are
+    /// sifted as they arrive ([`NodeStage::add_sifted`]).
+    graph: Option<&'p ReadGraph<'p>>,
     pool: &'p EdgePool,
     /// The last node batch the stage handed back, emptied
     /// ([`ScanSink::spare_nodes`]).
@@ -140,6 +146,7 @@ impl<'p> StageSink<'p> {
             stage: SourceStage::default(),
             source,
             nodes,
+            graph: None,
             pool,
             spare: None,
             max_nodes: u64::MAX,
@@ -154,6 +161,13 @@ impl<'p> StageSink<'p> {
     pub fn with_limits(mut self, max_nodes: u64, max_edges: u64) -> StageSink<'p> {
         self.max_nodes = max_nodes;
         self.max_edges = max_edges;
+        self
+    }
+
+    /// Sifts a later scan's rows against the graph `read` locks, batch by
+    /// batch, so only what changes it is held until the scan ends.
+    pub fn with_graph(mut self, read: &'p ReadGraph<'p>) -> StageSink<'p> {
+        self.graph = Some(read);
         self
     }
 
@@ -187,7 +201,20 @@ impl ScanSink for StageSink<'_> {
                 None => providers.push((p, 1)),
             }
         }
-        if let Some(mut spare) = self.nodes.add(self.source, batch) {
+        let spare = match self.graph {
+            Some(read) => {
+                let (stage, source) = (self.nodes, self.source);
+                let (mut batch, mut spare) = (Some(batch), None);
+                read(&mut |g| {
+                    if let Some(b) = batch.take() {
+                        spare = stage.add_sifted(source, b, g);
+                    }
+                });
+                spare
+            }
+            None => self.nodes.add(self.source, batch),
+        };
+        if let Some(mut spare) = spare {
             spare.clear();
             self.spare = Some(spare);
         }

@@ -107,12 +107,15 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     let concurrent = selected.len();
     let pool = EdgePool::new(concurrent);
     let staged_nodes = NodeStage::for_graph(&core.graph());
+    // A later scan's rows are sifted against the graph as they arrive: the
+    // read lock is taken a batch at a time, so the API reads on meanwhile.
+    let read_graph = |f: &mut dyn FnMut(&crate::graph::Graph)| f(&core.graph());
     let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
     let parent = tracing::Span::current();
     let scan_seq = report.scan_seq;
     // By source number (a source's rows are staged under it).
     let results: Vec<(SourceOutcome, SourceStage)> = std::thread::scope(|scope| {
-        let (pool, staged_nodes) = (&pool, &staged_nodes);
+        let (pool, staged_nodes, read_graph) = (&pool, &staged_nodes, &read_graph);
         let workers: Vec<_> = (0..resolvers).map(|_| scope.spawn(move || pool.work())).collect();
         let handles: Vec<_> = selected
             .into_iter()
@@ -123,8 +126,9 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
                 let (name, providers) = (source.name().to_owned(), source.providers());
                 let handle = scope.spawn(move || {
                     let _span = parent.enter();
-                    let mut sink =
-                        StageSink::new(k, staged_nodes, pool).with_limits(limits.max_nodes, limits.max_edges);
+                    let mut sink = StageSink::new(k, staged_nodes, pool)
+                        .with_limits(limits.max_nodes, limits.max_edges)
+                        .with_graph(read_graph);
                     let ctx = ScanContext {
                         interner: core.interner(),
                         scan_seq,

@@ -369,6 +369,31 @@ impl NodeShard {
         }
     }
 
+    /// The row keyed like `n` (its id read from `buf`) when an upsert of
+    /// `n` would leave it as it is: live, with the same content. A read:
+    /// what a later scan's stage asks while the sources stream.
+    pub fn unchanged_row(&self, n: &BatchNode, buf: &[u8]) -> Option<u32> {
+        let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
+        let id = n.id.get(buf);
+        let row = *self.index.find(n.hash, |&r| {
+            keys.get(r as usize) == Some(&n.syms) && ids.get(r as usize).is_some_and(|s| s.get(arena) == id)
+        })?;
+        let r = row as usize;
+        (self.valid_to.get(r) == Some(&0) && self.content.get(r) == Some(&n.content)).then_some(row)
+    }
+
+    /// Marks `rows`, found unchanged by [`NodeShard::unchanged_row`], as
+    /// reported by `scan`: all an upsert of them would do.
+    pub fn seen_unchanged(&mut self, rows: &[u32], scan: u32) {
+        let len = self.seen.len();
+        let seen = self.seen.to_mut();
+        for &r in rows {
+            if (r as usize) < len {
+                seen[r as usize] = scan;
+            }
+        }
+    }
+
     /// The row keyed like `n`, its id read from `buf` (from the arena when
     /// `None`: a row adopted into it): found, or the number of a new row
     /// (the next one), already in the index.

@@ -14,10 +14,14 @@
 //! soon as it is copied (a plugin source's decoders fill it again).
 //!
 //! A shard that already holds rows (a later scan) mostly finds them
-//! unchanged: copying them would be work for nothing. A batch with rows
-//! for such shards is kept whole, grouped by shard, and those shards
-//! upsert from the kept batches after the scan, as [`Graph::ingest_nodes`]
-//! does.
+//! unchanged: holding them until the scan ends would keep a second copy
+//! of the estate. Given the graph to read ([`NodeStage::add_sifted`]), the
+//! stage looks each such row up as it arrives: an unchanged one is kept as
+//! its row number only (all its upsert would do is mark it seen), and the
+//! others are copied into a batch of their own, kept and grouped by shard,
+//! which those shards upsert from after the scan, as
+//! [`Graph::ingest_nodes`] does. Without the graph ([`NodeStage::add`]) the
+//! whole batch is kept.
 //!
 //! A staged batch that grew by doubling would copy its bytes to each new
 //! buffer and fault in pages for it. So each one is given room at its
@@ -54,11 +58,15 @@ pub struct NodeStage {
     kept: Mutex<Vec<Kept>>,
 }
 
-/// What the sources staged for one empty node shard.
+/// What the sources staged for one node shard: for one empty when the
+/// scan began, its rows; for one that held rows, those found unchanged.
 #[derive(Default)]
 struct StagedShard {
     rows: NodeBatch,
     runs: Vec<Run>,
+    /// Row numbers of the shard found unchanged, by run of source.
+    unchanged: Vec<u32>,
+    unchanged_runs: Vec<Run>,
 }
 
 /// A batch with rows for shards that already held some, grouped by shard.
@@ -150,12 +158,90 @@ impl NodeStage {
         None
     }
 
+    /// Stages `batch`, from `source`, as [`NodeStage::add`] does, but for
+    /// the shards that held rows keeps only what changes `graph` (the
+    /// graph the stage was made for, read-locked by the caller): a row
+    /// found unchanged becomes its row number; the others are copied into
+    /// a batch of their own, which is kept. `batch` is handed back, to be
+    /// filled again.
+    pub fn add_sifted(&self, source: usize, batch: NodeBatch, graph: &Graph) -> Option<NodeBatch> {
+        if self.empty.iter().all(|&e| e) {
+            return self.add(source, batch);
+        }
+        let (off, perm) = partition(NODE_SHARDS, batch.rows.iter().map(|r| node_shard_of(r.hash)));
+        let rows_for = |s: usize| match (off.get(s), off.get(s + 1)) {
+            (Some(&a), Some(&b)) => perm.get(a as usize..b as usize).unwrap_or_default(),
+            _ => &[],
+        };
+        // Per shard: the batch's rows that change it (empty shards copy theirs).
+        let sift = |s: usize| -> Vec<u32> {
+            let mine = rows_for(s);
+            if mine.is_empty() {
+                return Vec::new();
+            }
+            let Some(mut staged) = self.shard(s) else {
+                return Vec::new();
+            };
+            if self.empty.get(s) == Some(&true) {
+                staged.append(source, &batch, mine);
+                return Vec::new();
+            }
+            let Some(shard) = graph.nodes.get(s) else {
+                return mine.to_vec();
+            };
+            let mut changed = Vec::new();
+            let before = staged.unchanged.len();
+            for &i in mine {
+                let Some(n) = batch.rows.get(i as usize) else { continue };
+                match shard.unchanged_row(n, &batch.buf) {
+                    Some(row) => staged.unchanged.push(row),
+                    None => changed.push(i),
+                }
+            }
+            if staged.unchanged.len() > before {
+                let end = staged.unchanged.len() as u32;
+                let source = u32::try_from(source).unwrap_or(u32::MAX);
+                match staged.unchanged_runs.last_mut() {
+                    Some(run) if run.source == source => run.end = end,
+                    _ => staged.unchanged_runs.push(Run { end, source }),
+                }
+            }
+            changed
+        };
+        let changed: Vec<u32> = if batch.len() >= PARALLEL_ROWS {
+            (0..NODE_SHARDS)
+                .into_par_iter()
+                .with_min_len(16)
+                .flat_map_iter(sift)
+                .collect()
+        } else {
+            (0..NODE_SHARDS).flat_map(sift).collect()
+        };
+        if !changed.is_empty() {
+            let mut kept = NodeBatch::default();
+            kept.rows.reserve(changed.len());
+            for &i in &changed {
+                let Some(n) = batch.rows.get(i as usize) else { continue };
+                let (id, tags, props) = push_row_bytes(&mut kept.buf, n, &batch.buf);
+                kept.rows.push(BatchNode { id, tags, props, ..*n });
+            }
+            let (off, perm) = partition(NODE_SHARDS, kept.rows.iter().map(|r| node_shard_of(r.hash)));
+            let kept = Kept {
+                source,
+                batch: kept,
+                staged: Staged { off, perm },
+            };
+            self.kept.lock().unwrap_or_else(PoisonError::into_inner).push(kept);
+        }
+        Some(batch)
+    }
+
     /// Rows staged so far, from every source.
     #[cfg(test)]
     fn len(&self) -> usize {
         let copied: usize = (0..NODE_SHARDS)
             .filter_map(|s| self.shard(s))
-            .map(|shard| shard.rows.len())
+            .map(|shard| shard.rows.len() + shard.unchanged.len())
             .sum();
         let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         let kept: usize = kept
@@ -199,6 +285,20 @@ impl StagedShard {
         }
     }
 
+    /// The rows found unchanged for sources that `land`, run by run.
+    fn unchanged_landing(&self, land: &impl Fn(u32) -> bool) -> Vec<u32> {
+        let mut start = 0;
+        let mut out = Vec::new();
+        for run in &self.unchanged_runs {
+            let rows = self.unchanged.get(start..run.end as usize).unwrap_or_default();
+            start = run.end as usize;
+            if land(run.source) {
+                out.extend_from_slice(rows);
+            }
+        }
+        out
+    }
+
     /// The staged rows of sources that `land`, run by run.
     fn landing<'a>(&'a self, land: &'a impl Fn(u32) -> bool) -> impl Iterator<Item = &'a BatchNode> + 'a {
         let mut start = 0;
@@ -239,7 +339,11 @@ impl Graph {
             .enumerate()
             .map(|(s, (shard, staged))| {
                 if empty.get(s) == Some(&false) {
-                    return upsert_shard_rows(shard, s, &batches, &parts, now_us, scan);
+                    let unchanged = staged.unchanged_landing(&land);
+                    shard.seen_unchanged(&unchanged, scan);
+                    let mut stats = upsert_shard_rows(shard, s, &batches, &parts, now_us, scan);
+                    stats.unchanged += unchanged.len();
+                    return stats;
                 }
                 if shard.is_empty() && shard.arena.is_empty() && staged.runs.iter().all(|r| land(r.source)) {
                     return shard.adopt(staged.rows, now_us, scan);
@@ -426,6 +530,53 @@ mod tests {
         assert_eq!((stats.inserted, stats.changed, stats.unchanged), (500, 2000, 1000));
         assert_eq!(h.ingest_nodes(&later(), 9, 2), stats);
         assert_eq!(read(&g), read(&h));
+    }
+
+    #[test]
+    fn a_later_scan_given_the_graph_keeps_only_what_changes_it() {
+        let i = Arc::new(Interner::new());
+        let (mut g, mut h) = first_scan(&i, 0..3000);
+        // Source 0: 0..1000 unchanged; source 1: 1000..2000 changed and
+        // 3000..3500 new; source 2, which fails: 2000..3000 unchanged.
+        let later = || {
+            vec![
+                batch(&i, 0..1000, 0),
+                batch(&i, (1000..2000).chain(3000..3500), 5),
+                batch(&i, 2000..3000, 0),
+            ]
+        };
+        let stage = NodeStage::for_graph(&g);
+        let handed_back = later()
+            .into_iter()
+            .enumerate()
+            .filter_map(|(k, b)| stage.add_sifted(k, b, &g))
+            .count();
+        assert_eq!(handed_back, 3, "every batch handed back to be filled again");
+        let kept: usize = stage
+            .kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|k| k.batch.len())
+            .sum();
+        assert_eq!(kept, 1500, "only the changed and new rows are copied");
+        assert_eq!(stage.len(), 3500);
+        let stats = g.ingest_node_stage(stage, &[true, true, false], 9, 2);
+        assert_eq!((stats.inserted, stats.changed, stats.unchanged), (500, 1000, 1000));
+        assert_eq!(h.ingest_nodes(&later()[..2], 9, 2), stats);
+        assert_eq!(read(&g), read(&h));
+        for (a, b) in g.nodes.iter().zip(&h.nodes) {
+            assert_eq!(
+                a.seen.as_slice(),
+                b.seen.as_slice(),
+                "the failed source marked nothing seen"
+            );
+        }
+        // A first scan given the graph copies as before.
+        let mut fresh = Graph::new(i.clone());
+        let stage = NodeStage::for_graph(&fresh);
+        assert!(stage.add_sifted(0, batch(&i, 0..100, 0), &fresh).is_some());
+        assert_eq!(fresh.ingest_node_stage(stage, &[true], 7, 1).inserted, 100);
     }
 
     #[test]
