@@ -122,7 +122,13 @@ impl Resync {
         lease: &Lease,
         stop: watch::Receiver<bool>,
     ) -> anyhow::Result<Option<u64>> {
-        let held = super::state::state_seq(store).await?;
+        let held = {
+            let store = store.clone();
+            tokio::task::spawn_blocking(move || store.state_seq())
+                .await
+                .context("reading the state seq was cancelled")?
+                .context("cannot read the graph store's state seq")?
+        };
         let Some(manifest) = self.ask(Store::Graph, held, lease, stop).await? else {
             return Ok(None);
         };
