@@ -316,6 +316,14 @@ impl GraphStore {
             ApplyError::Bad(e) => bad(e),
             ApplyError::Db(e) => err(e),
         })?;
+        self.commit_applied(txn, seq, generation)?;
+        Ok(true)
+    }
+
+    /// Sets `state_seq` to `seq` in `txn` (what another store's records
+    /// brought this one to) and commits it.
+    fn commit_applied(&self, txn: redb::WriteTransaction, seq: u64, generation: u64) -> Result<(), StoreError> {
+        let err = self.db_err();
         txn.open_table(META)
             .map_err(|e| err(e.into()))?
             .insert(META_STATE_SEQ, seq)
@@ -325,6 +333,6 @@ impl GraphStore {
         // Replayed states are shared by commit key: once another store's
         // records are applied, a question replays from what is stored now.
         self.replays.forget();
-        Ok(true)
+        Ok(())
     }
 }

@@ -152,13 +152,6 @@ impl GraphStore {
                 ApplyError::Db(e) => err(e),
             })?;
         }
-        txn.open_table(META)
-            .map_err(|e| err(e.into()))?
-            .insert(META_STATE_SEQ, seq)
-            .map_err(|e| err(e.into()))?;
-        txn.commit().map_err(|e| err(e.into()))?;
-        self.db.wrote(generation);
-        self.replays.forget();
-        Ok(())
+        self.commit_applied(txn, seq, generation)
     }
 }
