@@ -8,7 +8,8 @@
 //! the interrupted saga is compensated exactly once by the leader after.
 //! A worker is killed: its sources move and the next scan is complete.
 //! etcd stops: the leader answers reads, stops acting, and acts again when
-//! etcd returns. A token made on one leader works on the next; one revoked
+//! etcd returns. The shared store fails: scans do not commit, reads go on,
+//! and scans commit again once it is back. A token made on one leader works on the next; one revoked
 //! is refused there. The first leader, started again once the logs were
 //! compacted past its files, catches up from the leader's copy and leads
 //! last, holding every acknowledged event.
@@ -255,6 +256,23 @@ async fn three_daemons_and_two_workers_survive_a_dead_leader_a_dead_worker_and_a
     complete_scan(&daemons[third], SOURCES.len(), Duration::from_secs(90)).await;
     let rollbacks_later = events_of(&api, "EXECUTION_ROLLBACK", &crn).await;
     assert_eq!(rollbacks_later, rollbacks, "the saga was compensated again");
+
+    // The shared store fails: the leader's graph store writes are refused,
+    // so a scan does not commit, while reads go on; once it is back, scans
+    // commit again (and the standbys follow them: a leads last, below).
+    let away = dir.path().join("shared.away");
+    std::fs::rename(&shared, &away).expect("move the shared store away");
+    std::fs::write(&shared, b"not a directory").expect("a file in its place");
+    let refused = api
+        .trigger("/api/v1/engine/scan", &json!({"wait": true}))
+        .await
+        .expect_error(503, "not_ready");
+    let why = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("not shipped, nothing written"), "{refused}");
+    api.get_ok("/api/v1/graph/stats").await;
+    std::fs::remove_file(&shared).expect("remove the file");
+    std::fs::rename(&away, &shared).expect("the shared store back");
+    complete_scan(&daemons[third], SOURCES.len(), Duration::from_secs(90)).await;
 
     // A worker dies: its sources move to the other within the lease, and
     // the next scan is complete.
