@@ -894,7 +894,15 @@ impl<'a> Decoder<'a> {
                     return false;
                 }
             }
-            _ => {
+            other => {
+                // Tags that are not an object are no tags; what the scan did
+                // not check (a number, an escaped string, an array) must
+                // still read as JSON, as the document would whole.
+                if let Some(tok @ (Tok::Number(_) | Tok::Str(_, true) | Tok::Nested(_))) = other
+                    && tree_value(doc, tok).is_none()
+                {
+                    return false;
+                }
                 self.scratch_tags.clear();
                 self.tags_text.clear();
             }

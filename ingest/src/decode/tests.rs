@@ -817,7 +817,8 @@ fn crns_within_the_limit_only_in_a_shorter_form_are_refused_warm_or_cold() {
 /// `serde_json` reads every value of a document, also one that a later
 /// value of the same key replaces: a document whose replaced value it
 /// refuses (a number out of range, a lone surrogate, either inside an
-/// array or object, at the top or in the tags) is refused as it refuses
+/// array or object, at the top or in the tags, or tags that are not an
+/// object) is refused as it refuses
 /// it, by a fresh decoder and by one that knows the document's keys and
 /// their order.
 #[test]
@@ -830,6 +831,9 @@ fn a_replaced_value_serde_json_refuses_fails_the_document_as_it_does() {
         r#"{"a":{"b":"\udc00"},"a":{}}"#,
         r#"{"tags":{"k":1e999,"k":"v"}}"#,
         r#"{"state":"on","tags":{"k":"\ud800x","k":"v"}}"#,
+        r#"{"tags":1e999}"#,
+        r#"{"tags":[1e999]}"#,
+        r#"{"tags":"\ud800"}"#,
     ];
     for doc in refused {
         assert!(!same_bytes_both_ways(doc.as_bytes()), "{doc}");
