@@ -266,7 +266,7 @@ pub async fn standby(
             if last > 0 {
                 ledger_log.log.start_at(&leadership, last).await?;
             }
-            let seq = state::state_seq(&store).await?;
+            let seq = follow::state_seq(&store).await?;
             if seq > 0 {
                 replica.log().start_at(&leadership, seq).await?;
             }
@@ -471,19 +471,7 @@ fn refuse_appends() -> Replicator {
 impl LedgerLog {
     /// Imports `entries` the ledger does not hold yet, in order.
     async fn import(&self, ledger: &Arc<Ledger>, entries: Vec<Entry>) -> anyhow::Result<()> {
-        let ledger = ledger.clone();
-        tokio::task::spawn_blocking(move || {
-            let last = ledger.last_seq();
-            let new: Vec<(u64, Vec<u8>)> = entries
-                .into_iter()
-                .filter(|e| e.seq > last)
-                .map(|e| (e.seq, e.bytes))
-                .collect();
-            ledger.import(new).map(|_| ())
-        })
-        .await
-        .context("ledger import was cancelled")?
-        .context("cannot import the leader's ledger events")
+        follow::import_events(ledger, entries.into_iter().map(|e| (e.seq, e.bytes)).collect()).await
     }
 
     /// Follows the log into the ledger until `stop` turns true, publishing

@@ -1,14 +1,42 @@
 //! Following a replicated log into a local store, as a standby does for
-//! the ledger and for the graph store.
+//! the ledger and for the graph store, and the two stores' reads and
+//! writes that following (and catching up from a copy) make.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use svc_cluster::{Entry, Lease, ReplicatedLog};
+use svc_engine::store::GraphStore;
+use svc_engine::store::ledger::Ledger;
 use tokio::sync::watch;
 use tracing::warn;
 
 /// The pause before a failed copy is asked for again.
 const RETRY: Duration = Duration::from_secs(1);
+
+/// The seq of the last state record `store` wrote or applied.
+pub async fn state_seq(store: &Arc<GraphStore>) -> anyhow::Result<u64> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || store.state_seq())
+        .await
+        .context("reading the state seq was cancelled")?
+        .context("cannot read the graph store's state seq")
+}
+
+/// Imports the leader's `events` (seq and stored bytes, in order) that
+/// `ledger` does not hold yet.
+pub async fn import_events(ledger: &Arc<Ledger>, events: Vec<(u64, Vec<u8>)>) -> anyhow::Result<()> {
+    let ledger = ledger.clone();
+    tokio::task::spawn_blocking(move || {
+        let last = ledger.last_seq();
+        ledger.import(events.into_iter().filter(|(seq, _)| *seq > last).collect())
+    })
+    .await
+    .context("ledger import was cancelled")?
+    .context("cannot import the leader's ledger events")?;
+    Ok(())
+}
 
 /// Follows `log` from the entry after `from` until `stop` turns true (or
 /// the log cannot be followed): `apply` stores each batch's entries and

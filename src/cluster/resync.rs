@@ -122,20 +122,16 @@ impl Resync {
         lease: &Lease,
         stop: watch::Receiver<bool>,
     ) -> anyhow::Result<Option<u64>> {
-        let held = {
-            let store = store.clone();
-            tokio::task::spawn_blocking(move || store.state_seq())
-                .await
-                .context("reading the state seq was cancelled")?
-                .context("cannot read the graph store's state seq")?
-        };
+        let held = super::follow::state_seq(store).await?;
         let Some(manifest) = self.ask(Store::Graph, held, lease, stop).await? else {
             return Ok(None);
         };
-        let (this, store, parts, seq) = (self.clone(), store.clone(), manifest.parts.clone(), manifest.seq);
+        let (seq, parts) = (manifest.seq, manifest.parts.len());
+        let (this, store, manifest) = (self.clone(), store.clone(), manifest);
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let mut records = parts
+            let mut records = manifest
+                .parts
                 .iter()
                 .map(|part| runtime.block_on(this.fetch(part)).map_err(|e| format!("{e:#}")));
             store.install_copy(seq, &mut records)
@@ -144,12 +140,7 @@ impl Resync {
         .context("installing the graph store's copy was cancelled")?
         .context("cannot install the leader's copy of the graph store")?;
         self.done(Store::Graph).await;
-        info!(
-            seq,
-            held,
-            parts = manifest.parts.len(),
-            "installed the leader's copy of the graph store"
-        );
+        info!(seq, held, parts, "installed the leader's copy of the graph store");
         Ok(Some(seq))
     }
 
@@ -168,14 +159,7 @@ impl Resync {
         };
         for part in &manifest.parts {
             let events = decode_events(&self.fetch(part).await?)?;
-            let ledger = ledger.clone();
-            tokio::task::spawn_blocking(move || {
-                let last = ledger.last_seq();
-                ledger.import(events.into_iter().filter(|(seq, _)| *seq > last).collect())
-            })
-            .await
-            .context("importing the ledger's copy was cancelled")?
-            .context("cannot import the leader's copy of the ledger")?;
+            super::follow::import_events(ledger, events).await?;
         }
         let last = ledger.last_seq();
         if last < manifest.seq {
@@ -478,5 +462,32 @@ mod tests {
         }
         assert_eq!(Store::parse(Store::Graph.name()), Some(Store::Graph));
         assert_eq!(Store::parse("other"), None);
+    }
+
+    /// A part is taken only as the manifest describes it: one changed, cut
+    /// short or missing in the shared store is an error naming it.
+    #[tokio::test]
+    async fn a_part_that_does_not_match_its_manifest_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = SharedStore::open(&format!("file://{}", dir.path().display())).unwrap();
+        // No etcd is dialled: only the shared store is read here.
+        let etcd = Etcd::connect(&svc_cluster::EtcdConfig::new(["http://127.0.0.1:1"])).unwrap();
+        let resync = Resync::new(&etcd, shared.clone(), "t", "n");
+        let name = format!("{}/{:06}", parts_dir("n", Store::Graph, 7), 0);
+        let part = Part {
+            name: name.clone(),
+            len: 8,
+            sha256: format!("{:x}", Sha256::digest(b"the part")),
+        };
+        shared.put(&name, b"the part".to_vec()).await.unwrap();
+        assert_eq!(resync.fetch(&part).await.unwrap(), b"the part");
+        for changed in [&b"the parT"[..], b"the par", b""] {
+            shared.put(&name, changed.to_vec()).await.unwrap();
+            let e = resync.fetch(&part).await.unwrap_err();
+            assert!(format!("{e:#}").contains("does not match its manifest"), "{e:#}");
+        }
+        shared.delete(&name).await.unwrap();
+        let e = resync.fetch(&part).await.unwrap_err();
+        assert!(format!("{e:#}").contains(&name), "{e:#}");
     }
 }

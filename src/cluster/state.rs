@@ -25,6 +25,7 @@ use svc_engine::store::replica::Shipper;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+use super::follow::state_seq;
 use super::shared::SharedStore;
 
 /// Where the records lie in the shared store.
@@ -269,14 +270,6 @@ pub async fn keep_snapshot(
 /// A write on a node that does not lead is refused.
 pub fn refuse_writes() -> Shipper {
     Arc::new(|_, _: &[u8]| Err("this node is a cluster standby: only the leader writes".to_owned()))
-}
-
-pub async fn state_seq(store: &Arc<GraphStore>) -> anyhow::Result<u64> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || store.state_seq())
-        .await
-        .context("reading the state seq was cancelled")?
-        .context("cannot read the graph store's state seq")
 }
 
 #[cfg(test)]

@@ -461,6 +461,31 @@ mod tests {
     }
 
     #[test]
+    fn a_file_that_cannot_be_written_puts_the_clusters_set_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let store = TokenStore::open(&path, "admintoken").unwrap();
+        store.create("one", Role::Viewer).unwrap();
+        let seen: std::sync::Arc<Mutex<Vec<Vec<String>>>> = Default::default();
+        let s = seen.clone();
+        store.set_publisher(Some(std::sync::Arc::new(move |named: &[Entry]| {
+            s.lock().push(named.iter().map(|e| e.name.clone()).collect());
+            Ok(())
+        })));
+        let moved = dir.path().with_extension("moved");
+        std::fs::rename(dir.path(), &moved).unwrap();
+        let e = store.create("two", Role::Viewer).unwrap_err();
+        std::fs::rename(&moved, dir.path()).unwrap();
+        assert!(matches!(e, TokenError::Write { .. }), "{e}");
+        assert_eq!(
+            *seen.lock(),
+            [vec!["one", "two"], vec!["one"]],
+            "published, then put back as it was"
+        );
+        assert_eq!(store.named().len(), 1);
+    }
+
+    #[test]
     fn adopting_the_clusters_set_keeps_the_admin_token_and_names_what_went() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens.json");

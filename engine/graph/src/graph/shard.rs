@@ -82,6 +82,12 @@ fn row_hash(keys: &[[Sym; 5]], ids: &[Span], arena: &[u8], r: usize) -> u64 {
     key_hash(keys[r], ids[r].get(arena))
 }
 
+/// Whether row `r` of a node shard's columns is keyed `syms` and `id`.
+#[inline]
+fn keyed(keys: &[[Sym; 5]], ids: &[Span], arena: &[u8], r: u32, syms: &[Sym; 5], id: &[u8]) -> bool {
+    keys.get(r as usize) == Some(syms) && ids.get(r as usize).is_some_and(|s| s.get(arena) == id)
+}
+
 /// Where a node row's key leads in its shard's index.
 enum Slot {
     Found(u32),
@@ -375,9 +381,7 @@ impl NodeShard {
     pub fn unchanged_row(&self, n: &BatchNode, buf: &[u8]) -> Option<u32> {
         let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
         let id = n.id.get(buf);
-        let row = *self.index.find(n.hash, |&r| {
-            keys.get(r as usize) == Some(&n.syms) && ids.get(r as usize).is_some_and(|s| s.get(arena) == id)
-        })?;
+        let row = *self.index.find(n.hash, |&r| keyed(keys, ids, arena, r, &n.syms, id))?;
         let r = row as usize;
         (self.valid_to.get(r) == Some(&0) && self.content.get(r) == Some(&n.content)).then_some(row)
     }
@@ -402,7 +406,7 @@ impl NodeShard {
         let id = n.id.get(buf.unwrap_or(arena));
         let entry = self.index.entry(
             n.hash,
-            |&r| keys[r as usize] == n.syms && ids[r as usize].get(arena) == id,
+            |&r| keyed(keys, ids, arena, r, &n.syms, id),
             |&r| row_hash(keys, ids, arena, r as usize),
         );
         match entry {

@@ -83,6 +83,43 @@ struct Run {
     source: u32,
 }
 
+/// Records that what `source` staged now ends at `end`.
+fn extend_runs(runs: &mut Vec<Run>, source: usize, end: usize) {
+    let (end, source) = (end as u32, u32::try_from(source).unwrap_or(u32::MAX));
+    match runs.last_mut() {
+        Some(run) if run.source == source => run.end = end,
+        _ => runs.push(Run { end, source }),
+    }
+}
+
+/// The items of `staged` that sources which `land` staged, run by run.
+fn landing<'a, T>(
+    staged: &'a [T],
+    runs: &'a [Run],
+    land: &'a impl Fn(u32) -> bool,
+) -> impl Iterator<Item = &'a T> + 'a {
+    let mut start = 0;
+    runs.iter().flat_map(move |run| {
+        let items = staged.get(start..run.end as usize).unwrap_or_default();
+        start = run.end as usize;
+        if land(run.source) { items } else { &[] }
+    })
+}
+
+/// Copies rows `which` of `batch` (their bytes too) to the end of `out`.
+fn copy_rows(out: &mut NodeBatch, batch: &NodeBatch, which: &[u32]) {
+    out.rows.reserve(which.len());
+    for (j, &i) in which.iter().enumerate() {
+        // The rows are scattered over the batch.
+        prefetch_ahead(which, j, 16, |next, stage| batch.prefetch(next as usize, stage, true));
+        let Some(n) = batch.rows.get(i as usize) else {
+            continue;
+        };
+        let (id, tags, props) = push_row_bytes(&mut out.buf, n, &batch.buf);
+        out.rows.push(BatchNode { id, tags, props, ..*n });
+    }
+}
+
 impl Default for NodeStage {
     fn default() -> NodeStage {
         NodeStage::new()
@@ -199,12 +236,8 @@ impl NodeStage {
                 }
             }
             if staged.unchanged.len() > before {
-                let end = staged.unchanged.len() as u32;
-                let source = u32::try_from(source).unwrap_or(u32::MAX);
-                match staged.unchanged_runs.last_mut() {
-                    Some(run) if run.source == source => run.end = end,
-                    _ => staged.unchanged_runs.push(Run { end, source }),
-                }
+                let end = staged.unchanged.len();
+                extend_runs(&mut staged.unchanged_runs, source, end);
             }
             changed
         };
@@ -219,12 +252,7 @@ impl NodeStage {
         };
         if !changed.is_empty() {
             let mut kept = NodeBatch::default();
-            kept.rows.reserve(changed.len());
-            for &i in &changed {
-                let Some(n) = batch.rows.get(i as usize) else { continue };
-                let (id, tags, props) = push_row_bytes(&mut kept.buf, n, &batch.buf);
-                kept.rows.push(BatchNode { id, tags, props, ..*n });
-            }
+            copy_rows(&mut kept, &batch, &changed);
             let (off, perm) = partition(NODE_SHARDS, kept.rows.iter().map(|r| node_shard_of(r.hash)));
             let kept = Kept {
                 source,
@@ -267,46 +295,14 @@ impl StagedShard {
                 .try_reserve_exact(EMPTY_SHARD_ROOM / std::mem::size_of::<BatchNode>());
             let _ = out.buf.try_reserve_exact(EMPTY_SHARD_ROOM);
         }
-        out.rows.reserve(mine.len());
-        for (j, &i) in mine.iter().enumerate() {
-            // The shard's rows are scattered over the batch.
-            prefetch_ahead(mine, j, 16, |next, stage| batch.prefetch(next as usize, stage, true));
-            let Some(n) = batch.rows.get(i as usize) else {
-                continue;
-            };
-            let (id, tags, props) = push_row_bytes(&mut out.buf, n, &batch.buf);
-            out.rows.push(BatchNode { id, tags, props, ..*n });
-        }
-        let end = out.rows.len() as u32;
-        let source = u32::try_from(source).unwrap_or(u32::MAX);
-        match self.runs.last_mut() {
-            Some(run) if run.source == source => run.end = end,
-            _ => self.runs.push(Run { end, source }),
-        }
-    }
-
-    /// The rows found unchanged for sources that `land`, run by run.
-    fn unchanged_landing(&self, land: &impl Fn(u32) -> bool) -> Vec<u32> {
-        let mut start = 0;
-        let mut out = Vec::new();
-        for run in &self.unchanged_runs {
-            let rows = self.unchanged.get(start..run.end as usize).unwrap_or_default();
-            start = run.end as usize;
-            if land(run.source) {
-                out.extend_from_slice(rows);
-            }
-        }
-        out
+        copy_rows(out, batch, mine);
+        let end = out.rows.len();
+        extend_runs(&mut self.runs, source, end);
     }
 
     /// The staged rows of sources that `land`, run by run.
     fn landing<'a>(&'a self, land: &'a impl Fn(u32) -> bool) -> impl Iterator<Item = &'a BatchNode> + 'a {
-        let mut start = 0;
-        self.runs.iter().flat_map(move |run| {
-            let rows = self.rows.rows.get(start..run.end as usize).unwrap_or_default();
-            start = run.end as usize;
-            if land(run.source) { rows } else { &[] }
-        })
+        landing(&self.rows.rows, &self.runs, land)
     }
 }
 
@@ -339,7 +335,9 @@ impl Graph {
             .enumerate()
             .map(|(s, (shard, staged))| {
                 if empty.get(s) == Some(&false) {
-                    let unchanged = staged.unchanged_landing(&land);
+                    let unchanged: Vec<u32> = landing(&staged.unchanged, &staged.unchanged_runs, &land)
+                        .copied()
+                        .collect();
                     shard.seen_unchanged(&unchanged, scan);
                     let mut stats = upsert_shard_rows(shard, s, &batches, &parts, now_us, scan);
                     stats.unchanged += unchanged.len();
