@@ -473,6 +473,7 @@ impl<'a> Unit<'a> {
                 self.crns.push_str(&json.crn);
                 h.crn = (crn_start as u32, self.crns.len() as u32);
                 json.state.clear();
+                out.generated(&json.crn);
                 match out.effect(&json.crn) {
                     Some("deleted") => h.gone = true,
                     Some(state) => json.state.push_str(state),

@@ -22,6 +22,9 @@ use svc_engine::{Interner, Sym};
 
 /// Where the wire form of the estate goes: a provider plugin's messages.
 pub trait WireOut {
+    /// A resource of the estate: told for every node generated, before its
+    /// [`WireOut::effect`] is asked, whether it is then written or not.
+    fn generated(&mut self, crn: &str);
     /// The state an earlier action left the resource `crn` in, if any;
     /// `deleted` leaves it (and its edges) out.
     fn effect(&self, crn: &str) -> Option<&str>;

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use prost::Message;
-use svc_engine::{Crn, Graph};
+use svc_engine::Crn;
 use svc_plugin_sdk::{
     EncodedScan, EncodedScanResponse, EncodedScanStream, ScanStream, UnlistedPart, response_channel, scan_end_unlisted,
 };
@@ -21,7 +21,7 @@ use tokio_stream::StreamExt;
 use tonic::{Request, Response, Status};
 
 use crate::actions::{Effects, quarantine_status, remediate_status};
-use crate::estate::{self, ScanConfig};
+use crate::estate::{self, CrnIndex, ScanConfig};
 use crate::fail::{CRASH_EXIT_CODE, FailMode};
 
 /// The plugin's major version; a daemon with another major is refused.
@@ -41,28 +41,31 @@ pub struct Shared {
     effects: Mutex<Effects>,
 }
 
-/// The estate a scan showed. The graph the action RPCs look resources up
-/// in is built on the first lookup, not while the scan streams.
+/// The estate a scan showed. The CRNs the action RPCs look resources up in
+/// are indexed as the scan streams; a lookup before its stream ended
+/// generates them.
 struct Scanned {
     config: ScanConfig,
-    graph: OnceLock<Graph>,
+    index: OnceLock<CrnIndex>,
 }
 
 impl Shared {
-    /// Whether `crn` is in the last scanned estate, and whether it has
-    /// deletion protection; `Err` with the reason otherwise.
-    fn lookup(&self, crn: &str) -> Result<bool, String> {
-        let parsed = Crn::parse(crn).map_err(|e| e.to_string())?;
+    /// `Ok` when `crn` names a resource of the last scanned estate; `Err`
+    /// with the reason otherwise.
+    fn lookup(&self, crn: &str) -> Result<(), String> {
+        let canonical = Crn::parse(crn).map_err(|e| e.to_string())?.to_string();
         let scanned = self
             .estate
             .read()
             .map_err(|_| "estate lock poisoned".to_owned())?
             .clone();
         let scanned = scanned.ok_or_else(|| "unknown resource".to_owned())?;
-        let graph = scanned.graph.get_or_init(|| estate::build(&scanned.config));
-        let node = graph.find(&parsed).and_then(|id| graph.node(id));
-        node.map(|n| estate::deletion_protected(graph, &n))
-            .ok_or_else(|| "unknown resource".to_owned())
+        let index = scanned.index.get_or_init(|| CrnIndex::generate(&scanned.config));
+        if index.contains(&canonical) {
+            Ok(())
+        } else {
+            Err("unknown resource".to_owned())
+        }
     }
 
     fn effects(&self) -> Result<std::sync::MutexGuard<'_, Effects>, Status> {
@@ -140,13 +143,14 @@ fn with_malformed(first: EncodedScanResponse) -> EncodedScanResponse {
 /// generated batch); the bounded channel makes the generators wait for the
 /// daemon. Stops when the daemon goes. Earlier actions show: a deleted
 /// resource (and its edges) is gone, any other action sets the resource's
-/// `state`.
+/// `state`. Returns the fingerprints of the estate's CRNs when it streamed
+/// to the end; the stream has ended by then (`tx` is dropped).
 fn produce(
     config: &ScanConfig,
     fail: FailMode,
     effects: &HashMap<String, String>,
-    tx: &Sender<Result<EncodedScanResponse, Status>>,
-) {
+    tx: Sender<Result<EncodedScanResponse, Status>>,
+) -> Option<Vec<u64>> {
     struct Cancelled;
     let (mut sent, mut nodes, mut edges) = (0usize, 0usize, 0usize);
     let mut inject = fail == FailMode::MalformedNodes;
@@ -182,13 +186,16 @@ fn produce(
     // what stays: handed back, or the process keeps a scan's worth of
     // memory (at ten million resources, gigabytes) between scans.
     let released = svc_engine::malloc::release();
-    match streamed {
-        Ok(()) => tracing::info!(nodes, edges, released, "scan finished"),
+    let crns = match streamed {
+        Ok(crns) => {
+            tracing::info!(nodes, edges, released, "scan finished");
+            crns
+        }
         Err(Cancelled) => {
             tracing::info!(released, "scan cancelled by the daemon");
-            return;
+            return None;
         }
-    }
+    };
     let end = match fail {
         FailMode::UnlistedRegion => scan_end_unlisted(&[UnlistedPart {
             provider: Some("aws".into()),
@@ -209,6 +216,7 @@ fn produce(
     if let Some(end) = end {
         let _ = tx.blocking_send(Err(end));
     }
+    Some(crns)
 }
 
 #[tonic::async_trait]
@@ -231,17 +239,20 @@ impl EncodedScan for MockProvider {
         tokio::task::spawn_blocking(move || {
             let scanned = Arc::new(Scanned {
                 config: config.clone(),
-                graph: OnceLock::new(),
+                index: OnceLock::new(),
             });
             match shared.estate.write() {
-                Ok(mut e) => *e = Some(scanned),
+                Ok(mut e) => *e = Some(scanned.clone()),
                 Err(_) => {
                     let _ = tx.blocking_send(Err(Status::internal("estate lock poisoned")));
                     return;
                 }
             }
             let effects = shared.effects.lock().map(|fx| fx.states().clone()).unwrap_or_default();
-            produce(&config, fail, &effects, &tx);
+            if let Some(crns) = produce(&config, fail, &effects, tx) {
+                // A lookup made while it streamed may have set it already.
+                let _ = scanned.index.set(CrnIndex::new(crns));
+            }
         });
         Ok(Response::new(stream))
     }
@@ -269,7 +280,7 @@ impl Provider for MockProvider {
     ) -> Result<Response<QuarantineResponse>, Status> {
         let req = request.into_inner();
         let outcome = quarantine_status(&req.action)
-            .and_then(|status| self.shared.lookup(&req.crn).map(|_| status))
+            .and_then(|status| self.shared.lookup(&req.crn).map(|()| status))
             .and_then(|status| {
                 let mut fx = self.shared.effects().map_err(|s| s.message().to_owned())?;
                 fx.validate(&req.crn, &req.action)?;
@@ -298,13 +309,15 @@ impl Provider for MockProvider {
     ) -> Result<Response<ReversibilityProof>, Status> {
         let req = request.get_ref();
         let flagged = req.properties.get("deletion_protection").is_some_and(|v| v == "true");
+        // The mock estate sets no `deletion_protection` of its own; the flag
+        // is the daemon's copy of the resource's properties.
         let proof = match self.shared.lookup(&req.crn) {
             Err(reason) => ReversibilityProof { safe: false, reason },
-            Ok(protected) if protected || flagged => ReversibilityProof {
+            Ok(()) if flagged => ReversibilityProof {
                 safe: false,
                 reason: "deletion protection is enabled".into(),
             },
-            Ok(_) => ReversibilityProof {
+            Ok(()) => ReversibilityProof {
                 safe: true,
                 reason: "no protection flag is set; a snapshot is taken before any action".into(),
             },
