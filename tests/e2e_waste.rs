@@ -209,3 +209,75 @@ async fn mock_estate_waste_is_found_and_summarised() {
     assert_eq!(counts["outliers"], pattern["outliers_total"], "{counts}");
     assert_eq!(counts["grouped"], pattern["grouped_total"], "{counts}");
 }
+
+/// What the whole-graph answers say, read twice (the second read is the
+/// kept answer): graph stats, the waste ledger's totals, `graph/nodes`'
+/// totals (unfiltered and of the waste) and the nodes of the breakdown by
+/// type.
+async fn whole_graph_answers(api: &common::Api) -> Value {
+    let read = || async {
+        let stats = api.get_ok("/api/v1/graph/stats").await;
+        let ledger = api.get_query_ok("/api/v1/waste-ledger", &[("top", "2")]).await;
+        let all = api.get_query_ok("/api/v1/graph/nodes", &[("limit", "1")]).await;
+        let waste = api
+            .get_query_ok("/api/v1/graph/nodes", &[("limit", "1"), ("waste", "true")])
+            .await;
+        let by_type = api
+            .get_query_ok("/api/v1/graph/breakdown", &[("by", "type"), ("limit", "3")])
+            .await;
+        let rest = &by_type["rest"];
+        let grouped = by_type["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| u(&g["nodes"]))
+            .sum::<u64>()
+            + rest.get("nodes").map_or(0, u);
+        serde_json::json!({
+            "breakdown_nodes": grouped,
+            "active_nodes": stats["active_nodes"],
+            "total_edges": stats["total_edges"],
+            "total_cost_usd_mo": stats["total_cost_usd_mo"],
+            "waste_nodes": stats["waste_nodes"],
+            "ledger_totals": ledger["totals"],
+            "ledger_scan_seq": ledger["scan_seq"],
+            "nodes_total": all["total"],
+            "waste_total": waste["total"],
+        })
+    };
+    let first = read().await;
+    assert_eq!(read().await, first, "a kept answer differs from the one before it");
+    first
+}
+
+/// The answers kept between requests follow the graph: after a later scan
+/// (the mock estate churns) each is the new graph's, as counted afresh by
+/// listing every node; none is the scan before's.
+#[tokio::test]
+async fn whole_graph_answers_follow_each_scan() {
+    let dir = common::data_dir();
+    let d = Daemon::start_scanned(dir.path(), SCALE).await;
+    let api = d.api();
+    let before = whole_graph_answers(&api).await;
+    let mut changed = false;
+    for _ in 0..3 {
+        api.scan_wait().await;
+        let after = whole_graph_answers(&api).await;
+        let nodes = api.all_nodes(None).await;
+        let waste = nodes.iter().filter(|n| n["is_waste"] == true).count() as u64;
+        assert_eq!(u(&after["active_nodes"]), nodes.len() as u64, "{after}");
+        assert_eq!(u(&after["nodes_total"]), nodes.len() as u64, "{after}");
+        assert_eq!(u(&after["breakdown_nodes"]), nodes.len() as u64, "{after}");
+        assert_eq!(u(&after["waste_nodes"]), waste, "{after}");
+        assert_eq!(u(&after["waste_total"]), waste, "{after}");
+        let cost: f64 = nodes.iter().map(|n| f(&n["cost_usd_mo"])).sum();
+        let total = f(&after["total_cost_usd_mo"]);
+        assert!((total - cost).abs() <= cost * 1e-4 + 0.05, "{after} against {cost}");
+        assert_ne!(after["ledger_scan_seq"], before["ledger_scan_seq"]);
+        changed |= after["active_nodes"] != before["active_nodes"] || after["ledger_totals"] != before["ledger_totals"];
+    }
+    assert!(
+        changed,
+        "three later scans of the mock estate changed no count: the test shows nothing"
+    );
+}

@@ -10,6 +10,7 @@
 pub mod auth;
 pub mod config;
 pub mod dashboard;
+pub mod derived;
 pub mod error;
 pub mod export;
 pub mod fbs;

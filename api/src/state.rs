@@ -44,6 +44,8 @@ pub struct Inner {
     notifier: OnceLock<Arc<crate::notify::Notifier>>,
     /// `GET /api/v1/anomalies`, computed at most once per 30 s.
     pub anomalies: crate::routes::anomalies::cache::Cache,
+    /// Answers worked out from the whole graph, kept until it changes.
+    pub derived: crate::derived::Derived,
     /// Names of the scan sources whose estate is simulated (the mock
     /// estate): what `graph/stats` reports as `simulated`.
     simulated_sources: OnceLock<Vec<String>>,
@@ -92,6 +94,7 @@ impl AppState {
                 config: OnceLock::new(),
                 notifier: OnceLock::new(),
                 anomalies: Default::default(),
+                derived: Default::default(),
                 faults: Default::default(),
                 standby: Default::default(),
                 version: env!("CARGO_PKG_VERSION"),

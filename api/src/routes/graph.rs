@@ -85,17 +85,22 @@ pub async fn stats(State(state): State<AppState>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
     blocking(move || {
         let now = engine.now_us();
-        let g = engine.graph();
-        let st = g.stats(now);
-        // What acting on the last scan's findings saves (priced from the
-        // table where a provider reports no cost); before any scan, the
-        // cost of the resources marked waste.
         let findings = engine.findings();
-        let savings = if findings.scan_seq > 0 {
-            findings.totals().1
-        } else {
-            st.projected_savings_usd_mo
-        };
+        let g = engine.graph();
+        let at = crate::derived::State::of(&engine, &findings);
+        let counted = state.inner.derived.get_or_make("graph/stats", &at, || {
+            let st = g.stats(now);
+            // What acting on the last scan's findings saves (priced from
+            // the table where a provider reports no cost); before any
+            // scan, the cost of the resources marked waste.
+            let savings = if findings.scan_seq > 0 {
+                findings.totals().1
+            } else {
+                st.projected_savings_usd_mo
+            };
+            (st, savings)
+        });
+        let (st, savings) = (&counted.0, counted.1);
         let r = g.interner().reader();
         let providers: std::collections::BTreeMap<String, u64> = st
             .providers
@@ -219,8 +224,21 @@ impl PageSpec {
         }
     }
 
-    /// The page, the cursor of the next one, and how many nodes match in all.
-    fn run<'g>(&self, g: &'g Graph, now: u64) -> (Vec<NodeRef<'g>>, Option<String>, u64) {
+    /// The key the count of the nodes matching this request is kept
+    /// under ([`crate::derived`]): the same for each of its pages.
+    fn total_key(&self) -> String {
+        format!("graph/nodes total {:?} {}", self.filter, self.include_deleted)
+    }
+
+    /// The page, the cursor of the next one, and how many nodes match in
+    /// all: `total` is handed the count over the whole graph, to run or to
+    /// answer from a count it kept.
+    fn run<'g>(
+        &self,
+        g: &'g Graph,
+        now: u64,
+        total: impl FnOnce(&mut dyn FnMut() -> u64) -> u64,
+    ) -> (Vec<NodeRef<'g>>, Option<String>, u64) {
         // A name the graph never saw matches nothing.
         let Some(filter) = self.filter.resolve(g) else {
             return (Vec::new(), None, 0);
@@ -229,7 +247,7 @@ impl PageSpec {
         let mut buf = String::new();
         let mut matches =
             |n: &NodeRef<'_>| (self.include_deleted || n.is_visible(now)) && filter.matches(n, &r, &mut buf);
-        let total = g.nodes().filter(|n| matches(n)).count() as u64;
+        let total = total(&mut || g.nodes().filter(|n| matches(n)).count() as u64);
         let mut page: Vec<NodeRef<'g>> = g
             .nodes_after(self.after)
             .filter(|n| matches(n))
@@ -311,6 +329,7 @@ async fn page_of<T: Serialize + 'static>(
     render: fn(&[NodeRef<'_>], &InternerReader<'_>, String, u64) -> T,
 ) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
+    let state = state.clone();
     blocking(move || {
         let now = engine.now_us();
         let g = engine.graph();
@@ -325,7 +344,9 @@ async fn page_of<T: Serialize + 'static>(
                 "stale cursor: the graph was compacted since it was issued; list again without a cursor",
             ));
         }
-        let (page, next, total) = spec.run(&g, now);
+        let at = crate::derived::State::of(&engine, &engine.findings());
+        let derived = &state.inner.derived;
+        let (page, next, total) = spec.run(&g, now, |count| *derived.get_or_make(&spec.total_key(), &at, count));
         let r = g.interner().reader();
         Ok(render(&page, &r, next.unwrap_or_default(), total))
     })

@@ -76,80 +76,91 @@ pub async fn ledger(State(state): State<AppState>, ApiQuery(q): ApiQuery<LedgerQ
         let now = engine.now_us();
         let findings = engine.findings();
         let g = engine.graph();
-        let r = g.interner().reader();
-        let decided = Decided::new(&findings);
-        // By type symbol: every visible node is counted, and naming its
-        // type for each would be an allocation a node.
-        let mut lines: HashMap<Sym, Line<'_>> = HashMap::new();
-        for n in g.nodes().filter(|n| n.is_visible(now)) {
-            if q.provider.as_deref().is_some_and(|p| p != r.resolve(n.provider())) {
-                continue;
-            }
-            let line = lines.entry(n.ty()).or_default();
-            line.provider = Some(n.provider());
-            line.count += 1;
-            let Some(f) = decided.deciding(&findings, n.id()) else {
-                continue;
-            };
-            line.savings_usd_mo += f.projected_savings_usd_mo;
-            if f.is_waste {
-                line.waste_count += 1;
-                line.waste_usd_mo += f.projected_savings_usd_mo;
-            } else {
-                line.optimize_count += 1;
-            }
-            line.top.push((n.id(), f));
-        }
-        let (mut waste, mut savings, mut flagged) = (0.0, 0.0, 0u64);
-        let mut types: Vec<(&str, Line<'_>)> = lines
-            .into_iter()
-            .filter(|(_, l)| !l.top.is_empty())
-            .map(|(ty, l)| (r.resolve(ty), l))
-            .collect();
-        types.sort_by(|a, b| b.1.savings_usd_mo.total_cmp(&a.1.savings_usd_mo).then(a.0.cmp(b.0)));
-        let types: Vec<WasteLedgerType> = types
-            .into_iter()
-            .map(|(ty, mut l)| {
-                waste += l.waste_usd_mo;
-                savings += l.savings_usd_mo;
-                flagged += l.waste_count + l.optimize_count;
-                // The `top` first, in order: a type can have a hundred
-                // thousand flagged resources.
-                let first = |a: &(NodeId, &Finding), b: &(NodeId, &Finding)| {
-                    b.1.projected_savings_usd_mo
-                        .total_cmp(&a.1.projected_savings_usd_mo)
-                        .then(a.0.cmp(&b.0))
-                };
-                if l.top.len() > top && top > 0 {
-                    l.top.select_nth_unstable_by(top - 1, first);
-                }
-                l.top.truncate(top);
-                l.top.sort_unstable_by(first);
-                WasteLedgerType {
-                    count: l.count,
-                    optimize_count: l.optimize_count,
-                    projected_savings_usd_mo: round2(l.savings_usd_mo),
-                    provider: l.provider.map_or("", |p| r.resolve(p)).to_owned(),
-                    top: l.top.iter().map(|(id, f)| resource(&g, &r, *id, f)).collect(),
-                    ty: ty.to_owned(),
-                    waste_count: l.waste_count,
-                    waste_usd_mo: round2(l.waste_usd_mo),
-                }
-            })
-            .collect();
-        Ok(WasteLedger {
-            observed_at: findings.as_of_s,
-            price_table: svc_engine::prices::VERSION,
-            scan_seq: findings.scan_seq,
-            totals: WasteTotals {
-                flagged,
-                projected_savings_usd_mo: round2(savings),
-                waste_usd_mo: round2(waste),
-            },
-            types,
-        })
+        let at = crate::derived::State::of(&engine, &findings);
+        let key = format!("waste-ledger top={top} provider={:?}", q.provider);
+        let kept = state.inner.derived.get_or_make(&key, &at, || {
+            waste_ledger(&g, &findings, now, top, q.provider.as_deref())
+        });
+        Ok(crate::derived::Kept(kept))
     })
     .await
+}
+
+/// The waste ledger of the graph and its findings, as seen at `now`: each
+/// type's lines, with its `top` resources; only `provider`'s nodes when given.
+fn waste_ledger(g: &Graph, findings: &FindingSet, now: u64, top: usize, provider: Option<&str>) -> WasteLedger {
+    let r = g.interner().reader();
+    let decided = Decided::new(findings);
+    // By type symbol: every visible node is counted, and naming its
+    // type for each would be an allocation a node.
+    let mut lines: HashMap<Sym, Line<'_>> = HashMap::new();
+    for n in g.nodes().filter(|n| n.is_visible(now)) {
+        if provider.is_some_and(|p| p != r.resolve(n.provider())) {
+            continue;
+        }
+        let line = lines.entry(n.ty()).or_default();
+        line.provider = Some(n.provider());
+        line.count += 1;
+        let Some(f) = decided.deciding(findings, n.id()) else {
+            continue;
+        };
+        line.savings_usd_mo += f.projected_savings_usd_mo;
+        if f.is_waste {
+            line.waste_count += 1;
+            line.waste_usd_mo += f.projected_savings_usd_mo;
+        } else {
+            line.optimize_count += 1;
+        }
+        line.top.push((n.id(), f));
+    }
+    let (mut waste, mut savings, mut flagged) = (0.0, 0.0, 0u64);
+    let mut types: Vec<(&str, Line<'_>)> = lines
+        .into_iter()
+        .filter(|(_, l)| !l.top.is_empty())
+        .map(|(ty, l)| (r.resolve(ty), l))
+        .collect();
+    types.sort_by(|a, b| b.1.savings_usd_mo.total_cmp(&a.1.savings_usd_mo).then(a.0.cmp(b.0)));
+    let types: Vec<WasteLedgerType> = types
+        .into_iter()
+        .map(|(ty, mut l)| {
+            waste += l.waste_usd_mo;
+            savings += l.savings_usd_mo;
+            flagged += l.waste_count + l.optimize_count;
+            // The `top` first, in order: a type can have a hundred
+            // thousand flagged resources.
+            let first = |a: &(NodeId, &Finding), b: &(NodeId, &Finding)| {
+                b.1.projected_savings_usd_mo
+                    .total_cmp(&a.1.projected_savings_usd_mo)
+                    .then(a.0.cmp(&b.0))
+            };
+            if l.top.len() > top && top > 0 {
+                l.top.select_nth_unstable_by(top - 1, first);
+            }
+            l.top.truncate(top);
+            l.top.sort_unstable_by(first);
+            WasteLedgerType {
+                count: l.count,
+                optimize_count: l.optimize_count,
+                projected_savings_usd_mo: round2(l.savings_usd_mo),
+                provider: l.provider.map_or("", |p| r.resolve(p)).to_owned(),
+                top: l.top.iter().map(|(id, f)| resource(g, &r, *id, f)).collect(),
+                ty: ty.to_owned(),
+                waste_count: l.waste_count,
+                waste_usd_mo: round2(l.waste_usd_mo),
+            }
+        })
+        .collect();
+    WasteLedger {
+        observed_at: findings.as_of_s,
+        price_table: svc_engine::prices::VERSION,
+        scan_seq: findings.scan_seq,
+        totals: WasteTotals {
+            flagged,
+            projected_savings_usd_mo: round2(savings),
+            waste_usd_mo: round2(waste),
+        },
+        types,
+    }
 }
 
 /// The nodes a finding decides (those with findings and not ignored), a

@@ -488,6 +488,12 @@ impl Engine {
     pub(crate) fn graph_mut(&self) -> RwLockWriteGuard<'_, Graph> {
         self.core.graph_mut()
     }
+    /// How many times the graph was taken for writing. Read while holding
+    /// the guard of [`Engine::graph`], it names the state the guard shows:
+    /// an answer worked out from that state holds while the count stays.
+    pub fn graph_writes(&self) -> u64 {
+        self.core.graph_writes()
+    }
     pub fn store(&self) -> &GraphStore {
         self.core.store()
     }

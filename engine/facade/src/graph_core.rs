@@ -29,6 +29,8 @@ pub(crate) struct Core {
     compact_min_rows: AtomicUsize,
     /// How far back `graph.redb` keeps history, in microseconds (0: all of it).
     history_retention_us: AtomicU64,
+    /// How many times the graph was taken for writing: [`Core::graph_writes`].
+    writes: AtomicU64,
 }
 
 impl Core {
@@ -51,6 +53,7 @@ impl Core {
             session_id,
             compact_min_rows: AtomicUsize::new(crate::graph::COMPACT_MIN_ROWS),
             history_retention_us: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
         }
     }
 
@@ -64,7 +67,17 @@ impl Core {
         self.graph.read()
     }
     pub(crate) fn graph_mut(&self) -> RwLockWriteGuard<'_, Graph> {
-        self.graph.write()
+        let graph = self.graph.write();
+        // Counted under the lock: a reader holding the read lock sees the
+        // count of the writes its graph shows.
+        self.writes.fetch_add(1, Ordering::Release);
+        graph
+    }
+    /// How many times the graph was taken for writing. Read while holding a
+    /// [`Core::graph`] guard, it names the state that guard shows: the same
+    /// count later means nothing was written since.
+    pub(crate) fn graph_writes(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
     }
     pub(crate) fn store(&self) -> &GraphStore {
         &self.store

@@ -7,7 +7,8 @@ use axum::extract::State;
 use axum::response::Response;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
-use svc_engine::Sym;
+use svc_engine::heuristics::FindingSet;
+use svc_engine::{Graph, Sym};
 use utoipa::ToSchema;
 
 use super::{blocking, round2};
@@ -110,80 +111,91 @@ pub async fn breakdown(State(state): State<AppState>, ApiQuery(q): ApiQuery<Brea
     blocking(move || {
         let now = engine.now_us();
         let findings = engine.findings();
-        let scanned = findings.scan_seq > 0;
         let g = engine.graph();
-        let mut acc: FxHashMap<Sym, Acc> = FxHashMap::default();
-        for n in g.nodes().filter(|n| n.is_visible(now)) {
-            let key = match q.by {
-                GroupBy::Provider => n.provider(),
-                GroupBy::Account => n.account(),
-                GroupBy::Region => n.region(),
-                GroupBy::Type => n.ty(),
-            };
-            let a = acc.entry(key).or_default();
-            a.nodes += 1;
-            a.cost += f64::from(n.cost_usd_mo());
-            if n.is_waste() {
-                a.waste_nodes += 1;
-            }
-            if scanned {
-                if let Some(f) = findings.deciding(n.id()) {
-                    a.savings += f.projected_savings_usd_mo;
-                    if f.is_waste {
-                        a.waste += f.projected_savings_usd_mo;
-                    }
-                }
-            } else if n.is_waste() {
-                a.waste += f64::from(n.cost_usd_mo());
-                a.savings += f64::from(n.cost_usd_mo());
-            }
-        }
-        let r = g.interner().reader();
-        let mut groups: Vec<BreakdownGroup> = acc
-            .into_iter()
-            .map(|(k, a)| BreakdownGroup {
-                key: r.resolve(k).to_owned(),
-                nodes: a.nodes,
-                cost_usd_mo: a.cost,
-                waste_nodes: a.waste_nodes,
-                waste_usd_mo: a.waste,
-                projected_savings_usd_mo: a.savings,
-            })
-            .collect();
-        drop(r);
-        drop(g);
-        groups.sort_by(|a, b| b.cost_usd_mo.total_cmp(&a.cost_usd_mo).then_with(|| a.key.cmp(&b.key)));
-        let total_groups = groups.len() as u64;
-        let listed = groups.len().min(q.limit.0);
-        let rest = (groups.len() > listed).then(|| {
-            groups[listed..].iter().fold(BreakdownRest::default(), |mut s, g| {
-                s.groups += 1;
-                s.nodes += g.nodes;
-                s.cost_usd_mo += g.cost_usd_mo;
-                s.waste_nodes += g.waste_nodes;
-                s.waste_usd_mo += g.waste_usd_mo;
-                s.projected_savings_usd_mo += g.projected_savings_usd_mo;
-                s
-            })
-        });
-        groups.truncate(listed);
-        for g in &mut groups {
-            g.cost_usd_mo = round2(g.cost_usd_mo);
-            g.waste_usd_mo = round2(g.waste_usd_mo);
-            g.projected_savings_usd_mo = round2(g.projected_savings_usd_mo);
-        }
-        let rest = rest.map(|mut s| {
-            s.cost_usd_mo = round2(s.cost_usd_mo);
-            s.waste_usd_mo = round2(s.waste_usd_mo);
-            s.projected_savings_usd_mo = round2(s.projected_savings_usd_mo);
-            s
-        });
-        Ok(Breakdown {
-            by: q.by,
-            total_groups,
-            groups,
-            rest,
-        })
+        let at = crate::derived::State::of(&engine, &findings);
+        let key = format!("graph/breakdown by={:?} limit={}", q.by, q.limit.0);
+        let kept = state
+            .inner
+            .derived
+            .get_or_make(&key, &at, || breakdown_of(&g, &findings, now, q.by, q.limit.0));
+        Ok(crate::derived::Kept(kept))
     })
     .await
+}
+
+/// The visible nodes of `g` at `now` grouped `by`, with the last scan's
+/// deciding `findings`; the `limit` costliest groups listed, the rest summed.
+fn breakdown_of(g: &Graph, findings: &FindingSet, now: u64, by: GroupBy, limit: usize) -> Breakdown {
+    let scanned = findings.scan_seq > 0;
+    let mut acc: FxHashMap<Sym, Acc> = FxHashMap::default();
+    for n in g.nodes().filter(|n| n.is_visible(now)) {
+        let key = match by {
+            GroupBy::Provider => n.provider(),
+            GroupBy::Account => n.account(),
+            GroupBy::Region => n.region(),
+            GroupBy::Type => n.ty(),
+        };
+        let a = acc.entry(key).or_default();
+        a.nodes += 1;
+        a.cost += f64::from(n.cost_usd_mo());
+        if n.is_waste() {
+            a.waste_nodes += 1;
+        }
+        if scanned {
+            if let Some(f) = findings.deciding(n.id()) {
+                a.savings += f.projected_savings_usd_mo;
+                if f.is_waste {
+                    a.waste += f.projected_savings_usd_mo;
+                }
+            }
+        } else if n.is_waste() {
+            a.waste += f64::from(n.cost_usd_mo());
+            a.savings += f64::from(n.cost_usd_mo());
+        }
+    }
+    let r = g.interner().reader();
+    let mut groups: Vec<BreakdownGroup> = acc
+        .into_iter()
+        .map(|(k, a)| BreakdownGroup {
+            key: r.resolve(k).to_owned(),
+            nodes: a.nodes,
+            cost_usd_mo: a.cost,
+            waste_nodes: a.waste_nodes,
+            waste_usd_mo: a.waste,
+            projected_savings_usd_mo: a.savings,
+        })
+        .collect();
+    drop(r);
+    groups.sort_by(|a, b| b.cost_usd_mo.total_cmp(&a.cost_usd_mo).then_with(|| a.key.cmp(&b.key)));
+    let total_groups = groups.len() as u64;
+    let listed = groups.len().min(limit);
+    let rest = (groups.len() > listed).then(|| {
+        groups[listed..].iter().fold(BreakdownRest::default(), |mut s, g| {
+            s.groups += 1;
+            s.nodes += g.nodes;
+            s.cost_usd_mo += g.cost_usd_mo;
+            s.waste_nodes += g.waste_nodes;
+            s.waste_usd_mo += g.waste_usd_mo;
+            s.projected_savings_usd_mo += g.projected_savings_usd_mo;
+            s
+        })
+    });
+    groups.truncate(listed);
+    for g in &mut groups {
+        g.cost_usd_mo = round2(g.cost_usd_mo);
+        g.waste_usd_mo = round2(g.waste_usd_mo);
+        g.projected_savings_usd_mo = round2(g.projected_savings_usd_mo);
+    }
+    let rest = rest.map(|mut s| {
+        s.cost_usd_mo = round2(s.cost_usd_mo);
+        s.waste_usd_mo = round2(s.waste_usd_mo);
+        s.projected_savings_usd_mo = round2(s.projected_savings_usd_mo);
+        s
+    });
+    Breakdown {
+        by,
+        total_groups,
+        groups,
+        rest,
+    }
 }
