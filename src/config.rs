@@ -811,7 +811,9 @@ impl Config {
                     ("model", |v| matches!(v, V::String(_)), "a string"),
                     ("router_model", |v| matches!(v, V::String(_)), "a string"),
                     ("api_key", |v| matches!(v, V::String(_)), "a string"),
+                    ("api_key_env", |v| matches!(v, V::String(_)), "a string"),
                     ("base_url", |v| matches!(v, V::String(_)), "a string"),
+                    ("timeout", |v| matches!(v, V::String(_)), "a duration string"),
                 ],
             ),
         ];

@@ -77,6 +77,10 @@ pub const HIDDEN: &str = "(hidden)";
 /// webhook URLs (which carry their own credential), passwords, tokens.
 fn is_secret(key: &str) -> bool {
     let key = key.rsplit('.').next().unwrap_or(key).to_ascii_lowercase();
+    // The name of the environment variable that holds a secret is not one.
+    if key.ends_with("_env") {
+        return false;
+    }
     [
         "key",
         "secret",
@@ -414,12 +418,16 @@ active = [] # none yet
     fn secrets_are_hidden_and_survive_a_round_trip() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("config.toml");
-        let file = "[ai]\nprovider = \"anthropic\"\napi_key = \"sk-live-1\"\n\n\
+        let file = "[ai]\nprovider = \"anthropic\"\napi_key = \"sk-live-1\"\napi_key_env = \"MY_KEY\"\n\n\
                     [plugins.config.aws]\nregion = \"eu-west-1\"\nsecret_access_key = \"s3cr3t\"\n";
         std::fs::write(&path, file).unwrap();
         let service = FileConfig::new(path.clone(), Box::new(|_: &Config| {}));
         let shown = service.get();
-        assert_eq!(shown["ai"], json!({"provider": "anthropic", "api_key": HIDDEN}));
+        // The name of the variable that holds a key is shown; a key is not.
+        assert_eq!(
+            shown["ai"],
+            json!({"provider": "anthropic", "api_key": HIDDEN, "api_key_env": "MY_KEY"})
+        );
         assert_eq!(
             shown["plugins"]["config"]["aws"],
             json!({"region": "eu-west-1", "secret_access_key": HIDDEN})

@@ -7,6 +7,7 @@
 //! ([`openapi()`], committed as `schemas/openapi.yaml`) and the route table
 //! ([`ROUTES`]) all come from those registrations.
 
+pub mod assistant;
 pub mod auth;
 pub mod config;
 pub mod dashboard;
@@ -95,8 +96,8 @@ impl IntoIterator for Routes {
 /// The routes under `/api/v1`, each registered with its OpenAPI operation.
 fn api_routes() -> OpenApiRouter<AppState> {
     use routes::{
-        anomalies, config, graph, history, ledger, notify, plugins, policies, registry, remediation, scan, solver,
-        time_travel, tokens, traffic, waste,
+        anomalies, assistant, config, graph, history, ledger, notify, plugins, policies, registry, remediation, scan,
+        solver, time_travel, tokens, traffic, waste,
     };
     OpenApiRouter::new()
         .routes(routes!(graph::topology::topology))
@@ -130,6 +131,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(traffic::ingest))
         .routes(routes!(traffic::edges))
         .routes(routes!(anomalies::list))
+        .routes(routes!(assistant::assimilate))
+        .routes(routes!(assistant::providers))
         .routes(routes!(plugins::list))
         .routes(routes!(plugins::toggle))
         .routes(routes!(registry::install_plugin))

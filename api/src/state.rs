@@ -46,6 +46,8 @@ pub struct Inner {
     pub anomalies: crate::routes::anomalies::cache::Cache,
     /// Answers worked out from the whole graph, kept until it changes.
     pub derived: crate::derived::Derived,
+    /// The assistant's conversations with a model.
+    pub conversations: crate::assistant::Conversations,
     /// Names of the scan sources whose estate is simulated (the mock
     /// estate): what `graph/stats` reports as `simulated`.
     simulated_sources: OnceLock<Vec<String>>,
@@ -95,6 +97,7 @@ impl AppState {
                 notifier: OnceLock::new(),
                 anomalies: Default::default(),
                 derived: Default::default(),
+                conversations: Default::default(),
                 faults: Default::default(),
                 standby: Default::default(),
                 version: env!("CARGO_PKG_VERSION"),

@@ -1315,6 +1315,13 @@ async fn live_responses_match_their_schemas() {
             Some(r#"{"condition": "props.nope > 1 || kind == 'volume'", "limit": 1}"#),
             200,
         ),
+        post(
+            "/api/v1/cortex/assimilate",
+            "/api/v1/cortex/assimilate",
+            Some(r#"{"question": "how many resources are there?"}"#),
+            200,
+        ),
+        get("/api/v1/ai/providers", "/api/v1/ai/providers", &["/providers"]),
         Case {
             method: "DELETE",
             route: "/api/v1/policies/{id}",
@@ -1784,6 +1791,7 @@ async fn routes_answer_503_until_the_engine_is_ready() {
             "/api/v1/policies/toggle" => Some(r#"{"rule_id": "r"}"#),
             "/api/v1/policies/reorder" => Some(r#"{"order": ["r"]}"#),
             "/api/v1/policies/dry-run" => Some(r#"{"condition": "true"}"#),
+            "/api/v1/cortex/assimilate" => Some(r#"{"question": "what is the top waste?"}"#),
             "/api/v1/config" if *method == "PUT" => Some(r#"{"sau": {"audit_export_interval": "1h"}}"#),
             "/api/v1/tokens" if *method == "POST" => Some(r#"{"name": "early", "role": "viewer"}"#),
             "/api/v1/session" if *method == "POST" => Some(r#"{"token": "test-token"}"#),

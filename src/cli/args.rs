@@ -120,6 +120,17 @@ pub(super) enum Command {
         #[arg(long)]
         timeout: Option<String>,
     },
+    /// Ask a question about the estate in plain language; the answer
+    /// streams as it is made (`--json`: the answer's JSON lines as sent).
+    Ask {
+        #[command(flatten)]
+        remote: Remote,
+        /// The question, for example "what depends on crn:svc:aws:...?".
+        question: String,
+        /// Continue this conversation.
+        #[arg(long)]
+        conversation: Option<String>,
+    },
     /// Graph totals.
     Stats {
         #[command(flatten)]

@@ -83,6 +83,65 @@ impl Client {
         self.send(Method::DELETE, path, &[], None).await
     }
 
+    /// POSTs `body` and hands each line of the streamed answer to `line`
+    /// as it arrives (JSON lines); an error answer is the failure.
+    pub async fn post_lines(&self, path: &str, body: Value, mut line: impl FnMut(&str)) -> Result<(), Failure> {
+        let url = format!("{}{path}", self.base);
+        let mut req = self.http.post(&url).json(&body);
+        if let Some(t) = &self.token {
+            req = req.bearer_auth(t);
+        }
+        let mut resp = req.send().await.map_err(|e| self.unreachable(&e))?;
+        let status = resp.status();
+        if !status.is_success() {
+            let text = resp.text().await.unwrap_or_default();
+            return Err(self.api_failure(status, &text));
+        }
+        let mut pending: Vec<u8> = Vec::new();
+        loop {
+            let chunk = resp
+                .chunk()
+                .await
+                .map_err(|e| Failure::Unreachable(format!("the answer stopped: {e}")))?;
+            let Some(chunk) = chunk else { break };
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let rest = pending.split_off(end + 1);
+                line(String::from_utf8_lossy(&pending[..end]).trim());
+                pending = rest;
+            }
+        }
+        if !pending.is_empty() {
+            line(String::from_utf8_lossy(&pending).trim());
+        }
+        Ok(())
+    }
+
+    fn unreachable(&self, e: &reqwest::Error) -> Failure {
+        let why = if e.is_connect() {
+            "connection refused or host unreachable".to_owned()
+        } else {
+            e.to_string()
+        };
+        Failure::Unreachable(format!(
+            "svc daemon is not running at {} ({why}); start it with `svc daemon --mock`",
+            self.base
+        ))
+    }
+
+    fn api_failure(&self, status: StatusCode, text: &str) -> Failure {
+        let value: Value = serde_json::from_str(text).unwrap_or(Value::String(text.to_owned()));
+        let mut message = value
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| value.to_string());
+        if status == StatusCode::UNAUTHORIZED && self.token.is_none() {
+            message.push_str("; no token found: set SVC_TOKEN or SVC_DATA_DIR to the daemon's data directory");
+        }
+        Failure::Api { status, message }
+    }
+
     async fn send(
         &self,
         method: Method,
@@ -98,35 +157,16 @@ impl Client {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let resp = req.send().await.map_err(|e| {
-            let why = if e.is_connect() {
-                "connection refused or host unreachable".to_owned()
-            } else {
-                e.to_string()
-            };
-            Failure::Unreachable(format!(
-                "svc daemon is not running at {} ({why}); start it with `svc daemon --mock`",
-                self.base
-            ))
-        })?;
+        let resp = req.send().await.map_err(|e| self.unreachable(&e))?;
         let status = resp.status();
         let text = resp
             .text()
             .await
             .map_err(|e| Failure::Unreachable(format!("reading the answer failed: {e}")))?;
-        let value: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         if status.is_success() {
-            return Ok(value);
+            return Ok(serde_json::from_str(&text).unwrap_or(Value::String(text)));
         }
-        let mut message = value
-            .pointer("/error/message")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .unwrap_or_else(|| value.to_string());
-        if status == StatusCode::UNAUTHORIZED && self.token.is_none() {
-            message.push_str("; no token found: set SVC_TOKEN or SVC_DATA_DIR to the daemon's data directory");
-        }
-        Err(Failure::Api { status, message })
+        Err(self.api_failure(status, &text))
     }
 }
 

@@ -90,6 +90,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
         } => verbs::scan(&remote, !no_wait, timeout.as_deref()).await,
         Command::Stats { remote } => verbs::stats(&remote).await,
+        Command::Ask {
+            remote,
+            question,
+            conversation,
+        } => verbs::ask(&remote, &question, conversation.as_deref()).await,
         Command::Plugins { command } => match command {
             PluginsCommand::List { remote } => verbs::plugins_list(&remote).await,
             PluginsCommand::Toggle { remote, name } => verbs::plugins_toggle(&remote, &name).await,

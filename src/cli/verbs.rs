@@ -54,6 +54,79 @@ pub async fn scan(remote: &Remote, wait: bool, timeout: Option<&str>) -> anyhow:
     Ok(ExitCode::SUCCESS)
 }
 
+/// `svc ask`: the answer's text as it streams, the tools it called on
+/// stderr, its sources at the end.
+pub async fn ask(remote: &Remote, question: &str, conversation: Option<&str>) -> anyhow::Result<ExitCode> {
+    use std::io::Write;
+    let client = Client::new(remote)?;
+    let mut body = serde_json::json!({ "question": question });
+    if let Some(c) = conversation {
+        body["conversation_id"] = Value::from(c);
+    }
+    let mut failed = None;
+    let mut sources = Value::Null;
+    let streamed = client
+        .post_lines("/api/v1/cortex/assimilate", body, |line| {
+            if line.is_empty() {
+                return;
+            }
+            if remote.json {
+                println!("{line}");
+                return;
+            }
+            let Ok(event) = serde_json::from_str::<Value>(line) else {
+                eprintln!("(an answer line that is not JSON: {line})");
+                return;
+            };
+            let text = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            match event.get("type").and_then(Value::as_str) {
+                Some("start") => eprintln!(
+                    "[{} answers, conversation {}]",
+                    text("provider"),
+                    text("conversation_id")
+                ),
+                Some("tool_call") => eprintln!(
+                    "[reading: {} {}]",
+                    text("name"),
+                    event.get("args").unwrap_or(&Value::Null)
+                ),
+                Some("tool_result") if event.get("ok") == Some(&Value::Bool(false)) => {
+                    eprintln!("[{} failed: {}]", text("name"), text("error"))
+                }
+                Some("text") => {
+                    print!("{}", text("text"));
+                    let _ = std::io::stdout().flush();
+                }
+                Some("sources") => sources = event.clone(),
+                Some("error") => failed = Some(text("message")),
+                _ => {}
+            }
+        })
+        .await;
+    if let Err(f) = streamed {
+        return Ok(f.report());
+    }
+    if !remote.json {
+        println!();
+        let crns = sources.get("crns").and_then(Value::as_array).map_or(0, Vec::len);
+        let queries: Vec<&str> = sources
+            .get("queries")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !queries.is_empty() {
+            eprintln!("[sources: {crns} resources; {}]", queries.join(", "));
+        }
+    }
+    if let Some(m) = failed {
+        eprintln!("error: the answer stopped: {m}");
+        return Ok(ExitCode::from(super::client::EXIT_API_ERROR));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub async fn stats(remote: &Remote) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/graph/stats", &[]));

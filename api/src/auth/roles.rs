@@ -63,6 +63,9 @@ pub const ROUTE_ACCESS: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/tokens", Least(Admin)),
     ("POST", "/api/v1/tokens", Least(Admin)),
     ("DELETE", "/api/v1/tokens/{name}", Least(Admin)),
+    // The assistant: asking reads only.
+    ("POST", "/api/v1/cortex/assimilate", Least(Viewer)),
+    ("GET", "/api/v1/ai/providers", Least(Viewer)),
     // Remediation.
     ("GET", "/api/v1/remediation/queue", Least(Viewer)),
     ("GET", "/api/v1/plan", Least(Viewer)),

@@ -1,6 +1,7 @@
 //! Route handlers, one module per area, and the extractors they share.
 
 pub mod anomalies;
+pub mod assistant;
 pub mod config;
 pub mod graph;
 pub mod history;

@@ -805,6 +805,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/cortex/assimilate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask a question about the estate in plain language; the answer streams as JSON lines.
+         * @description Role: viewer.
+         *
+         *     The answer is `application/x-ndjson`: one JSON object a line, each with a `type`: `start` (the conversation id and who answers: `tier` `offline`, `router` or `deep`), `tool_call` and `tool_result` (each read the answerer made, with its arguments), `text` (pieces of the Markdown answer, in order), `sources` (the CRNs and the requests the answer rests on), then `done`, or `error` when it stopped early. The answerer only reads the estate (search, a node and its edges, blast radius, waste and savings, history, a policy dry run, the remediation queue and plans) with the asker's credentials; it never approves, rejects or changes anything. Without a configured model it answers the common questions (top waste, what depends on a CRN, what changed since yesterday, why a CRN is flagged, what approving everything pending would save, the estate's totals) and says plainly when a question needs a model.
+         */
+        post: operations["askAssistant"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/ai/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The configured AI providers, their models and whether each answers.
+         * @description Role: viewer.
+         *
+         *     Always lists the built-in offline answerer; a provider configured in `ai.*` is listed with its models by tier. API keys are never shown.
+         */
+        get: operations["listAiProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/plugins": {
         parameters: {
             query?: never;
@@ -1449,6 +1493,31 @@ export interface components {
             type: string;
             via_crn: components["schemas"]["Crn"];
         };
+        AiModels: {
+            deep?: string | null;
+            router?: string | null;
+        };
+        /** @description One answerer `GET /api/v1/ai/providers` lists. */
+        AiProvider: {
+            /** @description Whether it answers questions now. */
+            answers: boolean;
+            /** @description The endpoint's base URL, when one is configured. */
+            base_url?: string | null;
+            /** @description `builtin`, `openai` (any OpenAI-compatible endpoint) or `anthropic`. */
+            kind: string;
+            /** @description Why not, when it does not (empty when it does). */
+            message: string;
+            /** @description The models by tier: `router` (cheap, first) and `deep`. */
+            models: components["schemas"]["AiModels"];
+            /** @description `offline` for the built-in answerer, else the configured provider. */
+            name: string;
+        };
+        /** @description `GET /api/v1/ai/providers`. */
+        AiProviders: {
+            /** @description The answerer questions go to now. */
+            active: string;
+            providers: components["schemas"]["AiProvider"][];
+        };
         /** @description The cost anomalies of the last analysed scan and each type's cost history in brief. */
         Anomalies: {
             baseline: components["schemas"]["Baseline"];
@@ -1510,6 +1579,13 @@ export interface components {
             };
             /** @description Highest |z| first, at most `limit`. */
             types: components["schemas"]["TypeAnomaly"][];
+        };
+        /** @description The body of `POST /api/v1/cortex/assimilate`. */
+        AskBody: {
+            /** @description The conversation the question continues; a new one when absent. */
+            conversation_id?: string | null;
+            /** @description The question, in plain language (at most 4000 characters). */
+            question: string;
         };
         /**
          * @description What node costs were compared with: nothing (the first scan of a data directory), the previous scan of this run, or the graph as loaded at start (the last scan before a restart).
@@ -5313,6 +5389,58 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    askAssistant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AskBody"];
+            };
+        };
+        responses: {
+            /** @description The answer, streamed as JSON lines. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    listAiProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The providers. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AiProviders"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
             503: components["responses"]["NotReady"];
         };
     };
