@@ -1459,6 +1459,10 @@ async fn every_listed_route_answers() {
             }
             ("DELETE", "/api/v1/tokens/{name}") => api.delete("/api/v1/tokens/listed").await,
             ("POST", "/api/v1/session") => api.post_json(&path, &json!({"token": d.token})).await,
+            ("POST", "/api/v1/mcp") => {
+                api.post_json(&path, &json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}))
+                    .await
+            }
             ("POST", "/api/v1/cortex/assimilate") => {
                 api.post_json(&path, &json!({"question": "what is the top waste?"}))
                     .await

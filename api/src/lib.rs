@@ -133,6 +133,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(anomalies::list))
         .routes(routes!(assistant::assimilate))
         .routes(routes!(assistant::providers))
+        .routes(routes!(assistant::mcp))
         .routes(routes!(plugins::list))
         .routes(routes!(plugins::toggle))
         .routes(routes!(registry::install_plugin))
@@ -192,6 +193,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 
 /// The whole HTTP surface.
 pub fn router(state: AppState) -> Router {
+    state.set_router_builder(router);
     let (router, _) = surface(Some(&state));
     router
         .route("/", axum::routing::get(dashboard::index))

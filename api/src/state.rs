@@ -47,7 +47,10 @@ pub struct Inner {
     /// Answers worked out from the whole graph, kept until it changes.
     pub derived: crate::derived::Derived,
     /// The assistant's conversations with a model.
-    pub conversations: crate::assistant::Conversations,
+    pub conversations: crate::assistant::conversations::Conversations,
+    /// Builds the routes the assistant's tools call: set by the router
+    /// itself ([`AppState::set_router_builder`]).
+    router_builder: OnceLock<fn(AppState) -> axum::Router>,
     /// Names of the scan sources whose estate is simulated (the mock
     /// estate): what `graph/stats` reports as `simulated`.
     simulated_sources: OnceLock<Vec<String>>,
@@ -98,6 +101,7 @@ impl AppState {
                 anomalies: Default::default(),
                 derived: Default::default(),
                 conversations: Default::default(),
+                router_builder: OnceLock::new(),
                 faults: Default::default(),
                 standby: Default::default(),
                 version: env!("CARGO_PKG_VERSION"),
@@ -223,6 +227,21 @@ impl AppState {
     /// Supplies the configuration service (set once, at start).
     pub fn set_config(&self, config: Arc<dyn crate::config::ConfigService>) {
         let _ = self.inner.config.set(config);
+    }
+
+    /// Sets how the daemon's routes are built, for the assistant's tools
+    /// to call them in process (set once).
+    pub fn set_router_builder(&self, build: fn(AppState) -> axum::Router) {
+        let _ = self.inner.router_builder.set(build);
+    }
+
+    /// The daemon's routes over this state, for the assistant's tools: an
+    /// empty router (every call answers 404) before they were set.
+    pub fn tool_router(&self) -> axum::Router {
+        match self.inner.router_builder.get() {
+            Some(build) => build(self.clone()),
+            None => axum::Router::new(),
+        }
     }
 
     pub fn config(&self) -> Option<Arc<dyn crate::config::ConfigService>> {

@@ -1322,6 +1322,14 @@ async fn live_responses_match_their_schemas() {
             200,
         ),
         get("/api/v1/ai/providers", "/api/v1/ai/providers", &["/providers"]),
+        post(
+            "/api/v1/mcp",
+            "/api/v1/mcp",
+            Some(
+                r#"{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "graph_stats", "arguments": {}}}"#,
+            ),
+            200,
+        ),
         Case {
             method: "DELETE",
             route: "/api/v1/policies/{id}",
@@ -1792,6 +1800,7 @@ async fn routes_answer_503_until_the_engine_is_ready() {
             "/api/v1/policies/reorder" => Some(r#"{"order": ["r"]}"#),
             "/api/v1/policies/dry-run" => Some(r#"{"condition": "true"}"#),
             "/api/v1/cortex/assimilate" => Some(r#"{"question": "what is the top waste?"}"#),
+            "/api/v1/mcp" => Some(r#"{"jsonrpc": "2.0", "id": 1, "method": "ping"}"#),
             "/api/v1/config" if *method == "PUT" => Some(r#"{"sau": {"audit_export_interval": "1h"}}"#),
             "/api/v1/tokens" if *method == "POST" => Some(r#"{"name": "early", "role": "viewer"}"#),
             "/api/v1/session" if *method == "POST" => Some(r#"{"token": "test-token"}"#),

@@ -131,6 +131,13 @@ pub(super) enum Command {
         #[arg(long)]
         conversation: Option<String>,
     },
+    /// Serve the assistant's read-only tools over the Model Context
+    /// Protocol on stdin and stdout (for assistants and editors that speak
+    /// MCP); each tool call is a read of the daemon at `--url`.
+    Mcp {
+        #[command(flatten)]
+        remote: Remote,
+    },
     /// Graph totals.
     Stats {
         #[command(flatten)]

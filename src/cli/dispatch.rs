@@ -90,6 +90,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             timeout,
         } => verbs::scan(&remote, !no_wait, timeout.as_deref()).await,
         Command::Stats { remote } => verbs::stats(&remote).await,
+        Command::Mcp { remote } => verbs::mcp(&remote).await,
         Command::Ask {
             remote,
             question,

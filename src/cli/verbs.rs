@@ -127,6 +127,51 @@ pub async fn ask(remote: &Remote, question: &str, conversation: Option<&str>) ->
     Ok(ExitCode::SUCCESS)
 }
 
+/// `svc mcp`: the Model Context Protocol on stdin and stdout, one JSON-RPC
+/// message a line; each tool call is a request to the daemon with the token.
+/// Nothing but the protocol goes to stdout.
+pub async fn mcp(remote: &Remote) -> anyhow::Result<ExitCode> {
+    use svc_api::assistant::run::Outcome;
+    use svc_api::assistant::{mcp, tools};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+    let client = Client::new(remote)?;
+    let call = |name: String, args: Value| {
+        let client = &client;
+        async move {
+            let request = match tools::request(&name, &args) {
+                Ok(r) => r,
+                Err(e) => return Outcome::failed(e.0),
+            };
+            let answer = match request.method {
+                tools::Method::Get => client.get(&request.path, &[]).await,
+                tools::Method::Post => client.post(&request.path, request.body.unwrap_or(Value::Null)).await,
+            };
+            match answer {
+                Ok(value) => Outcome { ok: true, value },
+                Err(super::client::Failure::Api { status, message }) => {
+                    Outcome::failed(format!("{}: {message}", status.as_u16()))
+                }
+                Err(super::client::Failure::Unreachable(m)) => Outcome::failed(m),
+            }
+        }
+    };
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut out = tokio::io::stdout();
+    while let Some(line) = lines.next_line().await? {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(answer) = mcp::handle_body(line.as_bytes(), &call).await {
+            let mut text = answer.to_string();
+            text.push('\n');
+            out.write_all(text.as_bytes()).await?;
+            out.flush().await?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub async fn stats(remote: &Remote) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/graph/stats", &[]));

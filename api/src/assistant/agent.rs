@@ -13,7 +13,7 @@ use tracing::{Instrument, info_span};
 
 use super::model::{self, Endpoint, Message, ModelError, Wire};
 use super::tools::{self, Tool};
-use super::{Event, Turn};
+use super::turn::{Event, Turn};
 
 /// Model calls in one answer, at most (each may call tools).
 pub const MAX_ROUNDS: usize = 8;

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::Turn;
+use super::turn::Turn;
 
 /// A question the offline answerer recognises.
 #[derive(Clone, Debug, PartialEq, Eq)]

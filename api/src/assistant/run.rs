@@ -56,7 +56,7 @@ impl Executor {
             .filter_map(|n| asked.get(&n).map(|v| (n, v.clone())))
             .collect();
         Executor {
-            router: crate::router(state.clone()),
+            router: state.tool_router(),
             credentials,
         }
     }

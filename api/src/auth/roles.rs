@@ -66,6 +66,7 @@ pub const ROUTE_ACCESS: &[(&str, &str, Access)] = &[
     // The assistant: asking reads only.
     ("POST", "/api/v1/cortex/assimilate", Least(Viewer)),
     ("GET", "/api/v1/ai/providers", Least(Viewer)),
+    ("POST", "/api/v1/mcp", Least(Viewer)),
     // Remediation.
     ("GET", "/api/v1/remediation/queue", Least(Viewer)),
     ("GET", "/api/v1/plan", Least(Viewer)),

@@ -257,3 +257,33 @@ async fn probe(setup: &Setup) -> Result<(), String> {
         Ok(Ok(r)) => Err(format!("{url} answered HTTP {}", r.status().as_u16())),
     }
 }
+
+/// `POST /api/v1/mcp`.
+#[utoipa::path(
+    post,
+    path = "/mcp",
+    operation_id = "mcp",
+    tag = "assistant",
+    summary = "The assistant's read-only tools over the Model Context Protocol (streamable HTTP).",
+    description = "A JSON-RPC 2.0 message, or a batch of them, of the Model Context Protocol: `initialize`, `ping`, `tools/list` and `tools/call` (the tools of `/api/v1/cortex/assimilate`, each a read of this API made with the caller's token; none writes). A request is answered with its JSON-RPC response (errors included, with status 200); a body of notifications only with 202 and no body. There is no server-initiated stream: `GET` answers 405. `svc mcp` serves the same over stdio.",
+    request_body(content = Object, description = "A JSON-RPC 2.0 message or batch.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The JSON-RPC response (or batch of responses).", body = Object, content_type = "application/json"),
+        (status = 202, description = "Notifications only: nothing to answer."),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 413, response = crate::openapi::PayloadTooLarge),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn mcp(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> ApiResult<Response> {
+    state.engine()?;
+    let exec = Executor::new(&state, &headers);
+    let call = |name: String, args: Value| {
+        let exec = &exec;
+        async move { exec.call(&name, &args).await }
+    };
+    Ok(match assistant::mcp::handle_body(&body, &call).await {
+        Some(answer) => axum::Json(answer).into_response(),
+        None => axum::http::StatusCode::ACCEPTED.into_response(),
+    })
+}

@@ -849,6 +849,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The assistant's read-only tools over the Model Context Protocol (streamable HTTP).
+         * @description Role: viewer.
+         *
+         *     A JSON-RPC 2.0 message, or a batch of them, of the Model Context Protocol: `initialize`, `ping`, `tools/list` and `tools/call` (the tools of `/api/v1/cortex/assimilate`, each a read of this API made with the caller's token; none writes). A request is answered with its JSON-RPC response (errors included, with status 200); a body of notifications only with 202 and no body. There is no server-initiated stream: `GET` answers 405. `svc mcp` serves the same over stdio.
+         */
+        post: operations["mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/plugins": {
         parameters: {
             query?: never;
@@ -5441,6 +5463,42 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A JSON-RPC 2.0 message or batch. */
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC response (or batch of responses). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Notifications only: nothing to answer. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["NotReady"];
         };
     };
