@@ -319,6 +319,14 @@ where
     parser.finish()
 }
 
+/// A whole streamed reply in `wire`'s format, read from `bytes` as if they
+/// had come in one piece: its text pieces and the reply.
+pub fn read_stream(wire: Wire, bytes: &[u8]) -> Result<(Vec<String>, Reply), ModelError> {
+    let mut s = Stream::new(wire);
+    let pieces = s.push(bytes)?;
+    Ok((pieces, s.finish()?))
+}
+
 /// A streamed reply, read as server-sent events.
 struct Stream {
     wire: Wire,

@@ -29,3 +29,38 @@ pub mod notify {
 
 #[path = "../../../api/src/fbs/mod.rs"]
 pub mod fbs;
+
+/// The assistant's tool catalogue, the MCP dispatcher and the models'
+/// stream reader (targets `mcp_messages`, `model_stream`), at the root as
+/// their files name each other through `super::`; `run` is the one type the
+/// dispatcher names of the executor, which needs the router.
+#[path = "../../../api/src/assistant/tools.rs"]
+pub mod tools;
+
+#[path = "../../../api/src/assistant/mcp.rs"]
+pub mod mcp;
+
+#[path = "../../../api/src/assistant/model.rs"]
+pub mod model;
+
+pub mod run {
+    /// One tool call's outcome, as `svc-api`'s executor gives it.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Outcome {
+        pub ok: bool,
+        pub value: serde_json::Value,
+    }
+
+    impl Outcome {
+        pub fn failed(message: impl Into<String>) -> Outcome {
+            Outcome {
+                ok: false,
+                value: serde_json::json!({ "error": message.into() }),
+            }
+        }
+    }
+}
+
+pub mod assistant {
+    pub use crate::{mcp, model, run, tools};
+}
