@@ -20,11 +20,7 @@ async fn ask(api: &Api, question: &str) -> Vec<Value> {
         .post_json("/api/v1/cortex/assimilate", &json!({ "question": question }))
         .await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    let lines: Vec<Value> = r
-        .text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
-        .collect();
+    let lines = common::json_lines(&r.text);
     assert!(lines.iter().all(|l| l["type"].is_string()), "{lines:?}");
     assert_eq!(lines.first().map(|l| &l["type"]), Some(&json!("start")), "{lines:?}");
     assert_eq!(lines.last().map(|l| &l["type"]), Some(&json!("done")), "{lines:?}");
@@ -34,11 +30,7 @@ async fn ask(api: &Api, question: &str) -> Vec<Value> {
 }
 
 fn text_of(lines: &[Value]) -> String {
-    lines
-        .iter()
-        .filter(|l| l["type"] == "text")
-        .filter_map(|l| l["text"].as_str())
-        .collect()
+    common::answer_text(lines)
 }
 
 fn tools_of(lines: &[Value]) -> Vec<String> {

@@ -252,18 +252,11 @@ async fn ask(api: &Api, question: &str, conversation: Option<&str>) -> Vec<Value
     }
     let r = api.post_json("/api/v1/cortex/assimilate", &body).await;
     assert_eq!(r.status.as_u16(), 200, "{}", r.text);
-    r.text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
-        .collect()
+    common::json_lines(&r.text)
 }
 
 fn text_of(lines: &[Value]) -> String {
-    lines
-        .iter()
-        .filter(|l| l["type"] == "text")
-        .filter_map(|l| l["text"].as_str())
-        .collect()
+    common::answer_text(lines)
 }
 
 fn kinds(lines: &[Value]) -> Vec<String> {

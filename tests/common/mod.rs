@@ -1096,3 +1096,20 @@ pub fn tamper_payload(path: &Path, seq: u64, field: &str, value: Value) {
     }
     txn.commit().expect("commit");
 }
+
+/// The lines of a streamed JSON-lines answer (`/api/v1/cortex/assimilate`),
+/// each parsed; a line that is not JSON fails the test.
+pub fn json_lines(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect()
+}
+
+/// The `text` pieces of an assistant's answer, joined.
+pub fn answer_text(lines: &[Value]) -> String {
+    lines
+        .iter()
+        .filter(|l| l["type"] == "text")
+        .filter_map(|l| l["text"].as_str())
+        .collect()
+}

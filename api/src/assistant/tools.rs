@@ -55,33 +55,17 @@ pub fn catalogue() -> Vec<Tool> {
         Tool {
             name: "get_node",
             description: "One resource by CRN: its properties, cost, state, waste verdict and findings, and how many edges it has each way.",
-            schema: crn_schema(),
+            schema: crn_schema(None),
         },
         Tool {
             name: "node_edges",
             description: "The resources one resource is connected to, both ways, with the relation of each edge.",
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "crn": {"type": "string"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000}
-                },
-                "required": ["crn"],
-                "additionalProperties": false
-            }),
+            schema: crn_schema(Some(1000)),
         },
         Tool {
             name: "blast_radius",
             description: "What depends on a resource: the resources affected if it were removed, with their depth.",
-            schema: json!({
-                "type": "object",
-                "properties": {
-                    "crn": {"type": "string"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 1000}
-                },
-                "required": ["crn"],
-                "additionalProperties": false
-            }),
+            schema: crn_schema(Some(1000)),
         },
         Tool {
             name: "graph_stats",
@@ -143,15 +127,21 @@ pub fn catalogue() -> Vec<Tool> {
         Tool {
             name: "remediation_plan",
             description: "The remediation plan of one resource in the pipeline: ordered steps with their inverses, the equivalent CLI commands and Terraform text. Showing a plan changes nothing; approving is for a person.",
-            schema: crn_schema(),
+            schema: crn_schema(None),
         },
     ]
 }
 
-fn crn_schema() -> Value {
+/// The arguments of a tool about one resource: its CRN, and a `limit` up
+/// to `most` when the answer is a list.
+fn crn_schema(most: Option<u64>) -> Value {
+    let mut properties = json!({"crn": {"type": "string", "description": "the resource's CRN"}});
+    if let Some(most) = most {
+        properties["limit"] = json!({"type": "integer", "minimum": 1, "maximum": most});
+    }
     json!({
         "type": "object",
-        "properties": {"crn": {"type": "string", "description": "the resource's CRN"}},
+        "properties": properties,
         "required": ["crn"],
         "additionalProperties": false
     })

@@ -258,6 +258,15 @@ async fn probe(setup: &Setup) -> Result<(), String> {
     }
 }
 
+/// A JSON-RPC 2.0 message, or a batch of them (the body and the answer of
+/// `POST /api/v1/mcp`).
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+pub enum JsonRpc {
+    One(serde_json::Map<String, Value>),
+    Batch(Vec<serde_json::Map<String, Value>>),
+}
+
 /// `POST /api/v1/mcp`.
 #[utoipa::path(
     post,
@@ -266,9 +275,9 @@ async fn probe(setup: &Setup) -> Result<(), String> {
     tag = "assistant",
     summary = "The assistant's read-only tools over the Model Context Protocol (streamable HTTP).",
     description = "A JSON-RPC 2.0 message, or a batch of them, of the Model Context Protocol: `initialize`, `ping`, `tools/list` and `tools/call` (the tools of `/api/v1/cortex/assimilate`, each a read of this API made with the caller's token; none writes). A request is answered with its JSON-RPC response (errors included, with status 200); a body of notifications only with 202 and no body. There is no server-initiated stream: `GET` answers 405. `svc mcp` serves the same over stdio.",
-    request_body(content = Object, description = "A JSON-RPC 2.0 message or batch.", content_type = "application/json"),
+    request_body(content = JsonRpc, description = "A JSON-RPC 2.0 message or batch.", content_type = "application/json"),
     responses(
-        (status = 200, description = "The JSON-RPC response (or batch of responses).", body = Object, content_type = "application/json"),
+        (status = 200, description = "The JSON-RPC response (or batch of responses).", body = JsonRpc, content_type = "application/json"),
         (status = 202, description = "Notifications only: nothing to answer."),
         (status = 401, response = crate::openapi::Unauthorized),
         (status = 413, response = crate::openapi::PayloadTooLarge),

@@ -2406,6 +2406,15 @@ export interface components {
         JsonObject: {
             [key: string]: unknown;
         };
+        /**
+         * @description A JSON-RPC 2.0 message, or a batch of them (the body and the answer of
+         *     `POST /api/v1/mcp`).
+         */
+        JsonRpc: {
+            [key: string]: unknown;
+        } | {
+            [key: string]: unknown;
+        }[];
         /** @description An edge of the laid-out topology. */
         LayoutEdge: {
             source: components["schemas"]["Crn"];
@@ -5476,7 +5485,7 @@ export interface operations {
         /** @description A JSON-RPC 2.0 message or batch. */
         requestBody: {
             content: {
-                "application/json": Record<string, never>;
+                "application/json": components["schemas"]["JsonRpc"];
             };
         };
         responses: {
@@ -5486,7 +5495,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, never>;
+                    "application/json": components["schemas"]["JsonRpc"];
                 };
             };
             /** @description Notifications only: nothing to answer. */
