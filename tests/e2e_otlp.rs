@@ -359,3 +359,64 @@ fn an_endpoint_that_is_not_a_url_stops_the_start_with_the_reason() {
         "{stderr}"
     );
 }
+
+/// An answer with a model is traced: the tier chosen, each tool call with
+/// its name, argument size, round and tier, and the escalation with why.
+#[tokio::test]
+async fn an_answer_with_a_model_traces_its_tier_tool_calls_and_escalation() {
+    let (endpoint, got) = receiver().await;
+    let (model, _fake) = common::models::fake_provider().await;
+    let dir = common::data_dir();
+    let mut d = Daemon::configure(dir.path(), 200);
+    d.args = vec!["--otlp-endpoint".into(), endpoint];
+    d.env = vec![
+        ("OTEL_BSP_SCHEDULE_DELAY".into(), "100".into()),
+        ("SVC_E2E_AI_KEY".into(), "sk-e2e".into()),
+    ];
+    d.launch().await;
+    d.wait_scan_after(0).await;
+    let api = d.api();
+    let ai = serde_json::json!({"ai": {
+        "provider": "vllm", "base_url": format!("{model}/v1"), "model": "big",
+        "router_model": "small", "api_key_env": "SVC_E2E_AI_KEY"
+    }});
+    api.put_json("/api/v1/config", &ai).await.expect(200);
+    for question in ["how many resources are there?", "please say you cannot"] {
+        let r = api
+            .post_json(
+                "/api/v1/cortex/assimilate",
+                &serde_json::json!({ "question": question }),
+            )
+            .await;
+        assert!(r.text.ends_with("{\"type\":\"done\"}\n"), "{}", r.text);
+    }
+    let spans = wait_spans(&got, &d, |spans| {
+        ["agent.tool_call", "agent.escalation"]
+            .iter()
+            .all(|n| spans.iter().any(|s| s.name == *n))
+            && spans.iter().filter(|s| s.name == "agent.tier_selected").count() >= 2
+    })
+    .await;
+    let call = one(&spans, "the tool call", |s| s.name == "agent.tool_call");
+    let attr = |s: &Span, k: &str| s.attrs.get(k).cloned().unwrap_or_default();
+    assert_eq!(attr(call, "tool.name"), "graph_stats", "{call:?}");
+    assert_eq!(attr(call, "tool.args_bytes"), "2", "{call:?}");
+    assert_eq!(
+        (attr(call, "agent.round"), attr(call, "agent.active_tier")),
+        ("1".into(), "router".into())
+    );
+    let tiers: Vec<String> = spans
+        .iter()
+        .filter(|s| s.name == "agent.tier_selected")
+        .map(|s| attr(s, "tier"))
+        .collect();
+    assert_eq!(tiers, ["router", "router"]);
+    let esc = one(&spans, "the escalation", |s| s.name == "agent.escalation");
+    assert_eq!((attr(esc, "from"), attr(esc, "to")), ("router".into(), "deep".into()));
+    assert!(attr(esc, "reason").contains("cannot answer"), "{esc:?}");
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.name == "agent.model_call" && attr(s, "model") == "big")
+    );
+}

@@ -8,6 +8,7 @@
 
 #![allow(dead_code)]
 
+pub mod models;
 pub mod moto;
 pub mod workers;
 
