@@ -39,11 +39,11 @@ pub struct Fake {
 
 impl Fake {
     pub fn set(&self, mode: Mode) {
-        *self.mode.lock().unwrap() = mode;
-        self.calls.lock().unwrap().clear();
+        *self.mode.lock().expect("the fake provider's lock") = mode;
+        self.calls.lock().expect("the fake provider's lock").clear();
     }
     pub fn calls(&self) -> Vec<(Value, HeaderMap)> {
-        self.calls.lock().unwrap().clone()
+        self.calls.lock().expect("the fake provider's lock").clone()
     }
 }
 
@@ -94,11 +94,11 @@ fn script(model: &str, last_user: &str, tool_result: Option<&str>) -> Says {
 
 async fn before(fake: &Fake, body: &Value, headers: &HeaderMap) -> Option<Response> {
     let attempt = {
-        let mut calls = fake.calls.lock().unwrap();
+        let mut calls = fake.calls.lock().expect("the fake provider's lock");
         calls.push((body.clone(), headers.clone()));
         calls.len()
     };
-    let mode = *fake.mode.lock().unwrap();
+    let mode = *fake.mode.lock().expect("the fake provider's lock");
     match mode {
         Mode::Normal => None,
         Mode::RateLimitedOnce if attempt > 1 => None,
@@ -224,8 +224,10 @@ pub async fn fake_provider() -> (String, Fake) {
         .route("/v1/messages", post(anthropic))
         .route("/v1/models", get(models))
         .with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("its address");
     tokio::spawn(async move { axum::serve(listener, app).await });
     (format!("http://{addr}"), fake)
 }
