@@ -8,8 +8,9 @@
 //! graph's write count ([`Engine::graph_writes`], read under the graph's
 //! read lock) and the findings set it read. Any write to the graph, or a
 //! new findings set, makes every kept answer stale; a stale answer is never
-//! served. Two requests that miss at once both work the answer out (no
-//! lock is held while they do); the later one's is kept.
+//! served. One request works a missing answer out (no lock is held while
+//! it does); others asking for the same answer meanwhile wait for it rather
+//! than each walking the graph again.
 
 use std::any::Any;
 use std::sync::{Arc, Weak};
@@ -67,26 +68,67 @@ struct Answer {
 struct Slots {
     answers: Vec<Answer>,
     uses: u64,
+    /// The answers being worked out now.
+    making: Vec<(String, State)>,
+    /// Requests waiting for one of them.
+    waiting: usize,
 }
 
 /// The kept answers, held by the API state.
 #[derive(Default)]
-pub struct Derived(parking_lot::Mutex<Slots>);
+pub struct Derived {
+    slots: parking_lot::Mutex<Slots>,
+    /// Signalled when an answer being worked out is kept, or given up.
+    made: parking_lot::Condvar,
+}
+
+/// Marks an answer as being worked out; unmarks it and wakes its waiters
+/// when dropped, whether it was kept or its work panicked.
+struct Making<'a> {
+    derived: &'a Derived,
+    key: &'a str,
+    state: &'a State,
+}
+
+impl Drop for Making<'_> {
+    fn drop(&mut self) {
+        let mut slots = self.derived.slots.lock();
+        slots.making.retain(|(k, s)| !(k == self.key && s == self.state));
+        drop(slots);
+        self.derived.made.notify_all();
+    }
+}
 
 impl Derived {
     /// The answer kept under `key` for `state`, else `make`'s, kept.
     /// Answers of different types must use different keys.
+    /// While another request works the same answer out, waits for it.
     pub fn get_or_make<T: Any + Send + Sync>(&self, key: &str, state: &State, make: impl FnOnce() -> T) -> Arc<T> {
-        if let Some(hit) = self.get::<T>(key, state) {
-            return hit;
+        let mut slots = self.slots.lock();
+        loop {
+            if let Some(hit) = Self::get::<T>(&mut slots, key, state) {
+                return hit;
+            }
+            if !slots.making.iter().any(|(k, s)| k == key && s == state) {
+                break;
+            }
+            slots.waiting += 1;
+            self.made.wait(&mut slots);
+            slots.waiting -= 1;
         }
+        slots.making.push((key.to_owned(), state.clone()));
+        drop(slots);
+        let _making = Making {
+            derived: self,
+            key,
+            state,
+        };
         let value = Arc::new(make());
         self.put(key, state, value.clone());
         value
     }
 
-    fn get<T: Any + Send + Sync>(&self, key: &str, state: &State) -> Option<Arc<T>> {
-        let mut slots = self.0.lock();
+    fn get<T: Any + Send + Sync>(slots: &mut Slots, key: &str, state: &State) -> Option<Arc<T>> {
         slots.uses += 1;
         let uses = slots.uses;
         let answer = slots.answers.iter_mut().find(|a| a.key == key && a.state == *state)?;
@@ -95,7 +137,7 @@ impl Derived {
     }
 
     fn put(&self, key: &str, state: &State, value: Arc<dyn Any + Send + Sync>) {
-        let mut slots = self.0.lock();
+        let mut slots = self.slots.lock();
         // Answers of an older state are never served again.
         slots.answers.retain(|a| a.state == *state && a.key != key);
         if slots.answers.len() >= KEPT
@@ -120,7 +162,17 @@ impl Derived {
 
     /// How many answers are kept.
     pub fn len(&self) -> usize {
-        self.0.lock().answers.len()
+        self.slots.lock().answers.len()
+    }
+
+    /// How many requests wait for an answer another is working out.
+    pub fn waiting(&self) -> usize {
+        self.slots.lock().waiting
+    }
+
+    /// How many answers are being worked out.
+    pub fn making(&self) -> usize {
+        self.slots.lock().making.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -176,6 +228,65 @@ mod tests {
         let s2 = state(1, &second);
         assert_ne!(s1, s2);
         assert_eq!(*derived.get_or_make("k", &s2, || 2u8), 2);
+    }
+
+    /// Polls `ready` (each poll yields the thread) until it holds; fails
+    /// after a few seconds.
+    fn until(what: &str, ready: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !ready() {
+            assert!(std::time::Instant::now() < deadline, "{what} did not happen");
+            std::thread::yield_now();
+        }
+    }
+
+    #[test]
+    fn one_request_works_an_answer_out_while_the_others_wait_for_it() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let derived = Arc::new(Derived::default());
+        let findings = Arc::new(FindingSet::default());
+        let made = Arc::new(AtomicUsize::new(0));
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let ask = |hold: Option<std::sync::mpsc::Receiver<()>>| {
+            let (derived, made, s) = (derived.clone(), made.clone(), state(3, &findings));
+            std::thread::spawn(move || {
+                *derived.get_or_make("k", &s, || {
+                    made.fetch_add(1, Ordering::SeqCst);
+                    if let Some(h) = hold {
+                        let _ = h.recv();
+                    }
+                    42u32
+                })
+            })
+        };
+        let first = ask(Some(held));
+        until("the first request working the answer out", || derived.making() == 1);
+        let others: Vec<_> = (0..3).map(|_| ask(None)).collect();
+        until("three requests waiting", || derived.waiting() == 3);
+        let _ = release.send(());
+        assert_eq!(first.join().ok(), Some(42));
+        for o in others {
+            assert_eq!(o.join().ok(), Some(42));
+        }
+        assert_eq!(
+            made.load(Ordering::SeqCst),
+            1,
+            "the answer was worked out more than once"
+        );
+        assert_eq!((derived.making(), derived.waiting()), (0, 0));
+    }
+
+    #[test]
+    fn a_request_whose_work_panicked_leaves_the_answer_to_the_next() {
+        let derived = Derived::default();
+        let findings = Arc::new(FindingSet::default());
+        let s = state(1, &findings);
+        let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            derived.get_or_make("k", &s, || -> u8 { panic!("the pass failed") })
+        }));
+        assert!(failed.is_err());
+        assert_eq!(derived.making(), 0);
+        assert_eq!(*derived.get_or_make("k", &s, || 5u8), 5);
     }
 
     #[test]
