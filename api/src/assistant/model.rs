@@ -193,6 +193,20 @@ fn args_text(c: &ToolCall) -> String {
     }
 }
 
+/// `req` with the endpoint's key and version headers, as its wire format
+/// wants them.
+pub fn authorized(req: http_client::RequestBuilder, endpoint: &Endpoint) -> http_client::RequestBuilder {
+    let req = match (endpoint.wire, &endpoint.api_key) {
+        (Wire::OpenAi, Some(k)) => req.bearer_auth(k),
+        (Wire::Anthropic, Some(k)) => req.header("x-api-key", k),
+        (_, None) => req,
+    };
+    match endpoint.wire {
+        Wire::Anthropic => req.header("anthropic-version", "2023-06-01"),
+        Wire::OpenAi => req,
+    }
+}
+
 /// The wait a 429 asks for: its `Retry-After` in seconds or as an HTTP
 /// date, capped; `None` when it gave none that parses.
 pub fn retry_after(value: Option<&str>, now: std::time::SystemTime) -> Option<Duration> {
@@ -226,18 +240,13 @@ where
     let body = body.to_string();
     let mut attempt = 1;
     let mut response = loop {
-        let mut req = client
-            .post(&url)
-            .header(http_client::header::CONTENT_TYPE, "application/json")
-            .body(body.clone());
-        req = match (endpoint.wire, &endpoint.api_key) {
-            (Wire::OpenAi, Some(k)) => req.bearer_auth(k),
-            (Wire::Anthropic, Some(k)) => req.header("x-api-key", k),
-            (_, None) => req,
-        };
-        if endpoint.wire == Wire::Anthropic {
-            req = req.header("anthropic-version", "2023-06-01");
-        }
+        let req = authorized(
+            client
+                .post(&url)
+                .header(http_client::header::CONTENT_TYPE, "application/json")
+                .body(body.clone()),
+            endpoint,
+        );
         let sent = tokio::time::timeout(endpoint.timeout, req.send()).await;
         let resp = match sent {
             Err(_) => {

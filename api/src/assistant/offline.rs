@@ -172,20 +172,9 @@ pub fn classify(question: &str) -> Option<Intent> {
     None
 }
 
+/// Money as the notices write it (`$1,234.50`); nothing reads as `$0.00`.
 fn usd(v: &Value) -> String {
-    let x = v.as_f64().unwrap_or(0.0);
-    let cents = (x * 100.0).round() as i64;
-    let (whole, frac) = (cents / 100, (cents % 100).abs());
-    let digits = whole.abs().to_string();
-    let mut grouped = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            grouped.push(',');
-        }
-        grouped.push(c);
-    }
-    let sign = if whole < 0 { "-" } else { "" };
-    format!("{sign}${grouped}.{frac:02}")
+    crate::notify::triggers::usd(v.as_f64().unwrap_or(0.0))
 }
 
 fn count(v: &Value) -> u64 {

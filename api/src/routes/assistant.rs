@@ -244,12 +244,7 @@ async fn probe(setup: &Setup) -> Result<(), String> {
         Wire::OpenAi => format!("{}/models", e.base_url),
         Wire::Anthropic => format!("{}/v1/models", e.base_url),
     };
-    let mut req = client.get(&url);
-    req = match (e.wire, &e.api_key) {
-        (Wire::OpenAi, Some(k)) => req.bearer_auth(k),
-        (Wire::Anthropic, Some(k)) => req.header("x-api-key", k).header("anthropic-version", "2023-06-01"),
-        (_, None) => req,
-    };
+    let req = model::authorized(client.get(&url), e);
     match tokio::time::timeout(PROBE_TIMEOUT, req.send()).await {
         Err(_) => Err(format!("{url} did not answer within {PROBE_TIMEOUT:?}")),
         Ok(Err(err)) => Err(format!("cannot reach {url}: {err}")),
