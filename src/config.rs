@@ -29,6 +29,12 @@ pub struct Config {
     /// for the AI chat. Keys checked by `known_keys`.
     #[serde(default)]
     pub ai: toml::Table,
+    /// `[iac]`: `terraform_states` (paths, relative to the data directory,
+    /// or `s3://bucket/key` URLs of Terraform state files) and `repository`
+    /// (the git repository of the Terraform code), for drift, the plan's
+    /// code change and provenance. Keys checked by `known_keys`.
+    #[serde(default)]
+    pub iac: toml::Table,
     /// `[notify]`: Slack and generic webhooks ([`Config::notify_settings`]).
     #[serde(default)]
     pub notify: NotifyConfig,
@@ -770,14 +776,14 @@ impl Config {
     }
 
     /// `oracle.enabled`: whether formal verification runs (default `true`).
-    /// The `oracle`, `sau` and `ai` sections hold only the keys something
+    /// The `oracle`, `sau`, `ai` and `iac` sections hold only the keys something
     /// reads, each of its type: a misspelt key is an error, not a setting
     /// silently ignored.
     fn known_keys(&self) -> anyhow::Result<()> {
         use toml::Value as V;
         /// A key, the test of its value, and what the test wants in words.
         type Key = (&'static str, fn(&V) -> bool, &'static str);
-        let sections: [(&str, &toml::Table, &[Key]); 3] = [
+        let sections: [(&str, &toml::Table, &[Key]); 4] = [
             (
                 "oracle",
                 &self.oracle,
@@ -814,6 +820,22 @@ impl Config {
                     ("api_key_env", |v| matches!(v, V::String(_)), "a string"),
                     ("base_url", |v| matches!(v, V::String(_)), "a string"),
                     ("timeout", |v| matches!(v, V::String(_)), "a duration string"),
+                ],
+            ),
+            (
+                "iac",
+                &self.iac,
+                &[
+                    (
+                        "terraform_states",
+                        |v| matches!(v, V::Array(a) if a.iter().all(|s| matches!(s, V::String(t) if !t.trim().is_empty()))),
+                        "a list of state file paths or s3://bucket/key URLs",
+                    ),
+                    (
+                        "repository",
+                        |v| matches!(v, V::String(_)),
+                        "a path to a git repository",
+                    ),
                 ],
             ),
         ];
@@ -1278,6 +1300,18 @@ events = ["plugin"]
             ("[sau]\nbucket = \"s3://a\"", "unknown key sau.bucket"),
             ("[ai]\nmodel = 3", "ai.model must be a string, not 3"),
             (
+                "[iac]\nterraform_states = \"prod.tfstate\"",
+                "iac.terraform_states must be a list of state file paths",
+            ),
+            (
+                "[iac]\nterraform_states = [\"\"]",
+                "iac.terraform_states must be a list",
+            ),
+            (
+                "[iac]\nrepo = \"/srv/infra\"",
+                "unknown key iac.repo; iac takes terraform_states, repository",
+            ),
+            (
                 "[oracle]\ntrigger_threshold = \"high\"",
                 "oracle.trigger_threshold must be a number",
             ),
@@ -1286,6 +1320,12 @@ events = ["plugin"]
             assert!(e.starts_with(want), "{text}: {e}");
         }
         assert!(Config::validate_text("[oracle]\ntrigger_threshold = 0.5\n[ai]\nprovider = \"anthropic\"").is_ok());
+        assert!(
+            Config::validate_text(
+                "[iac]\nterraform_states = [\"prod.tfstate\", \"s3://tf/app.tfstate\"]\nrepository = \"/srv/infra\""
+            )
+            .is_ok()
+        );
         let e = Config::validate_text("[sau]\naudit_export_interval = \"400d\"").unwrap_err();
         assert!(e.to_string().contains("at most 365d"), "{e}");
     }

@@ -51,6 +51,7 @@ async fn an_mcp_client_lists_and_calls_every_tool_over_stdio_and_http() {
         "policy_dry_run",
         "remediation_queue",
         "remediation_plan",
+        "resource_drift",
     ];
     for seen in [
         client(&["stdio", common::SVC, &base, &d.token, &crn]).await,
@@ -77,6 +78,9 @@ async fn an_mcp_client_lists_and_calls_every_tool_over_stdio_and_http() {
                 .contains("steps"),
             "{seen}"
         );
+        let drift: Value = serde_json::from_str(seen["results"]["resource_drift"]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(drift["configured"], false, "{seen}");
+        assert_eq!(drift["provenance"]["crn"], json!(crn), "{seen}");
         assert_eq!(seen["approve_refused"], true, "{seen}");
     }
     // Nothing the clients did was written to the ledger.

@@ -31,6 +31,7 @@ def arguments(name, crn):
         "policy_dry_run": {"condition": "true", "limit": 2},
         "remediation_queue": {"limit": 2},
         "remediation_plan": {"crn": crn},
+        "resource_drift": {"crn": crn},
     }.get(name, {})
 
 

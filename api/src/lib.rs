@@ -15,6 +15,7 @@ pub mod derived;
 pub mod error;
 pub mod export;
 pub mod fbs;
+pub mod iac;
 pub mod metrics;
 pub mod notify;
 pub mod openapi;
@@ -96,8 +97,8 @@ impl IntoIterator for Routes {
 /// The routes under `/api/v1`, each registered with its OpenAPI operation.
 fn api_routes() -> OpenApiRouter<AppState> {
     use routes::{
-        anomalies, assistant, config, graph, history, ledger, notify, plugins, policies, registry, remediation, scan,
-        solver, time_travel, tokens, traffic, waste,
+        anomalies, assistant, config, graph, history, iac, ledger, notify, plugins, policies, registry, remediation,
+        scan, solver, time_travel, tokens, traffic, waste,
     };
     OpenApiRouter::new()
         .routes(routes!(graph::topology::topology))
@@ -134,6 +135,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(assistant::assimilate))
         .routes(routes!(assistant::providers))
         .routes(routes!(assistant::mcp))
+        .routes(routes!(iac::drift_report))
+        .routes(routes!(iac::provenance))
         .routes(routes!(plugins::list))
         .routes(routes!(plugins::toggle))
         .routes(routes!(registry::install_plugin))

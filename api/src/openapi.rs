@@ -59,7 +59,7 @@ Conventions:
 ";
 
 /// Tags of the operations, in the order the document lists them.
-const TAGS: [(&str, &str); 15] = [
+const TAGS: [(&str, &str); 16] = [
     ("probes", "Liveness, readiness and metrics (no authentication)."),
     ("graph", "The live resource graph."),
     (
@@ -79,6 +79,10 @@ const TAGS: [(&str, &str); 15] = [
     (
         "remediation",
         "The remediation pipeline, quarantine and revert, and the ignore list.",
+    ),
+    (
+        "iac",
+        "Infrastructure as code: drift between the live estate and the Terraform states, and where each resource is declared.",
     ),
     ("plugins", "Installed provider and heuristic plugins."),
     (

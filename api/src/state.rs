@@ -48,6 +48,8 @@ pub struct Inner {
     pub derived: crate::derived::Derived,
     /// The assistant's conversations with a model.
     pub conversations: crate::assistant::conversations::Conversations,
+    /// The Terraform states and repository of `[iac]`, as last fetched.
+    pub iac: crate::iac::Iac,
     /// Builds the routes the assistant's tools call: set by the router
     /// itself ([`AppState::set_router_builder`]).
     router_builder: OnceLock<fn(AppState) -> axum::Router>,
@@ -101,6 +103,7 @@ impl AppState {
                 anomalies: Default::default(),
                 derived: Default::default(),
                 conversations: Default::default(),
+                iac: Default::default(),
                 router_builder: OnceLock::new(),
                 faults: Default::default(),
                 standby: Default::default(),

@@ -45,6 +45,20 @@ impl Moto {
         assert!(r.status().is_success(), "create bucket: {}", r.status());
     }
 
+    /// Writes object `key` of `bucket`.
+    pub async fn put_object(&self, bucket: &str, key: &str, body: Vec<u8>) {
+        let auth =
+            "AWS4-HMAC-SHA256 Credential=testing/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=0";
+        let r = reqwest::Client::new()
+            .put(format!("{}/{bucket}/{key}", self.endpoint))
+            .header("authorization", auth)
+            .body(body)
+            .send()
+            .await
+            .expect("put object");
+        assert!(r.status().is_success(), "put {bucket}/{key}: {}", r.status());
+    }
+
     /// Every object under `prefix/`, by name without the prefix. (moto
     /// refuses anonymous object reads; it accepts any signature.)
     pub async fn objects(&self, bucket: &str, prefix: &str) -> BTreeMap<String, Vec<u8>> {

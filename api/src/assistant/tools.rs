@@ -129,6 +129,11 @@ pub fn catalogue() -> Vec<Tool> {
             description: "The remediation plan of one resource in the pipeline: ordered steps with their inverses, the equivalent CLI commands and Terraform text. Showing a plan changes nothing; approving is for a person.",
             schema: crn_schema(None),
         },
+        Tool {
+            name: "resource_drift",
+            description: "How one resource differs from the Terraform state that declares it: gone, changed attributes (declared and live values) or in sync, its Terraform address, or unmanaged (created by hand); and where it is declared and who wrote that line (commit, author, file, line).",
+            schema: crn_schema(None),
+        },
     ]
 }
 
@@ -232,6 +237,7 @@ pub fn request(name: &str, args: &Value) -> Result<ToolRequest, ToolError> {
             query(&[("stage", "stage"), ("limit", "limit")]),
         ),
         "remediation_plan" => get("/api/v1/plan".into(), query(&[("crn", "crn")])),
+        "resource_drift" => get("/api/v1/drift/report".into(), query(&[("crn", "crn")])),
         other => return Err(ToolError(format!("no tool named {other:?}"))),
     })
 }

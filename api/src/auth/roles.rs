@@ -70,6 +70,9 @@ pub const ROUTE_ACCESS: &[(&str, &str, Access)] = &[
     // Remediation.
     ("GET", "/api/v1/remediation/queue", Least(Viewer)),
     ("GET", "/api/v1/plan", Least(Viewer)),
+    // Infrastructure as code.
+    ("GET", "/api/v1/drift/report", Least(Viewer)),
+    ("GET", "/api/v1/provenance", Least(Viewer)),
     ("POST", "/api/v1/remediation/approve", Least(Operator)),
     ("POST", "/api/v1/remediation/reject", Least(Operator)),
     ("POST", "/api/v1/remediation/override", Least(Operator)),

@@ -5,6 +5,7 @@ pub mod assistant;
 pub mod config;
 pub mod graph;
 pub mod history;
+pub mod iac;
 pub mod ledger;
 pub mod notify;
 pub mod plugins;

@@ -165,10 +165,18 @@ pub struct PlanQuery {
 )]
 pub async fn plan(State(state): State<AppState>, ApiQuery(q): ApiQuery<PlanQuery>) -> ApiResult<Response> {
     let engine = state.engine()?.clone();
+    let current = crate::routes::iac::current(&state, &engine).await;
     blocking(move || {
         let item = engine.remediation_item(&q.crn).map_err(api_error)?;
         let p = engine.remediation_plan(&q.crn).map_err(api_error)?;
-        Ok(RemediationPlan::new(&item, p))
+        let mut plan = RemediationPlan::new(&item, p);
+        if current.configured() {
+            let index = crate::iac::index(&state.inner.derived, &engine, &current);
+            if let Some(e) = index.get(&plan.crn) {
+                plan.declared_by(&current, e);
+            }
+        }
+        Ok(plan)
     })
     .await
 }

@@ -98,7 +98,9 @@ impl Snapshot {
             return;
         };
         buf.extend_from_slice(b"{\"crn\":");
+        let crn_at = buf.len();
         self.push_crn(buf, *r);
+        let crn_end = buf.len();
         buf.extend_from_slice(b",\"type\":");
         push_json_str(buf, self.sym(n.ty));
         buf.extend_from_slice(b",\"state\":");
@@ -114,7 +116,14 @@ impl Snapshot {
             buf.push(b'}');
         }
         buf.extend_from_slice(b"],\"provenance\":");
-        buf.extend_from_slice(PROVENANCE_UNKNOWN);
+        let declared = self.provenance.as_ref().and_then(|p| {
+            let crn = buf.get(crn_at + 1..crn_end.checked_sub(1)?)?;
+            p.get(std::str::from_utf8(crn).ok()?)
+        });
+        match declared {
+            Some(p) => buf.extend_from_slice(p),
+            None => buf.extend_from_slice(PROVENANCE_UNKNOWN),
+        }
         buf.push(b'}');
     }
 
@@ -282,9 +291,17 @@ pub async fn topology(State(state): State<AppState>, headers: HeaderMap) -> ApiR
         .map_err(|_| ApiError::rate_limited("too many topology snapshots in progress; retry shortly", 1))?
         .map_err(ApiError::internal)?;
     let last_updated = engine.last_commit_us() / 1_000_000;
-    let snapshot = tokio::task::spawn_blocking(move || Snapshot::take(&engine))
-        .await
-        .map_err(ApiError::internal)?;
+    let current = crate::routes::iac::current(&state, &engine).await;
+    let snapshot = tokio::task::spawn_blocking(move || {
+        let provenance = current
+            .configured()
+            .then(|| crate::iac::provenance_json(&state.inner.derived, &engine, &current));
+        let mut snapshot = Snapshot::take(&engine);
+        snapshot.provenance = provenance;
+        snapshot
+    })
+    .await
+    .map_err(ApiError::internal)?;
     let snapshot = if wants_binary(&headers) {
         let built = tokio::task::spawn_blocking(move || {
             if snapshot.binary_size() > binary::CAP_BYTES {

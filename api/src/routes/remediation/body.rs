@@ -337,7 +337,28 @@ pub struct RemediationPlan {
     pub savings_usd_mo: f64,
     pub stage: &'static str,
     pub steps: Vec<PlanStep>,
+    /// What `terraform plan` would show for the same change: the resource's
+    /// real address when a configured state declares it.
     pub terraform: String,
+    /// The resource's Terraform declaration and the code change that goes
+    /// with the plan; `null` when no configured state declares it.
+    pub iac: Option<PlanIac>,
+}
+
+/// A planned resource as Terraform declares it.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanIac {
+    /// Its Terraform address: `module.app.aws_ebs_volume.data[2]`.
+    pub address: String,
+    /// What to change in the code so that the plan leaves no drift.
+    pub code_change: crate::routes::iac::CodeChangeBody,
+    /// Repository-relative `.tf` file of its block; empty when not found.
+    pub file: String,
+    /// The block's first line; 0 when not found.
+    pub line: u32,
+    /// The state that declares it.
+    pub state: String,
 }
 
 impl RemediationPlan {
@@ -363,8 +384,58 @@ impl RemediationPlan {
                 })
                 .collect(),
             terraform: p.terraform,
+            iac: None,
         }
     }
+
+    /// Speaks of the resource as the configured state `e` declares it.
+    pub fn declared_by(&mut self, current: &crate::iac::Current, e: &svc_iac::drift::Entry) {
+        let block = match &current.repo {
+            Some(Ok(repo)) => {
+                let modules: Vec<&str> = e.declared.modules.iter().map(|m| m.name.as_str()).collect();
+                repo.locate(&modules, &e.declared.mode, &e.declared.ty, &e.declared.name)
+                    .ok()
+                    .flatten()
+            }
+            _ => None,
+        };
+        let change = svc_iac::change::for_intent(&e.declared, self.intent, block.as_ref());
+        if svc_iac::change::removes(self.intent) {
+            self.terraform = destroy_text(&e.declared);
+        }
+        self.iac = Some(PlanIac {
+            address: e.declared.address.clone(),
+            code_change: change.into(),
+            file: block.as_ref().map(|b| b.file.clone()).unwrap_or_default(),
+            line: block.as_ref().map_or(0, |b| b.line),
+            state: crate::iac::source_of(current, e.state),
+        });
+    }
+}
+
+/// `terraform plan`'s text for destroying a declared resource: its address
+/// and the scalar attributes of its state.
+fn destroy_text(d: &svc_iac::state::Declared) -> String {
+    use std::fmt::Write;
+    const SHOWN: usize = 40;
+    let mut out = format!(
+        "  # {} will be destroyed\n  - resource \"{}\" \"{}\" {{\n",
+        d.address, d.ty, d.name
+    );
+    let scalars: Vec<(&String, &serde_json::Value)> = d
+        .attributes
+        .iter()
+        .filter(|(_, v)| v.is_string() || v.is_number() || v.is_boolean())
+        .collect();
+    let width = scalars.iter().take(SHOWN).map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in scalars.iter().take(SHOWN) {
+        let _ = writeln!(out, "      - {k:<width$} = {v} -> null");
+    }
+    if scalars.len() > SHOWN {
+        let _ = writeln!(out, "        # ({} more attributes)", scalars.len() - SHOWN);
+    }
+    out.push_str("    }\n\nPlan: 0 to add, 0 to change, 1 to destroy.\n");
+    out
 }
 
 /// What a quarantine did.

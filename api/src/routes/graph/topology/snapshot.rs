@@ -53,6 +53,9 @@ pub(super) struct Snapshot {
     /// Relationships by name rank: edges of one pair sort by the `type` text.
     pub relations: [Relation; 7],
     pub waste_usd_mo: f64,
+    /// Managed resources' provenance objects by CRN (as it reads inside a
+    /// JSON string); `None` when no Terraform state is configured.
+    pub provenance: Option<std::sync::Arc<crate::iac::ProvenanceJson>>,
 }
 
 /// FxHash's multiply-rotate, for the small keys of the tuple table.
@@ -292,6 +295,7 @@ impl Snapshot {
             edges,
             relations,
             waste_usd_mo: c.waste_usd_mo,
+            provenance: None,
         }
     }
 
