@@ -1401,6 +1401,7 @@ async fn every_listed_route_answers() {
             ("GET", "/api/v1/graph/diff") => api.get_query(&path, &[("from", &now), ("to", &now)]).await,
             ("GET", "/api/v1/history/resource") => api.get_query(&path, &[("crn", &crn)]).await,
             ("GET", "/api/v1/plan") => api.get_query(&path, &[("crn", s(&pending[0]["crn"]))]).await,
+            ("GET", "/api/v1/provenance") => api.get_query(&path, &[("crn", &crn)]).await,
             ("GET", _) => api.get(&path).await,
             ("POST", "/api/v1/history/prune") => api.post_json(&path, &json!({"max_age_days": 3650})).await,
             ("POST", "/api/v1/plugins/toggle") => {

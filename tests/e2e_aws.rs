@@ -1265,3 +1265,128 @@ async fn credentials_come_from_the_standard_chain_and_their_absence_deletes_noth
         "findings kept"
     );
 }
+
+/// A Terraform state written for the scanned account drifts as people
+/// change the account by hand: a tag changed, an address released, a
+/// volume made outside Terraform. The state is read from the data
+/// directory, configured through the API while the daemon runs.
+#[tokio::test]
+async fn terraform_drift_follows_changes_made_by_hand_in_the_account() {
+    use common::terraform::{AWS_MAPPED, AWS_PROVIDER, attributes, state};
+
+    let moto = Moto::start().await;
+    let estate = moto.seed_estate();
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    let mut d = daemon(dir.path(), aws_env(&moto, &KEYS));
+    d.launch().await;
+    d.wait_scan_after(0).await;
+    let api = d.api();
+
+    // Terraform declares the web tier of region A as the plugin reports it.
+    let data = node(&api, &crn(A, "ec2", "volume", &estate.id(A, "data_volume"))).await;
+    let loose = node(&api, &crn(A, "ec2", "volume", &estate.id(A, "loose_volume"))).await;
+    let web = node(&api, &crn(A, "ec2", "instance", &estate.id(A, "running"))).await;
+    let vpc = node(&api, &crn(A, "ec2", "vpc", &estate.id(A, "vpc"))).await;
+    let group = node(&api, &crn(A, "ec2", "security-group", &estate.id(A, "web_group"))).await;
+    let spare = node(&api, &crn(A, "ec2", "eip", &estate.id(A, "eip_loose"))).await;
+    let one = |tf: &str, name: &str, n: &Value| {
+        json!({"mode": "managed", "type": tf, "name": name, "provider": AWS_PROVIDER,
+               "instances": [{"schema_version": 0, "attributes": attributes(tf, n)}]})
+    };
+    let resources = json!([
+        {"module": "module.storage", "mode": "managed", "type": "aws_ebs_volume", "name": "disk", "each": "map",
+         "provider": AWS_PROVIDER, "instances": [
+            {"index_key": "data", "schema_version": 0, "attributes": attributes("aws_ebs_volume", &data)},
+            {"index_key": "scratch", "schema_version": 0, "attributes": attributes("aws_ebs_volume", &loose)}
+         ]},
+        one("aws_instance", "web", &web),
+        one("aws_vpc", "main", &vpc),
+        one("aws_security_group", "web", &group),
+        one("aws_eip", "spare", &spare),
+    ]);
+    std::fs::write(dir.path().join("web.tfstate"), state(3, resources)).unwrap();
+    api.put_json("/api/v1/config", &json!({"iac": {"terraform_states": ["web.tfstate"]}}))
+        .await
+        .expect(200);
+    let declared: BTreeSet<String> = [&data, &loose, &web, &vpc, &group, &spare]
+        .iter()
+        .map(|n| n["crn"].as_str().unwrap().to_owned())
+        .collect();
+    let live_ec2 = |nodes: &[Value]| {
+        nodes
+            .iter()
+            .filter(|n| n["valid_to"] == 0 && AWS_MAPPED.contains(&n["type"].as_str().unwrap()))
+            .filter(|n| !declared.contains(n["crn"].as_str().unwrap()))
+            .count()
+    };
+    let limit = [("limit", "10000")];
+    let r = api.get_query_ok("/api/v1/drift/report", &limit).await;
+    let before = live_ec2(&api.all_nodes(None).await);
+    assert_eq!(
+        (
+            &r["totals"]["declared"],
+            &r["totals"]["in_sync"],
+            &r["totals"]["changed"],
+            &r["totals"]["gone"]
+        ),
+        (&json!(6), &json!(6), &json!(0), &json!(0)),
+        "as written, in sync: {r}"
+    );
+    assert_eq!(r["totals"]["unmanaged"], before, "{r}");
+
+    // Changes by hand, behind Terraform's back.
+    moto.python(&["retag", A, &estate.id(A, "data_volume"), "role", "scratch"]);
+    moto.python(&["release", A, &estate.id(A, "eip_loose")]);
+    let made = moto.python(&["by-hand", A, &format!("{A}a"), "5"]);
+    let made = crn(A, "ec2", "volume", made["volume"].as_str().unwrap());
+    scan_aws(&api, true).await;
+
+    let r = api.get_query_ok("/api/v1/drift/report", &limit).await;
+    assert_eq!(
+        (
+            &r["totals"]["in_sync"],
+            &r["totals"]["changed"],
+            &r["totals"]["gone"],
+            &r["totals"]["attributes"]
+        ),
+        (&json!(4), &json!(1), &json!(1), &json!(1)),
+        "{r}"
+    );
+    assert_eq!(
+        r["changed"][0]["address"], "module.storage.aws_ebs_volume.disk[\"data\"]",
+        "{r}"
+    );
+    assert_eq!(
+        r["changed"][0]["attributes"],
+        json!([{"attribute": "tags.role", "property": "tags.role", "declared": "data", "live": "scratch"}])
+    );
+    let gone = &r["gone"][0];
+    assert_eq!(
+        (&gone["address"], &gone["crn"]),
+        (&json!("aws_eip.spare"), &spare["crn"])
+    );
+    assert_eq!(gone["removed_by_svc"], false, "released by hand: {r}");
+    assert_eq!(gone["code_change"]["kind"], "remove_block");
+    assert!(
+        gone["code_change"]["diff"].is_null(),
+        "no repository configured: {gone}"
+    );
+    assert_eq!(r["totals"]["unmanaged"], before + 1, "{r}");
+    assert!(
+        r["unmanaged"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["crn"] == made && u["terraform_type"] == "aws_ebs_volume"),
+        "the volume made by hand: {r}"
+    );
+    // The volume made by hand has no declaration; the retagged one has.
+    let p = api.get_query_ok("/api/v1/provenance", &[("crn", &made)]).await;
+    assert_eq!(p["managed"], false, "{p}");
+    let p = api
+        .get_query_ok("/api/v1/provenance", &[("crn", data["crn"].as_str().unwrap())])
+        .await;
+    assert_eq!(p["address"], "module.storage.aws_ebs_volume.disk[\"data\"]", "{p}");
+    assert_eq!(p["missing"], "no repository is configured (iac.repository)", "{p}");
+}

@@ -5,13 +5,14 @@
 //! before and after a remediation, the plan's address and code change,
 //! provenance, and topology's `provenance`.
 
+#![allow(clippy::unwrap_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::Path;
-use std::process::Command;
 
 use common::moto::Moto;
+use common::terraform::{AWS_MAPPED, AWS_PROVIDER, attributes, git, state};
 use common::{Api, Daemon};
 use serde_json::{Value, json};
 
@@ -19,55 +20,6 @@ const SCALE: usize = 300;
 
 const ALICE: (&str, &str) = ("Alice Example", "alice@example.com");
 const BOB: (&str, &str) = ("Bob Builder", "bob@example.com");
-
-/// Graph types of the AWS resources Terraform declares, as svc maps them.
-const AWS_MAPPED: &[&str] = &[
-    "ec2:instance",
-    "ec2:volume",
-    "ec2:snapshot",
-    "ec2:image",
-    "ec2:eip",
-    "ec2:nat-gateway",
-    "ec2:vpc",
-    "ec2:subnet",
-    "ec2:security-group",
-    "elb:load-balancer",
-    "rds:db",
-    "dynamodb:table",
-    "lambda:function",
-    "logs:log-group",
-    "s3:bucket",
-    "iam:role",
-    "elasticache:cache",
-    "eks:cluster",
-    "eks:nodegroup",
-    "route53:record",
-];
-
-/// Runs git in `dir` as `who`, with no configuration but the test's.
-fn git(dir: &Path, who: (&str, &str), date: &str, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .env("GIT_AUTHOR_NAME", who.0)
-        .env("GIT_AUTHOR_EMAIL", who.1)
-        .env("GIT_AUTHOR_DATE", date)
-        .env("GIT_COMMITTER_NAME", who.0)
-        .env("GIT_COMMITTER_EMAIL", who.1)
-        .env("GIT_COMMITTER_DATE", date)
-        .output()
-        .expect("run git (Debian's git package)");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
 
 /// The 1-based line of the first line of `text` that starts with `prefix`.
 fn line_of(text: &str, prefix: &str) -> u64 {
@@ -79,53 +31,6 @@ fn line_of(text: &str, prefix: &str) -> u64 {
 
 fn text<'a>(v: &'a Value, k: &str) -> &'a str {
     v[k].as_str().unwrap_or_else(|| panic!("{k} in {v}"))
-}
-
-/// A node's tags as Terraform's `tags_all`.
-fn tags_all(n: &Value) -> Value {
-    n["tags"].clone()
-}
-
-/// The Terraform attributes of an EBS volume node.
-fn volume_attributes(n: &Value, size: i64) -> Value {
-    let p = &n["properties"];
-    json!({
-        "id": n["physical_id"],
-        "arn": format!("arn:aws:ec2:{}:{}:volume/{}", text(n, "region"), text(n, "account"), text(n, "physical_id")),
-        "availability_zone": p["availability_zone"],
-        "size": size,
-        "type": p["volume_type"],
-        "iops": p["iops"],
-        "encrypted": p["encrypted"],
-        "tags": tags_all(n),
-        "tags_all": tags_all(n),
-    })
-}
-
-fn instance_attributes(n: &Value) -> Value {
-    let p = &n["properties"];
-    json!({
-        "id": n["physical_id"],
-        "arn": format!("arn:aws:ec2:{}:{}:instance/{}", text(n, "region"), text(n, "account"), text(n, "physical_id")),
-        "instance_type": p["instance_type"],
-        "ami": p["image_id"],
-        "availability_zone": p["availability_zone"],
-        "private_ip": p["private_ip"],
-        "tags_all": tags_all(n),
-    })
-}
-
-fn state(serial: u64, resources: Value) -> Vec<u8> {
-    serde_json::to_vec_pretty(&json!({
-        "version": 4, "terraform_version": "1.9.5", "serial": serial,
-        "lineage": "5a1d0c1e-7c1f-4d2a-9f3e-2f6a1b9c0d11", "outputs": {},
-        "resources": resources, "check_results": null
-    }))
-    .unwrap()
-}
-
-fn aws_provider() -> &'static str {
-    "provider[\"registry.terraform.io/hashicorp/aws\"]"
 }
 
 /// The Terraform type of a mock node svc would remove, by graph type.
@@ -230,52 +135,32 @@ async fn terraform_states_and_their_code_are_matched_to_the_estate() {
 
     let resized = volumes[1];
     let live_size = resized["properties"]["size_gib"].as_i64().unwrap();
-    let single_attributes = {
-        let p = &single["properties"];
-        let mut a = json!({"id": single["physical_id"], "tags_all": tags_all(single)});
-        let declared: &[(&str, &str)] = match single_tf {
-            "aws_eip" => &[("domain", "domain"), ("public_ip", "public_ip")],
-            "aws_ebs_snapshot" => &[("volume_id", "source_volume_id"), ("volume_size", "size_gib"), ("encrypted", "encrypted")],
-            _ => &[("name", "name"), ("architecture", "architecture")],
-        };
-        for (attribute, property) in declared {
-            a[*attribute] = p[*property].clone();
-        }
-        if single_tf == "aws_eip" {
-            a["allocation_id"] = single["physical_id"].clone();
-        }
-        a["arn"] = json!(format!(
-            "arn:aws:ec2:{}:{}:{}/{}",
-            text(single, "region"),
-            text(single, "account"),
-            text(single, "kind"),
-            text(single, "physical_id")
-        ));
-        a
-    };
+    let single_attributes = attributes(single_tf, single);
+    let mut resized_attributes = attributes("aws_ebs_volume", resized);
+    resized_attributes["size"] = json!(live_size + 10);
     let scratch_id = "vol-0000000000000dead";
     let app = state(
         41,
         json!([
             {"module": "module.app", "mode": "managed", "type": "aws_ebs_volume", "name": "data", "each": "list",
-             "provider": aws_provider(), "instances": [
-                {"index_key": 0, "schema_version": 0, "attributes": volume_attributes(volumes[0], volumes[0]["properties"]["size_gib"].as_i64().unwrap())},
-                {"index_key": 1, "schema_version": 0, "attributes": volume_attributes(doomed, doomed["properties"]["size_gib"].as_i64().unwrap())},
-                {"index_key": 2, "schema_version": 0, "attributes": volume_attributes(resized, live_size + 10)}
+             "provider": AWS_PROVIDER, "instances": [
+                {"index_key": 0, "schema_version": 0, "attributes": attributes("aws_ebs_volume", volumes[0])},
+                {"index_key": 1, "schema_version": 0, "attributes": attributes("aws_ebs_volume", doomed)},
+                {"index_key": 2, "schema_version": 0, "attributes": resized_attributes}
              ]},
             {"module": "module.app", "mode": "managed", "type": "aws_instance", "name": "web", "each": "map",
-             "provider": aws_provider(), "instances": [
-                {"index_key": "a", "schema_version": 1, "attributes": instance_attributes(instances[0])},
-                {"index_key": "b", "schema_version": 1, "attributes": instance_attributes(instances[1])}
+             "provider": AWS_PROVIDER, "instances": [
+                {"index_key": "a", "schema_version": 1, "attributes": attributes("aws_instance", instances[0])},
+                {"index_key": "b", "schema_version": 1, "attributes": attributes("aws_instance", instances[1])}
              ]},
-            {"mode": "managed", "type": "aws_ebs_volume", "name": "scratch", "provider": aws_provider(), "instances": [
+            {"mode": "managed", "type": "aws_ebs_volume", "name": "scratch", "provider": AWS_PROVIDER, "instances": [
                 {"schema_version": 0, "attributes": {"id": scratch_id, "size": 8, "type": "gp3",
                   "arn": format!("arn:aws:ec2:{region}:{account}:volume/{scratch_id}")}}
             ]},
-            {"mode": "managed", "type": single_tf, "name": "egress", "provider": aws_provider(), "instances": [
+            {"mode": "managed", "type": single_tf, "name": "egress", "provider": AWS_PROVIDER, "instances": [
                 {"schema_version": 0, "attributes": single_attributes}
             ]},
-            {"mode": "data", "type": "aws_caller_identity", "name": "me", "provider": aws_provider(), "instances": [
+            {"mode": "data", "type": "aws_caller_identity", "name": "me", "provider": AWS_PROVIDER, "instances": [
                 {"schema_version": 0, "attributes": {"id": account, "account_id": account}}
             ]}
         ]),
@@ -285,10 +170,10 @@ async fn terraform_states_and_their_code_are_matched_to_the_estate() {
     let network = state(
         7,
         json!([
-            {"mode": "managed", "type": "aws_s3_bucket", "name": "logs", "provider": aws_provider(), "instances": [
+            {"mode": "managed", "type": "aws_s3_bucket", "name": "logs", "provider": AWS_PROVIDER, "instances": [
                 {"schema_version": 0, "attributes": {"id": bucket["physical_id"], "bucket": bucket["physical_id"],
                   "arn": format!("arn:aws:s3:::{}", text(bucket, "physical_id")), "region": bucket["region"],
-                  "tags_all": tags_all(bucket)}}
+                  "tags_all": bucket["tags"]}}
             ]},
             {"mode": "managed", "type": "null_resource", "name": "rotate", "provider": "provider[\"registry.terraform.io/hashicorp/null\"]",
              "instances": [{"schema_version": 0, "attributes": {"id": "4213"}}]}

@@ -748,15 +748,34 @@ impl svc_api::config::ConfigService for MemoryConfig {
     }
 }
 
+/// Writes a Terraform state declaring the fixture's volume (with a tag
+/// it does not have) and a volume that is gone; returns its path.
+fn terraform_state(f: &Fixture) -> String {
+    let arn = |id: &str| format!("arn:aws:ec2:us-east-1:123456789012:volume/{id}");
+    let state = json!({
+        "version": 4, "terraform_version": "1.9.5", "serial": 3, "lineage": "contract",
+        "resources": [
+            {"module": "module.disks", "mode": "managed", "type": "aws_ebs_volume", "name": "data", "each": "list",
+             "instances": [{"index_key": 0, "attributes": {"id": "vol-1", "arn": arn("vol-1"), "tags_all": {"team": "data"}}}]},
+            {"mode": "managed", "type": "aws_ebs_volume", "name": "old",
+             "instances": [{"attributes": {"id": "vol-gone", "arn": arn("vol-gone")}}]}
+        ]
+    });
+    let path = f.dir.path().join("contract.tfstate");
+    std::fs::write(&path, state.to_string()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 fn three_scans() -> (Fixture, u64) {
     let f = Fixture::new(Estate::sample());
     f.state
         .set_plugins(std::sync::Arc::new(OnePlugin(std::sync::Mutex::new(true))));
     f.state
         .set_registry(std::sync::Arc::new(MemoryRegistry(std::sync::Mutex::new(Vec::new()))));
+    let tfstate = terraform_state(&f);
     f.state
         .set_config(std::sync::Arc::new(MemoryConfig(std::sync::Mutex::new(
-            json!({"daemon": {"scan_interval": "1h"}}),
+            json!({"daemon": {"scan_interval": "1h"}, "iac": {"terraform_states": [tfstate]}}),
         ))));
     let settings = svc_api::export::ExportSettings {
         bucket: Some(svc_api::export::Bucket::Dir(f.dir.path().join("audit"))),
@@ -1322,6 +1341,26 @@ async fn live_responses_match_their_schemas() {
             200,
         ),
         get("/api/v1/ai/providers", "/api/v1/ai/providers", &["/providers"]),
+        get(
+            "/api/v1/drift/report",
+            "/api/v1/drift/report",
+            &["/states", "/gone", "/changed", "/unmanaged"],
+        ),
+        get(
+            "/api/v1/drift/report",
+            format!("/api/v1/drift/report?limit=1&crn={}", enc(&volume())),
+            &["/changed"],
+        ),
+        get(
+            "/api/v1/provenance",
+            format!("/api/v1/provenance?crn={}", enc(&volume())),
+            &[],
+        ),
+        get(
+            "/api/v1/provenance",
+            format!("/api/v1/provenance?crn={}", enc(&vpc())),
+            &[],
+        ),
         post(
             "/api/v1/mcp",
             "/api/v1/mcp",
@@ -1852,6 +1891,7 @@ fn limited_list(route: &str) -> Option<&'static str> {
         "/api/v1/remediation/queue" => "/stages/pending",
         "/api/v1/graph/breakdown" => "/groups",
         "/api/v1/graph/nodes/{crn}/versions" => "/versions",
+        "/api/v1/drift/report" => "/unmanaged",
         _ => return None,
     })
 }
@@ -1882,6 +1922,12 @@ async fn documented_limits_and_defaults_hold() {
         estate.node(&aws("volume", &format!("vol-idle{i:03}")), "available", 4.0);
     }
     let f = Fixture::new(estate);
+    // A state declaring one volume covers the account: the others are unmanaged.
+    let tfstate = terraform_state(&f);
+    f.state
+        .set_config(std::sync::Arc::new(MemoryConfig(std::sync::Mutex::new(
+            json!({"iac": {"terraform_states": [tfstate]}}),
+        ))));
     // 150 of those volumes jump from $1 to $5: more node anomalies than the default limit.
     f.rescan(|e| {
         for i in 0..150 {

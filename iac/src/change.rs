@@ -25,18 +25,6 @@ pub enum ChangeKind {
     None,
 }
 
-impl ChangeKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            ChangeKind::RemoveBlock => "remove_block",
-            ChangeKind::RemoveKey => "remove_for_each_key",
-            ChangeKind::ReduceCount => "reduce_count",
-            ChangeKind::UpdateBlock => "update_block",
-            ChangeKind::None => "none",
-        }
-    }
-}
-
 /// The change, in words and as text to apply.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CodeChange {

@@ -7,6 +7,9 @@ reads it back and changes it behind the daemon's back.
     seed.py ENDPOINT look REGION               # the region's EC2 resources as moto has them
     seed.py ENDPOINT start REGION INSTANCE     # starts an instance
     seed.py ENDPOINT attach REGION VOLUME INSTANCE DEVICE
+    seed.py ENDPOINT retag REGION RESOURCE KEY VALUE   # a tag changed by hand
+    seed.py ENDPOINT by-hand REGION ZONE GIB          # a volume made by hand
+    seed.py ENDPOINT release REGION ALLOCATION        # an address released by hand
 
 The test runs moto_server under libfaketime and moves its clock between the
 two phases, so the "old" resources carry creation and stop times weeks in
@@ -199,6 +202,23 @@ def attach(endpoint, region, volume_id, instance_id, device):
     return {volume_id: [a["InstanceId"] for a in v["Attachments"]]}
 
 
+def retag(endpoint, region, resource_id, key, value):
+    ec2 = client("ec2", endpoint, region)
+    ec2.create_tags(Resources=[resource_id], Tags=[{"Key": key, "Value": value}])
+    return {resource_id: {key: value}}
+
+
+def by_hand(endpoint, region, zone, gib):
+    ec2 = client("ec2", endpoint, region)
+    return {"volume": volume(ec2, zone, int(gib), [("made", "by-hand")])}
+
+
+def release(endpoint, region, allocation_id):
+    ec2 = client("ec2", endpoint, region)
+    ec2.release_address(AllocationId=allocation_id)
+    return {"released": allocation_id}
+
+
 def main():
     endpoint, command = sys.argv[1:3]
     args = sys.argv[3:]
@@ -217,8 +237,17 @@ def main():
     elif command == "attach":
         region, volume_id, instance_id, device = args
         out = attach(endpoint, region, volume_id, instance_id, device)
+    elif command == "retag":
+        region, resource_id, key, value = args
+        out = retag(endpoint, region, resource_id, key, value)
+    elif command == "by-hand":
+        region, zone, gib = args
+        out = by_hand(endpoint, region, zone, gib)
+    elif command == "release":
+        region, allocation_id = args
+        out = release(endpoint, region, allocation_id)
     else:
-        sys.exit(f"unknown command {command!r}: old, young, look, start or attach")
+        sys.exit(f"unknown command {command!r}: old, young, look, start, attach, retag, by-hand or release")
     json.dump(out, sys.stdout)
 
 

@@ -10,6 +10,7 @@
 
 pub mod models;
 pub mod moto;
+pub mod terraform;
 pub mod workers;
 
 use std::io::{BufRead, BufReader, Read};

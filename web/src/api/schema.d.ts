@@ -871,6 +871,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/drift/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where the live estate differs from the Terraform states of `iac.terraform_states`: declared but gone, changed attributes, and live resources no state declares.
+         * @description Role: viewer.
+         *
+         *     Each managed resource instance of each state is matched to its node by the CRN its
+         *     attributes give (ARN, region, project, subscription), else by provider, type and physical id.
+         *     `gone` lists declared resources with no live node (with the code change that removes them
+         *     from the configuration, and whether svc's own remediation removed them); `changed` lists
+         *     resources whose live attributes or tags differ from the state, for the attributes the plugin
+         *     reports; `unmanaged` lists live resources of types Terraform declares, in accounts a state
+         *     covers, that no state declares (most expensive first). A declared resource in an account no
+         *     scan reports counts in `outside_scans` and is not called gone. A state that cannot be fetched
+         *     or read is listed with its error; the others are used.
+         */
+        get: operations["getDriftReport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/provenance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where a resource is declared and who wrote it: its Terraform address and state, and the commit, author, file and line of its block in `iac.repository` (blame at HEAD).
+         * @description Role: viewer.
+         *
+         *     `managed` is false, and the provenance fields empty (line 0), when no configured
+         *     state declares the resource. A managed resource whose block is not found (no repository
+         *     configured, a module from outside the repository, a block renamed since the state was
+         *     written) has its address and state, empty blame fields, and `missing` saying why.
+         */
+        get: operations["getProvenance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/plugins": {
         parameters: {
             query?: never;
@@ -1609,6 +1664,17 @@ export interface components {
             /** @description The question, in plain language (at most 4000 characters). */
             question: string;
         };
+        /** @description One attribute whose live value is not the declared one. */
+        AttributeDrift: {
+            /** @description The Terraform attribute: `size`, `tags.owner`. */
+            attribute: string;
+            /** @description The value in the state; `null` when it declares none. */
+            declared: unknown;
+            /** @description The live value; `null` when the resource has none. */
+            live: unknown;
+            /** @description The graph property compared: `size_gib`, `tags.owner`. */
+            property: string;
+        };
         /**
          * @description What node costs were compared with: nothing (the first scan of a data directory), the previous scan of this run, or the graph as loaded at start (the last scan before a restart).
          * @enum {string}
@@ -1763,6 +1829,14 @@ export interface components {
          * @enum {string}
          */
         ChangeKind: "changed" | "new" | "removed";
+        /** @description A declared resource whose live attributes differ. */
+        ChangedResource: {
+            address: string;
+            attributes: components["schemas"]["AttributeDrift"][];
+            crn: string;
+            state: string;
+            terraform_type: string;
+        };
         /** @description The prune checkpoint a verification starts from. */
         Checkpoint: {
             /** @description That event's hash, lowercase hex: the first stored event links to it. */
@@ -1791,6 +1865,20 @@ export interface components {
             /** Format: double */
             y: number;
         };
+        /** @description The code change that goes with a remediation of a managed resource. */
+        CodeChange: {
+            /** @description A unified diff deleting the block, when the whole block goes and it was found. */
+            diff?: string | null;
+            kind: components["schemas"]["CodeChangeKind"];
+            /** @description A `removed` block (Terraform 1.7 and later) that makes Terraform forget the resource without destroying it. */
+            removed_block?: string | null;
+            summary: string;
+        };
+        /**
+         * @description What to change in the code.
+         * @enum {string}
+         */
+        CodeChangeKind: "remove_block" | "remove_for_each_key" | "reduce_count" | "update_block" | "none";
         /** @description The configuration tree of `config.toml`: sections `daemon` (scan_interval, scan_timeout), `plugins` (active, config), `heuristics` (builtin, disabled), `oracle` (enabled, trigger_threshold), `sau` (audit_bucket, audit_export_interval, audit_export_max_events), `ai` (provider, model), `notify` (slack_webhook, webhooks, events, waste_threshold_usd, timeout, max_attempts, backoff, backoff_max, dashboard_url; webhook URLs and secrets read as `(hidden)`). */
         Config: Record<string, never>;
         /** @description A created token, with its plaintext: shown this once. */
@@ -1829,6 +1917,79 @@ export interface components {
          * @enum {string}
          */
         Direction: "up" | "down";
+        /** @description `GET /api/v1/drift/report`. */
+        DriftReport: {
+            /** @description Declared resources whose live attributes differ from the state (up to `limit`, in state order). */
+            changed: components["schemas"]["ChangedResource"][];
+            /** @description Whether `iac.terraform_states` names any state. */
+            configured: boolean;
+            /** @description Declared resources with no live node (up to `limit`, in state order). */
+            gone: components["schemas"]["GoneResource"][];
+            /** Format: int64 */
+            limit: number;
+            provenance?: components["schemas"]["ProvenanceAnswer"] | null;
+            repository?: components["schemas"]["IacRepository"] | null;
+            /** @description Every configured state, in configured order. */
+            states: components["schemas"]["DriftState"][];
+            totals: components["schemas"]["DriftTotals"];
+            /** @description Live resources no state declares (up to `limit`, most expensive first). */
+            unmanaged: components["schemas"]["UnmanagedResource"][];
+        };
+        /** @description A configured state as last fetched. */
+        DriftState: {
+            /** @description Why it could not be fetched or read; the other fields are then empty. */
+            error?: string | null;
+            lineage: string;
+            /**
+             * Format: int64
+             * @description Managed resource instances of a type svc maps.
+             */
+            resources: number;
+            /** Format: int64 */
+            serial: number;
+            /** @description As configured: a path or an `s3://` URL. */
+            source: string;
+            terraform_version: string;
+        };
+        /** @description How many resources of each kind of drift. */
+        DriftTotals: {
+            /**
+             * Format: int64
+             * @description Attributes that differ, over every changed resource.
+             */
+            attributes: number;
+            /** Format: int64 */
+            changed: number;
+            /**
+             * Format: int64
+             * @description Managed resource instances the readable states declare.
+             */
+            declared: number;
+            /** Format: int64 */
+            gone: number;
+            /**
+             * Format: int64
+             * @description Declared and live with every compared attribute as declared.
+             */
+            in_sync: number;
+            /**
+             * Format: int64
+             * @description Declared resources of a type svc maps to its graph.
+             */
+            mapped: number;
+            /**
+             * Format: int64
+             * @description Declared in an account or provider no scan reports: not called gone.
+             */
+            outside_scans: number;
+            /** Format: int64 */
+            unmanaged: number;
+            /**
+             * Format: int64
+             * @description Declared resources of a type svc does not map (`null_resource`, Kubernetes objects, ...).
+             */
+            unmapped: number;
+        };
         /** @description A directed edge of the live graph. */
         Edge: {
             /** @description True when the engine inferred the edge rather than a source reporting it. */
@@ -2029,6 +2190,20 @@ export interface components {
         };
         /** @enum {string} */
         FlowsTo: "FlowsTo";
+        /** @description A declared resource with no live node. */
+        GoneResource: {
+            /** @description Its Terraform address: `module.app.aws_ebs_volume.data[2]`. */
+            address: string;
+            /** @description The change that removes it from the configuration. */
+            code_change: components["schemas"]["CodeChange"];
+            /** @description `null` when its attributes do not say and the graph never had it. */
+            crn?: string | null;
+            /** @description Whether svc's own remediation removed it (the item reached `applied`). */
+            removed_by_svc: boolean;
+            /** @description The state that declares it. */
+            state: string;
+            terraform_type: string;
+        };
         /** @description `GET /api/v1/graph/at`: one page of the graph as it was. */
         GraphAt: {
             edges: components["schemas"]["EdgeVersion"][];
@@ -2315,6 +2490,14 @@ export interface components {
             total_events: number;
             /** Format: double */
             total_savings_usd: number;
+        };
+        /** @description The repository of `iac.repository`. */
+        IacRepository: {
+            /** @description Why it cannot be read. */
+            error?: string | null;
+            /** @description The commit HEAD points at. */
+            head?: string | null;
+            path: string;
         };
         /** @description A resource kept out of the findings, and why. */
         IgnoredResource: {
@@ -2806,6 +2989,22 @@ export interface components {
             duration_ms: number;
             name: string;
         };
+        /** @description A planned resource as Terraform declares it. */
+        PlanIac: {
+            /** @description Its Terraform address: `module.app.aws_ebs_volume.data[2]`. */
+            address: string;
+            /** @description What to change in the code so that the plan leaves no drift. */
+            code_change: components["schemas"]["CodeChange"];
+            /** @description Repository-relative `.tf` file of its block; empty when not found. */
+            file: string;
+            /**
+             * Format: int32
+             * @description The block's first line; 0 when not found.
+             */
+            line: number;
+            /** @description The state that declares it. */
+            state: string;
+        };
         /** @description One step of a plan. */
         PlanStep: {
             action: string;
@@ -3066,6 +3265,41 @@ export interface components {
             /** Format: int64 */
             line: number;
         };
+        /** @description `GET /api/v1/provenance`. */
+        ProvenanceAnswer: {
+            /** @description Its Terraform address; empty when unmanaged. */
+            address: string;
+            /** @description The author's name. */
+            author: string;
+            commit: string;
+            crn: string;
+            email: string;
+            /**
+             * Format: int32
+             * @description The block's last line.
+             */
+            end_line: number;
+            /** @description Repository-relative path of the `.tf` file. */
+            file: string;
+            /**
+             * Format: int32
+             * @description The line of the block's `resource` keyword; 0 when unknown.
+             */
+            line: number;
+            /** @description Whether a configured state declares it. */
+            managed: boolean;
+            /** @description Why the declaration or its blame is missing, when it is. */
+            missing?: string | null;
+            /** @description The state that declares it. */
+            state: string;
+            /** @description The commit's first line. */
+            summary: string;
+            /**
+             * Format: int64
+             * @description The commit's author time, Unix seconds; 0 when unknown.
+             */
+            time: number;
+        };
         /** @description `POST /api/v1/history/prune`. */
         PruneRequest: {
             /**
@@ -3283,6 +3517,7 @@ export interface components {
             blast_radius: number;
             cli: string[];
             crn: string;
+            iac?: components["schemas"]["PlanIac"] | null;
             intent: string;
             plan_hash: string;
             rule: string;
@@ -3290,6 +3525,10 @@ export interface components {
             savings_usd_mo: number;
             stage: string;
             steps: components["schemas"]["PlanStep"][];
+            /**
+             * @description What `terraform plan` would show for the same change: the resource's
+             *     real address when a configured state declares it.
+             */
             terraform: string;
         };
         /** @description Whether removing a resource can be undone, and who said so. */
@@ -4114,6 +4353,16 @@ export interface components {
             region: string | null;
             /** @description CRN service segment (`rds`, `ec2`, ...). */
             service: string | null;
+        };
+        /** @description A live resource no state declares. */
+        UnmanagedResource: {
+            /** Format: double */
+            cost_usd_mo: number;
+            crn: string;
+            /** @description The Terraform type that would declare it. */
+            terraform_type: string;
+            /** @description The graph type: `ec2:volume`. */
+            type: string;
         };
         /**
          * @description `GET /api/v1/waste-ledger`: per resource type, count, monthly waste,
@@ -5508,6 +5757,64 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    getDriftReport: {
+        parameters: {
+            query?: {
+                /** @description Resources listed in each of `gone`, `changed` and `unmanaged`; the totals count them all. */
+                limit?: number;
+                /** @description Only this resource: its drift, and where it is declared (`provenance`). */
+                crn?: components["schemas"]["CrnInput"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The drift report. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DriftReport"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
+        };
+    };
+    getProvenance: {
+        parameters: {
+            query: {
+                /** @description The resource whose declaration to find. */
+                crn: components["schemas"]["CrnInput"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The resource's provenance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProvenanceAnswer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["Invalid"];
+            500: components["responses"]["Internal"];
             503: components["responses"]["NotReady"];
         };
     };

@@ -4,6 +4,8 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use svc_iac::change::ChangeKind;
+
 use crate::iac::{Loaded, Provenance};
 
 /// `GET /api/v1/drift/report`.
@@ -69,6 +71,7 @@ impl DriftState {
 /// The repository of `iac.repository`.
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = IacRepository)]
 pub struct Repository {
     /// Why it cannot be read.
     pub error: Option<String>,
@@ -129,14 +132,13 @@ pub struct ChangedResource {
 /// One attribute whose live value is not the declared one.
 #[derive(Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = AttributeDrift)]
 pub struct AttributeDriftBody {
     /// The Terraform attribute: `size`, `tags.owner`.
     pub attribute: String,
     /// The value in the state; `null` when it declares none.
-    #[schema(value_type = Object)]
     pub declared: Value,
     /// The live value; `null` when the resource has none.
-    #[schema(value_type = Object)]
     pub live: Value,
     /// The graph property compared: `size_gib`, `tags.owner`.
     pub property: String,
@@ -169,11 +171,11 @@ pub struct UnmanagedResource {
 /// The code change that goes with a remediation of a managed resource.
 #[derive(Serialize, ToSchema, Debug)]
 #[serde(deny_unknown_fields)]
+#[schema(as = CodeChange)]
 pub struct CodeChangeBody {
     /// A unified diff deleting the block, when the whole block goes and it was found.
     pub diff: Option<String>,
-    /// `remove_block`, `remove_for_each_key`, `reduce_count`, `update_block` or `none`.
-    pub kind: &'static str,
+    pub kind: CodeChangeKind,
     /// A `removed` block (Terraform 1.7 and later) that makes Terraform forget the resource without destroying it.
     pub removed_block: Option<String>,
     pub summary: String,
@@ -183,11 +185,33 @@ impl From<svc_iac::change::CodeChange> for CodeChangeBody {
     fn from(c: svc_iac::change::CodeChange) -> CodeChangeBody {
         CodeChangeBody {
             diff: c.diff,
-            kind: c.kind.name(),
+            kind: match c.kind {
+                ChangeKind::RemoveBlock => CodeChangeKind::RemoveBlock,
+                ChangeKind::RemoveKey => CodeChangeKind::RemoveForEachKey,
+                ChangeKind::ReduceCount => CodeChangeKind::ReduceCount,
+                ChangeKind::UpdateBlock => CodeChangeKind::UpdateBlock,
+                ChangeKind::None => CodeChangeKind::None,
+            },
             removed_block: c.removed_block,
             summary: c.summary,
         }
     }
+}
+
+/// What to change in the code.
+#[derive(Serialize, ToSchema, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CodeChangeKind {
+    /// Delete the resource's block, or replace it with the `removed` block.
+    RemoveBlock,
+    /// Drop the instance's key from the `for_each` collection.
+    RemoveForEachKey,
+    /// One instance of a `count` resource: lower `count`, or move to `for_each`.
+    ReduceCount,
+    /// Set the new value in the block.
+    UpdateBlock,
+    /// Nothing the state records changes.
+    None,
 }
 
 /// `GET /api/v1/provenance`.
