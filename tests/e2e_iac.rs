@@ -350,6 +350,25 @@ async fn terraform_states_and_their_code_are_matched_to_the_estate() {
         .expect(422);
     api.get_query("/api/v1/provenance", &[]).await.expect(400);
 
+    // Asked in plain words, without a model: the same facts.
+    let r = api
+        .post_json(
+            "/api/v1/cortex/assimilate",
+            &json!({"question": format!("whose code is {}?", text(doomed, "crn"))}),
+        )
+        .await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text);
+    let said = common::answer_text(&common::json_lines(&r.text));
+    for part in [
+        "`module.app.aws_ebs_volume.data[1]`".to_owned(),
+        format!("modules/app/main.tf:{data_line}"),
+        format!("{} <{}>", ALICE.0, ALICE.1),
+        alice_commit[..12].to_owned(),
+        "Its live attributes match the state.".to_owned(),
+    ] {
+        assert!(said.contains(&part), "{part:?} not in {said:?}");
+    }
+
     // One resource's drift, as the assistant's tool reads it.
     let one = api
         .get_query_ok("/api/v1/drift/report", &[("crn", text(resized, "crn"))])

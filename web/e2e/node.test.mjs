@@ -44,12 +44,13 @@ test("a node's page shows its properties, edges, blast radius, proof, ledger and
   await steady(async (attempt) => {
     if (attempt > 1) subject = undefined;
     const node = await pickSubject();
-    const [edges, blast, oracle, versions, history] = await Promise.all([
+    const [edges, blast, oracle, versions, history, drift] = await Promise.all([
       get(`/api/v1/graph/nodes/${path(node.crn)}/edges?limit=200`),
       get(`/api/v1/graph/blast-radius/${path(node.crn)}?limit=200`),
       get(`/api/v1/oracle/${path(node.crn)}`),
       get(`/api/v1/graph/nodes/${path(node.crn)}/versions?limit=100`),
       get(`/api/v1/history/resource?crn=${path(node.crn)}&limit=50`),
+      get(`/api/v1/drift/report?crn=${path(node.crn)}`),
     ]);
     const page = await signedIn(browser, "viewer");
     try {
@@ -79,6 +80,9 @@ test("a node's page shows its properties, edges, blast radius, proof, ledger and
       await page.getByTestId("blast-count").filter({ hasText: exactly(count(blast.affected_count)) }).waitFor();
       assert.equal(await page.getByRole("region", { name: "Blast radius", exact: true }).locator("tbody tr").count(), blast.affected.length);
       await page.getByTestId("oracle-reachability").filter({ hasText: exactly(oracle.reachability) }).waitFor();
+      // Terraform: what the drift report says of it (no state is configured here).
+      assert.equal(drift.configured, false);
+      await page.getByTestId("terraform-status").filter({ hasText: /No Terraform state is configured/ }).waitFor();
       if (oracle.proof.length > 0) {
         const steps = page.getByTestId("oracle-proof").locator("li");
         assert.equal(await steps.count(), oracle.proof.length);

@@ -18,6 +18,8 @@ pub enum Intent {
     ChangedSince { since: String, label: String },
     /// Why a resource is (or is not) flagged.
     WhyFlagged { crn: String },
+    /// Where a resource is declared, who wrote it, and its drift.
+    WhoseCode { crn: String },
     /// What approving every pending remediation would save.
     PendingSavings,
     /// The estate's totals.
@@ -33,6 +35,7 @@ pub const KNOWN: &[&str] = &[
     "what depends on <crn>?",
     "what changed since yesterday? (or: in the last 6 hours, the last 3 days, this week)",
     "why is <crn> flagged?",
+    "whose code is <crn>? (where it is declared in Terraform, who wrote it, its drift)",
     "how much would approving everything pending save?",
     "how many resources are there, and what do they cost?",
 ];
@@ -130,6 +133,28 @@ pub fn classify(question: &str) -> Option<Intent> {
     if has(
         &q,
         &[
+            "whose code",
+            "who wrote",
+            "who declared",
+            "who created",
+            "who made",
+            "declared",
+            "terraform",
+            "drift",
+            "provenance",
+            "which commit",
+        ],
+    ) {
+        return Some(crn.map_or(
+            Intent::NeedsCrn {
+                what: "where a resource is declared and who wrote it",
+            },
+            |crn| Intent::WhoseCode { crn },
+        ));
+    }
+    if has(
+        &q,
+        &[
             "changed",
             "what happened",
             "what's new",
@@ -192,6 +217,7 @@ pub async fn answer(intent: &Intent, turn: &mut Turn) {
         Intent::DependsOn { crn } => depends_on(turn, crn).await,
         Intent::ChangedSince { since, label } => changed_since(turn, since, label).await,
         Intent::WhyFlagged { crn } => why_flagged(turn, crn).await,
+        Intent::WhoseCode { crn } => whose_code(turn, crn).await,
         Intent::PendingSavings => pending_savings(turn).await,
         Intent::Totals => totals(turn).await,
         Intent::NeedsCrn { what } => {
@@ -402,6 +428,76 @@ async fn why_flagged(turn: &mut Turn, crn: &str) {
     turn.say(&s).await;
 }
 
+async fn whose_code(turn: &mut Turn, crn: &str) {
+    turn.cite(crn);
+    let Some(r) = turn.tool("resource_drift", json!({"crn": crn})).await else {
+        return;
+    };
+    if r["configured"] != true {
+        turn.say(&format!(
+            "No Terraform state is configured, so I cannot say which code declares `{crn}`: set `iac.terraform_states` \
+             (and `iac.repository`, for who wrote it) in the configuration."
+        ))
+        .await;
+        return;
+    }
+    let p = &r["provenance"];
+    if p["managed"] != true {
+        turn.say(&format!(
+            "No configured Terraform state declares `{crn}`: it was made outside Terraform, or by code svc is not pointed at."
+        ))
+        .await;
+        return;
+    }
+    let mut s = format!(
+        "`{crn}` is `{}` in the Terraform state {}",
+        text(&p["address"]),
+        text(&p["state"])
+    );
+    if text(&p["file"]).is_empty() {
+        s.push_str(".\n");
+    } else {
+        s.push_str(&format!(", declared at {}:{}", text(&p["file"]), count(&p["line"])));
+        if !text(&p["author"]).is_empty() {
+            s.push_str(&format!(
+                ", written by {} <{}> in commit {} (\"{}\")",
+                text(&p["author"]),
+                text(&p["email"]),
+                text(&p["commit"]).get(..12).unwrap_or(text(&p["commit"])),
+                text(&p["summary"])
+            ));
+        }
+        s.push_str(".\n");
+    }
+    if let Some(why) = p["missing"].as_str() {
+        s.push_str(&format!("Its declaration was not found: {why}.\n"));
+    }
+    if let Some(c) = r["changed"].as_array().and_then(|c| c.first()) {
+        s.push_str("It has drifted from the state:\n");
+        for a in c["attributes"].as_array().into_iter().flatten() {
+            s.push_str(&format!(
+                "- {}: declared {}, live {}\n",
+                text(&a["attribute"]),
+                a["declared"],
+                a["live"]
+            ));
+        }
+    } else if let Some(g) = r["gone"].as_array().and_then(|g| g.first()) {
+        s.push_str(&format!(
+            "It is gone from the estate{}. {}",
+            if g["removed_by_svc"] == true {
+                " (removed by svc)"
+            } else {
+                ""
+            },
+            text(&g["code_change"]["summary"])
+        ));
+    } else {
+        s.push_str("Its live attributes match the state.");
+    }
+    turn.say(&s).await;
+}
+
 async fn pending_savings(turn: &mut Turn) {
     let Some(v) = turn.tool("remediation_queue", json!({"limit": 5})).await else {
         return;
@@ -500,6 +596,20 @@ mod tests {
             Some(Intent::PendingSavings)
         );
         assert_eq!(c("how many resources do we have"), Some(Intent::Totals));
+        assert_eq!(
+            c(&format!("whose code is {VOL}?")),
+            Some(Intent::WhoseCode { crn: VOL.into() })
+        );
+        assert_eq!(
+            c(&format!("Is {VOL} drifted from Terraform?")),
+            Some(Intent::WhoseCode { crn: VOL.into() })
+        );
+        assert_eq!(
+            c("who wrote the billing database?"),
+            Some(Intent::NeedsCrn {
+                what: "where a resource is declared and who wrote it"
+            })
+        );
         assert_eq!(c("write me a poem about clouds"), None);
     }
 

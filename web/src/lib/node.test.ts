@@ -2,12 +2,14 @@ import { describe, expect, it } from "vitest";
 import {
   canonical,
   countChanges,
+  type DriftReport,
   diffVersions,
   instantText,
   microsToSeconds,
   type Node,
   oldestFirst,
   parseInstant,
+  terraformStatus,
   valueText,
   versionAt,
 } from "./node";
@@ -128,5 +130,52 @@ describe("versions through time", () => {
     expect(parseInstant("")).toBeNull();
     expect(instantText(t1 + 999_999)).toBe("2023-11-14T22:13:20Z");
     expect(microsToSeconds(t1 + 999_999)).toBe(1_700_000_000);
+  });
+});
+
+describe("terraform status", () => {
+  const base: DriftReport = {
+    configured: true,
+    changed: [],
+    gone: [],
+    limit: 500,
+    provenance: null,
+    repository: null,
+    states: [],
+    totals: { attributes: 0, changed: 0, declared: 0, gone: 0, in_sync: 0, mapped: 0, outside_scans: 0, unmanaged: 0, unmapped: 0 },
+    unmanaged: [],
+  };
+  const provenance = {
+    address: "module.app.aws_ebs_volume.data[2]",
+    author: "Alice",
+    commit: "abc",
+    crn: "crn:svc:aws:eu-west-1:ec2:volume:1:vol-1",
+    email: "alice@example.com",
+    end_line: 9,
+    file: "main.tf",
+    line: 3,
+    managed: true,
+    missing: null,
+    state: "prod.tfstate",
+    summary: "disks",
+    time: 0,
+  };
+
+  it("says when no state is configured, whatever else the report holds", () => {
+    expect(terraformStatus({ ...base, configured: false, provenance })).toEqual({ kind: "unconfigured" });
+  });
+
+  it("reads a declared resource as in sync, changed or gone", () => {
+    expect(terraformStatus({ ...base, provenance })).toEqual({ kind: "in_sync", address: provenance.address });
+    const attribute = { attribute: "size", property: "size_gib", declared: 100, live: 200 };
+    const changed = { address: provenance.address, attributes: [attribute], crn: provenance.crn, state: "prod.tfstate", terraform_type: "aws_ebs_volume" };
+    expect(terraformStatus({ ...base, provenance, changed: [changed] })).toEqual({ kind: "changed", address: provenance.address, attributes: [attribute] });
+    const code_change = { diff: null, kind: "reduce_count" as const, removed_block: null, summary: "lower count" };
+    const gone = { address: provenance.address, code_change, crn: provenance.crn, removed_by_svc: true, state: "prod.tfstate", terraform_type: "aws_ebs_volume" };
+    expect(terraformStatus({ ...base, provenance, gone: [gone] })).toEqual({ kind: "gone", address: provenance.address, removedBySvc: true });
+  });
+
+  it("reads a resource no state declares as unmanaged", () => {
+    expect(terraformStatus({ ...base, provenance: { ...provenance, managed: false, address: "" } })).toEqual({ kind: "unmanaged" });
   });
 });

@@ -138,3 +138,25 @@ export function countChanges(changes: readonly Change[]): Record<ChangeKind, num
   for (const x of changes) c[x.kind] += 1;
   return c;
 }
+
+/** `GET /api/v1/drift/report?crn=`: one resource against the Terraform states. */
+export type DriftReport = Schemas["DriftReport"];
+
+/** What the Terraform states say of one resource, for its page. */
+export type TerraformStatus =
+  | { kind: "unconfigured" }
+  | { kind: "unmanaged" }
+  | { kind: "in_sync"; address: string }
+  | { kind: "changed"; address: string; attributes: Schemas["AttributeDrift"][] }
+  | { kind: "gone"; address: string; removedBySvc: boolean };
+
+/** Reads a one-resource drift report into the resource's status. */
+export function terraformStatus(r: DriftReport): TerraformStatus {
+  if (!r.configured) return { kind: "unconfigured" };
+  const changed = r.changed[0];
+  if (changed) return { kind: "changed", address: changed.address, attributes: changed.attributes };
+  const gone = r.gone[0];
+  if (gone) return { kind: "gone", address: gone.address, removedBySvc: gone.removed_by_svc };
+  if (r.provenance?.managed) return { kind: "in_sync", address: r.provenance.address };
+  return { kind: "unmanaged" };
+}

@@ -17,6 +17,7 @@ import {
   type Node,
   type NodeVersions,
   parseInstant,
+  terraformStatus,
   valueText,
   versionAt,
 } from "../lib/node";
@@ -80,6 +81,7 @@ function NodeBody({ crn }: { crn: string }) {
       <Edges crn={n.crn} />
       <Blast crn={n.crn} />
       <Oracle crn={n.crn} />
+      <Terraform crn={n.crn} />
       <Versions crn={n.crn} />
       <Ledger crn={n.crn} />
     </div>
@@ -491,6 +493,81 @@ function Oracle({ crn }: { crn: string }) {
               </tr>
             </tbody>
           </table>
+        </>
+      ) : null}
+    </Card>
+  );
+}
+
+function Terraform({ crn }: { crn: string }) {
+  const drift = useAsync((signal) => get("/api/v1/drift/report", { query: { crn }, signal }), [crn]);
+  const r = drift.data;
+  const status = r ? terraformStatus(r) : null;
+  const p = r?.provenance;
+  return (
+    <Card title="Terraform">
+      <ErrorBox error={drift.error} />
+      {!r && drift.loading ? <Loading what="the Terraform states" /> : null}
+      {status?.kind === "unconfigured" ? (
+        <p class="muted" data-testid="terraform-status">
+          No Terraform state is configured: set <code>iac.terraform_states</code> (and <code>iac.repository</code> for who wrote what) in Settings.
+        </p>
+      ) : null}
+      {status?.kind === "unmanaged" ? (
+        <p data-testid="terraform-status">No configured Terraform state declares this resource: it was made outside Terraform, or by code svc is not pointed at.</p>
+      ) : null}
+      {status && status.kind !== "unconfigured" && status.kind !== "unmanaged" && p ? (
+        <>
+          <dl class="node-facts">
+            <Fact label="Address">
+              <span class="mono" data-testid="terraform-address">
+                {p.address}
+              </span>
+            </Fact>
+            <Fact label="State">
+              <span class="mono">{p.state}</span>
+            </Fact>
+            <Fact label="Declared in">{p.file ? <span class="mono">{`${p.file}:${p.line}`}</span> : "–"}</Fact>
+            <Fact label="Written by">{p.author ? `${p.author} <${p.email}>` : "–"}</Fact>
+            <Fact label="Commit">
+              {p.commit ? (
+                <span title={p.commit}>
+                  <span class="mono">{p.commit.slice(0, 12)}</span> {p.summary}
+                  {p.time ? ` (${rfc3339(p.time)})` : ""}
+                </span>
+              ) : (
+                "–"
+              )}
+            </Fact>
+            <Fact label="Drift">
+              <span class={`badge ${status.kind === "in_sync" ? "good" : "bad"}`} data-testid="terraform-status">
+                {status.kind === "in_sync" ? "in sync" : status.kind === "changed" ? `${status.attributes.length} changed` : status.removedBySvc ? "removed by svc" : "gone"}
+              </span>
+            </Fact>
+          </dl>
+          {p.missing ? <p class="notice">{p.missing}</p> : null}
+          {status.kind === "changed" ? (
+            <table class="table">
+              <caption class="sr-only">Attributes whose live value differs from the state</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Attribute</th>
+                  <th scope="col">Declared</th>
+                  <th scope="col">Live</th>
+                </tr>
+              </thead>
+              <tbody>
+                {status.attributes.map((a) => (
+                  <tr key={a.attribute}>
+                    <td class="mono">{a.attribute}</td>
+                    <td class="mono">{valueText(a.declared)}</td>
+                    <td class="mono">{valueText(a.live)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          ) : null}
+          {status.kind === "gone" && r?.gone[0] ? <p>{r.gone[0].code_change.summary}</p> : null}
         </>
       ) : null}
     </Card>
