@@ -369,6 +369,43 @@ async fn terraform_states_and_their_code_are_matched_to_the_estate() {
         assert!(said.contains(&part), "{part:?} not in {said:?}");
     }
 
+    // The same from the command line.
+    let base = d.base();
+    let env = [("SVC_URL", base.as_str()), ("SVC_TOKEN", d.token.as_str())];
+    let (code, out, err) = common::run_cli(&["drift", "--limit", "5"], &env).await;
+    assert_eq!(code, Some(0), "{err}");
+    for part in [
+        "state states/app.tfstate: serial 41, Terraform 1.9.5, 7 resources".to_owned(),
+        format!("declared 9 (8 of types svc maps), in sync 6, changed 1 (1 attributes), gone 1, unmanaged {unmanaged}"),
+        "  aws_ebs_volume.scratch".to_owned(),
+        format!("    size: declared {}, live {live_size}", live_size + 10),
+    ] {
+        assert!(out.contains(&part), "{part:?} not in\n{out}");
+    }
+    let (code, out, err) = common::run_cli(&["provenance", text(single, "crn")], &env).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains(&format!("  declared    main.tf:{single_line}-{}", single_line + 4)),
+        "{out}"
+    );
+    assert!(out.contains(&format!("  written by  {} <{}>", BOB.0, BOB.1)), "{out}");
+    assert!(
+        out.contains(&format!("  commit      {bob_commit} Egress (2026-04-02T09:30:00Z)")),
+        "{out}"
+    );
+    let (code, out, err) = common::run_cli(&["remediation", "plan", text(single, "crn")], &env).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains(&format!(
+            "In code ({single_tf}.egress in states/app.tfstate): Delete the"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("-resource \"{single_tf}\" \"egress\" {{")),
+        "{out}"
+    );
+
     // One resource's drift, as the assistant's tool reads it.
     let one = api
         .get_query_ok("/api/v1/drift/report", &[("crn", text(resized, "crn"))])

@@ -166,10 +166,15 @@ impl Iac {
                 mark,
                 checked: Instant::now(),
             };
+            // Unchanged: the same content, or the same failure.
             let same = f
                 .slots
                 .get(i)
-                .is_some_and(|old| old.mark == slot.mark && old.mark.is_some() && old.loaded.state.is_ok());
+                .is_some_and(|old| match (&old.loaded.state, &slot.loaded.state) {
+                    (Ok(_), Ok(_)) => old.mark.is_some() && old.mark == slot.mark,
+                    (Err(a), Err(b)) => a == b,
+                    _ => false,
+                });
             if !same {
                 changed = true;
             }
@@ -186,8 +191,12 @@ impl Iac {
             let opened = tokio::task::spawn_blocking(move || Repo::open(&dir).map(Arc::new).map_err(|e| e.to_string()))
                 .await
                 .unwrap_or_else(|e| Err(e.to_string()));
+            let same = f.repo.as_ref().is_some_and(|(p, r)| match (r, &opened) {
+                (Err(a), Err(b)) => p == path && a == b,
+                _ => false,
+            });
+            changed |= !same;
             f.repo = Some((path.clone(), opened));
-            changed = true;
         }
         if changed {
             f.generation += 1;

@@ -138,6 +138,23 @@ pub(super) enum Command {
         #[command(flatten)]
         remote: Remote,
     },
+    /// Where the estate differs from its Terraform states: declared but
+    /// gone, changed by hand, live but declared nowhere (`iac` settings).
+    Drift {
+        #[command(flatten)]
+        remote: Remote,
+        /// Only this resource, with where it is declared.
+        crn: Option<String>,
+        /// Resources listed in each part (the totals count them all).
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// Where a resource is declared in Terraform and who wrote that line.
+    Provenance {
+        #[command(flatten)]
+        remote: Remote,
+        crn: String,
+    },
     /// Graph totals.
     Stats {
         #[command(flatten)]

@@ -7,7 +7,7 @@ use super::args::{
     BenchCommand, Cli, Command, LedgerCommand, NotifyCommand, PluginsCommand, PolicyCommand, RegistryCommand,
     RemediationCommand, TokenCommand,
 };
-use super::{bench, ledger, notify, policy, registry, remediation, soak, tokens, verbs};
+use super::{bench, iac, ledger, notify, policy, registry, remediation, soak, tokens, verbs};
 use crate::daemon::{self, DaemonOptions};
 
 /// Carries out the verb `cli` names; the exit code tells how it went.
@@ -91,6 +91,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => verbs::scan(&remote, !no_wait, timeout.as_deref()).await,
         Command::Stats { remote } => verbs::stats(&remote).await,
         Command::Mcp { remote } => verbs::mcp(&remote).await,
+        Command::Drift { remote, crn, limit } => iac::drift(&remote, crn.as_deref(), limit).await,
+        Command::Provenance { remote, crn } => iac::provenance(&remote, &crn).await,
         Command::Ask {
             remote,
             question,

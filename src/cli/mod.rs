@@ -12,6 +12,7 @@ mod args;
 mod bench;
 mod client;
 mod dispatch;
+mod iac;
 mod ledger;
 mod notify;
 mod output;

@@ -69,6 +69,12 @@ pub fn printable(text: &str) -> String {
         .collect()
 }
 
+/// Lines of text as a terminal should show them: each line [`printable`],
+/// the line breaks kept.
+pub fn printable_lines(text: &str) -> String {
+    text.lines().map(printable).collect::<Vec<_>>().join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

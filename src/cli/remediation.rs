@@ -98,6 +98,22 @@ pub async fn plan(remote: &Remote, crn: &str) -> anyhow::Result<ExitCode> {
         println!("     $ {}", s(st, "cli"));
     }
     println!("\n{}", s(&v, "terraform"));
+    let iac = &v["iac"];
+    if iac.is_object() {
+        let c = &iac["code_change"];
+        println!(
+            "In code ({} in {}): {}",
+            s(iac, "address"),
+            s(iac, "state"),
+            s(c, "summary")
+        );
+        if let Some(diff) = c["diff"].as_str() {
+            println!("\n{}", output::printable_lines(diff));
+        }
+        if let Some(block) = c["removed_block"].as_str() {
+            println!("\nor, in its place:\n\n{}", output::printable_lines(block));
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }
 
