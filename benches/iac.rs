@@ -3,7 +3,8 @@
 //! records them), the code in a real git repository (`git` on PATH).
 //! Measured: matching the states to the graph (`Index::build`), the drift
 //! report over the whole graph, `GET /api/v1/drift/report` once the match
-//! is kept, and `GET /api/v1/topology` with and without provenance.
+//! is kept, and `GET /api/v1/topology` with and without provenance
+//! (alternating, twice).
 //! `SVC_BENCH_NODES` changes the size.
 
 #![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
@@ -155,6 +156,10 @@ fn iac(c: &mut Criterion) {
         report.nodes, report.edges
     );
 
+    // The same engine served without Terraform: topology's baseline.
+    let plain = AppState::new("bench".into());
+    plain.set_engine(engine.clone());
+    let plain = svc_api::router(plain);
     let state = AppState::new("bench".into());
     state.set_engine(engine.clone());
     state.set_config(Arc::new(Config(Mutex::new(json!({"iac": {
@@ -212,9 +217,15 @@ fn iac(c: &mut Criterion) {
     group.bench_function(format!("drift_report_http/{n}"), |b| {
         b.iter(|| get(&rt, &app, "/api/v1/drift/report"))
     });
-    group.bench_function(format!("topology_with_provenance/{n}"), |b| {
-        b.iter(|| get(&rt, &app, "/api/v1/topology"))
-    });
+    // Alternating, so both see the same machine.
+    for round in 1..=2 {
+        group.bench_function(format!("topology_with_provenance/{n}/{round}"), |b| {
+            b.iter(|| get(&rt, &app, "/api/v1/topology"))
+        });
+        group.bench_function(format!("topology_without/{n}/{round}"), |b| {
+            b.iter(|| get(&rt, &plain, "/api/v1/topology"))
+        });
+    }
     group.finish();
 }
 

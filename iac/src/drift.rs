@@ -261,7 +261,12 @@ pub fn report(index: &Index, live: &dyn Live, limit: usize) -> Report {
             covered.insert(c.provider, c.account);
         }
     }
-    let mut heap: BinaryHeap<Reverse<(OrdCost, String, usize)>> = BinaryHeap::new();
+    // The `limit` most expensive, ties to the smaller CRN: a min-heap whose
+    // least is the cheapest, then the greatest CRN.
+    let mut heap: BinaryHeap<Reverse<(OrdCost, Reverse<String>, usize)>> = BinaryHeap::new();
+    // One buffer for every node's CRN: a string is kept only for a node
+    // that enters the list.
+    let mut crn = String::new();
     live.each(&mut |n| {
         scanned.insert(n.provider, n.account);
         if !n.live || !covered.contains(n.provider, n.account) {
@@ -273,20 +278,26 @@ pub fn report(index: &Index, live: &dyn Live, limit: usize) -> Report {
         else {
             return;
         };
-        let crn = n.crn();
-        if index.by_crn.contains_key(&crn) {
+        crn.clear();
+        svc_graph::crn::write_crn(&mut crn, [n.provider, n.region, n.service, n.kind, n.account, n.id]);
+        if index.by_crn.contains_key(crn.as_str()) {
             return;
         }
         out.totals.unmanaged += 1;
-        let item = Reverse((OrdCost(n.cost_usd_mo), crn, kind));
+        let cost = OrdCost(n.cost_usd_mo);
         if heap.len() < limit {
-            heap.push(item);
-        } else if heap.peek().is_some_and(|least| item < *least) {
+            heap.push(Reverse((cost, Reverse(crn.clone()), kind)));
+        } else if let Some(Reverse((least_cost, Reverse(least_crn), _))) = heap.peek()
+            && (cost > *least_cost || (cost == *least_cost && crn.as_str() < least_crn.as_str()))
+        {
             heap.pop();
-            heap.push(item);
+            heap.push(Reverse((cost, Reverse(crn.clone()), kind)));
         }
     });
-    let mut unmanaged: Vec<_> = heap.into_iter().map(|Reverse(t)| t).collect();
+    let mut unmanaged: Vec<_> = heap
+        .into_iter()
+        .map(|Reverse((cost, Reverse(crn), kind))| (cost, crn, kind))
+        .collect();
     unmanaged.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     out.unmanaged = unmanaged
         .into_iter()

@@ -281,3 +281,22 @@ fn one_resource_reads_as_the_report_of_an_estate_of_it() {
     let other = report_one(&index, &g, "crn:svc:aws:eu-west-1:ec2:volume:999:vol-other");
     assert_eq!(other.totals, Totals::default(), "an account no state covers");
 }
+
+#[test]
+fn a_cut_among_equal_costs_keeps_the_first_crns() {
+    let s = state_of(json!([
+        {"mode": "managed", "type": "aws_ebs_volume", "name": "x",
+         "instances": [{"attributes": volume_attrs("vol-0", 100)}]}
+    ]));
+    let mut g = Graph::default();
+    g.add(&vol("vol-0"), true, 1.0, json!({}), &[]);
+    for id in ["vol-d", "vol-b", "vol-a", "vol-c"] {
+        g.add(&vol(id), true, 5.0, json!({}), &[]);
+    }
+    g.add(&vol("vol-z"), true, 9.0, json!({}), &[]);
+    let index = Index::build(&[&s], &g);
+    let r = report(&index, &g, 3);
+    let kept: Vec<&str> = r.unmanaged.iter().map(|u| u.crn.as_str()).collect();
+    assert_eq!(kept, [vol("vol-z"), vol("vol-a"), vol("vol-b")]);
+    assert_eq!(r.totals.unmanaged, 5);
+}
