@@ -686,3 +686,77 @@ async fn remediation_runs_through_the_plugin() {
     let reverted = api.history_all(&[("type", "QUARANTINE_REVERTED")]).await;
     assert_eq!(reverted.len(), 1);
 }
+
+/// While a scan runs, `GET /api/v1/engine/scan/progress` names its phase
+/// and its sources; once it ends, how it ended.
+#[tokio::test]
+async fn a_running_scan_reports_its_phase_and_its_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    install(dir.path());
+    let mut d = daemon(dir.path(), "[daemon]\nscan_interval = \"1h\"\n", 300);
+    // Once turned on, the plugin takes the Scan call and never answers it.
+    d.env = vec![("SVC_MOCK_FAIL".into(), "hang".into())];
+    d.launch().await;
+    let first = d.wait_scan_after(0).await;
+    let api = d.api();
+    let idle = api.get_ok("/api/v1/engine/scan/progress").await;
+    assert_eq!(
+        (
+            &idle["scanning"],
+            &idle["phase"],
+            &idle["phase_index"],
+            &idle["phase_count"]
+        ),
+        (&json!(false), &Value::Null, &json!(0), &json!(10)),
+        "{idle}"
+    );
+    assert_eq!(idle["last_scan"]["scan_seq"], first["payload"]["scan_seq"], "{idle}");
+    assert_eq!(idle["last_scan"]["ok"], true, "{idle}");
+    api.post_json("/api/v1/plugins/toggle", &json!({"name": "mock"}))
+        .await
+        .expect(200);
+
+    let started = api
+        .post_json("/api/v1/engine/scan", &json!({"timeout": "10s"}))
+        .await
+        .expect(202);
+    assert!(
+        d.log.wait_for("scan hangs as asked", Duration::from_secs(20)).await,
+        "{}",
+        d.log.text()
+    );
+    let running = api.get_ok("/api/v1/engine/scan/progress").await;
+    assert_eq!(
+        (&running["scanning"], &running["phase"], &running["phase_index"]),
+        (&json!(true), &json!("engine.plugin_scan"), &json!(3)),
+        "{running}"
+    );
+    assert_eq!(running["scan_seq"], started["scan_seq"], "{running}");
+    let names: Vec<&str> = running["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"mock"), "{running}");
+    let mock = running["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "mock")
+        .unwrap();
+    assert_eq!(
+        (&mock["state"], &mock["nodes"]),
+        (&json!("scanning"), &json!(0)),
+        "{running}"
+    );
+
+    // It times out: the source failed, the scan itself committed.
+    let done = d.wait_scan_after(first["seq"].as_u64().unwrap()).await;
+    let p = api.get_ok("/api/v1/engine/scan/progress").await;
+    assert_eq!((&p["scanning"], &p["sources"]), (&json!(false), &json!([])), "{p}");
+    let last = &p["last_scan"];
+    assert_eq!(last["scan_seq"], started["scan_seq"], "{p}");
+    assert_eq!((&last["ok"], &last["error"]), (&json!(true), &Value::Null), "{p}");
+    assert_eq!(last["node_count"], done["payload"]["node_count"], "{p}");
+}

@@ -116,6 +116,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(graph::layout::graph_topology))
         .routes(routes!(scan::trigger_scan))
         .routes(routes!(scan::trigger_sync))
+        .routes(routes!(scan::progress))
         .routes(routes!(history::list))
         .routes(routes!(history::summary))
         .routes(routes!(history::resource))

@@ -1118,6 +1118,7 @@ async fn live_responses_match_their_schemas() {
         },
         get("/api/v1/topology", "/api/v1/topology", &["/nodes", "/edges"]),
         get("/api/v1/graph/stats", "/api/v1/graph/stats", &[]),
+        get("/api/v1/engine/scan/progress", "/api/v1/engine/scan/progress", &[]),
         get("/api/v1/graph/nodes", "/api/v1/graph/nodes", &["/nodes"]),
         get("/api/v1/graph/nodes", "/api/v1/graph/nodes?limit=2", &["/nodes"]),
         get(

@@ -99,6 +99,7 @@ pub const ROUTE_ACCESS: &[(&str, &str, Access)] = &[
     ("GET", "/api/v1/graph/blast-radius/{crn}", Least(Viewer)),
     // Scans and signals.
     ("POST", "/api/v1/engine/scan", Least(Operator)),
+    ("GET", "/api/v1/engine/scan/progress", Least(Viewer)),
     ("POST", "/api/v1/sync", Least(Operator)),
     ("POST", "/api/v1/traffic/ingest", Least(Operator)),
     ("GET", "/api/v1/traffic/edges", Least(Viewer)),

@@ -29,6 +29,7 @@ use super::query::Flag;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::wire::listed_str;
+use svc_engine::scan::progress::SourceState;
 
 /// Query parameters of the scan triggers.
 #[derive(Deserialize, Default, utoipa::IntoParams)]
@@ -242,6 +243,145 @@ pub async fn trigger_scan(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult<Response> {
     trigger(state, Cycle::Scan, q, body).await
+}
+
+/// How one source's part of the running scan stands.
+#[derive(Serialize, ToSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceScanState {
+    Scanning,
+    Done,
+    Failed,
+}
+
+/// One source of the running scan.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SourceScanProgress {
+    /// Edges received so far.
+    pub edges: u64,
+    /// Why it failed; its resources are kept as they were.
+    pub error: Option<String>,
+    pub name: String,
+    /// Nodes received so far.
+    pub nodes: u64,
+    pub state: SourceScanState,
+}
+
+/// How the last scan of this daemon run ended.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastScan {
+    pub duration_ms: u64,
+    pub edge_count: u64,
+    /// Why it failed: nothing of it was committed.
+    pub error: Option<String>,
+    pub node_count: u64,
+    pub ok: bool,
+    pub scan_seq: u64,
+}
+
+/// `GET /api/v1/engine/scan/progress`.
+#[derive(Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScanProgress {
+    /// Edges received so far from every source; 0 when idle.
+    pub edges: u64,
+    /// Since the running scan started; 0 when idle.
+    pub elapsed_ms: u64,
+    /// How the last scan of this daemon run ended; `null` before the first.
+    pub last_scan: Option<LastScan>,
+    /// Nodes received so far from every source; 0 when idle.
+    pub nodes: u64,
+    /// The phase running (its SPEC span name, such as `engine.plugin_scan`),
+    /// `commit` once every phase ran; `null` when idle.
+    pub phase: Option<&'static str>,
+    /// How many phases a scan has.
+    pub phase_count: u64,
+    /// 1-based position of `phase` among them (`phase_count` while
+    /// committing); 0 when idle.
+    pub phase_index: u64,
+    pub scanning: bool,
+    /// The running scan's sequence number (0 while it starts), else the last scan's.
+    pub scan_seq: u64,
+    /// The running scan's sources, in the order they were asked.
+    pub sources: Vec<SourceScanProgress>,
+}
+
+/// `GET /api/v1/engine/scan/progress`: what the running scan has done.
+#[utoipa::path(
+    get,
+    path = "/engine/scan/progress",
+    operation_id = "getScanProgress",
+    tag = "scan",
+    summary = "The running scan's phase and, per source, the nodes and edges received so far; how the last scan ended.",
+    description = r#"Read it while a scan runs (`svc scan` polls it to draw its progress). A
+scan started with `POST /api/v1/engine/scan` (202, `scan_seq` N) is over when
+`scanning` is false and `last_scan.scan_seq` is N or more; `last_scan.ok`
+false with its `error` when it failed."#,
+    responses(
+        (status = 200, description = "The progress.", body = crate::routes::scan::ScanProgress, content_type = "application/json"),
+        (status = 401, response = crate::openapi::Unauthorized),
+        (status = 500, response = crate::openapi::Internal),
+        (status = 503, response = crate::openapi::NotReady),
+    ),
+)]
+pub async fn progress(State(state): State<AppState>) -> ApiResult<Json<ScanProgress>> {
+    let engine = state.engine()?;
+    let (running, last) = engine.scan_progress();
+    let last_scan = last.map(|f| LastScan {
+        duration_ms: f.duration_ms,
+        edge_count: f.edges,
+        ok: f.error.is_none(),
+        error: f.error,
+        node_count: f.nodes,
+        scan_seq: f.scan_seq,
+    });
+    let phase_count = svc_engine::scan::spans::PHASES.len() as u64;
+    let body = match running {
+        Some(r) => {
+            let sources: Vec<SourceScanProgress> = r
+                .sources
+                .into_iter()
+                .map(|s| SourceScanProgress {
+                    edges: s.edges,
+                    error: s.error,
+                    name: s.name,
+                    nodes: s.nodes,
+                    state: match s.state {
+                        SourceState::Scanning => SourceScanState::Scanning,
+                        SourceState::Done => SourceScanState::Done,
+                        SourceState::Failed => SourceScanState::Failed,
+                    },
+                })
+                .collect();
+            ScanProgress {
+                edges: sources.iter().map(|s| s.edges).sum(),
+                elapsed_ms: r.elapsed_ms,
+                last_scan,
+                nodes: sources.iter().map(|s| s.nodes).sum(),
+                phase: Some(r.phase),
+                phase_count,
+                phase_index: r.phase_index as u64,
+                scanning: true,
+                scan_seq: r.scan_seq,
+                sources,
+            }
+        }
+        None => ScanProgress {
+            edges: 0,
+            elapsed_ms: 0,
+            scan_seq: last_scan.as_ref().map_or(0, |l| l.scan_seq),
+            last_scan,
+            nodes: 0,
+            phase: None,
+            phase_count,
+            phase_index: 0,
+            scanning: false,
+            sources: Vec::new(),
+        },
+    };
+    Ok(Json(body))
 }
 
 /// `POST /api/v1/sync`: an immediate reconciliation cycle (the same pipeline).

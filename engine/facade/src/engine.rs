@@ -535,6 +535,17 @@ impl Engine {
         self.scans.is_scanning()
     }
     /// Scans finished in this data directory.
+    /// The scan running now (its phase, per source what it sent so far),
+    /// and how the last scan of this run ended.
+    pub fn scan_progress(
+        &self,
+    ) -> (
+        Option<crate::scan::progress::RunningView>,
+        Option<crate::scan::progress::Finished>,
+    ) {
+        (self.scans.progress.running(), self.scans.progress.last())
+    }
+
     pub fn scans_completed(&self) -> u64 {
         self.scans.completed()
     }

@@ -31,7 +31,7 @@ pub use svc_remediation::state::STATE_RANK as REMEDIATION_STATE;
 // Leaves: nothing but a store write or a ledger append is taken under one.
 // `Findings`: `rules`, `assessment`; `Sources`: `source_config`, `served`,
 // `answered`, `before_scan`, `limits`; `ScanState`: `last_report`,
-// `listeners`, `unannounced`; `Policies` (policy/policies.rs): `packs`.
+// `listeners`, `unannounced`, `scan_progress` (then `source_progress`); `Policies` (policy/policies.rs): `packs`.
 pub const RULES: Rank = Rank::new(60, "rules");
 pub const ASSESSMENT: Rank = Rank::new(61, "assessment");
 pub const SOURCE_CONFIG: Rank = Rank::new(62, "source_config");
@@ -43,3 +43,6 @@ pub const PACKS: Rank = Rank::new(67, "packs");
 pub const BEFORE_SCAN: Rank = Rank::new(68, "before_scan");
 pub const LIMITS: Rank = Rank::new(69, "limits");
 pub const UNANNOUNCED: Rank = Rank::new(70, "unannounced");
+// `ScanState`'s progress (scan/progress.rs): read by the API at any time.
+pub const SCAN_PROGRESS: Rank = Rank::new(71, "scan_progress");
+pub const SOURCE_PROGRESS: Rank = Rank::new(72, "source_progress");

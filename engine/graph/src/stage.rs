@@ -9,6 +9,7 @@
 //! edge may name a node from a later batch or from another source. Nothing
 //! touches the graph until then: the API keeps reading it meanwhile.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crossbeam_channel::{Receiver, Sender};
@@ -28,6 +29,24 @@ pub struct SourceStage {
     pub providers: Vec<(Sym, u64)>,
     pub node_count: u64,
     pub edge_count: u64,
+}
+
+/// What a source has sent so far, readable while it sends (a scan's
+/// progress).
+#[derive(Debug, Default)]
+pub struct SourceCounts {
+    nodes: AtomicU64,
+    edges: AtomicU64,
+}
+
+impl SourceCounts {
+    pub fn nodes(&self) -> u64 {
+        self.nodes.load(Ordering::Relaxed)
+    }
+
+    pub fn edges(&self) -> u64 {
+        self.edges.load(Ordering::Relaxed)
+    }
 }
 
 /// Counts edges in flight so the channel holds at most [`EDGE_CHANNEL`]
@@ -136,6 +155,8 @@ pub struct StageSink<'p> {
     max_edges: u64,
     /// Set once the source passed one of them; nothing is staged after.
     refused: Option<String>,
+    /// Where the counts are published as batches arrive.
+    counts: Option<&'p SourceCounts>,
 }
 
 impl<'p> StageSink<'p> {
@@ -152,7 +173,14 @@ impl<'p> StageSink<'p> {
             max_nodes: u64::MAX,
             max_edges: u64::MAX,
             refused: None,
+            counts: None,
         }
+    }
+
+    /// Publishes what the source has sent, batch by batch, in `counts`.
+    pub fn with_counts(mut self, counts: &'p SourceCounts) -> StageSink<'p> {
+        self.counts = Some(counts);
+        self
     }
 
     /// Takes at most `max_nodes` nodes and `max_edges` edges from the
@@ -193,6 +221,9 @@ impl ScanSink for StageSink<'_> {
             return;
         }
         self.stage.node_count += batch.len() as u64;
+        if let Some(c) = self.counts {
+            c.nodes.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        }
         let providers = &mut self.stage.providers;
         for p in batch.rows.iter().map(|n| n.syms[0]) {
             // A source serves a few providers, mostly one batch after another.
@@ -229,6 +260,9 @@ impl ScanSink for StageSink<'_> {
             return;
         }
         self.stage.edge_count += batch.len() as u64;
+        if let Some(c) = self.counts {
+            c.edges.fetch_add(batch.len() as u64, Ordering::Relaxed);
+        }
         self.pool.send(self.source, batch);
     }
 
@@ -361,5 +395,28 @@ mod tests {
         });
         let staged = pool.into_staged();
         assert_eq!(staged[0].iter().map(|(b, _)| b.len()).sum::<usize>(), 20_000);
+    }
+
+    #[test]
+    fn a_sink_publishes_what_it_took_as_it_takes_it() {
+        let counts = SourceCounts::default();
+        let interner = Arc::new(Interner::new());
+        let graph = Graph::new(interner.clone());
+        let stage = NodeStage::for_graph(&graph);
+        let pool = EdgePool::new(1);
+        let worker = std::thread::scope(|s| {
+            let w = s.spawn(|| pool.work());
+            let mut sink = StageSink::new(0, &stage, &pool).with_counts(&counts).with_limits(3, 10);
+            sink.nodes(nodes(&interner, &["a", "b"]));
+            sink.edges(edges(&interner, &[("a", "b")]));
+            let taken = (counts.nodes(), counts.edges());
+            // Past the limit nothing more is taken, or counted.
+            sink.nodes(nodes(&interner, &["c", "d"]));
+            let refused = sink.refused().is_some();
+            pool.close();
+            let _ = w.join();
+            (taken, counts.nodes(), refused)
+        });
+        assert_eq!(worker, ((2, 1), 2, true));
     }
 }

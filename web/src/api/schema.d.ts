@@ -455,6 +455,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/engine/scan/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The running scan's phase and, per source, the nodes and edges received so far; how the last scan ended.
+         * @description Role: viewer.
+         *
+         *     Read it while a scan runs (`svc scan` polls it to draw its progress). A
+         *     scan started with `POST /api/v1/engine/scan` (202, `scan_seq` N) is over when
+         *     `scanning` is false and `last_scan.scan_seq` is N or more; `last_scan.ok`
+         *     false with its `error` when it failed.
+         */
+        get: operations["getScanProgress"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/history": {
         parameters: {
             query?: never;
@@ -2598,6 +2623,20 @@ export interface components {
         } | {
             [key: string]: unknown;
         }[];
+        /** @description How the last scan of this daemon run ended. */
+        LastScan: {
+            /** Format: int64 */
+            duration_ms: number;
+            /** Format: int64 */
+            edge_count: number;
+            /** @description Why it failed: nothing of it was committed. */
+            error?: string | null;
+            /** Format: int64 */
+            node_count: number;
+            ok: boolean;
+            /** Format: int64 */
+            scan_seq: number;
+        };
         /** @description An edge of the laid-out topology. */
         LayoutEdge: {
             source: components["schemas"]["Crn"];
@@ -3813,6 +3852,49 @@ export interface components {
             /** Format: int64 */
             retired: number;
         };
+        /** @description `GET /api/v1/engine/scan/progress`. */
+        ScanProgress: {
+            /**
+             * Format: int64
+             * @description Edges received so far from every source; 0 when idle.
+             */
+            edges: number;
+            /**
+             * Format: int64
+             * @description Since the running scan started; 0 when idle.
+             */
+            elapsed_ms: number;
+            last_scan?: components["schemas"]["LastScan"] | null;
+            /**
+             * Format: int64
+             * @description Nodes received so far from every source; 0 when idle.
+             */
+            nodes: number;
+            /**
+             * @description The phase running (its SPEC span name, such as `engine.plugin_scan`),
+             *     `commit` once every phase ran; `null` when idle.
+             */
+            phase?: string | null;
+            /**
+             * Format: int64
+             * @description How many phases a scan has.
+             */
+            phase_count: number;
+            /**
+             * Format: int64
+             * @description 1-based position of `phase` among them (`phase_count` while
+             *     committing); 0 when idle.
+             */
+            phase_index: number;
+            /**
+             * Format: int64
+             * @description The running scan's sequence number (0 while it starts), else the last scan's.
+             */
+            scan_seq: number;
+            scanning: boolean;
+            /** @description The running scan's sources, in the order they were asked. */
+            sources: components["schemas"]["SourceScanProgress"][];
+        };
         /** @description The result of a finished scan; also the payload of the `SCAN_COMPLETED` ledger event. */
         ScanReport: {
             /**
@@ -4080,6 +4162,28 @@ export interface components {
             /** Format: int64 */
             scan_seq: number;
         };
+        /** @description One source of the running scan. */
+        SourceScanProgress: {
+            /**
+             * Format: int64
+             * @description Edges received so far.
+             */
+            edges: number;
+            /** @description Why it failed; its resources are kept as they were. */
+            error?: string | null;
+            name: string;
+            /**
+             * Format: int64
+             * @description Nodes received so far.
+             */
+            nodes: number;
+            state: components["schemas"]["SourceScanState"];
+        };
+        /**
+         * @description How one source's part of the running scan stands.
+         * @enum {string}
+         */
+        SourceScanState: "scanning" | "done" | "failed";
         /**
          * @description Estimated from the machine family and size (embedded table), not a live
          *     feed; null for a machine that is not spot or preemptible, and for other
@@ -5151,6 +5255,29 @@ export interface operations {
             500: components["responses"]["Internal"];
             503: components["responses"]["NotReady"];
             507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    getScanProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The progress. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScanProgress"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["NotReady"];
         };
     };
     listHistory: {

@@ -105,6 +105,10 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
         }
     }
     let concurrent = selected.len();
+    let progress = cx
+        .scans
+        .progress
+        .sources(selected.iter().map(|s| s.name().to_owned()).collect());
     let pool = EdgePool::new(concurrent);
     let staged_nodes = NodeStage::for_graph(&core.graph());
     // A later scan's rows are sifted against the graph as they arrive: the
@@ -115,7 +119,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     let scan_seq = report.scan_seq;
     // By source number (a source's rows are staged under it).
     let results: Vec<(SourceOutcome, SourceStage)> = std::thread::scope(|scope| {
-        let (pool, staged_nodes, read_graph) = (&pool, &staged_nodes, &read_graph);
+        let (pool, staged_nodes, read_graph, progress) = (&pool, &staged_nodes, &read_graph, &progress);
         let workers: Vec<_> = (0..resolvers).map(|_| scope.spawn(move || pool.work())).collect();
         let handles: Vec<_> = selected
             .into_iter()
@@ -124,11 +128,15 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
                 let parent = parent.clone();
                 let config = configs.get(source.name()).unwrap_or(&empty);
                 let (name, providers) = (source.name().to_owned(), source.providers());
+                let tracked = progress.get(k);
                 let handle = scope.spawn(move || {
                     let _span = parent.enter();
                     let mut sink = StageSink::new(k, staged_nodes, pool)
                         .with_limits(limits.max_nodes, limits.max_edges)
                         .with_graph(read_graph);
+                    if let Some(t) = tracked {
+                        sink = sink.with_counts(&t.counts);
+                    }
                     let ctx = ScanContext {
                         interner: core.interner(),
                         scan_seq,
@@ -138,6 +146,9 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
                         concurrent,
                     };
                     let outcome = scan_one(source.as_mut(), &mut sink, &ctx);
+                    if let Some(t) = tracked {
+                        t.finished(outcome.error.clone());
+                    }
                     (outcome, sink.stage)
                 });
                 (name, providers, handle)

@@ -5,11 +5,13 @@
 //! - [`state`]: what the engine keeps of its scans, and the commit.
 //! - [`ingest`], [`verdicts`], [`passes`]: the phases themselves.
 //! - [`report`]: what a scan reports, and the span names.
+//! - [`progress`]: what the running scan has done so far.
 
 mod context;
 mod ingest;
 mod passes;
 mod pipeline;
+pub mod progress;
 mod report;
 mod state;
 mod verdicts;

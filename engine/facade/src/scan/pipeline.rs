@@ -9,6 +9,7 @@ use std::time::Instant;
 use tracing::{debug, info, info_span};
 
 use super::context::Scan;
+use super::progress::Finished;
 use super::report::{ScanReport, spans};
 use super::{ingest, passes, verdicts};
 use crate::engine::{Engine, EngineError};
@@ -81,16 +82,44 @@ pub(crate) fn run(
         report: ScanReport::default(),
         signal: None,
     };
-    for phase in &PHASES {
+    let progress = &engine.scans.progress;
+    progress.start();
+    let ran = run_phases(&mut cx);
+    progress.finish(match &ran {
+        Ok(()) => Finished {
+            scan_seq: cx.report.scan_seq,
+            error: None,
+            duration_ms: cx.report.duration_ms,
+            nodes: cx.report.nodes,
+            edges: cx.report.edges,
+        },
+        Err(e) => Finished {
+            scan_seq: cx.report.scan_seq,
+            error: Some(e.to_string()),
+            duration_ms: cx.started.elapsed().as_millis() as u64,
+            nodes: 0,
+            edges: 0,
+        },
+    });
+    ran?;
+    Ok(cx.report)
+}
+
+/// The phases in order, then the commit, each announced to the scan's
+/// progress as it starts.
+fn run_phases(cx: &mut Scan<'_>) -> Result<(), EngineError> {
+    let progress = &cx.scans.progress;
+    for (i, phase) in PHASES.iter().enumerate() {
+        progress.phase(i, cx.report.scan_seq);
         let _span = (phase.span)().entered();
         let t = Instant::now();
-        (phase.run)(&mut cx)?;
+        (phase.run)(cx)?;
         let ms = t.elapsed().as_millis() as u64;
         cx.report.phases.push((phase.name, ms));
         debug!(phase = phase.name, ms, "phase done");
     }
-    commit(&mut cx)?;
-    Ok(cx.report)
+    progress.phase(PHASES.len(), cx.report.scan_seq);
+    commit(cx)
 }
 
 /// Commit: the changed rows as versions to graph.redb in one transaction,

@@ -38,6 +38,8 @@ pub(crate) struct ScanState {
     unannounced: Mutex<Option<ScanReport>>,
     /// The scan whose SCAN_COMPLETED is being appended (0: none).
     announcing: AtomicU64,
+    /// What the running scan has done so far, and how the last one ended.
+    pub(crate) progress: super::progress::Progress,
 }
 
 impl ScanState {
@@ -55,6 +57,7 @@ impl ScanState {
             resync: AtomicBool::new(false),
             unannounced: Mutex::new(ranks::UNANNOUNCED, None),
             announcing: AtomicU64::new(0),
+            progress: Default::default(),
         }
     }
 
