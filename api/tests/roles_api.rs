@@ -274,7 +274,10 @@ async fn tokens_are_created_listed_and_revoked_by_an_admin_only() {
     let r = s.send("GET", "/api/v1/tokens", Cred::Bearer(&secret), None).await;
     assert_forbidden(&r, Role::Admin, Role::Operator, "list as operator");
     let r = s.send("GET", "/api/v1/session", Cred::Bearer(&secret), None).await;
-    assert_eq!(r.body, json!({"name": "ci-bot", "role": "operator", "csrf": null}));
+    assert_eq!(
+        r.body,
+        json!({"name": "ci-bot", "role": "operator", "csrf": null, "daemon_version": env!("CARGO_PKG_VERSION")})
+    );
     // The admin token cannot be revoked; an unknown one is 404.
     let r = s
         .send("DELETE", "/api/v1/tokens/admin", Cred::Bearer(ADMIN), None)
@@ -358,7 +361,10 @@ async fn sessions_sign_in_need_csrf_for_writes_and_sign_out() {
 
     let (id, csrf) = s.sign_in(&operator).await;
     let r = s.send("GET", "/api/v1/session", Cred::Cookie(&id, None), None).await;
-    assert_eq!(r.body, json!({"name": "ops-2", "role": "operator", "csrf": csrf}));
+    assert_eq!(
+        r.body,
+        json!({"name": "ops-2", "role": "operator", "csrf": csrf, "daemon_version": env!("CARGO_PKG_VERSION")})
+    );
     // Reads need no CSRF token; writes do.
     let r = s.send("GET", "/api/v1/policies", Cred::Cookie(&id, None), None).await;
     assert_eq!(r.status, StatusCode::OK);

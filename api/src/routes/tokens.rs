@@ -233,6 +233,8 @@ pub struct SessionInfo {
     pub role: Role,
     /// The session's CSRF token; null for a caller with a bearer token.
     pub csrf: Option<String>,
+    /// The daemon's version (`svc version` shows it beside the client's).
+    pub daemon_version: &'static str,
 }
 
 /// Whether a session was ended.
@@ -291,6 +293,7 @@ pub async fn sign_in(
         name: session.name,
         role: session.role,
         csrf: Some(session.csrf),
+        daemon_version: env!("CARGO_PKG_VERSION"),
     };
     Ok(([(header::SET_COOKIE, session_cookie(&id, &headers)?)], Json(body)).into_response())
 }
@@ -312,6 +315,7 @@ pub async fn current(caller: Caller) -> Json<SessionInfo> {
         name: caller.name,
         role: caller.role,
         csrf: caller.csrf,
+        daemon_version: env!("CARGO_PKG_VERSION"),
     })
 }
 

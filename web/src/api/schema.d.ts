@@ -4029,6 +4029,8 @@ export interface components {
         SessionInfo: {
             /** @description The session's CSRF token; null for a caller with a bearer token. */
             csrf?: string | null;
+            /** @description The daemon's version (`svc version` shows it beside the client's). */
+            daemon_version: string;
             /** @description The token's name. */
             name: string;
             role: components["schemas"]["Role"];
