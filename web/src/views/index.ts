@@ -10,6 +10,7 @@ import { Overview } from "./overview";
 import { Policies } from "./policies";
 import { Remediation } from "./remediation";
 import { Settings } from "./settings";
+import { Terraform } from "./terraform";
 import { Waste } from "./waste";
 
 export interface ViewProps {
@@ -33,6 +34,7 @@ export const VIEWS: readonly View[] = [
   { id: "anomalies", title: "Anomalies", component: Anomalies, nav: true },
   { id: "remediation", title: "Remediation", component: Remediation, nav: true },
   { id: "policies", title: "Policies", component: Policies, nav: true },
+  { id: "terraform", title: "Terraform", component: Terraform, nav: true },
   { id: "history", title: "History", component: History, nav: true },
   { id: "settings", title: "Settings", component: Settings, nav: true },
 ];
