@@ -239,7 +239,6 @@ impl Engine {
         })?;
         let graph_path = data_dir.join(GRAPH_FILE);
         let snap_path = data_dir.join(SNAPSHOT_FILE);
-        let started = std::time::Instant::now();
         let store = GraphStore::open(&graph_path)?;
         if replication.shipper.is_some() {
             store.set_shipper(replication.shipper);
@@ -256,61 +255,21 @@ impl Engine {
         let persisted = symbols.len();
         let interner = Arc::new(interner);
         let key = SnapshotKey::new(&meta, persisted);
-        let (mut graph, from) = match snapshot::read(&snap_path, key) {
-            Ok(shards) => (
-                Graph::from_shards(interner.clone(), shards.nodes, shards.edges, meta.generation),
-                "snapshot",
-            ),
-            Err(e) => {
-                if meta.scan_seq > 0 {
-                    warn!(error = %e, "snapshot not used; replaying the graph store");
-                }
-                let graph = replay(&store, interner.clone(), meta.generation)?;
-                if meta.scan_seq > 0
-                    && let Err(e) = snapshot::write(&snap_path, &graph, key)
-                {
-                    warn!(error = %e, "cannot write the snapshot; the next start replays the store again");
-                }
-                (graph, "graph store")
-            }
-        };
-        let read_ms = started.elapsed().as_millis() as u64;
-        // Retired rows are dropped from memory (graph.redb keeps their
-        // history) before anything holds ids: all of them in a graph of up
-        // to `START_COMPACT_ALL_ROWS` rows; in a larger one when a scan
-        // would drop them (an eighth of the rows or more), so a start does
-        // not copy every mapped shard to drop a few percent of the rows.
-        let now_us = clock.now_us();
-        let compact = graph.node_rows() <= crate::graph::START_COMPACT_ALL_ROWS
-            || graph.compaction_due(now_us, crate::graph::COMPACT_MIN_ROWS);
-        let compacted = if compact {
-            graph.compact(now_us)
-        } else {
-            Default::default()
-        };
-        graph.rebuild_adjacency(now_us);
-        if !compacted.is_empty() {
-            info!(
-                nodes_dropped = compacted.nodes_dropped,
-                edges_dropped = compacted.edges_dropped,
-                "retired rows compacted"
-            );
-        }
-        info!(
-            from,
-            ms = started.elapsed().as_millis() as u64,
-            read_ms,
-            nodes = graph.node_rows(),
-            edges = graph.edge_rows(),
-            generation = meta.generation,
-            path = %graph_path.display(),
-            "graph loaded"
-        );
+        // The remediation items (millions at ten million resources) are
+        // read from the store while the graph loads: neither needs the other.
+        let (graph, from, remediation, remediation_ms) = std::thread::scope(|scope| {
+            let items = scope.spawn(|| {
+                let t = std::time::Instant::now();
+                let items =
+                    svc_remediation::RemediationStore::load_remediation(&store).map(svc_remediation::Remediation::load);
+                (items, t.elapsed().as_millis() as u64)
+            });
+            let loaded = load_graph(&store, &graph_path, &snap_path, &interner, key, &meta, clock.as_ref());
+            let (items, ms) = items.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            loaded.map(|(graph, from)| (graph, from, items, ms))
+        })?;
+        let remediation = remediation?;
         let loaded_meta = meta;
-        let t = std::time::Instant::now();
-        let remediation =
-            svc_remediation::Remediation::load(svc_remediation::RemediationStore::load_remediation(&store)?);
-        let remediation_ms = t.elapsed().as_millis() as u64;
         let t = std::time::Instant::now();
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
         let signal_ms = t.elapsed().as_millis() as u64;
@@ -804,4 +763,70 @@ impl Engine {
             remediation: &self.remediation,
         }
     }
+}
+
+/// The graph as the last commit left it: from the snapshot when it matches
+/// the store, else replayed from the store (and the snapshot written
+/// again); retired rows compacted, adjacency rebuilt.
+fn load_graph(
+    store: &GraphStore,
+    graph_path: &Path,
+    snap_path: &Path,
+    interner: &Arc<Interner>,
+    key: SnapshotKey,
+    meta: &crate::store::CommitMeta,
+    clock: &dyn Clock,
+) -> Result<(Graph, &'static str), EngineError> {
+    let started = std::time::Instant::now();
+    let (mut graph, from) = match snapshot::read(snap_path, key) {
+        Ok(shards) => (
+            Graph::from_shards(interner.clone(), shards.nodes, shards.edges, meta.generation),
+            "snapshot",
+        ),
+        Err(e) => {
+            if meta.scan_seq > 0 {
+                warn!(error = %e, "snapshot not used; replaying the graph store");
+            }
+            let graph = replay(store, interner.clone(), meta.generation)?;
+            if meta.scan_seq > 0
+                && let Err(e) = snapshot::write(snap_path, &graph, key)
+            {
+                warn!(error = %e, "cannot write the snapshot; the next start replays the store again");
+            }
+            (graph, "graph store")
+        }
+    };
+    let read_ms = started.elapsed().as_millis() as u64;
+    // Retired rows are dropped from memory (graph.redb keeps their
+    // history) before anything holds ids: all of them in a graph of up
+    // to `START_COMPACT_ALL_ROWS` rows; in a larger one when a scan
+    // would drop them (an eighth of the rows or more), so a start does
+    // not copy every mapped shard to drop a few percent of the rows.
+    let now_us = clock.now_us();
+    let compact = graph.node_rows() <= crate::graph::START_COMPACT_ALL_ROWS
+        || graph.compaction_due(now_us, crate::graph::COMPACT_MIN_ROWS);
+    let compacted = if compact {
+        graph.compact(now_us)
+    } else {
+        Default::default()
+    };
+    graph.rebuild_adjacency(now_us);
+    if !compacted.is_empty() {
+        info!(
+            nodes_dropped = compacted.nodes_dropped,
+            edges_dropped = compacted.edges_dropped,
+            "retired rows compacted"
+        );
+    }
+    info!(
+        from,
+        ms = started.elapsed().as_millis() as u64,
+        read_ms,
+        nodes = graph.node_rows(),
+        edges = graph.edge_rows(),
+        generation = meta.generation,
+        path = %graph_path.display(),
+        "graph loaded"
+    );
+    Ok((graph, from))
 }
