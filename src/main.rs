@@ -12,6 +12,7 @@ mod registry;
 mod retention;
 mod settings;
 mod telemetry;
+mod tui;
 mod worker;
 mod workers;
 

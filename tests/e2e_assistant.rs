@@ -269,7 +269,7 @@ async fn asking_takes_a_viewer_and_refuses_bad_requests() {
     assert_eq!(types.first().map(String::as_str), Some("start"), "{out}");
     assert_eq!(types.last().map(String::as_str), Some("done"), "{out}");
     let (code, _, err) = common::run_cli(&["ask", " "], &env).await;
-    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("question must not be empty"), "{err}");
 
     let providers = viewer.get_ok("/api/v1/ai/providers").await;

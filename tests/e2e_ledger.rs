@@ -118,7 +118,7 @@ async fn verify_finds_a_tampered_payload_through_the_api_and_from_the_file() {
     let bad = 3;
     common::tamper_payload(&file, bad, "savings_usd", json!(1_000_000));
     let (code, out, err) = cli(&["ledger", "verify", "--file", &file_arg, "--json"], &env).await;
-    assert_eq!(code, Some(1), "a broken chain exits 1: {out}{err}");
+    assert_eq!(code, Some(5), "a broken chain exits 5: {out}{err}");
     let r: Value = serde_json::from_str(&out).expect("json report");
     assert_eq!(r["ok"], false);
     assert_eq!(u(&r["first_broken"]["seq"]), bad, "{r}");
@@ -132,7 +132,7 @@ async fn verify_finds_a_tampered_payload_through_the_api_and_from_the_file() {
 
     // No daemon: without --file the CLI falls back to the data directory's file.
     let (code, out, err) = cli(&["ledger", "verify"], &env).await;
-    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(code, Some(5), "{out}{err}");
     assert!(err.contains("verifying") && err.contains("events.redb"), "{err}");
     assert!(out.contains(&format!("BROKEN at seq {bad}")), "{out}");
 
@@ -144,7 +144,7 @@ async fn verify_finds_a_tampered_payload_through_the_api_and_from_the_file() {
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(u(&v["first_broken"]["seq"]), bad, "{v}");
     let (code, out, err) = cli(&["ledger", "verify"], &cli_env(&d)).await;
-    assert_eq!(code, Some(1), "{out}{err}");
+    assert_eq!(code, Some(5), "{out}{err}");
     assert!(out.contains(&format!("BROKEN at seq {bad}")), "{out}");
     assert!(err.is_empty(), "asked the daemon, no fallback: {err}");
 }

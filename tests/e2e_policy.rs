@@ -302,7 +302,7 @@ async fn cli_verbs_and_pack_install() {
     let out = ok(cli(v(&["policy", "reorder", "quiet", "big"])).await);
     assert!(out.lines().next().unwrap_or_default().starts_with("0. quiet"), "{out}");
     let (code, _, err) = cli(v(&["policy", "add", "bad", "kind =="])).await;
-    assert_eq!(code, Some(3), "an API error: {err}");
+    assert_eq!(code, Some(4), "an API error: {err}");
     assert!(err.contains("line 1"), "{err}");
 
     // The next scan synchronises the packs and evaluates everything.

@@ -50,7 +50,7 @@ async fn tokens_are_made_listed_and_revoked_with_the_cli() {
     let operator = created["token"].as_str().unwrap().to_owned();
     // A taken name and a bad role are refused.
     let (code, _, err) = cli(&["token", "create", "--name", "ops-1", "--role", "viewer"]).await;
-    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("exists") && err.contains("409"), "{err}");
     let (code, _, err) = cli(&["token", "create", "--name", "x", "--role", "root"]).await;
     assert_ne!(code, Some(0), "{err}");
@@ -105,7 +105,7 @@ async fn tokens_are_made_listed_and_revoked_with_the_cli() {
     assert!(!changes.is_empty());
     assert!(changes.iter().all(|e| e["actor"] == "ops-1"), "{changes:?}");
     let (code, _, err) = run_cli(&["token", "list"], &op_env).await;
-    assert_eq!(code, Some(3), "an operator cannot list tokens: {err}");
+    assert_eq!(code, Some(4), "an operator cannot list tokens: {err}");
     assert!(err.contains("403") && err.contains("admin role"), "{err}");
 
     // revoke: refused at once; the admin token cannot be revoked.
@@ -117,10 +117,10 @@ async fn tokens_are_made_listed_and_revoked_with_the_cli() {
         .await
         .expect_error(401, "unauthorized");
     let (code, _, err) = cli(&["token", "revoke", "ops-1"]).await;
-    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("404"), "{err}");
     let (code, _, err) = cli(&["token", "revoke", "admin"]).await;
-    assert_eq!(code, Some(3), "{err}");
+    assert_eq!(code, Some(4), "{err}");
     assert!(err.contains("409"), "{err}");
     let (_, out, _) = cli(&["token", "list", "--json"]).await;
     let listed: Value = serde_json::from_str(&out).unwrap();

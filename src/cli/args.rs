@@ -5,7 +5,10 @@ use std::net::SocketAddr;
 
 use clap::{Parser, Subcommand};
 
+use super::page::Page;
 use super::remote::Remote;
+use super::time::{Time, parse_duration, parse_time};
+use super::values::{BulkAction, PluginCategory, PluginRole, QuarantineAction, Role, RuleAction, Shell, Stage};
 use super::{bench, soak};
 
 #[derive(Parser, Debug)]
@@ -18,6 +21,8 @@ pub struct Cli {
     /// Log format of the daemon: `text` or `json`.
     #[arg(long, global = true, default_value = "text", env = "SVC_LOG_FORMAT")]
     pub(super) log_format: String,
+    #[command(flatten)]
+    pub(super) remote: Remote,
     #[command(subcommand)]
     pub(super) command: Command,
 }
@@ -86,45 +91,37 @@ pub(super) enum Command {
     },
     /// Add a resource to the ignore list (or take it off with --remove).
     Ignore {
-        #[command(flatten)]
-        remote: Remote,
         crn: String,
         /// Why (recorded as the entry's reason code).
         #[arg(long, default_value = "operator")]
         reason: String,
-        /// Seconds until the entry expires; 0 is permanent.
-        #[arg(long, default_value_t = 0)]
-        ttl: u64,
+        /// How long until the entry expires (`7d`, `12h`, or seconds); 0 is permanent.
+        #[arg(long, default_value = "0", value_parser = parse_duration)]
+        ttl: std::time::Duration,
         #[arg(long)]
         remove: bool,
     },
     /// Undo a quarantine or a committed saga step by its payload hash.
-    Revert {
-        #[command(flatten)]
-        remote: Remote,
-        hash: String,
-    },
+    Revert { hash: String },
     /// CEL policy rules.
     Policy {
         #[command(subcommand)]
         command: PolicyCommand,
     },
-    /// Run a scan now and wait for it.
+    /// Run a scan now and follow it: a progress bar on a terminal, a line
+    /// per phase otherwise. Ctrl-C stops following; the scan goes on.
     Scan {
-        #[command(flatten)]
-        remote: Remote,
         /// Return as soon as the scan has started.
         #[arg(long)]
         no_wait: bool,
-        /// How long each source may scan before it is cancelled (default 10m).
-        #[arg(long)]
-        timeout: Option<String>,
+        /// How long each source may scan before it is cancelled (`10m`,
+        /// `1h30m`, or seconds; default 10m).
+        #[arg(long, value_parser = parse_duration)]
+        timeout: Option<std::time::Duration>,
     },
     /// Ask a question about the estate in plain language; the answer
     /// streams as it is made (`--json`: the answer's JSON lines as sent).
     Ask {
-        #[command(flatten)]
-        remote: Remote,
         /// The question, for example "what depends on crn:svc:aws:...?".
         question: String,
         /// Continue this conversation.
@@ -134,15 +131,13 @@ pub(super) enum Command {
     /// Serve the assistant's read-only tools over the Model Context
     /// Protocol on stdin and stdout (for assistants and editors that speak
     /// MCP); each tool call is a read of the daemon at `--url`.
-    Mcp {
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Mcp {},
+    /// The terminal UI: the estate by category, a resource's detail, the
+    /// remediation queue and the ledger live.
+    Tui {},
     /// Where the estate differs from its Terraform states: declared but
     /// gone, changed by hand, live but declared nowhere (`iac` settings).
     Drift {
-        #[command(flatten)]
-        remote: Remote,
         /// Only this resource, with where it is declared.
         crn: Option<String>,
         /// Resources listed in each part (the totals count them all).
@@ -150,33 +145,28 @@ pub(super) enum Command {
         limit: usize,
     },
     /// Where a resource is declared in Terraform and who wrote that line.
-    Provenance {
-        #[command(flatten)]
-        remote: Remote,
-        crn: String,
-    },
+    Provenance { crn: String },
     /// Graph totals.
-    Stats {
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Stats {},
     /// List resources.
     Nodes {
-        #[command(flatten)]
-        remote: Remote,
         /// Only this provider (aws, gcp, azure, kubernetes, ...).
         #[arg(long)]
         provider: Option<String>,
-        /// How many to list.
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
+        #[command(flatten)]
+        page: Page,
     },
     /// Show one resource.
     Node {
-        #[command(flatten)]
-        remote: Remote,
         /// Its CRN, with or without the `svc` segment.
         crn: String,
+    },
+    /// One resource's versions through time, newest first.
+    Versions {
+        crn: String,
+        /// Most versions listed.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
     },
     /// Installed plugins.
     Plugins {
@@ -206,31 +196,133 @@ pub(super) enum Command {
     /// Measure svc on this machine: daemons on the seeded mock estates,
     /// scanned through plugin processes; one JSON document of figures.
     Bench(Box<BenchCli>),
-    /// Ledger history, newest first.
-    History {
-        #[command(flatten)]
-        remote: Remote,
-        /// Only this event type (SCAN_COMPLETED, s.a.u_ACTION, ...).
+    /// Ledger history, newest first; `summary` and `prune` below.
+    History(Box<HistoryCli>),
+    /// What waste costs, by resource type, largest saving first.
+    Waste {
+        /// Only this provider.
+        #[arg(long)]
+        provider: Option<String>,
+        /// Resources listed per type.
+        #[arg(long, default_value_t = 5)]
+        top: usize,
+    },
+    /// Cost anomalies: resource types whose spend moved against their history.
+    Anomalies {
+        /// Only this resource type (`ec2:volume` or `volume`).
         #[arg(long = "type")]
-        event_type: Option<String>,
-        /// Only events after this: a duration (3d, 12h) or RFC 3339.
+        resource_type: Option<String>,
+        /// Only this provider.
         #[arg(long)]
-        since: Option<String>,
-        /// Only this resource.
-        #[arg(long)]
-        crn: Option<String>,
-        /// How many events.
-        #[arg(long, default_value_t = 50)]
+        provider: Option<String>,
+        /// How many.
+        #[arg(long, default_value_t = 100)]
         limit: usize,
     },
+    /// What removing a resource would affect.
+    Blast {
+        crn: String,
+        /// Most affected resources listed (the totals count them all).
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// The graph as it was at TIME: RFC 3339 (`2026-11-30T10:00:00Z`), a
+    /// duration ago (`2h`, `3d`, `1h30m`), `now` or `yesterday`.
+    At {
+        #[arg(value_parser = parse_time)]
+        time: Time,
+        #[command(flatten)]
+        page: Page,
+    },
+    /// What changed between FROM and TO (each as `svc at` takes TIME).
+    Diff {
+        #[arg(value_parser = parse_time)]
+        from: Time,
+        #[arg(value_parser = parse_time, default_value = "now")]
+        to: Time,
+        /// Most entries per list (the counts are complete).
+        #[arg(long, default_value_t = 1000)]
+        limit: usize,
+    },
+    /// The oracle's verdict on a resource, with its proof.
+    Oracle { crn: String },
+    /// Observed traffic between resources.
+    Traffic {
+        /// Edges listed.
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+    },
+    /// The daemon's configuration: read it, or change one key live.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// This client's version and the daemon's.
+    Version,
+    /// A shell completion script on stdout: `source <(svc completion bash)`.
+    Completion {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+    /// Manual pages: the top page on stdout, or one page per verb in DIR.
+    Man {
+        /// Write `svc.1`, `svc-VERB.1`, ... here.
+        #[arg(long, value_name = "DIR")]
+        out: Option<std::path::PathBuf>,
+    },
+}
+
+/// `svc history`: the events (its flags), or one of its subcommands.
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub(super) struct HistoryCli {
+    #[command(subcommand)]
+    pub(super) command: Option<HistoryCommand>,
+    #[command(flatten)]
+    pub(super) list: HistoryList,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum HistoryCommand {
+    /// Counts and savings over the whole ledger.
+    Summary,
+    /// Remove events older than a number of days (recorded in the ledger; admin).
+    Prune {
+        /// Remove events older than this (`90d`, whole days, at least 1d).
+        #[arg(long, value_parser = parse_duration)]
+        older_than: std::time::Duration,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ConfigCommand {
+    /// The configuration, or one key of it (dotted: `sau.audit_bucket`).
+    Get { key: Option<String> },
+    /// Set one key (dotted) live; VALUE is JSON (`true`, `5`, `"text"`),
+    /// else text; `null` puts the default back.
+    Set { key: String, value: String },
+}
+
+/// `svc history`'s filters.
+#[derive(clap::Args, Debug)]
+pub(super) struct HistoryList {
+    /// Only this event type (SCAN_COMPLETED, s.a.u_ACTION, ...).
+    #[arg(long = "type")]
+    pub event_type: Option<String>,
+    /// Only events after this: a duration (3d, 12h) or RFC 3339.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only this resource.
+    #[arg(long)]
+    pub crn: Option<String>,
+    #[command(flatten)]
+    pub page: Page,
 }
 
 #[derive(Subcommand, Debug)]
 pub(super) enum NotifyCommand {
     /// Send a test message to the Slack webhook now and show the receiver's answer.
     Test {
-        #[command(flatten)]
-        remote: Remote,
         /// Send it to every generic webhook too.
         #[arg(long)]
         all: bool,
@@ -252,16 +344,13 @@ pub(super) enum BenchCommand {
     /// Run a daemon for a long time under scans, API readers and
     /// WebSocket clients, with a burst of readers near the end; print its
     /// resident memory every minute.
-    Soak(soak::SoakArgs),
+    Soak(Box<soak::SoakArgs>),
     /// Print each figure of a bench document beside a baseline's, with the ratio.
     Compare {
         /// The document of the run to judge.
         current: std::path::PathBuf,
         /// The document to compare it with.
         baseline: std::path::PathBuf,
-        /// `text` (a table) or `json`.
-        #[arg(short = 'o', long = "output", default_value = "text", value_parser = ["text", "json"])]
-        output: String,
     },
     /// Print PERF.md's table rows from a bench document.
     Table {
@@ -274,25 +363,17 @@ pub(super) enum BenchCommand {
 pub(super) enum RemediationCommand {
     /// Every stage with its items.
     Queue {
-        #[command(flatten)]
-        remote: Remote,
-        /// Only this stage (flagged, analyzed, codegen, sau_gate, pending, applied, rejected).
-        #[arg(long)]
-        stage: Option<String>,
+        /// Only this stage.
+        #[arg(long, value_enum)]
+        stage: Option<Stage>,
         /// Items per stage.
         #[arg(long, default_value_t = 20)]
         limit: usize,
     },
     /// The plan of one resource: steps, inverses, CLI and Terraform.
-    Plan {
-        #[command(flatten)]
-        remote: Remote,
-        crn: String,
-    },
+    Plan { crn: String },
     /// Approve a pending item and run its saga.
     Approve {
-        #[command(flatten)]
-        remote: Remote,
         crn: String,
         /// The plan hash reviewed (default: the current plan's, printed).
         #[arg(long)]
@@ -300,8 +381,6 @@ pub(super) enum RemediationCommand {
     },
     /// Reject an item.
     Reject {
-        #[command(flatten)]
-        remote: Remote,
         crn: String,
         #[arg(long)]
         plan_hash: Option<String>,
@@ -310,11 +389,10 @@ pub(super) enum RemediationCommand {
     },
     /// Move an item: pending -> sau_gate, sau_gate -> pending, or back to flagged.
     Move {
-        #[command(flatten)]
-        remote: Remote,
         crn: String,
         /// The stage to move to.
-        to: String,
+        #[arg(value_enum)]
+        to: Stage,
         #[arg(long)]
         plan_hash: Option<String>,
         #[arg(long)]
@@ -322,8 +400,6 @@ pub(super) enum RemediationCommand {
     },
     /// Let one item past sau_gate (break-glass), with a reason.
     Override {
-        #[command(flatten)]
-        remote: Remote,
         crn: String,
         #[arg(long)]
         reason: String,
@@ -332,21 +408,17 @@ pub(super) enum RemediationCommand {
     },
     /// Approve or reject many items at once.
     Bulk {
-        #[command(flatten)]
-        remote: Remote,
-        /// approve or reject.
-        action: String,
+        #[arg(value_enum)]
+        action: BulkAction,
         crns: Vec<String>,
         #[arg(long)]
         reason: Option<String>,
     },
     /// Quarantine a resource (ISOLATE, STOP or DELETE); prints the hash that undoes it.
     Quarantine {
-        #[command(flatten)]
-        remote: Remote,
         crn: String,
-        #[arg(long, default_value = "ISOLATE")]
-        action: String,
+        #[arg(long, value_enum, default_value = "ISOLATE", ignore_case = true)]
+        action: QuarantineAction,
         #[arg(long)]
         reason: String,
     },
@@ -356,15 +428,13 @@ pub(super) enum RemediationCommand {
 pub(super) enum PolicyCommand {
     /// Add a CEL rule (enforcing unless --shadow).
     Add {
-        #[command(flatten)]
-        remote: Remote,
         /// Rule id.
         id: String,
         /// CEL condition, for example `kind == "volume" && out["AttachedTo"] == 0`.
         condition: String,
-        /// block, flag or warn.
-        #[arg(long, default_value = "warn")]
-        action: String,
+        /// What a violation does.
+        #[arg(long, value_enum, default_value = "warn")]
+        action: RuleAction,
         /// Text reported on a violation.
         #[arg(long, default_value = "")]
         message: String,
@@ -373,33 +443,18 @@ pub(super) enum PolicyCommand {
         shadow: bool,
     },
     /// List the rules in priority order, with what they last matched.
-    List {
-        #[command(flatten)]
-        remote: Remote,
-    },
+    List {},
     /// Remove a rule.
-    Rm {
-        #[command(flatten)]
-        remote: Remote,
-        id: String,
-    },
+    Rm { id: String },
     /// Switch a rule between enforcing and shadow.
-    Toggle {
-        #[command(flatten)]
-        remote: Remote,
-        id: String,
-    },
+    Toggle { id: String },
     /// Put these rules first, in this order.
     Reorder {
-        #[command(flatten)]
-        remote: Remote,
         #[arg(required = true)]
         ids: Vec<String>,
     },
     /// Evaluate a condition against the live graph; nothing is stored.
     DryRun {
-        #[command(flatten)]
-        remote: Remote,
         condition: String,
         /// Most CRNs to print.
         #[arg(long, default_value_t = 20)]
@@ -419,8 +474,6 @@ pub(super) enum LedgerCommand {
     /// Asks the running daemon; when it cannot be reached, reads
     /// `$SVC_DATA_DIR/events.redb` directly. Exit code 1 when broken.
     Verify {
-        #[command(flatten)]
-        remote: Remote,
         /// Verify this events.redb directly, without a daemon (the file must
         /// not be open in a running daemon).
         #[arg(long)]
@@ -428,8 +481,6 @@ pub(super) enum LedgerCommand {
     },
     /// Print the newest events, oldest first.
     Tail {
-        #[command(flatten)]
-        remote: Remote,
         /// How many events.
         #[arg(short = 'n', long = "lines", default_value_t = 20)]
         lines: u64,
@@ -439,49 +490,32 @@ pub(super) enum LedgerCommand {
         follow: bool,
     },
     /// Write every event not yet exported to `sau.audit_bucket` now.
-    Export {
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Export {},
 }
 
 #[derive(Subcommand, Debug)]
 pub(super) enum TokenCommand {
     /// Create a token; it is printed this once.
     Create {
-        #[command(flatten)]
-        remote: Remote,
         /// Its name: 1 to 64 characters of A-Z a-z 0-9 . _ - (the ledger's actor for what it does).
         #[arg(long)]
         name: String,
         /// What it may do.
-        #[arg(long, value_parser = ["viewer", "operator", "admin"])]
-        role: String,
+        #[arg(long, value_enum)]
+        role: Role,
     },
     /// List the tokens: name, role, created.
-    List {
-        #[command(flatten)]
-        remote: Remote,
-    },
+    List {},
     /// Revoke a token: refused from then on, its dashboard sessions ended.
-    Revoke {
-        #[command(flatten)]
-        remote: Remote,
-        name: String,
-    },
+    Revoke { name: String },
 }
 
 #[derive(Subcommand, Debug)]
 pub(super) enum PluginsCommand {
     /// List the installed plugins (asks the running daemon).
-    List {
-        #[command(flatten)]
-        remote: Remote,
-    },
+    List {},
     /// Switch a plugin between active and inactive (asks the running daemon).
     Toggle {
-        #[command(flatten)]
-        remote: Remote,
         /// The plugin's name (`svc-plugin-<name>`).
         name: String,
     },
@@ -493,12 +527,12 @@ pub(super) enum PluginsCommand {
         /// Its name; defaults to the file name without `svc-plugin-`.
         #[arg(long)]
         name: Option<String>,
-        /// cloud, database, infrastructure, saas, iot, devops or security.
-        #[arg(long, default_value = "cloud")]
-        category: String,
-        /// provider or heuristic.
-        #[arg(long, default_value = "provider")]
-        role: String,
+        /// Its category.
+        #[arg(long, value_enum, default_value = "cloud")]
+        category: PluginCategory,
+        /// What it does.
+        #[arg(long, value_enum, default_value = "provider")]
+        role: PluginRole,
     },
 }
 
@@ -506,8 +540,6 @@ pub(super) enum PluginsCommand {
 pub(super) enum RegistryCommand {
     /// Packages whose name, description, type or category contains Q (all without Q).
     Search {
-        #[command(flatten)]
-        remote: Remote,
         q: Option<String>,
         /// Fetch the index again first.
         #[arg(long)]
@@ -515,8 +547,6 @@ pub(super) enum RegistryCommand {
     },
     /// Install NAME, NAME@vX.Y.Z or OWNER/NAME@vX.Y.Z (a release of a source repository).
     Install {
-        #[command(flatten)]
-        remote: Remote,
         name: String,
         /// Add a plugin to plugins.active once installed.
         #[arg(long)]
@@ -526,21 +556,11 @@ pub(super) enum RegistryCommand {
         force: bool,
     },
     /// Installed plugins and policy packs.
-    Installed {
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Installed {},
     /// Uninstall a plugin (deactivated first) or a policy pack.
-    Remove {
-        #[command(flatten)]
-        remote: Remote,
-        name: String,
-    },
+    Remove { name: String },
     /// Fetch the index now and replace the cache.
-    Refresh {
-        #[command(flatten)]
-        remote: Remote,
-    },
+    Refresh {},
 }
 
 /// How `svc worker --join` reaches etcd, as `[cluster]` does for a daemon.

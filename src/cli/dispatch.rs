@@ -4,14 +4,16 @@
 use std::process::ExitCode;
 
 use super::args::{
-    BenchCommand, Cli, Command, LedgerCommand, NotifyCommand, PluginsCommand, PolicyCommand, RegistryCommand,
-    RemediationCommand, TokenCommand,
+    BenchCommand, Cli, Command, ConfigCommand, HistoryCommand, LedgerCommand, NotifyCommand, PluginsCommand,
+    PolicyCommand, RegistryCommand, RemediationCommand, TokenCommand,
 };
-use super::{bench, iac, ledger, notify, policy, registry, remediation, soak, tokens, verbs};
+use super::values::name;
+use super::{bench, docs, explore, iac, ledger, notify, policy, registry, remediation, scan, soak, tokens, verbs};
 use crate::daemon::{self, DaemonOptions};
 
 /// Carries out the verb `cli` names; the exit code tells how it went.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let remote = cli.remote.clone();
     match cli.command {
         Command::Daemon {
             mock,
@@ -84,49 +86,43 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             result?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Scan {
-            remote,
-            no_wait,
-            timeout,
-        } => verbs::scan(&remote, !no_wait, timeout.as_deref()).await,
-        Command::Stats { remote } => verbs::stats(&remote).await,
-        Command::Mcp { remote } => verbs::mcp(&remote).await,
-        Command::Drift { remote, crn, limit } => iac::drift(&remote, crn.as_deref(), limit).await,
-        Command::Provenance { remote, crn } => iac::provenance(&remote, &crn).await,
-        Command::Ask {
-            remote,
-            question,
-            conversation,
-        } => verbs::ask(&remote, &question, conversation.as_deref()).await,
+        Command::Scan { no_wait, timeout } => scan::run(&remote, !no_wait, timeout).await,
+        Command::Stats {} => verbs::stats(&remote).await,
+        Command::Mcp {} => verbs::mcp(&remote).await,
+        Command::Tui {} => crate::tui::run(remote.url.clone(), super::client::token_of(&remote)).await,
+        Command::Drift { crn, limit } => iac::drift(&remote, crn.as_deref(), limit).await,
+        Command::Provenance { crn } => iac::provenance(&remote, &crn).await,
+        Command::Ask { question, conversation } => verbs::ask(&remote, &question, conversation.as_deref()).await,
         Command::Plugins { command } => match command {
-            PluginsCommand::List { remote } => verbs::plugins_list(&remote).await,
-            PluginsCommand::Toggle { remote, name } => verbs::plugins_toggle(&remote, &name).await,
+            PluginsCommand::List {} => verbs::plugins_list(&remote).await,
+            PluginsCommand::Toggle { name } => verbs::plugins_toggle(&remote, &name).await,
             PluginsCommand::InstallLocal {
                 path,
                 name,
                 category,
                 role,
             } => {
-                crate::plugins::install_local(&path, name.as_deref(), &category, &role)?;
+                crate::plugins::install_local(
+                    &path,
+                    name.as_deref(),
+                    &super::values::name(&category),
+                    &super::values::name(&role),
+                )?;
                 Ok(ExitCode::SUCCESS)
             }
         },
         Command::Remediation { command } => match command {
-            RemediationCommand::Queue { remote, stage, limit } => {
-                remediation::queue(&remote, stage.as_deref(), limit).await
+            RemediationCommand::Queue { stage, limit } => {
+                remediation::queue(&remote, stage.map(|s| name(&s)).as_deref(), limit).await
             }
-            RemediationCommand::Plan { remote, crn } => remediation::plan(&remote, &crn).await,
-            RemediationCommand::Approve { remote, crn, plan_hash } => {
+            RemediationCommand::Plan { crn } => remediation::plan(&remote, &crn).await,
+            RemediationCommand::Approve { crn, plan_hash } => {
                 remediation::decide(&remote, "approve", &crn, plan_hash.as_deref(), None, None).await
             }
-            RemediationCommand::Reject {
-                remote,
-                crn,
-                plan_hash,
-                reason,
-            } => remediation::decide(&remote, "reject", &crn, plan_hash.as_deref(), reason.as_deref(), None).await,
+            RemediationCommand::Reject { crn, plan_hash, reason } => {
+                remediation::decide(&remote, "reject", &crn, plan_hash.as_deref(), reason.as_deref(), None).await
+            }
             RemediationCommand::Move {
-                remote,
                 crn,
                 to,
                 plan_hash,
@@ -138,55 +134,40 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     &crn,
                     plan_hash.as_deref(),
                     reason.as_deref(),
-                    Some(&to),
+                    Some(&name(&to)),
                 )
                 .await
             }
-            RemediationCommand::Override {
-                remote,
-                crn,
-                reason,
-                plan_hash,
-            } => remediation::decide(&remote, "override", &crn, plan_hash.as_deref(), Some(&reason), None).await,
-            RemediationCommand::Bulk {
-                remote,
-                action,
-                crns,
-                reason,
-            } => remediation::bulk(&remote, &action, &crns, reason.as_deref()).await,
-            RemediationCommand::Quarantine {
-                remote,
-                crn,
-                action,
-                reason,
-            } => remediation::quarantine(&remote, &crn, &action, &reason).await,
+            RemediationCommand::Override { crn, reason, plan_hash } => {
+                remediation::decide(&remote, "override", &crn, plan_hash.as_deref(), Some(&reason), None).await
+            }
+            RemediationCommand::Bulk { action, crns, reason } => {
+                remediation::bulk(&remote, &name(&action), &crns, reason.as_deref()).await
+            }
+            RemediationCommand::Quarantine { crn, action, reason } => {
+                remediation::quarantine(&remote, &crn, &name(&action), &reason).await
+            }
         },
         Command::Ignore {
-            remote,
             crn,
             reason,
             ttl,
             remove,
-        } => remediation::ignore(&remote, &crn, &reason, ttl, remove).await,
-        Command::Revert { remote, hash } => remediation::revert(&remote, &hash).await,
+        } => remediation::ignore(&remote, &crn, &reason, ttl.as_secs(), remove).await,
+        Command::Revert { hash } => remediation::revert(&remote, &hash).await,
         Command::Policy { command } => match command {
             PolicyCommand::Add {
-                remote,
                 id,
                 condition,
                 action,
                 message,
                 shadow,
-            } => policy::add(&remote, &id, &condition, &action, &message, shadow).await,
-            PolicyCommand::List { remote } => policy::list(&remote).await,
-            PolicyCommand::Rm { remote, id } => policy::rm(&remote, &id).await,
-            PolicyCommand::Toggle { remote, id } => policy::toggle(&remote, &id).await,
-            PolicyCommand::Reorder { remote, ids } => policy::reorder(&remote, &ids).await,
-            PolicyCommand::DryRun {
-                remote,
-                condition,
-                limit,
-            } => policy::dry_run(&remote, &condition, limit).await,
+            } => policy::add(&remote, &id, &condition, &name(&action), &message, shadow).await,
+            PolicyCommand::List {} => policy::list(&remote).await,
+            PolicyCommand::Rm { id } => policy::rm(&remote, &id).await,
+            PolicyCommand::Toggle { id } => policy::toggle(&remote, &id).await,
+            PolicyCommand::Reorder { ids } => policy::reorder(&remote, &ids).await,
+            PolicyCommand::DryRun { condition, limit } => policy::dry_run(&remote, &condition, limit).await,
             PolicyCommand::Install { path } => {
                 let info =
                     svc_ingest::packs::install(&path, &crate::paths::data_dir().join(crate::paths::POLICIES_DIR))?;
@@ -199,54 +180,65 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
         },
-        Command::Nodes {
-            remote,
-            provider,
-            limit,
-        } => verbs::nodes(&remote, provider.as_deref(), limit).await,
-        Command::Node { remote, crn } => verbs::node(&remote, &crn).await,
+        Command::Nodes { provider, page } => verbs::nodes(&remote, provider.as_deref(), &page).await,
+        Command::Node { crn } => verbs::node(&remote, &crn).await,
         Command::Ledger { command } => match command {
-            LedgerCommand::Verify { remote, file } => ledger::verify(&remote, file.as_deref()).await,
-            LedgerCommand::Tail { remote, lines, follow } => ledger::tail(&remote, lines, follow).await,
-            LedgerCommand::Export { remote } => ledger::export(&remote).await,
+            LedgerCommand::Verify { file } => ledger::verify(&remote, file.as_deref()).await,
+            LedgerCommand::Tail { lines, follow } => ledger::tail(&remote, lines, follow).await,
+            LedgerCommand::Export {} => ledger::export(&remote).await,
         },
         Command::Registry { command } => match command {
-            RegistryCommand::Search { remote, q, refresh } => registry::search(&remote, q.as_deref(), refresh).await,
-            RegistryCommand::Install {
-                remote,
-                name,
-                activate,
-                force,
-            } => registry::install(&remote, &name, activate, force).await,
-            RegistryCommand::Installed { remote } => registry::installed(&remote).await,
-            RegistryCommand::Remove { remote, name } => registry::remove(&remote, &name).await,
-            RegistryCommand::Refresh { remote } => registry::refresh(&remote).await,
+            RegistryCommand::Search { q, refresh } => registry::search(&remote, q.as_deref(), refresh).await,
+            RegistryCommand::Install { name, activate, force } => {
+                registry::install(&remote, &name, activate, force).await
+            }
+            RegistryCommand::Installed {} => registry::installed(&remote).await,
+            RegistryCommand::Remove { name } => registry::remove(&remote, &name).await,
+            RegistryCommand::Refresh {} => registry::refresh(&remote).await,
         },
         Command::Token { command } => match command {
-            TokenCommand::Create { remote, name, role } => tokens::create(&remote, &name, &role).await,
-            TokenCommand::List { remote } => tokens::list(&remote).await,
-            TokenCommand::Revoke { remote, name } => tokens::revoke(&remote, &name).await,
+            TokenCommand::Create { name: token, role } => tokens::create(&remote, &token, &name(&role)).await,
+            TokenCommand::List {} => tokens::list(&remote).await,
+            TokenCommand::Revoke { name } => tokens::revoke(&remote, &name).await,
         },
         Command::Notify { command } => match command {
-            NotifyCommand::Test { remote, all } => notify::test(&remote, all).await,
+            NotifyCommand::Test { all } => notify::test(&remote, all).await,
         },
         Command::Bench(cli) => match cli.command {
             None => bench::run(cli.run).await,
-            Some(BenchCommand::Soak(args)) => soak::run(args).await,
-            Some(BenchCommand::Compare {
-                current,
-                baseline,
-                output,
-            }) => bench::compare_files(&current, &baseline, output == "json"),
+            Some(BenchCommand::Soak(mut args)) => {
+                args.token = remote.token.clone();
+                soak::run(*args).await
+            }
+            Some(BenchCommand::Compare { current, baseline }) => {
+                bench::compare_files(&current, &baseline, remote.machine())
+            }
             Some(BenchCommand::Table { file }) => bench::table_file(&file),
         },
-        Command::History {
-            remote,
-            event_type,
-            since,
-            crn,
+        Command::History(history) => match history.command {
+            None => verbs::history(&remote, &history.list).await,
+            Some(HistoryCommand::Summary) => explore::history_summary(&remote).await,
+            Some(HistoryCommand::Prune { older_than }) => explore::history_prune(&remote, older_than).await,
+        },
+        Command::Waste { provider, top } => explore::waste(&remote, provider.as_deref(), top).await,
+        Command::Anomalies {
+            resource_type,
+            provider,
             limit,
-        } => verbs::history(&remote, event_type.as_deref(), since.as_deref(), crn.as_deref(), limit).await,
+        } => explore::anomalies(&remote, resource_type.as_deref(), provider.as_deref(), limit).await,
+        Command::Blast { crn, limit } => explore::blast(&remote, &crn, limit).await,
+        Command::At { time, page } => explore::at(&remote, &time, &page).await,
+        Command::Diff { from, to, limit } => explore::diff(&remote, &from, &to, limit).await,
+        Command::Versions { crn, limit } => explore::versions(&remote, &crn, limit).await,
+        Command::Oracle { crn } => explore::oracle(&remote, &crn).await,
+        Command::Traffic { limit } => explore::traffic(&remote, limit).await,
+        Command::Config { command } => match command {
+            ConfigCommand::Get { key } => explore::config_get(&remote, key.as_deref()).await,
+            ConfigCommand::Set { key, value } => explore::config_set(&remote, &key, &value).await,
+        },
+        Command::Version => docs::version(&remote).await,
+        Command::Completion { shell } => docs::completion(shell),
+        Command::Man { out } => docs::man(out.as_deref()),
     }
 }
 

@@ -29,8 +29,7 @@ pub async fn drift(remote: &Remote, crn: Option<&str>, limit: usize) -> anyhow::
         query.push(("crn", c.to_owned()));
     }
     let v = call!(client.get("/api/v1/drift/report", &query));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     if v["configured"] != true {
@@ -108,8 +107,7 @@ pub async fn drift(remote: &Remote, crn: Option<&str>, limit: usize) -> anyhow::
 pub async fn provenance(remote: &Remote, crn: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/provenance", &[("crn", crn.to_owned())]));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         print_provenance(&v);
     }
@@ -129,11 +127,7 @@ fn print_provenance(p: &Value) {
     }
     if !s(p, "commit").is_empty() {
         println!("  written by  {} <{}>", s(p, "author"), s(p, "email"));
-        let when = p["time"]
-            .as_i64()
-            .and_then(|t| chrono::DateTime::from_timestamp(t, 0))
-            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-            .unwrap_or_default();
+        let when = super::time::column(p, "time");
         println!("  commit      {} {} ({when})", s(p, "commit"), s(p, "summary"));
     }
     if let Some(why) = p["missing"].as_str() {

@@ -5,8 +5,8 @@
 //! (the file must not be open in a running daemon). Without `--file`, when
 //! the daemon cannot be reached, it falls back to the data directory's
 //! `events.redb` and says so on stderr. Exit codes: 0 the chain is whole,
-//! 1 it is broken, 2 neither the daemon nor the file could be read, 3 the
-//! daemon answered with an error.
+//! 5 it is broken, 3 neither the daemon nor the file could be read, 4 the
+//! daemon answered with an error, 1 the verification itself failed.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,15 +16,14 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use svc_engine::store::ledger::Ledger;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
-use super::client::{Client, EXIT_API_ERROR, EXIT_UNREACHABLE, Failure};
+use super::client::{Client, EXIT_UNREACHABLE, Failure};
 use super::output::{self, s};
 use super::remote::Remote;
 use crate::paths;
 
 /// Exit code of `verify` when the chain is broken.
-pub const EXIT_BROKEN: u8 = 1;
+pub const EXIT_BROKEN: u8 = 5;
 
 pub async fn verify(remote: &Remote, file: Option<&Path>) -> anyhow::Result<ExitCode> {
     let report = match file {
@@ -50,8 +49,7 @@ pub async fn verify(remote: &Remote, file: Option<&Path>) -> anyhow::Result<Exit
         }
     };
     let ok = report.get("ok").and_then(Value::as_bool) == Some(true);
-    if remote.json {
-        output::json(&report);
+    if output::structured(remote, &report) {
     } else if ok {
         println!(
             "ledger ok: {} events verified (seq {}..{}), every link and hash holds",
@@ -98,7 +96,7 @@ async fn verify_file(path: &Path) -> Result<Value, ExitCode> {
         }
         Err(e) => {
             eprintln!("error: verification stopped: {e}");
-            Err(ExitCode::from(EXIT_API_ERROR))
+            Err(ExitCode::FAILURE)
         }
     }
 }
@@ -116,7 +114,7 @@ pub async fn tail(remote: &Remote, n: u64, follow: bool) -> anyhow::Result<ExitC
     let ws_url = ws_url(&remote.url);
     let token = client.token().map(str::to_owned);
     loop {
-        match stream(&ws_url, token.as_deref(), &mut after, newest, follow, remote.json).await {
+        match stream(remote, &ws_url, token.as_deref(), &mut after, newest, follow).await {
             Ok(()) => return Ok(ExitCode::SUCCESS),
             Err(e) if follow => {
                 eprintln!("event stream interrupted ({e}); reconnecting after seq {after}");
@@ -143,22 +141,18 @@ fn ws_url(base: &str) -> String {
 /// Replays from `*after` and prints; returns when `until` is reached (not
 /// following) or the server closes (following: an error, to reconnect).
 async fn stream(
+    remote: &Remote,
     url: &str,
     token: Option<&str>,
     after: &mut u64,
     until: u64,
     follow: bool,
-    json_lines: bool,
 ) -> anyhow::Result<()> {
     if !follow && *after >= until {
         return Ok(());
     }
-    let mut req = url.into_client_request()?;
-    if let Some(t) = token {
-        req.headers_mut()
-            .insert("authorization", format!("Bearer {t}").parse()?);
-    }
-    let (mut ws, _) = tokio_tungstenite::connect_async(req).await?;
+    let json_lines = remote.machine();
+    let mut ws = super::client::ws_connect(remote, url, token).await?;
     ws.send(Message::text(json!({ "since": *after }).to_string())).await?;
     while let Some(msg) = ws.next().await {
         let text = match msg? {
@@ -191,10 +185,7 @@ fn print_event(v: &Value, json_lines: bool) {
         println!("{v}");
         return;
     }
-    let ts = v.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
-    let time = chrono::DateTime::from_timestamp(ts, 0)
-        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-        .unwrap_or_default();
+    let time = super::time::column(v, "timestamp");
     let crn = s(v, "crn");
     println!(
         "{:>8}  {time}  {:<20}  {:<10}  {}{}",
@@ -217,8 +208,7 @@ pub async fn export(remote: &Remote) -> anyhow::Result<ExitCode> {
         Ok(v) => v,
         Err(f) => return Ok(f.report()),
     };
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else if v.get("events").and_then(Value::as_u64) == Some(0) {
         println!(
             "nothing new to export; {} holds every event through seq {}",

@@ -21,8 +21,7 @@ pub async fn test(remote: &Remote, all: bool) -> anyhow::Result<ExitCode> {
         Err(f) => return Ok(f.report()),
     };
     let delivered = v.get("delivered").and_then(Value::as_bool) == Some(true);
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         let rows: Vec<Vec<String>> = v
             .get("results")

@@ -1,6 +1,28 @@
-//! Plain-text tables for people.
+//! How answers are printed: plain-text tables for people, the API's
+//! answer as JSON or YAML for programs (`-o`).
 
 use serde_json::Value;
+
+use super::remote::{Format, Remote};
+
+/// Prints `v` as the JSON or YAML asked for and says so; false when the
+/// format is for people (the verb prints its table).
+pub fn structured(remote: &Remote, v: &Value) -> bool {
+    match remote.format() {
+        Format::Json => json(v),
+        Format::Yaml => yaml(v),
+        Format::Table | Format::Wide => return false,
+    }
+    true
+}
+
+/// Prints a value as YAML.
+pub fn yaml(v: &Value) {
+    match serde_yaml_ng::to_string(v) {
+        Ok(text) => print!("{text}"),
+        Err(_) => json(v),
+    }
+}
 
 /// Prints rows as left-aligned columns under a header.
 pub fn table(header: &[&str], rows: &[Vec<String>]) {

@@ -43,8 +43,7 @@ pub async fn add(
         rule["mode"] = json!("shadow");
     }
     let v = call!(client.post("/api/v1/policies", json!({ "rules": [rule] })));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         for r in v["rules"].as_array().into_iter().flatten() {
             print!("added ");
@@ -57,8 +56,7 @@ pub async fn add(
 pub async fn list(remote: &Remote) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/policies/mesh", &[]));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = v["policies"]
@@ -84,8 +82,7 @@ pub async fn list(remote: &Remote) -> anyhow::Result<ExitCode> {
 pub async fn rm(remote: &Remote, id: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.delete(&format!("/api/v1/policies/{}", encode_segment(id))));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         println!("removed {}", s(&v["removed"], "id"));
     }
@@ -95,8 +92,7 @@ pub async fn rm(remote: &Remote, id: &str) -> anyhow::Result<ExitCode> {
 pub async fn toggle(remote: &Remote, id: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.post("/api/v1/policies/toggle", json!({ "rule_id": id })));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         println!("{} is now {}", s(&v, "id"), s(&v, "mode"));
     }
@@ -106,8 +102,7 @@ pub async fn toggle(remote: &Remote, id: &str) -> anyhow::Result<ExitCode> {
 pub async fn reorder(remote: &Remote, ids: &[String]) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.post("/api/v1/policies/reorder", json!({ "order": ids })));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         for r in v["rules"].as_array().into_iter().flatten() {
             print!("{}. ", s(r, "priority"));
@@ -123,8 +118,7 @@ pub async fn dry_run(remote: &Remote, condition: &str, limit: usize) -> anyhow::
         "/api/v1/policies/dry-run",
         json!({ "condition": condition, "limit": limit.max(1) })
     ));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     println!(

@@ -18,8 +18,7 @@ macro_rules! call {
 }
 
 fn listing(remote: &Remote, v: &Value) {
-    if remote.json {
-        output::json(v);
+    if output::structured(remote, v) {
         return;
     }
     let rows: Vec<Vec<String>> = v
@@ -88,8 +87,7 @@ pub async fn install(remote: &Remote, name: &str, activate: bool, force: bool) -
     let client = Client::new(remote)?;
     let body = json!({ "name": name, "activate": activate, "force": force });
     let v = call!(client.post("/api/v1/registry/install", body));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         println!("{}", s(&v, "message"));
         if let Some(p) = v.get("package") {
@@ -102,8 +100,7 @@ pub async fn install(remote: &Remote, name: &str, activate: bool, force: bool) -
 pub async fn installed(remote: &Remote) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/registry/installed", &[]));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = v
@@ -132,8 +129,7 @@ pub async fn installed(remote: &Remote) -> anyhow::Result<ExitCode> {
 pub async fn remove(remote: &Remote, name: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.post("/api/v1/registry/remove", json!({ "name": name })));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         println!("removed {} {} {}", s(&v, "type"), s(&v, "name"), s(&v, "version"));
     }

@@ -36,8 +36,7 @@ pub async fn queue(remote: &Remote, stage: Option<&str>, limit: usize) -> anyhow
         q.push(("stage", st.to_owned()));
     }
     let v = call!(client.get("/api/v1/remediation/queue", &q));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     let stages = [
@@ -77,8 +76,7 @@ pub async fn queue(remote: &Remote, stage: Option<&str>, limit: usize) -> anyhow
 pub async fn plan(remote: &Remote, crn: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/plan", &[("crn", crn.to_owned())]));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
@@ -146,8 +144,7 @@ pub async fn decide(
         body["to"] = json!(t);
     }
     let v = call!(client.post(&format!("/api/v1/remediation/{verb}"), body));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     if verb == "approve" {
@@ -186,8 +183,7 @@ pub async fn bulk(remote: &Remote, action: &str, crns: &[String], reason: Option
     }
     let body = json!({"action": action, "items": items, "reason": reason.unwrap_or(""), "actor": actor()});
     let v = call!(client.post("/api/v1/remediation/bulk", body));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         let rows: Vec<Vec<String>> = v["results"]
             .as_array()
@@ -227,14 +223,14 @@ pub async fn ignore(
             json!({"crn": crn, "reason_code": reason_code, "ttl_seconds": ttl_seconds, "actor": actor()}),
         ))
     };
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else if remove {
         println!("{} is no longer ignored", s(&v, "crn"));
     } else {
-        let until = v["expires_at"]
-            .as_u64()
-            .map_or("permanently".to_owned(), |t| format!("until {t} (Unix)"));
+        let until = match super::time::field(&v, "expires_at") {
+            t if t.is_empty() || v["expires_at"] == json!(0) => "permanently".to_owned(),
+            t => format!("until {t}"),
+        };
         println!("{} ignored {until} ({})", s(&v, "crn"), s(&v, "reason_code"));
     }
     Ok(ExitCode::SUCCESS)
@@ -246,8 +242,7 @@ pub async fn quarantine(remote: &Remote, crn: &str, action: &str, reason: &str) 
         "/api/v1/remediation/quarantine",
         json!({"crn": crn, "action": action, "reason": reason, "actor": actor()}),
     ));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         println!(
             "{} quarantined ({}); undo with: svc revert {}",
@@ -262,8 +257,7 @@ pub async fn quarantine(remote: &Remote, crn: &str, action: &str, reason: &str) 
 pub async fn revert(remote: &Remote, hash: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.post("/api/v1/remediation/revert", json!({"hash": hash, "actor": actor()})));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         println!(
             "{}: {} undone with {}",

@@ -61,8 +61,9 @@ pub struct SoakArgs {
     /// Process id of the daemon attached to.
     #[arg(long)]
     pub pid: Option<u32>,
-    /// Token of the daemon attached to; defaults to `$SVC_DATA_DIR/token`.
-    #[arg(long, env = "SVC_TOKEN", hide_env_values = true)]
+    /// Token of the daemon attached to (the global `--token`); defaults to
+    /// `$SVC_DATA_DIR/token`.
+    #[arg(skip)]
     pub token: Option<String>,
     /// Pause between the end of one scan and the start of the next.
     #[arg(long, default_value = "30s", value_parser = humantime::parse_duration)]

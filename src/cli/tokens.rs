@@ -22,8 +22,7 @@ macro_rules! call {
 pub async fn create(remote: &Remote, name: &str, role: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.post("/api/v1/tokens", json!({"name": name, "role": role})));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     println!("{}", s(&v, "token"));
@@ -38,8 +37,7 @@ pub async fn create(remote: &Remote, name: &str, role: &str) -> anyhow::Result<E
 pub async fn list(remote: &Remote) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/tokens", &[]));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = v
@@ -47,7 +45,7 @@ pub async fn list(remote: &Remote) -> anyhow::Result<ExitCode> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|t| vec![s(t, "name"), s(t, "role"), s(t, "created")])
+        .map(|t| vec![s(t, "name"), s(t, "role"), super::time::field(t, "created")])
         .collect();
     table(&["NAME", "ROLE", "CREATED"], &rows);
     Ok(ExitCode::SUCCESS)
@@ -56,8 +54,7 @@ pub async fn list(remote: &Remote) -> anyhow::Result<ExitCode> {
 pub async fn revoke(remote: &Remote, name: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.delete(&format!("/api/v1/tokens/{}", encode_segment(name))));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         println!("token {:?} ({}) revoked", s(&v, "name"), s(&v, "role"));
     }

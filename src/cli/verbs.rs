@@ -1,12 +1,15 @@
-//! The client verbs: scan, stats, nodes, node, history.
+//! The client verbs: stats, nodes, node, history, plugins, ask, mcp.
 
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
 
-use super::client::{Client, encode_segment};
+use super::args::HistoryList;
+use super::client::{Client, encode_segment, pages};
 use super::output::{self, money, s, table};
+use super::page::Page;
 use super::remote::Remote;
+use super::time;
 
 macro_rules! call {
     ($e:expr) => {
@@ -15,43 +18,6 @@ macro_rules! call {
             Err(f) => return Ok(f.report()),
         }
     };
-}
-
-pub async fn scan(remote: &Remote, wait: bool, timeout: Option<&str>) -> anyhow::Result<ExitCode> {
-    let client = Client::new(remote)?;
-    let mut body = json!({ "wait": wait });
-    if let Some(t) = timeout {
-        body["timeout"] = json!(t);
-    }
-    let v = call!(client.post("/api/v1/engine/scan", body));
-    if remote.json {
-        output::json(&v);
-    } else if wait {
-        println!(
-            "scan {} completed in {} ms: {} nodes, {} edges, {} waste ({}/mo of {}/mo)",
-            s(&v, "scan_seq"),
-            s(&v, "duration_ms"),
-            s(&v, "node_count"),
-            s(&v, "edge_count"),
-            s(&v, "waste_count"),
-            money(&v, "waste_usd_mo"),
-            money(&v, "cost_usd_mo"),
-        );
-        println!(
-            "changes: {} added, {} changed, {} deleted",
-            s(&v, "nodes_added"),
-            s(&v, "nodes_changed"),
-            s(&v, "nodes_deleted")
-        );
-        for src in v.get("sources").and_then(Value::as_array).into_iter().flatten() {
-            if src.get("ok").and_then(Value::as_bool) == Some(false) {
-                println!("source {} failed: {}", s(src, "name"), s(src, "error"));
-            }
-        }
-    } else {
-        println!("scan {} started", s(&v, "scan_seq"));
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `svc ask`: the answer's text as it streams, the tools it called on
@@ -70,7 +36,7 @@ pub async fn ask(remote: &Remote, question: &str, conversation: Option<&str>) ->
             if line.is_empty() {
                 return;
             }
-            if remote.json {
+            if remote.machine() {
                 println!("{line}");
                 return;
             }
@@ -106,7 +72,7 @@ pub async fn ask(remote: &Remote, question: &str, conversation: Option<&str>) ->
     if let Err(f) = streamed {
         return Ok(f.report());
     }
-    if !remote.json {
+    if !remote.machine() {
         println!();
         let crns = sources.get("crns").and_then(Value::as_array).map_or(0, Vec::len);
         let queries: Vec<&str> = sources
@@ -149,7 +115,7 @@ pub async fn mcp(remote: &Remote) -> anyhow::Result<ExitCode> {
             };
             match answer {
                 Ok(value) => Outcome { ok: true, value },
-                Err(super::client::Failure::Api { status, message }) => {
+                Err(super::client::Failure::Api { status, message, .. }) => {
                     Outcome::failed(format!("{}: {message}", status.as_u16()))
                 }
                 Err(super::client::Failure::Unreachable(m)) => Outcome::failed(m),
@@ -175,8 +141,7 @@ pub async fn mcp(remote: &Remote) -> anyhow::Result<ExitCode> {
 pub async fn stats(remote: &Remote) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/graph/stats", &[]));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
@@ -223,28 +188,27 @@ fn source_line(src: &Value) -> String {
         Some(l) if l.get("ok").and_then(Value::as_bool) == Some(true) => format!(
             "last scan {} ok at {}, {} nodes",
             s(l, "scan_seq"),
-            s(l, "finished_at"),
+            time::field(l, "finished_at"),
             s(l, "nodes")
         ),
         Some(l) => format!(
             "last scan {} FAILED at {}: {}",
             s(l, "scan_seq"),
-            s(l, "finished_at"),
+            time::field(l, "finished_at"),
             s(l, "error")
         ),
     };
     format!("{} ({kind}; {}): {last}", s(src, "name"), providers.join(", "))
 }
 
-pub async fn nodes(remote: &Remote, provider: Option<&str>, limit: usize) -> anyhow::Result<ExitCode> {
+pub async fn nodes(remote: &Remote, provider: Option<&str>, page: &Page) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
-    let mut query = vec![("limit", limit.to_string())];
+    let mut query = Vec::new();
     if let Some(p) = provider {
         query.push(("provider", p.to_owned()));
     }
-    let v = call!(client.get("/api/v1/graph/nodes", &query));
-    if remote.json {
-        output::json(&v);
+    let v = call!(pages(&client, "/api/v1/graph/nodes", &query, "nodes", page));
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = v
@@ -258,25 +222,34 @@ pub async fn nodes(remote: &Remote, provider: Option<&str>, limit: usize) -> any
             } else {
                 ""
             };
-            vec![
-                s(n, "type"),
-                s(n, "state"),
-                money(n, "cost_usd_mo"),
-                waste.to_owned(),
-                s(n, "crn"),
-            ]
+            let mut row = vec![s(n, "type"), s(n, "state"), money(n, "cost_usd_mo"), waste.to_owned()];
+            if remote.wide() {
+                row.extend([
+                    s(n, "region"),
+                    s(n, "account"),
+                    s(n, "reachability"),
+                    s(n, "risk_score"),
+                ]);
+            }
+            row.push(s(n, "crn"));
+            row
         })
         .collect();
-    table(&["TYPE", "STATE", "COST/MO", "", "CRN"], &rows);
+    let mut header = vec!["TYPE", "STATE", "COST/MO", ""];
+    if remote.wide() {
+        header.extend(["REGION", "ACCOUNT", "REACHABILITY", "RISK"]);
+    }
+    header.push("CRN");
+    table(&header, &rows);
     println!("{} of {} nodes", rows.len(), s(&v, "total"));
+    next_page(&v);
     Ok(ExitCode::SUCCESS)
 }
 
 pub async fn node(remote: &Remote, crn: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get(&format!("/api/v1/graph/nodes/{}", encode_segment(crn)), &[]));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     for key in ["crn", "type", "provider", "region", "account", "state"] {
@@ -284,8 +257,11 @@ pub async fn node(remote: &Remote, crn: &str) -> anyhow::Result<ExitCode> {
     }
     println!("{:<14} {}", "cost", money(&v, "cost_usd_mo"));
     println!("{:<14} {} {}", "waste", s(&v, "is_waste"), s(&v, "waste_reason"));
-    for key in ["reachability", "risk_score", "phase", "valid_from", "valid_to"] {
+    for key in ["reachability", "risk_score", "phase"] {
         println!("{key:<14} {}", s(&v, key));
+    }
+    for key in ["valid_from", "valid_to"] {
+        println!("{key:<14} {}", time::field(&v, key));
     }
     for (title, key) in [("tags", "tags"), ("properties", "properties")] {
         if let Some(map) = v.get(key).and_then(Value::as_object).filter(|m| !m.is_empty()) {
@@ -301,27 +277,27 @@ pub async fn node(remote: &Remote, crn: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn history(
-    remote: &Remote,
-    event_type: Option<&str>,
-    since: Option<&str>,
-    crn: Option<&str>,
-    limit: usize,
-) -> anyhow::Result<ExitCode> {
+/// Where the next page starts, when there is one (`--cursor`).
+fn next_page(v: &Value) {
+    if let Some(c) = super::client::next_cursor(v) {
+        eprintln!("more: --cursor {c} (or --all)");
+    }
+}
+
+pub async fn history(remote: &Remote, list: &HistoryList) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
-    let mut query = vec![("limit", limit.to_string())];
-    if let Some(t) = event_type {
-        query.push(("type", t.to_owned()));
+    let mut query = Vec::new();
+    if let Some(t) = &list.event_type {
+        query.push(("type", t.clone()));
     }
-    if let Some(t) = since {
-        query.push(("since", t.to_owned()));
+    if let Some(t) = &list.since {
+        query.push(("since", t.clone()));
     }
-    if let Some(c) = crn {
-        query.push(("crn", c.to_owned()));
+    if let Some(c) = &list.crn {
+        query.push(("crn", c.clone()));
     }
-    let v = call!(client.get("/api/v1/history", &query));
-    if remote.json {
-        output::json(&v);
+    let v = call!(pages(&client, "/api/v1/history", &query, "events", &list.page));
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = v
@@ -330,26 +306,35 @@ pub async fn history(
         .into_iter()
         .flatten()
         .map(|e| {
-            vec![
+            let mut row = vec![
                 s(e, "id"),
-                s(e, "ts"),
+                time::column(e, "ts"),
                 s(e, "type"),
                 s(e, "status"),
                 s(e, "actor"),
-                s(e, "message"),
-            ]
+            ];
+            if remote.wide() {
+                row.extend([s(e, "crn"), s(e, "session_id")]);
+            }
+            row.push(s(e, "message"));
+            row
         })
         .collect();
-    table(&["SEQ", "TIME", "TYPE", "STATUS", "ACTOR", "MESSAGE"], &rows);
+    let mut header = vec!["SEQ", "TIME", "TYPE", "STATUS", "ACTOR"];
+    if remote.wide() {
+        header.extend(["CRN", "SESSION ID"]);
+    }
+    header.push("MESSAGE");
+    table(&header, &rows);
     println!("{} of {} events", rows.len(), s(&v, "total"));
+    next_page(&v);
     Ok(ExitCode::SUCCESS)
 }
 
 pub async fn plugins_list(remote: &Remote) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.get("/api/v1/plugins", &[]));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
         return Ok(ExitCode::SUCCESS);
     }
     let rows: Vec<Vec<String>> = v
@@ -379,8 +364,7 @@ pub async fn plugins_list(remote: &Remote) -> anyhow::Result<ExitCode> {
 pub async fn plugins_toggle(remote: &Remote, name: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.post("/api/v1/plugins/toggle", json!({ "name": name })));
-    if remote.json {
-        output::json(&v);
+    if output::structured(remote, &v) {
     } else {
         let active = v.get("active").and_then(Value::as_bool) == Some(true);
         println!(

@@ -11,6 +11,7 @@
 pub mod models;
 pub mod moto;
 pub mod terraform;
+pub mod tmux;
 pub mod workers;
 
 use std::io::{BufRead, BufReader, Read};
