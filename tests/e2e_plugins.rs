@@ -603,8 +603,9 @@ async fn a_hanging_plugin_is_cancelled_at_the_scan_timeout() {
         .env("SVC_DATA_DIR", dir.path())
         .output()
         .expect("run svc scan");
-    assert!(!bad.status.success());
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("not a duration"));
+    // A usage error: the duration does not read.
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid duration \"soon\""));
 
     // The configured timeout follows `PUT /api/v1/config` from the next scan.
     let api = d.api();

@@ -64,6 +64,11 @@ async fn follow(remote: &Remote, client: &Client, seq: u64) -> anyhow::Result<Ex
         let last = &progress["last_scan"];
         if last.get("scan_seq").and_then(Value::as_u64).is_some_and(|l| l >= seq) {
             view.clear();
+            if last.get("ok").and_then(Value::as_bool) == Some(true)
+                && let Some(report) = completed(client, seq).await
+            {
+                return Ok(report_of(remote, &report));
+            }
             return Ok(finished(remote, last));
         }
         view.show(&progress);
@@ -79,6 +84,42 @@ async fn follow(remote: &Remote, client: &Client, seq: u64) -> anyhow::Result<Ex
             }
         }
     }
+}
+
+/// How long the scan's SCAN_COMPLETED may take to reach the ledger after
+/// the scan is over (it is appended once the scan lets go of the sources).
+const RECORDED_WITHIN: Duration = Duration::from_secs(30);
+
+/// The report of committed scan `seq`, as its SCAN_COMPLETED event holds
+/// it in `meta` (the answer a waiting `POST /api/v1/engine/scan` gives); `None` when
+/// the ledger does not show it in time.
+async fn completed(client: &Client, seq: u64) -> Option<Value> {
+    let deadline = tokio::time::Instant::now() + RECORDED_WITHIN;
+    let query = [("type", "SCAN_COMPLETED".to_owned()), ("limit", "20".to_owned())];
+    loop {
+        let page = client.get("/api/v1/history", &query).await.ok()?;
+        let found = page["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| &e["meta"])
+            .find(|p| p.get("scan_seq").and_then(Value::as_u64) == Some(seq));
+        if let Some(p) = found {
+            return Some(p.clone());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Prints a committed scan's report; 0.
+fn report_of(remote: &Remote, v: &Value) -> ExitCode {
+    if !output::structured(remote, v) {
+        print_report(v);
+    }
+    ExitCode::SUCCESS
 }
 
 /// Prints the finished scan; 0 when it went well, 1 when it failed.
@@ -176,29 +217,30 @@ async fn blocking(remote: &Remote, mut body: Value) -> anyhow::Result<ExitCode> 
         Ok(v) => v,
         Err(f @ Failure::Api { .. }) | Err(f @ Failure::Unreachable(_)) => return Ok(f.report()),
     };
-    if output::structured(remote, &v) {
-        return Ok(ExitCode::SUCCESS);
-    }
+    Ok(report_of(remote, &v))
+}
+
+/// A scan's report for people: totals, changes, the sources that failed.
+fn print_report(v: &Value) {
     println!(
         "scan {} completed in {} ms: {} nodes, {} edges, {} waste ({}/mo of {}/mo)",
-        s(&v, "scan_seq"),
-        s(&v, "duration_ms"),
-        s(&v, "node_count"),
-        s(&v, "edge_count"),
-        s(&v, "waste_count"),
-        money(&v, "waste_usd_mo"),
-        money(&v, "cost_usd_mo"),
+        s(v, "scan_seq"),
+        s(v, "duration_ms"),
+        s(v, "node_count"),
+        s(v, "edge_count"),
+        s(v, "waste_count"),
+        money(v, "waste_usd_mo"),
+        money(v, "cost_usd_mo"),
     );
     println!(
         "changes: {} added, {} changed, {} deleted",
-        s(&v, "nodes_added"),
-        s(&v, "nodes_changed"),
-        s(&v, "nodes_deleted")
+        s(v, "nodes_added"),
+        s(v, "nodes_changed"),
+        s(v, "nodes_deleted")
     );
     for src in v.get("sources").and_then(Value::as_array).into_iter().flatten() {
         if src.get("ok").and_then(Value::as_bool) == Some(false) {
             println!("source {} failed: {}", s(src, "name"), s(src, "error"));
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
