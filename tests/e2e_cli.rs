@@ -41,7 +41,10 @@ async fn verbs_print_what_the_api_answers() {
     );
     let report = parse("scan", &cli(vec!["scan", "--json"]).await);
     assert_eq!(report["scan_seq"], 4);
-    assert_eq!(report["ok"], true, "the scan followed to its end: {report}");
+    assert_eq!(
+        report["sources"][0]["ok"], true,
+        "the scan followed to its end: {report}"
+    );
     let stats = api.get_ok("/api/v1/graph/stats").await;
     assert_eq!(report["node_count"], stats["active_nodes"]);
     let last = api
@@ -50,6 +53,10 @@ async fn verbs_print_what_the_api_answers() {
     assert_eq!(
         last["events"][0]["meta"]["scan_seq"], 4,
         "the CLI's scans reached the ledger"
+    );
+    assert_eq!(
+        report, last["events"][0]["meta"],
+        "-o json prints the scan's report as recorded"
     );
 
     // stats

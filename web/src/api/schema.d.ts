@@ -5914,6 +5914,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            422: components["responses"]["Invalid"];
             500: components["responses"]["Internal"];
             503: components["responses"]["NotReady"];
         };
