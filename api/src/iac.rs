@@ -410,12 +410,39 @@ fn index_stamped(
 
 /// The state position (among the readable ones) to the configured source.
 pub fn source_of(current: &Current, readable_pos: usize) -> String {
-    let (_, positions) = current.readable();
-    positions
-        .get(readable_pos)
-        .and_then(|&i| current.states.get(i))
+    current
+        .states
+        .iter()
+        .filter(|l| l.state.is_ok())
+        .nth(readable_pos)
         .map(|l| l.source.clone())
         .unwrap_or_default()
+}
+
+/// The repository and the block that declares entry `e` in it; why not,
+/// when either cannot be had.
+pub fn block_of<'c>(
+    current: &'c Current,
+    e: &svc_iac::drift::Entry,
+) -> Result<(&'c Repo, svc_iac::code::Block), String> {
+    let repo = match &current.repo {
+        None => return Err("no repository is configured (iac.repository)".to_owned()),
+        Some(Err(why)) => return Err(format!("the repository cannot be read: {why}")),
+        Some(Ok(r)) => r,
+    };
+    let d = &e.declared;
+    let modules: Vec<&str> = d.modules.iter().map(|m| m.name.as_str()).collect();
+    match repo.locate(&modules, &d.mode, &d.ty, &d.name) {
+        Ok(Some(b)) => Ok((repo, b)),
+        Ok(None) => Err(format!(
+            "no `{} \"{}\" \"{}\"` block in the repository's {}",
+            if d.mode == "data" { "data" } else { "resource" },
+            d.ty,
+            d.name,
+            if d.module.is_empty() { "root module" } else { &d.module }
+        )),
+        Err(err) => Err(err.to_string()),
+    }
 }
 
 /// Where entry `e` is declared and who wrote it.
@@ -425,36 +452,10 @@ pub fn provenance_of(current: &Current, e: &svc_iac::drift::Entry) -> Provenance
         state: source_of(current, e.state),
         ..Provenance::default()
     };
-    let repo = match &current.repo {
-        None => {
-            p.missing = Some("no repository is configured (iac.repository)".to_owned());
-            return p;
-        }
-        Some(Err(why)) => {
-            p.missing = Some(format!("the repository cannot be read: {why}"));
-            return p;
-        }
-        Some(Ok(r)) => r,
-    };
-    let modules: Vec<&str> = e.declared.modules.iter().map(|m| m.name.as_str()).collect();
-    let block = match repo.locate(&modules, &e.declared.mode, &e.declared.ty, &e.declared.name) {
-        Ok(Some(b)) => b,
-        Ok(None) => {
-            p.missing = Some(format!(
-                "no `{} \"{}\" \"{}\"` block in the repository's {}",
-                if e.declared.mode == "data" { "data" } else { "resource" },
-                e.declared.ty,
-                e.declared.name,
-                if e.declared.module.is_empty() {
-                    "root module".to_owned()
-                } else {
-                    e.declared.module.clone()
-                }
-            ));
-            return p;
-        }
-        Err(err) => {
-            p.missing = Some(err.to_string());
+    let (repo, block) = match block_of(current, e) {
+        Ok(found) => found,
+        Err(why) => {
+            p.missing = Some(why);
             return p;
         }
     };

@@ -96,15 +96,7 @@ fn report(state: &AppState, engine: &Engine, current: &Current, limit: usize, on
         }
     };
     let code = |e: &Entry| {
-        let block = match &current.repo {
-            Some(Ok(repo)) => {
-                let modules: Vec<&str> = e.declared.modules.iter().map(|m| m.name.as_str()).collect();
-                repo.locate(&modules, &e.declared.mode, &e.declared.ty, &e.declared.name)
-                    .ok()
-                    .flatten()
-            }
-            _ => None,
-        };
+        let block = crate::iac::block_of(current, e).ok().map(|(_, b)| b);
         CodeChangeBody::from(change::for_intent(&e.declared, "delete", block.as_ref()))
     };
     let gone = r

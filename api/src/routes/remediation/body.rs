@@ -390,15 +390,7 @@ impl RemediationPlan {
 
     /// Speaks of the resource as the configured state `e` declares it.
     pub fn declared_by(&mut self, current: &crate::iac::Current, e: &svc_iac::drift::Entry) {
-        let block = match &current.repo {
-            Some(Ok(repo)) => {
-                let modules: Vec<&str> = e.declared.modules.iter().map(|m| m.name.as_str()).collect();
-                repo.locate(&modules, &e.declared.mode, &e.declared.ty, &e.declared.name)
-                    .ok()
-                    .flatten()
-            }
-            _ => None,
-        };
+        let block = crate::iac::block_of(current, e).ok().map(|(_, b)| b);
         let change = svc_iac::change::for_intent(&e.declared, self.intent, block.as_ref());
         if svc_iac::change::removes(self.intent) {
             self.terraform = destroy_text(&e.declared);
