@@ -111,7 +111,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(graph::blast_radius))
         .routes(routes!(time_travel::graph_at))
         .routes(routes!(time_travel::graph_diff))
-        .routes(routes!(graph::tui_rows))
+        .routes(routes!(graph::rows::tui_rows))
         .routes(routes!(graph::layout::flow_graph))
         .routes(routes!(graph::layout::graph_topology))
         .routes(routes!(scan::trigger_scan))

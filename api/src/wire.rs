@@ -8,6 +8,7 @@
 //! anything that locks the interner (`Graph::find`, `NodeRef::crn`) while
 //! they hold the reader.
 
+mod category;
 pub mod input;
 mod names;
 pub mod payloads;
@@ -19,6 +20,7 @@ use svc_engine::graph::{NodeFields, NodeRef, NodeRow};
 use svc_engine::intern::InternerReader;
 use svc_engine::props::{self, Props, ValueRef};
 
+pub use category::Category;
 pub(crate) use names::listed_str;
 pub use names::{Crn, JsonObject, Phase, Reachability, Relation};
 pub use shapes::{Edge, EdgeVersion, Finding, Node, NodeDetail, Properties, Tags, TuiRow};
@@ -221,6 +223,7 @@ pub fn finding(f: &svc_engine::heuristics::Finding) -> Finding {
 /// The terminal UI's row: the columns of its node table.
 pub fn tui_row(v: &NodeView<'_>, r: &InternerReader<'_>) -> TuiRow {
     TuiRow {
+        category: Category::of(r.resolve(v.key[0]), r.resolve(v.ty)),
         cost_usd_mo: f32_value(v.cost_usd_mo),
         crn: Crn(v.crn(r)),
         is_waste: v.is_waste,

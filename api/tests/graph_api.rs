@@ -360,6 +360,7 @@ async fn terminal_rows_page_like_nodes() {
     assert_eq!(
         keys,
         [
+            "category",
             "cost_usd_mo",
             "crn",
             "is_waste",
@@ -374,6 +375,108 @@ async fn terminal_rows_page_like_nodes() {
     );
     let (status, body) = f.get("/api/v1/nodes?limit=10001").await;
     assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+}
+
+/// The terminal UI's windows: a workspace, its filter, a sort order and
+/// an offset, with every workspace's count.
+#[tokio::test]
+async fn terminal_rows_come_as_windows_of_a_workspace_in_order() {
+    let f = Fixture::new(Estate::sample());
+    let all = f.get_ok("/api/v1/nodes").await;
+    assert_eq!(
+        all["workspaces"],
+        json!({"compute": 1, "storage": 1, "network": 3, "database": 1, "serverless": 1, "kubernetes": 1, "other": 1})
+    );
+    assert_eq!((&all["total"], &all["offset"]), (&json!(9), &json!(0)));
+    let category_of = |crn: &str| -> String {
+        let rows = all["rows"].as_array().unwrap();
+        let row = rows.iter().find(|r| r["crn"] == crn).unwrap();
+        row["category"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(category_of(&db()), "database");
+    assert_eq!(category_of(POD), "kubernetes");
+
+    // Windows of two in cost order, descending: each row once, in order.
+    let mut seen = Vec::new();
+    for offset in (0..10).step_by(2) {
+        let w = f
+            .get_ok(&format!("/api/v1/nodes?sort=cost&order=desc&limit=2&offset={offset}"))
+            .await;
+        assert_eq!(
+            (&w["offset"], &w["total"], &w["next_cursor"]),
+            (&json!(offset), &json!(9), &json!(""))
+        );
+        seen.extend(w["rows"].as_array().unwrap().iter().cloned());
+    }
+    assert_eq!(seen.len(), 9);
+    let costs: Vec<f64> = seen.iter().map(|r| r["cost_usd_mo"].as_f64().unwrap()).collect();
+    assert!(costs.windows(2).all(|w| w[0] >= w[1]), "{costs:?}");
+    assert_eq!(
+        strs(&Value::Array(seen[..3].to_vec()), "crn"),
+        vec![db(), instance(), volume()]
+    );
+    let unique: HashSet<String> = strs(&Value::Array(seen), "crn").into_iter().collect();
+    assert_eq!(unique.len(), 9);
+    let past = f.get_ok("/api/v1/nodes?sort=cost&offset=9").await;
+    assert_eq!((past["rows"].as_array().unwrap().len(), &past["total"]), (0, &json!(9)));
+
+    // One workspace by name, ascending and descending.
+    let net = f.get_ok("/api/v1/nodes?category=network&sort=name").await;
+    let names: Vec<String> = strs(&net["rows"], "crn")
+        .iter()
+        .map(|c| c.rsplit(':').next().unwrap().to_owned())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!((names.len(), &names, &net["total"]), (3, &sorted, &json!(3)));
+    let back = f.get_ok("/api/v1/nodes?category=network&sort=name&order=desc").await;
+    sorted.reverse();
+    let names: Vec<String> = strs(&back["rows"], "crn")
+        .iter()
+        .map(|c| c.rsplit(':').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, sorted);
+
+    // The filter: a column's prefix and a word; the counts follow it.
+    let avail = f.get_ok("/api/v1/nodes?filter=STATE%3Aavail").await;
+    assert_eq!(avail["total"], 3);
+    assert_eq!(
+        (
+            &avail["workspaces"]["network"],
+            &avail["workspaces"]["database"],
+            &avail["workspaces"]["compute"]
+        ),
+        (&json!(2), &json!(1), &json!(0))
+    );
+    let word = f
+        .get_ok("/api/v1/nodes?filter=state%3Aavail%20rds&category=database")
+        .await;
+    assert_eq!(strs(&word["rows"], "crn"), vec![db()]);
+    let none = f.get_ok("/api/v1/nodes?filter=waste%3Ayes").await;
+    assert_eq!(none["total"], 0);
+
+    // Id order pages by cursor, also inside a workspace.
+    let p1 = f.get_ok("/api/v1/nodes?category=network&limit=2").await;
+    let c = p1["next_cursor"].as_str().unwrap();
+    assert!(!c.is_empty());
+    let p2 = f
+        .get_ok(&format!("/api/v1/nodes?category=network&limit=2&cursor={c}"))
+        .await;
+    assert_eq!(
+        (p2["rows"].as_array().unwrap().len(), &p2["next_cursor"]),
+        (1, &json!(""))
+    );
+
+    for (q, says) in [
+        ("filter=waste%3Amaybe", "waste takes yes or no"),
+        ("sort=cost&cursor=AAAAAAAAAAE", "choose the page by offset"),
+        ("offset=100000001", "over 100000000"),
+        ("category=disks", "category"),
+    ] {
+        let (status, body) = f.get(&format!("/api/v1/nodes?{q}")).await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, "bad_request");
+        assert!(body["error"]["message"].as_str().unwrap().contains(says), "{q}: {body}");
+    }
 }
 
 #[tokio::test]

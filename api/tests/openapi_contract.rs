@@ -1181,6 +1181,11 @@ async fn live_responses_match_their_schemas() {
         ),
         get("/api/v1/nodes", "/api/v1/nodes", &["/rows"]),
         get("/api/v1/nodes", "/api/v1/nodes?limit=2", &["/rows"]),
+        get(
+            "/api/v1/nodes",
+            "/api/v1/nodes?category=storage&sort=cost&order=desc&offset=1&limit=3&filter=state%3Aav%20vol",
+            &["/rows"],
+        ),
         get("/api/v1/graph", "/api/v1/graph", &["/nodes", "/edges"]),
         get(
             "/api/v1/graph/topology",
@@ -1716,6 +1721,21 @@ async fn error_responses_match_the_error_schema() {
         failure(
             "/api/v1/nodes",
             "/api/v1/nodes?include_deleted=maybe",
+            400,
+            "bad_request",
+        ),
+        failure("/api/v1/nodes", "/api/v1/nodes?category=disks", 400, "bad_request"),
+        failure("/api/v1/nodes", "/api/v1/nodes?sort=size", 400, "bad_request"),
+        failure(
+            "/api/v1/nodes",
+            "/api/v1/nodes?filter=waste%3Amaybe",
+            400,
+            "bad_request",
+        ),
+        failure("/api/v1/nodes", "/api/v1/nodes?offset=100000001", 400, "bad_request"),
+        failure(
+            "/api/v1/nodes",
+            "/api/v1/nodes?sort=cost&cursor=AAAAAAAAAAE",
             400,
             "bad_request",
         ),

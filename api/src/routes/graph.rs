@@ -11,6 +11,7 @@ mod body;
 pub mod breakdown;
 mod filter;
 pub mod layout;
+pub mod rows;
 mod sources;
 pub mod topology;
 pub mod versions;
@@ -27,6 +28,7 @@ use svc_engine::{Graph, NodeId};
 
 pub use body::*;
 pub use layout::{flow_graph, graph_topology};
+pub use rows::{RowSort, SortOrder, TuiRowPage, WorkspaceCounts};
 pub use topology::topology;
 
 use self::filter::NodeFilter;
@@ -172,40 +174,6 @@ pub struct NodesQuery {
     include_deleted: Flag,
 }
 
-/// `GET /api/v1/nodes`: a page of the terminal UI's rows.
-#[derive(Deserialize, utoipa::IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct RowsQuery {
-    /// Page size.
-    #[serde(default)]
-    #[param(inline)]
-    limit: Limit<1000, 10_000>,
-    /// Only nodes of this provider (a provider the graph never saw matches nothing).
-    provider: Option<String>,
-    /// Only nodes of this type (`service:kind`, for example `ec2:volume`).
-    #[serde(rename = "type")]
-    #[param(rename = "type")]
-    ty: Option<String>,
-    /// Only nodes in this provider-reported state (for example `stopped`).
-    state: Option<String>,
-    /// Only waste (`true`) or only what is not waste (`false`).
-    #[param(value_type = Option<bool>)]
-    waste: Option<Flag>,
-    /// Only nodes with this tag: `key` (set to anything) or `key=value`.
-    tag: Option<String>,
-    /// Search: a case-insensitive substring of the CRN or of a tag's `key=value`.
-    q: Option<String>,
-    /// Opaque cursor, `next_cursor` of a previous response.
-    #[param(inline)]
-    cursor: Option<NodeCursor>,
-    /// Also list logically deleted nodes still held in memory (retired rows are dropped at a start
-    /// and once they are an eighth of the rows; `/api/v1/graph/at` has them all). Accepts
-    /// `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag means true.
-    #[serde(default)]
-    #[param(inline)]
-    include_deleted: Flag,
-}
-
 /// One page request over the nodes, in id order.
 struct PageSpec {
     limit: usize,
@@ -292,33 +260,19 @@ pub async fn list_nodes(State(state): State<AppState>, ApiQuery(q): ApiQuery<Nod
     .await
 }
 
-/// `GET /api/v1/nodes`: the terminal UI's rows, `{rows, next_cursor, total}`;
-/// paging as for `graph/nodes` with limit default 1000, max 10000.
-#[utoipa::path(
-    get,
-    path = "/nodes",
-    operation_id = "listTuiRows",
-    tag = "graph",
-    summary = "Nodes as rows of the terminal UI's node table.",
-    description = "Paging as for `/api/v1/graph/nodes`, with a larger page size.",
-    params(RowsQuery),
-    responses(
-        (status = 200, description = "A page of rows.", body = crate::routes::graph::TuiRowPage, content_type = "application/json"),
-        (status = 400, response = crate::openapi::BadRequest),
-        (status = 401, response = crate::openapi::Unauthorized),
-        (status = 500, response = crate::openapi::Internal),
-        (status = 503, response = crate::openapi::NotReady),
-    ),
-)]
-pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<RowsQuery>) -> ApiResult<Response> {
-    let filter = NodeFilter::new(q.provider, q.ty, q.state, q.waste.map(|w| w.0), q.tag, q.q);
-    let spec = PageSpec::new(q.limit.0, filter, q.cursor, q.include_deleted);
-    page_of(&state, spec, |page, r, next_cursor, total| TuiRowPage {
-        next_cursor,
-        rows: page.iter().map(|n| wire::tui_row(&NodeView::of(n), r)).collect(),
-        total,
-    })
-    .await
+/// Refuses a cursor from before the graph was compacted: it names a row
+/// that may be another node's now, so it is never followed.
+pub(crate) fn check_cursor(g: &Graph, after: Option<NodeId>) -> ApiResult<()> {
+    if let Some(after) = after
+        && g.node_shards()
+            .get(after.shard())
+            .is_some_and(|s| s.generation != after.generation())
+    {
+        return Err(ApiError::bad_request(
+            "stale cursor: the graph was compacted since it was issued; list again without a cursor",
+        ));
+    }
+    Ok(())
 }
 
 /// One page of nodes, rendered by `render` from the page, the cursor of the
@@ -333,17 +287,7 @@ async fn page_of<T: Serialize + 'static>(
     blocking(move || {
         let now = engine.now_us();
         let g = engine.graph();
-        // A cursor from before the graph was compacted names a row that
-        // may be another node's now: it is refused, never followed.
-        if let Some(after) = spec.after
-            && g.node_shards()
-                .get(after.shard())
-                .is_some_and(|s| s.generation != after.generation())
-        {
-            return Err(ApiError::bad_request(
-                "stale cursor: the graph was compacted since it was issued; list again without a cursor",
-            ));
-        }
+        check_cursor(&g, spec.after)?;
         let at = crate::derived::State::of(&engine, &engine.findings());
         let derived = &state.inner.derived;
         let (page, next, total) = spec.run(&g, now, |count| *derived.get_or_make(&spec.total_key(), &at, count));

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
+use super::category::Category;
 use super::names::{Crn, Phase, Reachability, Relation};
 
 /// Resource tags or labels.
@@ -169,6 +170,8 @@ pub struct Finding {
 #[derive(Clone, Debug, PartialEq, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TuiRow {
+    /// The workspace the row is listed in.
+    pub category: Category,
     pub cost_usd_mo: f64,
     pub crn: Crn,
     pub is_waste: bool,

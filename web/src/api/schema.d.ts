@@ -334,7 +334,7 @@ export interface paths {
          * Nodes as rows of the terminal UI's node table.
          * @description Role: viewer.
          *
-         *     Paging as for `/api/v1/graph/nodes`, with a larger page size.
+         *     A window of the rows of one workspace (`category`), under the terminal UI's `filter` and the filters of `/api/v1/graph/nodes`, in `sort` order from `offset`, with the row count of every workspace. Without `sort`, rows come in id order and page by `cursor` as `/api/v1/graph/nodes` does; with `sort`, by `offset` (a window is chosen without sorting every row).
          */
         get: operations["listTuiRows"];
         put?: never;
@@ -1849,6 +1849,12 @@ export interface components {
         };
         /** @description What one item of a bulk request came to. */
         BulkOutcome: components["schemas"]["SagaOutcome"] | components["schemas"]["RemediationItem"];
+        /**
+         * @description What kind of resource a node is, as the terminal UI's workspaces group
+         *     them.
+         * @enum {string}
+         */
+        Category: "compute" | "storage" | "network" | "database" | "serverless" | "kubernetes" | "other";
         /**
          * @description How a node's cost changed: it changed, the node is new, or it was removed.
          * @enum {string}
@@ -4361,6 +4367,8 @@ export interface components {
         };
         /** @description One row of the terminal UI's node table. */
         TuiRow: {
+            /** @description The workspace the row is listed in. */
+            category: components["schemas"]["Category"];
             /** Format: double */
             cost_usd_mo: number;
             crn: components["schemas"]["Crn"];
@@ -4373,13 +4381,23 @@ export interface components {
             type: string;
             waste_reason: string;
         };
-        /** @description A page of the terminal UI's rows. */
+        /** @description A window of the terminal UI's rows. */
         TuiRowPage: {
-            /** @description Cursor of the next page; empty on the last page. */
+            /** @description Cursor of the next page in id order; empty on the last page and with `sort`. */
             next_cursor: string;
+            /**
+             * Format: int64
+             * @description The position of the first row among all matching rows, in this order.
+             */
+            offset: number;
             rows: components["schemas"]["TuiRow"][];
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @description Rows matching every filter and `category`, over all pages.
+             */
             total: number;
+            /** @description Rows matching every filter but `category`, per workspace. */
+            workspaces: components["schemas"]["WorkspaceCounts"];
         };
         /** @description A resource type whose total cost changed unusually. */
         TypeAnomaly: {
@@ -4539,6 +4557,23 @@ export interface components {
             /** @description `builtin` or `plugin:<name>`. */
             source: string;
             suggested_action: string;
+        };
+        /** @description Rows per workspace. */
+        WorkspaceCounts: {
+            /** Format: int64 */
+            compute: number;
+            /** Format: int64 */
+            database: number;
+            /** Format: int64 */
+            kubernetes: number;
+            /** Format: int64 */
+            network: number;
+            /** Format: int64 */
+            other: number;
+            /** Format: int64 */
+            serverless: number;
+            /** Format: int64 */
+            storage: number;
         };
     };
     responses: {
@@ -5049,6 +5084,24 @@ export interface operations {
             query?: {
                 /** @description Page size. */
                 limit?: number;
+                /** @description Only rows of this workspace. */
+                category?: "compute" | "storage" | "network" | "database" | "serverless" | "kubernetes" | "other";
+                /**
+                 * @description The terminal UI's filter: terms separated by spaces, all of which must hold. `key:value`
+                 *     matches the start of a column (`state`, `type`, `provider`, `region`, `phase`, `reach`),
+                 *     `waste:yes` or `waste:no` the verdict; any other word is a case-insensitive substring of
+                 *     the CRN, type, state, region or waste reason.
+                 */
+                filter?: string;
+                /** @description Order the rows by this column (ties by node id); without it rows come in id order. */
+                sort?: "cost" | "name" | "type" | "state" | "provider" | "region";
+                /** @description The order of `sort`. */
+                order?: "asc" | "desc";
+                /**
+                 * @description Skip this many matching rows: the position of the page's first row. With `sort`, pages
+                 *     are chosen this way (and `next_cursor` is empty).
+                 */
+                offset?: number;
                 /** @description Only nodes of this provider (a provider the graph never saw matches nothing). */
                 provider?: string;
                 /** @description Only nodes of this type (`service:kind`, for example `ec2:volume`). */
@@ -5061,12 +5114,11 @@ export interface operations {
                 tag?: string;
                 /** @description Search: a case-insensitive substring of the CRN or of a tag's `key=value`. */
                 q?: string;
-                /** @description Opaque cursor, `next_cursor` of a previous response. */
+                /** @description Opaque cursor, `next_cursor` of a previous response (id order only). */
                 cursor?: string;
                 /**
-                 * @description Also list logically deleted nodes still held in memory (retired rows are dropped at a start
-                 *     and once they are an eighth of the rows; `/api/v1/graph/at` has them all). Accepts
-                 *     `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag means true.
+                 * @description Also list logically deleted nodes still held in memory. Accepts `true`/`1`/`yes`,
+                 *     `false`/`0`/`no`; the bare flag means true.
                  */
                 include_deleted?: boolean;
             };
@@ -5076,7 +5128,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A page of rows. */
+            /** @description A window of rows. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::wire::{Crn, Edge, HeuristicFlag, Node, Relation, TuiRow};
+use crate::wire::{Crn, Edge, HeuristicFlag, Node, Relation};
 
 /// `GET /api/v1/graph/stats` (SPEC 4.2), with where the graph came from.
 #[derive(Serialize, ToSchema)]
@@ -68,16 +68,6 @@ pub struct NodePage {
     pub next_cursor: String,
     pub nodes: Vec<Node>,
     /// Nodes matching the filters, over all pages.
-    pub total: u64,
-}
-
-/// A page of the terminal UI's rows.
-#[derive(Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TuiRowPage {
-    /// Cursor of the next page; empty on the last page.
-    pub next_cursor: String,
-    pub rows: Vec<TuiRow>,
     pub total: u64,
 }
 
