@@ -81,7 +81,7 @@ async fn tui_navigates_approves_and_survives_a_restart() {
 
     let tui = Tmux::start(&format!("{SVC} tui --url http://{relayed} --token {}", d.token), 80, 24);
     tui.wait_for("● connected", SHOW).await;
-    tui.wait_for(&format!("[{total}/{total}]"), SHOW).await;
+    tui.wait_for(&format!("[1/{total}]"), SHOW).await;
     assert_eq!(
         tui.display("#{alternate_on}"),
         "1",
@@ -95,7 +95,7 @@ async fn tui_navigates_approves_and_survives_a_restart() {
     let ty = item["type"].as_str().unwrap();
     tui.type_text(&format!("{name} type:{ty}"));
     tui.keys(&["Enter"]);
-    let s = tui.wait_for("[1/", SHOW).await;
+    let s = tui.wait_for("[1/1]", SHOW).await;
     assert!(s.contains(&name), "the filtered table lists {name}:\n{s}");
 
     // The detail pane: properties, edges, blast radius, reachability proof.
@@ -111,7 +111,33 @@ async fn tui_navigates_approves_and_survives_a_restart() {
     tui.wait_until("the pane closed", SHOW, |s| !s.contains("── node"))
         .await;
     tui.keys(&["Escape"]);
-    tui.wait_for(&format!("[{total}/{total}]"), SHOW).await;
+    tui.wait_for(&format!("[1/{total}]"), SHOW).await;
+
+    // The last row, past the window the UI first asked for: the one the
+    // daemon puts last in the same order.
+    assert!(total > 300, "the table is larger than one window: {total}");
+    let last = api
+        .get_ok(&format!(
+            "/api/v1/nodes?sort=cost&order=desc&offset={}&limit=1",
+            total - 1
+        ))
+        .await;
+    let last_name = last["rows"][0]["crn"]
+        .as_str()
+        .unwrap()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .to_owned();
+    tui.keys(&["G"]);
+    tui.wait_until("the last row, loaded", SHOW, |s| {
+        s.contains(&format!("[{total}/{total}]"))
+            && !s.contains("loading…")
+            && s.contains(&last_name[..last_name.len().min(20)])
+    })
+    .await;
+    tui.keys(&["g"]);
+    tui.wait_for(&format!("[1/{total}]"), SHOW).await;
 
     // The queue with the plan; approve it behind the confirmation.
     tui.keys(&["Q"]);
@@ -270,12 +296,24 @@ async fn tui_quarantines_reverts_and_ignores() {
     tui.wait_for("QUARANTINE_REVERTED", SHOW).await;
 
     tui.keys(&["i"]);
-    tui.wait_for("Ignore resource?", SHOW).await;
+    tui.wait_for("ignore for (7d, 12h, 30m; empty: permanently):", SHOW)
+        .await;
+    tui.type_text("2h");
+    tui.keys(&["Enter"]);
+    let s = tui.wait_for("Ignore resource?", SHOW).await;
+    assert!(s.contains("for 2h"), "{s}");
     tui.keys(&["y"]);
     tui.wait_until("the ISOLATION event", SHOW, |s| s.contains("ISOLATION"))
         .await;
     let isolation = api.get_ok("/api/v1/isolation").await;
     assert!(isolation.to_string().contains(&crn), "{isolation}");
+    let entry = isolation["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["crn"] == crn.as_str())
+        .unwrap();
+    assert_eq!(entry["ttl_seconds"], 7200, "ignored for the two hours typed: {entry}");
     let reverted = api.get_ok("/api/v1/history?type=QUARANTINE_REVERTED").await;
     assert_eq!(reverted["total"], 1, "{reverted}");
 }

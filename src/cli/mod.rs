@@ -31,7 +31,7 @@ mod remediation;
 mod remote;
 mod scan;
 mod soak;
-mod time;
+pub(crate) mod time;
 mod tokens;
 mod values;
 mod verbs;

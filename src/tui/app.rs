@@ -2,15 +2,23 @@
 //! I/O: a key or a daemon answer changes the state and may ask for
 //! [`Effect`]s, which the event loop (`super::run`) carries out.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::model::{self, Category, SortKey};
-use super::wire::{Blast, Envelope, Item, NodeDetail, NodeEdges, Oracle, Plan, Queue, Row};
+use super::wire::{Blast, Envelope, Item, NodeDetail, NodeEdges, Oracle, Plan, Queue, Row, RowPage};
 
 /// Ledger events kept for the ledger screen.
 pub const LEDGER_KEEP: usize = 500;
+
+/// Rows the node table asks for around the selection.
+pub const WINDOW: usize = 300;
+/// The window is moved once the selection comes this close to its edge.
+const MARGIN: usize = 40;
+
+/// Stages an item may be moved to (`POST /api/v1/remediation/move`).
+pub const MOVE_STAGES: [&str; 6] = ["flagged", "analyzed", "codegen", "sau_gate", "pending", "applied"];
 
 /// Stages of the queue screen, in the order they are listed.
 pub const STAGES: [&str; 7] = [
@@ -49,11 +57,36 @@ pub enum Link {
 /// A decision the operator is asked to confirm.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Approve { crn: String, plan_hash: String },
-    Reject { crn: String, plan_hash: String },
-    Quarantine { crn: String },
-    Ignore { crn: String },
-    Revert { hash: String, what: String },
+    Approve {
+        crn: String,
+        plan_hash: String,
+    },
+    Reject {
+        crn: String,
+        plan_hash: String,
+    },
+    Quarantine {
+        crn: String,
+    },
+    /// For `ttl_seconds`, or permanently when 0.
+    Ignore {
+        crn: String,
+        ttl_seconds: u64,
+    },
+    Revert {
+        hash: String,
+        what: String,
+    },
+    /// Approve or reject several items, each on its plan hash.
+    Bulk {
+        approve: bool,
+        items: Vec<(String, String)>,
+    },
+    Move {
+        crn: String,
+        plan_hash: String,
+        to: String,
+    },
 }
 
 impl Decision {
@@ -64,6 +97,9 @@ impl Decision {
             Decision::Quarantine { .. } => "Quarantine resource",
             Decision::Ignore { .. } => "Ignore resource",
             Decision::Revert { .. } => "Revert",
+            Decision::Bulk { approve: true, .. } => "Approve the marked remediations",
+            Decision::Bulk { approve: false, .. } => "Reject the marked remediations",
+            Decision::Move { .. } => "Move remediation",
         }
     }
 }
@@ -73,7 +109,7 @@ impl Decision {
 pub enum Effect {
     Quit,
     LoadSession,
-    LoadRows,
+    LoadRows(RowQuery),
     LoadDetail(String),
     LoadQueue,
     LoadPlan(String),
@@ -85,10 +121,10 @@ pub enum Effect {
 pub enum Msg {
     Link(Link),
     Role(String),
-    Rows {
-        rows: Vec<Row>,
-        total: u64,
-    },
+    /// The daemon's answer to a [`RowQuery`].
+    Rows(RowQuery, RowPage),
+    /// A [`RowQuery`] failed; the text says why.
+    RowsFailed(String),
     Node(String, Box<NodeDetail>),
     Edges(String, NodeEdges),
     Blast(String, Blast),
@@ -119,10 +155,70 @@ pub struct Detail {
 }
 
 /// Where typed text goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
     Filter,
     Command,
+    /// How long to ignore a resource for.
+    IgnoreFor {
+        crn: String,
+    },
+    /// The stage to move a queue item to.
+    MoveTo {
+        crn: String,
+        plan_hash: String,
+    },
+}
+
+impl Input {
+    /// What the footer shows before the typed text.
+    pub fn prompt(&self) -> &'static str {
+        match self {
+            Input::Filter => "/",
+            Input::Command => ":",
+            Input::IgnoreFor { .. } => "ignore for (7d, 12h, 30m; empty: permanently): ",
+            Input::MoveTo { .. } => "move to (flagged analyzed codegen sau_gate pending applied): ",
+        }
+    }
+}
+
+/// What the node table asks the daemon for: a window of one workspace's
+/// rows under a filter, in an order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowQuery {
+    /// Answers to the questions of an older workspace, filter or order are
+    /// dropped.
+    pub generation: u64,
+    pub category: Category,
+    pub filter: String,
+    pub sort: SortKey,
+    pub descending: bool,
+    pub offset: usize,
+    pub limit: usize,
+}
+
+/// The node table as far as the daemon sent it: a window of the rows, where
+/// it starts, and the counts. One question is asked at a time; while it is
+/// out, only the newest of the next ones is kept.
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    pub rows: Vec<Row>,
+    /// The position of `rows[0]` among all the rows.
+    pub offset: usize,
+    pub total: u64,
+    /// Rows per workspace, in [`Category::ALL`] order.
+    pub workspaces: [u64; 8],
+    pub loaded: bool,
+    pub generation: u64,
+    in_flight: bool,
+    queued: Option<RowQuery>,
+}
+
+impl Rows {
+    /// The row at position `at`, when the window holds it.
+    pub fn at(&self, at: usize) -> Option<&Row> {
+        at.checked_sub(self.offset).and_then(|i| self.rows.get(i))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -133,17 +229,18 @@ pub struct App {
     pub link: Link,
     /// The token's role, once the daemon said it.
     pub role: Option<String>,
-    pub rows: Vec<Row>,
-    pub rows_total: u64,
-    pub rows_loaded: bool,
+    pub table: Rows,
     pub category: Category,
     pub filter: String,
     pub sort: SortKey,
     pub descending: bool,
+    /// The selected row's position among all the rows.
     pub selected: usize,
     pub detail: Option<Detail>,
     pub queue: Option<Queue>,
     pub queue_selected: usize,
+    /// Queue items marked for a bulk decision, by CRN.
+    pub marked: BTreeSet<String>,
     pub plan: Option<Plan>,
     pub ledger: VecDeque<Envelope>,
     pub ledger_selected: usize,
@@ -162,9 +259,7 @@ impl App {
             screen: Screen::Nodes,
             link: Link::Connecting,
             role: None,
-            rows: Vec::new(),
-            rows_total: 0,
-            rows_loaded: false,
+            table: Rows::default(),
             category: Category::All,
             filter: String::new(),
             sort: SortKey::Cost,
@@ -173,6 +268,7 @@ impl App {
             detail: None,
             queue: None,
             queue_selected: 0,
+            marked: BTreeSet::new(),
             plan: None,
             ledger: VecDeque::new(),
             ledger_selected: 0,
@@ -189,9 +285,60 @@ impl App {
         matches!(self.role.as_deref(), Some("operator" | "admin"))
     }
 
-    /// Indexes into `rows` of the node table, in order.
-    pub fn visible(&self) -> Vec<usize> {
-        model::visible(&self.rows, self.category, &self.filter, self.sort, self.descending)
+    /// The question for the window starting at `offset`.
+    fn row_query(&self, offset: usize) -> RowQuery {
+        RowQuery {
+            generation: self.table.generation,
+            category: self.category,
+            filter: self.filter.clone(),
+            sort: self.sort,
+            descending: self.descending,
+            offset,
+            limit: WINDOW,
+        }
+    }
+
+    /// Asks for the window starting at `offset`, unless a question is out:
+    /// then it is asked when the answer comes.
+    fn load_rows(&mut self, offset: usize) -> Vec<Effect> {
+        let q = self.row_query(offset);
+        if self.table.in_flight {
+            self.table.queued = Some(q);
+            return Vec::new();
+        }
+        self.table.in_flight = true;
+        vec![Effect::LoadRows(q)]
+    }
+
+    /// The workspace, filter or order changed: the table starts again at
+    /// its top.
+    fn requery(&mut self) -> Vec<Effect> {
+        self.table.generation += 1;
+        self.selected = 0;
+        self.load_rows(0)
+    }
+
+    /// The rows may have changed on the daemon: the window around the
+    /// selection is asked for again.
+    fn reload_rows(&mut self) -> Vec<Effect> {
+        self.load_rows(self.selected.saturating_sub(WINDOW / 2))
+    }
+
+    /// Moves the window when the selection left it or nears its edge.
+    fn follow(&mut self) -> Vec<Effect> {
+        let (start, len, total) = (
+            self.table.offset,
+            self.table.rows.len(),
+            usize::try_from(self.table.total).unwrap_or(usize::MAX),
+        );
+        let end = start + len;
+        let inside = self.selected >= start && self.selected < end;
+        let low = start == 0 || self.selected >= start + MARGIN;
+        let high = end >= total || self.selected + MARGIN < end;
+        if !self.table.loaded || (inside && low && high) || total == 0 {
+            return Vec::new();
+        }
+        self.load_rows(self.selected.saturating_sub(WINDOW / 2))
     }
 
     /// The queue's items in listing order.
@@ -205,7 +352,7 @@ impl App {
     }
 
     pub fn selected_row(&self) -> Option<&Row> {
-        self.visible().get(self.selected).map(|&i| &self.rows[i])
+        self.table.at(self.selected)
     }
 
     pub fn selected_item(&self) -> Option<&Item> {
@@ -225,7 +372,9 @@ impl App {
                 self.link = link;
                 if up && !was_up {
                     // Whatever changed while away is loaded again.
-                    let mut out = vec![Effect::LoadSession, Effect::LoadRows, Effect::LoadQueue];
+                    let mut out = vec![Effect::LoadSession];
+                    out.extend(self.reload_rows());
+                    out.push(Effect::LoadQueue);
                     if let Some(d) = &self.detail {
                         out.push(Effect::LoadDetail(d.crn.clone()));
                     }
@@ -233,11 +382,33 @@ impl App {
                 }
             }
             Msg::Role(role) => self.role = Some(role),
-            Msg::Rows { rows, total } => {
-                self.rows = rows;
-                self.rows_total = total;
-                self.rows_loaded = true;
-                self.clamp();
+            Msg::Rows(query, page) => {
+                self.table.in_flight = false;
+                let current = query.generation == self.table.generation;
+                if current {
+                    self.table.rows = page.rows;
+                    self.table.offset = usize::try_from(page.offset).unwrap_or(0);
+                    self.table.total = page.total;
+                    self.table.workspaces = page.workspaces.by_category();
+                    self.table.loaded = true;
+                    self.clamp();
+                }
+                if let Some(next) = self.table.queued.take() {
+                    self.table.in_flight = true;
+                    return vec![Effect::LoadRows(next)];
+                }
+                if current {
+                    return self.follow();
+                }
+            }
+            Msg::RowsFailed(text) => {
+                self.table.in_flight = false;
+                self.table.loaded = true;
+                self.status = Some(text);
+                if let Some(next) = self.table.queued.take() {
+                    self.table.in_flight = true;
+                    return vec![Effect::LoadRows(next)];
+                }
             }
             Msg::Node(crn, n) => self.with_detail(&crn, |d| d.node = Some(*n)),
             Msg::Edges(crn, e) => self.with_detail(&crn, |d| d.edges = Some(e)),
@@ -246,6 +417,9 @@ impl App {
             Msg::Queue(q) => {
                 let before = self.selected_item().map(|i| i.crn.clone());
                 self.queue = Some(q);
+                // A marked item that left the queue is no longer marked.
+                let listed: BTreeSet<String> = self.queue_items().iter().map(|i| i.crn.clone()).collect();
+                self.marked.retain(|c| listed.contains(c));
                 self.clamp();
                 let after = self.selected_item().map(|i| i.crn.clone());
                 let stale = match (self.selected_item(), &self.plan) {
@@ -266,7 +440,9 @@ impl App {
             Msg::Event(ev) => return self.on_event(*ev),
             Msg::Done(text) => {
                 self.status = Some(text);
-                return vec![Effect::LoadQueue, Effect::LoadRows];
+                let mut out = vec![Effect::LoadQueue];
+                out.extend(self.reload_rows());
+                return out;
             }
             Msg::Failed(text) => self.status = Some(text),
             Msg::Refused(text) => {
@@ -288,7 +464,11 @@ impl App {
             return Vec::new();
         }
         let reload = match ev.event_type.as_str() {
-            "SCAN_COMPLETED" | "SCAN_RECOVERED" => vec![Effect::LoadRows, Effect::LoadQueue],
+            "SCAN_COMPLETED" | "SCAN_RECOVERED" => {
+                let mut out = self.reload_rows();
+                out.push(Effect::LoadQueue);
+                out
+            }
             "APPROVAL"
             | "REJECTION"
             | "EXECUTION_COMMIT"
@@ -310,7 +490,7 @@ impl App {
 
     /// Keeps every selection inside its list.
     fn clamp(&mut self) {
-        let n = self.visible().len();
+        let n = usize::try_from(self.table.total).unwrap_or(usize::MAX);
         self.selected = self.selected.min(n.saturating_sub(1));
         let q = self.queue_items().len();
         self.queue_selected = self.queue_selected.min(q.saturating_sub(1));
@@ -349,21 +529,22 @@ impl App {
             KeyCode::Home | KeyCode::Char('g') => return self.step(i64::MIN / 2),
             KeyCode::End | KeyCode::Char('G') => return self.step(i64::MAX / 2),
             KeyCode::Enter => return self.enter(),
-            KeyCode::Tab if self.screen == Screen::Nodes => self.set_category(self.category.next()),
-            KeyCode::BackTab if self.screen == Screen::Nodes => self.set_category(self.category.prev()),
+            KeyCode::Tab if self.screen == Screen::Nodes => return self.set_category(self.category.next()),
+            KeyCode::BackTab if self.screen == Screen::Nodes => return self.set_category(self.category.prev()),
             KeyCode::Char(c @ '1'..='8') if self.screen == Screen::Nodes => {
                 let i = usize::from(c as u8 - b'1');
-                self.set_category(Category::ALL[i]);
+                return self.set_category(Category::ALL[i]);
             }
             KeyCode::Char('s') if self.screen == Screen::Nodes => {
                 self.sort = self.sort.next();
                 self.descending = self.sort == SortKey::Cost;
-                self.selected = 0;
+                return self.requery();
             }
             KeyCode::Char('S') if self.screen == Screen::Nodes => {
                 self.descending = !self.descending;
-                self.selected = 0;
+                return self.requery();
             }
+            KeyCode::Char(' ') if self.screen == Screen::Queue => self.toggle_mark(),
             KeyCode::Char('n') => {
                 self.detail = None;
                 self.screen = Screen::Nodes;
@@ -371,17 +552,34 @@ impl App {
             KeyCode::Char('Q') => return self.switch(Screen::Queue),
             KeyCode::Char('l') => return self.switch(Screen::Ledger),
             KeyCode::Char('r') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                return vec![Effect::LoadRows, Effect::LoadQueue];
+                let mut out = self.reload_rows();
+                out.push(Effect::LoadQueue);
+                return out;
             }
-            KeyCode::Char(c @ ('a' | 'r' | 'x' | 'i' | 'u')) => self.ask(c),
+            KeyCode::Char(c @ ('a' | 'r' | 'x' | 'i' | 'u' | 'A' | 'R' | 'm')) => self.ask(c),
             _ => {}
         }
         Vec::new()
     }
 
-    fn set_category(&mut self, c: Category) {
+    fn set_category(&mut self, c: Category) -> Vec<Effect> {
+        if c == self.category {
+            return Vec::new();
+        }
         self.category = c;
-        self.selected = 0;
+        self.requery()
+    }
+
+    /// Space on the queue: marks the item for a bulk decision (or unmarks
+    /// it) and moves to the next.
+    fn toggle_mark(&mut self) {
+        let Some(crn) = self.selected_item().map(|i| i.crn.clone()) else {
+            return;
+        };
+        if !self.marked.remove(&crn) {
+            self.marked.insert(crn);
+        }
+        self.queue_selected = (self.queue_selected + 1).min(self.queue_items().len().saturating_sub(1));
     }
 
     fn switch(&mut self, screen: Screen) -> Vec<Effect> {
@@ -401,7 +599,7 @@ impl App {
             self.screen = Screen::Nodes;
         } else if !self.filter.is_empty() && !is_q {
             self.filter.clear();
-            self.selected = 0;
+            return self.requery();
         } else if is_q {
             return vec![Effect::Quit];
         }
@@ -425,7 +623,9 @@ impl App {
                     };
                     d.scroll = u16::try_from(i64::from(d.scroll).saturating_add(by).clamp(0, max)).unwrap_or(0);
                 } else {
-                    self.selected = moved(self.selected, by, self.visible().len());
+                    let total = usize::try_from(self.table.total).unwrap_or(usize::MAX);
+                    self.selected = moved(self.selected, by, total);
+                    return self.follow();
                 }
             }
             Screen::Queue => {
@@ -473,8 +673,40 @@ impl App {
         }
     }
 
-    /// Opens the confirmation of a decision key: `a` approve, `r` reject
-    /// (queue), `x` quarantine, `i` ignore, `u` revert (ledger).
+    /// The plan hash a decision on `item` names: the plan on screen's,
+    /// else the item's own.
+    fn plan_hash_of(&self, item: &Item) -> String {
+        self.plan
+            .as_ref()
+            .filter(|p| p.crn == item.crn && !p.plan_hash.is_empty())
+            .map_or_else(|| item.plan_hash.clone(), |p| p.plan_hash.clone())
+    }
+
+    /// `A`/`R`: the marked items (or the selected one) with a plan, and
+    /// how many were left out for having none yet.
+    fn bulk_items(&self) -> (Vec<(String, String)>, usize) {
+        let items = self.queue_items();
+        let chosen: Vec<&Item> = if self.marked.is_empty() {
+            self.selected_item().into_iter().collect()
+        } else {
+            items.into_iter().filter(|i| self.marked.contains(&i.crn)).collect()
+        };
+        let mut out = Vec::new();
+        let mut without = 0;
+        for i in chosen {
+            let hash = self.plan_hash_of(i);
+            if hash.is_empty() {
+                without += 1;
+            } else {
+                out.push((i.crn.clone(), hash));
+            }
+        }
+        (out, without)
+    }
+
+    /// Opens the confirmation of a decision key: `a` approve, `r` reject,
+    /// `A`/`R` the marked items, `m` move (queue), `x` quarantine, `i`
+    /// ignore (after asking for how long), `u` revert (ledger).
     fn ask(&mut self, key: char) {
         if !self.can_decide() {
             self.status = Some(format!(
@@ -489,12 +721,7 @@ impl App {
                     self.status = Some("approve and reject act on the queue: press Q".into());
                     return;
                 };
-                // The hash of the plan on screen, else the item's own.
-                let plan_hash = self
-                    .plan
-                    .as_ref()
-                    .filter(|p| p.crn == item.crn && !p.plan_hash.is_empty())
-                    .map_or_else(|| item.plan_hash.clone(), |p| p.plan_hash.clone());
+                let plan_hash = self.plan_hash_of(item);
                 if plan_hash.is_empty() {
                     self.status = Some(format!("{} has no plan yet (stage {})", item.crn, item.stage));
                     return;
@@ -505,6 +732,33 @@ impl App {
                 } else {
                     Decision::Reject { crn, plan_hash }
                 }
+            }
+            'A' | 'R' => {
+                if self.screen != Screen::Queue {
+                    self.status = Some("bulk decisions act on the queue: press Q, mark items with space".into());
+                    return;
+                }
+                let (items, without) = self.bulk_items();
+                if items.is_empty() {
+                    self.status = Some("nothing to decide: mark items that have a plan with space".into());
+                    return;
+                }
+                if without > 0 {
+                    self.status = Some(format!("{without} marked item(s) have no plan yet and are left out"));
+                }
+                Decision::Bulk {
+                    approve: key == 'A',
+                    items,
+                }
+            }
+            'm' => {
+                let Some(item) = self.selected_item().filter(|_| self.screen == Screen::Queue) else {
+                    self.status = Some("move acts on a queue item: press Q".into());
+                    return;
+                };
+                let (crn, plan_hash) = (item.crn.clone(), self.plan_hash_of(item));
+                self.input = Some((Input::MoveTo { crn, plan_hash }, String::new()));
+                return;
             }
             'u' => {
                 let Some(ev) = self.selected_event().filter(|_| self.screen == Screen::Ledger) else {
@@ -522,11 +776,11 @@ impl App {
             }
             _ => {
                 let Some(crn) = self.target_crn() else { return };
-                if key == 'x' {
-                    Decision::Quarantine { crn }
-                } else {
-                    Decision::Ignore { crn }
+                if key != 'x' {
+                    self.input = Some((Input::IgnoreFor { crn }, String::new()));
+                    return;
                 }
+                Decision::Quarantine { crn }
             }
         };
         self.confirm = Some(decision);
@@ -537,6 +791,9 @@ impl App {
             KeyCode::Char('y' | 'Y') => match self.confirm.take() {
                 Some(d) => {
                     self.status = Some(format!("{}: sent", d.title()));
+                    if matches!(d, Decision::Bulk { .. }) {
+                        self.marked.clear();
+                    }
                     vec![Effect::Decide(d)]
                 }
                 None => Vec::new(),
@@ -555,20 +812,24 @@ impl App {
         };
         match key.code {
             KeyCode::Esc => {
-                if kind == Input::Filter {
+                if kind == Input::Filter && !self.filter.is_empty() {
                     self.filter.clear();
-                    self.selected = 0;
+                    return self.requery();
                 }
                 return Vec::new();
             }
             KeyCode::Enter => {
                 return match kind {
-                    Input::Filter => {
-                        self.filter = text.trim().to_owned();
-                        self.selected = 0;
+                    Input::Filter => self.set_filter(text.trim()),
+                    Input::Command => self.command(&text),
+                    Input::IgnoreFor { crn } => {
+                        self.confirm_ignore(crn, &text);
                         Vec::new()
                     }
-                    Input::Command => self.command(&text),
+                    Input::MoveTo { crn, plan_hash } => {
+                        self.confirm_move(crn, plan_hash, &text);
+                        Vec::new()
+                    }
                 };
             }
             KeyCode::Backspace => {
@@ -577,13 +838,51 @@ impl App {
             KeyCode::Char(c) => text.push(c),
             _ => {}
         }
-        if kind == Input::Filter {
+        let is_filter = kind == Input::Filter;
+        self.input = Some((kind, text.clone()));
+        if is_filter {
             // The table follows the filter as it is typed.
-            self.filter = text.trim().to_owned();
-            self.selected = 0;
+            return self.set_filter(text.trim());
         }
-        self.input = Some((kind, text));
         Vec::new()
+    }
+
+    fn set_filter(&mut self, text: &str) -> Vec<Effect> {
+        if self.filter == text {
+            return Vec::new();
+        }
+        self.filter = text.to_owned();
+        self.requery()
+    }
+
+    /// The ignore prompt's answer: a duration, or nothing for permanently.
+    fn confirm_ignore(&mut self, crn: String, text: &str) {
+        let ttl_seconds = if text.trim().is_empty() {
+            0
+        } else {
+            match crate::cli::time::parse_duration(text) {
+                Ok(d) if d.as_secs() > 0 => d.as_secs(),
+                Ok(_) => {
+                    self.status = Some("a duration of 0 ignores nothing: leave it empty for permanently".into());
+                    return;
+                }
+                Err(e) => {
+                    self.status = Some(e);
+                    return;
+                }
+            }
+        };
+        self.confirm = Some(Decision::Ignore { crn, ttl_seconds });
+    }
+
+    /// The move prompt's answer: one of [`MOVE_STAGES`].
+    fn confirm_move(&mut self, crn: String, plan_hash: String, text: &str) {
+        let to = text.trim().to_ascii_lowercase();
+        if !MOVE_STAGES.contains(&to.as_str()) {
+            self.status = Some(format!("no stage {to:?}: one of {}", MOVE_STAGES.join(", ")));
+            return;
+        }
+        self.confirm = Some(Decision::Move { crn, plan_hash, to });
     }
 
     /// Runs a `:` command.
@@ -604,20 +903,24 @@ impl App {
                 Some(k) => {
                     self.sort = k;
                     self.descending = k == SortKey::Cost;
-                    self.selected = 0;
+                    return self.requery();
                 }
-                None => self.status = Some("sort by: cost, name, type, state or provider".into()),
+                None => self.status = Some("sort by: cost, name, type, state, provider or region".into()),
             },
             "filter" => {
-                self.filter = line.trim_start().trim_start_matches("filter").trim().to_owned();
-                self.selected = 0;
+                let text = line.trim_start().trim_start_matches("filter").trim().to_owned();
+                return self.set_filter(&text);
             }
-            "refresh" => return vec![Effect::LoadRows, Effect::LoadQueue],
+            "refresh" => {
+                let mut out = self.reload_rows();
+                out.push(Effect::LoadQueue);
+                return out;
+            }
             other => match Category::parse(other) {
                 Some(c) => {
                     self.detail = None;
                     self.screen = Screen::Nodes;
-                    self.set_category(c);
+                    return self.set_category(c);
                 }
                 None => self.status = Some(format!("unknown command :{other} (? lists them)")),
             },

@@ -11,15 +11,11 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::http::HeaderValue;
 
-use super::app::{Decision, Effect, Link, Msg};
+use super::app::{Decision, Effect, Link, Msg, RowQuery};
 use super::wire::{
     Blast, Envelope, ErrorBody, HistoryHead, NodeDetail, NodeEdges, Oracle, Plan, Queue, RowPage, Session,
 };
 
-/// Most rows the node table loads.
-const ROWS_CAP: usize = 100_000;
-/// Rows asked for per page of `/api/v1/nodes`.
-const ROWS_PAGE: usize = 5000;
 /// Items listed per stage of the queue (the most the daemon lists).
 const QUEUE_LIMIT: usize = 1000;
 /// Ledger events replayed when the stream first connects.
@@ -102,24 +98,23 @@ impl Client {
             .map_err(|e| format!("unreadable answer from {path}: {e}"))
     }
 
-    /// Every row of `/api/v1/nodes`, page by page (up to [`ROWS_CAP`]).
-    async fn rows(&self) -> Result<Msg, String> {
-        let mut rows = Vec::new();
-        let mut cursor = String::new();
-        loop {
-            let mut q = vec![("limit", ROWS_PAGE.to_string())];
-            if !cursor.is_empty() {
-                q.push(("cursor", cursor.clone()));
-            }
-            let page: RowPage = self.get("/api/v1/nodes", &q).await?;
-            rows.extend(page.rows);
-            cursor = page.next_cursor;
-            if cursor.is_empty() || rows.len() >= ROWS_CAP {
-                return Ok(Msg::Rows {
-                    rows,
-                    total: page.total,
-                });
-            }
+    /// One window of `/api/v1/nodes`: the daemon filters, sorts and cuts.
+    async fn rows(&self, q: RowQuery) -> Msg {
+        let mut params = vec![
+            ("sort", q.sort.name().to_owned()),
+            ("order", if q.descending { "desc" } else { "asc" }.to_owned()),
+            ("offset", q.offset.to_string()),
+            ("limit", q.limit.to_string()),
+        ];
+        if let Some(c) = q.category.query() {
+            params.push(("category", c.to_owned()));
+        }
+        if !q.filter.is_empty() {
+            params.push(("filter", q.filter.clone()));
+        }
+        match self.get::<RowPage>("/api/v1/nodes", &params).await {
+            Ok(page) => Msg::Rows(q, page),
+            Err(why) => Msg::RowsFailed(why),
         }
     }
 
@@ -132,7 +127,7 @@ impl Client {
                     .await
                     .map(|s| Msg::Role(s.role)),
             ],
-            Effect::LoadRows => vec![self.rows().await],
+            Effect::LoadRows(q) => vec![Ok(self.rows(q).await)],
             Effect::LoadQueue => vec![
                 self.get::<Queue>("/api/v1/remediation/queue", &[("limit", QUEUE_LIMIT.to_string())])
                     .await
@@ -214,13 +209,52 @@ impl Client {
                     v["compensating_payload_hash"].as_str().unwrap_or("?")
                 ))
             }
-            Decision::Ignore { crn } => {
+            Decision::Ignore { crn, ttl_seconds } => {
                 self.post(
                     "/api/v1/isolation",
-                    json!({ "crn": crn, "reason_code": "ignored from svc tui", "ttl_seconds": 0, "actor": actor }),
+                    json!({ "crn": crn, "reason_code": "ignored from svc tui", "ttl_seconds": ttl_seconds, "actor": actor }),
                 )
                 .await?;
-                Ok(format!("ignored {} (permanently)", short(&crn)))
+                Ok(match ttl_seconds {
+                    0 => format!("ignored {} (permanently)", short(&crn)),
+                    s => format!(
+                        "ignored {} for {}",
+                        short(&crn),
+                        humantime::format_duration(std::time::Duration::from_secs(s))
+                    ),
+                })
+            }
+            Decision::Bulk { approve, items } => {
+                let action = if approve { "approve" } else { "reject" };
+                let body: Vec<Value> = items
+                    .iter()
+                    .map(|(crn, hash)| json!({ "crn": crn, "plan_hash": hash }))
+                    .collect();
+                let v = self
+                    .post(
+                        "/api/v1/remediation/bulk",
+                        json!({ "action": action, "items": body, "actor": actor }),
+                    )
+                    .await?;
+                let (ok, failed) = (v["succeeded"].as_u64().unwrap_or(0), v["failed"].as_u64().unwrap_or(0));
+                let first_error = v["results"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .find_map(|r| Some(format!("{}: {}", short(r["crn"].as_str()?), r["error"].as_str()?)));
+                let verb = if approve { "approved" } else { "rejected" };
+                Ok(match first_error {
+                    Some(e) => format!("{verb} {ok}, {failed} failed ({e})"),
+                    None => format!("{verb} {ok}"),
+                })
+            }
+            Decision::Move { crn, plan_hash, to } => {
+                self.post(
+                    "/api/v1/remediation/move",
+                    json!({ "crn": crn, "plan_hash": plan_hash, "to": to, "actor": actor }),
+                )
+                .await?;
+                Ok(format!("moved {} to {to}", short(&crn)))
             }
             Decision::Revert { hash, what } => {
                 let v = self

@@ -166,7 +166,7 @@ mod tests {
 
     #[test]
     fn effects_run_once() {
-        let fx = dedup(vec![Effect::LoadRows, Effect::LoadQueue, Effect::LoadRows]);
-        assert_eq!(fx, vec![Effect::LoadRows, Effect::LoadQueue]);
+        let fx = dedup(vec![Effect::LoadSession, Effect::LoadQueue, Effect::LoadSession]);
+        assert_eq!(fx, vec![Effect::LoadSession, Effect::LoadQueue]);
     }
 }

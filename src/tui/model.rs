@@ -1,7 +1,6 @@
-//! Pure functions over the node rows: workspaces (categories), the `/`
-//! filter, sorting and the short forms the tables show.
-
-use super::wire::Row;
+//! The node table's workspaces (categories) and sort keys, and the short
+//! forms the tables show. Filtering and sorting are the daemon's
+//! (`GET /api/v1/nodes`): the table only ever holds a window of the rows.
 
 /// A workspace: the rows of one category of resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,42 +64,9 @@ impl Category {
         Category::ALL[(i + Category::ALL.len() - 1) % Category::ALL.len()]
     }
 
-    /// Whether a row of `provider` and `ty` (`service:kind`) belongs here.
-    pub fn holds(self, provider: &str, ty: &str) -> bool {
-        self == Category::All || category_of(provider, ty) == self
-    }
-}
-
-/// The category of a resource from its provider and `service:kind` type.
-pub fn category_of(provider: &str, ty: &str) -> Category {
-    let (service, kind) = ty.split_once(':').unwrap_or(("", ty));
-    let provider = provider.to_ascii_lowercase();
-    if matches!(provider.as_str(), "kubernetes" | "k8s")
-        || matches!(
-            service,
-            "eks" | "gke" | "aks" | "container" | "core" | "apps" | "kubernetes"
-        )
-    {
-        return Category::Kubernetes;
-    }
-    match service {
-        "lambda" | "functions" | "cloudfunctions" | "run" | "web" | "logic" => return Category::Serverless,
-        "rds" | "sql" | "dynamodb" | "elasticache" | "redshift" | "spanner" | "bigtable" | "cosmosdb"
-        | "documentdb" | "firestore" | "memorystore" => return Category::Database,
-        "s3" | "storage" | "efs" | "fsx" | "glacier" | "backup" | "filestore" => return Category::Storage,
-        "elb" | "elbv2" | "network" | "route53" | "cloudfront" | "apigateway" | "dns" | "vpc" => {
-            return Category::Network;
-        }
-        _ => {}
-    }
-    match kind {
-        "volume" | "disk" | "snapshot" | "image" | "bucket" | "storage-account" | "pvc" => Category::Storage,
-        "instance" | "vm" | "nodegroup" | "machine" | "autoscaling-group" => Category::Compute,
-        "eip" | "nat-gateway" | "security-group" | "vpc" | "subnet" | "address" | "public-ip" | "load-balancer"
-        | "record" | "firewall" => Category::Network,
-        "db" | "table" | "cache" | "sql-instance" | "sql-database" | "cluster" => Category::Database,
-        "function" => Category::Serverless,
-        _ => Category::Other,
+    /// The `category` the daemon filters by; none for every workspace.
+    pub fn query(self) -> Option<&'static str> {
+        (self != Category::All).then(|| self.name())
     }
 }
 
@@ -112,15 +78,17 @@ pub enum SortKey {
     Type,
     State,
     Provider,
+    Region,
 }
 
 impl SortKey {
-    pub const ALL: [SortKey; 5] = [
+    pub const ALL: [SortKey; 6] = [
         SortKey::Cost,
         SortKey::Name,
         SortKey::Type,
         SortKey::State,
         SortKey::Provider,
+        SortKey::Region,
     ];
 
     pub fn name(self) -> &'static str {
@@ -130,6 +98,7 @@ impl SortKey {
             SortKey::Type => "type",
             SortKey::State => "state",
             SortKey::Provider => "provider",
+            SortKey::Region => "region",
         }
     }
 
@@ -141,90 +110,6 @@ impl SortKey {
         let i = SortKey::ALL.iter().position(|k| *k == self).unwrap_or(0);
         SortKey::ALL[(i + 1) % SortKey::ALL.len()]
     }
-}
-
-/// One term of a `/` filter: `key:value` on a column, or a word anywhere.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Term {
-    Field(String, String),
-    Word(String),
-}
-
-fn terms(filter: &str) -> Vec<Term> {
-    filter
-        .split_whitespace()
-        .map(|t| match t.split_once(':') {
-            Some((k, v))
-                if matches!(
-                    k,
-                    "state" | "type" | "provider" | "region" | "phase" | "waste" | "reach"
-                ) =>
-            {
-                Term::Field(k.to_owned(), v.to_ascii_lowercase())
-            }
-            _ => Term::Word(t.to_ascii_lowercase()),
-        })
-        .collect()
-}
-
-/// Whether `row` passes the filter: every term must hold. A word matches a
-/// case-insensitive substring of the CRN, type, state, region or waste
-/// reason; `state:`, `type:`, `provider:`, `region:`, `phase:` and
-/// `reach:` match a column's prefix, `waste:yes|no` the verdict.
-pub fn matches(row: &Row, filter: &str) -> bool {
-    terms(filter).iter().all(|t| match t {
-        Term::Word(w) => [&row.crn, &row.ty, &row.state, &row.region, &row.waste_reason]
-            .iter()
-            .any(|f| f.to_ascii_lowercase().contains(w.as_str())),
-        Term::Field(k, v) => {
-            let col = match k.as_str() {
-                "state" => &row.state,
-                "type" => &row.ty,
-                "provider" => &row.provider,
-                "region" => &row.region,
-                "phase" => &row.phase,
-                "reach" => &row.reachability,
-                _ => {
-                    let yes = matches!(v.as_str(), "yes" | "true" | "1" | "y");
-                    return row.is_waste == yes;
-                }
-            };
-            col.to_ascii_lowercase().starts_with(v.as_str())
-        }
-    })
-}
-
-/// The indexes of the rows a workspace and filter show, in sort order.
-pub fn visible(rows: &[Row], category: Category, filter: &str, sort: SortKey, descending: bool) -> Vec<usize> {
-    let mut out: Vec<usize> = (0..rows.len())
-        .filter(|&i| category.holds(&rows[i].provider, &rows[i].ty) && matches(&rows[i], filter))
-        .collect();
-    out.sort_by(|&a, &b| {
-        let (x, y) = (&rows[a], &rows[b]);
-        let o = match sort {
-            SortKey::Cost => x.cost_usd_mo.total_cmp(&y.cost_usd_mo),
-            SortKey::Name => short_name(&x.crn).cmp(short_name(&y.crn)),
-            SortKey::Type => x.ty.cmp(&y.ty),
-            SortKey::State => x.state.cmp(&y.state),
-            SortKey::Provider => x.provider.cmp(&y.provider),
-        };
-        let o = if descending { o.reverse() } else { o };
-        o.then_with(|| x.crn.cmp(&y.crn))
-    });
-    out
-}
-
-/// Rows per workspace, in [`Category::ALL`] order.
-pub fn counts(rows: &[Row]) -> [usize; 8] {
-    let mut c = [0usize; 8];
-    c[0] = rows.len();
-    for r in rows {
-        let cat = category_of(&r.provider, &r.ty);
-        if let Some(i) = Category::ALL.iter().position(|x| *x == cat) {
-            c[i] += 1;
-        }
-    }
-    c
 }
 
 /// The physical id of a CRN (its last segment), or the CRN itself.
@@ -275,37 +160,6 @@ pub fn clock(unix: i64) -> String {
 mod tests {
     use super::*;
 
-    fn row(crn: &str, provider: &str, ty: &str, state: &str, cost: f64, waste: bool) -> Row {
-        Row {
-            crn: crn.into(),
-            provider: provider.into(),
-            ty: ty.into(),
-            state: state.into(),
-            cost_usd_mo: cost,
-            is_waste: waste,
-            region: "us-east-1".into(),
-            ..Row::default()
-        }
-    }
-
-    #[test]
-    fn categories_of_the_mock_estate_types() {
-        assert_eq!(category_of("aws", "ec2:instance"), Category::Compute);
-        assert_eq!(category_of("aws", "ec2:volume"), Category::Storage);
-        assert_eq!(category_of("aws", "ec2:security-group"), Category::Network);
-        assert_eq!(category_of("aws", "elb:load-balancer"), Category::Network);
-        assert_eq!(category_of("aws", "rds:db"), Category::Database);
-        assert_eq!(category_of("aws", "lambda:function"), Category::Serverless);
-        assert_eq!(category_of("aws", "s3:bucket"), Category::Storage);
-        assert_eq!(category_of("aws", "eks:nodegroup"), Category::Kubernetes);
-        assert_eq!(category_of("gcp", "container:cluster"), Category::Kubernetes);
-        assert_eq!(category_of("kubernetes", "core:pvc"), Category::Kubernetes);
-        assert_eq!(category_of("gcp", "sql:sql-instance"), Category::Database);
-        assert_eq!(category_of("azure", "network:public-ip"), Category::Network);
-        assert_eq!(category_of("azure", "compute:vm"), Category::Compute);
-        assert_eq!(category_of("aws", "iam:role"), Category::Other);
-    }
-
     #[test]
     fn category_words_parse_and_cycle() {
         assert_eq!(Category::parse("k8s"), Some(Category::Kubernetes));
@@ -314,59 +168,12 @@ mod tests {
         assert_eq!(Category::parse("nope"), None);
         assert_eq!(Category::Other.next(), Category::All);
         assert_eq!(Category::All.prev(), Category::Other);
-    }
-
-    #[test]
-    fn filter_words_and_fields() {
-        let r = row(
-            "crn:svc:aws:us-east-1:ec2:volume:1:vol-9",
-            "aws",
-            "ec2:volume",
-            "available",
-            8.0,
-            true,
+        assert_eq!(
+            (Category::All.query(), Category::Storage.query()),
+            (None, Some("storage"))
         );
-        assert!(matches(&r, ""));
-        assert!(matches(&r, "VOL-9"));
-        assert!(matches(&r, "state:avail waste:yes"));
-        assert!(!matches(&r, "state:in-use"));
-        assert!(!matches(&r, "waste:no"));
-        assert!(matches(&r, "provider:aws type:ec2:vol"));
-        assert!(!matches(&r, "vol-9 gcp"));
-    }
-
-    #[test]
-    fn visible_filters_and_sorts() {
-        let rows = vec![
-            row(
-                "crn:svc:aws:r:ec2:volume:1:b",
-                "aws",
-                "ec2:volume",
-                "available",
-                5.0,
-                true,
-            ),
-            row(
-                "crn:svc:aws:r:ec2:instance:1:a",
-                "aws",
-                "ec2:instance",
-                "running",
-                70.0,
-                false,
-            ),
-            row(
-                "crn:svc:aws:r:ec2:volume:1:c",
-                "aws",
-                "ec2:volume",
-                "in-use",
-                9.0,
-                false,
-            ),
-        ];
-        assert_eq!(visible(&rows, Category::All, "", SortKey::Cost, true), vec![1, 2, 0]);
-        assert_eq!(visible(&rows, Category::Storage, "", SortKey::Name, false), vec![0, 2]);
-        assert_eq!(visible(&rows, Category::All, "waste:yes", SortKey::Cost, true), vec![0]);
-        assert_eq!(counts(&rows)[..3], [3, 1, 2]);
+        assert_eq!(SortKey::parse("Region"), Some(SortKey::Region));
+        assert_eq!(SortKey::Region.next(), SortKey::Cost);
     }
 
     #[test]

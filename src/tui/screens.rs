@@ -20,7 +20,7 @@ fn boxed(title: String) -> Block<'static> {
 
 /// The workspace tabs with their counts, shortened to fit `width`.
 pub fn workspace_line(app: &App, t: Theme, width: u16) -> Line<'static> {
-    let counts = model::counts(&app.rows);
+    let counts = app.table.workspaces;
     let full: usize = Category::ALL
         .iter()
         .zip(counts)
@@ -48,20 +48,21 @@ pub fn workspace_line(app: &App, t: Theme, width: u16) -> Line<'static> {
 pub fn nodes(f: &mut Frame, app: &App, t: Theme, area: Rect) {
     let [tabs, table] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
     f.render_widget(Paragraph::new(workspace_line(app, t, area.width)), tabs);
-    let vis = app.visible();
+    let table_rows = &app.table;
     let wide = area.width >= WIDE;
+    let position = if table_rows.total == 0 { 0 } else { app.selected + 1 };
     let mut title = format!(
         " {} [{}/{}] sort:{}{} ",
         app.category.name(),
-        vis.len(),
-        app.rows.len(),
+        position,
+        table_rows.total,
         app.sort.name(),
         if app.descending { "↓" } else { "↑" }
     );
     if !app.filter.is_empty() {
         title.push_str(&format!("/{} ", app.filter));
     }
-    if !app.rows_loaded {
+    if !table_rows.loaded || app.selected_row().is_none() && table_rows.total > 0 {
         title.push_str("loading… ");
     }
     let header = if wide {
@@ -70,8 +71,7 @@ pub fn nodes(f: &mut Frame, app: &App, t: Theme, area: Rect) {
         TRow::new(["NAME", "TYPE", "STATE", "$/MO", "W", "PHASE"])
     }
     .style(t.title());
-    let rows = vis.iter().map(|&i| {
-        let r = &app.rows[i];
+    let rows = table_rows.rows.iter().map(|r| {
         let waste = if r.is_waste {
             Span::styled("●", t.bad())
         } else {
@@ -121,7 +121,11 @@ pub fn nodes(f: &mut Frame, app: &App, t: Theme, area: Rect) {
         .header(header)
         .block(boxed(title))
         .row_highlight_style(t.selected());
-    let mut state = TableState::default().with_selected(if vis.is_empty() { None } else { Some(app.selected) });
+    let at = app
+        .selected
+        .checked_sub(table_rows.offset)
+        .filter(|i| *i < table_rows.rows.len());
+    let mut state = TableState::default().with_selected(at);
     f.render_stateful_widget(table_w, table, &mut state);
 }
 
@@ -284,7 +288,9 @@ pub fn queue(f: &mut Frame, app: &App, t: Theme, area: Rect) {
     };
     let items = app.queue_items();
     let rows = items.iter().map(|i| {
+        let mark = if app.marked.contains(&i.crn) { "*" } else { " " };
         TRow::new([
+            Cell::from(Span::styled(mark, t.warn())),
             Cell::from(i.stage.clone()),
             Cell::from(short_name(&i.crn).to_owned()),
             Cell::from(i.action.clone()),
@@ -295,6 +301,7 @@ pub fn queue(f: &mut Frame, app: &App, t: Theme, area: Rect) {
     let table = Table::new(
         rows,
         [
+            Constraint::Length(1),
             Constraint::Length(9),
             Constraint::Fill(1),
             Constraint::Length(16),
@@ -302,8 +309,12 @@ pub fn queue(f: &mut Frame, app: &App, t: Theme, area: Rect) {
             Constraint::Length(4),
         ],
     )
-    .header(TRow::new(["STAGE", "NAME", "ACTION", "SAVES/MO", "RISK"]).style(t.title()))
-    .block(boxed(format!(" remediation queue [{}] ", items.len())))
+    .header(TRow::new(["", "STAGE", "NAME", "ACTION", "SAVES/MO", "RISK"]).style(t.title()))
+    .block(boxed(if app.marked.is_empty() {
+        format!(" remediation queue [{}] ", items.len())
+    } else {
+        format!(" remediation queue [{}] marked {} ", items.len(), app.marked.len())
+    }))
     .row_highlight_style(t.selected());
     let mut state = TableState::default().with_selected(if items.is_empty() {
         None

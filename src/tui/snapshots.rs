@@ -13,10 +13,11 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use serde_json::json;
 
-use super::app::{App, Link, Msg};
+use super::app::{App, Effect, Link, Msg, RowQuery};
 use super::view;
 use super::wire::{
     Affected, Blast, Edge, Envelope, Item, NodeDetail, NodeEdges, Oracle, Plan, PlanStep, ProofStep, Queue, Row,
+    RowPage, Workspaces,
 };
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src/tui/snapshots");
@@ -28,7 +29,17 @@ fn key(c: char) -> KeyEvent {
 
 fn row(provider: &str, ty: &str, id: &str, state: &str, cost: f64, waste: bool, phase: &str) -> Row {
     let (service, kind) = ty.split_once(':').unwrap_or(("x", ty));
+    let category = match (service, kind) {
+        ("ec2", "instance") => "compute",
+        ("ec2", "eip") => "network",
+        ("rds", _) => "database",
+        ("lambda", _) => "serverless",
+        ("eks", _) => "kubernetes",
+        ("iam", _) => "other",
+        _ => "storage",
+    };
     Row {
+        category: category.into(),
         crn: format!("crn:svc:{provider}:us-east-1:{service}:{kind}:123456789012:{id}"),
         ty: ty.into(),
         provider: provider.into(),
@@ -96,11 +107,69 @@ fn rows() -> Vec<Row> {
     ]
 }
 
+/// What the daemon answers `q` with over [`rows`], for the filters these
+/// screens use (`waste:yes`, `state:` prefixes), most costly first.
+fn answer(q: &RowQuery) -> Msg {
+    let holds = |r: &Row| {
+        q.filter.split_whitespace().all(|t| match t.split_once(':') {
+            Some(("waste", v)) => r.is_waste == (v == "yes"),
+            Some(("state", v)) => r.state.starts_with(v),
+            _ => r.crn.contains(t),
+        })
+    };
+    let mut matching: Vec<Row> = rows().into_iter().filter(holds).collect();
+    matching.sort_by(|a, b| b.cost_usd_mo.total_cmp(&a.cost_usd_mo));
+    let mut w = Workspaces::default();
+    for r in &matching {
+        let n = match r.category.as_str() {
+            "compute" => &mut w.compute,
+            "storage" => &mut w.storage,
+            "network" => &mut w.network,
+            "database" => &mut w.database,
+            "serverless" => &mut w.serverless,
+            "kubernetes" => &mut w.kubernetes,
+            _ => &mut w.other,
+        };
+        *n += 1;
+    }
+    let shown: Vec<Row> = matching
+        .into_iter()
+        .filter(|r| q.category.query().is_none_or(|c| c == r.category))
+        .collect();
+    let total = shown.len() as u64;
+    let page = RowPage {
+        rows: shown.into_iter().skip(q.offset).take(q.limit).collect(),
+        offset: q.offset as u64,
+        total,
+        workspaces: w,
+    };
+    Msg::Rows(q.clone(), page)
+}
+
+/// Answers every row question of `fx` and of the answers.
+fn serve(app: &mut App, mut fx: Vec<Effect>) {
+    while !fx.is_empty() {
+        let mut next = Vec::new();
+        for e in fx {
+            if let Effect::LoadRows(q) = e {
+                next.extend(app.apply(answer(&q)));
+            }
+        }
+        fx = next;
+    }
+}
+
+/// A key pressed with the daemon answering what it asks.
+fn press(app: &mut App, c: char) {
+    let fx = app.on_key(key(c));
+    serve(app, fx);
+}
+
 fn operator(color: bool) -> App {
     let mut app = App::new("http://127.0.0.1:8080".into(), color);
-    app.apply(Msg::Link(Link::Connected));
+    let fx = app.apply(Msg::Link(Link::Connected));
+    serve(&mut app, fx);
     app.apply(Msg::Role("operator".into()));
-    app.apply(Msg::Rows { rows: rows(), total: 9 });
     app
 }
 
@@ -111,9 +180,9 @@ fn vol_crn() -> String {
 fn with_detail(color: bool) -> App {
     let mut app = operator(color);
     let crn = vol_crn();
-    let at = app.visible().iter().position(|&i| app.rows[i].crn == crn).unwrap();
+    let at = app.table.rows.iter().position(|r| r.crn == crn).unwrap();
     for _ in 0..at {
-        app.on_key(key('j'));
+        press(&mut app, 'j');
     }
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     assert_eq!(app.detail.as_ref().unwrap().crn, crn);
@@ -381,7 +450,7 @@ fn workspace_list() {
 fn workspace_storage() {
     screens("workspace_storage", |c| {
         let mut app = operator(c);
-        app.on_key(key('3'));
+        press(&mut app, '3');
         app
     });
 }
@@ -390,16 +459,16 @@ fn workspace_storage() {
 fn filter_active() {
     let make = |c| {
         let mut app = operator(c);
-        app.on_key(key('/'));
+        press(&mut app, '/');
         for ch in "waste:yes state:avail".chars() {
-            app.on_key(key(ch));
+            press(&mut app, ch);
         }
         app
     };
     screens("filter_active", make);
     let snap = render(&make(false), 80, 24);
     assert!(
-        snap.contains("[1/9]") && snap.contains("/waste:yes state:avail█"),
+        snap.contains("[1/1]") && snap.contains("1:all 1 ") && snap.contains("/waste:yes state:avail█"),
         "{snap}"
     );
 }
@@ -499,4 +568,39 @@ fn tiny_terminal_does_not_panic() {
             render(&app, w, h);
         }
     }
+}
+
+#[test]
+fn ignore_prompt_and_bulk_confirmation() {
+    let prompt = |c| {
+        let mut app = operator(c);
+        press(&mut app, 'i');
+        for ch in "7d".chars() {
+            press(&mut app, ch);
+        }
+        app
+    };
+    screens("ignore_prompt", prompt);
+    let snap = render(&prompt(false), 80, 24);
+    assert!(
+        snap.contains("ignore for (7d, 12h, 30m; empty: permanently): 7d█"),
+        "{snap}"
+    );
+    let mut app = prompt(false);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert!(render(&app, 80, 24).contains("adds it to the ignore list for 7days"));
+
+    let bulk = |c| {
+        let mut app = with_queue(c);
+        press(&mut app, ' ');
+        press(&mut app, ' ');
+        press(&mut app, 'A');
+        app
+    };
+    screens("bulk_confirmation", bulk);
+    let snap = render(&bulk(false), 80, 24);
+    assert!(
+        snap.contains("Approve the marked remediations?") && snap.contains("2 items") && snap.contains("marked 2"),
+        "{snap}"
+    );
 }

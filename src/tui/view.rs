@@ -10,7 +10,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use super::app::{App, Decision, Input, Link, Screen};
+use super::app::{App, Decision, Link, Screen};
 use super::screens;
 use super::theme::Theme;
 
@@ -83,13 +83,8 @@ fn header(f: &mut Frame, app: &App, t: Theme, area: Rect) {
 
 fn footer(f: &mut Frame, app: &App, t: Theme, area: Rect) {
     let line = match &app.input {
-        Some((Input::Filter, text)) => Line::from(vec![
-            Span::styled("/", t.title()),
-            Span::raw(text.clone()),
-            Span::raw("█"),
-        ]),
-        Some((Input::Command, text)) => Line::from(vec![
-            Span::styled(":", t.title()),
+        Some((input, text)) => Line::from(vec![
+            Span::styled(input.prompt(), t.title()),
             Span::raw(text.clone()),
             Span::raw("█"),
         ]),
@@ -121,7 +116,7 @@ pub fn hints(app: &App) -> String {
         }
         Screen::Queue => {
             if decide {
-                " j/k item  a approve  r reject  x quarantine  ⏎ detail  q back  ? help"
+                " j/k item  a approve  r reject  spc mark  A/R marked  m move  x quar  ⏎ detail  ? help"
             } else {
                 " j/k item  ⏎ detail  q back  ? help  (viewer: read only)"
             }
@@ -154,7 +149,8 @@ pub fn help_lines(can_decide: bool) -> Vec<(&'static str, &'static str)> {
         ("", "region: phase: reach: waste:yes|no"),
         ("tab 1-8", "workspace: all compute storage network"),
         ("", "database serverless kubernetes other"),
-        ("s S", "sort key (cost name type state provider)"),
+        ("s S", "sort key (cost name type state provider"),
+        ("", "region), reverse the order"),
         ("n Q l", "nodes, remediation queue, ledger"),
         (":", "nodes queue ledger <workspace> sort <key>"),
         ("", "filter <text> refresh help quit"),
@@ -163,7 +159,9 @@ pub fn help_lines(can_decide: bool) -> Vec<(&'static str, &'static str)> {
     if can_decide {
         v.extend([
             ("a r", "approve, reject the queue item's plan"),
-            ("x i", "quarantine, ignore the resource"),
+            ("spc A R", "mark items; approve, reject the marked"),
+            ("m", "move the queue item to another stage"),
+            ("x i", "quarantine, ignore (for a time) the resource"),
             ("u", "revert the ledger event's change"),
         ]);
     }
@@ -203,9 +201,30 @@ fn confirm(f: &mut Frame, d: &Decision, t: Theme, area: Rect) {
             text.push(Line::raw(crn.clone()));
             text.push(Line::raw("strips its network access and IAM (ISOLATE)"));
         }
-        Decision::Ignore { crn } => {
+        Decision::Ignore { crn, ttl_seconds } => {
             text.push(Line::raw(crn.clone()));
-            text.push(Line::raw("adds it to the ignore list, permanently"));
+            text.push(Line::raw(match ttl_seconds {
+                0 => "adds it to the ignore list, permanently".to_owned(),
+                s => format!(
+                    "adds it to the ignore list for {}",
+                    humantime::format_duration(std::time::Duration::from_secs(*s))
+                ),
+            }));
+        }
+        Decision::Bulk { items, .. } => {
+            text.push(Line::raw(format!("{} items, each on the plan shown:", items.len())));
+            for (crn, hash) in items.iter().take(6) {
+                let short: String = hash.chars().take(12).collect();
+                text.push(Line::raw(format!("{short} {}", super::model::short_name(crn))));
+            }
+            if items.len() > 6 {
+                text.push(Line::raw(format!("… and {} more", items.len() - 6)));
+            }
+        }
+        Decision::Move { crn, plan_hash, to } => {
+            text.push(Line::raw(crn.clone()));
+            text.push(Line::raw(format!("to stage {to}, on plan sha256:")));
+            text.push(Line::styled(plan_hash.clone(), t.warn()));
         }
         Decision::Revert { hash, what } => {
             text.push(Line::raw(what.clone()));

@@ -11,6 +11,8 @@ use serde_json::Value;
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Row {
+    /// The workspace it is listed in (`compute`, `storage`, ...).
+    pub category: String,
     pub crn: String,
     #[serde(rename = "type")]
     pub ty: String,
@@ -24,13 +26,48 @@ pub struct Row {
     pub reachability: String,
 }
 
-/// A page of rows (`TuiRowPage`).
+/// A window of rows (`TuiRowPage`).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct RowPage {
     pub rows: Vec<Row>,
-    pub next_cursor: String,
+    /// The position of the first row among all the rows.
+    pub offset: u64,
     pub total: u64,
+    pub workspaces: Workspaces,
+}
+
+/// Rows per workspace (`WorkspaceCounts`).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default)]
+pub struct Workspaces {
+    pub compute: u64,
+    pub storage: u64,
+    pub network: u64,
+    pub database: u64,
+    pub serverless: u64,
+    pub kubernetes: u64,
+    pub other: u64,
+}
+
+impl Workspaces {
+    /// The counts in the order of the workspace tabs, `all` first.
+    pub fn by_category(&self) -> [u64; 8] {
+        let w = *self;
+        let each = [
+            w.compute,
+            w.storage,
+            w.network,
+            w.database,
+            w.serverless,
+            w.kubernetes,
+            w.other,
+        ];
+        let mut out = [0u64; 8];
+        out[0] = each.iter().sum();
+        out[1..].copy_from_slice(&each);
+        out
+    }
 }
 
 /// `GET /api/v1/graph/nodes/{crn}` (`NodeDetail`).
