@@ -4,7 +4,8 @@
 //! graph. `SVC_BENCH_NODES` changes the size. Also the binary graph form
 //! (`Accept: application/x-flatbuffers`): the whole topology, and the
 //! dashboard's laid-out view of 100,000 nodes; their sizes, single-request
-//! times and the peak memory a request adds are printed first.
+//! times and the peak memory a request adds are printed first. And the
+//! terminal UI's windows of `/api/v1/nodes` (`tui_rows`).
 
 #![allow(clippy::unwrap_used, reason = "a bench that cannot set up has nothing to measure")]
 
@@ -114,6 +115,28 @@ fn api(c: &mut Criterion) {
         group.bench_function(format!("graph_topology_fbs_100k/{n}"), |b| {
             b.iter(|| get_as(&rt, &app, "/api/v1/graph/topology?limit=100000", FLATBUFFERS))
         });
+        group.finish();
+        // The terminal UI's node table: a window of 300 rows chosen by the
+        // daemon (workspace, filter, sort, offset) with every workspace's count.
+        let mut group = c.benchmark_group("tui_rows");
+        group.sample_size(10);
+        for (what, path) in [
+            (
+                "first_window_by_cost",
+                "/api/v1/nodes?sort=cost&order=desc&limit=300".to_owned(),
+            ),
+            (
+                "middle_window_by_cost",
+                format!("/api/v1/nodes?sort=cost&order=desc&limit=300&offset={}", n / 2),
+            ),
+            (
+                "storage_filtered_by_name",
+                "/api/v1/nodes?category=storage&filter=state%3Aavail%20vol&sort=name&limit=300".to_owned(),
+            ),
+            ("id_order_page", "/api/v1/nodes?limit=300".to_owned()),
+        ] {
+            group.bench_function(format!("{what}/{n}"), |b| b.iter(|| get(&rt, &app, &path)));
+        }
         group.finish();
     }
     let mut group = c.benchmark_group("restart");
