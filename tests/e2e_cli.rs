@@ -194,3 +194,90 @@ async fn verbs_say_when_no_daemon_is_running() {
         }
     }
 }
+
+/// The client flags of every verb that talks to a daemon.
+const CLIENT_FLAGS: [&str; 5] = ["--url", "--token", "--ca-file", "--output", "--json"];
+
+#[tokio::test]
+async fn client_flags_are_for_the_verbs_that_talk_to_a_daemon() {
+    let dir = common::data_dir();
+    let data = dir.path().to_str().expect("utf-8 path").to_owned();
+    let env = [("SVC_DATA_DIR", data.as_str())];
+
+    for help in [
+        vec!["daemon", "--help"],
+        vec!["worker", "--help"],
+        vec!["help", "daemon"],
+        vec!["completion", "--help"],
+        vec!["man", "--help"],
+    ] {
+        let (code, out, err) = run_cli(&help, &env).await;
+        assert_eq!(code, Some(0), "svc {help:?}:\n{out}\n{err}");
+        assert!(out.contains("Usage: svc "), "svc {help:?}:\n{out}");
+        for flag in CLIENT_FLAGS {
+            assert!(!out.contains(flag), "svc {help:?} does not show {flag}:\n{out}");
+        }
+    }
+    let (_, out, _) = run_cli(&["daemon", "--help"], &env).await;
+    assert!(out.contains("--listen") && out.contains("--log-format"), "{out}");
+    for help in [
+        vec!["stats", "--help"],
+        vec!["ledger", "tail", "--help"],
+        vec!["help", "ask"],
+    ] {
+        let (code, out, err) = run_cli(&help, &env).await;
+        assert_eq!(code, Some(0), "svc {help:?}:\n{out}\n{err}");
+        for flag in CLIENT_FLAGS {
+            assert!(out.contains(flag), "svc {help:?} shows {flag}:\n{out}");
+        }
+    }
+
+    // Given to a command that is no client they are a usage error saying
+    // why, before or after the verb; it starts nothing.
+    for (args, flag) in [
+        (
+            vec!["daemon", "--listen", "127.0.0.1:0", "--url", "http://127.0.0.1:1"],
+            "--url",
+        ),
+        (vec!["--token", "t", "daemon", "--listen", "127.0.0.1:0"], "--token"),
+        (vec!["-o", "json", "daemon", "--listen", "127.0.0.1:0"], "-o/--output"),
+        (
+            vec![
+                "worker",
+                "--id",
+                "w1",
+                "--tls-cert",
+                "c.pem",
+                "--tls-key",
+                "k.pem",
+                "--tls-ca",
+                "ca.pem",
+                "--plugin-dir",
+                "plugins",
+                "--json",
+            ],
+            "--json",
+        ),
+        (vec!["completion", "bash", "--ca-file", "ca.pem"], "--ca-file"),
+    ] {
+        let (code, out, err) = run_cli(&args, &env).await;
+        assert_eq!(code, Some(2), "svc {args:?} is a usage error:\n{out}\n{err}");
+        let verb = args
+            .iter()
+            .find(|a| ["daemon", "worker", "completion"].contains(a))
+            .expect("a verb");
+        assert!(
+            err.contains(&format!("`svc {verb}` does not take {flag}")),
+            "svc {args:?} says which flag it does not take:\n{err}"
+        );
+    }
+    // From the environment (a shell set up for the client verbs) they are ignored.
+    let client_env = [
+        ("SVC_DATA_DIR", data.as_str()),
+        ("SVC_URL", "http://127.0.0.1:1"),
+        ("SVC_TOKEN", "t"),
+    ];
+    let (code, out, err) = run_cli(&["completion", "bash"], &client_env).await;
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("svc"), "{out}");
+}

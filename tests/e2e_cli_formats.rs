@@ -476,3 +476,145 @@ async fn an_https_daemon_is_reachable_with_its_ca() {
     assert_eq!(code, Some(3), "wss without the CA: {err}");
     proxy.abort();
 }
+
+/// The YAML documents `svc ARGS -o yaml` streamed: each is its own
+/// document, a `---` line before it and a `...` line after it.
+fn yaml_documents(args: &[&str], out: &str) -> Vec<Value> {
+    use serde::Deserialize;
+    let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(out)
+        .map(|doc| {
+            Value::deserialize(doc)
+                .unwrap_or_else(|e| panic!("svc {args:?} printed a document that is no YAML ({e}):\n{out}"))
+        })
+        .collect();
+    assert!(out.starts_with("---\n"), "svc {args:?} starts with a document:\n{out}");
+    let marks = |m: &str| out.lines().filter(|l| *l == m).count();
+    assert_eq!(
+        (marks("---"), marks("...")),
+        (docs.len(), docs.len()),
+        "svc {args:?}: a `---` before and a `...` after each document:\n{out}"
+    );
+    docs
+}
+
+/// The next YAML document a following `svc ... -o yaml` prints, whole once
+/// its `...` line arrives; fails the test at `deadline`.
+async fn next_document(
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    deadline: tokio::time::Instant,
+) -> Value {
+    let mut text = String::new();
+    loop {
+        let line = tokio::time::timeout_at(deadline, lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no whole YAML document in time; so far:\n{text}"))
+            .expect("read")
+            .unwrap_or_else(|| panic!("the stream ended inside a document:\n{text}"));
+        let end = line == "...";
+        text.push_str(&line);
+        text.push('\n');
+        if end {
+            return serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("no YAML ({e}):\n{text}"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn streams_print_a_yaml_document_per_item() {
+    let dir = common::data_dir();
+    let d = Daemon::start_scanned(dir.path(), 200).await;
+    let api = d.api();
+    let env = env_of(&d);
+    api.scan_wait().await;
+
+    // svc ask (answered offline): each event of the answer a document, the
+    // same events `-o json` prints as lines.
+    let question = "what are the top waste resources?";
+    let args = ["ask", question, "-o", "yaml"];
+    let mut docs = yaml_documents(&args, &ok(&args, &env).await);
+    let mut lines = common::json_lines(&ok(&["ask", question, "-o", "json"], &env).await);
+    let kinds = |events: &[Value]| -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_else(|| panic!("no type: {e}")).to_owned())
+            .collect()
+    };
+    let types = kinds(&docs);
+    assert_eq!(types.first().map(String::as_str), Some("start"), "{docs:?}");
+    assert_eq!(types.last().map(String::as_str), Some("done"), "{docs:?}");
+    assert!(
+        types.iter().any(|t| t == "tool_call"),
+        "the answer read the estate: {docs:?}"
+    );
+    assert_eq!(docs[0]["provider"], "offline", "{}", docs[0]);
+    // Each answer is a conversation of its own; the rest is the same.
+    assert_ne!(docs[0]["conversation_id"], lines[0]["conversation_id"]);
+    docs[0]["conversation_id"] = Value::Null;
+    lines[0]["conversation_id"] = Value::Null;
+    assert_eq!(docs, lines, "-o yaml and -o json print the same events");
+    assert!(!common::answer_text(&docs).trim().is_empty(), "{docs:?}");
+    let sources = docs
+        .iter()
+        .find(|e| e["type"] == "sources")
+        .unwrap_or_else(|| panic!("a sources event: {docs:?}"));
+    assert!(
+        sources["queries"].as_array().is_some_and(|q| !q.is_empty()),
+        "{sources}"
+    );
+    let crns = sources["crns"].as_array().expect("crns");
+    assert!(!crns.is_empty(), "the answer rests on resources: {sources}");
+    for crn in crns {
+        let crn = crn.as_str().expect("a crn");
+        let node = api
+            .get_ok(&format!("/api/v1/graph/nodes/{}", common::encode_segment(crn)))
+            .await;
+        assert_eq!(node["crn"], crn, "a source is a resource of the estate");
+    }
+
+    // svc ledger tail: each event a document, as `-o json` prints them.
+    let prune = || async {
+        api.post_json("/api/v1/history/prune", &json!({"max_age_days": 3650}))
+            .await
+            .expect(200)
+    };
+    for _ in 0..3 {
+        prune().await;
+    }
+    let args = ["ledger", "tail", "-n", "3", "-o", "yaml"];
+    let events = yaml_documents(&args, &ok(&args, &env).await);
+    let lines = common::json_lines(&ok(&["ledger", "tail", "-n", "3", "-o", "json"], &env).await);
+    assert_eq!(events, lines, "-o yaml and -o json print the same events");
+    let newest = api.get_query_ok("/api/v1/history", &[("limit", "1")]).await;
+    let newest = &newest["events"][0];
+    let last = newest["seq"].as_u64().unwrap_or_else(|| panic!("a seq: {newest}"));
+    assert_eq!(common::seqs(&events), vec![last - 2, last - 1, last], "oldest first");
+    assert_eq!(events[2]["event_type"], newest["type"], "{}", events[2]);
+    assert!(events.iter().all(|e| e["event_type"] == "HISTORY_PRUNED"), "{events:?}");
+    assert!(
+        events.windows(2).all(|w| w[1]["prev_hash"] == w[0]["hash"]),
+        "{events:?}"
+    );
+
+    // --follow: a document for each event as it is committed, whole before
+    // the next one comes.
+    let mut child = tokio::process::Command::new(common::SVC)
+        .args(["ledger", "tail", "-n", "1", "--follow", "-o", "yaml"])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn svc ledger tail --follow -o yaml");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().expect("stdout")));
+    let deadline = tokio::time::Instant::now() + common::START_DEADLINE;
+    let first = next_document(&mut lines, deadline).await;
+    assert_eq!(first["seq"].as_u64(), Some(last), "{first}");
+    prune().await;
+    let next = next_document(&mut lines, deadline).await;
+    assert_eq!(next["seq"].as_u64(), Some(last + 1), "{next}");
+    assert_eq!(next["event_type"], "HISTORY_PRUNED", "{next}");
+    assert_eq!(next["prev_hash"], first["hash"], "{next}");
+    child.kill().await.expect("stop svc ledger tail");
+}

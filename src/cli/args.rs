@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use super::page::Page;
 use super::remote::Remote;
@@ -11,13 +11,145 @@ use super::time::{Time, parse_duration, parse_time};
 use super::values::{BulkAction, PluginCategory, PluginRole, QuarantineAction, Role, RuleAction, Shell, Stage};
 use super::{bench, soak};
 
+/// The command line as parsed: the grammar below, with the client flags
+/// hidden from and refused by the commands that are no client of a
+/// daemon's REST API ([`LOCAL`]).
+#[derive(Debug)]
+pub struct Cli(pub(super) Grammar);
+
+/// The commands that are no client of a daemon's REST API, each with the
+/// client flags (`Remote`'s: `--url`, `--token`, `--ca-file`, `-o`,
+/// `--json`) it still takes: `bench compare` prints as `-o` says, `bench
+/// soak --attach` sends `--token`. The client flags a command does not take
+/// are hidden from its help, its manual page and the completions; given on
+/// its command line they are a usage error, from the environment
+/// (`SVC_URL`, ...) they are ignored.
+const LOCAL: &[(&str, &[&str])] = &[
+    ("daemon", &[]),
+    ("worker", &[]),
+    ("completion", &[]),
+    ("man", &[]),
+    ("bench", &[]),
+    ("bench compare", &["output", "json"]),
+    ("bench table", &[]),
+    ("bench soak", &["token"]),
+    ("plugins install-local", &[]),
+    ("policy install", &[]),
+];
+
+/// The ids of the client flags.
+fn client_flags() -> Vec<String> {
+    <Remote as clap::Args>::augment_args(clap::Command::new("remote"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+impl CommandFactory for Cli {
+    fn command() -> clap::Command {
+        hide_client_flags(Grammar::command())
+    }
+
+    fn command_for_update() -> clap::Command {
+        hide_client_flags(Grammar::command_for_update())
+    }
+}
+
+impl FromArgMatches for Cli {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        refuse_client_flags(matches)?;
+        Grammar::from_arg_matches(matches).map(Cli)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        refuse_client_flags(matches)?;
+        self.0.update_from_arg_matches(matches)
+    }
+}
+
+impl Parser for Cli {}
+
+/// The command at `path` (verbs separated by spaces) under `cmd`.
+fn find<'a>(cmd: &'a mut clap::Command, path: &str) -> Option<&'a mut clap::Command> {
+    path.split(' ').try_fold(cmd, |cmd, name| cmd.find_subcommand_mut(name))
+}
+
+/// `cmd` built (the global flags copied into every command), with the
+/// client flags hidden where [`LOCAL`] says they mean nothing.
+fn hide_client_flags(mut cmd: clap::Command) -> clap::Command {
+    cmd.build();
+    let client = client_flags();
+    for (path, takes) in LOCAL {
+        let Some(sub) = find(&mut cmd, path) else {
+            continue;
+        };
+        // `mut_args` keeps the arguments in place (their keys index them
+        // in a built command).
+        *sub = std::mem::take(sub).mut_args(|a| {
+            let id = a.get_id().as_str();
+            if client.iter().any(|c| c == id) && !takes.contains(&id) {
+                a.hide(true)
+            } else {
+                a
+            }
+        });
+    }
+    cmd
+}
+
+/// A usage error when a client flag was given on the command line to a
+/// command of [`LOCAL`] that does not take it.
+fn refuse_client_flags(matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+    let mut verbs = Vec::new();
+    let mut at = matches;
+    while let Some((name, sub)) = at.subcommand() {
+        verbs.push(name);
+        at = sub;
+    }
+    let path = verbs.join(" ");
+    let Some((_, takes)) = LOCAL.iter().find(|(p, _)| *p == path) else {
+        return Ok(());
+    };
+    for id in client_flags() {
+        if takes.contains(&id.as_str()) {
+            continue;
+        }
+        // Global flags given anywhere on the line are recorded at the top.
+        if matches.value_source(&id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let mut cmd = Cli::command();
+        let arg = find(&mut cmd, &path).and_then(|sub| sub.get_arguments().find(|a| a.get_id() == id.as_str()));
+        let flag = match (arg.and_then(|a| a.get_short()), arg.and_then(|a| a.get_long())) {
+            (Some(short), Some(long)) => format!("-{short}/--{long}"),
+            (None, Some(long)) => format!("--{long}"),
+            _ => id.clone(),
+        };
+        let hint = match (verbs.first().copied(), id.as_str()) {
+            (Some("daemon" | "worker"), "url") => "; it listens where --listen says",
+            (Some("daemon" | "worker"), "output" | "json") => "; its logs are formatted as --log-format says",
+            _ => "",
+        };
+        let message =
+            format!("`svc {path}` does not take {flag}: it is a flag of the verbs that talk to a running daemon{hint}");
+        let err = clap::Error::raw(clap::error::ErrorKind::UnknownArgument, message);
+        return Err(match find(&mut cmd, &path) {
+            Some(sub) => err.format(sub),
+            None => err.format(&mut cmd),
+        });
+    }
+    Ok(())
+}
+
+// The grammar as clap derives it (no doc comment: it would become the
+// long help of `svc --help`).
 #[derive(Parser, Debug)]
 #[command(
     name = "svc",
     version,
     about = "Finds the cloud resources you pay for and do not use"
 )]
-pub struct Cli {
+pub(super) struct Grammar {
     /// Log format of the daemon: `text` or `json`.
     #[arg(long, global = true, default_value = "text", env = "SVC_LOG_FORMAT")]
     pub(super) log_format: String,
@@ -120,7 +252,7 @@ pub(super) enum Command {
         timeout: Option<std::time::Duration>,
     },
     /// Ask a question about the estate in plain language; the answer
-    /// streams as it is made (`--json`: the answer's JSON lines as sent).
+    /// streams as it is made (`-o json` or `-o yaml`: its events as they come).
     Ask {
         /// The question, for example "what depends on crn:svc:aws:...?".
         question: String,
@@ -479,7 +611,8 @@ pub(super) enum LedgerCommand {
         #[arg(long)]
         file: Option<std::path::PathBuf>,
     },
-    /// Print the newest events, oldest first.
+    /// Print the newest events, oldest first (`-o json`: a JSON line each;
+    /// `-o yaml`: a YAML document each).
     Tail {
         /// How many events.
         #[arg(short = 'n', long = "lines", default_value_t = 20)]
@@ -586,4 +719,147 @@ pub(super) struct WorkerEtcd {
     /// endpoint's host.
     #[arg(long, value_name = "NAME", env = "SVC_WORKER_ETCD_SERVER_NAME")]
     pub etcd_server_name: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+
+    use super::*;
+
+    /// The long help of the command at `path` (verbs separated by spaces).
+    fn help(path: &str) -> String {
+        let mut cmd = Cli::command();
+        let sub = find(&mut cmd, path).unwrap_or_else(|| panic!("no `svc {path}`"));
+        sub.render_long_help().to_string()
+    }
+
+    const CLIENT: [&str; 5] = ["--url", "--token", "--ca-file", "--output", "--json"];
+
+    #[test]
+    fn the_client_flags_show_only_where_they_mean_something() {
+        for path in ["stats", "ask", "ledger tail", "remediation queue", "mcp", "tui"] {
+            let text = help(path);
+            for flag in CLIENT {
+                assert!(text.contains(flag), "`svc {path} --help` shows {flag}:\n{text}");
+            }
+        }
+        for (path, takes) in LOCAL {
+            let text = help(path);
+            for flag in CLIENT {
+                let id = flag.trim_start_matches("--").replace('-', "_");
+                assert_eq!(
+                    text.contains(flag),
+                    takes.contains(&id.as_str()),
+                    "`svc {path} --help` and {flag}:\n{text}"
+                );
+            }
+        }
+        let daemon = help("daemon");
+        assert!(
+            daemon.contains("--log-format") && daemon.contains("--listen"),
+            "{daemon}"
+        );
+    }
+
+    #[test]
+    fn every_client_flag_is_in_the_table() {
+        let mut ids = client_flags();
+        ids.sort();
+        assert_eq!(ids, ["ca_file", "json", "output", "token", "url"]);
+        let mut cmd = Cli::command();
+        for (path, takes) in LOCAL {
+            assert!(find(&mut cmd, path).is_some(), "`svc {path}` is a command");
+            assert!(takes.iter().all(|t| ids.iter().any(|id| id == t)), "{path}: {takes:?}");
+        }
+    }
+
+    #[test]
+    fn client_flags_go_anywhere_on_a_client_verbs_line() {
+        for line in [
+            &["svc", "-o", "json", "stats"][..],
+            &["svc", "stats", "-o", "json"],
+            &[
+                "svc",
+                "--url",
+                "http://h:1",
+                "ledger",
+                "tail",
+                "--token",
+                "t",
+                "--output=yaml",
+            ],
+            &["svc", "bench", "compare", "a.json", "b.json", "-o", "yaml"],
+            &["svc", "-o", "json", "bench", "compare", "a.json", "b.json"],
+            &[
+                "svc",
+                "--token",
+                "t",
+                "bench",
+                "soak",
+                "--attach",
+                "http://h:1",
+                "--pid",
+                "1",
+            ],
+            &[
+                "svc",
+                "bench",
+                "soak",
+                "--attach",
+                "http://h:1",
+                "--pid",
+                "1",
+                "--token",
+                "t",
+            ],
+        ] {
+            if let Err(e) = Cli::try_parse_from(line) {
+                panic!("{line:?}: {e}");
+            }
+        }
+        let Ok(Cli(cli)) = Cli::try_parse_from(["svc", "--url", "http://h:1", "ledger", "tail", "-o", "yaml"]) else {
+            panic!("parses");
+        };
+        assert_eq!(cli.remote.url, "http://h:1");
+        assert_eq!(cli.remote.format(), super::super::remote::Format::Yaml);
+    }
+
+    #[test]
+    fn commands_that_are_no_client_refuse_client_flags() {
+        for line in [
+            &["svc", "daemon", "--url", "http://h:1"][..],
+            &["svc", "--url", "http://h:1", "daemon"],
+            &["svc", "daemon", "--mock", "--token", "t"],
+            &["svc", "-o", "json", "daemon"],
+            &["svc", "daemon", "--json"],
+            &["svc", "completion", "bash", "--url", "http://h:1"],
+            &["svc", "man", "-o", "yaml"],
+            &["svc", "bench", "table", "a.json", "--ca-file", "ca.pem"],
+            &["svc", "bench", "soak", "--url", "http://h:1"],
+            &["svc", "plugins", "install-local", "p", "--token", "t"],
+        ] {
+            match Cli::try_parse_from(line) {
+                Ok(_) => panic!("{line:?} parsed"),
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::UnknownArgument, "{line:?}: {e}");
+                    assert_eq!(e.exit_code(), 2, "{line:?}");
+                }
+            }
+        }
+        let Err(e) = Cli::try_parse_from(["svc", "daemon", "--url", "http://h:1"]) else {
+            panic!("parsed");
+        };
+        let text = e.to_string();
+        assert!(
+            text.contains("`svc daemon` does not take --url")
+                && text.contains("--listen")
+                && text.contains("Usage: svc daemon"),
+            "{text}"
+        );
+        let Err(e) = Cli::try_parse_from(["svc", "daemon", "-o", "json"]) else {
+            panic!("parsed");
+        };
+        assert!(e.to_string().contains("does not take -o/--output"), "{e}");
+    }
 }

@@ -13,6 +13,7 @@ use crate::daemon::{self, DaemonOptions};
 
 /// Carries out the verb `cli` names; the exit code tells how it went.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let cli = cli.0;
     let remote = cli.remote.clone();
     match cli.command {
         Command::Daemon {
@@ -210,9 +211,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 args.token = remote.token.clone();
                 soak::run(*args).await
             }
-            Some(BenchCommand::Compare { current, baseline }) => {
-                bench::compare_files(&current, &baseline, remote.machine())
-            }
+            Some(BenchCommand::Compare { current, baseline }) => bench::compare_files(&current, &baseline, &remote),
             Some(BenchCommand::Table { file }) => bench::table_file(&file),
         },
         Command::History(history) => match history.command {

@@ -103,7 +103,8 @@ async fn verify_file(path: &Path) -> Result<Value, ExitCode> {
 
 /// Prints the newest `n` events, oldest first; with `follow`, then every new
 /// event as it is committed, reconnecting (without gap or repeat) when the
-/// daemon restarts, until interrupted.
+/// daemon restarts, until interrupted. Each event is a line, a JSON line
+/// (`-o json`) or a YAML document (`-o yaml`), printed as it arrives.
 pub async fn tail(remote: &Remote, n: u64, follow: bool) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let newest = match client.get("/api/v1/history", &[("limit", "1".to_owned())]).await {
@@ -151,7 +152,6 @@ async fn stream(
     if !follow && *after >= until {
         return Ok(());
     }
-    let json_lines = remote.machine();
     let mut ws = super::client::ws_connect(remote, url, token).await?;
     ws.send(Message::text(json!({ "since": *after }).to_string())).await?;
     while let Some(msg) = ws.next().await {
@@ -170,7 +170,7 @@ async fn stream(
         if seq <= *after {
             continue;
         }
-        print_event(&v, json_lines);
+        print_event(remote, &v);
         *after = seq;
         if !follow && seq >= until {
             let _ = ws.close(None).await;
@@ -180,9 +180,9 @@ async fn stream(
     anyhow::bail!("the daemon closed the stream")
 }
 
-fn print_event(v: &Value, json_lines: bool) {
-    if json_lines {
-        println!("{v}");
+/// One event: a line for people, a JSON line or a YAML document for a program.
+fn print_event(remote: &Remote, v: &Value) {
+    if output::streamed(remote, v) {
         return;
     }
     let time = super::time::column(v, "timestamp");

@@ -1,6 +1,8 @@
 //! How answers are printed: plain-text tables for people, the API's
 //! answer as JSON or YAML for programs (`-o`).
 
+use std::io::Write;
+
 use serde_json::Value;
 
 use super::remote::{Format, Remote};
@@ -13,6 +15,25 @@ pub fn structured(remote: &Remote, v: &Value) -> bool {
         Format::Yaml => yaml(v),
         Format::Table | Format::Wide => return false,
     }
+    true
+}
+
+/// Prints one item of a stream (an answer's event, a ledger event) for a
+/// program and says so: a JSON line, or a YAML document of its own (`---`
+/// before it, so `yq` or `safe_load_all` read the stream, and `...` after
+/// it, so a reader following the stream knows it is whole without waiting
+/// for the next), flushed as it comes; false when the format is for people.
+pub fn streamed(remote: &Remote, v: &Value) -> bool {
+    match remote.format() {
+        Format::Json => println!("{v}"),
+        Format::Yaml => {
+            println!("---");
+            yaml(v);
+            println!("...");
+        }
+        Format::Table | Format::Wide => return false,
+    }
+    let _ = std::io::stdout().flush();
     true
 }
 

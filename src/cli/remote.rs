@@ -1,5 +1,7 @@
 //! Where the daemon is, how to authenticate and how to print its answers:
-//! the flags every verb shares, accepted before or after the verb.
+//! the flags every client verb shares, accepted before or after the verb
+//! (the commands that are no client, `daemon`, `worker`, ..., neither show
+//! nor take them: `args::LOCAL`).
 
 use std::path::PathBuf;
 

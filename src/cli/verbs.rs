@@ -8,7 +8,7 @@ use super::args::HistoryList;
 use super::client::{Client, encode_segment, pages};
 use super::output::{self, money, s, table};
 use super::page::Page;
-use super::remote::Remote;
+use super::remote::{Format, Remote};
 use super::time;
 
 macro_rules! call {
@@ -21,7 +21,9 @@ macro_rules! call {
 }
 
 /// `svc ask`: the answer's text as it streams, the tools it called on
-/// stderr, its sources at the end.
+/// stderr, its sources at the end; for a program each event as it comes,
+/// a JSON line as sent (`-o json`) or a YAML document (`-o yaml`). An
+/// answer that stops early exits with [`super::client::EXIT_API_ERROR`].
 pub async fn ask(remote: &Remote, question: &str, conversation: Option<&str>) -> anyhow::Result<ExitCode> {
     use std::io::Write;
     let client = Client::new(remote)?;
@@ -36,15 +38,30 @@ pub async fn ask(remote: &Remote, question: &str, conversation: Option<&str>) ->
             if line.is_empty() {
                 return;
             }
-            if remote.machine() {
+            let json = remote.format() == Format::Json;
+            if json {
+                // The line as sent.
                 println!("{line}");
-                return;
+                let _ = std::io::stdout().flush();
             }
             let Ok(event) = serde_json::from_str::<Value>(line) else {
-                eprintln!("(an answer line that is not JSON: {line})");
+                if !json {
+                    eprintln!("(an answer line that is not JSON: {})", output::printable(line));
+                }
                 return;
             };
             let text = |k: &str| event.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+            match event.get("type").and_then(Value::as_str) {
+                Some("sources") => sources = event.clone(),
+                Some("error") => failed = Some(text("message")),
+                _ => {}
+            }
+            if remote.machine() {
+                if !json {
+                    output::streamed(remote, &event);
+                }
+                return;
+            }
             match event.get("type").and_then(Value::as_str) {
                 Some("start") => eprintln!(
                     "[{} answers, conversation {}]",
@@ -63,8 +80,6 @@ pub async fn ask(remote: &Remote, question: &str, conversation: Option<&str>) ->
                     print!("{}", text("text"));
                     let _ = std::io::stdout().flush();
                 }
-                Some("sources") => sources = event.clone(),
-                Some("error") => failed = Some(text("message")),
                 _ => {}
             }
         })

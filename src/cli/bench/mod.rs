@@ -341,13 +341,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `svc bench compare CURRENT BASELINE`.
-pub fn compare_files(current: &Path, baseline: &Path, json_out: bool) -> anyhow::Result<ExitCode> {
+/// `svc bench compare CURRENT BASELINE`: a table, or the rows as `-o json` or `-o yaml`.
+pub fn compare_files(current: &Path, baseline: &Path, remote: &super::remote::Remote) -> anyhow::Result<ExitCode> {
     let cur = report::load(current)?;
     let base = report::load(baseline)?;
     let rows = report::compare(&cur, &base);
-    if json_out {
-        println!("{}", serde_json::to_string_pretty(&report::compare_json(&rows))?);
+    if output::structured(remote, &report::compare_json(&rows)) {
     } else {
         output::table(&report::COMPARE_HEADER, &report::compare_text(&rows));
     }
