@@ -317,3 +317,55 @@ async fn tui_quarantines_reverts_and_ignores() {
     let reverted = api.get_ok("/api/v1/history?type=QUARANTINE_REVERTED").await;
     assert_eq!(reverted["total"], 1, "{reverted}");
 }
+
+/// Two pending items marked with space and approved in one bulk request,
+/// each on its plan hash; a third moved back to `analyzed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_approves_marked_items_in_bulk_and_moves_one() {
+    let dir = data_dir();
+    let d = Daemon::start_scanned(dir.path(), SCALE).await;
+    let api = d.api();
+    let q = api.get_ok("/api/v1/remediation/queue").await;
+    let pending: Vec<String> = q["stages"]["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["crn"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(pending.len() >= 3, "three pending items after the first scan: {q}");
+    let name = |crn: &str| crn.rsplit(':').next().unwrap().to_owned();
+    let tui = Tmux::start(&format!("{SVC} tui --url {} --token {}", d.base(), d.token), 80, 24);
+    tui.wait_for("● connected  admin", SHOW).await;
+    tui.keys(&["Q"]);
+    tui.wait_for("sha256 ", SHOW).await;
+
+    tui.keys(&["Space"]);
+    tui.keys(&["Space"]);
+    tui.wait_for("marked 2", SHOW).await;
+    tui.keys(&["A"]);
+    let s = tui.wait_for("Approve the marked remediations?", SHOW).await;
+    assert!(s.contains("2 items"), "{s}");
+    tui.keys(&["y"]);
+    tui.wait_for("approved 2", SHOW).await;
+    for crn in &pending[..2] {
+        let approvals = api.get_ok(&format!("/api/v1/history?type=APPROVAL&crn={crn}")).await;
+        assert_eq!(approvals["total"], 1, "{crn} approved once: {approvals}");
+    }
+
+    // The third item is now the first pending one.
+    let third = &pending[2];
+    tui.wait_until("the third item selected", SHOW, |s| {
+        s.lines().any(|l| l.contains(&name(third)[..name(third).len().min(20)]))
+    })
+    .await;
+    tui.keys(&["g", "m"]);
+    tui.wait_for("move to (flagged", SHOW).await;
+    tui.type_text("analyzed");
+    tui.keys(&["Enter"]);
+    tui.wait_for("Move remediation?", SHOW).await;
+    tui.keys(&["y"]);
+    tui.wait_for("to analyzed", SHOW).await;
+    let q = api.get_ok("/api/v1/remediation/queue").await;
+    let analyzed = q["stages"]["analyzed"].to_string();
+    assert!(analyzed.contains(third.as_str()), "{third} moved: {q}");
+}

@@ -108,19 +108,7 @@ impl Resolved {
             }
         }
         let Some(needle) = &self.search else { return true };
-        buf.clear();
-        let k = n.key();
-        svc_engine::crn::write_crn(
-            buf,
-            [
-                r.resolve(k[0]),
-                r.resolve(k[1]),
-                r.resolve(k[2]),
-                r.resolve(k[3]),
-                r.resolve(k[4]),
-                n.physical_id(),
-            ],
-        );
+        write_crn(buf, n, r);
         if contains_folded(buf, needle) {
             return true;
         }
@@ -255,25 +243,30 @@ impl TermsMatcher<'_> {
             if contains_folded(n.waste_reason(), word) {
                 continue;
             }
-            self.buf.clear();
-            let k = n.key();
-            svc_engine::crn::write_crn(
-                &mut self.buf,
-                [
-                    r.resolve(k[0]),
-                    r.resolve(k[1]),
-                    r.resolve(k[2]),
-                    r.resolve(k[3]),
-                    r.resolve(k[4]),
-                    n.physical_id(),
-                ],
-            );
+            write_crn(&mut self.buf, n, r);
             if !contains_folded(&self.buf, word) {
                 return false;
             }
         }
         true
     }
+}
+
+/// `n`'s CRN, written into `buf` in place of what it held.
+fn write_crn(buf: &mut String, n: &NodeRef<'_>, r: &InternerReader<'_>) {
+    buf.clear();
+    let k = n.key();
+    svc_engine::crn::write_crn(
+        buf,
+        [
+            r.resolve(k[0]),
+            r.resolve(k[1]),
+            r.resolve(k[2]),
+            r.resolve(k[3]),
+            r.resolve(k[4]),
+            n.physical_id(),
+        ],
+    );
 }
 
 /// Whether `hay` starts with `prefix` (already lower case), ignoring case.
