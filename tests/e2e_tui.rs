@@ -319,7 +319,8 @@ async fn tui_quarantines_reverts_and_ignores() {
 }
 
 /// Two pending items marked with space and approved in one bulk request,
-/// each on its plan hash; a third moved back to `analyzed`.
+/// each on its plan hash; a third held at the gate (moved to `sau_gate`),
+/// and a move the pipeline does not allow refused with the daemon's reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tui_approves_marked_items_in_bulk_and_moves_one() {
     let dir = data_dir();
@@ -364,8 +365,15 @@ async fn tui_approves_marked_items_in_bulk_and_moves_one() {
     tui.keys(&["Enter"]);
     tui.wait_for("Move remediation?", SHOW).await;
     tui.keys(&["y"]);
-    tui.wait_for("to analyzed", SHOW).await;
+    tui.wait_for("illegal move", SHOW).await;
+    tui.keys(&["g", "m"]);
+    tui.wait_for("move to (flagged", SHOW).await;
+    tui.type_text("sau_gate");
+    tui.keys(&["Enter"]);
+    tui.wait_for("Move remediation?", SHOW).await;
+    tui.keys(&["y"]);
+    tui.wait_for("to sau_gate", SHOW).await;
     let q = api.get_ok("/api/v1/remediation/queue").await;
-    let analyzed = q["stages"]["analyzed"].to_string();
-    assert!(analyzed.contains(third.as_str()), "{third} moved: {q}");
+    let held = q["stages"]["sau_gate"].to_string();
+    assert!(held.contains(third.as_str()), "{third} held at the gate: {q}");
 }
