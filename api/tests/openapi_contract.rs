@@ -1183,7 +1183,7 @@ async fn live_responses_match_their_schemas() {
         get("/api/v1/nodes", "/api/v1/nodes?limit=2", &["/rows"]),
         get(
             "/api/v1/nodes",
-            "/api/v1/nodes?category=storage&sort=cost&order=desc&offset=1&limit=3&filter=state%3Aav%20vol",
+            "/api/v1/nodes?category=storage&sort=cost&order=desc&offset=1&limit=3&filter=vol",
             &["/rows"],
         ),
         get("/api/v1/graph", "/api/v1/graph", &["/nodes", "/edges"]),

@@ -5117,8 +5117,9 @@ export interface operations {
                 /** @description Opaque cursor, `next_cursor` of a previous response (id order only). */
                 cursor?: string;
                 /**
-                 * @description Also list logically deleted nodes still held in memory. Accepts `true`/`1`/`yes`,
-                 *     `false`/`0`/`no`; the bare flag means true.
+                 * @description Also list logically deleted nodes still held in memory (retired rows are dropped at a start
+                 *     and once they are an eighth of the rows; `/api/v1/graph/at` has them all). Accepts
+                 *     `true`/`1`/`yes`, `false`/`0`/`no`; the bare flag means true.
                  */
                 include_deleted?: boolean;
             };
