@@ -210,6 +210,8 @@ pub struct Rows {
     pub workspaces: [u64; 8],
     pub loaded: bool,
     pub generation: u64,
+    /// The generation the rows shown were asked in.
+    shown: Option<u64>,
     in_flight: bool,
     queued: Option<RowQuery>,
 }
@@ -386,11 +388,20 @@ impl App {
                 self.table.in_flight = false;
                 let current = query.generation == self.table.generation;
                 if current {
+                    // Rows of the same question that moved (a scan, a
+                    // decision) keep the selection on its resource.
+                    let kept = (self.table.shown == Some(query.generation))
+                        .then(|| self.selected_row().map(|r| r.crn.clone()))
+                        .flatten();
                     self.table.rows = page.rows;
                     self.table.offset = usize::try_from(page.offset).unwrap_or(0);
                     self.table.total = page.total;
                     self.table.workspaces = page.workspaces.by_category();
                     self.table.loaded = true;
+                    self.table.shown = Some(query.generation);
+                    if let Some(i) = kept.and_then(|crn| self.table.rows.iter().position(|r| r.crn == crn)) {
+                        self.selected = self.table.offset + i;
+                    }
                     self.clamp();
                 }
                 if let Some(next) = self.table.queued.take() {

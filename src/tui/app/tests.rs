@@ -425,3 +425,30 @@ fn marked_items_are_decided_together_and_one_moves() {
     app.apply(Msg::Queue(Queue::default()));
     assert!(app.marked.is_empty());
 }
+
+#[test]
+fn the_selection_stays_on_its_resource_when_the_rows_move() {
+    let mut rows = vec![
+        row("c", "ec2:volume", 50.0),
+        row("b", "ec2:volume", 30.0),
+        row("a", "ec2:instance", 10.0),
+    ];
+    let mut app = App::new("http://x".into(), true);
+    let fx = app.apply(Msg::Link(Link::Connected));
+    serve(&mut app, fx, &rows);
+    app.on_key(key('j'));
+    let b = app.selected_row().unwrap().crn.clone();
+    // A scan makes a new resource the costliest: `b` is now third.
+    rows.insert(0, row("d", "ec2:volume", 90.0));
+    let fx = app.apply(Msg::Event(Box::new(Envelope {
+        seq: 9,
+        event_type: "SCAN_COMPLETED".into(),
+        ..Envelope::default()
+    })));
+    serve(&mut app, fx, &rows);
+    assert_eq!((app.selected, app.selected_row().map(|r| r.crn.clone())), (2, Some(b)));
+    // A new filter starts at the top.
+    let fx = app.command("filter a");
+    serve(&mut app, fx, &rows);
+    assert_eq!(app.selected, 0);
+}
