@@ -11,15 +11,6 @@ use super::page::Page;
 use super::remote::Remote;
 use super::time::{self, Time};
 
-macro_rules! call {
-    ($e:expr) => {
-        match $e.await {
-            Ok(v) => v,
-            Err(f) => return Ok(f.report()),
-        }
-    };
-}
-
 /// The array under `key`, empty when absent.
 fn list<'a>(v: &'a Value, key: &str) -> &'a [Value] {
     v.get(key).and_then(Value::as_array).map_or(&[], Vec::as_slice)

@@ -9,15 +9,6 @@ use super::client::Client;
 use super::output::{self, money, printable, s, table};
 use super::remote::Remote;
 
-macro_rules! call {
-    ($e:expr) => {
-        match $e.await {
-            Ok(v) => v,
-            Err(f) => return Ok(f.report()),
-        }
-    };
-}
-
 fn list(v: &Value, key: &str) -> Vec<Value> {
     v[key].as_array().cloned().unwrap_or_default()
 }

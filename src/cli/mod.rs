@@ -14,6 +14,17 @@
 //! says, and print with `output` (tables, JSON, YAML) and `time` (durations
 //! in, RFC 3339 with how long ago out).
 
+/// The answer of a request to the daemon, or the verb's exit with the
+/// failure reported (the exit codes of `client`).
+macro_rules! call {
+    ($e:expr) => {
+        match $e.await {
+            Ok(v) => v,
+            Err(f) => return Ok(f.report()),
+        }
+    };
+}
+
 mod args;
 mod bench;
 mod client;

@@ -9,15 +9,6 @@ use super::client::{Client, encode_segment};
 use super::output::{self, s, table};
 use super::remote::Remote;
 
-macro_rules! call {
-    ($e:expr) => {
-        match $e.await {
-            Ok(v) => v,
-            Err(f) => return Ok(f.report()),
-        }
-    };
-}
-
 fn print_rule(v: &Value) {
     println!(
         "{} [{} {}] {}: {}",

@@ -8,15 +8,6 @@ use super::client::Client;
 use super::output::{self, s, table};
 use super::remote::Remote;
 
-macro_rules! call {
-    ($e:expr) => {
-        match $e.await {
-            Ok(v) => v,
-            Err(f) => return Ok(f.report()),
-        }
-    };
-}
-
 fn listing(remote: &Remote, v: &Value) {
     if output::structured(remote, v) {
         return;

@@ -11,15 +11,6 @@ use super::client::{Client, encode_segment};
 use super::output::{self, s, table};
 use super::remote::Remote;
 
-macro_rules! call {
-    ($e:expr) => {
-        match $e.await {
-            Ok(v) => v,
-            Err(f) => return Ok(f.report()),
-        }
-    };
-}
-
 /// Who runs the CLI (`cli:$USER`, else `cli`): the daemon records the
 /// token's name as the actor and keeps this as a note on the reason.
 fn actor() -> String {

@@ -10,15 +10,6 @@ use super::client::{Client, encode_segment};
 use super::output::{self, s, table};
 use super::remote::Remote;
 
-macro_rules! call {
-    ($e:expr) => {
-        match $e.await {
-            Ok(v) => v,
-            Err(f) => return Ok(f.report()),
-        }
-    };
-}
-
 pub async fn create(remote: &Remote, name: &str, role: &str) -> anyhow::Result<ExitCode> {
     let client = Client::new(remote)?;
     let v = call!(client.post("/api/v1/tokens", json!({"name": name, "role": role})));

@@ -11,15 +11,6 @@ use super::page::Page;
 use super::remote::{Format, Remote};
 use super::time;
 
-macro_rules! call {
-    ($e:expr) => {
-        match $e.await {
-            Ok(v) => v,
-            Err(f) => return Ok(f.report()),
-        }
-    };
-}
-
 /// `svc ask`: the answer's text as it streams, the tools it called on
 /// stderr, its sources at the end; for a program each event as it comes,
 /// a JSON line as sent (`-o json`) or a YAML document (`-o yaml`). An
