@@ -437,6 +437,17 @@ async fn terminal_rows_come_as_windows_of_a_workspace_in_order() {
         .collect();
     assert_eq!(names, sorted);
 
+    // A sorted window counts in its own pass when the counts are not kept
+    // yet: the same counts, and rows, as when they are.
+    let fresh = f.get_ok("/api/v1/nodes?sort=cost&order=desc&filter=avail").await;
+    let kept = f.get_ok("/api/v1/nodes?sort=cost&order=desc&filter=avail").await;
+    assert_eq!(
+        (&fresh["workspaces"], &fresh["total"]),
+        (&kept["workspaces"], &json!(3))
+    );
+    assert_eq!(fresh["rows"], kept["rows"]);
+    assert_eq!(strs(&fresh["rows"], "crn")[0], db());
+
     // The filter: a column's prefix and a word; the counts follow it.
     let avail = f.get_ok("/api/v1/nodes?filter=STATE%3Aavail").await;
     assert_eq!(avail["total"], 3);

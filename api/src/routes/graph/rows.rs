@@ -239,16 +239,26 @@ pub async fn tui_rows(State(state): State<AppState>, ApiQuery(q): ApiQuery<RowsQ
         let g = engine.graph();
         check_cursor(&g, spec.after)?;
         let at = crate::derived::State::of(&engine, &engine.findings());
-        let counts = *state
-            .inner
-            .derived
-            .get_or_make(&spec.counts_key(), &at, || count(&g, &spec, now));
+        // A sorted window reads every matching row anyway: when the counts
+        // are not kept, the same pass counts them.
+        let mut collected = None;
+        let counts = *state.inner.derived.get_or_make(&spec.counts_key(), &at, || {
+            if spec.sort.is_none() {
+                return count(&g, &spec, now);
+            }
+            let (counts, rows) = collect(&g, &spec, now);
+            collected = Some(rows);
+            counts
+        });
         let total = match spec.category {
             Some(c) => counts[c.index()],
             None => counts.iter().sum(),
         };
         let (page, next) = match spec.sort {
-            Some((by, order)) => (sorted_window(&g, &spec, now, by, order), None),
+            Some((by, order)) => {
+                let rows = collected.unwrap_or_else(|| collect(&g, &spec, now).1);
+                (sorted_window(&g, rows, spec.offset, spec.limit, by, order), None)
+            }
             None => id_window(&g, &spec, now),
         };
         let r = g.interner().reader();
@@ -327,17 +337,32 @@ fn id_window<'g>(g: &'g Graph, spec: &RowsSpec, now: u64) -> (Vec<NodeRef<'g>>, 
     (page, next)
 }
 
-/// The window `[offset, offset + limit)` of the matching rows in `by`
-/// order: the rows before it are only partitioned off, never sorted.
-fn sorted_window<'g>(g: &'g Graph, spec: &RowsSpec, now: u64, by: RowSort, order: SortOrder) -> Vec<NodeRef<'g>> {
+/// The matching rows of the request's workspace, and every workspace's
+/// count, in one pass.
+fn collect<'g>(g: &'g Graph, spec: &RowsSpec, now: u64) -> ([u64; 7], Vec<NodeRef<'g>>) {
+    let mut counts = [0u64; 7];
     let mut rows = Vec::new();
     for_matching(g, spec, None, now, |n, c| {
+        counts[c.index()] += 1;
         if spec.category.is_none_or(|want| want == c) {
             rows.push(n);
         }
         true
     });
-    if spec.offset >= rows.len() {
+    (counts, rows)
+}
+
+/// The window `[offset, offset + limit)` of the matching rows in `by`
+/// order: the rows before it are only partitioned off, never sorted.
+fn sorted_window<'g>(
+    g: &'g Graph,
+    mut rows: Vec<NodeRef<'g>>,
+    offset: usize,
+    limit: usize,
+    by: RowSort,
+    order: SortOrder,
+) -> Vec<NodeRef<'g>> {
+    if offset >= rows.len() {
         return Vec::new();
     }
     let r = g.interner().reader();
@@ -346,15 +371,15 @@ fn sorted_window<'g>(g: &'g Graph, spec: &RowsSpec, now: u64, by: RowSort, order
         let o = if order == SortOrder::Desc { o.reverse() } else { o };
         o.then_with(|| a.id().to_raw().cmp(&b.id().to_raw()))
     };
-    let end = spec.offset.saturating_add(spec.limit).min(rows.len());
+    let end = offset.saturating_add(limit).min(rows.len());
     if end < rows.len() {
         rows.select_nth_unstable_by(end, cmp);
         rows.truncate(end);
     }
-    if spec.offset > 0 {
-        rows.select_nth_unstable_by(spec.offset, cmp);
+    if offset > 0 {
+        rows.select_nth_unstable_by(offset, cmp);
     }
-    let mut window = rows.split_off(spec.offset);
+    let mut window = rows.split_off(offset);
     window.sort_unstable_by(cmp);
     window
 }
