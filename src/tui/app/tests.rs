@@ -452,3 +452,21 @@ fn the_selection_stays_on_its_resource_when_the_rows_move() {
     serve(&mut app, fx, &rows);
     assert_eq!(app.selected, 0);
 }
+
+#[test]
+fn a_failed_window_is_said_and_the_next_question_still_goes() {
+    let rows = [row("b", "ec2:volume", 30.0)];
+    let mut app = App::new("http://x".into(), true);
+    let first = row_queries(&app.apply(Msg::Link(Link::Connected)));
+    assert_eq!(first.len(), 1);
+    // Asked while the first is out: kept, then sent once it failed.
+    assert!(row_queries(&app.on_key(key('2'))).is_empty());
+    let next = row_queries(&app.apply(Msg::RowsFailed("the daemon did not answer in time".into())));
+    assert_eq!((next.len(), next[0].category), (1, Category::Compute));
+    assert_eq!(app.status.as_deref(), Some("the daemon did not answer in time"));
+    assert!(app.table.loaded, "the table stops saying loading");
+    app.apply(answer(&next[0], &rows));
+    assert_eq!(app.table.total, 0);
+    // Nothing queued: a failure asks nothing more.
+    assert!(app.apply(Msg::RowsFailed("refused".into())).is_empty());
+}
