@@ -11,7 +11,7 @@ use anyhow::{Context, bail};
 use svc_api::AppState;
 use svc_engine::Engine;
 use svc_engine::clock::SystemClock;
-use svc_engine::scan::Source;
+use svc_engine::scan::{Deferred, Source};
 use svc_engine::store::atomic::write_bytes_atomic;
 use svc_mock_estate::{MockEstate, SOURCE_NAME as MOCK_SOURCE};
 use tracing::{error, info, warn};
@@ -79,8 +79,8 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<Exit> {
     let dir = data_dir.clone();
     let sid = session_id.clone();
     let replication = elected.as_ref().map(|e| e.replication()).unwrap_or_default();
-    let engine = tokio::task::spawn_blocking(move || {
-        Engine::open_replicated(&dir, &sid, Arc::new(SystemClock::default()), replication)
+    let (engine, items) = tokio::task::spawn_blocking(move || {
+        Engine::open_deferred(&dir, &sid, Arc::new(SystemClock::default()), replication)
     })
     .await
     .context("engine start was cancelled")?
@@ -163,9 +163,16 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<Exit> {
             retention_tx,
         ),
     )));
-    // Ready last: every route has what it serves from once `/readyz` says so.
+    // Ready last: every route has what it serves from once `/readyz` says
+    // so. The remediation items are read after: what needs them (the
+    // queue's routes, a scan's `engine.sau`) waits for them, and items
+    // that cannot be read stop the daemon as a corrupt store does.
     state.set_engine(engine.clone());
     info!(nodes = engine.graph().node_rows(), "graph hydrated; ready");
+    let mut items = {
+        let engine = engine.clone();
+        tokio::task::spawn_blocking(move || items.load(&engine))
+    };
 
     // What scans or appends to the ledger runs on the leader only.
     let scheduler = tokio::spawn(supervise(SCHEDULER, state.clone(), {
@@ -206,11 +213,23 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<Exit> {
         let engine = engine.clone();
         move || expire_isolations(engine.clone())
     }));
+    let unreadable = async {
+        match (&mut items).await {
+            Ok(Ok(())) => std::future::pending().await,
+            Ok(Err(e)) => anyhow::Error::new(e).context("cannot read the remediation items"),
+            Err(e) => anyhow::Error::new(e).context("the remediation items' load stopped"),
+        }
+    };
     let (result, exit) = tokio::select! {
-        result = &mut server => (result.context("server task failed")?, Exit::Stopped),
+        result = &mut server => (result.context("server task failed")?.context("server failed"), Exit::Stopped),
         () = node.demoted() => {
             server.abort();
             (Ok(()), Exit::Restart)
+        }
+        e = unreadable => {
+            error!(error = %format!("{e:#}"), "the daemon stops");
+            server.abort();
+            (Err(e), Exit::Stopped)
         }
     };
     scheduler.abort();
@@ -227,7 +246,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<Exit> {
     // The last commit's snapshot makes the next start fast.
     let flushing = engine.clone();
     let _ = tokio::task::spawn_blocking(move || flushing.wait_snapshot()).await;
-    result.context("server failed")?;
+    result?;
     match exit {
         Exit::Stopped => info!("svc stopped"),
         Exit::Restart => info!("svc stopped; starting again as a cluster standby"),
@@ -267,7 +286,14 @@ fn setup_sources(
     let (seed, scale) = (opts.mock_seed, opts.mock_scale);
     // What remediation does to the simulated estate outlives a restart.
     let effects = data_dir.join(paths::MOCK_EFFECTS_FILE);
-    let mock = move || -> Box<dyn Source> { Box::new(MockEstate::new(seed, scale).with_effects_file(&effects)) };
+    // Planned at its first scan, not before the daemon is ready.
+    let mock = move || -> Box<dyn Source> {
+        let effects = effects.clone();
+        let providers = svc_mock_estate::PROVIDERS.iter().map(|p| (*p).to_owned()).collect();
+        Box::new(Deferred::new(MOCK_SOURCE, providers, move || {
+            MockEstate::new(seed, scale).with_effects_file(&effects)
+        }))
+    };
     plugins.configure(&config.plugins);
     if opts.mock {
         info!(scale, seed, "mock mode: scanning a simulated estate (--mock)");

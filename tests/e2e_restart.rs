@@ -290,3 +290,55 @@ fn a_corrupt_event_store_stops_the_daemon_and_is_kept() {
     let dir = common::data_dir();
     assert_refuses_corrupt(dir.path(), "events.redb");
 }
+
+/// The remediation items are read after the daemon is ready. One that is
+/// not an item stops the daemon with the store's name, as a corrupt store
+/// does at open, and is kept as it is: nothing acted on an empty pipeline.
+#[tokio::test]
+async fn a_corrupt_remediation_item_stops_the_daemon_and_is_kept() {
+    let dir = common::data_dir();
+    let mut d = Daemon::start_scanned(dir.path(), 300).await;
+    let status = d.stop().await;
+    assert!(status.success(), "{status}\n{}", d.log.text());
+
+    let path = dir.path().join("graph.redb");
+    let items = redb::TableDefinition::<&str, &[u8]>::new("remediation_items");
+    let broken = [1u8, 0];
+    let crn = {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let crn = {
+            let mut t = txn.open_table(items).unwrap();
+            let crn = t
+                .first()
+                .unwrap()
+                .expect("the scan left remediation items")
+                .0
+                .value()
+                .to_owned();
+            t.insert(crn.as_str(), &broken[..]).unwrap();
+            crn
+        };
+        txn.commit().unwrap();
+        crn
+    };
+
+    let (status, output) = common::run_daemon_to_exit(dir.path(), 300, Duration::from_secs(120));
+    assert!(!status.success(), "the daemon must stop: {status}\n{output}");
+    assert!(
+        output.contains("graph hydrated; ready"),
+        "it was ready first:\n{output}"
+    );
+    assert!(
+        output.contains("remediation items") && output.contains(&path.display().to_string()),
+        "the message names the items and their store:\n{output}"
+    );
+    let db = redb::Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let t = txn.open_table(items).unwrap();
+    assert_eq!(
+        t.get(crn.as_str()).unwrap().unwrap().value(),
+        &broken[..],
+        "the item is kept"
+    );
+}

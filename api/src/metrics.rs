@@ -503,15 +503,17 @@ pub mod operator {
                     ..Scrape::default()
                 };
             };
-            let queue = match engine.remediation_queue(0) {
-                Ok(parts) => Some(
+            // A scrape does not wait for the items a start is still reading.
+            let queue = match engine.remediation_loaded().then(|| engine.remediation_queue(0)) {
+                None => None,
+                Some(Ok(parts)) => Some(
                     parts
                         .into_iter()
                         .filter(|p| svc_engine::remediation::stage_named(p.name).is_some())
                         .map(|p| (p.name, p.count, p.savings_usd_mo))
                         .collect(),
                 ),
-                Err(e) => {
+                Some(Err(e)) => {
                     tracing::debug!(error = %e, "remediation queue not read for /metrics");
                     None
                 }

@@ -208,6 +208,34 @@ pub fn write_snapshot_of(store: &GraphStore, data_dir: &Path) -> Result<bool, En
     Ok(true)
 }
 
+/// The remediation items an engine opened by [`Engine::open_deferred`]
+/// still has to read: [`ItemsLoad::load`] reads them, on whatever thread
+/// the caller gives it.
+#[must_use = "the engine's remediation pipeline waits until its items are loaded"]
+pub struct ItemsLoad(());
+
+impl ItemsLoad {
+    /// Reads the stored items, sagas and ignore entries into `engine`'s
+    /// pipeline. A corrupt one is an error naming the store; the pipeline
+    /// then refuses to be used, so nothing acts on (or writes over) items
+    /// it could not read, and the caller must stop.
+    pub fn load(self, engine: &Engine) -> Result<(), EngineError> {
+        let t = std::time::Instant::now();
+        match svc_remediation::RemediationStore::load_remediation(engine.core.store()) {
+            Ok(loaded) => {
+                let items = loaded.items.len();
+                engine.remediation.install(loaded);
+                debug!(items, ms = t.elapsed().as_millis() as u64, "remediation items loaded");
+                Ok(())
+            }
+            Err(e) => {
+                engine.remediation.fail(e.to_string());
+                Err(e.into())
+            }
+        }
+    }
+}
+
 /// How a cluster's leader replicates its stores, in place from the moment
 /// the engine opens them (opening may already write: a late
 /// `SCAN_RECOVERED`, items planned again).
@@ -233,6 +261,21 @@ impl Engine {
         clock: Arc<dyn Clock>,
         replication: Replication,
     ) -> Result<Engine, EngineError> {
+        let (engine, items) = Engine::open_deferred(data_dir, session_id, clock, replication)?;
+        items.load(&engine)?;
+        Ok(engine)
+    }
+
+    /// [`Engine::open_replicated`] without reading the remediation items
+    /// (millions at ten million resources): the graph can be served while
+    /// [`ItemsLoad::load`] reads them. Until it has, whatever needs the
+    /// pipeline (its routes, a scan's `engine.sau`) waits for it.
+    pub fn open_deferred(
+        data_dir: &Path,
+        session_id: &str,
+        clock: Arc<dyn Clock>,
+        replication: Replication,
+    ) -> Result<(Engine, ItemsLoad), EngineError> {
         std::fs::create_dir_all(data_dir).map_err(|source| EngineError::DataDir {
             path: data_dir.to_owned(),
             source,
@@ -255,20 +298,8 @@ impl Engine {
         let persisted = symbols.len();
         let interner = Arc::new(interner);
         let key = SnapshotKey::new(&meta, persisted);
-        // The remediation items (millions at ten million resources) are
-        // read from the store while the graph loads: neither needs the other.
-        let (graph, from, remediation, remediation_ms) = std::thread::scope(|scope| {
-            let items = scope.spawn(|| {
-                let t = std::time::Instant::now();
-                let items =
-                    svc_remediation::RemediationStore::load_remediation(&store).map(svc_remediation::Remediation::load);
-                (items, t.elapsed().as_millis() as u64)
-            });
-            let loaded = load_graph(&store, &graph_path, &snap_path, &interner, key, &meta, clock.as_ref());
-            let (items, ms) = items.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            loaded.map(|(graph, from)| (graph, from, items, ms))
-        })?;
-        let remediation = remediation?;
+        let (graph, from) = load_graph(&store, &graph_path, &snap_path, &interner, key, &meta, clock.as_ref())?;
+        let remediation = svc_remediation::Remediation::pending();
         let loaded_meta = meta;
         let t = std::time::Instant::now();
         let signal = crate::signal::Signal::open(&store, &interner, &graph, meta.scan_seq, clock.now_us())?;
@@ -287,7 +318,6 @@ impl Engine {
         }
         let policies = crate::policy::Book::open(&store)?;
         debug!(
-            remediation_ms,
             signal_ms,
             rest_ms = t.elapsed().as_millis() as u64,
             "engine state loaded"
@@ -313,7 +343,7 @@ impl Engine {
         if let Err(e) = engine.record_scans() {
             warn!(error = %e, "cannot check that the ledger records every committed scan; checked again before the next scan");
         }
-        Ok(engine)
+        Ok((engine, ItemsLoad(())))
     }
 
     /// Makes the ledger record every scan the graph store committed: the

@@ -158,6 +158,87 @@ pub trait Source: Send {
     }
 }
 
+/// A source built when it is first used rather than when it is set up:
+/// a simulated estate of ten million resources takes most of a second to
+/// plan, which a daemon's start need not wait for. Its name and providers
+/// are given up front, as the engine asks for them before any scan.
+pub struct Deferred<S> {
+    name: String,
+    providers: Vec<String>,
+    make: Box<dyn Fn() -> S + Send>,
+    built: std::sync::OnceLock<S>,
+}
+
+impl<S: Source> Deferred<S> {
+    pub fn new(name: &str, providers: Vec<String>, make: impl Fn() -> S + Send + 'static) -> Deferred<S> {
+        Deferred {
+            name: name.to_owned(),
+            providers,
+            make: Box::new(make),
+            built: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> &S {
+        self.built.get_or_init(&self.make)
+    }
+
+    fn get_mut(&mut self) -> &mut S {
+        self.get();
+        match self.built.get_mut() {
+            Some(source) => source,
+            None => unreachable!("built just above"),
+        }
+    }
+}
+
+impl<S: Source> Source for Deferred<S> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn providers(&self) -> Vec<String> {
+        self.providers.clone()
+    }
+    fn scan(&mut self, ctx: &ScanContext<'_>, sink: &mut dyn ScanSink) -> Result<(), SourceError> {
+        self.get_mut().scan(ctx, sink)
+    }
+    fn rejections(&self) -> (u64, Vec<String>) {
+        self.built.get().map(S::rejections).unwrap_or_default()
+    }
+    fn unlisted(&self) -> Vec<Unlisted> {
+        self.built.get().map(S::unlisted).unwrap_or_default()
+    }
+    fn stop(&mut self) {
+        if let Some(source) = self.built.get_mut() {
+            source.stop();
+        }
+    }
+    fn observed_at(&self) -> Option<u64> {
+        self.built.get().and_then(S::observed_at)
+    }
+    fn checks_reversibility(&self) -> bool {
+        self.get().checks_reversibility()
+    }
+    fn check_reversibility(
+        &mut self,
+        crn: &str,
+        properties: &BTreeMap<String, String>,
+    ) -> Option<Result<ReversibilityProof, SourceError>> {
+        self.get_mut().check_reversibility(crn, properties)
+    }
+    fn remediate(&mut self, request: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {
+        self.get_mut().remediate(request)
+    }
+    fn apply_quarantine(
+        &mut self,
+        crn: &str,
+        action: &str,
+        reason: &str,
+    ) -> Option<Result<QuarantineOutcome, SourceError>> {
+        self.get_mut().apply_quarantine(crn, action, reason)
+    }
+}
+
 /// A part of a source's estate that its scan could not list: every field
 /// that is set narrows it (a region; a service of one region; an account).
 /// Nothing of it is retired by that scan.

@@ -1,7 +1,9 @@
 //! The pipeline's state in memory: items by CRN, ignore entries and sagas
 //! cut short, with the per-CRN locks that guard a saga or quarantine. The
 //! store ([`crate::store`]) holds the same; the engine's operations read
-//! and change it under [`Remediation::state`].
+//! and change it under [`Remediation::state`]. A daemon may start serving
+//! before the items are read ([`Remediation::pending`]): until they are
+//! installed, whoever asks for the state waits for them.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Instant;
@@ -27,7 +29,10 @@ pub const STATE_RANK: Rank = Rank::new(50, "remediation state");
 /// Items, ignore entries and sagas cut short, in memory; the store holds
 /// the same.
 pub struct Remediation {
-    pub state: Mutex<State>,
+    state: Mutex<State>,
+    /// Whether the stored items are in `state` yet ([`Remediation::pending`]).
+    load: parking_lot::Mutex<Load>,
+    loaded: Condvar,
     /// CRNs with a saga or quarantine running.
     pub locks: parking_lot::Mutex<HashSet<String>>,
     pub freed: Condvar,
@@ -50,6 +55,18 @@ pub trait SharedGuard: Send {
     /// Whether the lock still holds, asked of the cluster (not this node's
     /// belief): a saga checks before each step it runs. `Err` says why not.
     fn check(&self) -> Result<(), String>;
+}
+
+/// Where the stored items are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Load {
+    /// Being read: the state is empty, and no one may use it.
+    Reading,
+    /// In the state.
+    Done,
+    /// They could not be read (why): the state must never be used, since
+    /// acting on an empty pipeline would write over what is stored.
+    Failed(String),
 }
 
 #[derive(Default)]
@@ -252,12 +269,33 @@ impl Remediation {
     /// graph was compacted and ids taken before name nothing; the next pass
     /// matches items to nodes by CRN again.
     pub fn forget_nodes(&self) {
-        for e in self.state.lock().items.values_mut() {
+        for e in self.state().items.values_mut() {
             e.node = None;
         }
     }
 
     pub fn load(loaded: crate::store::Loaded) -> Remediation {
+        let r = Remediation::pending();
+        r.install(loaded);
+        r
+    }
+
+    /// A pipeline whose stored items are still being read: every
+    /// [`Remediation::state`] waits until [`Remediation::install`] (or
+    /// [`Remediation::fail`]) is called.
+    pub fn pending() -> Remediation {
+        Remediation {
+            state: Mutex::new(STATE_RANK, State::default()),
+            load: parking_lot::Mutex::new(Load::Reading),
+            loaded: Condvar::new(),
+            locks: parking_lot::Mutex::new(HashSet::new()),
+            freed: Condvar::new(),
+            shared: parking_lot::RwLock::new(None),
+        }
+    }
+
+    /// Puts the stored items in place and lets those waiting for them go on.
+    pub fn install(&self, loaded: crate::store::Loaded) {
         let state = State {
             items: loaded
                 .items
@@ -270,12 +308,40 @@ impl Remediation {
             behind: None,
             rewrite: false,
         };
-        Remediation {
-            state: Mutex::new(STATE_RANK, state),
-            locks: parking_lot::Mutex::new(HashSet::new()),
-            freed: Condvar::new(),
-            shared: parking_lot::RwLock::new(None),
+        *self.state.lock() = state;
+        *self.load.lock() = Load::Done;
+        self.loaded.notify_all();
+    }
+
+    /// The stored items could not be read (`why`): whoever waits for the
+    /// state, or asks for it later, panics with the reason rather than act
+    /// on an empty pipeline. The daemon stops on the same error.
+    pub fn fail(&self, why: String) {
+        *self.load.lock() = Load::Failed(why);
+        self.loaded.notify_all();
+    }
+
+    /// Whether the stored items are in place.
+    pub fn is_loaded(&self) -> bool {
+        *self.load.lock() == Load::Done
+    }
+
+    /// The state, once the stored items are in place (waits for them
+    /// while they are read).
+    ///
+    /// # Panics
+    /// When they could not be read ([`Remediation::fail`]).
+    pub fn state(&self) -> svc_graph::sync::MutexGuard<'_, State> {
+        let mut load = self.load.lock();
+        loop {
+            match &*load {
+                Load::Done => break,
+                Load::Reading => self.loaded.wait(&mut load),
+                Load::Failed(why) => panic!("the remediation items could not be read: {why}"),
+            }
         }
+        drop(load);
+        self.state.lock()
     }
 
     /// Sets (or clears) the cluster's shared locks.
@@ -292,7 +358,10 @@ impl Remediation {
 
     /// Waits for a pass's write still running behind the scan.
     pub fn settle(&self) {
-        self.state.lock().settle();
+        // Nothing runs behind a pipeline whose items are not in place.
+        if self.is_loaded() {
+            self.state.lock().settle();
+        }
     }
 
     pub fn lock_crn(&self, crn: &str, wait: std::time::Duration) -> Option<CrnLock<'_>> {

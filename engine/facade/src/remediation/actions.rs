@@ -24,6 +24,12 @@ impl Engine {
         self.pipeline().remediation_queue(limit)
     }
 
+    /// Whether the stored remediation items are in place: until they are
+    /// ([`Engine::open_deferred`]), whatever reads the pipeline waits.
+    pub fn remediation_loaded(&self) -> bool {
+        self.remediation.is_loaded()
+    }
+
     /// One item.
     pub fn remediation_item(&self, crn: &str) -> Result<Item, RemediationError> {
         self.pipeline().remediation_item(crn)

@@ -341,7 +341,7 @@ impl Pipeline<'_> {
         };
 
         let mut events = Vec::new();
-        let mut st = self.remediation.state.lock();
+        let mut st = self.remediation.state();
         st.settle();
         let rewrite = st.rewrite;
         let State {
@@ -686,7 +686,7 @@ impl Pipeline<'_> {
     /// is shown (or decided on) that a crash could still take back. Waits
     /// only in the short window between a pass and its scan's commit.
     fn durable_state(&self) -> Result<svc_graph::sync::MutexGuard<'_, State>, RemediationError> {
-        let mut st = self.remediation.state.lock();
+        let mut st = self.remediation.state();
         st.settle();
         Ok(st)
     }
@@ -1074,7 +1074,7 @@ impl Pipeline<'_> {
             return Ok(());
         };
         warn!(crn = %saga.crn, saga = %saga.id, reason = %why, "the cluster's lock on the resource was lost; the saga stops");
-        self.remediation.state.lock().interrupted.push(saga.clone());
+        self.remediation.state().interrupted.push(saga.clone());
         Err(RemediationError::LockLost(format!(
             "the cluster's lock on {} was lost ({why}): saga {} stopped and is compensated as interrupted",
             saga.crn, saga.id
@@ -1144,7 +1144,7 @@ impl Pipeline<'_> {
     /// Sagas the daemon stopped in the middle of: their steps are
     /// compensated and the item goes back to `pending` with the reason.
     fn recover_sagas(&self, sources: &mut [Box<dyn Source>]) -> Result<usize, RemediationError> {
-        let interrupted = std::mem::take(&mut self.remediation.state.lock().interrupted);
+        let interrupted = std::mem::take(&mut self.remediation.state().interrupted);
         let n = interrupted.len();
         for mut saga in interrupted {
             let reason = "the daemon stopped during the saga; its steps are compensated on restart";
@@ -1400,7 +1400,7 @@ impl Pipeline<'_> {
             ttl_seconds,
             created_us: self.core.clock().now_us(),
         };
-        let mut st = self.remediation.state.lock();
+        let mut st = self.remediation.state();
         self.core.store().put_remediation(&Batch {
             isolations: vec![&entry],
             ..Batch::default()
@@ -1429,12 +1429,12 @@ impl Pipeline<'_> {
     }
 
     pub(crate) fn isolations(&self) -> Vec<Isolation> {
-        self.remediation.state.lock().isolation.values().cloned().collect()
+        self.remediation.state().isolation.values().cloned().collect()
     }
 
     pub(crate) fn remove_isolation(&self, crn: &str, actor: &str) -> Result<Isolation, RemediationError> {
         let c = canonical_crn(crn)?.to_string();
-        let mut st = self.remediation.state.lock();
+        let mut st = self.remediation.state();
         let entry = st
             .isolation
             .get(&c)
@@ -1480,7 +1480,7 @@ impl Pipeline<'_> {
     }
 
     pub(crate) fn expire_isolations(&self, now_us: u64) -> Result<usize, RemediationError> {
-        let mut st = self.remediation.state.lock();
+        let mut st = self.remediation.state();
         let due: Vec<Isolation> = st
             .isolation
             .values()

@@ -145,7 +145,7 @@ fn a_remembered_node_that_names_another_resource_is_not_used() {
     let before = engine.remediation_items().unwrap();
     {
         // Point every item at another item's node, as if rows had moved.
-        let mut st = engine.remediation.state.lock();
+        let mut st = engine.remediation.state();
         let mut nodes: Vec<_> = st.items.values().map(|e| e.node).collect();
         nodes.rotate_left(1);
         for (e, node) in st.items.values_mut().zip(nodes) {
@@ -166,13 +166,13 @@ fn items_are_shown_once_durable() {
     let engine = f.open();
     f.scan(&engine);
     assert!(
-        engine.remediation.state.lock().behind.is_none(),
+        engine.remediation.state().behind.is_none(),
         "the scan's commit waited for the pass's write"
     );
 
     // A pass on its own (no commit after it), as in the middle of a scan,
     // with an item to write.
-    if let Some(e) = engine.remediation.state.lock().items.values_mut().next() {
+    if let Some(e) = engine.remediation.state().items.values_mut().next() {
         e.item.reason = "stale".into();
     }
     {
@@ -184,10 +184,10 @@ fn items_are_shown_once_durable() {
             .unwrap();
         assert_eq!(sau.written, 1);
     }
-    assert!(engine.remediation.state.lock().behind.is_some());
+    assert!(engine.remediation.state().behind.is_some());
     let shown = engine.remediation_items().unwrap();
     assert!(
-        engine.remediation.state.lock().behind.is_none(),
+        engine.remediation.state().behind.is_none(),
         "the write behind the pass was waited for"
     );
     // What is shown is what the store holds.
@@ -248,4 +248,76 @@ fn the_queue_counts_every_part_and_copies_only_the_longest_waiting() {
     let gate = queue.iter().find(|p| p.name == "sau_gate").unwrap();
     let held: Vec<&str> = gate.oldest.iter().map(|i| i.crn.as_str()).collect();
     assert_eq!(held, [crn(7), crn(3)], "held first, listed first");
+}
+
+/// An engine opened without its items serves what needs no pipeline; a
+/// read of the pipeline meanwhile waits for the items, and gets them all.
+#[test]
+fn a_pipeline_read_before_its_items_are_loaded_waits_for_them() {
+    let f = Fixture::new(0..5);
+    let engine = f.open();
+    f.scan(&engine);
+    let before = engine.remediation_items().unwrap();
+    assert_eq!(before.len(), 5);
+    drop(engine);
+
+    let (engine, load) = Engine::open_deferred(
+        f._dir.path(),
+        "t",
+        f.clock.clone(),
+        crate::engine::Replication::default(),
+    )
+    .unwrap();
+    let engine = Arc::new(engine);
+    assert!(!engine.remediation.is_loaded());
+    assert_eq!(engine.graph().node_rows(), 5, "the graph is served meanwhile");
+    let started = Arc::new(std::sync::Barrier::new(2));
+    let reader = std::thread::spawn({
+        let (engine, started) = (engine.clone(), started.clone());
+        move || {
+            started.wait();
+            engine.remediation_items().unwrap()
+        }
+    });
+    started.wait();
+    load.load(&engine).unwrap();
+    assert!(engine.remediation.is_loaded());
+    assert_eq!(reader.join().unwrap(), before, "the read waited for every item");
+}
+
+/// Items that cannot be read fail the load with the store's name, and the
+/// pipeline then refuses to be used rather than act as if it were empty.
+#[test]
+fn items_that_cannot_be_read_fail_the_load_and_the_pipeline_refuses_use() {
+    let f = Fixture::new(0..3);
+    let engine = f.open();
+    f.scan(&engine);
+    drop(engine);
+    let path = f._dir.path().join(crate::engine::GRAPH_FILE);
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let def = redb::TableDefinition::<&str, &[u8]>::new("remediation_items");
+            let mut t = txn.open_table(def).unwrap();
+            t.insert(crn(1).as_str(), &[1u8, 0][..]).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+
+    let (engine, load) = Engine::open_deferred(
+        f._dir.path(),
+        "t",
+        f.clock.clone(),
+        crate::engine::Replication::default(),
+    )
+    .unwrap();
+    let e = load.load(&engine).unwrap_err().to_string();
+    assert!(e.contains("remediation items") && e.contains("graph.redb"), "{e}");
+    let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.remediation_items()));
+    let why = refused.err().unwrap();
+    let why = why.downcast_ref::<String>().unwrap();
+    assert!(why.contains("could not be read"), "{why}");
+    // Dropping the engine waits for nothing.
+    drop(engine);
 }
