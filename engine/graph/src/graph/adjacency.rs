@@ -191,9 +191,10 @@ fn range(off: &[u32], dense: u32) -> (usize, usize) {
     }
 }
 
-/// Builds the CSR from `(packed edge, dense source, dense target, relation)`:
-/// both directions side by side, each on a core of its own.
-pub fn build(base: Vec<u32>, edges: &[(u32, u32, u32, Relation)]) -> Adjacency {
+/// Builds the CSR from `(packed edge, dense source, dense target, relation)`,
+/// in runs (one an edge shard, read where they are rather than copied into
+/// one list): both directions side by side, each on a core of its own.
+pub fn build(base: Vec<u32>, edges: &[Vec<(u32, u32, u32, Relation)>]) -> Adjacency {
     let n = base.last().copied().unwrap_or(0) as usize;
     let ((out_off, out_edge, out_node, out_rel), (in_off, in_edge, in_node, in_rel)) = rayon::join(
         || build_side(n, edges, |&(e, s, d, rel)| (s, e, d, rel)),
@@ -217,20 +218,20 @@ pub fn build(base: Vec<u32>, edges: &[(u32, u32, u32, Relation)]) -> Adjacency {
 /// is listed under, packed edge, dense other end, relation)`.
 fn build_side(
     n: usize,
-    edges: &[(u32, u32, u32, Relation)],
+    edges: &[Vec<(u32, u32, u32, Relation)>],
     side: impl Fn(&(u32, u32, u32, Relation)) -> (u32, u32, u32, Relation),
 ) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<Relation>) {
     let mut off = vec![0u32; n + 1];
-    for edge in edges {
+    for edge in edges.iter().flatten() {
         off[side(edge).0 as usize + 1] += 1;
     }
     for i in 0..n {
         off[i + 1] += off[i];
     }
-    let m = edges.len();
+    let m = edges.iter().map(Vec::len).sum();
     let (mut edge, mut node, mut rel) = (vec![0u32; m], vec![0u32; m], vec![Relation::Contains; m]);
     let mut fill = off.clone();
-    for e in edges {
+    for e in edges.iter().flatten() {
         let (at, packed, other, r) = side(e);
         let f = &mut fill[at as usize];
         edge[*f as usize] = packed;
