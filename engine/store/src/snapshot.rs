@@ -443,7 +443,14 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
             let section: Arc<dyn Backing> = if len == 0 {
                 Arc::new(Empty)
             } else {
-                Arc::new(Section(map(&file, body, len).map_err(io)?))
+                let mapped = map(&file, body, len).map_err(io)?;
+                // Read ahead the whole section at once: the checksum below
+                // walks every byte, and a snapshot the page cache lost (a
+                // first start, memory pressure) is read from disk in long
+                // runs rather than a fault at a time. Only advice: the
+                // kernel may decline it, and nothing depends on it.
+                let _ = mapped.advise(memmap2::Advice::WillNeed);
+                Arc::new(Section(mapped))
             };
             if checksum(section.bytes()) != sum {
                 return Err(bad(DecodeError("checksum mismatch")));
