@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{Api, Daemon, Sources};
+use redb::{ReadableDatabase, ReadableTable};
 use serde_json::{Value, json};
 
 fn u(v: &Value) -> u64 {
