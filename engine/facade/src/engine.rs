@@ -364,13 +364,13 @@ impl Engine {
             self.scans.take_unannounced(0);
             return Ok(None);
         }
+        // The report stays kept until its event is appended: meanwhile the
+        // scan still counts as unrecorded, and the daemon as not ready.
         if recorded + 1 == committed.scan_seq
-            && let Some(mut report) = self.scans.take_unannounced(committed.scan_seq)
+            && let Some(mut report) = self.scans.unannounced_report(committed.scan_seq)
         {
-            if let Err(e) = crate::scan::announce(ledger, &mut report, true) {
-                self.scans.keep_unannounced(report);
-                return Err(e);
-            }
+            crate::scan::announce(ledger, &mut report, true)?;
+            self.scans.take_unannounced(committed.scan_seq);
             info!(
                 scan_seq = report.scan_seq,
                 seq = report.event_seq,

@@ -79,6 +79,15 @@ impl ScanState {
         self.unannounced.lock().as_ref().map(|r| r.scan_seq)
     }
 
+    /// A copy of the kept report, when it is scan `scan_seq`'s.
+    pub(crate) fn unannounced_report(&self, scan_seq: u64) -> Option<ScanReport> {
+        self.unannounced
+            .lock()
+            .as_ref()
+            .filter(|r| r.scan_seq == scan_seq)
+            .cloned()
+    }
+
     /// The kept report of scan `scan_seq`, taken; any other kept one is dropped.
     pub(crate) fn take_unannounced(&self, scan_seq: u64) -> Option<ScanReport> {
         self.unannounced.lock().take().filter(|r| r.scan_seq == scan_seq)
