@@ -68,6 +68,12 @@ impl Fixture {
         engine
     }
 
+    /// The engine on the same directory, its items not read yet.
+    fn open_deferred(&self) -> (Engine, crate::engine::ItemsLoad) {
+        let replication = crate::engine::Replication::default();
+        Engine::open_deferred(self._dir.path(), "t", self.clock.clone(), replication).unwrap()
+    }
+
     fn scan(&self, engine: &Arc<Engine>) -> super::SauReport {
         self.clock.advance(3_600_000_000);
         let report = engine.try_start_scan().unwrap().run().unwrap();
@@ -261,13 +267,7 @@ fn a_pipeline_read_before_its_items_are_loaded_waits_for_them() {
     assert_eq!(before.len(), 5);
     drop(engine);
 
-    let (engine, load) = Engine::open_deferred(
-        f._dir.path(),
-        "t",
-        f.clock.clone(),
-        crate::engine::Replication::default(),
-    )
-    .unwrap();
+    let (engine, load) = f.open_deferred();
     let engine = Arc::new(engine);
     assert!(!engine.remediation.is_loaded());
     assert_eq!(engine.graph().node_rows(), 5, "the graph is served meanwhile");
@@ -305,13 +305,7 @@ fn items_that_cannot_be_read_fail_the_load_and_the_pipeline_refuses_use() {
         txn.commit().unwrap();
     }
 
-    let (engine, load) = Engine::open_deferred(
-        f._dir.path(),
-        "t",
-        f.clock.clone(),
-        crate::engine::Replication::default(),
-    )
-    .unwrap();
+    let (engine, load) = f.open_deferred();
     let e = load.load(&engine).unwrap_err().to_string();
     assert!(e.contains("remediation items") && e.contains("graph.redb"), "{e}");
     let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.remediation_items()));
