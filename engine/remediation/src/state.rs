@@ -274,12 +274,6 @@ impl Remediation {
         }
     }
 
-    pub fn load(loaded: crate::store::Loaded) -> Remediation {
-        let r = Remediation::pending();
-        r.install(loaded);
-        r
-    }
-
     /// A pipeline whose stored items are still being read: every
     /// [`Remediation::state`] waits until [`Remediation::install`] (or
     /// [`Remediation::fail`]) is called.

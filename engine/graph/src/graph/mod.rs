@@ -795,7 +795,7 @@ impl Graph {
         // Which nodes are visible, a bit each: 1.25 MB at ten million nodes,
         // held in cache while every edge asks about both its ends, where
         // their `valid_to` would be two reads from memory an edge.
-        let live: Vec<Vec<u64>> = nodes
+        let live: Vec<BitSet> = nodes
             .par_iter()
             .map(|s| {
                 let words = s.valid_to.chunks(64).map(|c| {
@@ -803,13 +803,10 @@ impl Graph {
                         .enumerate()
                         .fold(0u64, |w, (i, &t)| w | (u64::from(visible(t, now_us)) << i))
                 });
-                words.collect()
+                BitSet::from_words(words.collect::<Vec<u64>>().into())
             })
             .collect();
-        let is_live = |id: NodeId| {
-            let row = id.row() as usize;
-            live[id.shard()].get(row / 64).is_some_and(|w| w >> (row % 64) & 1 == 1)
-        };
+        let is_live = |id: NodeId| live[id.shard()].get(id.row() as usize);
         let per_shard: Vec<Vec<(u32, u32, u32, Relation)>> = self
             .edges
             .par_iter()
