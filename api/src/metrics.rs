@@ -752,6 +752,29 @@ mod tests {
         assert!(!text.contains("svc_plugin_up"), "{text}");
     }
 
+    /// A scrape while a start still reads the remediation items answers
+    /// at once, without the queue; once they are in, with it.
+    #[test]
+    fn a_scrape_does_not_wait_for_the_remediation_items() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = std::sync::Arc::new(svc_engine::clock::ManualClock::new(1_700_000_000_000_000));
+        let replication = svc_engine::engine::Replication::default();
+        let (engine, items) = svc_engine::Engine::open_deferred(dir.path(), "t", clock, replication).unwrap();
+        let engine = std::sync::Arc::new(engine);
+        let scrape = |engine: std::sync::Arc<svc_engine::Engine>| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(operator::Scrape::read(Some(&engine), None, false, 0).queue));
+            rx.recv_timeout(std::time::Duration::from_secs(30))
+                .expect("the scrape answered")
+        };
+        assert_eq!(scrape(engine.clone()), None, "no queue while the items are read");
+        items.load(&engine).unwrap();
+        assert!(
+            scrape(engine.clone()).is_some_and(|q| !q.is_empty()),
+            "the queue once they are in"
+        );
+    }
+
     /// The process's own figures, as this test process has them now.
     #[test]
     #[cfg(target_os = "linux")]
