@@ -87,6 +87,47 @@ impl fmt::Debug for NodeId {
     }
 }
 
+/// A node's shard (8 bits) and row (24 bits) in four bytes: an edge row's
+/// endpoint. The generation is left out: it is the node shard's own, and a
+/// compaction renames every endpoint into its shard's next generation.
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
+pub struct NodeSlot(u32);
+
+impl NodeSlot {
+    /// Rows a node shard can hold (2^24: 4.3 billion nodes over the shards;
+    /// a shard's 32-bit arena offsets bind first).
+    pub const MAX_ROWS: u32 = 1 << 24;
+
+    pub fn new(shard: usize, row: u32) -> NodeSlot {
+        debug_assert!(shard < NODE_SHARDS);
+        debug_assert!(row < Self::MAX_ROWS, "node row {row} past a slot's 24 bits");
+        NodeSlot(((shard as u32) << 24) | (row & (Self::MAX_ROWS - 1)))
+    }
+    pub fn of(id: NodeId) -> NodeSlot {
+        NodeSlot::new(id.shard(), id.row())
+    }
+    pub fn shard(self) -> usize {
+        (self.0 >> 24) as usize
+    }
+    pub fn row(self) -> u32 {
+        self.0 & (Self::MAX_ROWS - 1)
+    }
+    pub fn raw(self) -> u32 {
+        self.0
+    }
+    /// The node's id in its shard's `generation`.
+    pub fn id(self, generation: u32) -> NodeId {
+        NodeId::new(self.shard(), self.row(), generation)
+    }
+}
+
+impl fmt::Debug for NodeSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "NodeSlot({}/{})", self.shard(), self.row())
+    }
+}
+
 /// An edge: edge shard (8 bits) and row (32 bits).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EdgeId(u64);
@@ -123,6 +164,15 @@ mod tests {
         let id = NodeId::new(3, 7, 0);
         assert_eq!((id.shard(), id.row(), id.generation()), (3, 7, 0));
         assert_eq!(NodeId::from_raw(id.to_raw()), id);
+    }
+
+    #[test]
+    fn node_slot_keeps_shard_and_row() {
+        let id = NodeId::new(255, NodeSlot::MAX_ROWS - 1, 9);
+        let slot = NodeSlot::of(id);
+        assert_eq!((slot.shard(), slot.row()), (255, NodeSlot::MAX_ROWS - 1));
+        assert_eq!(slot.id(9), id);
+        assert_eq!(NodeSlot::of(NodeId::new(0, 0, 3)).id(3), NodeId::new(0, 0, 3));
     }
 
     #[test]

@@ -26,6 +26,6 @@ pub mod fixture;
 
 pub use crn::{Crn, CrnError, CrnRef};
 pub use graph::Graph;
-pub use ids::{EdgeId, NodeId, Sym};
+pub use ids::{EdgeId, NodeId, NodeSlot, Sym};
 pub use intern::Interner;
 pub use relation::Relation;

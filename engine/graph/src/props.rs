@@ -1,9 +1,13 @@
 //! Compact encodings of a node's properties and tags.
 //!
-//! Properties are `key -> value` with JSON types kept. They are stored as one
-//! byte blob per node in the shard arena: for each entry the key symbol
-//! (u32 LE), a tag byte and the payload. Arrays and objects keep their JSON
-//! text. Tags are `key -> value` string pairs, both interned: eight bytes an entry.
+//! Properties are `key -> value` with JSON types kept, one byte blob per
+//! node in the shard arena. An entry is the key's symbol as a LEB128
+//! varint, a head byte (the value's type in its low three bits, a small
+//! payload in its high five) and the rest of the value: a small integer or
+//! a short text's length fits in the head. Arrays and objects keep their
+//! JSON text. Tags are `key -> value` string pairs, both interned: two
+//! varints an entry. docs/formats.md, "Tag and property blobs", has the
+//! layout; [`v1`] rewrites the fixed-width layout stored before it.
 
 use crate::ids::Sym;
 
@@ -14,6 +18,11 @@ const INT: u8 = 3;
 const FLOAT: u8 = 4;
 const STR: u8 = 5;
 const JSON: u8 = 6;
+/// A float that an `f32` holds exactly, in four bytes.
+const FLOAT32: u8 = 7;
+/// The head's high bits when the integer or length does not fit in them
+/// and follows as a varint.
+const LONG: u8 = 31;
 
 /// A borrowed property value.
 #[derive(Copy, Clone, PartialEq, Debug)]
@@ -43,6 +52,57 @@ impl ValueRef<'_> {
     }
 }
 
+/// Appends `v` as a LEB128 varint.
+#[inline]
+pub(crate) fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Bytes [`put_varint`] writes for `v`.
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// Reads a LEB128 varint of at most ten bytes; `None` when it runs past
+/// the end or overflows 64 bits.
+#[inline]
+pub(crate) fn take_varint(buf: &mut &[u8]) -> Option<u64> {
+    let mut v = 0u64;
+    let mut shift = 0;
+    loop {
+        let (&byte, rest) = buf.split_first()?;
+        *buf = rest;
+        let bits = u64::from(byte & 0x7f);
+        if shift == 63 && bits > 1 {
+            return None;
+        }
+        v |= bits << shift;
+        if byte < 0x80 {
+            return Some(v);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+}
+
+fn take_sym(buf: &mut &[u8]) -> Option<Sym> {
+    Sym::from_raw(u32::try_from(take_varint(buf)?).ok()?)
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(z: u64) -> i64 {
+    (z >> 1) as i64 ^ -((z & 1) as i64)
+}
+
 /// Appends property entries to a blob.
 pub struct PropWriter<'a> {
     buf: &'a mut Vec<u8>,
@@ -52,37 +112,46 @@ impl<'a> PropWriter<'a> {
     pub fn new(buf: &'a mut Vec<u8>) -> PropWriter<'a> {
         PropWriter { buf }
     }
-    fn key(&mut self, key: Sym, tag: u8) {
-        let k = key.to_raw().to_le_bytes();
-        self.buf.extend_from_slice(&[k[0], k[1], k[2], k[3], tag]);
+    /// The key and the head byte: type `ty`, `small` in the high bits.
+    #[inline]
+    fn head(&mut self, key: Sym, ty: u8, small: u8) {
+        put_varint(self.buf, u64::from(key.to_raw()));
+        self.buf.push(ty | small << 3);
     }
-    /// An entry with an eight-byte value, written in one piece.
-    fn fixed(&mut self, key: Sym, tag: u8, v: [u8; 8]) {
-        let k = key.to_raw().to_le_bytes();
-        self.buf.extend_from_slice(&[
-            k[0], k[1], k[2], k[3], tag, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7],
-        ]);
+    /// An entry whose integer or length `n` goes in the head when it fits.
+    #[inline]
+    fn sized(&mut self, key: Sym, ty: u8, n: u64) {
+        if n < u64::from(LONG) {
+            self.head(key, ty, n as u8);
+        } else {
+            self.head(key, ty, LONG);
+            put_varint(self.buf, n);
+        }
     }
-    /// An entry with a length-prefixed value: key, tag and length in one piece.
-    fn bytes(&mut self, key: Sym, tag: u8, s: &str) {
+    fn bytes(&mut self, key: Sym, ty: u8, s: &str) {
         let len = u32::try_from(s.len()).unwrap_or(u32::MAX);
-        let (k, l) = (key.to_raw().to_le_bytes(), len.to_le_bytes());
-        self.buf.reserve(9 + len as usize);
-        self.buf
-            .extend_from_slice(&[k[0], k[1], k[2], k[3], tag, l[0], l[1], l[2], l[3]]);
+        self.buf.reserve(12 + len as usize);
+        self.sized(key, ty, u64::from(len));
         self.buf.extend_from_slice(&s.as_bytes()[..len as usize]);
     }
     pub fn null(&mut self, key: Sym) {
-        self.key(key, NULL);
+        self.head(key, NULL, 0);
     }
     pub fn bool(&mut self, key: Sym, v: bool) {
-        self.key(key, if v { TRUE } else { FALSE });
+        self.head(key, if v { TRUE } else { FALSE }, 0);
     }
     pub fn int(&mut self, key: Sym, v: i64) {
-        self.fixed(key, INT, v.to_le_bytes());
+        self.sized(key, INT, zigzag(v));
     }
     pub fn float(&mut self, key: Sym, v: f64) {
-        self.fixed(key, FLOAT, v.to_le_bytes());
+        let narrow = v as f32;
+        if f64::from(narrow).to_bits() == v.to_bits() {
+            self.head(key, FLOAT32, 0);
+            self.buf.extend_from_slice(&narrow.to_le_bytes());
+        } else {
+            self.head(key, FLOAT, 0);
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        }
     }
     #[inline(always)]
     pub fn str(&mut self, key: Sym, v: &str) {
@@ -104,6 +173,63 @@ impl<'a> PropWriter<'a> {
     }
 }
 
+/// An entry's key and head, read from the front of `buf`.
+#[inline]
+fn take_head(buf: &mut &[u8]) -> Option<(Sym, u8, u8)> {
+    let key = take_sym(buf)?;
+    let (&head, rest) = buf.split_first()?;
+    *buf = rest;
+    Some((key, head & 7, head >> 3))
+}
+
+/// The integer or length of an entry whose head holds `small`.
+#[inline]
+fn take_sized(buf: &mut &[u8], small: u8) -> Option<u64> {
+    if small < LONG {
+        Some(u64::from(small))
+    } else {
+        take_varint(buf)
+    }
+}
+
+/// Moves `buf` past the value of an entry of type `ty` without decoding it.
+fn skip_value(buf: &mut &[u8], ty: u8, small: u8) -> Option<()> {
+    let n = match ty {
+        NULL | FALSE | TRUE if small == 0 => 0,
+        INT => {
+            take_sized(buf, small)?;
+            0
+        }
+        FLOAT if small == 0 => 8,
+        FLOAT32 if small == 0 => 4,
+        STR | JSON => usize::try_from(take_sized(buf, small)?).ok()?,
+        _ => return None,
+    };
+    take(buf, n).map(drop)
+}
+
+/// Reads the value of an entry of type `ty` from the front of `buf`.
+fn take_value<'a>(buf: &mut &'a [u8], ty: u8, small: u8) -> Option<ValueRef<'a>> {
+    Some(match ty {
+        NULL if small == 0 => ValueRef::Null,
+        FALSE if small == 0 => ValueRef::Bool(false),
+        TRUE if small == 0 => ValueRef::Bool(true),
+        INT => ValueRef::Int(unzigzag(take_sized(buf, small)?)),
+        FLOAT if small == 0 => ValueRef::Float(f64::from_le_bytes(take(buf, 8)?.try_into().ok()?)),
+        FLOAT32 if small == 0 => ValueRef::Float(f64::from(f32::from_le_bytes(take(buf, 4)?.try_into().ok()?))),
+        STR | JSON => {
+            let len = usize::try_from(take_sized(buf, small)?).ok()?;
+            let text = std::str::from_utf8(take(buf, len)?).ok()?;
+            if ty == STR {
+                ValueRef::Str(text)
+            } else {
+                ValueRef::Json(text)
+            }
+        }
+        _ => return None,
+    })
+}
+
 /// Iterates the entries of a property blob. A malformed blob (never written
 /// by [`PropWriter`]) ends the iteration instead of panicking.
 #[derive(Clone)]
@@ -118,10 +244,9 @@ impl<'a> Props<'a> {
     /// The value of `key`, if present (last entry wins). Skips the other
     /// entries by their lengths without decoding them.
     pub fn get(&self, key: Sym) -> Option<ValueRef<'a>> {
-        let want = key.to_raw();
         let mut found = None;
         for (k, at) in self.offsets() {
-            if k.to_raw() == want {
+            if k == key {
                 found = Some(at);
             }
         }
@@ -159,21 +284,26 @@ impl<'a, F: Fn(Sym) -> bool> Iterator for Matching<'a, F> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let b = self.buf;
-            if b.len() < 5 {
-                self.buf = &[];
-                return None;
-            }
-            let skip = entry_len(b).unwrap_or(usize::MAX);
-            let (Some(entry), Some(rest)) = (b.get(..skip), b.get(skip..)) else {
+            let mut b = self.buf;
+            let item = take_head(&mut b).and_then(|(key, ty, small)| {
+                if (self.want)(key) {
+                    take_value(&mut b, ty, small).map(|v| Some((key, v)))
+                } else {
+                    skip_value(&mut b, ty, small).map(|()| None)
+                }
+            });
+            match item {
                 // Malformed: the iteration ends, as [`Props`]' own does.
-                self.buf = &[];
-                return None;
-            };
-            self.buf = rest;
-            let key = Sym::from_raw(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-            if key.is_some_and(|k| (self.want)(k)) {
-                return Props::new(entry).next();
+                None => {
+                    self.buf = &[];
+                    return None;
+                }
+                Some(found) => {
+                    self.buf = b;
+                    if found.is_some() {
+                        return found;
+                    }
+                }
             }
         }
     }
@@ -189,36 +319,16 @@ impl Iterator for Offsets<'_> {
     type Item = (Sym, usize);
 
     fn next(&mut self) -> Option<(Sym, usize)> {
-        let b = self.buf;
-        let Some(rest) = entry_len(b).and_then(|len| b.get(len..)) else {
+        let mut b = self.buf;
+        let Some(key) = take_head(&mut b).and_then(|(key, ty, small)| skip_value(&mut b, ty, small).map(|()| key))
+        else {
             self.buf = &[];
             return None;
         };
-        let key = Sym::from_raw(u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
         let at = self.at;
-        self.at += b.len() - rest.len();
-        self.buf = rest;
-        match key {
-            Some(key) => Some((key, at)),
-            None => {
-                self.buf = &[];
-                None
-            }
-        }
-    }
-}
-
-/// The length of the entry at the start of `b` (key, tag and value), or
-/// `None` when it is malformed.
-fn entry_len(b: &[u8]) -> Option<usize> {
-    if b.len() < 5 {
-        return None;
-    }
-    match (b[4], b.get(5..9)) {
-        (NULL | FALSE | TRUE, _) => Some(5),
-        (INT | FLOAT, _) => Some(13),
-        (STR | JSON, Some(len)) => Some(9 + u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize),
-        _ => None,
+        self.at += self.buf.len() - b.len();
+        self.buf = b;
+        Some((key, at))
     }
 }
 
@@ -231,39 +341,12 @@ fn take<'a>(buf: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     Some(head)
 }
 
-fn take_u32(buf: &mut &[u8]) -> Option<u32> {
-    take(buf, 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
-}
-
-fn take_u64(buf: &mut &[u8]) -> Option<u64> {
-    take(buf, 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)
-}
-
-fn take_str<'a>(buf: &mut &'a [u8]) -> Option<&'a str> {
-    let len = take_u32(buf)? as usize;
-    std::str::from_utf8(take(buf, len)?).ok()
-}
-
 impl<'a> Iterator for Props<'a> {
     type Item = (Sym, ValueRef<'a>);
 
     fn next(&mut self) -> Option<Self::Item> {
         let mut b = self.buf;
-        let item = (|| {
-            let key = Sym::from_raw(take_u32(&mut b)?)?;
-            let tag = *take(&mut b, 1)?.first()?;
-            let v = match tag {
-                NULL => ValueRef::Null,
-                FALSE => ValueRef::Bool(false),
-                TRUE => ValueRef::Bool(true),
-                INT => ValueRef::Int(take_u64(&mut b)? as i64),
-                FLOAT => ValueRef::Float(f64::from_bits(take_u64(&mut b)?)),
-                STR => ValueRef::Str(take_str(&mut b)?),
-                JSON => ValueRef::Json(take_str(&mut b)?),
-                _ => return None,
-            };
-            Some((key, v))
-        })();
+        let item = take_head(&mut b).and_then(|(key, ty, small)| Some((key, take_value(&mut b, ty, small)?)));
         self.buf = if item.is_some() { b } else { &[] };
         item
     }
@@ -271,8 +354,8 @@ impl<'a> Iterator for Props<'a> {
 
 /// Appends a tag entry to a tag blob.
 pub fn write_tag(buf: &mut Vec<u8>, key: Sym, value: Sym) {
-    let pair = u64::from(key.to_raw()) | u64::from(value.to_raw()) << 32;
-    buf.extend_from_slice(&pair.to_le_bytes());
+    put_varint(buf, u64::from(key.to_raw()));
+    put_varint(buf, u64::from(value.to_raw()));
 }
 
 /// Iterates the `(key, value)` entries of a tag blob.
@@ -294,9 +377,71 @@ impl Iterator for Tags<'_> {
     type Item = (Sym, Sym);
     fn next(&mut self) -> Option<Self::Item> {
         let mut b = self.buf;
-        let item = (|| Some((Sym::from_raw(take_u32(&mut b)?)?, Sym::from_raw(take_u32(&mut b)?)?)))();
+        let item = (|| Some((take_sym(&mut b)?, take_sym(&mut b)?)))();
         self.buf = if item.is_some() { b } else { &[] };
         item
+    }
+}
+
+/// The fixed-width layout of stored node and edge versions of format 1:
+/// a property entry was the key's symbol (`u32`), a type byte and the
+/// value (`i64`, `f64`, or a `u32` length and the text); a tag entry two
+/// `u32` symbols. Read only to be rewritten in the current layout.
+pub mod v1 {
+    use super::{FALSE, FLOAT, INT, JSON, NULL, PropWriter, STR, TRUE, take, write_tag};
+    use crate::ids::Sym;
+
+    fn take_u32(buf: &mut &[u8]) -> Option<u32> {
+        take(buf, 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes)
+    }
+
+    fn take_u64(buf: &mut &[u8]) -> Option<u64> {
+        take(buf, 8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes)
+    }
+
+    fn take_str<'a>(buf: &mut &'a [u8]) -> Option<&'a str> {
+        let len = take_u32(buf)? as usize;
+        std::str::from_utf8(take(buf, len)?).ok()
+    }
+
+    /// A format 1 property blob in the current layout. Entries up to the
+    /// first malformed one are kept: the rest was never read by format 1's
+    /// own reader either.
+    pub fn props(mut old: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(old.len());
+        let mut w = PropWriter::new(&mut out);
+        let b = &mut old;
+        while let Some(key) = take_u32(b).and_then(Sym::from_raw) {
+            let Some(&ty) = take(b, 1).and_then(|t| t.first()) else {
+                break;
+            };
+            let written = match ty {
+                NULL => Some(w.null(key)),
+                FALSE | TRUE => Some(w.bool(key, ty == TRUE)),
+                INT => take_u64(b).map(|v| w.int(key, v as i64)),
+                FLOAT => take_u64(b).map(|v| w.float(key, f64::from_bits(v))),
+                STR => take_str(b).map(|s| w.str(key, s)),
+                JSON => take_str(b).map(|s| w.json(key, s)),
+                _ => None,
+            };
+            if written.is_none() {
+                break;
+            }
+        }
+        out
+    }
+
+    /// A format 1 tag blob in the current layout, up to its first malformed entry.
+    pub fn tags(old: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(old.len() / 2);
+        for pair in old.chunks_exact(8) {
+            let word = |at: usize| u32::from_le_bytes([pair[at], pair[at + 1], pair[at + 2], pair[at + 3]]);
+            let (Some(k), Some(v)) = (Sym::from_raw(word(0)), Sym::from_raw(word(4))) else {
+                break;
+            };
+            write_tag(&mut out, k, v);
+        }
+        out
     }
 }
 
@@ -383,8 +528,141 @@ mod tests {
             let n = Props::new(&buf[..cut]).count();
             assert_eq!(n, 0, "cut at {cut}");
         }
-        assert_eq!(Props::new(&[0, 0, 0, 0, 2]).count(), 0);
-        assert_eq!(Props::new(&[1, 0, 0, 0, 99]).count(), 0);
+        // Key 0; an unknown type; a null with a payload; a varint past 64 bits;
+        // a length past the end.
+        for bad in [
+            &[0, 0][..],
+            &[1, 8 | 5 << 3, b'x'][..],
+            &[1, 1 << 3],
+            &[
+                1,
+                3 | 31 << 3,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0xff,
+                0x7f,
+            ],
+            &[1, 5 | 31 << 3, 0x80, 0x01, b'x'],
+        ] {
+            assert_eq!(Props::new(bad).count(), 0, "{bad:?}");
+            assert_eq!(Props::new(bad).offsets().count(), 0, "{bad:?}");
+            assert_eq!(Props::new(bad).matching(|_| true).count(), 0, "{bad:?}");
+        }
+    }
+
+    /// Every value's width: in the head, in a varint, a float narrowed
+    /// only when exact; keys past one varint byte.
+    #[test]
+    fn varint_len_counts_what_is_written() {
+        for v in [0, 1, 127, 128, 16_383, 16_384, u64::from(u32::MAX), u64::MAX] {
+            let mut buf = Vec::new();
+            put_varint(&mut buf, v);
+            assert_eq!(varint_len(v), buf.len(), "{v}");
+            assert_eq!(take_varint(&mut &buf[..]), Some(v));
+        }
+    }
+
+    #[test]
+    fn values_of_every_width_round_trip() {
+        let i = Interner::new();
+        let keys: Vec<Sym> = (0..300).map(|n| i.intern(&format!("k{n}"))).collect();
+        let long = "x".repeat(40_000);
+        let values = [
+            ValueRef::Int(0),
+            ValueRef::Int(15),
+            ValueRef::Int(-16),
+            ValueRef::Int(16),
+            ValueRef::Int(i64::MAX),
+            ValueRef::Int(i64::MIN),
+            ValueRef::Float(0.5),
+            ValueRef::Float(0.1),
+            ValueRef::Float(-0.0),
+            ValueRef::Float(f64::INFINITY),
+            ValueRef::Float(1e300),
+            ValueRef::Str(""),
+            ValueRef::Str("thirty characters, just so...."),
+            ValueRef::Str("thirty-one characters, just so."),
+            ValueRef::Str(&long),
+            ValueRef::Json("[]"),
+            ValueRef::Bool(false),
+            ValueRef::Null,
+        ];
+        let mut buf = Vec::new();
+        let mut w = PropWriter::new(&mut buf);
+        let want: Vec<(Sym, ValueRef<'_>)> = keys.iter().zip(values.iter().cycle()).map(|(k, v)| (*k, *v)).collect();
+        for (k, v) in &want {
+            w.value(*k, *v);
+        }
+        let got: Vec<_> = Props::new(&buf).collect();
+        assert_eq!(got.len(), want.len());
+        for ((k, v), (gk, gv)) in want.iter().zip(&got) {
+            assert_eq!(k, gk);
+            match (v, gv) {
+                (ValueRef::Float(a), ValueRef::Float(b)) => assert_eq!(a.to_bits(), b.to_bits(), "{k:?}"),
+                _ => assert_eq!(v, gv, "{k:?}"),
+            }
+        }
+        let mut nan = Vec::new();
+        PropWriter::new(&mut nan).float(keys[0], f64::NAN);
+        assert!(matches!(Props::new(&nan).get(keys[0]), Some(ValueRef::Float(f)) if f.is_nan()));
+    }
+
+    /// The fixed-width layout of format 1 reads as the same entries in the
+    /// current one, and stops where format 1's reader stopped.
+    #[test]
+    fn format_1_blobs_are_rewritten_entry_for_entry() {
+        let i = Interner::new();
+        let (a, b, c, d, e, f) = (
+            i.intern("a"),
+            i.intern("b"),
+            i.intern("c"),
+            i.intern("d"),
+            i.intern("e"),
+            i.intern("f"),
+        );
+        let entry = |out: &mut Vec<u8>, k: Sym, ty: u8, payload: &[u8]| {
+            out.extend_from_slice(&k.to_raw().to_le_bytes());
+            out.push(ty);
+            out.extend_from_slice(payload);
+        };
+        let text = |s: &str| [&(s.len() as u32).to_le_bytes()[..], s.as_bytes()].concat();
+        let mut old = Vec::new();
+        entry(&mut old, a, NULL, &[]);
+        entry(&mut old, b, TRUE, &[]);
+        entry(&mut old, c, INT, &(-42i64).to_le_bytes());
+        entry(&mut old, d, FLOAT, &0.1f64.to_le_bytes());
+        entry(&mut old, e, STR, &text("gp2"));
+        entry(&mut old, f, JSON, &text("[1]"));
+        let good = old.len();
+        entry(&mut old, a, 9, &[]);
+        entry(&mut old, b, TRUE, &[]);
+        let upgraded = v1::props(&old);
+        let got: Vec<_> = Props::new(&upgraded).collect();
+        assert_eq!(
+            got,
+            vec![
+                (a, ValueRef::Null),
+                (b, ValueRef::Bool(true)),
+                (c, ValueRef::Int(-42)),
+                (d, ValueRef::Float(0.1)),
+                (e, ValueRef::Str("gp2")),
+                (f, ValueRef::Json("[1]")),
+            ]
+        );
+        assert_eq!(v1::props(&old[..good]), v1::props(&old));
+        let mut tags = Vec::new();
+        for (k, v) in [(a, b), (c, d)] {
+            tags.extend_from_slice(&(u64::from(k.to_raw()) | u64::from(v.to_raw()) << 32).to_le_bytes());
+        }
+        tags.extend_from_slice(&[0; 8]);
+        let upgraded = v1::tags(&tags);
+        assert_eq!(Tags::new(&upgraded).collect::<Vec<_>>(), vec![(a, b), (c, d)]);
     }
 
     #[test]
@@ -396,6 +674,7 @@ mod tests {
         write_tag(&mut buf, k2, v2);
         assert_eq!(Tags::new(&buf).collect::<Vec<_>>(), vec![(k1, v1), (k2, v2)]);
         assert_eq!(Tags::new(&buf).get(k2), Some(v2));
-        assert_eq!(Tags::new(&buf[..5]).count(), 0);
+        assert_eq!(Tags::new(&buf[..buf.len() - 1]).count(), 1);
+        assert_eq!(Tags::new(&[0x80]).count(), 0);
     }
 }

@@ -6,13 +6,18 @@
 
 use svc_graph::graph::schema::{Bytes, F32, Flag, Key, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
 use svc_graph::graph::{EdgeFields, EdgeVersion, NodeFields, NodeRow};
+use svc_graph::props;
 use svc_graph::relation::Relation;
 
 pub use crate::bytes::DecodeError;
 use crate::bytes::{Reader, Writer};
 use crate::kinds::Stored;
 
+/// Format 1: tag and property blobs in the fixed-width layout
+/// ([`svc_graph::props::v1`]), rewritten as they are read.
 const NODE_V1: u8 = 1;
+/// Format 2: the blobs in the varint layout ([`svc_graph::props`]).
+const NODE_V2: u8 = 2;
 
 /// The node value's encoder and decoder, from the schema.
 macro_rules! node_codec {
@@ -29,20 +34,26 @@ macro_rules! node_codec {
         /// field of the schema in order, appended to `out`.
         pub fn encode_fields_into(f: &NodeFields<'_>, out: &mut Vec<u8>) {
             let mut w = Writer::new(out);
-            w.u8(NODE_V1);
+            w.u8(NODE_V2);
             $($ikind::write(&mut w, f.$ifield);)*
             $($kind::write(&mut w, f.$field);)*
         }
 
         pub fn decode_node(buf: &[u8]) -> Result<NodeRow, DecodeError> {
             let mut r = Reader::new(buf);
-            if r.u8("version")? != NODE_V1 {
+            let version = r.u8("version")?;
+            if version != NODE_V1 && version != NODE_V2 {
                 return Err(DecodeError("unknown node encoding version"));
             }
-            Ok(NodeRow {
+            let mut row = NodeRow {
                 $($ifield: $ikind::read(&mut r, $iname)?,)*
                 $($field: $kind::read(&mut r, $name)?,)*
-            })
+            };
+            if version == NODE_V1 {
+                row.tags = props::v1::tags(&row.tags);
+                row.props = props::v1::props(&row.props);
+            }
+            Ok(row)
         }
     };
 }
@@ -93,7 +104,10 @@ pub fn relation_key_into(relation: Relation, out: &mut Vec<u8>) {
     out.push(1);
 }
 
+/// Format 1 (the version byte 2): the property blob in the fixed-width layout.
 const EDGE_KEYED_V1: u8 = 2;
+/// Format 2 (the version byte 3): the blob in the varint layout.
+const EDGE_KEYED_V2: u8 = 3;
 
 /// The edge value's encoder and decoder, from the schema.
 macro_rules! edge_codec {
@@ -108,7 +122,7 @@ macro_rules! edge_codec {
         /// the schema in order, appended to `out`.
         pub fn encode_edge_fields_into(f: &EdgeFields<'_>, out: &mut Vec<u8>) {
             let mut w = Writer::new(out);
-            w.u8(EDGE_KEYED_V1);
+            w.u8(EDGE_KEYED_V2);
             $($kind::write(&mut w, f.$field);)*
         }
 
@@ -120,14 +134,19 @@ macro_rules! edge_codec {
                 return Err(DecodeError("edge key"));
             };
             let mut r = Reader::new(value);
-            if r.u8("version")? != EDGE_KEYED_V1 {
+            let version = r.u8("version")?;
+            if version != EDGE_KEYED_V1 && version != EDGE_KEYED_V2 {
                 return Err(DecodeError("unknown edge encoding version"));
             }
-            Ok(EdgeVersion {
+            let mut edge = EdgeVersion {
                 src: src.to_owned(),
                 dst: dst.to_owned(),
                 $($field: $kind::read(&mut r, $name)?,)*
-            })
+            };
+            if version == EDGE_KEYED_V1 {
+                edge.props = props::v1::props(&edge.props);
+            }
+            Ok(edge)
         }
     };
 }
@@ -184,7 +203,7 @@ mod tests {
             props: Vec::new(),
         };
         let want: Vec<u8> = [
-            &[1u8, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 4, 3, 2, 1][..],
+            &[2u8, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 4, 3, 2, 1][..],
             &[6, 0, 0, 0, b'v', b'o', b'l', b'-', 0xc3, 0xa9],
             &[6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0xc0, 0x3f],
             &[
@@ -208,11 +227,42 @@ mod tests {
             props: vec![7, 8],
         };
         let want = [
-            2u8, 3, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 7, 8,
+            3u8, 3, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 7, 8,
         ];
         assert_eq!(encode_edge_value(&e), want);
         assert_eq!(encoded_edge_value_len(&e), want.len());
         assert_eq!(decode_edge_keyed(b"a\x013\x01b", &want).unwrap(), e);
+    }
+
+    /// Versions stored in format 1 read with their blobs in the current layout.
+    #[test]
+    fn format_1_versions_read_with_their_blobs_rewritten() {
+        let (k, v) = (sym(5), sym(300));
+        let old_tags = (u64::from(k.to_raw()) | u64::from(v.to_raw()) << 32).to_le_bytes();
+        let old_props = [&[5u8, 0, 0, 0, 5, 2, 0, 0, 0][..], b"hi"].concat();
+        let mut want_tags = Vec::new();
+        props::write_tag(&mut want_tags, k, v);
+        let mut want_props = Vec::new();
+        props::PropWriter::new(&mut want_props).str(k, "hi");
+
+        let mut node = vec![NODE_V1];
+        node.extend(std::iter::repeat_n(1u8, 20));
+        node.extend_from_slice(&[0, 0, 0, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0xc0, 0x3f]);
+        node.extend_from_slice(&[0; 24]);
+        // Waste flag, reason, risk, reachability, phase, verdict.
+        node.extend_from_slice(&[0; 15]);
+        for blob in [&old_tags[..], &old_props] {
+            node.extend_from_slice(&(blob.len() as u32).to_le_bytes());
+            node.extend_from_slice(blob);
+        }
+        let row = decode_node(&node).unwrap();
+        assert_eq!((row.tags, row.props), (want_tags, want_props.clone()));
+
+        let mut edge = vec![EDGE_KEYED_V1, 3, 0];
+        edge.extend_from_slice(&[0; 16]);
+        edge.extend_from_slice(&(old_props.len() as u32).to_le_bytes());
+        edge.extend_from_slice(&old_props);
+        assert_eq!(decode_edge_keyed(b"a\x013\x01b", &edge).unwrap().props, want_props);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use svc_graph::graph::schema::{Bytes, F32, Flag, Key, Kind, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
-use svc_graph::graph::{Backing, BitSet, Col, Phase, Plain, Reachability, Span};
+use svc_graph::graph::{At, Backing, BitSet, Col, Phase, Plain, Reachability};
 use svc_graph::ids::Sym;
 use svc_graph::relation::Relation;
 
@@ -103,12 +103,13 @@ impl Mapped {
     }
 }
 
-/// Spans, each checked to lie inside an arena of `arena` bytes.
-fn map_spans(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<Span>, DecodeError> {
-    let c: Col<Span> = m.col(rows, what)?;
+/// Blobs' places, each checked to be empty or to start inside an arena
+/// of `arena` bytes (a length running past its end reads as empty).
+fn map_blobs(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<At>, DecodeError> {
+    let c: Col<At> = m.col(rows, what)?;
     let inside = c
         .iter()
-        .fold(true, |ok, s| ok & (u64::from(s.off) + u64::from(s.len) <= arena as u64));
+        .fold(true, |ok, a| ok & (*a == At::EMPTY || (a.offset() as usize) < arena));
     if inside { Ok(c) } else { Err(DecodeError(what)) }
 }
 impl Stored for Key {
@@ -296,7 +297,7 @@ impl Stored for Rel {
     }
 }
 
-/// Behind a `u32` length; a span of the arena in a column.
+/// Behind a `u32` length; a blob of the arena in a column.
 impl Stored for Text {
     fn len(v: &[u8]) -> usize {
         4 + v.len()
@@ -307,11 +308,11 @@ impl Stored for Text {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<String, DecodeError> {
         r.string(what)
     }
-    fn write_column(out: &mut Vec<u8>, c: &Col<Span>, rows: usize) {
+    fn write_column(out: &mut Vec<u8>, c: &Col<At>, rows: usize) {
         write_plain(out, c, rows);
     }
-    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<Span>, DecodeError> {
-        map_spans(m, rows, arena, what)
+    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<At>, DecodeError> {
+        map_blobs(m, rows, arena, what)
     }
 }
 
@@ -326,11 +327,11 @@ impl Stored for Bytes {
     fn read(r: &mut Reader<'_>, what: &'static str) -> Result<Vec<u8>, DecodeError> {
         Ok(r.bytes(what)?.to_vec())
     }
-    fn write_column(out: &mut Vec<u8>, c: &Col<Span>, rows: usize) {
+    fn write_column(out: &mut Vec<u8>, c: &Col<At>, rows: usize) {
         write_plain(out, c, rows);
     }
-    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<Span>, DecodeError> {
-        map_spans(m, rows, arena, what)
+    fn map_column(m: &mut Mapped, rows: usize, arena: usize, what: &'static str) -> Result<Col<At>, DecodeError> {
+        map_blobs(m, rows, arena, what)
     }
 }
 

@@ -15,7 +15,7 @@
 //! truth. Not FlatBuffers: a FlatBuffers graph names everything by string,
 //! and loading it would mean interning every string again.
 //!
-//! Layout (version 3, little-endian, docs/formats.md): the magic, the key
+//! Layout (version 4, little-endian, docs/formats.md): the magic, the key
 //! (four `u64`), then per shard (256 node, 128 edge) its section's length
 //! (`u64`, a multiple of 8), the section and its checksum (`u64`), then
 //! the end marker. Every section, and every column in it, starts at a
@@ -38,9 +38,9 @@ pub use super::kinds::Mapped;
 use super::kinds::{Stored, pad8, write_plain};
 use svc_graph::graph::schema::{Bytes, F32, Flag, Key, MaybeSymbol, Reach, Rel, Stage, Symbol, Text, U64};
 use svc_graph::graph::{Backing, EdgeShard, Graph, NodeShard};
-use svc_graph::ids::{EDGE_SHARDS, NODE_SHARDS, NodeId};
+use svc_graph::ids::{EDGE_SHARDS, NODE_SHARDS, NodeId, NodeSlot};
 
-const MAGIC: &[u8; 8] = b"SVCSNAP\x03";
+const MAGIC: &[u8; 8] = b"SVCSNAP\x04";
 const END: &[u8; 8] = b"SVCSNAPE";
 
 /// What a snapshot must match to be used.
@@ -196,16 +196,12 @@ macro_rules! edge_section {
             let n = usize::try_from(m.u64("edge count")?).map_err(|_| DecodeError("edge count"))?;
             let a = usize::try_from(m.u64("edge arena")?).map_err(|_| DecodeError("edge arena"))?;
             let arena = m.col::<u8>(a, "edge arena")?;
-            let node_ok = |id: &NodeId| {
-                nodes
-                    .get(id.shard())
-                    .is_some_and(|s| (id.row() as usize) < s.len() && s.generation == id.generation())
-            };
-            let src = m.col::<NodeId>(n, "source")?;
+            let node_ok = |id: &NodeSlot| nodes.get(id.shard()).is_some_and(|s| (id.row() as usize) < s.len());
+            let src = m.col::<NodeSlot>(n, "source")?;
             if !src.iter().all(node_ok) {
                 return Err(DecodeError("source"));
             }
-            let dst = m.col::<NodeId>(n, "target")?;
+            let dst = m.col::<NodeSlot>(n, "target")?;
             if !dst.iter().all(node_ok) {
                 return Err(DecodeError("target"));
             }
@@ -528,21 +524,22 @@ mod tests {
         let u32s = |v: &[u32]| pad(v.iter().flat_map(|x| x.to_le_bytes()).collect());
         let u64s = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
         let want = [
-            u64s(&[1, 0, 4]),
-            pad(b"iw\xaa\xbb".to_vec()),
+            u64s(&[1, 0, 8]),
+            // Each blob behind its length.
+            b"\x01i\x01w\x01\xaa\x01\xbb".to_vec(),
             u32s(&[1, 2, 3, 4, 5]),
-            u32s(&[0, 1]),
+            u32s(&[0]),
             u32s(&[6]),
             u32s(&[7]),
             u32s(&[1.5f32.to_bits()]),
             u64s(&[8, 9, 10, 1]),
-            u32s(&[1, 1]),
+            u32s(&[2]),
             u32s(&[2.0f32.to_bits()]),
             pad(vec![2]),
             pad(vec![3]),
             u32s(&[11]),
-            u32s(&[2, 1]),
-            u32s(&[3, 1]),
+            u32s(&[4]),
+            u32s(&[6]),
             u64s(&[nodes.content[0]]),
             u32s(&[0]),
         ]
@@ -568,12 +565,13 @@ mod tests {
             Some((5, 6)),
         );
         let want = [
-            u64s(&[1, 1]),
-            pad(vec![0xcc]),
-            u64s(&[end.to_raw(), end.to_raw()]),
+            u64s(&[1, 2]),
+            pad(vec![1, 0xcc]),
+            u32s(&[NodeSlot::of(end).raw()]),
+            u32s(&[NodeSlot::of(end).raw()]),
             pad(vec![rel as u8]),
             u64s(&[1, 5, 6]),
-            u32s(&[0, 1]),
+            u32s(&[0]),
             u32s(&[7]),
         ]
         .concat();
@@ -583,7 +581,7 @@ mod tests {
         assert_eq!(back.find(end, end, rel), Some(0));
         assert!(back.src.is_shared());
 
-        // A value no column holds, a span past the arena and an endpoint
+        // A value no column holds, a blob past the arena and an endpoint
         // past its shard are each refused.
         let mut bad = encode_nodes(&nodes);
         bad[48..52].copy_from_slice(&0u32.to_le_bytes());
@@ -592,7 +590,7 @@ mod tests {
         bad[56..60].copy_from_slice(&9u32.to_le_bytes());
         assert_eq!(decode_nodes(mapped(&bad)).err(), Some(DecodeError("id")));
         let mut bad = want.clone();
-        bad[24..32].copy_from_slice(&NodeId::new(0, 1, 0).to_raw().to_le_bytes());
+        bad[24..28].copy_from_slice(&NodeSlot::new(0, 1).raw().to_le_bytes());
         assert_eq!(
             decode_edges(mapped(&bad), std::slice::from_ref(&nodes)).err(),
             Some(DecodeError("source"))

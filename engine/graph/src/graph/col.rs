@@ -15,7 +15,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use crate::ids::{NodeId, Sym};
+use crate::ids::{NodeId, NodeSlot, Sym};
 use crate::relation::Relation;
 
 /// Bytes that stay put and unchanged for as long as the value lives (a
@@ -64,6 +64,15 @@ plain_any!(u8, u32, u64, f32);
 // (a row beyond its shard is checked where ids are read from a snapshot).
 #[allow(unsafe_code)]
 unsafe impl Plain for NodeId {
+    fn valid(_: &[u8]) -> bool {
+        true
+    }
+}
+
+// SAFETY: `NodeSlot` is `repr(transparent)` over a `u32`, every value a
+// slot (a row beyond its shard is checked where slots are read from a snapshot).
+#[allow(unsafe_code)]
+unsafe impl Plain for NodeSlot {
     fn valid(_: &[u8]) -> bool {
         true
     }

@@ -1,5 +1,5 @@
 //! The byte-level pieces shared by batches and shards: spans of a byte
-//! buffer, the content and key hash finaliser, and cache prefetch hints
+//! buffer, blobs of a shard arena, the content and key hash finaliser, and cache prefetch hints
 //! with the two steps ([`Prefetch`]) a walk over rows asks for them in.
 
 use std::hash::Hasher;
@@ -35,6 +35,94 @@ pub fn push_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Span {
         off,
         len: bytes.len() as u32,
     }
+}
+
+/// Where a blob lies in a shard arena, in four bytes: the offset of its
+/// length (a LEB128 varint), its bytes right after. An empty blob is
+/// [`At::EMPTY`] and takes no arena bytes. Reading is bounds-checked: an
+/// offset or length past the arena reads as empty.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct At(u32);
+
+impl Default for At {
+    fn default() -> At {
+        At::EMPTY
+    }
+}
+
+impl At {
+    pub const EMPTY: At = At(u32::MAX);
+
+    /// The blob's length and where its bytes start.
+    #[inline]
+    fn locate(self, arena: &[u8]) -> Option<(usize, usize)> {
+        if self == At::EMPTY {
+            return None;
+        }
+        let mut b = arena.get(self.0 as usize..)?;
+        let before = b.len();
+        let len = usize::try_from(crate::props::take_varint(&mut b)?).ok()?;
+        Some((self.0 as usize + before - b.len(), len))
+    }
+    #[inline]
+    pub fn get(self, arena: &[u8]) -> &[u8] {
+        self.locate(arena)
+            .and_then(|(start, len)| arena.get(start..start.checked_add(len)?))
+            .unwrap_or(&[])
+    }
+    pub fn get_str(self, arena: &[u8]) -> &str {
+        std::str::from_utf8(self.get(arena)).unwrap_or("")
+    }
+    pub fn len(self, arena: &[u8]) -> usize {
+        self.get(arena).len()
+    }
+    pub fn is_empty(self, arena: &[u8]) -> bool {
+        self.get(arena).is_empty()
+    }
+    /// The blob whose bytes `span` covers, in a buffer [`push_blob`]
+    /// wrote: its length lies right before them.
+    pub fn before(span: Span) -> At {
+        if span.len == 0 {
+            return At::EMPTY;
+        }
+        At(span.off - crate::props::varint_len(u64::from(span.len)) as u32)
+    }
+    /// The offset, for checks of a mapped column ([`At::EMPTY`] is `u32::MAX`).
+    pub fn offset(self) -> u32 {
+        self.0
+    }
+    /// Bytes `off .. off + len` of the arena as a span, for prefetching:
+    /// the length's bytes and the blob's first `len - 1`.
+    fn span(self, len: usize) -> Span {
+        let len = if self == At::EMPTY {
+            0
+        } else {
+            len.min(u32::MAX as usize) as u32
+        };
+        Span { off: self.0, len }
+    }
+}
+
+/// [`push_blob`], returning the span of the bytes themselves (a batch's
+/// view of them; [`At::before`] gives the blob back).
+pub fn push_blob_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Span {
+    push_blob(buf, bytes);
+    Span {
+        off: (buf.len() - bytes.len()) as u32,
+        len: bytes.len() as u32,
+    }
+}
+
+/// Appends `bytes` to a shard arena as a blob ([`At`]).
+pub fn push_blob(arena: &mut Vec<u8>, bytes: &[u8]) -> At {
+    if bytes.is_empty() {
+        return At::EMPTY;
+    }
+    let off = arena.len() as u32;
+    crate::props::put_varint(arena, bytes.len() as u64);
+    arena.extend_from_slice(bytes);
+    At(off)
 }
 
 /// A growable bitset.
@@ -151,6 +239,11 @@ pub fn prefetch_bytes(buf: &[u8], span: Span, len: usize) {
     }
 }
 
+/// [`prefetch`]es every cache line of the first `len` bytes of blob `at` in `arena`.
+pub fn prefetch_blob(arena: &[u8], at: At, len: usize) {
+    prefetch_bytes(arena, at.span(len), len);
+}
+
 /// One byte in each cache line the first `len` bytes of `span` in `buf`
 /// touch: the span's first byte, then the first byte of each next line.
 fn line_starts(buf: &[u8], span: Span, len: usize) -> impl Iterator<Item = &u8> {
@@ -198,9 +291,47 @@ unsafe impl Plain for Span {
     }
 }
 
+// SAFETY: `At` is `repr(transparent)` over a `u32`; any value is a blob's
+// place (one out of bounds reads as empty, never out of the arena).
+#[allow(unsafe_code)]
+unsafe impl Plain for At {
+    fn valid(_: &[u8]) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Blobs read back as written, empty ones take no bytes, and places
+    /// past the arena or lengths past its end read as empty.
+    #[test]
+    fn blobs_read_back_and_bad_places_read_empty() {
+        let mut arena = Vec::new();
+        let long = vec![7u8; 300];
+        let (a, e, b) = (
+            push_blob(&mut arena, b"vol-1"),
+            push_blob(&mut arena, b""),
+            push_blob(&mut arena, &long),
+        );
+        assert_eq!(
+            (a.get(&arena), e.get(&arena), b.get(&arena)),
+            (&b"vol-1"[..], &b""[..], &long[..])
+        );
+        assert_eq!(e, At::EMPTY);
+        assert_eq!(arena.len(), 1 + 5 + 2 + 300);
+        assert_eq!(b.len(&arena), 300);
+        assert_eq!(a.get_str(&arena), "vol-1");
+        assert!(At(arena.len() as u32).get(&arena).is_empty());
+        assert!(b.get(&arena[..arena.len() - 1]).is_empty());
+        assert!(At(0).get(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).is_empty());
+        let mut buf = b"xy".to_vec();
+        for bytes in [&b"a"[..], b"", &long] {
+            let span = push_blob_bytes(&mut buf, bytes);
+            assert_eq!((span.get(&buf), At::before(span).get(&buf)), (bytes, bytes));
+        }
+    }
 
     /// Every cache line of a span is reached once, from wherever in a line
     /// the span starts, and nothing past its first `len` bytes.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::crn::Crn;
-use crate::ids::{EDGE_SHARDS, EdgeId, NODE_SHARDS, NodeId, Sym};
+use crate::ids::{EDGE_SHARDS, EdgeId, NODE_SHARDS, NodeId, NodeSlot, Sym};
 use crate::intern::Interner;
 use crate::props::Props;
 use crate::relation::Relation;
@@ -34,7 +34,7 @@ pub use batch::{
 };
 pub use col::{Backing, Col, ColError, Plain};
 pub use coverage::{Coverage, Hole};
-pub use mem::{BitSet, Prefetch, prefetch_ahead};
+pub use mem::{At, BitSet, Prefetch, prefetch_ahead};
 pub use schema::{EdgeFields, EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
 pub use shard::{EdgeShard, NodeShard, Verdict, visible};
 pub use staging::NodeStage;
@@ -414,6 +414,12 @@ impl Graph {
         self.generation = generation;
     }
 
+    /// The id an edge row's endpoint `slot` names: its node shard's generation added.
+    #[inline]
+    pub fn node_id(&self, slot: NodeSlot) -> NodeId {
+        slot.id(self.nodes[slot.shard()].generation)
+    }
+
     pub fn node_shards(&self) -> &[NodeShard] {
         &self.nodes
     }
@@ -791,7 +797,7 @@ impl Graph {
     /// The adjacency index over the edges visible at `now_us`, from every edge row.
     fn full_adjacency(&self, base: Vec<u32>, now_us: u64) -> Adjacency {
         let nodes = &self.nodes;
-        let dense = |id: NodeId| base[id.shard()] + id.row();
+        let dense = |id: NodeSlot| base[id.shard()] + id.row();
         // Which nodes are visible, a bit each: 1.25 MB at ten million nodes,
         // held in cache while every edge asks about both its ends, where
         // their `valid_to` would be two reads from memory an edge.
@@ -806,7 +812,7 @@ impl Graph {
                 BitSet::from_words(words.collect::<Vec<u64>>().into())
             })
             .collect();
-        let is_live = |id: NodeId| live[id.shard()].get(id.row() as usize);
+        let is_live = |id: NodeSlot| live[id.shard()].get(id.row() as usize);
         let per_shard: Vec<Vec<(u32, u32, u32, Relation)>> = self
             .edges
             .par_iter()
@@ -858,7 +864,7 @@ impl Graph {
         }
         let n = base[NODE_SHARDS];
         let appended = n - old.base[NODE_SHARDS];
-        let dense = |id: NodeId| base[id.shard()] + id.row();
+        let dense = |id: NodeSlot| base[id.shard()] + id.row();
         // Nodes retired, revived or loaded: each of their edges is touched.
         let mut marked: Option<BitSet> = None;
         let (mut node_rows, mut horizon) = (0u32, old.horizon);
@@ -1021,7 +1027,7 @@ impl Graph {
             };
         }
         // Old row -> new row of each compacted shard (u32::MAX: dropped).
-        let renamed: Vec<Option<(Vec<u32>, u32)>> = self
+        let renamed: Vec<Option<Vec<u32>>> = self
             .nodes
             .par_iter()
             .zip(&kept)
@@ -1031,14 +1037,14 @@ impl Graph {
                 for (new, &old) in k.iter().enumerate() {
                     to[old as usize] = new as u32;
                 }
-                Some((to, shard::next_generation(s.generation)))
+                Some(to)
             })
             .collect();
-        let rename = |id: NodeId| match &renamed[id.shard()] {
-            Some((to, generation)) => {
+        let rename = |id: NodeSlot| match &renamed[id.shard()] {
+            Some(to) => {
                 let row = to[id.row() as usize];
                 debug_assert_ne!(row, u32::MAX, "an edge that stays names a dropped node");
-                NodeId::new(id.shard(), row, *generation)
+                NodeSlot::new(id.shard(), row)
             }
             None => id,
         };
@@ -1148,8 +1154,8 @@ impl Graph {
             .map(|(s, row)| {
                 let (shard, r) = (&self.edges[s as usize], row as usize);
                 EdgeVersion {
-                    src: self.crn_with(reader, shard.src[r]),
-                    dst: self.crn_with(reader, shard.dst[r]),
+                    src: self.crn_with(reader, self.node_id(shard.src[r])),
+                    dst: self.crn_with(reader, self.node_id(shard.dst[r])),
                     relation: shard.rel[r],
                     inferred: shard.inferred.get(r),
                     valid_from: shard.valid_from[r],
@@ -1384,8 +1390,8 @@ impl Graph {
         let r = id.row() as usize;
         r < shard.len()
             && visible(shard.valid_to[r], now_us)
-            && self.is_node_visible(shard.src[r], now_us)
-            && self.is_node_visible(shard.dst[r], now_us)
+            && self.is_node_visible(self.node_id(shard.src[r]), now_us)
+            && self.is_node_visible(self.node_id(shard.dst[r]), now_us)
     }
 
     /// Sets one node's remediation stage; a change is versioned.

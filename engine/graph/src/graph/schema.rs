@@ -22,7 +22,7 @@
 use std::fmt::Debug;
 
 use super::col::Col;
-use super::mem::{BitSet, Span, push_bytes};
+use super::mem::{At, BitSet, push_blob};
 use crate::ids::Sym;
 use crate::relation::Relation;
 
@@ -155,7 +155,7 @@ plain_kinds! {
     Rel = Relation;
 }
 
-/// Bytes in the arena, a span a row.
+/// Bytes in the arena, a blob ([`At`]) a row.
 macro_rules! arena_kinds {
     ($($(#[$doc:meta])* $kind:ident = $owned:ty, |$b:ident| $own:expr;)*) => {$(
         $(#[$doc])*
@@ -164,7 +164,7 @@ macro_rules! arena_kinds {
         impl Kind for $kind {
             type Owned = $owned;
             type Ref<'a> = &'a [u8];
-            type Column = Col<Span>;
+            type Column = Col<At>;
             #[inline]
             fn borrow(v: &$owned) -> &[u8] {
                 v.as_ref()
@@ -174,20 +174,20 @@ macro_rules! arena_kinds {
                 $own
             }
             #[inline]
-            fn get<'a>(c: &'a Col<Span>, arena: &'a [u8], r: usize) -> &'a [u8] {
+            fn get<'a>(c: &'a Col<At>, arena: &'a [u8], r: usize) -> &'a [u8] {
                 c[r].get(arena)
             }
             #[inline]
-            fn set(c: &mut Col<Span>, arena: &mut Col<u8>, r: usize, v: &[u8]) {
-                c[r] = push_bytes(arena.to_mut(), v);
+            fn set(c: &mut Col<At>, arena: &mut Col<u8>, r: usize, v: &[u8]) {
+                c[r] = push_blob(arena.to_mut(), v);
             }
-            fn reserve(c: &mut Col<Span>, rows: usize) {
+            fn reserve(c: &mut Col<At>, rows: usize) {
                 c.reserve(rows);
             }
-            fn shrink(c: &mut Col<Span>) {
+            fn shrink(c: &mut Col<At>) {
                 c.shrink_to_fit();
             }
-            fn heap_bytes(c: &Col<Span>) -> usize {
+            fn heap_bytes(c: &Col<At>) -> usize {
                 c.heap_bytes()
             }
         }

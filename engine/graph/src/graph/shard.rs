@@ -7,12 +7,12 @@ use rustc_hash::FxHasher;
 
 use super::batch::{BatchNode, NodeBatch, key_hash};
 use super::col::Col;
-use super::mem::{BitSet, ID_PREFETCH, Prefetch, Span, content_hash, fmix64, push_bytes};
+use super::mem::{At, BitSet, ID_PREFETCH, Prefetch, Span, content_hash, fmix64, prefetch_blob, push_blob};
 pub use super::mem::{prefetch, prefetch_bytes};
 use super::schema::{self, EdgeFields, Kind, NodeFields, NodeRow, Phase, Reachability};
 use super::upsert::IngestStats;
 pub use super::upsert::Upsert;
-use crate::ids::{NodeId, Sym};
+use crate::ids::{NodeId, NodeSlot, Sym};
 use crate::relation::Relation;
 
 /// The generation after `g` (24 bits, wrapping): a compacted shard's.
@@ -78,13 +78,13 @@ impl Touched {
 
 /// The key hash of row `r` of a node shard's columns.
 #[inline]
-fn row_hash(keys: &[[Sym; 5]], ids: &[Span], arena: &[u8], r: usize) -> u64 {
+fn row_hash(keys: &[[Sym; 5]], ids: &[At], arena: &[u8], r: usize) -> u64 {
     key_hash(keys[r], ids[r].get(arena))
 }
 
 /// Whether row `r` of a node shard's columns is keyed `syms` and `id`.
 #[inline]
-fn keyed(keys: &[[Sym; 5]], ids: &[Span], arena: &[u8], r: u32, syms: &[Sym; 5], id: &[u8]) -> bool {
+fn keyed(keys: &[[Sym; 5]], ids: &[At], arena: &[u8], r: u32, syms: &[Sym; 5], id: &[u8]) -> bool {
     keys.get(r as usize) == Some(syms) && ids.get(r as usize).is_some_and(|s| s.get(arena) == id)
 }
 
@@ -179,34 +179,13 @@ impl Verdict<'_> {
     };
 }
 
-/// Copies a batch row's id, tags and properties into `arena`: in one piece
-/// when the batch wrote them one after another (as [`NodeBatch::push`]
-/// does), one by one otherwise. Returns where each landed.
-///
-/// [`NodeBatch::push`]: super::NodeBatch::push
-pub fn push_row_bytes(arena: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> (Span, Span, Span) {
-    let (id, tags, props) = (n.id, n.tags, n.props);
-    let contiguous = id.off.checked_add(id.len) == Some(tags.off) && tags.off.checked_add(tags.len) == Some(props.off);
-    let end = props
-        .off
-        .checked_add(props.len)
-        .filter(|&end| end as usize <= buf.len());
-    if contiguous && let Some(end) = end {
-        let whole = Span {
-            off: id.off,
-            len: end - id.off,
-        };
-        let at = push_bytes(arena, whole.get(buf)).off;
-        let moved = |s: Span| Span {
-            off: at + (s.off - id.off),
-            len: s.len,
-        };
-        return (moved(id), moved(tags), moved(props));
-    }
+/// Copies a batch row's id, tags and properties into `arena` as blobs.
+/// Returns where each landed.
+pub fn push_row_bytes(arena: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> (At, At, At) {
     (
-        push_bytes(arena, id.get(buf)),
-        push_bytes(arena, tags.get(buf)),
-        push_bytes(arena, props.get(buf)),
+        push_blob(arena, n.id.get(buf)),
+        push_blob(arena, n.tags.get(buf)),
+        push_blob(arena, n.props.get(buf)),
     )
 }
 
@@ -230,8 +209,8 @@ impl NodeShard {
                 prefetch(&self.props[r]);
             }
             Prefetch::Lists => {
-                for span in [self.tags[r], self.props[r]] {
-                    prefetch_bytes(&self.arena, span, usize::MAX);
+                for at in [self.tags[r], self.props[r]] {
+                    prefetch_blob(&self.arena, at, 256);
                 }
             }
         }
@@ -259,7 +238,7 @@ impl NodeShard {
         let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
         for r in 0..n {
             if r + 8 < n {
-                prefetch_bytes(arena, ids[r + 8], ID_PREFETCH);
+                prefetch_blob(arena, ids[r + 8], ID_PREFETCH);
             }
             let h = row_hash(keys, ids, arena, r);
             index.insert_unique(h, r as u32, |&x| row_hash(keys, ids, arena, x as usize));
@@ -306,7 +285,7 @@ impl NodeShard {
     pub fn find_start(&self, hash: u64, key: &[Sym; 5]) -> Option<u32> {
         let row = *self.index.find(hash, |&row| self.key[row as usize] == *key)?;
         if let Some(&id) = self.id.get(row as usize) {
-            prefetch_bytes(&self.arena, id, ID_PREFETCH);
+            prefetch_blob(&self.arena, id, ID_PREFETCH);
         }
         Some(row)
     }
@@ -342,12 +321,13 @@ impl NodeShard {
             state: empty,
             cost: 0.0,
             creation_ts: 0,
-            id: push_bytes(self.arena.to_mut(), id),
+            id: Span::default(),
             tags: Span::default(),
             props: Span::default(),
             content: 0,
         };
-        self.push_columns(&n, 0, 0);
+        let id = push_blob(self.arena.to_mut(), id);
+        self.push_columns(&n, (id, At::EMPTY, At::EMPTY), 0, 0);
         let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
         self.index
             .insert_unique(hash, row, |&r| row_hash(keys, ids, arena, r as usize));
@@ -362,14 +342,14 @@ impl NodeShard {
                 let Some(outcome) = self.seen_again(row, n.content, scan) else {
                     return (row, Upsert::Unchanged);
                 };
-                let tags = push_bytes(self.arena.to_mut(), n.tags.get(buf));
-                let props = push_bytes(self.arena.to_mut(), n.props.get(buf));
+                let tags = push_blob(self.arena.to_mut(), n.tags.get(buf));
+                let props = push_blob(self.arena.to_mut(), n.props.get(buf));
                 self.rewrite(row, n, (tags, props), now_us, outcome);
                 (row, outcome)
             }
             Slot::New(row) => {
-                let (id, tags, props) = push_row_bytes(self.arena.to_mut(), n, buf);
-                self.push_new(&BatchNode { id, tags, props, ..*n }, now_us, scan);
+                let blobs = push_row_bytes(self.arena.to_mut(), n, buf);
+                self.push_new(n, blobs, now_us, scan);
                 (row, Upsert::Inserted)
             }
         }
@@ -420,12 +400,13 @@ impl NodeShard {
     }
 
     /// Takes the rows a scan staged for this shard while it is still empty
-    /// (no row, no arena byte): `staged`'s buffer becomes the arena as it
-    /// is, its rows' spans pointing into it already, so no byte is copied
-    /// (an eighth more room is made for the waste reasons the analysis
-    /// writes next, as [`super::Graph::ingest_nodes`] does). A key staged
-    /// twice updates its first row, as a second upsert would; its first
-    /// bytes stay in the arena unused, as an update leaves them.
+    /// (no row, no arena byte): `staged`'s buffer, written as blobs
+    /// ([`super::staging`]), becomes the arena as it is, its rows' spans
+    /// pointing into it already, so no byte is copied (an eighth more room
+    /// is made for the waste reasons the analysis writes next, as
+    /// [`super::Graph::ingest_nodes`] does). A key staged twice updates its
+    /// first row, as a second upsert would; its first bytes stay in the
+    /// arena unused, as an update leaves them.
     pub fn adopt(&mut self, staged: NodeBatch, now_us: u64, scan: u32) -> IngestStats {
         debug_assert!(self.is_empty() && self.arena.is_empty());
         let mut stats = IngestStats::default();
@@ -436,16 +417,22 @@ impl NodeShard {
         self.arena.shrink_to(self.arena.len() + room);
         self.reserve(rows.len(), room);
         for n in &rows {
+            let blobs = (At::before(n.id), At::before(n.tags), At::before(n.props));
+            debug_assert_eq!(
+                blobs.2.get(&self.arena),
+                n.props.get(&self.arena),
+                "a staged row not written as blobs"
+            );
             match self.slot(n, None) {
                 Slot::Found(row) => {
                     let outcome = self.seen_again(row, n.content, scan);
                     if let Some(outcome) = outcome {
-                        self.rewrite(row, n, (n.tags, n.props), now_us, outcome);
+                        self.rewrite(row, n, (blobs.1, blobs.2), now_us, outcome);
                     }
                     stats.add(outcome.unwrap_or(Upsert::Unchanged));
                 }
                 Slot::New(_) => {
-                    self.push_new(n, now_us, scan);
+                    self.push_new(n, blobs, now_us, scan);
                     stats.add(Upsert::Inserted);
                 }
             }
@@ -467,7 +454,7 @@ impl NodeShard {
 
     /// Rewrites a found row's discovered fields from `n`, its tags and
     /// properties at `spans` of the arena.
-    fn rewrite(&mut self, row: u32, n: &BatchNode, (tags, props): (Span, Span), now_us: u64, outcome: Upsert) {
+    fn rewrite(&mut self, row: u32, n: &BatchNode, (tags, props): (At, At), now_us: u64, outcome: Upsert) {
         let r = row as usize;
         self.ty[r] = n.ty;
         self.state[r] = n.state;
@@ -486,20 +473,20 @@ impl NodeShard {
     }
 
     /// Appends a new row from `n`, whose id, tags and properties are
-    /// already in the arena (the index already holds it), as changed.
-    fn push_new(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
+    /// already in the arena at `blobs` (the index already holds it), as changed.
+    fn push_new(&mut self, n: &BatchNode, blobs: (At, At, At), now_us: u64, scan: u32) {
         let row = self.len() as u32;
-        self.push_columns(n, now_us, scan);
+        self.push_columns(n, blobs, now_us, scan);
         self.mark_dirty(row);
         self.changed.mark(row, self.len());
     }
 
     /// Appends `n` to every column, first seen at `now_us` by `scan`, with
     /// nothing the analysis writes yet.
-    fn push_columns(&mut self, n: &BatchNode, now_us: u64, scan: u32) {
+    fn push_columns(&mut self, n: &BatchNode, (id, tags, props): (At, At, At), now_us: u64, scan: u32) {
         let row = self.len();
         self.key.push(n.syms);
-        self.id.push(n.id);
+        self.id.push(id);
         self.ty.push(n.ty);
         self.state.push(n.state);
         self.cost.push(n.cost);
@@ -507,13 +494,13 @@ impl NodeShard {
         self.valid_from.push(now_us);
         self.valid_to.push(0);
         self.waste.set(row, false);
-        self.waste_reason.push(Span::default());
+        self.waste_reason.push(At::EMPTY);
         self.risk.push(0.0);
         self.reach.push(Reachability::Unknown);
         self.phase.push(Phase::None);
         self.verdict.push(None);
-        self.tags.push(n.tags);
-        self.props.push(n.props);
+        self.tags.push(tags);
+        self.props.push(props);
         self.content.push(n.content);
         self.seen.push(scan);
     }
@@ -556,7 +543,7 @@ impl NodeShard {
             return false;
         }
         self.waste.set(r, v.is_waste);
-        self.waste_reason[r] = push_bytes(self.arena.to_mut(), v.reason.as_bytes());
+        self.waste_reason[r] = push_blob(self.arena.to_mut(), v.reason.as_bytes());
         self.verdict[r] = v.rule;
         self.valid_from[r] = now_us;
         self.mark_dirty(row);
@@ -617,7 +604,8 @@ impl NodeShard {
             .iter()
             .map(|&r| {
                 let r = r as usize;
-                (self.id[r].len + self.tags[r].len + self.props[r].len + self.waste_reason[r].len) as usize
+                let a = &self.arena;
+                self.id[r].len(a) + self.tags[r].len(a) + self.props[r].len(a) + self.waste_reason[r].len(a) + 4
             })
             .sum();
         out.reserve(keep.len(), bytes);
@@ -659,12 +647,12 @@ impl NodeShard {
 /// each the last properties that fell on it and where the arena holds them
 /// (a plugin's edges name a few dozen relations at most).
 #[derive(Default)]
-pub struct HeldProps([(u64, Span); 32]);
+pub struct HeldProps([(u64, At); 32]);
 
 impl HeldProps {
     /// Where `arena` holds `props`: the span written for the same bytes
     /// before, or a copy appended now (and remembered).
-    fn keep(&mut self, arena: &mut Vec<u8>, props: &[u8]) -> Span {
+    fn keep(&mut self, arena: &mut Vec<u8>, props: &[u8]) -> At {
         let mut h = FxHasher::default();
         h.write(props);
         // Never 0, the hash of the empty places.
@@ -673,9 +661,9 @@ impl HeldProps {
         if place.0 == hash && place.1.get(arena) == props {
             return place.1;
         }
-        let span = push_bytes(arena, props);
-        *place = (hash, span);
-        span
+        let at = push_blob(arena, props);
+        *place = (hash, at);
+        at
     }
 }
 
@@ -688,8 +676,8 @@ macro_rules! edge_shard {
         /// move only in a compaction.
         #[derive(Default)]
         pub struct EdgeShard {
-            pub src: Col<NodeId>,
-            pub dst: Col<NodeId>,
+            pub src: Col<NodeSlot>,
+            pub dst: Col<NodeSlot>,
             $($(#[$doc])* pub $col: <schema::$kind as Kind>::Column,)*
             /// The scan that last reported the row.
             pub seen: Col<u32>,
@@ -742,10 +730,9 @@ impl EdgeShard {
     }
 }
 
-pub fn edge_hash(src: NodeId, dst: NodeId, rel: Relation) -> u64 {
+pub fn edge_hash(src: NodeSlot, dst: NodeSlot, rel: Relation) -> u64 {
     let mut h = FxHasher::default();
-    h.write_u64(src.to_raw());
-    h.write_u64(dst.to_raw());
+    h.write_u64(u64::from(src.raw()) | u64::from(dst.raw()) << 32);
     h.write_u8(rel as u8);
     fmix64(h.finish())
 }
@@ -789,6 +776,10 @@ impl EdgeShard {
     }
 
     pub fn find(&self, src: NodeId, dst: NodeId, rel: Relation) -> Option<u32> {
+        self.find_slots(NodeSlot::of(src), NodeSlot::of(dst), rel)
+    }
+
+    fn find_slots(&self, src: NodeSlot, dst: NodeSlot, rel: Relation) -> Option<u32> {
         let h = edge_hash(src, dst, rel);
         self.index
             .find(h, |&r| {
@@ -826,7 +817,8 @@ impl EdgeShard {
         scan: u32,
         loaded: Option<(u64, u64)>,
     ) -> Upsert {
-        let (row, outcome) = match self.find(src, dst, rel) {
+        let (src, dst) = (NodeSlot::of(src), NodeSlot::of(dst));
+        let (row, outcome) = match self.find_slots(src, dst, rel) {
             Some(row) => {
                 let r = row as usize;
                 self.seen[r] = scan;
@@ -845,7 +837,7 @@ impl EdgeShard {
                 self.rel.push(rel);
                 self.valid_from.push(0);
                 self.valid_to.push(0);
-                self.props.push(Span::default());
+                self.props.push(At::EMPTY);
                 self.seen.push(0);
                 let (s, d, rl) = (&self.src, &self.dst, &self.rel);
                 self.index.insert_unique(h, row, |&r| {
@@ -896,9 +888,9 @@ impl EdgeShard {
     /// arena of only their properties: what a compaction leaves. Rows
     /// still to be committed stay dirty; every row counts as touched and
     /// changed.
-    pub fn compacted(&self, keep: &[u32], rename: impl Fn(NodeId) -> NodeId) -> EdgeShard {
+    pub fn compacted(&self, keep: &[u32], rename: impl Fn(NodeSlot) -> NodeSlot) -> EdgeShard {
         let mut out = EdgeShard::default();
-        let bytes: usize = keep.iter().map(|&r| self.props[r as usize].len as usize).sum();
+        let bytes: usize = keep.iter().map(|&r| self.props[r as usize].len(&self.arena) + 1).sum();
         out.reserve(keep.len(), bytes);
         let mut held = HeldProps::default();
         for &old in keep {
@@ -927,7 +919,7 @@ impl EdgeShard {
     /// Renames every endpoint by `rename` in place (rows keep their
     /// numbers); the index is built again, every row counts as touched
     /// and changed.
-    pub fn rename_endpoints(&mut self, rename: impl Fn(NodeId) -> NodeId) {
+    pub fn rename_endpoints(&mut self, rename: impl Fn(NodeSlot) -> NodeSlot) {
         for id in self.src.iter_mut().chain(self.dst.iter_mut()) {
             *id = rename(*id);
         }
@@ -990,29 +982,44 @@ mod tests {
         Span { off, len }
     }
 
-    /// A row's bytes land in the arena as they were in the batch, whether
-    /// the batch wrote them one after another or not.
+    /// A row's bytes land in the arena as blobs, an empty one taking no byte.
     #[test]
-    fn row_bytes_are_copied_whole_or_one_by_one() {
+    fn row_bytes_land_as_blobs() {
         let buf = b"..idTTTTpppp..".to_vec();
         let mut arena = b"xyz".to_vec();
+        let n = row(span(2, 2), span(4, 0), span(8, 4));
+        let (id, tags, props) = push_row_bytes(&mut arena, &n, &buf);
+        assert_eq!(
+            (id.get(&arena), tags, props.get(&arena)),
+            (&b"id"[..], At::EMPTY, &b"pppp"[..])
+        );
+        assert_eq!(arena.len(), 3 + 3 + 5);
+    }
+
+    /// A staged row's bytes land in another batch as blobs: each span
+    /// reads its bytes, and the blob before it the same.
+    #[test]
+    fn staged_row_bytes_are_copied_as_blobs() {
+        use super::super::staging::copy_row_bytes;
+        let buf = b"..idTTTTpppp..".to_vec();
+        let mut out = b"xyz".to_vec();
         for n in [
             row(span(2, 2), span(4, 4), span(8, 4)),
             row(span(2, 2), span(4, 0), span(4, 8)),
-            row(span(8, 4), span(4, 4), span(2, 2)),
-            row(span(2, 2), span(5, 3), span(8, 4)),
         ] {
-            let before = arena.len();
-            let (id, tags, props) = push_row_bytes(&mut arena, &n, &buf);
-            assert_eq!(id.get(&arena), n.id.get(&buf));
-            assert_eq!(tags.get(&arena), n.tags.get(&buf));
-            assert_eq!(props.get(&arena), n.props.get(&buf));
-            assert_eq!(arena.len() - before, (n.id.len + n.tags.len + n.props.len) as usize);
+            let before = out.len();
+            let (id, tags, props) = copy_row_bytes(&mut out, &n, &buf);
+            for (got, want) in [(id, n.id), (tags, n.tags), (props, n.props)] {
+                assert_eq!(got.get(&out), want.get(&buf));
+                assert_eq!(At::before(got).get(&out), want.get(&buf));
+            }
+            // A length byte before each blob but an empty one, which takes none.
+            let stored = |s: Span| s.len as usize + usize::from(s.len > 0);
+            assert_eq!(out.len() - before, stored(n.id) + stored(n.tags) + stored(n.props));
         }
         // Spans past the end of the batch copy nothing rather than panic.
-        let before = arena.len();
-        let (id, tags, props) = push_row_bytes(&mut arena, &row(span(2, 2), span(4, 4), span(8, 40)), &buf);
-        assert_eq!((id.get(&arena), tags.get(&arena)), (&b"id"[..], &b"TTTT"[..]));
-        assert!(props.get(&arena).is_empty() && arena.len() == before + 6);
+        let (id, _, props) = copy_row_bytes(&mut out, &row(span(2, 2), span(4, 4), span(8, 40)), &buf);
+        assert_eq!((id.get(&out), props.get(&out)), (&b"id"[..], &b""[..]));
+        assert_eq!(At::before(props), At::EMPTY);
     }
 }

@@ -6,7 +6,8 @@
 //! scan) gets its rows copied, as each batch arrives, into one staged
 //! batch of its own, shared by every source of the scan: its buffer is
 //! laid out as that shard's arena would be (each row's id, tags and
-//! properties one after another), and a list of runs says which source
+//! properties one after another, each a blob with its length before it),
+//! and a list of runs says which source
 //! staged which rows. After the scan the shard takes that buffer whole as
 //! its arena ([`NodeShard::adopt`]), or, holding rows of a source whose
 //! scan failed, upserts the staged rows one by one, skipping that source's.
@@ -38,7 +39,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use rayon::prelude::*;
 
 use super::batch::BatchNode;
-use super::shard::push_row_bytes;
+use super::mem::{Span, push_blob_bytes};
 use super::{Graph, IngestStats, NodeBatch, Staged, node_shard_of, partition, prefetch_ahead, upsert_shard_rows};
 use crate::ids::NODE_SHARDS;
 
@@ -115,9 +116,21 @@ fn copy_rows(out: &mut NodeBatch, batch: &NodeBatch, which: &[u32]) {
         let Some(n) = batch.rows.get(i as usize) else {
             continue;
         };
-        let (id, tags, props) = push_row_bytes(&mut out.buf, n, &batch.buf);
+        let (id, tags, props) = copy_row_bytes(&mut out.buf, n, &batch.buf);
         out.rows.push(BatchNode { id, tags, props, ..*n });
     }
+}
+
+/// Copies a batch row's id, tags and properties to the end of `out`, each
+/// as a blob (its length before it) so that the buffer can become a
+/// shard's arena as it is ([`super::NodeShard::adopt`]). Returns the
+/// spans of the bytes themselves.
+pub(super) fn copy_row_bytes(out: &mut Vec<u8>, n: &BatchNode, buf: &[u8]) -> (Span, Span, Span) {
+    (
+        push_blob_bytes(out, n.id.get(buf)),
+        push_blob_bytes(out, n.tags.get(buf)),
+        push_blob_bytes(out, n.props.get(buf)),
+    )
 }
 
 impl Default for NodeStage {

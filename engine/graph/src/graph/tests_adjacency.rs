@@ -148,8 +148,8 @@ fn run(ops: &[Op]) -> Result<Builds, TestCaseError> {
                 if let Some(id) = edge_row(&g, *k) {
                     let (shard, r) = (&g.edges[id.shard()], id.row() as usize);
                     let v = EdgeVersion {
-                        src: g.crn(shard.src[r]),
-                        dst: g.crn(shard.dst[r]),
+                        src: g.crn(g.node_id(shard.src[r])),
+                        dst: g.crn(g.node_id(shard.dst[r])),
                         relation: shard.rel[r],
                         inferred: shard.inferred.get(r),
                         valid_from: shard.valid_from[r],

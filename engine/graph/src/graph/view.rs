@@ -127,6 +127,7 @@ impl<'a> NodeRef<'a> {
 #[derive(Copy, Clone)]
 pub struct EdgeRef<'a> {
     id: EdgeId,
+    graph: &'a Graph,
     shard: &'a EdgeShard,
     r: usize,
 }
@@ -135,6 +136,7 @@ impl<'a> EdgeRef<'a> {
     pub fn new(graph: &'a Graph, id: EdgeId) -> EdgeRef<'a> {
         EdgeRef {
             id,
+            graph,
             shard: &graph.edges[id.shard()],
             r: id.row() as usize,
         }
@@ -143,10 +145,10 @@ impl<'a> EdgeRef<'a> {
         self.id
     }
     pub fn source(&self) -> NodeId {
-        self.shard.src[self.r]
+        self.graph.node_id(self.shard.src[self.r])
     }
     pub fn target(&self) -> NodeId {
-        self.shard.dst[self.r]
+        self.graph.node_id(self.shard.dst[self.r])
     }
     pub fn relation(&self) -> Relation {
         self.shard.rel[self.r]

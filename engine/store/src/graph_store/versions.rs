@@ -185,9 +185,9 @@ impl Versions for GraphVersions<'_> {
         let node_key = |n: &(u32, u32), k: &mut Vec<u8>| crn(node_id(n), k);
         let edge_key = |e: &(u32, u32), k: &mut Vec<u8>| {
             let (shard, r) = edge(e);
-            crn(shard.src[r], k);
+            crn(g.node_id(shard.src[r]), k);
             relation_key_into(shard.rel[r], k);
-            crn(shard.dst[r], k);
+            crn(g.node_id(shard.dst[r]), k);
         };
         // A key's shard and length come from the table's hashes where it
         // has them (without writing the key), else from the key written out.
@@ -232,7 +232,7 @@ impl Versions for GraphVersions<'_> {
                         let mut hashed = Vec::with_capacity(run.len());
                         for e in run {
                             let (shard, r) = edge(e);
-                            match (t.get(shard.src[r]), t.get(shard.dst[r])) {
+                            match (t.get(g.node_id(shard.src[r])), t.get(g.node_id(shard.dst[r]))) {
                                 (Some((src, hash)), Some((dst, _))) => {
                                     rel.clear();
                                     relation_key_into(shard.rel[r], &mut rel);

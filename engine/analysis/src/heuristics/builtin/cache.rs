@@ -362,7 +362,7 @@ impl Cache {
                             }
                             let read = shards.get(id.shard()).and_then(|c| c.edges.get(id.row() as usize));
                             let bit = view::edge_bit(e.rel[r], outgoing);
-                            out.push((id, read.is_some_and(|b| b & bit != 0)));
+                            out.push((graph.node_id(id), read.is_some_and(|b| b & bit != 0)));
                         }
                     }
                     out
