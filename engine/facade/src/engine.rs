@@ -808,7 +808,8 @@ fn load_graph(
     clock: &dyn Clock,
 ) -> Result<(Graph, &'static str), EngineError> {
     let started = std::time::Instant::now();
-    let (mut graph, from) = match snapshot::read(snap_path, key) {
+    let content_commit_us = store.last_content_commit()?;
+    let (mut graph, from) = match snapshot::read(snap_path, key, content_commit_us) {
         Ok(shards) => (
             Graph::from_shards(interner.clone(), shards.nodes, shards.edges, meta.generation),
             "snapshot",

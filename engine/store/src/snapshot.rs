@@ -61,6 +61,21 @@ impl SnapshotKey {
             symbols: symbols as u64,
         }
     }
+
+    /// Whether a snapshot keyed `self` holds the graph of a store keyed
+    /// `want` whose last commit that wrote rows was at `content_commit_us`:
+    /// the same key, or a snapshot of that commit with only commits that
+    /// wrote no rows after it (a scan that changed nothing moves the key,
+    /// not the graph; the symbols it added are appended to the store's table
+    /// and no column of the snapshot names them).
+    pub fn holds(&self, want: &SnapshotKey, content_commit_us: Option<u64>) -> bool {
+        self == want
+            || (content_commit_us == Some(self.commit_us)
+                && self.generation == want.generation
+                && self.scan_seq <= want.scan_seq
+                && self.commit_us <= want.commit_us
+                && self.symbols <= want.symbols)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -383,9 +398,10 @@ fn key_of<E>(word: &mut impl FnMut(u64, &'static str) -> Result<[u8; 8], E>) -> 
     }))
 }
 
-/// Reads a snapshot that matches `want`, each shard's columns read where
-/// they lie in its mapped section.
-pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
+/// Reads a snapshot that holds the graph of a store keyed `want`
+/// ([`SnapshotKey::holds`]), each shard's columns read where they lie in
+/// its mapped section.
+pub fn read(path: &Path, want: SnapshotKey, content_commit_us: Option<u64>) -> Result<Shards, SnapshotError> {
     let io = |source| SnapshotError::Io {
         path: path.to_owned(),
         source,
@@ -407,7 +423,7 @@ pub fn read(path: &Path, want: SnapshotKey) -> Result<Shards, SnapshotError> {
     let Some(found) = key_of(&mut word)? else {
         return Err(bad(DecodeError("not an svc snapshot of this version")));
     };
-    if found != want {
+    if !found.holds(&want, content_commit_us) {
         return Err(SnapshotError::Stale {
             path: path.to_owned(),
             found,
@@ -493,6 +509,29 @@ mod tests {
     /// The sections' layouts, spelled out byte by byte: the schema's order
     /// is the stored order, each part padded to 8 bytes, and a section
     /// reads back as it was, its columns where they lie.
+    /// A snapshot holds a store's graph under the same key, or when only
+    /// commits that wrote no rows came after the commit it was taken of.
+    #[test]
+    fn a_snapshot_holds_the_graph_until_a_commit_writes_rows() {
+        let at = |generation, scan_seq, commit_us, symbols| SnapshotKey {
+            generation,
+            scan_seq,
+            commit_us,
+            symbols,
+        };
+        let snap = at(4, 10, 1_000, 50);
+        assert!(snap.holds(&snap, None));
+        // Two scans that changed nothing (one added symbols): still its graph.
+        assert!(snap.holds(&at(4, 12, 3_000, 52), Some(1_000)));
+        // A later commit wrote rows, or the snapshot is of another commit.
+        assert!(!snap.holds(&at(4, 12, 3_000, 52), Some(2_000)));
+        assert!(!snap.holds(&at(4, 12, 3_000, 52), None));
+        // Another generation, fewer symbols, or a store behind the snapshot.
+        assert!(!snap.holds(&at(5, 12, 3_000, 52), Some(1_000)));
+        assert!(!snap.holds(&at(4, 12, 3_000, 49), Some(1_000)));
+        assert!(!snap.holds(&at(4, 9, 3_000, 50), Some(1_000)));
+    }
+
     #[test]
     fn sections_keep_their_layout() {
         let sym = |raw| Sym::from_raw(raw).unwrap();

@@ -242,6 +242,16 @@ impl GraphStore {
         })
     }
 
+    /// The time of the last commit that wrote rows (a commit that changed
+    /// none records only its bookkeeping); `None` before the first.
+    pub fn last_content_commit(&self) -> Result<Option<u64>, StoreError> {
+        let err = self.db_err();
+        let txn = self.database()?.begin_read().map_err(|e| err(e.into()))?;
+        let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
+        let last = commits.last().map_err(|e| err(e.into()))?;
+        Ok(last.map(|(k, _)| k.value()))
+    }
+
     /// Loads the symbol table and the bookkeeping of the last commit.
     pub fn load_meta(&self) -> Result<(Vec<String>, CommitMeta), StoreError> {
         let err = self.db_err();
