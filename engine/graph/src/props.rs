@@ -68,9 +68,21 @@ pub(crate) fn varint_len(v: u64) -> usize {
 }
 
 /// Reads a LEB128 varint of at most ten bytes; `None` when it runs past
-/// the end or overflows 64 bits.
-#[inline]
+/// the end or overflows 64 bits. A one-byte varint (a key symbol below
+/// 128, a blob shorter than 128 bytes: nearly all) is read inline.
+#[inline(always)]
 pub(crate) fn take_varint(buf: &mut &[u8]) -> Option<u64> {
+    if let Some((&byte, rest)) = buf.split_first()
+        && byte < 0x80
+    {
+        *buf = rest;
+        return Some(u64::from(byte));
+    }
+    take_long_varint(buf)
+}
+
+#[inline(never)]
+fn take_long_varint(buf: &mut &[u8]) -> Option<u64> {
     let mut v = 0u64;
     let mut shift = 0;
     loop {
@@ -388,7 +400,7 @@ impl Iterator for Tags<'_> {
 /// value (`i64`, `f64`, or a `u32` length and the text); a tag entry two
 /// `u32` symbols. Read only to be rewritten in the current layout.
 pub mod v1 {
-    use super::{FALSE, FLOAT, INT, JSON, NULL, PropWriter, STR, TRUE, take, write_tag};
+    use super::{FALSE, FLOAT, INT, JSON, NULL, PropWriter, STR, TRUE, ValueRef, take, write_tag};
     use crate::ids::Sym;
 
     fn take_u32(buf: &mut &[u8]) -> Option<u32> {
@@ -415,18 +427,19 @@ pub mod v1 {
             let Some(&ty) = take(b, 1).and_then(|t| t.first()) else {
                 break;
             };
-            let written = match ty {
-                NULL => Some(w.null(key)),
-                FALSE | TRUE => Some(w.bool(key, ty == TRUE)),
-                INT => take_u64(b).map(|v| w.int(key, v as i64)),
-                FLOAT => take_u64(b).map(|v| w.float(key, f64::from_bits(v))),
-                STR => take_str(b).map(|s| w.str(key, s)),
-                JSON => take_str(b).map(|s| w.json(key, s)),
+            let value = match ty {
+                NULL => Some(ValueRef::Null),
+                FALSE | TRUE => Some(ValueRef::Bool(ty == TRUE)),
+                INT => take_u64(b).map(|v| ValueRef::Int(v as i64)),
+                FLOAT => take_u64(b).map(|v| ValueRef::Float(f64::from_bits(v))),
+                STR => take_str(b).map(ValueRef::Str),
+                JSON => take_str(b).map(ValueRef::Json),
                 _ => None,
             };
-            if written.is_none() {
+            let Some(value) = value else {
                 break;
-            }
+            };
+            w.value(key, value);
         }
         out
     }
@@ -487,14 +500,7 @@ mod tests {
     #[test]
     fn properties_round_trip_with_types() {
         let i = Interner::new();
-        let (a, b, c, d, e, f) = (
-            i.intern("a"),
-            i.intern("b"),
-            i.intern("c"),
-            i.intern("d"),
-            i.intern("e"),
-            i.intern("f"),
-        );
+        let [a, b, c, d, e, f] = ["a", "b", "c", "d", "e", "f"].map(|k| i.intern(k));
         let mut buf = Vec::new();
         let mut w = PropWriter::new(&mut buf);
         w.null(a);
@@ -618,14 +624,7 @@ mod tests {
     #[test]
     fn format_1_blobs_are_rewritten_entry_for_entry() {
         let i = Interner::new();
-        let (a, b, c, d, e, f) = (
-            i.intern("a"),
-            i.intern("b"),
-            i.intern("c"),
-            i.intern("d"),
-            i.intern("e"),
-            i.intern("f"),
-        );
+        let [a, b, c, d, e, f] = ["a", "b", "c", "d", "e", "f"].map(|k| i.intern(k));
         let entry = |out: &mut Vec<u8>, k: Sym, ty: u8, payload: &[u8]| {
             out.extend_from_slice(&k.to_raw().to_le_bytes());
             out.push(ty);

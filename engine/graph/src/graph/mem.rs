@@ -1,6 +1,7 @@
 //! The byte-level pieces shared by batches and shards: spans of a byte
-//! buffer, blobs of a shard arena, the content and key hash finaliser, and cache prefetch hints
-//! with the two steps ([`Prefetch`]) a walk over rows asks for them in.
+//! buffer, blobs of a shard arena, the content and key hash finaliser,
+//! and cache prefetch hints with the two steps ([`Prefetch`]) a walk over
+//! rows asks for them in.
 
 use std::hash::Hasher;
 
@@ -86,14 +87,16 @@ impl At {
         if span.len == 0 {
             return At::EMPTY;
         }
-        At(span.off - crate::props::varint_len(u64::from(span.len)) as u32)
+        At(span
+            .off
+            .saturating_sub(crate::props::varint_len(u64::from(span.len)) as u32))
     }
     /// The offset, for checks of a mapped column ([`At::EMPTY`] is `u32::MAX`).
     pub fn offset(self) -> u32 {
         self.0
     }
-    /// Bytes `off .. off + len` of the arena as a span, for prefetching:
-    /// the length's bytes and the blob's first `len - 1`.
+    /// The first `len` bytes from the blob's place (its length, then its
+    /// own bytes) as a span, to prefetch.
     fn span(self, len: usize) -> Span {
         let len = if self == At::EMPTY {
             0

@@ -209,6 +209,8 @@ impl NodeShard {
                 prefetch(&self.props[r]);
             }
             Prefetch::Lists => {
+                // A blob's length lies in the arena beside it: the first
+                // lines are asked for, enough for a typical node's whole.
                 for at in [self.tags[r], self.props[r]] {
                     prefetch_blob(&self.arena, at, 256);
                 }
