@@ -641,19 +641,16 @@ mod tests {
         let good = old.len();
         entry(&mut old, a, 9, &[]);
         entry(&mut old, b, TRUE, &[]);
-        let upgraded = v1::props(&old);
-        let got: Vec<_> = Props::new(&upgraded).collect();
-        assert_eq!(
-            got,
-            vec![
-                (a, ValueRef::Null),
-                (b, ValueRef::Bool(true)),
-                (c, ValueRef::Int(-42)),
-                (d, ValueRef::Float(0.1)),
-                (e, ValueRef::Str("gp2")),
-                (f, ValueRef::Json("[1]")),
-            ]
-        );
+        // The bytes today's writer writes for the same entries.
+        let mut want = Vec::new();
+        let mut w = PropWriter::new(&mut want);
+        w.null(a);
+        w.bool(b, true);
+        w.int(c, -42);
+        w.float(d, 0.1);
+        w.str(e, "gp2");
+        w.json(f, "[1]");
+        assert_eq!(v1::props(&old), want);
         assert_eq!(v1::props(&old[..good]), v1::props(&old));
         let mut tags = Vec::new();
         for (k, v) in [(a, b), (c, d)] {
