@@ -68,17 +68,22 @@ pub(crate) fn varint_len(v: u64) -> usize {
 }
 
 /// Reads a LEB128 varint of at most ten bytes; `None` when it runs past
-/// the end or overflows 64 bits. A one-byte varint (a key symbol below
-/// 128, a blob shorter than 128 bytes: nearly all) is read inline.
+/// the end or overflows 64 bits. One of one or two bytes (a key symbol
+/// below 16,384, a blob shorter than that: nearly all) is read inline.
 #[inline(always)]
 pub(crate) fn take_varint(buf: &mut &[u8]) -> Option<u64> {
-    if let Some((&byte, rest)) = buf.split_first()
-        && byte < 0x80
-    {
-        *buf = rest;
-        return Some(u64::from(byte));
+    let b: &[u8] = buf;
+    match b {
+        [b0, rest @ ..] if *b0 < 0x80 => {
+            *buf = rest;
+            Some(u64::from(*b0))
+        }
+        [b0, b1, rest @ ..] if *b1 < 0x80 => {
+            *buf = rest;
+            Some(u64::from(*b0 & 0x7f) | u64::from(*b1) << 7)
+        }
+        _ => take_long_varint(buf),
     }
-    take_long_varint(buf)
 }
 
 #[inline(never)]
