@@ -15,7 +15,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use crate::ids::{NodeId, NodeSlot, Sym};
+use crate::ids::{NodeSlot, Sym};
 use crate::relation::Relation;
 
 /// Bytes that stay put and unchanged for as long as the value lives (a
@@ -59,15 +59,6 @@ macro_rules! plain_any {
 }
 
 plain_any!(u8, u32, u64, f32);
-
-// SAFETY: `NodeId` is `repr(transparent)` over a `u64`, every value an id
-// (a row beyond its shard is checked where ids are read from a snapshot).
-#[allow(unsafe_code)]
-unsafe impl Plain for NodeId {
-    fn valid(_: &[u8]) -> bool {
-        true
-    }
-}
 
 // SAFETY: `NodeSlot` is `repr(transparent)` over a `u32`, every value a
 // slot (a row beyond its shard is checked where slots are read from a snapshot).

@@ -78,9 +78,6 @@ impl At {
     pub fn len(self, arena: &[u8]) -> usize {
         self.get(arena).len()
     }
-    pub fn is_empty(self, arena: &[u8]) -> bool {
-        self.get(arena).is_empty()
-    }
     /// The blob whose bytes `span` covers, in a buffer [`push_blob`]
     /// wrote: its length lies right before them.
     pub fn before(span: Span) -> At {
