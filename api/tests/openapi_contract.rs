@@ -1471,7 +1471,7 @@ fn remediation_cases(f: &Fixture) -> Vec<Case> {
         .remediation_items()
         .unwrap()
         .into_iter()
-        .filter(|i| i.stage == svc_engine::graph::Phase::Pending && i.rejected.is_none())
+        .filter(|i| i.stage == svc_engine::graph::Phase::Pending && i.notes().rejected.is_none())
         .map(|i| (i.crn, i.plan_hash))
         .collect();
     assert!(pending.len() >= 2, "the fixture has pending items: {pending:?}");

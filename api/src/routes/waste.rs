@@ -251,7 +251,7 @@ pub async fn status(State(state): State<AppState>) -> ApiResult<Response> {
         let mut kinds: HashMap<&str, (&FindingSource, bool)> = HashMap::new();
         for (id, list) in &findings.by_node {
             let deciding = findings.deciding(*id);
-            for f in list {
+            for f in list.iter() {
                 let decided = deciding.is_some_and(|d| std::ptr::eq(d, f));
                 for t in [
                     rules.entry(&*f.rule).or_default(),

@@ -1239,12 +1239,18 @@ impl Cached {
         // Grouped by node: each node once, with its findings and only them.
         let grouped = self.cache.findings_by_node();
         assert!(grouped.iter().all(|(id, list)| list.iter().all(|f| f.node == *id)));
+        // In precedence order, so the findings set can hold the list as it is.
+        assert!(
+            grouped
+                .iter()
+                .all(|(_, list)| list.is_sorted_by(|a, b| svc_engine::heuristics::join::precedence(a, b).is_le()))
+        );
         let mut nodes: Vec<_> = grouped.iter().map(|(id, _)| *id).collect();
         nodes.sort_unstable();
         nodes.dedup();
         assert_eq!(nodes.len(), grouped.len());
         assert_eq!(
-            answers(grouped.iter().flat_map(|(_, l)| l)),
+            answers(grouped.iter().flat_map(|(_, l)| l.iter())),
             answers(fresh.findings.iter())
         );
         assert_eq!(

@@ -284,6 +284,6 @@ fn a_saga_whose_cluster_lock_is_lost_acts_no_more_and_is_compensated_as_interrup
     assert_eq!(sagas[0].status, "compensated");
     let after = a.remediation_item(&item.crn).unwrap();
     assert_eq!(after.stage, Phase::Pending);
-    assert!(after.failure.is_some(), "{after:?}");
+    assert!(after.notes().failure.is_some(), "{after:?}");
     assert_eq!(scan().sau.unwrap().recovered_sagas, 0);
 }

@@ -64,6 +64,11 @@ pub struct Override {
 }
 
 /// One resource in the pipeline.
+///
+/// A large estate's pipeline holds millions of items, most of them flagged
+/// and never touched by an operator: what only some items carry (a proof,
+/// operator and saga notes) is held behind a pointer, so an item without
+/// it pays eight bytes, not the fields.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Item {
     pub crn: String,
@@ -79,16 +84,23 @@ pub struct Item {
     pub risk_score: f64,
     pub reachability: Name,
     pub blast_radius: u64,
-    pub proof: Option<Proof>,
+    pub proof: Option<Box<Proof>>,
     /// Empty until `codegen`.
     pub plan_hash: String,
+    notes: NoteBox,
+    /// When the item entered the pipeline and its current stage (µs).
+    pub flagged_us: u64,
+    pub stage_us: u64,
+}
+
+/// What operators and sagas noted on an item ([`Item::notes`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Notes {
     /// Why the item is held at `sau_gate`.
     pub blockers: Vec<String>,
     /// An operator hold (a move to `sau_gate`), with who held it.
     pub held_by: Option<String>,
-    /// Boxed: few items carry one, and inline it would add 64 bytes to
-    /// every item.
-    pub override_by: Option<Box<Override>>,
+    pub override_by: Option<Override>,
     /// The last saga's failure, shown until the next attempt.
     pub failure: Option<String>,
     /// The last saga run for the item.
@@ -96,9 +108,37 @@ pub struct Item {
     /// Rejected by an operator (`actor: reason`): it stays out of the queue
     /// while its plan is unchanged.
     pub rejected: Option<String>,
-    /// When the item entered the pipeline and its current stage (µs).
-    pub flagged_us: u64,
-    pub stage_us: u64,
+}
+
+static NO_NOTES: Notes = Notes {
+    blockers: Vec::new(),
+    held_by: None,
+    override_by: None,
+    failure: None,
+    saga_id: None,
+    rejected: None,
+};
+
+/// An item's notes, allocated when the first is written. Equal when the
+/// notes are, whether or not they were ever allocated.
+#[derive(Clone, Debug, Default)]
+struct NoteBox(Option<Box<Notes>>);
+
+impl PartialEq for NoteBox {
+    fn eq(&self, other: &NoteBox) -> bool {
+        self.get() == other.get()
+    }
+}
+
+impl NoteBox {
+    /// Allocated only when some note is set.
+    fn of(notes: Notes) -> NoteBox {
+        NoteBox((notes != NO_NOTES).then(|| Box::new(notes)))
+    }
+
+    fn get(&self) -> &Notes {
+        self.0.as_deref().unwrap_or(&NO_NOTES)
+    }
 }
 
 impl Item {
@@ -117,15 +157,20 @@ impl Item {
             blast_radius: 0,
             proof: None,
             plan_hash: String::new(),
-            blockers: Vec::new(),
-            held_by: None,
-            override_by: None,
-            failure: None,
-            saga_id: None,
-            rejected: None,
+            notes: NoteBox::default(),
             flagged_us: now_us,
             stage_us: now_us,
         }
+    }
+
+    /// Its operator and saga notes (all empty on most items).
+    pub fn notes(&self) -> &Notes {
+        self.notes.get()
+    }
+
+    /// Its notes, to change.
+    pub fn notes_mut(&mut self) -> &mut Notes {
+        self.notes.0.get_or_insert_default()
     }
 
     pub fn set_stage(&mut self, stage: Phase, now_us: u64) {
@@ -249,4 +294,23 @@ pub struct QueuePart {
 /// A stage by its name.
 pub fn stage_named(name: &str) -> Option<Phase> {
     STAGES.into_iter().find(|p| p.name() == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_item_keeps_what_few_items_carry_behind_pointers() {
+        // Millions of items are held at 10M resources: the notes and the
+        // proof are one pointer each until set.
+        assert!(size_of::<Item>() <= 232, "{} bytes", size_of::<Item>());
+        let mut i = Item::new("crn:x".into(), 1);
+        let bare = i.clone();
+        i.notes_mut().held_by = None;
+        assert_eq!(i, bare, "allocated notes that hold nothing equal none");
+        i.notes_mut().failure = Some("no".into());
+        assert_ne!(i, bare);
+        assert_eq!(NoteBox::of(Notes::default()).0, None);
+    }
 }

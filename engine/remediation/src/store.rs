@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition, TableError};
 use serde_json::{Value, json};
 
-use super::{Compensation, Isolation, Item, Override, Proof, Saga, SagaStep, stage_named};
+use super::{Compensation, Isolation, Item, NoteBox, Notes, Override, Proof, Saga, SagaStep, stage_named};
 use svc_store::DecodeError;
 use svc_store::{GraphStore, StoreError};
 
@@ -72,9 +72,9 @@ fn item_json(i: &Item) -> Value {
         "savings_usd_mo": i.savings_usd_mo, "risk_score": i.risk_score,
         "reachability": i.reachability.as_str(), "blast_radius": i.blast_radius,
         "proof": i.proof.as_ref().map(|p| json!({"safe": p.safe, "reason": p.reason, "source": p.source.as_str()})),
-        "plan_hash": i.plan_hash, "blockers": i.blockers, "held_by": i.held_by,
-        "override": i.override_by.as_ref().map(|o| json!({"actor": o.actor, "reason": o.reason, "plan_hash": o.plan_hash})),
-        "failure": i.failure, "saga_id": i.saga_id, "rejected": i.rejected,
+        "plan_hash": i.plan_hash, "blockers": i.notes().blockers, "held_by": i.notes().held_by,
+        "override": i.notes().override_by.as_ref().map(|o| json!({"actor": o.actor, "reason": o.reason, "plan_hash": o.plan_hash})),
+        "failure": i.notes().failure, "saga_id": i.notes().saga_id, "rejected": i.notes().rejected,
         "flagged_us": i.flagged_us, "stage_us": i.stage_us,
     })
 }
@@ -112,28 +112,30 @@ fn item_from(v: &Value) -> Result<Item, DecodeError> {
         risk_score: f(v, "risk_score"),
         reachability: s(v, "reachability").into(),
         blast_radius: u(v, "blast_radius"),
-        proof: v.get("proof").filter(|p| p.is_object()).map(|p| Proof {
-            safe: p.get("safe").and_then(Value::as_bool).unwrap_or(false),
-            reason: s(p, "reason"),
-            source: s(p, "source").into(),
+        proof: v.get("proof").filter(|p| p.is_object()).map(|p| {
+            Box::new(Proof {
+                safe: p.get("safe").and_then(Value::as_bool).unwrap_or(false),
+                reason: s(p, "reason"),
+                source: s(p, "source").into(),
+            })
         }),
         plan_hash: s(v, "plan_hash"),
-        blockers: v
-            .get("blockers")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|b| b.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default(),
-        held_by: opt_s(v, "held_by"),
-        override_by: v.get("override").filter(|o| o.is_object()).map(|o| {
-            Box::new(Override {
+        notes: NoteBox::of(Notes {
+            blockers: v
+                .get("blockers")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|b| b.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default(),
+            held_by: opt_s(v, "held_by"),
+            override_by: v.get("override").filter(|o| o.is_object()).map(|o| Override {
                 actor: s(o, "actor"),
                 reason: s(o, "reason"),
                 plan_hash: s(o, "plan_hash"),
-            })
+            }),
+            failure: opt_s(v, "failure"),
+            saga_id: opt_s(v, "saga_id"),
+            rejected: opt_s(v, "rejected"),
         }),
-        failure: opt_s(v, "failure"),
-        saga_id: opt_s(v, "saga_id"),
-        rejected: opt_s(v, "rejected"),
         flagged_us: u(v, "flagged_us"),
         stage_us: u(v, "stage_us"),
         crn,
@@ -709,17 +711,17 @@ mod tests {
     fn an_item_stored_as_json_before_the_record_still_reads() {
         let mut i = Item::new("crn:svc:aws:us-east-1:ec2:volume:1:vol-1".into(), 7);
         i.stage = Phase::SauGate;
-        i.proof = Some(Proof {
+        i.proof = Some(Box::new(Proof {
             safe: false,
             reason: "deletion protection".into(),
             source: "plugin".into(),
-        });
-        i.blockers = vec!["policy:keep-prod".into()];
-        i.override_by = Some(Box::new(Override {
+        }));
+        i.notes_mut().blockers = vec!["policy:keep-prod".into()];
+        i.notes_mut().override_by = Some(Override {
             actor: "ops".into(),
             reason: "ticket 7".into(),
             plan_hash: "ab".into(),
-        }));
+        });
         i.savings_usd_mo = 12.5;
         i.reason = "a \"quoted\" reason\nwith a line break and é".into();
         assert_eq!(item_from(&item_json(&i)).unwrap(), i);

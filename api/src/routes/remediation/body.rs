@@ -106,12 +106,12 @@ impl From<&Item> for RemediationItem {
         RemediationItem {
             action: i.action.to_string(),
             blast_radius: i.blast_radius,
-            blockers: i.blockers.clone(),
+            blockers: i.notes().blockers.clone(),
             crn: i.crn.clone(),
-            failure: i.failure.clone(),
+            failure: i.notes().failure.clone(),
             flagged_at: us_to_s(i.flagged_us),
-            held_by: i.held_by.clone(),
-            override_by: i.override_by.as_ref().map(|o| RemediationOverride {
+            held_by: i.notes().held_by.clone(),
+            override_by: i.notes().override_by.as_ref().map(|o| RemediationOverride {
                 actor: o.actor.clone(),
                 plan_hash: o.plan_hash.clone(),
                 reason: o.reason.clone(),
@@ -124,12 +124,12 @@ impl From<&Item> for RemediationItem {
             }),
             reachability: i.reachability.to_string(),
             reason: i.reason.clone(),
-            rejected: i.rejected.clone(),
+            rejected: i.notes().rejected.clone(),
             risk_score: i.risk_score,
             rule: i.rule.to_string(),
-            saga_id: i.saga_id.clone(),
+            saga_id: i.notes().saga_id.clone(),
             savings_usd_mo: cents(i.savings_usd_mo),
-            stage: QueueStage::from(if i.rejected.is_some() {
+            stage: QueueStage::from(if i.notes().rejected.is_some() {
                 "rejected"
             } else {
                 i.stage.name()

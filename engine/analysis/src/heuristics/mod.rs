@@ -23,4 +23,4 @@ pub use analyzer::{
     MAX_BATCH_BYTES, MAX_BATCH_SIZE, MAX_FINDINGS_PER_NODE, MAX_PLUGIN_RISK, PluginFinding,
 };
 pub use finding::{Finding, FindingSource};
-pub use finding_set::{BuiltinStats, FindingSet};
+pub use finding_set::{BuiltinStats, FindingList, FindingSet};

@@ -22,7 +22,7 @@ use crate::engine::Engine;
 use crate::findings::Findings;
 use crate::graph::{Graph, Verdict};
 use crate::graph_core::Core;
-use crate::heuristics::{Finding, FindingSource, join};
+use crate::heuristics::{Finding, FindingSource};
 use crate::ids::{NodeId, Sym};
 
 /// Samples of matching CRNs kept per rule.
@@ -260,7 +260,7 @@ fn apply_flags(
             .last()
             .by_node
             .values()
-            .flatten()
+            .flat_map(|l| l.iter())
             .any(|f| f.source == FindingSource::Policy)
     {
         return 0;
@@ -277,22 +277,14 @@ fn apply_flags(
     };
     let mut touched: Vec<NodeId> = Vec::new();
     findings.update(|set| {
-        for (id, list) in set.by_node.iter_mut() {
-            let before = list.len();
-            list.retain(|f| f.source != FindingSource::Policy);
-            if list.len() != before && !flagged.contains_key(id) {
-                touched.push(*id);
-            }
-        }
-        set.by_node.retain(|_, l| !l.is_empty());
-        for (id, i) in flagged {
-            let Some(rule) = rules.get(*i) else { continue };
+        let cleared = set.remove_where(|f| f.source == FindingSource::Policy);
+        touched.extend(cleared.into_iter().filter(|id| !flagged.contains_key(id)));
+        let flags = flagged.iter().filter_map(|(id, i)| {
+            let rule = rules.get(*i)?;
             let cost = costs.get(id).copied().unwrap_or(0.0);
-            let list = set.by_node.entry(*id).or_default();
-            list.push(policy_finding(*id, &rule.reason(), cost, &rule.spec.message));
-            list.sort_by(join::precedence);
-            touched.push(*id);
-        }
+            Some(policy_finding(*id, &rule.reason(), cost, &rule.spec.message))
+        });
+        touched.extend(set.add(flags.collect()));
     });
     if touched.is_empty() {
         return 0;

@@ -223,7 +223,7 @@ fn gate(
     now_us: u64,
     blocked: &(dyn Fn(NodeId) -> Vec<String> + Sync),
 ) -> bool {
-    if item.rejected.is_some() {
+    if item.notes().rejected.is_some() {
         return (item.stage, item.stage_us) != before;
     }
     let mut dirty = false;
@@ -231,18 +231,19 @@ fn gate(
     if let Some(p) = item.proof.as_ref().filter(|p| !p.safe) {
         blockers.push(format!("unsafe: {}", p.reason));
     }
-    if let Some(who) = &item.held_by {
+    if let Some(who) = &item.notes().held_by {
         blockers.push(format!("held by {who}"));
     }
-    if item.blockers != blockers {
-        item.blockers = blockers;
+    if item.notes().blockers != blockers {
+        item.notes_mut().blockers = blockers;
         dirty = true;
     }
     let overridden = item
+        .notes()
         .override_by
         .as_ref()
-        .is_some_and(|o| o.plan_hash == item.plan_hash && item.held_by.is_none());
-    if item.blockers.is_empty() || overridden {
+        .is_some_and(|o| o.plan_hash == item.plan_hash && item.notes().held_by.is_none());
+    if item.notes().blockers.is_empty() || overridden {
         item.set_stage(Phase::Pending, now_us);
     } else {
         item.set_stage(Phase::SauGate, now_us);
@@ -402,10 +403,10 @@ impl Pipeline<'_> {
             // An item someone decided on leaves with a ledger record; the
             // others are counted by reason in SCAN_COMPLETED (at a large
             // estate's churn that is thousands a scan).
-            let decided = item.held_by.is_some()
-                || item.override_by.is_some()
-                || item.rejected.is_some()
-                || item.saga_id.is_some()
+            let decided = item.notes().held_by.is_some()
+                || item.notes().override_by.is_some()
+                || item.notes().rejected.is_some()
+                || item.notes().saga_id.is_some()
                 || item.stage == Phase::Applied;
             if decided {
                 events.push(NewEvent::of(
@@ -501,7 +502,7 @@ impl Pipeline<'_> {
                 if i.stage == Phase::SauGate {
                     t.held += 1;
                 }
-                if i.rejected.is_none() {
+                if i.notes().rejected.is_none() {
                     if let Some(k) = super::STAGES.iter().position(|s| *s == i.stage) {
                         t.counts[k] += 1;
                     }
@@ -609,7 +610,9 @@ impl Pipeline<'_> {
             .for_each(|(((e, id, _), (plan, blast)), asked)| {
                 let item = &mut e.item;
                 let before = (item.stage, item.stage_us);
-                item.proof = Some(asked.unwrap_or_else(|| builtin_proof(graph, *id, plan.intent)));
+                item.proof = Some(Box::new(
+                    asked.unwrap_or_else(|| builtin_proof(graph, *id, plan.intent)),
+                ));
                 item.blast_radius = blast;
                 item.set_stage(Phase::Analyzed, now_us);
                 // The plan just built is the one a saga would run: its hash
@@ -618,8 +621,8 @@ impl Pipeline<'_> {
                 // again). A new plan: earlier decisions were about another one.
                 if plan.hash != item.plan_hash {
                     item.plan_hash = plan.hash;
-                    item.rejected = None;
-                    item.failure = None;
+                    item.notes_mut().rejected = None;
+                    item.notes_mut().failure = None;
                     item.set_stage(Phase::Codegen, now_us);
                 }
                 gate(item, *id, before, now_us, blocked);
@@ -640,7 +643,7 @@ impl Pipeline<'_> {
         let rejected = STAGES.len();
         let mut parts: Vec<(u64, f64, Vec<&Item>)> = (0..=rejected).map(|_| (0, 0.0, Vec::new())).collect();
         for Entry { item, .. } in st.items.values() {
-            let at = match item.rejected {
+            let at = match item.notes().rejected {
                 Some(_) => Some(rejected),
                 None => STAGES.iter().position(|s| *s == item.stage),
             };
@@ -740,7 +743,7 @@ impl Pipeline<'_> {
         drop(st);
         self.set_phase_of(
             &crn,
-            if next.rejected.is_some() {
+            if next.notes().rejected.is_some() {
                 Phase::None
             } else {
                 next.stage
@@ -770,11 +773,11 @@ impl Pipeline<'_> {
             if item.stage == Phase::Applied {
                 return Err(RemediationError::Conflict(format!("{} is already applied", item.crn)));
             }
-            if item.rejected.is_some() {
+            if item.notes().rejected.is_some() {
                 return Err(RemediationError::Conflict(format!("{} is already rejected", item.crn)));
             }
             let from = item.stage.name();
-            item.rejected = Some(format!("{actor}: {reason}"));
+            item.notes_mut().rejected = Some(format!("{actor}: {reason}"));
             item.stage_us = now_us;
             Ok(NewEvent::of(
                 Some(&item.crn),
@@ -802,36 +805,41 @@ impl Pipeline<'_> {
         self.decide(crn, |item, now_us| {
             Self::check_hash(item, plan_hash)?;
             let from = item.stage;
+            let crn = item.crn.clone();
             let illegal = |why: &str| {
                 RemediationError::Conflict(format!(
                     "illegal move of {} from {} to {}: {why}",
-                    item.crn,
+                    crn,
                     from.name(),
                     to.name()
                 ))
             };
-            if item.rejected.is_some() {
+            if item.notes().rejected.is_some() {
                 return Err(illegal("it was rejected"));
             }
             match (from, to) {
                 (Phase::Pending, Phase::SauGate) => {
-                    item.held_by = Some(actor.to_owned());
-                    item.blockers.push(format!("held by {actor}"));
+                    item.notes_mut().held_by = Some(actor.to_owned());
+                    item.notes_mut().blockers.push(format!("held by {actor}"));
                 }
                 (Phase::SauGate, Phase::Pending) => {
-                    if item.held_by.is_none() {
+                    if item.notes().held_by.is_none() {
                         return Err(illegal("it is held by its blockers; use an override"));
                     }
-                    item.held_by = None;
-                    item.blockers.retain(|b| !b.starts_with("held by "));
-                    let overridden = item.override_by.as_ref().is_some_and(|o| o.plan_hash == item.plan_hash);
-                    if !item.blockers.is_empty() && !overridden {
+                    item.notes_mut().held_by = None;
+                    item.notes_mut().blockers.retain(|b| !b.starts_with("held by "));
+                    let overridden = item
+                        .notes()
+                        .override_by
+                        .as_ref()
+                        .is_some_and(|o| o.plan_hash == item.plan_hash);
+                    if !item.notes().blockers.is_empty() && !overridden {
                         return Err(illegal("other blockers remain; use an override"));
                     }
                 }
                 (f, Phase::Flagged) if f != Phase::Applied && f != Phase::Flagged => {
                     item.proof = None;
-                    item.held_by = None;
+                    item.notes_mut().held_by = None;
                 }
                 _ => return Err(illegal("not a legal move")),
             }
@@ -871,13 +879,13 @@ impl Pipeline<'_> {
                     item.stage.name()
                 )));
             }
-            let blockers = item.blockers.clone();
-            item.override_by = Some(Box::new(Override {
+            let blockers = item.notes().blockers.clone();
+            item.notes_mut().override_by = Some(Override {
                 actor: actor.to_owned(),
                 reason: reason.to_owned(),
                 plan_hash: item.plan_hash.clone(),
-            }));
-            item.held_by = None;
+            });
+            item.notes_mut().held_by = None;
             item.set_stage(Phase::Pending, now_us);
             Ok(NewEvent::of(
                 Some(&item.crn),
@@ -902,7 +910,12 @@ impl Pipeline<'_> {
         let blocking = id.map(|id| self.policy.blocked_by(id)).unwrap_or_default();
         if !blocking.is_empty() {
             let item = self.remediation_item(crn)?;
-            if item.override_by.as_ref().is_none_or(|o| o.plan_hash != item.plan_hash) {
+            if item
+                .notes()
+                .override_by
+                .as_ref()
+                .is_none_or(|o| o.plan_hash != item.plan_hash)
+            {
                 return Err(RemediationError::Conflict(format!(
                     "{} is blocked by policy {}; an override is needed",
                     item.crn,
@@ -912,12 +925,16 @@ impl Pipeline<'_> {
         }
         let item = self.decide(crn, |item, _| {
             Self::check_hash(item, plan_hash)?;
-            if item.rejected.is_some() || item.stage != Phase::Pending {
+            if item.notes().rejected.is_some() || item.stage != Phase::Pending {
                 return Err(RemediationError::Conflict(format!(
                     "{} is at {}{}, not pending",
                     item.crn,
                     item.stage.name(),
-                    if item.rejected.is_some() { " (rejected)" } else { "" }
+                    if item.notes().rejected.is_some() {
+                        " (rejected)"
+                    } else {
+                        ""
+                    }
                 )));
             }
             Ok(NewEvent::of(
@@ -1049,8 +1066,8 @@ impl Pipeline<'_> {
         drop(sources);
         let saga_id = saga.id.clone();
         let updated = self.decide_quietly(&item.crn, |it, now_us| {
-            it.saga_id = Some(saga_id.clone());
-            it.failure = failure.clone();
+            it.notes_mut().saga_id = Some(saga_id.clone());
+            it.notes_mut().failure = failure.clone();
             it.set_stage(if applied { Phase::Applied } else { Phase::Pending }, now_us);
         })?;
         info!(crn = %item.crn, saga = %saga.id, applied, "saga finished");
@@ -1153,8 +1170,8 @@ impl Pipeline<'_> {
             saga.status = "compensated".into();
             self.put_saga(&saga, None)?;
             let _ = self.decide_quietly(&saga.crn, |it, now_us| {
-                it.failure = Some(reason.into());
-                it.saga_id = Some(saga.id.clone());
+                it.notes_mut().failure = Some(reason.into());
+                it.notes_mut().saga_id = Some(saga.id.clone());
                 it.set_stage(Phase::Pending, now_us);
             });
             warn!(crn = %saga.crn, saga = %saga.id, "saga interrupted by a stop; compensated");
@@ -1368,7 +1385,7 @@ impl Pipeline<'_> {
             let why = format!("{} was reverted by {actor}", payload.applied);
             let _ = self.decide_quietly(&payload.crn, |it, now_us| {
                 if it.stage == Phase::Applied {
-                    it.failure = Some(why);
+                    it.notes_mut().failure = Some(why);
                     it.set_stage(Phase::Pending, now_us);
                 }
             });

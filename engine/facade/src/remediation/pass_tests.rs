@@ -222,7 +222,7 @@ fn the_queue_counts_every_part_and_copies_only_the_longest_waiting() {
 
     // What the whole list says each part holds, longest at its stage first.
     let all = engine.remediation_items().unwrap();
-    let part_of = |i: &super::Item, name: &str| match &i.rejected {
+    let part_of = |i: &super::Item, name: &str| match &i.notes().rejected {
         Some(_) => name == "rejected",
         None => i.stage.name() == name,
     };

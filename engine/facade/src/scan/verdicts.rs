@@ -74,40 +74,20 @@ pub(super) fn heuristics(cx: &mut Scan<'_>) -> Result<(), EngineError> {
         let builtin_touched = pass.touched;
         let mut touched = builtin_touched.clone();
         findings.update(|set| {
-            let mut emptied = Vec::new();
-            for (id, list) in set.by_node.iter_mut() {
-                if list.iter().any(|f| f.source != FindingSource::Builtin) {
-                    list.retain(|f| f.source == FindingSource::Builtin);
-                    touched.push(*id);
-                    if list.is_empty() {
-                        emptied.push(*id);
-                    }
-                }
-            }
-            for id in emptied {
-                set.by_node.remove(&id);
-            }
+            touched.extend(set.remove_where(|f| f.source != FindingSource::Builtin));
             for id in &builtin_touched {
-                match rules.findings_of(*id) {
-                    [] => set.by_node.remove(id),
-                    found => set.by_node.insert(*id, found.to_vec()),
+                match rules.finding_list(*id) {
+                    Some(list) => set.by_node.insert(*id, list),
+                    None => set.by_node.remove(id),
                 };
                 match rules.ignored_of(*id) {
                     Some(why) => set.ignored.insert(*id, why.clone()),
                     None => set.ignored.remove(id),
                 };
             }
-            for f in others {
-                touched.push(f.node);
-                set.by_node.entry(f.node).or_default().push(f);
-            }
+            touched.extend(set.add(others));
             touched.sort_unstable();
             touched.dedup();
-            for id in &touched {
-                if let Some(list) = set.by_node.get_mut(id) {
-                    list.sort_by(heuristics::join::precedence);
-                }
-            }
             set.scan_seq = report.scan_seq;
             set.analyzers = outcomes;
             set.builtin = stats.clone();

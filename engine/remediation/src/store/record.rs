@@ -25,7 +25,7 @@
 use svc_store::DecodeError;
 use svc_store::bytes::{Reader, Writer};
 
-use crate::{Item, Name, Override, Proof, STAGES};
+use crate::{Item, Name, NoteBox, Notes, Override, Proof, STAGES};
 
 /// The record's format byte.
 const FORMAT: u8 = 1;
@@ -45,11 +45,11 @@ pub fn encode(out: &mut Vec<u8>, i: &Item) {
     for (set, bit) in [
         (i.proof.is_some(), PROOF),
         (i.proof.as_ref().is_some_and(|p| p.safe), PROOF_SAFE),
-        (i.held_by.is_some(), HELD),
-        (i.override_by.is_some(), OVERRIDE),
-        (i.failure.is_some(), FAILURE),
-        (i.saga_id.is_some(), SAGA),
-        (i.rejected.is_some(), REJECTED),
+        (i.notes().held_by.is_some(), HELD),
+        (i.notes().override_by.is_some(), OVERRIDE),
+        (i.notes().failure.is_some(), FAILURE),
+        (i.notes().saga_id.is_some(), SAGA),
+        (i.notes().rejected.is_some(), REJECTED),
     ] {
         if set {
             flags |= bit;
@@ -74,19 +74,22 @@ pub fn encode(out: &mut Vec<u8>, i: &Item) {
         w.str_varint(&p.reason);
         w.str_varint(&p.source);
     }
-    w.varint(i.blockers.len() as u64);
-    for b in &i.blockers {
+    w.varint(i.notes().blockers.len() as u64);
+    for b in &i.notes().blockers {
         w.str_varint(b);
     }
-    if let Some(h) = &i.held_by {
+    if let Some(h) = &i.notes().held_by {
         w.str_varint(h);
     }
-    if let Some(o) = &i.override_by {
+    if let Some(o) = &i.notes().override_by {
         w.str_varint(&o.actor);
         w.str_varint(&o.reason);
         w.str_varint(&o.plan_hash);
     }
-    for t in [&i.failure, &i.saga_id, &i.rejected].into_iter().flatten() {
+    for t in [&i.notes().failure, &i.notes().saga_id, &i.notes().rejected]
+        .into_iter()
+        .flatten()
+    {
         w.str_varint(t);
     }
 }
@@ -122,11 +125,11 @@ pub fn decode(crn: &str, value: &[u8]) -> Result<Item, DecodeError> {
     let reachability = Name::new(r.str_varint("item reachability")?);
     let plan_hash = r.str_varint("item plan hash")?.to_owned();
     let proof = if flags & PROOF != 0 {
-        Some(Proof {
+        Some(Box::new(Proof {
             safe: flags & PROOF_SAFE != 0,
             reason: r.str_varint("item proof reason")?.to_owned(),
             source: Name::new(r.str_varint("item proof source")?),
-        })
+        }))
     } else {
         None
     };
@@ -142,11 +145,11 @@ pub fn decode(crn: &str, value: &[u8]) -> Result<Item, DecodeError> {
     let held_by = (flags & HELD != 0).then(|| text("item held by")).transpose()?;
     let override_by = (flags & OVERRIDE != 0)
         .then(|| -> Result<_, DecodeError> {
-            Ok(Box::new(Override {
+            Ok(Override {
                 actor: text("item override actor")?,
                 reason: text("item override reason")?,
                 plan_hash: text("item override plan hash")?,
-            }))
+            })
         })
         .transpose()?;
     let mut text_if = |bit: u8, what: &'static str| (flags & bit != 0).then(|| text(what)).transpose();
@@ -168,12 +171,14 @@ pub fn decode(crn: &str, value: &[u8]) -> Result<Item, DecodeError> {
         blast_radius,
         proof,
         plan_hash,
-        blockers,
-        held_by,
-        override_by,
-        failure,
-        saga_id,
-        rejected,
+        notes: NoteBox::of(Notes {
+            blockers,
+            held_by,
+            override_by,
+            failure,
+            saga_id,
+            rejected,
+        }),
         flagged_us,
         stage_us,
     })
@@ -198,21 +203,21 @@ mod tests {
         i.risk_score = 0.25;
         i.blast_radius = 300;
         i.plan_hash = "ab".repeat(32);
-        i.proof = Some(Proof {
+        i.proof = Some(Box::new(Proof {
             safe: true,
             reason: "no attachments".into(),
             source: Name::new("plugin"),
-        });
-        i.blockers = vec!["policy:keep-prod".into(), "unsafe".into()];
-        i.held_by = Some("alice".into());
-        i.override_by = Some(Box::new(Override {
+        }));
+        i.notes_mut().blockers = vec!["policy:keep-prod".into(), "unsafe".into()];
+        i.notes_mut().held_by = Some("alice".into());
+        i.notes_mut().override_by = Some(Override {
             actor: "ops".into(),
             reason: "ticket 7".into(),
             plan_hash: "cd".into(),
-        }));
-        i.failure = Some("provider said no".into());
-        i.saga_id = Some("saga-1".into());
-        i.rejected = Some("bob: keep".into());
+        });
+        i.notes_mut().failure = Some("provider said no".into());
+        i.notes_mut().saga_id = Some("saga-1".into());
+        i.notes_mut().rejected = Some("bob: keep".into());
         i
     }
 
@@ -229,12 +234,12 @@ mod tests {
         assert_eq!(decode(&i.crn, &buf).unwrap(), bare);
         let one_at_a_time: [fn(&mut Item); 7] = [
             |i| i.proof = None,
-            |i| i.held_by = None,
-            |i| i.override_by = None,
-            |i| i.failure = None,
-            |i| i.saga_id = None,
-            |i| i.rejected = None,
-            |i| i.blockers.clear(),
+            |i| i.notes_mut().held_by = None,
+            |i| i.notes_mut().override_by = None,
+            |i| i.notes_mut().failure = None,
+            |i| i.notes_mut().saga_id = None,
+            |i| i.notes_mut().rejected = None,
+            |i| i.notes_mut().blockers.clear(),
         ];
         for clear in one_at_a_time {
             let mut i = full();
@@ -273,12 +278,12 @@ mod tests {
     #[test]
     fn a_record_is_a_third_of_the_json_it_replaces() {
         let mut i = full();
-        i.held_by = None;
-        i.override_by = None;
-        i.failure = None;
-        i.saga_id = None;
-        i.rejected = None;
-        i.blockers.clear();
+        i.notes_mut().held_by = None;
+        i.notes_mut().override_by = None;
+        i.notes_mut().failure = None;
+        i.notes_mut().saga_id = None;
+        i.notes_mut().rejected = None;
+        i.notes_mut().blockers.clear();
         let mut record = Vec::new();
         encode(&mut record, &i);
         let json = serde_json::to_vec(&super::super::item_json(&i)).unwrap();

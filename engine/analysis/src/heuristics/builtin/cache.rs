@@ -38,7 +38,8 @@ use super::ignore::{self, Ignore};
 use super::pass::{RuleHit, finding, rules_by_type};
 use super::rule::{Rule, Selection, Why};
 use super::view::{self, Contributors, Index, Keys, Machines, Node, Reads};
-use crate::heuristics::finding::Finding;
+use crate::heuristics::finding::{Finding, precedence};
+use crate::heuristics::finding_set::FindingList;
 use svc_graph::graph::BitSet;
 use svc_graph::graph::shard::prefetch;
 use svc_graph::graph::{Graph, Prefetch, RowChanges, prefetch_ahead, visible};
@@ -141,7 +142,8 @@ type Facts = (Vec<u64>, Vec<u64>);
 /// What a node's answer holds besides its time bound.
 #[derive(Clone, Default)]
 struct Kept {
-    findings: Vec<Finding>,
+    /// In precedence order, shared with the findings set built from it.
+    findings: FindingList,
     ignored: Option<Ignore>,
     /// Kept in place: most answers read one node or two besides their own.
     deps: SmallVec<[NodeId; 2]>,
@@ -494,7 +496,15 @@ impl Cache {
 
     /// The built-in findings about `id` from the last pass.
     pub fn findings_of(&self, id: NodeId) -> &[Finding] {
-        self.entry(id).map_or(&[], |k| k.findings.as_slice())
+        self.entry(id).map_or(&[], |k| &k.findings[..])
+    }
+
+    /// The same as a shared list, in precedence order; `None` when there
+    /// are none.
+    pub fn finding_list(&self, id: NodeId) -> Option<FindingList> {
+        self.entry(id)
+            .map(|k| FindingList::clone(&k.findings))
+            .filter(|l| !l.is_empty())
     }
 
     /// Why `id` was kept out by its `svc:ignore` tag in the last pass.
@@ -504,16 +514,16 @@ impl Cache {
 
     /// Every finding of the last pass.
     pub fn findings(&self) -> impl Iterator<Item = &Finding> {
-        self.shards.iter().flat_map(|c| &c.kept).flat_map(|k| &k.findings)
+        self.shards.iter().flat_map(|c| &c.kept).flat_map(|k| k.findings.iter())
     }
 
-    /// The last pass's findings, each node's together (in the order the
-    /// rules gave them), copied on every core.
-    pub fn findings_by_node(&self) -> Vec<(NodeId, Vec<Finding>)> {
+    /// The last pass's findings, each node's list (in precedence order,
+    /// shared, not copied).
+    pub fn findings_by_node(&self) -> Vec<(NodeId, FindingList)> {
         self.shards
             .par_iter()
             .flat_map_iter(|c| &c.kept)
-            .filter_map(|k| Some((k.findings.first()?.node, k.findings.clone())))
+            .filter_map(|k| Some((k.findings.first()?.node, FindingList::clone(&k.findings))))
             .collect()
     }
 
@@ -821,6 +831,7 @@ fn note<K: std::hash::Hash + Eq>(map: &mut FxHashMap<K, Who>, what: K, who: Node
 struct Scratch {
     reads: Reads,
     reason: String,
+    found: Vec<Finding>,
 }
 
 /// Works out one node's answer, noting what it read.
@@ -832,7 +843,7 @@ fn evaluate(
     scratch: &mut Scratch,
 ) -> Answer {
     scratch.reads.reset();
-    let (reads, reason) = (&scratch.reads, &mut scratch.reason);
+    let (reads, reason, found) = (&scratch.reads, &mut scratch.reason, &mut scratch.found);
     let node = Node::recording(ctx, id, reads);
     let mut kept = Kept::default();
     let mut checks = 0;
@@ -843,9 +854,7 @@ fn evaluate(
             checks += 1;
             reason.clear();
             if let Some(hit) = (rule.check)(&node, &mut Why::to(reason)) {
-                // Most nodes have one finding: no room for four.
-                kept.findings.reserve_exact(1);
-                kept.findings.push(finding(
+                found.push(finding(
                     &RuleHit {
                         node: id,
                         rule,
@@ -854,6 +863,11 @@ fn evaluate(
                     reason.as_str().to_owned(),
                 ));
             }
+        }
+        if !found.is_empty() {
+            found.sort_by(precedence);
+            // One block sized to the list.
+            kept.findings = found.drain(..).collect();
         }
     }
     let changed_us = reads.changed_s.get().then(|| node.graph_ref().valid_from());
