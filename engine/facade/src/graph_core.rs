@@ -19,7 +19,7 @@ use crate::store::{GraphStore, StoreError};
 pub(crate) struct Core {
     data_dir: PathBuf,
     interner: Arc<Interner>,
-    graph: RwLock<Graph>,
+    live: Arc<Live>,
     store: GraphStore,
     ledger: Arc<Ledger>,
     clock: Arc<dyn Clock>,
@@ -29,8 +29,26 @@ pub(crate) struct Core {
     compact_min_rows: AtomicUsize,
     /// How far back `graph.redb` keeps history, in microseconds (0: all of it).
     history_retention_us: AtomicU64,
-    /// How many times the graph was taken for writing: [`Core::graph_writes`].
+}
+
+/// The graph's lock and how many times it was taken for writing, shared
+/// with a thread that writes a snapshot of the graph behind a commit.
+pub(crate) struct Live {
+    graph: RwLock<Graph>,
+    /// [`Live::writes`].
     writes: AtomicU64,
+}
+
+impl Live {
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, Graph> {
+        self.graph.read()
+    }
+    /// How many times the graph was taken for writing. Read while holding a
+    /// [`Live::read`] guard, it names the state that guard shows: the same
+    /// count later means nothing was written since.
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::Acquire)
+    }
 }
 
 impl Core {
@@ -46,14 +64,16 @@ impl Core {
         Core {
             data_dir,
             interner,
-            graph,
+            live: Arc::new(Live {
+                graph,
+                writes: AtomicU64::new(0),
+            }),
             store,
             ledger: Arc::new(ledger),
             clock,
             session_id,
             compact_min_rows: AtomicUsize::new(crate::graph::COMPACT_MIN_ROWS),
             history_retention_us: AtomicU64::new(0),
-            writes: AtomicU64::new(0),
         }
     }
 
@@ -64,20 +84,22 @@ impl Core {
         &self.interner
     }
     pub(crate) fn graph(&self) -> RwLockReadGuard<'_, Graph> {
-        self.graph.read()
+        self.live.read()
     }
     pub(crate) fn graph_mut(&self) -> RwLockWriteGuard<'_, Graph> {
-        let graph = self.graph.write();
+        let graph = self.live.graph.write();
         // Counted under the lock: a reader holding the read lock sees the
         // count of the writes its graph shows.
-        self.writes.fetch_add(1, Ordering::Release);
+        self.live.writes.fetch_add(1, Ordering::Release);
         graph
     }
-    /// How many times the graph was taken for writing. Read while holding a
-    /// [`Core::graph`] guard, it names the state that guard shows: the same
-    /// count later means nothing was written since.
+    /// [`Live::writes`].
     pub(crate) fn graph_writes(&self) -> u64 {
-        self.writes.load(Ordering::Acquire)
+        self.live.writes()
+    }
+    /// The graph's lock, for a thread of its own.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        Arc::clone(&self.live)
     }
     pub(crate) fn store(&self) -> &GraphStore {
         &self.store

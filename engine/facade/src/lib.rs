@@ -36,7 +36,7 @@ pub mod analysis {
 }
 
 pub use crn::{Crn, CrnError, CrnRef};
-pub use engine::{Engine, EngineError, ItemsLoad, ScanPermit};
+pub use engine::{Engine, EngineError, ItemsLoad, SNAPSHOT_FILE, ScanPermit};
 pub use graph::Graph;
 pub use ids::{EdgeId, NodeId, Sym};
 pub use intern::Interner;

@@ -370,14 +370,19 @@ fn map(file: &File, off: u64, len: usize) -> std::io::Result<memmap2::Mmap> {
 /// Whether the snapshot at `path` was written for `key` (its header only;
 /// the sections are checked when it is read).
 pub fn matches(path: &Path, key: SnapshotKey) -> bool {
-    File::open(path).is_ok_and(|file| {
-        let mut word = |at: u64, _| -> Result<[u8; 8], ()> {
-            let mut b = [0u8; 8];
-            file.read_exact_at(&mut b, at).map_err(drop)?;
-            Ok(b)
-        };
-        key_of(&mut word).is_ok_and(|found| found == Some(key))
-    })
+    key_at(path) == Some(key)
+}
+
+/// The key in the header of the snapshot at `path`; `None` when there is
+/// none of this version (the sections are not read).
+pub fn key_at(path: &Path) -> Option<SnapshotKey> {
+    let file = File::open(path).ok()?;
+    let mut word = |at: u64, _| -> Result<[u8; 8], ()> {
+        let mut b = [0u8; 8];
+        file.read_exact_at(&mut b, at).map_err(drop)?;
+        Ok(b)
+    };
+    key_of(&mut word).ok().flatten()
 }
 
 /// The key in a snapshot's header, read with `word` (8 bytes at an

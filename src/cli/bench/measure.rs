@@ -7,7 +7,7 @@
 //! scan's events, then a restart on the same data directory.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -18,6 +18,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use super::daemon::{BenchDaemon, Setup};
+
+/// How long [`Run::settle`] waits for a snapshot behind a commit.
+const SETTLE_WAIT: Duration = Duration::from_secs(120);
 use super::figures::{ENDPOINTS, Endpoint};
 use crate::cli::client::encode_segment;
 
@@ -50,6 +53,8 @@ pub struct Run<'a> {
     pub plan: &'a Plan,
     pub figures: Map<String, Value>,
     pub progress: &'a (dyn Fn(&str) + Sync),
+    /// The number of the last scan asked for ([`Run::settle`]).
+    pub last_scan: AtomicU64,
 }
 
 fn put(figures: &mut Map<String, Value>, name: &str, value: f64) {
@@ -258,7 +263,9 @@ impl Run<'_> {
             if !status.is_success() {
                 bail!("the scan failed: {}: {text}", status.as_u16());
             }
-            return serde_json::from_str(&text).context("the scan's answer is not JSON");
+            let report: Value = serde_json::from_str(&text).context("the scan's answer is not JSON")?;
+            self.last_scan.store(u(&report, "scan_seq"), Ordering::Relaxed);
+            return Ok(report);
         }
     }
 
@@ -315,6 +322,32 @@ impl Run<'_> {
             self.put("later_scan_ingest_nodes_per_s", median(&rate));
         }
         Ok(())
+    }
+
+    /// Waits until the snapshot the daemon writes behind the commit of the
+    /// last scan is in place (at most [`SETTLE_WAIT`]), so the figures
+    /// after a scan are of the daemon at rest, not of a snapshot being
+    /// written beside them. Says so when it did not land in time.
+    pub async fn settle(&self, d: &mut BenchDaemon, setup: &Setup) {
+        if !self.settled(d, setup).await {
+            (self.progress)("the last scan's snapshot is not in place; measuring the daemon as it is");
+        }
+    }
+
+    async fn settled(&self, d: &mut BenchDaemon, setup: &Setup) -> bool {
+        let scan_seq = self.last_scan.load(Ordering::Relaxed);
+        let path = setup.data_dir.join(svc_engine::SNAPSHOT_FILE);
+        let until = Instant::now() + SETTLE_WAIT;
+        loop {
+            let key = svc_engine::store::snapshot::key_at(&path);
+            if key.is_some_and(|k| k.scan_seq >= scan_seq) {
+                return true;
+            }
+            if Instant::now() >= until || !d.alive() {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     pub fn memory(&mut self, d: &BenchDaemon, nodes: u64) -> anyhow::Result<()> {

@@ -22,6 +22,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -182,13 +183,17 @@ async fn measure_scale(
         plan,
         figures: Map::new(),
         progress: &progress,
+        // The daemon's own scan at start is its first.
+        last_scan: AtomicU64::new(1),
     };
     let d = slot.insert(BenchDaemon::start(setup, setup.listen, plan.start_deadline).await?);
     d.wait_ready(http, plan.start_deadline).await?;
     let nodes = run.first_scan(d, setup).await?;
     run.later_scans(d, setup).await?;
+    run.settle(d, setup).await;
     run.memory(d, nodes)?;
     run.policy(d).await?;
+    run.settle(d, setup).await;
     let crns = Arc::new(run.pool(d, plan.blast_samples).await?);
     run.blast_radius(d, &crns).await?;
     run.topology(d).await?;

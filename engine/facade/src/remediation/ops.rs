@@ -354,8 +354,20 @@ impl Pipeline<'_> {
 
         // Waste nodes no item is matched to yet: new to the pipeline, or
         // not matched since the start. Only these have their CRN rendered.
+        // An item whose node is no longer a waste node forgets it, so that
+        // whether it still has one is known below without looking again.
         let mut claimed = vec![false; waste.len()];
-        for i in items.par_values().filter_map(matched).collect::<Vec<_>>() {
+        let hits: Vec<usize> = items
+            .par_values_mut()
+            .filter_map(|e| {
+                let hit = matched(e);
+                if hit.is_none() {
+                    e.node = None;
+                }
+                hit
+            })
+            .collect();
+        for i in hits {
             claimed[i] = true;
         }
         let fresh: Vec<(NodeId, String)> = waste
@@ -381,10 +393,11 @@ impl Pipeline<'_> {
         }
         let collected_ms = t0.elapsed().as_millis();
 
-        // Items whose resource is no longer waste, or is ignored, leave.
+        // Items whose resource is no longer waste (no node, and none found
+        // by CRN above), or is ignored, leave.
         let mut leaving: Vec<String> = items
             .par_values()
-            .filter(|e| matched(e).is_none() || isolation.contains_key(e.item.crn.as_str()))
+            .filter(|e| e.node.is_none() || isolation.contains_key(e.item.crn.as_str()))
             .map(|e| e.item.crn.clone())
             .collect();
         leaving.par_sort_unstable();

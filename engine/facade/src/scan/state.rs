@@ -1,6 +1,8 @@
 //! What the engine keeps of its scans: whether one runs, their sequence
 //! and times, the last report, its listeners, and the commit.
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use svc_graph::sync::{Mutex, RwLock};
@@ -9,7 +11,7 @@ use tracing::{debug, warn};
 use super::report::ScanReport;
 use crate::engine::{EngineError, SNAPSHOT_FILE};
 use crate::graph::DirtyRows;
-use crate::graph_core::Core;
+use crate::graph_core::{Core, Live};
 use crate::ranks;
 use crate::store::snapshot::{self, SnapshotKey};
 use crate::store::{CommitMeta, GraphVersions};
@@ -148,17 +150,38 @@ impl ScanState {
         }
     }
 
-    /// Puts `written` in place (sync, rename) on a thread of its own; the
-    /// caller waited for the snapshot before it ([`ScanState::wait_snapshot`]).
-    fn finish_snapshot_behind(&self, written: snapshot::Written) {
+    /// Writes the snapshot of the graph as the commit at `key` left it on
+    /// a thread of its own, then syncs it and puts it in place; the caller
+    /// waited for the snapshot before it ([`ScanState::wait_snapshot`]).
+    /// The thread takes the graph's read lock itself, and writes nothing
+    /// when the graph was written after the commit (`writes`, the count
+    /// under the commit's lock): the next commit writes the snapshot then.
+    fn write_snapshot_behind(&self, live: Arc<Live>, path: PathBuf, key: SnapshotKey, writes: u64) {
         let mut writer = self.snapshot_writer.lock();
         let spawned = std::thread::Builder::new().name("svc-snapshot".into()).spawn(move || {
             let t = std::time::Instant::now();
+            let graph = live.read();
+            if live.writes() != writes {
+                debug!("the graph changed after its commit; the next commit writes the snapshot");
+                return;
+            }
+            let written = match snapshot::write_unsynced(&path, &graph, key) {
+                Ok(written) => written,
+                Err(e) => {
+                    warn!(error = %e, "cannot write the snapshot; the next start replays the graph store");
+                    return;
+                }
+            };
+            drop(graph);
+            let write_ms = t.elapsed().as_millis() as u64;
             let bytes = written.bytes;
             match written.finish() {
-                Ok(()) => debug!(bytes, ms = t.elapsed().as_millis() as u64, "snapshot synced"),
+                Ok(()) => debug!(bytes, write_ms, ms = t.elapsed().as_millis() as u64, "snapshot written"),
                 Err(e) => warn!(error = %e, "cannot write the snapshot; the next start replays the graph store"),
             }
+            // The sections' buffers, freed on this thread, go back to the
+            // kernel now rather than at the next scan's end.
+            crate::malloc::release();
         });
         match spawned {
             Ok(handle) => *writer = Some(handle),
@@ -176,6 +199,10 @@ impl ScanState {
         rows: DirtyRows,
         meta: CommitMeta,
     ) -> Result<(), EngineError> {
+        // The last commit's snapshot is in place (or failed) before this
+        // commit, so an older snapshot never lands over a newer one. Waited
+        // for before the graph's lock is taken: its writer takes it too.
+        self.wait_snapshot();
         let mut persisted = self.persisted_symbols.lock();
         let fresh = core.interner().strings_from(*persisted);
         let graph = core.graph();
@@ -209,27 +236,16 @@ impl ScanState {
         // commit's write transaction came after that one.
         remediation.settle();
         let store_ms = t.elapsed().as_millis() as u64;
-        let t = std::time::Instant::now();
         let meta = CommitMeta { commit_us, ..meta };
         *persisted += fresh.len();
         if changed {
-            // Written under the read lock a few shards at a time, synced
-            // and put in place behind the commit: the store is the truth,
-            // and a snapshot that is late or fails to write only slows the
-            // next start. The one before is in place first, so an older
-            // snapshot never lands over a newer one.
-            self.wait_snapshot();
+            // Behind the commit: the store is the truth, and a snapshot that
+            // is late or fails to write only slows the next start.
             let key = SnapshotKey::new(&meta, *persisted);
-            match snapshot::write_unsynced(&core.data_dir().join(SNAPSHOT_FILE), &graph, key) {
-                Ok(written) => self.finish_snapshot_behind(written),
-                Err(e) => warn!(error = %e, "cannot write the snapshot; the next start replays the graph store"),
-            }
+            let path = core.data_dir().join(SNAPSHOT_FILE);
+            self.write_snapshot_behind(core.live(), path, key, core.graph_writes());
         }
-        debug!(
-            store_ms,
-            snapshot_write_ms = t.elapsed().as_millis() as u64,
-            "committed"
-        );
+        debug!(store_ms, "committed");
         drop(graph);
         self.scan_seq.store(meta.scan_seq, Ordering::Release);
         self.observed_s.store(meta.observed_s, Ordering::Release);

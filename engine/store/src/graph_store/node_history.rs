@@ -7,7 +7,7 @@ use redb::{ReadableDatabase, ReadableTable};
 use svc_graph::graph::NodeRow;
 
 use super::error::StoreError;
-use super::segments::{decompress, records, segment_shard};
+use super::segments::{SEGMENT_SHARDS, decompress, records, segment_shard};
 use super::store::{COMMITS, GraphStore, PART_NODES, PART_NODES_LZ4, SEGMENTS};
 use crate::bytes::DecodeError;
 use crate::codec::decode_node;
@@ -35,7 +35,18 @@ impl GraphStore {
             let (commit, _) = item.map_err(|e| err(e.into()))?;
             let commit = commit.value();
             let (stored, compressed) = match segs.get((commit, PART_NODES_LZ4, shard)).map_err(|e| err(e.into()))? {
-                Some(v) => (v.value().to_vec(), true),
+                Some(v) => {
+                    // Its pieces after the first, in order (`segments::pieces`).
+                    let mut stored = v.value().to_vec();
+                    let more = (shard + SEGMENT_SHARDS..=u16::MAX).step_by(usize::from(SEGMENT_SHARDS));
+                    for field in more {
+                        match segs.get((commit, PART_NODES_LZ4, field)).map_err(|e| err(e.into()))? {
+                            Some(piece) => stored.extend_from_slice(piece.value()),
+                            None => break,
+                        }
+                    }
+                    (stored, true)
+                }
                 None => match segs.get((commit, PART_NODES, shard)).map_err(|e| err(e.into()))? {
                     Some(v) => (v.value().to_vec(), false),
                     None => continue,

@@ -64,6 +64,34 @@ pub(super) fn fnv_all(jobs: &mut [(u64, &[u8])]) {
     }
 }
 
+/// A stored segment longer than this is kept in pieces of this length (the
+/// last one shorter), each under a key of its own. redb gives a value a
+/// page of a power of two of 4 KiB pages and copies it whole when the next
+/// key is inserted beside it, so a 10 MB segment in one value took a 16 MB
+/// page and was written two to three times over in a commit; a piece
+/// fills a 1 MiB page.
+pub(super) const PIECE_BYTES: usize = (1 << 20) - 64;
+
+/// Pieces of one segment at most: the piece's number is kept in the key's
+/// shard field, above the shard (`shard + piece * SEGMENT_SHARDS`).
+const MAX_PIECES: usize = (u16::MAX as usize + 1) / SEGMENT_SHARDS as usize;
+
+/// A stored segment of `shard` cut into pieces, each with the shard field
+/// of its key. Pieces are longer than [`PIECE_BYTES`] only when a segment
+/// would need more than [`MAX_PIECES`] of them.
+pub(super) fn pieces(shard: u16, stored: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
+    let len = PIECE_BYTES.max(stored.len().div_ceil(MAX_PIECES));
+    stored
+        .chunks(len)
+        .enumerate()
+        .map(move |(i, piece)| (shard + i as u16 * SEGMENT_SHARDS, piece))
+}
+
+/// The shard and the piece a key's shard field names.
+pub(super) fn piece_of(field: u16) -> (u16, u16) {
+    (field % SEGMENT_SHARDS, field / SEGMENT_SHARDS)
+}
+
 /// Iterates `(key, value)` records; `Err` at the first malformed one.
 pub(super) fn records(mut buf: &[u8]) -> impl Iterator<Item = Result<(&[u8], &[u8]), DecodeError>> {
     std::iter::from_fn(move || {

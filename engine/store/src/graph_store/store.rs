@@ -11,7 +11,7 @@ use svc_graph::graph::{EdgeVersion, NodeRow, NodeVersion};
 
 use super::error::StoreError;
 use super::replays::{GraphAt, Replays};
-use super::segments::{SEGMENT_SHARDS, compress, plain, replay};
+use super::segments::{SEGMENT_SHARDS, compress, piece_of, pieces, plain, replay};
 use super::versions::{Part, Stopped, Versions};
 use crate::bytes::DecodeError;
 use crate::codec::{decode_edge_keyed, decode_node};
@@ -331,6 +331,8 @@ impl GraphStore {
             None => (due || changed > 0).then_some(changes as &dyn Versions),
         };
 
+        let started = std::time::Instant::now();
+        let mut stored = 0usize;
         let mut txn = self.begin_write()?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| err(redb::Error::from(e)))?;
@@ -366,8 +368,10 @@ impl GraphStore {
                         });
                     });
                     for (part, shard, bytes) in rx {
-                        seg.insert((commit_us, part, shard), bytes.as_slice())
-                            .map_err(|e| err(e.into()))?;
+                        stored += bytes.len();
+                        for (field, piece) in pieces(shard, &bytes) {
+                            seg.insert((commit_us, part, field), piece).map_err(|e| err(e.into()))?;
+                        }
                     }
                     Ok(())
                 })?;
@@ -389,7 +393,16 @@ impl GraphStore {
             m.insert(META_OBSERVED, meta.observed_s).map_err(|e| err(e.into()))?;
             m.insert(META_LAST_COMMIT, commit_us).map_err(|e| err(e.into()))?;
         }
+        let written_ms = started.elapsed().as_millis() as u64;
         txn.commit()?;
+        tracing::debug!(
+            versions = changed,
+            checkpoint = due,
+            segment_bytes = stored,
+            written_ms,
+            durable_ms = started.elapsed().as_millis() as u64 - written_ms,
+            "graph store committed"
+        );
         Ok(commit_us)
     }
 
@@ -422,26 +435,39 @@ impl GraphStore {
         let Some(start) = start else {
             return Ok(GraphAt::default());
         };
-        // Segment values per (part, shard), in commit order.
+        // Segment values per (part, shard), in commit order; a segment's
+        // pieces follow its first in the key order, joined to it.
         let mut parts: Vec<Vec<(bool, Vec<u8>)>> = vec![Vec::new(); 2 * SEGMENT_SHARDS as usize];
+        let mut commits: Vec<u64> = vec![0; 2 * SEGMENT_SHARDS as usize];
         let seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
         for item in seg
             .range((start, 0u8, 0u16)..=(ts_us, u8::MAX, u16::MAX))
             .map_err(|e| err(e.into()))?
         {
             let (k, v) = item.map_err(|e| err(e.into()))?;
-            let (_, part, shard) = k.value();
+            let (commit, part, field) = k.value();
             let (part, compressed) = match part {
                 PART_NODES | PART_EDGES => (part, false),
                 PART_NODES_LZ4 => (PART_NODES, true),
                 PART_EDGES_LZ4 => (PART_EDGES, true),
                 _ => return Err(self.corrupt("segment key".into(), DecodeError("segment key out of range"))),
             };
-            if shard >= SEGMENT_SHARDS {
-                return Err(self.corrupt("segment key".into(), DecodeError("segment key out of range")));
+            let (shard, piece) = piece_of(field);
+            let at = usize::from(part) * SEGMENT_SHARDS as usize + usize::from(shard);
+            let list = &mut parts[at];
+            if piece == 0 {
+                list.push((compressed, v.value().to_vec()));
+                commits[at] = commit;
+            } else {
+                // A piece of a plain segment, or without its first piece of
+                // the same commit, was never written.
+                match list.last_mut() {
+                    Some((true, first)) if commits[at] == commit => first.extend_from_slice(v.value()),
+                    _ => {
+                        return Err(self.corrupt("segment key".into(), DecodeError("segment piece without its segment")));
+                    }
+                }
             }
-            parts[usize::from(part) * SEGMENT_SHARDS as usize + usize::from(shard)]
-                .push((compressed, v.value().to_vec()));
         }
         drop(seg);
         drop(txn);

@@ -12,7 +12,8 @@ use svc_graph::intern::Interner;
 use svc_graph::relation::Relation;
 
 use super::segments::{
-    FNV_START, SEGMENT_SHARDS, decompress, fnv, fnv_all, records, segment_shard, shard_of, write_record,
+    FNV_START, PIECE_BYTES, SEGMENT_SHARDS, decompress, fnv, fnv_all, piece_of, pieces, records, segment_shard,
+    shard_of, write_record,
 };
 use super::store::{PART_EDGES_LZ4, PART_NODES, PART_NODES_LZ4, SEGMENTS};
 use super::*;
@@ -177,6 +178,112 @@ fn decompress_all(store: &GraphStore) {
         }
     }
     txn.commit().unwrap();
+}
+
+/// Cuts every compressed segment into pieces of `len` bytes (at most 256),
+/// as a commit cuts one past [`PIECE_BYTES`].
+fn cut_all(store: &GraphStore, len: usize) {
+    let txn = store.database().unwrap().begin_write().unwrap();
+    {
+        let mut seg = txn.open_table(SEGMENTS).unwrap();
+        let stored: Vec<((u64, u8, u16), Vec<u8>)> = seg
+            .iter()
+            .unwrap()
+            .map(|item| {
+                let (k, v) = item.unwrap();
+                (k.value(), v.value().to_vec())
+            })
+            .collect();
+        for ((ts, part, shard), bytes) in stored {
+            assert!(part >= PART_NODES_LZ4 && shard < SEGMENT_SHARDS);
+            seg.remove((ts, part, shard)).unwrap();
+            let len = len.max(bytes.len().div_ceil(256));
+            for (i, piece) in bytes.chunks(len).enumerate() {
+                seg.insert((ts, part, shard + i as u16 * SEGMENT_SHARDS), piece)
+                    .unwrap();
+            }
+        }
+    }
+    txn.commit().unwrap();
+}
+
+/// A segment is cut into pieces of a 1 MiB page each, numbered above the
+/// shard in the key's shard field, and never into more than 256.
+#[test]
+fn long_segments_are_cut_into_pieces_that_fill_a_page() {
+    let short = vec![7u8; 1000];
+    assert_eq!(pieces(5, &short).collect::<Vec<_>>(), [(5, &short[..])]);
+    let long: Vec<u8> = (0..3 * PIECE_BYTES + 10).map(|i| i as u8).collect();
+    let cut: Vec<(u16, &[u8])> = pieces(255, &long).collect();
+    assert_eq!(
+        cut.iter().map(|(f, p)| (piece_of(*f), p.len())).collect::<Vec<_>>(),
+        [
+            ((255, 0), PIECE_BYTES),
+            ((255, 1), PIECE_BYTES),
+            ((255, 2), PIECE_BYTES),
+            ((255, 3), 10)
+        ]
+    );
+    assert_eq!(
+        cut.iter().flat_map(|(_, p)| p.iter().copied()).collect::<Vec<u8>>(),
+        long
+    );
+    let huge = vec![0u8; 300 * PIECE_BYTES];
+    let cut: Vec<(u16, &[u8])> = pieces(255, &huge).collect();
+    assert_eq!(cut.len(), 256);
+    assert_eq!(piece_of(cut[255].0), (255, 255));
+    assert_eq!(cut.iter().map(|(_, p)| p.len()).sum::<usize>(), huge.len());
+}
+
+/// A store whose segments are held in pieces answers every time, and every
+/// node's history, as the same store with each segment whole; a piece
+/// whose segment is missing is reported as corruption.
+#[test]
+fn segments_in_pieces_read_as_whole_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, cut) = (
+        GraphStore::open(&dir.path().join("whole.redb")).unwrap(),
+        GraphStore::open(&dir.path().join("cut.redb")).unwrap(),
+    );
+    for store in [&whole, &cut] {
+        let mut g = Graph::new(Arc::new(Interner::new()));
+        scan(store, &mut g, 100, 1, 3000, "available");
+        scan(store, &mut g, 200, 2, 3000, "stopped");
+        scan(store, &mut g, 300, 3, 2700, "stopped");
+    }
+    cut_all(&cut, 61);
+    let fields: Vec<u16> = {
+        let txn = cut.database().unwrap().begin_read().unwrap();
+        let seg = txn.open_table(SEGMENTS).unwrap();
+        seg.iter().unwrap().map(|item| item.unwrap().0.value().2).collect()
+    };
+    assert!(fields.iter().any(|f| piece_of(*f).1 > 2), "segments of several pieces");
+    for ts in [100, 150, 200, 250, 300, u64::MAX] {
+        let (a, b) = (sorted(whole.graph_at(ts).unwrap()), sorted(cut.graph_at(ts).unwrap()));
+        assert_eq!(a.nodes, b.nodes, "nodes at {ts}");
+        assert_eq!(a.edges, b.edges, "edges at {ts}");
+    }
+    for n in [0, 1, 2, 2999] {
+        let crn = format!("crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-{n}");
+        let (a, b) = (
+            whole.node_versions(&crn, 10).unwrap(),
+            cut.node_versions(&crn, 10).unwrap(),
+        );
+        assert_eq!((a.total, a.versions), (b.total, b.versions), "{crn}");
+    }
+
+    let txn = cut.database().unwrap().begin_write().unwrap();
+    {
+        let mut seg = txn.open_table(SEGMENTS).unwrap();
+        seg.insert((250, PART_NODES_LZ4, 3 + SEGMENT_SHARDS), &[1u8, 2, 3][..])
+            .unwrap();
+    }
+    txn.commit().unwrap();
+    match cut.graph_at(u64::MAX) {
+        Err(StoreError::Corrupt { what, .. }) => assert_eq!(what, "segment key"),
+        Err(other) => panic!("expected corruption, got {other}"),
+        Ok(_) => panic!("a piece without its segment was read"),
+    }
 }
 
 fn sorted(mut at: GraphAt) -> GraphAt {
