@@ -464,7 +464,9 @@ impl GraphStore {
                 match list.last_mut() {
                     Some((true, first)) if commits[at] == commit => first.extend_from_slice(v.value()),
                     _ => {
-                        return Err(self.corrupt("segment key".into(), DecodeError("segment piece without its segment")));
+                        return Err(
+                            self.corrupt("segment key".into(), DecodeError("segment piece without its segment"))
+                        );
                     }
                 }
             }

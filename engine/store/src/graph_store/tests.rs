@@ -152,9 +152,12 @@ fn the_store_holds_no_more_pages_in_memory_than_its_cache() {
     );
 }
 
-/// Rewrites every compressed segment as the plain one a store written
-/// before compression holds.
-fn decompress_all(store: &GraphStore) {
+/// Replaces every stored segment by what `rewrite` writes in its place,
+/// in one transaction.
+fn rewrite_segments(
+    store: &GraphStore,
+    mut rewrite: impl FnMut(&mut redb::Table<(u64, u8, u16), &[u8]>, (u64, u8, u16), Vec<u8>),
+) {
     let txn = store.database().unwrap().begin_write().unwrap();
     {
         let mut seg = txn.open_table(SEGMENTS).unwrap();
@@ -166,45 +169,37 @@ fn decompress_all(store: &GraphStore) {
                 (k.value(), v.value().to_vec())
             })
             .collect();
-        for ((ts, part, shard), bytes) in stored {
-            if part >= PART_NODES_LZ4 {
-                seg.remove((ts, part, shard)).unwrap();
-                seg.insert(
-                    (ts, part - PART_NODES_LZ4, shard),
-                    decompress(&bytes).unwrap().as_slice(),
-                )
-                .unwrap();
-            }
+        for (key, bytes) in stored {
+            seg.remove(key).unwrap();
+            rewrite(&mut seg, key, bytes);
         }
     }
     txn.commit().unwrap();
 }
 
+/// Rewrites every compressed segment as the plain one a store written
+/// before compression holds.
+fn decompress_all(store: &GraphStore) {
+    rewrite_segments(store, |seg, (ts, part, shard), bytes| {
+        let (part, plain) = match part {
+            PART_NODES_LZ4.. => (part - PART_NODES_LZ4, decompress(&bytes).unwrap()),
+            _ => (part, bytes),
+        };
+        seg.insert((ts, part, shard), plain.as_slice()).unwrap();
+    });
+}
+
 /// Cuts every compressed segment into pieces of `len` bytes (at most 256),
 /// as a commit cuts one past [`PIECE_BYTES`].
 fn cut_all(store: &GraphStore, len: usize) {
-    let txn = store.database().unwrap().begin_write().unwrap();
-    {
-        let mut seg = txn.open_table(SEGMENTS).unwrap();
-        let stored: Vec<((u64, u8, u16), Vec<u8>)> = seg
-            .iter()
-            .unwrap()
-            .map(|item| {
-                let (k, v) = item.unwrap();
-                (k.value(), v.value().to_vec())
-            })
-            .collect();
-        for ((ts, part, shard), bytes) in stored {
-            assert!(part >= PART_NODES_LZ4 && shard < SEGMENT_SHARDS);
-            seg.remove((ts, part, shard)).unwrap();
-            let len = len.max(bytes.len().div_ceil(256));
-            for (i, piece) in bytes.chunks(len).enumerate() {
-                seg.insert((ts, part, shard + i as u16 * SEGMENT_SHARDS), piece)
-                    .unwrap();
-            }
+    rewrite_segments(store, |seg, (ts, part, shard), bytes| {
+        assert!(part >= PART_NODES_LZ4 && shard < SEGMENT_SHARDS);
+        let len = len.max(bytes.len().div_ceil(256));
+        for (i, piece) in bytes.chunks(len).enumerate() {
+            seg.insert((ts, part, shard + i as u16 * SEGMENT_SHARDS), piece)
+                .unwrap();
         }
-    }
-    txn.commit().unwrap();
+    });
 }
 
 /// A segment is cut into pieces of a 1 MiB page each, numbered above the
