@@ -438,7 +438,8 @@ impl GraphStore {
         // Segment values per (part, shard), in commit order; a segment's
         // pieces follow its first in the key order, joined to it.
         let mut parts: Vec<Vec<(bool, Vec<u8>)>> = vec![Vec::new(); 2 * SEGMENT_SHARDS as usize];
-        let mut commits: Vec<u64> = vec![0; 2 * SEGMENT_SHARDS as usize];
+        // The commit of each list's last segment.
+        let mut last_commit: Vec<u64> = vec![0; 2 * SEGMENT_SHARDS as usize];
         let seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
         for item in seg
             .range((start, 0u8, 0u16)..=(ts_us, u8::MAX, u16::MAX))
@@ -457,12 +458,12 @@ impl GraphStore {
             let list = &mut parts[at];
             if piece == 0 {
                 list.push((compressed, v.value().to_vec()));
-                commits[at] = commit;
+                last_commit[at] = commit;
             } else {
                 // A piece of a plain segment, or without its first piece of
                 // the same commit, was never written.
                 match list.last_mut() {
-                    Some((true, first)) if commits[at] == commit => first.extend_from_slice(v.value()),
+                    Some((true, first)) if last_commit[at] == commit => first.extend_from_slice(v.value()),
                     _ => {
                         return Err(
                             self.corrupt("segment key".into(), DecodeError("segment piece without its segment"))
