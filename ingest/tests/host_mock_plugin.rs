@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use svc_engine::graph::{EdgeBatch, NodeBatch};
-use svc_engine::scan::{CollectSink, ScanContext, ScanSink, Source, SourceError};
+use svc_engine::scan::{CollectSink, ReversibilityAsk, ScanContext, ScanSink, Source, SourceError};
 use svc_engine::{Graph, Interner};
 use svc_ingest::host::{
     Category, HostError, Integrity, LaunchOptions, Net, PluginProcess, PluginSource, Role, SourceOptions,
@@ -348,6 +348,65 @@ async fn host_garbage_handshake_from_the_mock_is_refused() {
             .starts_with("plugin mock printed an invalid handshake line \"hello world\": "),
         "{e}"
     );
+}
+
+#[test]
+fn host_proofs_asked_together_answer_as_asked_singly_in_order() {
+    let rt = Runtime::new().expect("runtime");
+    let mut source = PluginSource::new(mock_binary(), options("", &[]), rt.handle().clone());
+    let mut graph = Graph::new(Arc::new(Interner::new()));
+    let interner = graph.interner().clone();
+    let (result, sink) = scan(&mut source, &interner, 1);
+    result.expect("scan succeeds");
+    graph.ingest_nodes(&sink.nodes, 1_700_000_000_000_000, 1);
+    // Scanned resources, some flagged as protected, with resources the
+    // plugin never listed between them: more than are kept in flight.
+    let mut asks = Vec::new();
+    for (k, node) in graph.nodes().take(150).enumerate() {
+        let mut properties = BTreeMap::from([("intent".to_owned(), "delete".to_owned())]);
+        if k % 7 == 3 {
+            properties.insert("deletion_protection".to_owned(), "true".to_owned());
+        }
+        asks.push(ReversibilityAsk {
+            crn: node.crn(),
+            properties,
+        });
+        if k % 5 == 0 {
+            asks.push(ReversibilityAsk {
+                crn: format!("crn:svc:aws:us-east-1:123456789012:volume:vol-absent-{k}"),
+                properties: BTreeMap::new(),
+            });
+        }
+    }
+    let together = source.check_reversibility_many(&asks);
+    let singly: Vec<_> = asks
+        .iter()
+        .map(|a| source.check_reversibility(&a.crn, &a.properties))
+        .collect();
+    let answers = |all: Vec<Option<Result<svc_engine::scan::ReversibilityProof, SourceError>>>| {
+        all.into_iter()
+            .map(|a| {
+                let p = a.expect("the plugin checks reversibility").expect("answered");
+                (p.safe, p.reason)
+            })
+            .collect::<Vec<_>>()
+    };
+    let (together, singly) = (answers(together), answers(singly));
+    assert_eq!(together.len(), asks.len());
+    assert_eq!(together, singly);
+    let safe = together.iter().filter(|(safe, _)| *safe).count();
+    let protected = together
+        .iter()
+        .filter(|(_, why)| why.contains("deletion protection"))
+        .count();
+    assert_eq!(protected, (0..150).filter(|k| k % 7 == 3).count());
+    assert_eq!(safe, 150 - protected, "{together:?}");
+    assert_eq!(
+        together.len() - safe - protected,
+        30,
+        "the unlisted resources are not safe"
+    );
+    rt.block_on(source.shutdown());
 }
 
 #[tokio::test]

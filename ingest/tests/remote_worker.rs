@@ -17,7 +17,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use svc_engine::Interner;
-use svc_engine::scan::{CollectSink, RemediateRequest, ScanContext, Source, SourceError};
+use svc_engine::scan::{CollectSink, RemediateRequest, ReversibilityAsk, ScanContext, Source, SourceError};
 use svc_ingest::host::{Category, LaunchOptions, PluginSource, Role, SourceOptions, write_manifest_for};
 use svc_ingest::remote::{
     Assignment, Relay, RemoteSource, RemoteSpec, TlsFiles, WorkerAddr, WorkerOptions, assignment,
@@ -192,6 +192,18 @@ fn a_scan_through_the_worker_is_the_plugins_scan_trailer_included() {
         let crn = "crn:svc:nowhere:r:1:volume:vol-none";
         let proof = source.check_reversibility(crn, &BTreeMap::new()).unwrap().unwrap();
         assert!(!proof.safe && !proof.reason.is_empty(), "{proof:?}");
+        let asks: Vec<ReversibilityAsk> = (0..40)
+            .map(|k| ReversibilityAsk {
+                crn: format!("{crn}-{k}"),
+                properties: BTreeMap::new(),
+            })
+            .collect();
+        let together = source.check_reversibility_many(&asks);
+        assert_eq!(together.len(), asks.len());
+        for (ask, answer) in asks.iter().zip(together) {
+            let p = answer.unwrap().unwrap();
+            assert!(!p.safe && !p.reason.is_empty(), "{ask:?}: {p:?}");
+        }
         let outcome = source.apply_quarantine(crn, "ISOLATE", "test").unwrap().unwrap();
         assert!(!outcome.success, "{outcome:?}");
         let properties = BTreeMap::new();

@@ -140,6 +140,18 @@ pub trait Source: Send {
         None
     }
 
+    /// [`Source::check_reversibility`] for several resources, answered in
+    /// the order asked. A source whose answers cross a connection keeps
+    /// several questions in flight; the default asks one at a time.
+    fn check_reversibility_many(
+        &mut self,
+        asks: &[ReversibilityAsk],
+    ) -> Vec<Option<Result<ReversibilityProof, SourceError>>> {
+        asks.iter()
+            .map(|a| self.check_reversibility(&a.crn, &a.properties))
+            .collect()
+    }
+
     /// Runs one remediation step (`Remediate`); `None` when the source
     /// cannot remediate.
     fn remediate(&mut self, _request: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {
@@ -226,6 +238,12 @@ impl<S: Source> Source for Deferred<S> {
     ) -> Option<Result<ReversibilityProof, SourceError>> {
         self.get_mut().check_reversibility(crn, properties)
     }
+    fn check_reversibility_many(
+        &mut self,
+        asks: &[ReversibilityAsk],
+    ) -> Vec<Option<Result<ReversibilityProof, SourceError>>> {
+        self.get_mut().check_reversibility_many(asks)
+    }
     fn remediate(&mut self, request: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {
         self.get_mut().remediate(request)
     }
@@ -259,6 +277,14 @@ pub struct Unlisted {
 pub struct ReversibilityProof {
     pub safe: bool,
     pub reason: String,
+}
+
+/// One resource of [`Source::check_reversibility_many`]: its CRN and the
+/// properties the engine holds for it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReversibilityAsk {
+    pub crn: String,
+    pub properties: BTreeMap<String, String>,
 }
 
 /// One `Remediate` call.

@@ -200,18 +200,19 @@ impl FromIterator<Box<Entry>> for Items {
 /// An item and the node it was matched to.
 pub struct Entry {
     pub item: Item,
-    /// The waste node the last pass matched the item to, and that node's
-    /// key hash. A row never changes key, so while the id (with its shard
-    /// generation) and the hash still agree, the node is the item's
-    /// resource and the next pass need not find it by CRN. `None` for an
-    /// item loaded at start until a pass matches it.
-    pub node: Option<(NodeId, u64)>,
+    /// The waste node the last pass matched the item to. A row never
+    /// changes key, and a compaction that moves rows gives their shard the
+    /// next generation, which an id carries: while the graph still has
+    /// this id, the node is the item's resource and the next pass need not
+    /// find it by CRN. `None` for an item loaded at start until a pass
+    /// matches it.
+    pub node: Option<NodeId>,
     /// Whether the last pass changed the item.
     pub dirty: bool,
 }
 
 impl Entry {
-    pub fn new(item: Item, node: Option<(NodeId, u64)>) -> Entry {
+    pub fn new(item: Item, node: Option<NodeId>) -> Entry {
         Entry {
             item,
             node,

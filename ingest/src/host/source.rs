@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use bytes::Bytes;
 use svc_engine::graph::{EdgeBatch, NodeBatch};
 use svc_engine::scan::{
-    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanSink, Source,
-    SourceError, Unlisted,
+    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityAsk, ReversibilityProof, ScanContext, ScanSink,
+    Source, SourceError, Unlisted,
 };
 use svc_proto::provider::v1 as pb;
 use tokio::runtime::Handle;
@@ -39,6 +39,11 @@ const MESSAGES_PER_WORKER: usize = 2;
 /// Decoded batches queued per decode worker on their way to the sink; when
 /// full, the decoders wait for the sink.
 const BATCHES_PER_WORKER: usize = 2;
+
+/// `CheckReversibility` calls a plugin has in flight at once when the
+/// engine proves many resources: enough to hide a call's round trip over
+/// the local socket, few enough that a slow plugin is not flooded.
+pub const PROOFS_IN_FLIGHT: usize = 32;
 
 /// Decode workers per plugin scan: one per CPU.
 pub fn decode_workers() -> usize {
@@ -334,6 +339,46 @@ impl Source for PluginSource {
                 reason: proof.reason,
             })
         }))
+    }
+
+    fn check_reversibility_many(
+        &mut self,
+        asks: &[ReversibilityAsk],
+    ) -> Vec<Option<Result<ReversibilityProof, SourceError>>> {
+        use futures::StreamExt;
+        let handle = self.handle.clone();
+        handle.block_on(async {
+            let p: &PluginProcess = match self.running().await {
+                Ok(p) => p,
+                Err(e) => {
+                    return asks
+                        .iter()
+                        .map(|_| Some(Err(SourceError::Failed(e.to_string()))))
+                        .collect();
+                }
+            };
+            let calls = asks.iter().map(|a| {
+                let req = pb::ReversibilityRequest {
+                    crn: a.crn.clone(),
+                    properties: a.properties.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                };
+                async move {
+                    let proof = p
+                        .check_reversibility(req)
+                        .await
+                        .map_err(|e| SourceError::Failed(e.to_string()))?;
+                    Ok(ReversibilityProof {
+                        safe: proof.safe,
+                        reason: proof.reason,
+                    })
+                }
+            });
+            futures::stream::iter(calls)
+                .buffered(PROOFS_IN_FLIGHT)
+                .map(Some)
+                .collect()
+                .await
+        })
     }
 
     fn remediate(&mut self, r: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {

@@ -11,8 +11,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use svc_engine::scan::{
-    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityProof, ScanContext, ScanSink, Source,
-    SourceError, Unlisted,
+    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityAsk, ReversibilityProof, ScanContext, ScanSink,
+    Source, SourceError, Unlisted,
 };
 use svc_proto::provider::v1 as pb;
 use svc_proto::provider::v1::provider_client::ProviderClient;
@@ -25,7 +25,7 @@ use super::assignment::{AssignmentRx, WorkerAddr};
 use super::{PLUGIN_HEADER, SOURCE_HEADER};
 use crate::decode::DecodeStats;
 use crate::host::launch::{MAX_FRAME_BYTES, STREAM_WINDOW_BYTES, error_chain, fmt_duration};
-use crate::host::source::{ScanCall, SourceOptions, Streamed, stream_into};
+use crate::host::source::{PROOFS_IN_FLIGHT, ScanCall, SourceOptions, Streamed, stream_into};
 use crate::host::{status_text, trace, unlisted};
 
 /// What a remote source is: its name, the plugin that runs it on a worker,
@@ -335,6 +335,56 @@ impl Source for RemoteSource {
                     }
                 }),
         )
+    }
+
+    fn check_reversibility_many(
+        &mut self,
+        asks: &[ReversibilityAsk],
+    ) -> Vec<Option<Result<ReversibilityProof, SourceError>>> {
+        use futures::StreamExt;
+        let handle = self.handle.clone();
+        handle.block_on(async {
+            let (worker, channel) = match self.link().await {
+                Ok(link) => link,
+                Err(e) => {
+                    return asks
+                        .iter()
+                        .map(|_| Some(Err(SourceError::Failed(e.to_string()))))
+                        .collect();
+                }
+            };
+            let me = &*self;
+            let calls = asks.iter().map(|a| {
+                let req = pb::ReversibilityRequest {
+                    crn: a.crn.clone(),
+                    properties: a.properties.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                };
+                let mut client = ProviderClient::new(channel.clone());
+                async move { client.check_reversibility(me.request(req)).await }
+            });
+            let answers: Vec<Result<tonic::Response<pb::ReversibilityProof>, tonic::Status>> =
+                futures::stream::iter(calls).buffered(PROOFS_IN_FLIGHT).collect().await;
+            let answers: Vec<_> = answers
+                .into_iter()
+                .map(|r| {
+                    Some(
+                        r.map(|r| {
+                            let r = r.into_inner();
+                            ReversibilityProof {
+                                safe: r.safe,
+                                reason: r.reason,
+                            }
+                        })
+                        .map_err(|status| self.failed(&worker, status_text(&status))),
+                    )
+                })
+                .collect();
+            // As after a failed single call: the next call links afresh.
+            if answers.iter().any(|a| matches!(a, Some(Err(_)))) {
+                self.link = None;
+            }
+            answers
+        })
     }
 
     fn remediate(&mut self, r: &RemediateRequest<'_>) -> Option<Result<RemediateOutcome, SourceError>> {

@@ -130,6 +130,12 @@ pub const FIGURES: &[Figure] = &[
         Some("<= 5 s at 1M; <= 20 s at 10M"),
     ),
     f("later_scan_min_ms", "later scan, fastest", Lower, None),
+    f(
+        "later_scan_snapshot_ms",
+        "later scans: the snapshot written behind each, from its answer to graph.snap in place, median",
+        Lower,
+        None,
+    ),
     f("later_scan_max_ms", "later scan, slowest", Lower, None),
     f(
         "later_scan_ingest_nodes_per_s",

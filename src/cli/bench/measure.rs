@@ -302,15 +302,25 @@ impl Run<'_> {
     }
 
     pub async fn later_scans(&mut self, d: &mut BenchDaemon, setup: &Setup) -> anyhow::Result<()> {
-        let (mut took, mut rate) = (Vec::new(), Vec::new());
+        let (mut took, mut rate, mut behind) = (Vec::new(), Vec::new(), Vec::new());
+        // Each scan starts with the daemon at rest, as a scheduled one
+        // does: the snapshot written behind the last commit in place, then
+        // a pause. How long each later scan's snapshot took is a figure
+        // of its own.
+        self.settle(d, setup).await;
         for i in 0..self.plan.later_scans {
             (self.progress)(&format!("later scan {} of {}", i + 1, self.plan.later_scans));
-            // The snapshot written behind the last commit lands first.
             tokio::time::sleep(self.plan.scan_pause).await;
             let report = self.scan(d).await?;
+            let answered = Instant::now();
+            self.settle(d, setup).await;
+            behind.push(ms(answered.elapsed()));
             let (nodes, ingest) = plugin_ingest(&report, setup).context("a later scan")?;
             took.push(u(&report, "duration_ms") as f64);
             rate.push(per_s(nodes, ingest));
+        }
+        if !behind.is_empty() {
+            self.put("later_scan_snapshot_ms", median(&behind));
         }
         self.put("later_scans", took.len() as f64);
         if !took.is_empty() {

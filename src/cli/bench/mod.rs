@@ -60,8 +60,8 @@ pub struct RunArgs {
     /// Later scans timed (median reported) [default: 5; 2 with --quick].
     #[arg(long)]
     pub later_scans: Option<usize>,
-    /// Pause before each later scan, so the snapshot written behind the
-    /// last commit lands first [default: 5s; 1s with --quick].
+    /// Pause before each later scan, after the snapshot written behind
+    /// the last commit is in place [default: 5s; 1s with --quick].
     #[arg(long, value_parser = humantime::parse_duration)]
     pub scan_pause: Option<Duration>,
     /// Resources whose blast radius is asked for [default: 1000; 100 with --quick].

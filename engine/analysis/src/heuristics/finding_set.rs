@@ -131,10 +131,16 @@ impl FindingSet {
     /// The finding that decides a node's verdict: its first, unless the
     /// node is ignored.
     pub fn deciding(&self, node: NodeId) -> Option<&Finding> {
+        self.by_node.get(&node).and_then(|list| self.deciding_in(node, list))
+    }
+
+    /// [`FindingSet::deciding`] for a node whose list is at hand (while
+    /// walking `by_node`, say).
+    pub fn deciding_in<'a>(&self, node: NodeId, list: &'a FindingList) -> Option<&'a Finding> {
         if self.ignored.contains_key(&node) {
             return None;
         }
-        self.of(node).first()
+        list.first()
     }
 
     /// Monthly USD of the resources judged waste, and what acting on every

@@ -20,7 +20,7 @@ use crate::graph::{Graph, Phase};
 use crate::graph_core::Core;
 use crate::ids::NodeId;
 use crate::policy::Policies;
-use crate::scan::{RemediateRequest, Source};
+use crate::scan::{RemediateRequest, ReversibilityAsk, Source};
 use crate::sources::Sources;
 use crate::store::ledger::NewEvent;
 use crate::store::ledger::events as payloads;
@@ -107,14 +107,52 @@ fn source_for<'s>(
     crn: &Crn,
     served: &BTreeMap<String, String>,
 ) -> Option<&'s mut Box<dyn Source>> {
-    let i = sources
+    let i = source_index(&answering(sources), crn, served)?;
+    sources.get_mut(i)
+}
+
+/// Each source's name and the providers it declares, in order.
+fn answering(sources: &[Box<dyn Source>]) -> Vec<(String, Vec<String>)> {
+    sources.iter().map(|s| (s.name().to_owned(), s.providers())).collect()
+}
+
+/// The position of the source that answers for `crn` in `answering`'s
+/// list (see [`source_for`]).
+fn source_index(answering: &[(String, Vec<String>)], crn: &Crn, served: &BTreeMap<String, String>) -> Option<usize> {
+    answering
         .iter()
-        .position(|s| s.providers().contains(&crn.provider))
+        .position(|(_, providers)| providers.contains(&crn.provider))
         .or_else(|| {
             let name = served.get(&crn.provider)?;
-            sources.iter().position(|s| s.name() == name)
-        })?;
-    sources.get_mut(i)
+            answering.iter().position(|(n, _)| n == name)
+        })
+}
+
+/// Up to `n` of `waiting` (an item, its node, its CRN if parsed), the
+/// first by CRN, in that order, their CRNs parsed; an item whose CRN does
+/// not parse is passed over. Only the chosen are sorted: the rest are
+/// parted from them in linear time, so a backlog of millions of items
+/// (a first scan's) costs one pass, not a sort, each scan.
+fn first_by_crn(mut waiting: Vec<(&mut Entry, NodeId, Option<Crn>)>, n: usize) -> Vec<(&mut Entry, NodeId, Crn)> {
+    type Waiting<'e> = (&'e mut Entry, NodeId, Option<Crn>);
+    let by_crn = |a: &Waiting<'_>, b: &Waiting<'_>| a.0.item.crn.cmp(&b.0.item.crn);
+    let mut chosen = Vec::new();
+    while chosen.len() < n && !waiting.is_empty() {
+        let want = n - chosen.len();
+        if waiting.len() > want {
+            waiting.select_nth_unstable_by(want - 1, by_crn);
+        }
+        // Every item left after the first `want` comes after them by CRN,
+        // so the next round's picks follow this round's.
+        let rest = waiting.split_off(want.min(waiting.len()));
+        waiting.par_sort_unstable_by(by_crn);
+        chosen.extend(waiting.into_iter().filter_map(|(e, id, crn)| {
+            let crn = crn.or_else(|| Crn::parse(&e.item.crn).ok())?;
+            Some((e, id, crn))
+        }));
+        waiting = rest;
+    }
+    chosen
 }
 
 /// Runs one `Remediate` call on the source that answers for `crn`; an
@@ -136,48 +174,75 @@ fn remediate_on(
     }
 }
 
-/// The proof of the source that answers for an item, when it checks
-/// reversibility and answered; else the built-in rules decide.
-fn source_proof(
+/// What a source is told about a resource it is asked to prove: the
+/// properties the graph holds for it, as text, and the plan's intent.
+fn reversibility_ask(graph: &Graph, id: NodeId, crn: &Crn, plan: &Plan) -> ReversibilityAsk {
+    let mut properties = BTreeMap::new();
+    if let Some(n) = graph.node(id) {
+        let reader = graph.interner().reader();
+        for (k, v) in n.props() {
+            let text = match v {
+                crate::props::ValueRef::Str(s) | crate::props::ValueRef::Json(s) => s.to_owned(),
+                crate::props::ValueRef::Int(i) => i.to_string(),
+                crate::props::ValueRef::Float(f) => f.to_string(),
+                crate::props::ValueRef::Bool(b) => b.to_string(),
+                crate::props::ValueRef::Null => "null".to_owned(),
+            };
+            properties.insert(reader.resolve(k).to_owned(), text);
+        }
+    }
+    properties.insert("intent".into(), plan.intent.to_owned());
+    ReversibilityAsk {
+        crn: crn.to_string(),
+        properties,
+    }
+}
+
+/// The proofs of the sources that answer for `asked` (a node, its CRN and
+/// plan each), in that order: `None` where no source checks
+/// reversibility or it did not answer, and the built-in rules decide.
+/// Each source is asked for all of its resources at once.
+fn source_proofs(
     graph: &Graph,
     sources: &mut [Box<dyn Source>],
     served: &BTreeMap<String, String>,
-    id: NodeId,
-    crn: &Crn,
-    plan: &Plan,
-) -> Option<Proof> {
-    if let Some(source) = source_for(sources, crn, served).filter(|s| s.checks_reversibility()) {
-        let canonical = crn.to_string();
-        let mut props = BTreeMap::new();
-        if let Some(n) = graph.node(id) {
-            let reader = graph.interner().reader();
-            for (k, v) in n.props() {
-                let text = match v {
-                    crate::props::ValueRef::Str(s) | crate::props::ValueRef::Json(s) => s.to_owned(),
-                    crate::props::ValueRef::Int(i) => i.to_string(),
-                    crate::props::ValueRef::Float(f) => f.to_string(),
-                    crate::props::ValueRef::Bool(b) => b.to_string(),
-                    crate::props::ValueRef::Null => "null".to_owned(),
-                };
-                props.insert(reader.resolve(k).to_owned(), text);
-            }
+    asked: &[(NodeId, &Crn, &Plan)],
+) -> Vec<Option<Proof>> {
+    let mut proofs: Vec<Option<Proof>> = vec![None; asked.len()];
+    let table = answering(sources);
+    let by: Vec<Option<usize>> = asked
+        .iter()
+        .map(|(_, crn, _)| source_index(&table, crn, served).filter(|&i| sources[i].checks_reversibility()))
+        .collect();
+    for (k, source) in sources.iter_mut().enumerate() {
+        let mine: Vec<usize> = (0..asked.len()).filter(|&i| by[i] == Some(k)).collect();
+        if mine.is_empty() {
+            continue;
         }
-        props.insert("intent".into(), plan.intent.to_owned());
-        match source.check_reversibility(&canonical, &props) {
-            Some(Ok(p)) => {
-                return Some(Proof {
+        let asks: Vec<ReversibilityAsk> = mine
+            .par_iter()
+            .map(|&i| {
+                let (id, crn, plan) = asked[i];
+                reversibility_ask(graph, id, crn, plan)
+            })
+            .collect();
+        let answers = source.check_reversibility_many(&asks);
+        for ((i, ask), answer) in mine.into_iter().zip(&asks).zip(answers) {
+            proofs[i] = match answer {
+                Some(Ok(p)) => Some(Proof {
                     safe: p.safe,
                     reason: p.reason,
                     source: "plugin".into(),
-                });
-            }
-            Some(Err(e)) => {
-                warn!(crn = %canonical, error = %e, "CheckReversibility failed; the built-in rules decide")
-            }
-            None => {}
+                }),
+                Some(Err(e)) => {
+                    warn!(crn = %ask.crn, error = %e, "CheckReversibility failed; the built-in rules decide");
+                    None
+                }
+                None => None,
+            };
         }
     }
-    None
+    proofs
 }
 
 /// What a pass does with an item beyond bringing its finding up to date.
@@ -327,19 +392,19 @@ impl Pipeline<'_> {
         // Every waste node, and its position in `waste`.
         let waste: Vec<NodeId> = findings
             .by_node
-            .keys()
-            .copied()
+            .iter()
             .collect::<Vec<_>>()
             .into_par_iter()
-            .filter(|id| findings.deciding(*id).is_some_and(|f| f.is_waste) && graph.is_node_visible(*id, now_us))
+            .filter(|(id, list)| {
+                findings.deciding_in(**id, list).is_some_and(|f| f.is_waste) && graph.is_node_visible(**id, now_us)
+            })
+            .map(|(id, _)| *id)
             .collect();
         let slot: FxHashMap<NodeId, usize> = waste.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        // The waste node an entry's remembered node still is, if any.
-        let matched = |e: &Entry| {
-            e.node
-                .filter(|(id, key)| graph.key_hash(*id) == Some(*key))
-                .and_then(|(id, _)| slot.get(&id).copied())
-        };
+        // The waste node an entry's remembered node still is, if any: an
+        // id from before a compaction carries the shard's older generation
+        // and is in no slot.
+        let matched = |e: &Entry| e.node.and_then(|id| slot.get(&id).copied());
 
         let mut events = Vec::new();
         let mut st = self.remediation.state();
@@ -379,15 +444,14 @@ impl Pipeline<'_> {
         drop(claimed);
         items.reserve(fresh.len());
         for (id, crn) in fresh {
-            let Some(key) = graph.key_hash(id) else { continue };
             if isolation.contains_key(&crn) {
                 continue;
             }
             match items.get_mut(&crn) {
-                Some(e) => e.node = Some((id, key)),
+                Some(e) => e.node = Some(id),
                 None => {
                     report.entered += 1;
-                    items.insert(Box::new(Entry::new(Item::new(crn, now_us), Some((id, key)))));
+                    items.insert(Box::new(Entry::new(Item::new(crn, now_us), Some(id))));
                 }
             }
         }
@@ -448,10 +512,10 @@ impl Pipeline<'_> {
             actions.entry(r.name).or_insert(r.action);
         }
         let all_planned = *planned;
-        let mut slow: Vec<(&mut Entry, NodeId, Option<Crn>)> = items
+        let slow: Vec<(&mut Entry, NodeId, Option<Crn>)> = items
             .par_values_mut()
             .filter_map(|e| {
-                let (id, _) = e.node?;
+                let id = e.node?;
                 let (Some(f), Some(n)) = (findings.deciding(id), graph.node(id)) else {
                     e.dirty = false;
                     return None;
@@ -487,17 +551,11 @@ impl Pipeline<'_> {
         // Proved in CRN order, up to ANALYZE_PER_SCAN; the rest wait as
         // they are for the next scan, and an item whose CRN does not parse
         // stays as it is.
-        slow.par_sort_unstable_by(|a, b| a.0.item.crn.cmp(&b.0.item.crn));
-        let mut slow: Vec<(&mut Entry, NodeId, Crn)> = slow
-            .into_iter()
-            .filter_map(|(e, id, crn)| {
-                let crn = crn.or_else(|| Crn::parse(&e.item.crn).ok())?;
-                Some((e, id, crn))
-            })
-            .take(ANALYZE_PER_SCAN)
-            .collect();
+        let mut slow = first_by_crn(slow, ANALYZE_PER_SCAN);
         let analyzed = slow.len();
+        let proving = Instant::now();
         self.prove_all(&graph, sources, &mut slow, now_us, blocked);
+        let proved_ms = proving.elapsed().as_millis();
         drop(slow);
         *planned = true;
         let decided_ms = t0.elapsed().as_millis();
@@ -519,7 +577,7 @@ impl Pipeline<'_> {
                     if let Some(k) = super::STAGES.iter().position(|s| *s == i.stage) {
                         t.counts[k] += 1;
                     }
-                    if let Some((id, _)) = e.node {
+                    if let Some(id) = e.node {
                         t.phases.push((id, i.stage));
                     }
                 }
@@ -572,15 +630,16 @@ impl Pipeline<'_> {
         if !events.is_empty() {
             self.core.ledger().append(events)?;
         }
-        let stage_of: FxHashMap<NodeId, Phase> = phases.into_iter().collect();
-        self.core
-            .graph_mut()
-            .apply_phases(now_us, |id| stage_of.get(&id).copied());
+        let mut phases = phases;
+        Graph::sort_stages(&mut phases);
+        self.core.graph_mut().apply_phases(now_us, &phases);
         debug!(
             items = waste.len(),
             written,
             collected_ms,
             decided_ms,
+            analyzed,
+            proved_ms,
             stored_ms,
             total_ms = t0.elapsed().as_millis(),
             "remediation items reconciled"
@@ -592,7 +651,8 @@ impl Pipeline<'_> {
     /// Proves and plans `items` (in CRN order), then passes them through
     /// the gate. Plans, blast radii and the built-in rules' proofs are
     /// worked out on every core; a source that checks reversibility is
-    /// asked one item at a time, in order.
+    /// asked for its items at once, in order (a plugin answers several
+    /// at a time).
     fn prove_all(
         &self,
         graph: &Graph,
@@ -611,11 +671,13 @@ impl Pipeline<'_> {
             })
             .collect();
         let served = self.sources.served();
-        let asked: Vec<Option<Proof>> = items
+        let asks: Vec<(NodeId, &Crn, &Plan)> = items
             .iter()
             .zip(&worked)
-            .map(|((_, id, crn), (plan, _))| source_proof(graph, sources, &served, *id, crn, plan))
+            .map(|((_, id, crn), (plan, _))| (*id, crn, plan))
             .collect();
+        let asked = source_proofs(graph, sources, &served, &asks);
+        drop(asks);
         items
             .par_iter_mut()
             .zip(worked)

@@ -676,27 +676,49 @@ impl Graph {
             .sum()
     }
 
-    /// Sets the remediation stage of every node visible at `now_us`:
-    /// `stage(id)`, or no stage. Returns how many rows changed.
-    pub fn apply_phases<F>(&mut self, now_us: u64, stage: F) -> usize
-    where
-        F: Fn(NodeId) -> Option<Phase> + Sync,
-    {
+    /// Sets the remediation stage of every node visible at `now_us`: its
+    /// stage in `stages` (node and stage, sorted by shard and row, as
+    /// [`Graph::sort_stages`] leaves them), or no stage. An id of another
+    /// generation names no row. Returns how many rows changed.
+    pub fn apply_phases(&mut self, now_us: u64, stages: &[(NodeId, Phase)]) -> usize {
         self.nodes
             .par_iter_mut()
             .enumerate()
             .map(|(s, shard)| {
+                let lo = stages.partition_point(|(id, _)| id.shard() < s);
+                let hi = stages.partition_point(|(id, _)| id.shard() <= s);
+                let generation = shard.generation;
+                let mut mine = stages[lo..hi]
+                    .iter()
+                    .filter(|(id, _)| id.generation() == generation)
+                    .peekable();
                 let mut changed = 0;
                 for r in 0..shard.len() {
-                    if !visible(shard.valid_to[r], now_us) {
-                        continue;
+                    let mut phase = Phase::None;
+                    while let Some((id, p)) = mine.peek() {
+                        match (id.row() as usize).cmp(&r) {
+                            std::cmp::Ordering::Less => {
+                                mine.next();
+                            }
+                            std::cmp::Ordering::Equal => {
+                                phase = *p;
+                                break;
+                            }
+                            std::cmp::Ordering::Greater => break,
+                        }
                     }
-                    let phase = stage(NodeId::new(s, r as u32, shard.generation)).unwrap_or(Phase::None);
-                    changed += usize::from(shard.set_phase(r as u32, phase, now_us));
+                    if visible(shard.valid_to[r], now_us) {
+                        changed += usize::from(shard.set_phase(r as u32, phase, now_us));
+                    }
                 }
                 changed
             })
             .sum()
+    }
+
+    /// Sorts `stages` by shard and row, for [`Graph::apply_phases`].
+    pub fn sort_stages(stages: &mut [(NodeId, Phase)]) {
+        stages.par_sort_unstable_by_key(|(id, _)| (id.shard(), id.row()));
     }
 
     /// The edge `src -rel-> dst`, visible or not.

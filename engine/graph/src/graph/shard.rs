@@ -357,18 +357,32 @@ impl NodeShard {
         }
     }
 
-    /// The row keyed like `n` (its id read from `buf`) when an upsert of
-    /// `n` would leave it as it is: live, with the same content. A read:
-    /// what a later scan's stage asks while the sources stream.
-    pub fn unchanged_row(&self, n: &BatchNode, buf: &[u8]) -> Option<u32> {
+    /// The row keyed like `n` (its id read from `buf`), if any, and whether
+    /// an upsert of `n` would leave it as it is (live, with the same
+    /// content): a read, what a later scan's stage asks while the sources
+    /// stream. Row `guess` is tried first. A later
+    /// scan reports a shard's resources in about the order the one before
+    /// did, so the row after the last one found is most often the one:
+    /// its columns are read beside the last row's, and the index is not
+    /// probed. A key has one row in its shard, so a guess keyed like `n`
+    /// is the row the index would give.
+    #[inline]
+    pub fn sift_row(&self, n: &BatchNode, buf: &[u8], guess: u32) -> Option<(u32, bool)> {
         let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
         let id = n.id.get(buf);
-        let row = *self.index.find(n.hash, |&r| keyed(keys, ids, arena, r, &n.syms, id))?;
+        let row = if keyed(keys, ids, arena, guess, &n.syms, id) {
+            guess
+        } else {
+            *self.index.find(n.hash, |&r| keyed(keys, ids, arena, r, &n.syms, id))?
+        };
         let r = row as usize;
-        (self.valid_to.get(r) == Some(&0) && self.content.get(r) == Some(&n.content)).then_some(row)
+        Some((
+            row,
+            self.valid_to.get(r) == Some(&0) && self.content.get(r) == Some(&n.content),
+        ))
     }
 
-    /// Marks `rows`, found unchanged by [`NodeShard::unchanged_row`], as
+    /// Marks `rows`, found unchanged by [`NodeShard::sift_row`], as
     /// reported by `scan`: all an upsert of them would do.
     pub fn seen_unchanged(&mut self, rows: &[u32], scan: u32) {
         let len = self.seen.len();
@@ -643,13 +657,19 @@ impl NodeShard {
     }
 }
 
-/// Properties an edge shard has written during one apply, so that edges
-/// with the same ones (one relation string, mostly) keep a single copy in
-/// its arena: a direct-mapped table of 32 places by a hash of the bytes,
-/// each the last properties that fell on it and where the arena holds them
-/// (a plugin's edges name a few dozen relations at most).
+/// What one apply of edges to an edge shard carries from edge to edge.
+/// The properties it has written, so that edges with the same ones (one
+/// relation string, mostly) keep a single copy in its arena: a
+/// direct-mapped table of 32 places by a hash of the bytes, each the last
+/// properties that fell on it and where the arena holds them (a plugin's
+/// edges name a few dozen relations at most). And the row after the last
+/// edge found or written, where the next is looked for first: a later scan
+/// reports a shard's edges in about the order the one before did.
 #[derive(Default)]
-pub struct HeldProps([(u64, At); 32]);
+pub struct HeldProps {
+    places: [(u64, At); 32],
+    next: u32,
+}
 
 impl HeldProps {
     /// Where `arena` holds `props`: the span written for the same bytes
@@ -659,7 +679,7 @@ impl HeldProps {
         h.write(props);
         // Never 0, the hash of the empty places.
         let hash = h.finish() | 1;
-        let place = &mut self.0[(hash >> 59) as usize];
+        let place = &mut self.places[(hash >> 59) as usize];
         if place.0 == hash && place.1.get(arena) == props {
             return place.1;
         }
@@ -781,6 +801,17 @@ impl EdgeShard {
         self.find_slots(NodeSlot::of(src), NodeSlot::of(dst), rel)
     }
 
+    /// [`EdgeShard::find_slots`], trying row `guess` first (an edge has
+    /// one row in its shard, so a guess that names it is its row).
+    #[inline]
+    fn find_at(&self, src: NodeSlot, dst: NodeSlot, rel: Relation, guess: u32) -> Option<u32> {
+        let g = guess as usize;
+        if self.src.get(g) == Some(&src) && self.dst.get(g) == Some(&dst) && self.rel.get(g) == Some(&rel) {
+            return Some(guess);
+        }
+        self.find_slots(src, dst, rel)
+    }
+
     fn find_slots(&self, src: NodeSlot, dst: NodeSlot, rel: Relation) -> Option<u32> {
         let h = edge_hash(src, dst, rel);
         self.index
@@ -820,8 +851,9 @@ impl EdgeShard {
         loaded: Option<(u64, u64)>,
     ) -> Upsert {
         let (src, dst) = (NodeSlot::of(src), NodeSlot::of(dst));
-        let (row, outcome) = match self.find_slots(src, dst, rel) {
+        let (row, outcome) = match self.find_at(src, dst, rel, held.next) {
             Some(row) => {
+                held.next = row.wrapping_add(1);
                 let r = row as usize;
                 self.seen[r] = scan;
                 let revived = self.valid_to[r] != 0;

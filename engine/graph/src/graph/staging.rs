@@ -68,6 +68,9 @@ struct StagedShard {
     /// Row numbers of the shard found unchanged, by run of source.
     unchanged: Vec<u32>,
     unchanged_runs: Vec<Run>,
+    /// The row after the last one of the shard a sifted row was found
+    /// at: where the next is looked for first (`NodeShard::sift_row`).
+    next: u32,
 }
 
 /// A batch with rows for shards that already held some, grouped by shard.
@@ -241,13 +244,22 @@ impl NodeStage {
             };
             let mut changed = Vec::new();
             let before = staged.unchanged.len();
+            let mut guess = staged.next;
             for &i in mine {
                 let Some(n) = batch.rows.get(i as usize) else { continue };
-                match shard.unchanged_row(n, &batch.buf) {
-                    Some(row) => staged.unchanged.push(row),
+                match shard.sift_row(n, &batch.buf, guess) {
+                    Some((row, unchanged)) => {
+                        guess = row.wrapping_add(1);
+                        if unchanged {
+                            staged.unchanged.push(row);
+                        } else {
+                            changed.push(i);
+                        }
+                    }
                     None => changed.push(i),
                 }
             }
+            staged.next = guess;
             if staged.unchanged.len() > before {
                 let end = staged.unchanged.len();
                 extend_runs(&mut staged.unchanged_runs, source, end);
@@ -588,6 +600,52 @@ mod tests {
         let stage = NodeStage::for_graph(&fresh);
         assert!(stage.add_sifted(0, batch(&i, 0..100, 0), &fresh).is_some());
         assert_eq!(fresh.ingest_node_stage(stage, &[true], 7, 1).inserted, 100);
+    }
+
+    #[test]
+    fn a_later_scan_in_another_order_sifts_as_upserts_would() {
+        let i = Arc::new(Interner::new());
+        let (mut g, mut h) = first_scan(&i, 0..3000);
+        // One source: backwards, then every other one changed, then the
+        // others with new ones, then a shuffle; 0..100 not reported.
+        let later = || {
+            vec![
+                batch(&i, (2000..3000).rev(), 0),
+                batch(&i, (1000..2000).step_by(2), 5),
+                batch(&i, (1001..2000).step_by(2).chain(3000..3200), 0),
+                batch(&i, (0..900).map(|k| (k * 7919) % 900 + 100), 0),
+            ]
+        };
+        let stage = NodeStage::for_graph(&g);
+        for b in later() {
+            assert!(stage.add_sifted(0, b, &g).is_some());
+        }
+        let kept: usize = stage
+            .kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|k| k.batch.len())
+            .sum();
+        assert_eq!(kept, 700, "only the changed and new rows are copied");
+        let stats = g.ingest_node_stage(stage, &[true], 9, 2);
+        assert_eq!((stats.inserted, stats.changed, stats.unchanged), (200, 500, 2400));
+        assert_eq!(h.ingest_nodes(&later(), 9, 2), stats);
+        assert_eq!(read(&g), read(&h));
+        // Whatever the guess, a row is found where the index has it.
+        let b = batch(&i, 0..3200, 9);
+        for n in &b.rows {
+            let shard = &g.nodes[node_shard_of(n.hash)];
+            let want = shard.sift_row(n, &b.buf, u32::MAX);
+            let (row, unchanged) = want.expect("every node has its row");
+            assert!(!unchanged);
+            for guess in [0, row.saturating_sub(1), row, row + 1, shard.len() as u32] {
+                assert_eq!(shard.sift_row(n, &b.buf, guess), want);
+            }
+        }
+        let gone = batch(&i, 5000..5001, 0);
+        let shard = &g.nodes[node_shard_of(gone.rows[0].hash)];
+        assert_eq!(shard.sift_row(&gone.rows[0], &gone.buf, 0), None);
     }
 
     #[test]

@@ -396,6 +396,43 @@ fn edges_are_unchanged_until_their_properties_change() {
 }
 
 #[test]
+fn edges_reported_in_another_order_are_found_as_in_the_first() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let hub = crn("instance", "i-hub");
+    let key = i.intern("device");
+    // Every edge leaves the hub, so all of them share one edge shard.
+    let scan = |g: &mut Graph, order: &[usize], device: &dyn Fn(usize) -> usize, seq: u32| {
+        let mut e = Estate::new(i.clone());
+        e.node(&hub, "running", 1.0);
+        let h = Crn::parse(&hub).unwrap();
+        for &k in order {
+            let v = crn("volume", &format!("vol-{k}"));
+            e.node(&v, "in-use", 1.0);
+            let v = Crn::parse(&v).unwrap();
+            let dev = format!("/dev/xvd{}", device(k));
+            e.edges.push(
+                NodeKeyRef::intern(&i, &h),
+                NodeKeyRef::intern(&i, &v),
+                Relation::AttachedTo,
+                |w| w.str(key, &dev),
+            );
+        }
+        e.scan_into(g, u64::from(seq) * 100, seq).1
+    };
+    let forward: Vec<usize> = (0..300).collect();
+    assert_eq!(scan(&mut g, &forward, &|_| 0, 1).inserted, 300);
+    let backward: Vec<usize> = (0..300).rev().collect();
+    let st = scan(&mut g, &backward, &|k| usize::from(k % 5 == 0), 2);
+    assert_eq!((st.inserted, st.changed, st.unchanged), (0, 60, 240));
+    let shuffled: Vec<usize> = (0..320).map(|k| (k * 7919) % 320).collect();
+    let st = scan(&mut g, &shuffled, &|k| usize::from(k % 5 == 0), 3);
+    assert_eq!((st.inserted, st.changed, st.unchanged), (20, 0, 300));
+    let st = scan(&mut g, &forward, &|_| 0, 4);
+    assert_eq!((st.inserted, st.changed, st.unchanged), (0, 60, 240));
+}
+
+#[test]
 fn an_edge_batch_keeps_each_endpoint_once_and_edges_resolve_through_it() {
     let i = Arc::new(Interner::new());
     let mut g = Graph::new(i.clone());
@@ -907,4 +944,39 @@ fn a_compacted_graph_commits_and_loads_as_it_reads() {
     let mut again: Vec<(String, NodeRow)> = h.all_versions().nodes.into_iter().map(|v| (v.crn, v.row)).collect();
     again.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(again, rows);
+}
+
+#[test]
+fn stages_land_on_their_rows_and_every_other_node_has_none() {
+    let i = Arc::new(Interner::new());
+    let mut g = Graph::new(i.clone());
+    let mut e = Estate::new(i.clone());
+    for n in 0..3000 {
+        e.node(&crn("volume", &format!("vol-{n}")), "available", 1.0);
+    }
+    e.scan_into(&mut g, 1, 1);
+    let ids: Vec<NodeId> = g.nodes().map(|n| n.id()).collect();
+    let phase = |k: usize| [Phase::Flagged, Phase::Pending, Phase::Applied][k % 3];
+    // Every other node has a stage; one id of an older generation names no row.
+    let mut stages: Vec<(NodeId, Phase)> = ids
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| k % 2 == 0)
+        .map(|(k, id)| (*id, phase(k)))
+        .collect();
+    let stale = ids[1];
+    stages.push((
+        NodeId::new(stale.shard(), stale.row(), stale.generation() + 1),
+        Phase::Codegen,
+    ));
+    stages.reverse();
+    Graph::sort_stages(&mut stages);
+    assert_eq!(g.apply_phases(2, &stages), 1500);
+    for (k, id) in ids.iter().enumerate() {
+        let want = if k % 2 == 0 { phase(k) } else { Phase::None };
+        assert_eq!(g.node(*id).unwrap().phase(), want, "{k}");
+    }
+    assert_eq!(g.apply_phases(3, &stages), 0, "nothing changes the second time");
+    assert_eq!(g.apply_phases(4, &[]), 1500);
+    assert!(g.nodes().all(|n| n.phase() == Phase::None));
 }
