@@ -207,6 +207,10 @@ pub struct Entry {
     /// find it by CRN. `None` for an item loaded at start until a pass
     /// matches it.
     pub node: Option<NodeId>,
+    /// Where the pass that matched it listed `node` among the waste nodes:
+    /// the pass reads the node's deciding finding there, not through the
+    /// findings' index. Meaningless outside that pass.
+    pub place: u32,
     /// Whether the last pass changed the item.
     pub dirty: bool,
 }
@@ -216,6 +220,7 @@ impl Entry {
         Entry {
             item,
             node,
+            place: 0,
             dirty: false,
         }
     }

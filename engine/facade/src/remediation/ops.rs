@@ -18,6 +18,7 @@ use crate::crn::Crn;
 use crate::findings::Findings;
 use crate::graph::{Graph, Phase};
 use crate::graph_core::Core;
+use crate::heuristics::Finding;
 use crate::ids::NodeId;
 use crate::policy::Policies;
 use crate::scan::{RemediateRequest, ReversibilityAsk, Source};
@@ -390,17 +391,17 @@ impl Pipeline<'_> {
         let graph = self.core.graph();
         let reader = graph.interner().reader();
         // Every waste node, and its position in `waste`.
-        let waste: Vec<NodeId> = findings
+        let waste: Vec<(NodeId, &Finding)> = findings
             .by_node
             .iter()
             .collect::<Vec<_>>()
             .into_par_iter()
-            .filter(|(id, list)| {
-                findings.deciding_in(**id, list).is_some_and(|f| f.is_waste) && graph.is_node_visible(**id, now_us)
+            .filter_map(|(id, list)| {
+                let f = findings.deciding_in(*id, list).filter(|f| f.is_waste)?;
+                graph.is_node_visible(*id, now_us).then_some((*id, f))
             })
-            .map(|(id, _)| *id)
             .collect();
-        let slot: FxHashMap<NodeId, usize> = waste.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        let slot: FxHashMap<NodeId, usize> = waste.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
         // The waste node an entry's remembered node still is, if any: an
         // id from before a compaction carries the shard's older generation
         // and is in no slot.
@@ -426,8 +427,9 @@ impl Pipeline<'_> {
             .par_values_mut()
             .filter_map(|e| {
                 let hit = matched(e);
-                if hit.is_none() {
-                    e.node = None;
+                match hit {
+                    Some(i) => e.place = i as u32,
+                    None => e.node = None,
                 }
                 hit
             })
@@ -435,23 +437,27 @@ impl Pipeline<'_> {
         for i in hits {
             claimed[i] = true;
         }
-        let fresh: Vec<(NodeId, String)> = waste
+        let fresh: Vec<(usize, String)> = waste
             .par_iter()
             .zip(claimed.par_iter())
-            .filter(|(_, c)| !**c)
-            .map(|(id, _)| (*id, graph.crn_with(&reader, *id)))
+            .enumerate()
+            .filter(|(_, (_, c))| !**c)
+            .map(|(i, ((id, _), _))| (i, graph.crn_with(&reader, *id)))
             .collect();
         drop(claimed);
         items.reserve(fresh.len());
-        for (id, crn) in fresh {
+        for (i, crn) in fresh {
             if isolation.contains_key(&crn) {
                 continue;
             }
+            let (id, place) = (waste[i].0, i as u32);
             match items.get_mut(&crn) {
-                Some(e) => e.node = Some(id),
+                Some(e) => (e.node, e.place) = (Some(id), place),
                 None => {
                     report.entered += 1;
-                    items.insert(Box::new(Entry::new(Item::new(crn, now_us), Some(id))));
+                    let mut e = Box::new(Entry::new(Item::new(crn, now_us), Some(id)));
+                    e.place = place;
+                    items.insert(e);
                 }
             }
         }
@@ -516,7 +522,8 @@ impl Pipeline<'_> {
             .par_values_mut()
             .filter_map(|e| {
                 let id = e.node?;
-                let (Some(f), Some(n)) = (findings.deciding(id), graph.node(id)) else {
+                let f = waste.get(e.place as usize).filter(|(at, _)| *at == id).map(|(_, f)| *f);
+                let (Some(f), Some(n)) = (f, graph.node(id)) else {
                     e.dirty = false;
                     return None;
                 };

@@ -213,9 +213,13 @@ impl<T: Plain> Col<T> {
         }
     }
 
+    /// Appends `v`; a full column of 64 KiB or more grows by a quarter
+    /// ([`super::mem::make_room`]).
     #[inline]
     pub fn push(&mut self, v: T) {
-        self.to_mut().push(v);
+        let values = self.to_mut();
+        super::mem::make_room(values, 1);
+        values.push(v);
     }
 
     pub fn reserve(&mut self, additional: usize) {
@@ -352,6 +356,33 @@ impl<'a, T: Plain> IntoIterator for &'a Col<T> {
 mod tests {
     use super::*;
     use crate::graph::schema::{Phase, Reachability};
+
+    #[test]
+    fn a_full_column_of_64_kib_or_more_grows_by_a_quarter() {
+        // Small: as a Vec grows.
+        let mut small: Col<u64> = (0..100).collect();
+        small.to_mut().shrink_to_fit();
+        small.push(100);
+        assert!(small.to_mut().capacity() >= 200);
+        // Large (a shard's column sized to its rows): a quarter more.
+        let rows = 1 << 16;
+        let mut large: Col<u64> = (0..rows).collect();
+        large.to_mut().shrink_to_fit();
+        large.push(rows);
+        let cap = large.to_mut().capacity();
+        assert!((rows as usize + 1..=rows as usize * 5 / 4 + 1).contains(&cap), "{cap}");
+        // A column read from a shared buffer is copied, then grows the same way.
+        let backing: Arc<dyn Backing> = Arc::new(Buf((0..rows).collect()));
+        let mut shared: Col<u64> = Col::shared(backing, 0, rows as usize).unwrap();
+        shared.push(rows);
+        assert_eq!(shared.as_slice().len(), rows as usize + 1);
+        assert!(shared.to_mut().capacity() <= rows as usize * 5 / 4 + 1);
+        // An arena too.
+        let mut arena = vec![7u8; 1 << 20];
+        arena.shrink_to_fit();
+        super::super::mem::push_blob(&mut arena, b"reason");
+        assert!(arena.capacity() <= (1 << 20) * 5 / 4 + 16, "{}", arena.capacity());
+    }
 
     struct Buf(Vec<u64>);
 
