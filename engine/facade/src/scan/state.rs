@@ -173,15 +173,17 @@ impl ScanState {
                 }
             };
             drop(graph);
+            // The sections' buffers, freed on this thread, go back to the
+            // kernel now rather than at the next scan's end, and before the
+            // file is synced and put in place: once it is, the daemon is at
+            // rest.
+            crate::malloc::release();
             let write_ms = t.elapsed().as_millis() as u64;
             let bytes = written.bytes;
             match written.finish() {
                 Ok(()) => debug!(bytes, write_ms, ms = t.elapsed().as_millis() as u64, "snapshot written"),
                 Err(e) => warn!(error = %e, "cannot write the snapshot; the next start replays the graph store"),
             }
-            // The sections' buffers, freed on this thread, go back to the
-            // kernel now rather than at the next scan's end.
-            crate::malloc::release();
         });
         match spawned {
             Ok(handle) => *writer = Some(handle),
