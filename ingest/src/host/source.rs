@@ -45,6 +45,32 @@ const BATCHES_PER_WORKER: usize = 2;
 /// the local socket, few enough that a slow plugin is not flooded.
 pub const PROOFS_IN_FLIGHT: usize = 32;
 
+/// The `CheckReversibility` request for `ask`.
+pub(crate) fn proof_request(ask: &ReversibilityAsk) -> pb::ReversibilityRequest {
+    pb::ReversibilityRequest {
+        crn: ask.crn.clone(),
+        properties: ask.properties.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    }
+}
+
+/// A plugin's `ReversibilityProof` as the engine takes it.
+pub(crate) fn proof_of(p: pb::ReversibilityProof) -> ReversibilityProof {
+    ReversibilityProof {
+        safe: p.safe,
+        reason: p.reason,
+    }
+}
+
+/// The same failure for each of `asks`.
+pub(crate) fn failed_proofs(
+    asks: &[ReversibilityAsk],
+    why: &str,
+) -> Vec<Option<Result<ReversibilityProof, SourceError>>> {
+    asks.iter()
+        .map(|_| Some(Err(SourceError::Failed(why.to_owned()))))
+        .collect()
+}
+
 /// Decode workers per plugin scan: one per CPU.
 pub fn decode_workers() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
@@ -323,22 +349,13 @@ impl Source for PluginSource {
         crn: &str,
         properties: &std::collections::BTreeMap<String, String>,
     ) -> Option<Result<ReversibilityProof, SourceError>> {
-        let handle = self.handle.clone();
-        let req = pb::ReversibilityRequest {
+        let ask = ReversibilityAsk {
             crn: crn.to_owned(),
-            properties: properties.clone().into_iter().collect(),
+            properties: properties.clone(),
         };
-        Some(handle.block_on(async {
-            let p = self.running().await.map_err(|e| SourceError::Failed(e.to_string()))?;
-            let proof = p
-                .check_reversibility(req)
-                .await
-                .map_err(|e| SourceError::Failed(e.to_string()))?;
-            Ok(ReversibilityProof {
-                safe: proof.safe,
-                reason: proof.reason,
-            })
-        }))
+        self.check_reversibility_many(std::slice::from_ref(&ask))
+            .pop()
+            .flatten()
     }
 
     fn check_reversibility_many(
@@ -350,28 +367,13 @@ impl Source for PluginSource {
         handle.block_on(async {
             let p: &PluginProcess = match self.running().await {
                 Ok(p) => p,
-                Err(e) => {
-                    return asks
-                        .iter()
-                        .map(|_| Some(Err(SourceError::Failed(e.to_string()))))
-                        .collect();
-                }
+                Err(e) => return failed_proofs(asks, &e.to_string()),
             };
-            let calls = asks.iter().map(|a| {
-                let req = pb::ReversibilityRequest {
-                    crn: a.crn.clone(),
-                    properties: a.properties.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                };
-                async move {
-                    let proof = p
-                        .check_reversibility(req)
-                        .await
-                        .map_err(|e| SourceError::Failed(e.to_string()))?;
-                    Ok(ReversibilityProof {
-                        safe: proof.safe,
-                        reason: proof.reason,
-                    })
-                }
+            let calls = asks.iter().map(|a| async move {
+                p.check_reversibility(proof_request(a))
+                    .await
+                    .map(proof_of)
+                    .map_err(|e| SourceError::Failed(e.to_string()))
             });
             futures::stream::iter(calls)
                 .buffered(PROOFS_IN_FLIGHT)

@@ -25,7 +25,9 @@ use super::assignment::{AssignmentRx, WorkerAddr};
 use super::{PLUGIN_HEADER, SOURCE_HEADER};
 use crate::decode::DecodeStats;
 use crate::host::launch::{MAX_FRAME_BYTES, STREAM_WINDOW_BYTES, error_chain, fmt_duration};
-use crate::host::source::{PROOFS_IN_FLIGHT, ScanCall, SourceOptions, Streamed, stream_into};
+use crate::host::source::{
+    PROOFS_IN_FLIGHT, ScanCall, SourceOptions, Streamed, failed_proofs, proof_of, proof_request, stream_into,
+};
 use crate::host::{status_text, trace, unlisted};
 
 /// What a remote source is: its name, the plugin that runs it on a worker,
@@ -321,20 +323,13 @@ impl Source for RemoteSource {
         crn: &str,
         properties: &BTreeMap<String, String>,
     ) -> Option<Result<ReversibilityProof, SourceError>> {
-        let req = pb::ReversibilityRequest {
+        let ask = ReversibilityAsk {
             crn: crn.to_owned(),
-            properties: properties.clone().into_iter().collect(),
+            properties: properties.clone(),
         };
-        Some(
-            self.call(async move |channel, me| ProviderClient::new(channel).check_reversibility(me.request(req)).await)
-                .map(|r| {
-                    let r = r.into_inner();
-                    ReversibilityProof {
-                        safe: r.safe,
-                        reason: r.reason,
-                    }
-                }),
-        )
+        self.check_reversibility_many(std::slice::from_ref(&ask))
+            .pop()
+            .flatten()
     }
 
     fn check_reversibility_many(
@@ -346,21 +341,12 @@ impl Source for RemoteSource {
         handle.block_on(async {
             let (worker, channel) = match self.link().await {
                 Ok(link) => link,
-                Err(e) => {
-                    return asks
-                        .iter()
-                        .map(|_| Some(Err(SourceError::Failed(e.to_string()))))
-                        .collect();
-                }
+                Err(e) => return failed_proofs(asks, &e.to_string()),
             };
             let me = &*self;
             let calls = asks.iter().map(|a| {
-                let req = pb::ReversibilityRequest {
-                    crn: a.crn.clone(),
-                    properties: a.properties.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                };
                 let mut client = ProviderClient::new(channel.clone());
-                async move { client.check_reversibility(me.request(req)).await }
+                async move { client.check_reversibility(me.request(proof_request(a))).await }
             });
             let answers: Vec<Result<tonic::Response<pb::ReversibilityProof>, tonic::Status>> =
                 futures::stream::iter(calls).buffered(PROOFS_IN_FLIGHT).collect().await;
@@ -368,14 +354,8 @@ impl Source for RemoteSource {
                 .into_iter()
                 .map(|r| {
                     Some(
-                        r.map(|r| {
-                            let r = r.into_inner();
-                            ReversibilityProof {
-                                safe: r.safe,
-                                reason: r.reason,
-                            }
-                        })
-                        .map_err(|status| self.failed(&worker, status_text(&status))),
+                        r.map(|r| proof_of(r.into_inner()))
+                            .map_err(|status| self.failed(&worker, status_text(&status))),
                     )
                 })
                 .collect();

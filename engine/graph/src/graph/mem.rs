@@ -114,37 +114,12 @@ pub fn push_blob_bytes(buf: &mut Vec<u8>, bytes: &[u8]) -> Span {
     }
 }
 
-/// A buffer of this many bytes or more grows by a quarter when full
-/// ([`make_room`]), not twice over.
-pub const MODEST_GROWTH_BYTES: usize = 64 * 1024;
-
-/// Makes room in `v` for `more` values. A full buffer of
-/// [`MODEST_GROWTH_BYTES`] or more grows by a quarter (at least `more`),
-/// a smaller one as `Vec` grows (twice over). Why: shard columns and
-/// arenas are sized to their rows, and a later scan adds a few rows to
-/// each; doubled, every column of every shard would get as much room
-/// again, and the allocator often hands out memory a scan's buffers
-/// left resident, so the room costs resident memory as if used (~1 GB
-/// at 10^7 resources). A quarter costs a few more copies over a column's
-/// life.
-#[inline]
-pub fn make_room<T>(v: &mut Vec<T>, more: usize) {
-    if v.capacity() - v.len() >= more {
-        return;
-    }
-    if v.len() * std::mem::size_of::<T>() < MODEST_GROWTH_BYTES {
-        v.reserve(more);
-    } else {
-        v.reserve_exact(more.max(v.len() / 4));
-    }
-}
-
 /// Appends `bytes` to a shard arena as a blob ([`At`]).
 pub fn push_blob(arena: &mut Vec<u8>, bytes: &[u8]) -> At {
     if bytes.is_empty() {
         return At::EMPTY;
     }
-    make_room(arena, bytes.len() + 10);
+    super::col::make_room(arena, bytes.len() + 10);
     let off = arena.len() as u32;
     crate::props::put_varint(arena, bytes.len() as u64);
     arena.extend_from_slice(bytes);

@@ -456,6 +456,12 @@ mod tests {
         (g, h)
     }
 
+    /// Rows of the batches the stage kept (changed or new ones).
+    fn kept_rows(stage: &NodeStage) -> usize {
+        let kept = stage.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.iter().map(|k| k.batch.len()).sum()
+    }
+
     /// What a stage for `g` holds once each batch is added, as source
     /// `k` (batch `k`), with the batches the stage handed back.
     fn staged(g: &Graph, sources: Vec<NodeBatch>) -> (NodeStage, usize) {
@@ -575,13 +581,7 @@ mod tests {
             .filter_map(|(k, b)| stage.add_sifted(k, b, &g))
             .count();
         assert_eq!(handed_back, 3, "every batch handed back to be filled again");
-        let kept: usize = stage
-            .kept
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|k| k.batch.len())
-            .sum();
+        let kept = kept_rows(&stage);
         assert_eq!(kept, 1500, "only the changed and new rows are copied");
         assert_eq!(stage.len(), 3500);
         let stats = g.ingest_node_stage(stage, &[true, true, false], 9, 2);
@@ -620,13 +620,7 @@ mod tests {
         for b in later() {
             assert!(stage.add_sifted(0, b, &g).is_some());
         }
-        let kept: usize = stage
-            .kept
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|k| k.batch.len())
-            .sum();
+        let kept = kept_rows(&stage);
         assert_eq!(kept, 700, "only the changed and new rows are copied");
         let stats = g.ingest_node_stage(stage, &[true], 9, 2);
         assert_eq!((stats.inserted, stats.changed, stats.unchanged), (200, 500, 2400));
