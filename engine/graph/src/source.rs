@@ -279,6 +279,23 @@ pub struct ReversibilityProof {
     pub reason: String,
 }
 
+/// [`Source::check_reversibility`] for a source that asks through
+/// [`Source::check_reversibility_many`]: one ask of one.
+pub fn check_one<S: Source + ?Sized>(
+    source: &mut S,
+    crn: &str,
+    properties: &BTreeMap<String, String>,
+) -> Option<Result<ReversibilityProof, SourceError>> {
+    let ask = ReversibilityAsk {
+        crn: crn.to_owned(),
+        properties: properties.clone(),
+    };
+    source
+        .check_reversibility_many(std::slice::from_ref(&ask))
+        .pop()
+        .flatten()
+}
+
 /// One resource of [`Source::check_reversibility_many`]: its CRN and the
 /// properties the engine holds for it.
 #[derive(Clone, Debug, Default, PartialEq)]

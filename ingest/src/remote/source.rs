@@ -323,13 +323,7 @@ impl Source for RemoteSource {
         crn: &str,
         properties: &BTreeMap<String, String>,
     ) -> Option<Result<ReversibilityProof, SourceError>> {
-        let ask = ReversibilityAsk {
-            crn: crn.to_owned(),
-            properties: properties.clone(),
-        };
-        self.check_reversibility_many(std::slice::from_ref(&ask))
-            .pop()
-            .flatten()
+        svc_engine::scan::check_one(self, crn, properties)
     }
 
     fn check_reversibility_many(

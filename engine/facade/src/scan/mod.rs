@@ -21,6 +21,6 @@ pub use report::{CollectSink, ScanReport, SourceOutcome, spans};
 pub(crate) use state::{ScanListener, ScanState};
 pub use svc_graph::source::{
     Deferred, QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityAsk, ReversibilityProof, ScanContext,
-    ScanLimits, ScanSink, Source, SourceError, Unlisted,
+    ScanLimits, ScanSink, Source, SourceError, Unlisted, check_one,
 };
 pub use svc_graph::stage;
