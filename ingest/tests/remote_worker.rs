@@ -272,6 +272,17 @@ fn a_source_without_a_live_worker_fails_and_a_worker_gone_is_named() {
             "source acct-u is assigned to no live worker".to_owned()
         )))
     );
+    let asks = vec![ReversibilityAsk::default(); 3];
+    let unproved = unassigned.check_reversibility_many(&asks);
+    assert_eq!(
+        unproved,
+        vec![
+            Some(Err(SourceError::Failed(
+                "source acct-u is assigned to no live worker".to_owned()
+            )));
+            3
+        ]
+    );
     let mut source = remote(&rt, &w, "acct-g", true);
     drop(w);
     let (result, _) = scan(&mut source, None);

@@ -638,8 +638,7 @@ impl Pipeline<'_> {
             self.core.ledger().append(events)?;
         }
         let mut phases = phases;
-        Graph::sort_stages(&mut phases);
-        self.core.graph_mut().apply_phases(now_us, &phases);
+        self.core.graph_mut().apply_phases(now_us, &mut phases);
         debug!(
             items = waste.len(),
             written,

@@ -160,9 +160,9 @@ pub const MODEST_GROWTH_BYTES: usize = 64 * 1024;
 /// arenas are sized to their rows, and a later scan adds a few rows to
 /// each; doubled, every column of every shard would get as much room
 /// again, and the allocator often hands out memory a scan's buffers
-/// left resident, so the room costs resident memory as if used (~1 GB
-/// at 10^7 resources). A quarter costs a few more copies over a column's
-/// life.
+/// left resident, so the room costs resident memory as if used (~0.6 GB
+/// over a first and a later scan at 10^7 resources, docs/decisions.md).
+/// A quarter costs a few more copies over a column's life.
 #[inline]
 pub fn make_room<T>(v: &mut Vec<T>, more: usize) {
     if v.capacity() - v.len() >= more {

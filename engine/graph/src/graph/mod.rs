@@ -677,10 +677,12 @@ impl Graph {
     }
 
     /// Sets the remediation stage of every node visible at `now_us`: its
-    /// stage in `stages` (node and stage, sorted by shard and row, as
-    /// [`Graph::sort_stages`] leaves them), or no stage. An id of another
-    /// generation names no row. Returns how many rows changed.
-    pub fn apply_phases(&mut self, now_us: u64, stages: &[(NodeId, Phase)]) -> usize {
+    /// stage in `stages` (node and stage; sorted here by shard and row, so
+    /// each shard reads its own run in row order), or no stage. An id of
+    /// another generation names no row. Returns how many rows changed.
+    pub fn apply_phases(&mut self, now_us: u64, stages: &mut [(NodeId, Phase)]) -> usize {
+        stages.par_sort_unstable_by_key(|(id, _)| (id.shard(), id.row()));
+        let stages = &*stages;
         self.nodes
             .par_iter_mut()
             .enumerate()
@@ -714,11 +716,6 @@ impl Graph {
                 changed
             })
             .sum()
-    }
-
-    /// Sorts `stages` by shard and row, for [`Graph::apply_phases`].
-    pub fn sort_stages(stages: &mut [(NodeId, Phase)]) {
-        stages.par_sort_unstable_by_key(|(id, _)| (id.shard(), id.row()));
     }
 
     /// The edge `src -rel-> dst`, visible or not.
@@ -1303,18 +1300,6 @@ impl Graph {
         shard
             .find(hash, &key.syms(), key.id.as_bytes())
             .map(|row| NodeId::new(s, row, shard.generation))
-    }
-
-    /// The hash of a node's key (the parts of its CRN), which never changes
-    /// for a row; `None` for an id from another generation. Lets a caller
-    /// that kept an id across scans check it still names the same resource.
-    pub fn key_hash(&self, id: NodeId) -> Option<u64> {
-        let shard = self.nodes.get(id.shard())?;
-        if shard.generation != id.generation() {
-            return None;
-        }
-        let r = id.row() as usize;
-        (r < shard.len()).then(|| shard.key_hash(r))
     }
 
     /// Starts loading what reading node `id` touches, one step of the chain

@@ -871,7 +871,6 @@ fn ids_taken_before_a_compaction_name_nothing_after_it() {
         if c.kept[shard].is_some() {
             stale += 1;
             assert!(g.node(*id).is_none(), "{crn}: a stale id resolves");
-            assert!(g.key_hash(*id).is_none());
         } else {
             // A shard left as it was keeps its ids.
             assert_eq!(g.node(*id).map(|n| n.crn()), Some(crn.clone()));
@@ -970,13 +969,12 @@ fn stages_land_on_their_rows_and_every_other_node_has_none() {
         Phase::Codegen,
     ));
     stages.reverse();
-    Graph::sort_stages(&mut stages);
-    assert_eq!(g.apply_phases(2, &stages), 1500);
+    assert_eq!(g.apply_phases(2, &mut stages), 1500);
     for (k, id) in ids.iter().enumerate() {
         let want = if k % 2 == 0 { phase(k) } else { Phase::None };
         assert_eq!(g.node(*id).unwrap().phase(), want, "{k}");
     }
-    assert_eq!(g.apply_phases(3, &stages), 0, "nothing changes the second time");
-    assert_eq!(g.apply_phases(4, &[]), 1500);
+    assert_eq!(g.apply_phases(3, &mut stages), 0, "nothing changes the second time");
+    assert_eq!(g.apply_phases(4, &mut []), 1500);
     assert!(g.nodes().all(|n| n.phase() == Phase::None));
 }
