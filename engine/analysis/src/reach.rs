@@ -330,21 +330,37 @@ fn spot_with(n: &NodeRef<'_>, class: Class, names: &Names) -> Option<Spot> {
     if !class.machine {
         return None;
     }
-    let p = n.props();
-    let spot = names.lifecycle.is_some_and(|k| str_is(p.get(k), "spot"))
-        || names.capacity_type.is_some_and(|k| str_is(p.get(k), "SPOT"))
-        || names.provisioning_model.is_some_and(|k| str_is(p.get(k), "SPOT"))
-        || names.priority.is_some_and(|k| str_is(p.get(k), "Spot"))
-        || names
-            .preemptible
-            .is_some_and(|k| matches!(p.get(k), Some(ValueRef::Bool(true))) || str_is(p.get(k), "true"));
+    let [
+        lifecycle,
+        capacity_type,
+        provisioning_model,
+        priority,
+        preemptible,
+        instance_type,
+        machine_type,
+        vm_size,
+    ] = n.props().get_each([
+        names.lifecycle,
+        names.capacity_type,
+        names.provisioning_model,
+        names.priority,
+        names.preemptible,
+        names.instance_type,
+        names.machine_type,
+        names.vm_size,
+    ]);
+    let spot = str_is(lifecycle, "spot")
+        || str_is(capacity_type, "SPOT")
+        || str_is(provisioning_model, "SPOT")
+        || str_is(priority, "Spot")
+        || matches!(preemptible, Some(ValueRef::Bool(true)))
+        || str_is(preemptible, "true");
     if !spot {
         return None;
     }
-    let machine_type = [names.instance_type, names.machine_type, names.vm_size]
+    let machine_type = [instance_type, machine_type, vm_size]
         .into_iter()
-        .flatten()
-        .find_map(|k| p.get(k).and_then(|v| v.as_str().map(str::to_owned)));
+        .find_map(|v| v.and_then(|v| v.as_str().map(str::to_owned)));
     let (band, basis) = match &machine_type {
         Some(t) => spot_band(t),
         None => (2, "machine type unknown: middle band".to_owned()),
@@ -598,17 +614,17 @@ pub fn run(graph: &Graph, now_us: u64, scan_seq: u64, failed: &[Sym]) -> Assessm
 }
 
 /// The direct dependents of dense node `d`: nodes that feel its removal.
+/// Reads the relations the adjacency index lists beside each edge, not
+/// the edge rows (a cache miss an edge, over every edge of the graph).
 fn dependents(graph: &Graph, d: u32) -> u32 {
     let adj = graph.adjacency();
-    let edges = graph.edge_shards();
-    let rel_of = |e: EdgeId| edges[e.shard()].rel[e.row() as usize];
     let out = adj
-        .out(d)
-        .filter(|(e, _)| !rel_of(*e).source_depends_on_target())
+        .side(d, true)
+        .filter(|&(_, _, rel)| !rel.source_depends_on_target())
         .count();
     let inc = adj
-        .inc(d)
-        .filter(|(e, _)| rel_of(*e).source_depends_on_target())
+        .side(d, false)
+        .filter(|&(_, _, rel)| rel.source_depends_on_target())
         .count();
     (out + inc) as u32
 }

@@ -283,6 +283,21 @@ impl<'a> Props<'a> {
         self.buf.is_empty()
     }
 
+    /// The values of each of `keys` (`None` for a key not interned), as
+    /// [`Props::get`] gives them, in one walk of the entries instead of
+    /// one a key.
+    pub fn get_each<const N: usize>(&self, keys: [Option<Sym>; N]) -> [Option<ValueRef<'a>>; N] {
+        let mut found = [None; N];
+        for (k, at) in self.offsets() {
+            for (want, slot) in keys.iter().zip(found.iter_mut()) {
+                if *want == Some(k) {
+                    *slot = Some(at);
+                }
+            }
+        }
+        found.map(|at| at.and_then(|at| self.at(at)))
+    }
+
     /// The entries whose key `want` accepts, in order. The others are
     /// skipped by their lengths without being decoded.
     pub fn matching<F: Fn(Sym) -> bool>(&self, want: F) -> Matching<'a, F> {
@@ -468,8 +483,8 @@ mod tests {
     use super::*;
     use crate::intern::Interner;
 
-    /// `get`, `matching` and `offsets` agree with the iterator: last entry
-    /// wins, truncation ends the blob.
+    /// `get`, `get_each`, `matching` and `offsets` agree with the iterator:
+    /// last entry wins, truncation ends the blob.
     #[test]
     fn get_matches_the_iterator() {
         let i = Interner::new();
@@ -494,6 +509,13 @@ mod tests {
             for ((k, v), (lk, lv)) in entries.iter().zip(&located) {
                 assert_eq!((k, Some(*v)), (lk, *lv), "in the first {cut} bytes");
             }
+            let d = i.intern("d");
+            let each = p.get_each([Some(c), None, Some(a), Some(d), Some(a), Some(b)]);
+            assert_eq!(
+                each,
+                [p.get(c), None, p.get(a), p.get(d), p.get(a), p.get(b)],
+                "get_each in the first {cut} bytes"
+            );
             for keys in [vec![a], vec![b, c], vec![a, b, c], vec![]] {
                 let want: Vec<_> = p.clone().filter(|(x, _)| keys.contains(x)).collect();
                 let got: Vec<_> = p.matching(|x| keys.contains(&x)).collect();

@@ -148,8 +148,8 @@ impl FindingSet {
     /// counted twice).
     pub fn totals(&self) -> (f64, f64) {
         let (mut waste, mut savings) = (0.0, 0.0);
-        for id in self.by_node.keys() {
-            if let Some(f) = self.deciding(*id) {
+        for (id, list) in &self.by_node {
+            if let Some(f) = self.deciding_in(*id, list) {
                 savings += f.projected_savings_usd_mo;
                 if f.is_waste {
                     waste += f.projected_savings_usd_mo;

@@ -129,30 +129,101 @@ fn source_index(answering: &[(String, Vec<String>)], crn: &Crn, served: &BTreeMa
         })
 }
 
-/// Up to `n` of `waiting` (an item, its node, its CRN if parsed), the
-/// first by CRN, in that order, their CRNs parsed; an item whose CRN does
-/// not parse is passed over. Only the chosen are sorted: the rest are
-/// parted from them in linear time, so a backlog of millions of items
-/// (a first scan's) costs one pass, not a sort, each scan.
-fn first_by_crn(mut waiting: Vec<(&mut Entry, NodeId, Option<Crn>)>, n: usize) -> Vec<(&mut Entry, NodeId, Crn)> {
-    type Waiting<'e> = (&'e mut Entry, NodeId, Option<Crn>);
+/// An item waiting to be proved: its entry, its node, and its CRN when
+/// it had to be parsed to tell (boxed: a backlog of millions is moved
+/// about by [`first_by_crn`]).
+type Waiting<'e> = (&'e mut Entry, NodeId, Option<Box<Crn>>);
+
+/// Up to `n` of `waiting`, the first by CRN, in that order, their CRNs
+/// parsed; an item whose CRN does not parse is passed over. Only the
+/// chosen are sorted: the rest are parted from them in linear time, so a
+/// backlog of millions of items (a first scan's) costs one pass, not a
+/// sort, each scan. That pass runs on every core: each of a few pieces
+/// of the backlog puts its own first `n` in front, and only those are
+/// chosen from.
+fn first_by_crn(waiting: Vec<Waiting<'_>>, n: usize) -> Vec<(&mut Entry, NodeId, Crn)> {
+    let piece = waiting.len().div_ceil(2 * rayon::current_num_threads()).max(PIECE_ROWS);
+    first_by_crn_in(waiting, n, piece)
+}
+
+/// The backlog below which [`first_by_crn`] parts it on one thread.
+const PIECE_ROWS: usize = 1 << 16;
+
+fn first_by_crn_in(mut waiting: Vec<Waiting<'_>>, n: usize, piece: usize) -> Vec<(&mut Entry, NodeId, Crn)> {
     let by_crn = |a: &Waiting<'_>, b: &Waiting<'_>| a.0.item.crn.cmp(&b.0.item.crn);
-    let mut chosen = Vec::new();
-    while chosen.len() < n && !waiting.is_empty() {
-        let want = n - chosen.len();
+    if n > 0 && piece > n && waiting.len() > piece {
+        // Each piece's first `n` to its front: the first `n` of all are
+        // among them.
+        waiting.par_chunks_mut(piece).for_each(|p| {
+            if p.len() > n {
+                p.select_nth_unstable_by(n - 1, by_crn);
+            }
+        });
+        let mut front = Vec::with_capacity(n * waiting.len().div_ceil(piece));
+        let mut back = Vec::with_capacity(waiting.len());
+        for (at, w) in waiting.into_iter().enumerate() {
+            if at % piece < n {
+                front.push(w);
+            } else {
+                back.push(w);
+            }
+        }
+        let chosen = first_parsed(front, n, by_crn);
+        if chosen.passed_over == 0 || back.is_empty() {
+            return chosen.items;
+        }
+        // Some of the first did not parse, and those after them in their
+        // piece were left behind: choose again from all of them.
+        waiting = chosen
+            .items
+            .into_iter()
+            .map(|(e, id, c)| (e, id, Some(Box::new(c))))
+            .collect();
+        waiting.extend(chosen.unchosen);
+        waiting.append(&mut back);
+    }
+    first_parsed(waiting, n, by_crn).items
+}
+
+/// What [`first_parsed`] chose, and what it did not.
+struct Chosen<'e> {
+    items: Vec<(&'e mut Entry, NodeId, Crn)>,
+    /// Items not chosen (their CRNs parse or were not looked at).
+    unchosen: Vec<Waiting<'e>>,
+    /// Items whose CRN did not parse.
+    passed_over: usize,
+}
+
+/// Up to `n` of `waiting`, the first by `by_crn`, in that order, passing
+/// over CRNs that do not parse.
+fn first_parsed<'e>(
+    mut waiting: Vec<Waiting<'e>>,
+    n: usize,
+    by_crn: impl Fn(&Waiting<'_>, &Waiting<'_>) -> std::cmp::Ordering + Sync,
+) -> Chosen<'e> {
+    let mut chosen = Chosen {
+        items: Vec::new(),
+        unchosen: Vec::new(),
+        passed_over: 0,
+    };
+    while chosen.items.len() < n && !waiting.is_empty() {
+        let want = n - chosen.items.len();
         if waiting.len() > want {
-            waiting.select_nth_unstable_by(want - 1, by_crn);
+            waiting.select_nth_unstable_by(want - 1, &by_crn);
         }
         // Every item left after the first `want` comes after them by CRN,
         // so the next round's picks follow this round's.
         let rest = waiting.split_off(want.min(waiting.len()));
-        waiting.par_sort_unstable_by(by_crn);
-        chosen.extend(waiting.into_iter().filter_map(|(e, id, crn)| {
-            let crn = crn.or_else(|| Crn::parse(&e.item.crn).ok())?;
-            Some((e, id, crn))
-        }));
+        waiting.par_sort_unstable_by(&by_crn);
+        for (e, id, crn) in waiting {
+            match crn.map(|c| *c).or_else(|| Crn::parse(&e.item.crn).ok()) {
+                Some(crn) => chosen.items.push((e, id, crn)),
+                None => chosen.passed_over += 1,
+            }
+        }
         waiting = rest;
     }
+    chosen.unchosen = waiting;
     chosen
 }
 
@@ -254,7 +325,7 @@ enum Check {
     /// counts against `ANALYZE_PER_SCAN`. With its CRN when it had to be
     /// parsed to tell; an item not proved yet has it parsed only once it is
     /// chosen.
-    Prove(Option<Crn>),
+    Prove(Option<Box<Crn>>),
     /// Its CRN does not parse: it stays as it is.
     Stay,
 }
@@ -272,7 +343,7 @@ fn plan_check(item: &Item, replan: bool) -> Check {
         return Check::Stay;
     };
     if plan::hash(&crn, &item.ty, &item.state, &item.rule, &item.action) != item.plan_hash {
-        Check::Prove(Some(crn))
+        Check::Prove(Some(Box::new(crn)))
     } else {
         Check::Gate
     }
@@ -518,7 +589,7 @@ impl Pipeline<'_> {
             actions.entry(r.name).or_insert(r.action);
         }
         let all_planned = *planned;
-        let slow: Vec<(&mut Entry, NodeId, Option<Crn>)> = items
+        let slow: Vec<Waiting<'_>> = items
             .par_values_mut()
             .filter_map(|e| {
                 let id = e.node?;
@@ -558,6 +629,7 @@ impl Pipeline<'_> {
         // Proved in CRN order, up to ANALYZE_PER_SCAN; the rest wait as
         // they are for the next scan, and an item whose CRN does not parse
         // stays as it is.
+        let looked_ms = t0.elapsed().as_millis();
         let mut slow = first_by_crn(slow, ANALYZE_PER_SCAN);
         let analyzed = slow.len();
         let proving = Instant::now();
@@ -643,6 +715,8 @@ impl Pipeline<'_> {
             items = waste.len(),
             written,
             collected_ms,
+            looked_ms,
+            chosen_ms = proving.duration_since(t0).as_millis() - looked_ms,
             decided_ms,
             analyzed,
             proved_ms,

@@ -336,23 +336,32 @@ fn the_items_proved_are_the_first_by_crn() {
     use svc_remediation::state::Entry;
     let crns: Vec<String> = (0..2000u32)
         .map(|k| match k % 97 {
+            // Sorted after every CRN, and among them.
             0 => format!("not a crn {k}"),
+            1 | 2 => format!("{} broken", crn((k * 7919) % 5000)),
             _ => crn((k * 7919) % 5000),
         })
         .collect();
     let mut entries: Vec<Entry> = crns.iter().map(|c| Entry::new(Item::new(c.clone(), 0), None)).collect();
     let mut want: Vec<&String> = crns.iter().filter(|c| Crn::parse(c).is_ok()).collect();
     want.sort();
-    for n in [0, 1, 150, 1979, 5000] {
-        let waiting = entries.iter_mut().map(|e| (e, NodeId::new(0, 0, 0), None)).collect();
-        let got: Vec<String> = super::first_by_crn(waiting, n)
-            .into_iter()
-            .map(|(e, _, c)| {
-                assert_eq!(c.to_string(), e.item.crn);
-                e.item.crn.clone()
-            })
-            .collect();
-        let expected: Vec<String> = want.iter().take(n).map(|c| (*c).clone()).collect();
-        assert_eq!(got, expected, "{n}");
+    let mut sorted: Vec<&String> = crns.iter().collect();
+    sorted.sort();
+    let broken_early = sorted.iter().take(150).filter(|c| Crn::parse(c).is_err()).count();
+    assert!(broken_early > 2, "{broken_early}");
+    // One piece, then pieces of 64 and 500 rows parted on every core.
+    for piece in [usize::MAX, 64, 500] {
+        for n in [0, 1, 40, 150, 1979, 5000] {
+            let waiting = entries.iter_mut().map(|e| (e, NodeId::new(0, 0, 0), None)).collect();
+            let got: Vec<String> = super::first_by_crn_in(waiting, n, piece)
+                .into_iter()
+                .map(|(e, _, c)| {
+                    assert_eq!(c.to_string(), e.item.crn);
+                    e.item.crn.clone()
+                })
+                .collect();
+            let expected: Vec<String> = want.iter().take(n).map(|c| (*c).clone()).collect();
+            assert_eq!(got, expected, "n {n}, pieces of {piece}");
+        }
     }
 }
