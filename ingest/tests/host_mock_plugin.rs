@@ -409,6 +409,43 @@ fn host_proofs_asked_together_answer_as_asked_singly_in_order() {
     rt.block_on(source.shutdown());
 }
 
+/// A plugin that cannot start fails each proof asked of it, with why,
+/// rather than answering for some or none.
+#[test]
+fn host_proofs_of_a_plugin_that_cannot_start_each_fail() {
+    let rt = Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut source = PluginSource::new(
+        dir.path().join("svc-plugin-gone"),
+        options("", &[]),
+        rt.handle().clone(),
+    );
+    let asks: Vec<ReversibilityAsk> = (0..3)
+        .map(|k| ReversibilityAsk {
+            crn: format!("crn:svc:aws:us-east-1:123456789012:volume:vol-{k}"),
+            properties: BTreeMap::new(),
+        })
+        .collect();
+    let answers = source.check_reversibility_many(&asks);
+    assert_eq!(answers.len(), 3);
+    let whys: Vec<String> = answers
+        .into_iter()
+        .map(|a| match a {
+            Some(Err(SourceError::Failed(why))) => why,
+            other => panic!("a plugin that cannot start answered {other:?}"),
+        })
+        .collect();
+    assert!(
+        whys[0].contains("plugin gone failed to start") && whys[0].contains("No such file"),
+        "{}",
+        whys[0]
+    );
+    assert!(whys.iter().all(|w| *w == whys[0]), "{whys:?}");
+    // One ask goes the same way.
+    let one = source.check_reversibility(&asks[0].crn, &asks[0].properties);
+    assert!(matches!(one, Some(Err(SourceError::Failed(_)))), "{one:?}");
+}
+
 #[tokio::test]
 async fn host_remediation_rpcs_reach_the_running_plugin() {
     let plugin = PluginProcess::launch(&mock_binary(), Role::Provider, &options("", &[]).launch)

@@ -146,7 +146,8 @@ fn first_by_crn(waiting: Vec<Waiting<'_>>, n: usize) -> Vec<(&mut Entry, NodeId,
     first_by_crn_in(waiting, n, piece)
 }
 
-/// The backlog below which [`first_by_crn`] parts it on one thread.
+/// Items a piece of [`first_by_crn`] holds at least: a backlog of no more
+/// is parted on one thread.
 const PIECE_ROWS: usize = 1 << 16;
 
 fn first_by_crn_in(mut waiting: Vec<Waiting<'_>>, n: usize, piece: usize) -> Vec<(&mut Entry, NodeId, Crn)> {

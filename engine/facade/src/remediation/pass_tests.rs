@@ -336,8 +336,9 @@ fn the_items_proved_are_the_first_by_crn() {
     use svc_remediation::state::Entry;
     let crns: Vec<String> = (0..2000u32)
         .map(|k| match k % 97 {
-            // Sorted after every CRN, and among them.
+            // CRNs that do not parse: sorted after every CRN that does,
             0 => format!("not a crn {k}"),
+            // and among them.
             1 | 2 => format!("{} broken", crn((k * 7919) % 5000)),
             _ => crn((k * 7919) % 5000),
         })
