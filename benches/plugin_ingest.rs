@@ -126,6 +126,7 @@ fn round(rt: &tokio::runtime::Runtime, plugins: usize, total: usize) -> Round {
                         config: &config,
                         timeout: None,
                         concurrent: plugins,
+                        graph: None,
                     };
                     let mut sink = StageSink::new(k, staged_nodes, pool);
                     src.scan(&ctx, &mut sink).expect("plugin scan");

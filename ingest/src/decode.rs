@@ -16,7 +16,9 @@ use std::hash::BuildHasher;
 use rustc_hash::FxBuildHasher;
 use serde_json::Value;
 use svc_engine::crn::{CrnError, CrnRef, MAX_CRN_LEN};
-use svc_engine::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, SharedProps};
+use svc_engine::graph::{
+    EdgeBatch, FoundNode, Graph, NodeBatch, NodeInput, NodeKeyRef, SharedProps, source_fingerprint,
+};
 use svc_engine::props::PropWriter;
 use svc_engine::relation::{MappedRelation, map_relation};
 use svc_engine::{Interner, Sym};
@@ -50,6 +52,9 @@ pub struct DecodeStats {
     pub reasons: Vec<String>,
     /// Decode workers whose stats these are.
     pub decoders: u64,
+    /// Nodes (of `nodes`) the graph held as they were sent, found by their
+    /// fingerprint and not decoded ([`Decoder::wire_in`]).
+    pub unchanged: u64,
 }
 
 impl DecodeStats {
@@ -60,6 +65,7 @@ impl DecodeStats {
         self.rejected_nodes += other.rejected_nodes;
         self.rejected_edges += other.rejected_edges;
         self.decoders += other.decoders;
+        self.unchanged += other.unchanged;
         for (k, v) in other.unknown_relations {
             *self.unknown_relations.entry(k).or_default() += v;
         }
@@ -543,6 +549,11 @@ pub struct Decoder<'a> {
     ends: Ends,
     /// Relation strings seen, by their bytes.
     relations: Remembered<RelationMemo>,
+    /// By node shard, the row after the last node found unchanged there:
+    /// where the next is looked for first.
+    guesses: Vec<u32>,
+    /// The fingerprint of the node being decoded: its content hash.
+    fingerprint: u64,
     pub stats: DecodeStats,
 }
 
@@ -641,6 +652,8 @@ impl<'a> Decoder<'a> {
             tree_only: false,
             ends: Ends::default(),
             relations: Remembered::new(RELATION_MEMOS, RELATION_MEMOS * MAX_RELATION_MEMO, MAX_RELATION_MEMO),
+            guesses: Vec::new(),
+            fingerprint: 0,
             stats: DecodeStats::default(),
         }
     }
@@ -675,6 +688,15 @@ impl<'a> Decoder<'a> {
     /// Decodes one node into `out`; `false` when it was rejected, an
     /// `Err` when its CRN is not UTF-8 (the message is malformed).
     pub fn node(&mut self, n: NodeView<'_>, out: &mut NodeBatch) -> Result<bool, WireError> {
+        self.node_in(n, out, None)
+    }
+
+    /// Decodes one node as [`Decoder::node`] does, unless `graph` holds
+    /// it live with the content it is sent with (its
+    /// [`source_fingerprint`]): then it is counted and added to
+    /// `out.found` as its row, undecoded. A decoded node's content hash is
+    /// its fingerprint, so that the next scan finds it so.
+    pub fn node_in(&mut self, n: NodeView<'_>, out: &mut NodeBatch, graph: Option<&Graph>) -> Result<bool, WireError> {
         let (prefix, id) = match self.syms.crn(n.crn) {
             Ok(c) => c,
             Err(CrnFault::Invalid(e)) => {
@@ -700,6 +722,16 @@ impl<'a> Decoder<'a> {
             return Ok(false);
         }
         let (key, ty) = (prefix.key, prefix.ty);
+        let fingerprint = source_fingerprint(n.properties, n.cost);
+        if let Some(graph) = graph
+            && let Some(found) = self.found(graph, key, id, fingerprint)
+        {
+            out.found.push(found);
+            self.stats.nodes += 1;
+            self.stats.unchanged += 1;
+            return Ok(true);
+        }
+        self.fingerprint = fingerprint;
         // The keys the type's last node had, compared as they are met.
         let expected = self
             .key_memos
@@ -731,6 +763,25 @@ impl<'a> Decoder<'a> {
         }
         self.stats.nodes += 1;
         Ok(true)
+    }
+
+    /// The row of `graph` that holds the node keyed `key` and `id` live
+    /// with content `fingerprint`, if any.
+    fn found(&mut self, graph: &Graph, key: [Sym; 5], id: &str, fingerprint: u64) -> Option<FoundNode> {
+        let hash = key_ref(key, id).hash();
+        let s = Graph::node_shard_of(hash);
+        let shard = graph.node_shards().get(s)?;
+        if self.guesses.len() <= s {
+            self.guesses.resize(s + 1, 0);
+        }
+        let guess = self.guesses.get_mut(s)?;
+        let row = shard.unchanged_row(hash, &key, id.as_bytes(), fingerprint, *guess)?;
+        *guess = row.wrapping_add(1);
+        Some(FoundNode {
+            shard: u16::try_from(s).ok()?,
+            row,
+            provider: key[0],
+        })
     }
 
     /// Properties as a `serde_json` tree; `None` (the node rejected) when invalid.
@@ -928,7 +979,7 @@ impl<'a> Decoder<'a> {
             }
         }
         let (entries, order, complex) = (&self.entries, &self.order, &self.complex);
-        out.push(input, &self.scratch_tags, |w| {
+        out.push_sent(input, &self.scratch_tags, self.fingerprint, |w| {
             let mut complex = complex.iter();
             let mut keys = keys.iter();
             let sorted = in_key_order(entries, order);
@@ -1033,7 +1084,7 @@ impl<'a> Decoder<'a> {
             .filter(|k| *k != tags_key)
             .map(|k| self.syms.get(k))
             .collect();
-        out.push(input, &self.scratch_tags, |w| {
+        out.push_sent(input, &self.scratch_tags, self.fingerprint, |w| {
             for ((_, v), k) in props.iter().filter(|(k, _)| *k != tags_key).zip(keys) {
                 write_value(w, k, v);
             }
@@ -1149,9 +1200,21 @@ impl<'a> Decoder<'a> {
     /// An `Err` means the bytes are not a `ScanResponse` at all: the items
     /// before the fault are decoded, the rest are not.
     pub fn wire(&mut self, bytes: &[u8], nodes: &mut NodeBatch, edges: &mut EdgeBatch) -> Result<(), WireError> {
+        self.wire_in(bytes, nodes, edges, None)
+    }
+
+    /// [`Decoder::wire`], leaving undecoded the nodes `graph` holds as
+    /// they are sent ([`Decoder::node_in`]).
+    pub fn wire_in(
+        &mut self,
+        bytes: &[u8],
+        nodes: &mut NodeBatch,
+        edges: &mut EdgeBatch,
+        graph: Option<&Graph>,
+    ) -> Result<(), WireError> {
         for item in wire::items(bytes) {
             match item? {
-                wire::Item::Node(n) => self.node(n, nodes)?,
+                wire::Item::Node(n) => self.node_in(n, nodes, graph)?,
                 wire::Item::Edge(e) => self.edge(e, edges)?,
             };
         }

@@ -287,6 +287,7 @@ fn host_source_whose_plugin_cannot_start_fails_only_its_scan() {
         config: &config,
         timeout: None,
         concurrent: 1,
+        graph: None,
     };
     let mut sink = CollectSink::default();
     let err = loop {

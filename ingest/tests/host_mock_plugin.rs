@@ -55,6 +55,7 @@ fn context<'a>(interner: &'a Interner, config: &'a BTreeMap<String, String>) -> 
         config,
         timeout: None,
         concurrent: 1,
+        graph: None,
     }
 }
 
@@ -255,6 +256,7 @@ fn host_plugins_scanned_together_share_the_decode_workers() {
     for (concurrent, decoders) in [(1, 4), (2, 2), (3, 2), (8, 1)] {
         let ctx = ScanContext {
             concurrent,
+            graph: None,
             ..context(&interner, &config)
         };
         source.scan(&ctx, &mut CollectSink::default()).expect("scan");
@@ -616,6 +618,114 @@ fn host_a_plugin_installed_again_is_restarted_and_a_changed_one_refused() {
     match result {
         Err(SourceError::Failed(e)) => assert!(e.contains("failed verification"), "{e}"),
         other => panic!("expected a failed scan, got {other:?}"),
+    }
+    rt.block_on(source.shutdown());
+}
+
+/// Every node `g` holds, as text: its CRN, its fields and its validity.
+fn node_rows(g: &Graph) -> Vec<String> {
+    let mut rows: Vec<String> = g
+        .nodes()
+        .map(|n| {
+            let tags: Vec<_> = n.tags().collect();
+            let props: Vec<_> = n.props().collect();
+            format!(
+                "{} {:?} {} {} {} {} {:?} {:?}",
+                n.crn(),
+                n.state(),
+                n.cost_usd_mo(),
+                n.creation_ts(),
+                n.valid_from(),
+                n.valid_to(),
+                tags,
+                props
+            )
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// Applies scan `scan`'s batches to `g` at `now_us`, retiring what the
+/// scan did not report; returns the nodes' inserted, changed, revived and
+/// unchanged counts.
+fn apply(g: &mut Graph, sink: &CollectSink, now_us: u64, scan: u32) -> (usize, usize, usize, usize) {
+    let n = g.ingest_nodes(&sink.nodes, now_us, scan);
+    let e = g.ingest_edges(&sink.edges, now_us, scan);
+    assert_eq!(e.dangling, 0);
+    let mock = g.interner().intern("mock");
+    g.retire_unseen(&[mock], now_us, scan);
+    (n.inserted, n.changed, n.revived, n.unchanged)
+}
+
+#[test]
+fn host_a_later_scan_leaves_the_nodes_the_graph_holds_undecoded() {
+    let rt = Runtime::new().expect("runtime");
+    let mut source = PluginSource::new(mock_binary(), options("", &[]), rt.handle().clone());
+    let interner = Arc::new(Interner::new());
+    // `looked_up` is scanned with the graph to look nodes up in; `decoded`
+    // decodes every node, as a source without it does.
+    let (mut looked_up, mut decoded) = (Graph::new(interner.clone()), Graph::new(interner.clone()));
+    let (first, sink) = scan(&mut source, &interner, 1);
+    first.expect("scan 1 succeeds");
+    assert!(
+        sink.nodes.iter().all(|b| b.found.is_empty()),
+        "nothing to find in scan 1"
+    );
+    let t = 1_700_000_000_000_000;
+    apply(&mut looked_up, &sink, t, 1);
+    apply(&mut decoded, &sink, t, 1);
+
+    for scan_seq in 2..=3u32 {
+        let config = BTreeMap::from([
+            ("seed".to_owned(), "7".to_owned()),
+            ("scale".to_owned(), "300".to_owned()),
+            ("batch_size".to_owned(), "100".to_owned()),
+        ]);
+        let mut with_lookup = CollectSink::default();
+        {
+            let read = |f: &mut dyn FnMut(&Graph)| f(&looked_up);
+            let ctx = ScanContext {
+                scan_seq: u64::from(scan_seq),
+                graph: Some(&read),
+                ..context(&interner, &config)
+            };
+            source
+                .scan(&ctx, &mut with_lookup)
+                .expect("scan with the graph succeeds");
+        }
+        let stats = source.last_stats().clone();
+        let (again, whole) = scan(&mut source, &interner, u64::from(scan_seq));
+        again.expect("scan without the graph succeeds");
+        assert_eq!(
+            source.last_stats().unchanged,
+            0,
+            "without the graph every node is decoded"
+        );
+
+        let found: usize = with_lookup.nodes.iter().map(|b| b.found.len()).sum();
+        let rows: usize = with_lookup.nodes.iter().map(NodeBatch::len).sum();
+        assert_eq!(stats.unchanged, found as u64);
+        assert_eq!(
+            stats.nodes,
+            (found + rows) as u64,
+            "every node is either found or decoded"
+        );
+        assert!(
+            found * 2 > rows && rows > 0,
+            "most nodes are found unchanged, some are not: {found} found, {rows} decoded"
+        );
+        let at = t + u64::from(scan_seq) * 1_000_000;
+        let counts = apply(&mut looked_up, &with_lookup, at, scan_seq);
+        assert_eq!(apply(&mut decoded, &whole, at, scan_seq), counts);
+        let (inserted, changed, revived, unchanged) = counts;
+        assert_eq!(
+            inserted + changed + revived,
+            rows,
+            "each node decoded is new, changed or back"
+        );
+        assert_eq!(unchanged, found);
+        assert_eq!(node_rows(&looked_up), node_rows(&decoded), "scan {scan_seq}");
     }
     rt.block_on(source.shutdown());
 }

@@ -154,6 +154,7 @@ fn scan(source: &mut dyn Source, timeout: Option<Duration>) -> (Result<(), Sourc
         config: &config,
         timeout,
         concurrent: 1,
+        graph: None,
     };
     let mut sink = CollectSink::default();
     let result = source.scan(&ctx, &mut sink);

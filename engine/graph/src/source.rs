@@ -6,8 +6,11 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::graph::{EdgeBatch, NodeBatch};
+use crate::graph::{EdgeBatch, Graph, NodeBatch};
 use crate::intern::Interner;
+
+/// Runs a closure with the graph read-locked, for a moment.
+pub type ReadGraph<'a> = dyn Fn(&mut dyn FnMut(&Graph)) + Sync + 'a;
 
 /// What a source gets to know about the scan it serves.
 pub struct ScanContext<'a> {
@@ -26,6 +29,12 @@ pub struct ScanContext<'a> {
     /// How many sources this scan runs at once, this one included: a
     /// source that sizes a pool of threads by the CPUs shares them.
     pub concurrent: usize,
+    /// The graph as the scan found it, for a source that looks up what it
+    /// is about to send: a node the graph holds live with the same
+    /// content fingerprint ([`crate::graph::NodeShard::unchanged_row`])
+    /// need not be decoded, and travels as a [`crate::graph::FoundNode`].
+    /// `None` when the graph held nothing.
+    pub graph: Option<&'a ReadGraph<'a>>,
 }
 
 /// What one source may send in one scan, so a source that never stops

@@ -14,9 +14,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::graph::{EdgeBatch, Graph, NodeBatch, NodeStage, Staged};
+use crate::graph::{EdgeBatch, NodeBatch, NodeStage, Staged};
 use crate::ids::Sym;
-use crate::source::ScanSink;
+use crate::source::{ReadGraph, ScanSink};
 
 /// Edges in flight between the sources and the boundary-resolution pool.
 pub const EDGE_CHANNEL: usize = 8192;
@@ -135,9 +135,6 @@ impl EdgePool {
     }
 }
 
-/// Runs a closure with the graph read-locked, for a moment.
-pub type ReadGraph<'a> = dyn Fn(&mut dyn FnMut(&Graph)) + Sync + 'a;
-
 /// A source's sink: stages nodes on arrival, hands edges to the pool.
 pub struct StageSink<'p> {
     pub stage: SourceStage,
@@ -217,15 +214,17 @@ impl<'p> StageSink<'p> {
 
 impl ScanSink for StageSink<'_> {
     fn nodes(&mut self, batch: NodeBatch) {
-        if !self.admits(self.stage.node_count, batch.len(), self.max_nodes, "nodes") {
+        let count = batch.nodes();
+        if !self.admits(self.stage.node_count, count, self.max_nodes, "nodes") {
             return;
         }
-        self.stage.node_count += batch.len() as u64;
+        self.stage.node_count += count as u64;
         if let Some(c) = self.counts {
-            c.nodes.fetch_add(batch.len() as u64, Ordering::Relaxed);
+            c.nodes.fetch_add(count as u64, Ordering::Relaxed);
         }
         let providers = &mut self.stage.providers;
-        for p in batch.rows.iter().map(|n| n.syms[0]) {
+        let found = batch.found.iter().map(|f| f.provider);
+        for p in batch.rows.iter().map(|n| n.syms[0]).chain(found) {
             // A source serves a few providers, mostly one batch after another.
             match providers.iter_mut().rev().find(|(q, _)| *q == p) {
                 Some((_, n)) => *n += 1,

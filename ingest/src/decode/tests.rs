@@ -872,3 +872,58 @@ fn a_replaced_value_serde_json_refuses_fails_the_document_as_it_does() {
         assert_eq!(warm.stats.reasons[before..], cold.stats.reasons[..], "{bad}");
     }
 }
+
+#[test]
+fn a_node_the_graph_holds_as_it_is_sent_is_found_and_not_decoded() {
+    let (vol, vm) = (r#"{"state":"available","size_gib":500}"#, r#"{"state":"running"}"#);
+    let first = pb::ScanResponse {
+        nodes: vec![node(VOL, vol, 40.0), node(VM, vm, 10.0)],
+        edges: vec![],
+    };
+    let (mut g, _, i) = ingest(&first);
+    let decode = |g: &Graph, resp: &pb::ScanResponse| {
+        let mut d = Decoder::new(&i);
+        let (mut nodes, mut edges) = (NodeBatch::default(), EdgeBatch::default());
+        d.wire_in(&prost::Message::encode_to_vec(resp), &mut nodes, &mut edges, Some(g))
+            .expect("a valid ScanResponse");
+        (nodes, d.stats)
+    };
+    let (nodes, stats) = decode(&g, &first);
+    assert_eq!((nodes.len(), nodes.found.len()), (0, 2), "both found");
+    assert_eq!((stats.nodes, stats.unchanged), (2, 2));
+    let aws = i.intern("aws");
+    assert!(nodes.found.iter().all(|f| f.provider == aws));
+
+    // Another cost, and the same properties written otherwise: decoded,
+    // each with its fingerprint as its content hash.
+    let vm_spaced = r#"{ "state": "running" }"#;
+    let second = pb::ScanResponse {
+        nodes: vec![node(VOL, vol, 41.0), node(VM, vm_spaced, 10.0)],
+        edges: vec![],
+    };
+    let (nodes, stats) = decode(&g, &second);
+    assert_eq!((nodes.len(), nodes.found.len(), stats.unchanged), (2, 0, 0));
+    let fingerprints: Vec<u64> = nodes.rows.iter().map(|n| n.content).collect();
+    assert_eq!(
+        fingerprints,
+        [
+            source_fingerprint(vol.as_bytes(), 41.0),
+            source_fingerprint(vm_spaced.as_bytes(), 10.0)
+        ]
+    );
+    let applied = g.ingest_nodes(&[nodes], 2, 2);
+    assert_eq!(
+        (applied.changed, applied.unchanged),
+        (1, 1),
+        "the same properties are no change"
+    );
+    let (nodes, _) = decode(&g, &second);
+    assert_eq!(nodes.found.len(), 2, "found under their new fingerprints");
+
+    // A retired node is decoded, to be revived.
+    g.retire_unseen(&[aws], 3, 3);
+    let (nodes, stats) = decode(&g, &second);
+    assert_eq!((nodes.len(), stats.unchanged), (2, 0));
+    let applied = g.ingest_nodes(&[nodes], 4, 4);
+    assert_eq!(applied.revived, 2);
+}

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use bytes::Bytes;
 use svc_engine::graph::{EdgeBatch, NodeBatch};
 use svc_engine::scan::{
-    QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityAsk, ReversibilityProof, ScanContext, ScanSink,
-    Source, SourceError, Unlisted,
+    QuarantineOutcome, ReadGraph, RemediateOutcome, RemediateRequest, ReversibilityAsk, ReversibilityProof,
+    ScanContext, ScanSink, Source, SourceError, Unlisted,
 };
 use svc_proto::provider::v1 as pb;
 use tokio::runtime::Handle;
@@ -282,8 +282,8 @@ impl PluginSource {
             Ok(Ok(trailers)) => {
                 let unlisted = unlisted::from_trailers(trailers.as_ref())
                     .map_err(|why| SourceError::Failed(format!("plugin {name} ended its scan badly: {why}")))?;
-                tracing::info!(plugin = %name, nodes = stats.nodes, edges = stats.edges, decoders = stats.decoders,
-                    unlisted = unlisted.len(), "plugin scan finished");
+                tracing::info!(plugin = %name, nodes = stats.nodes, unchanged = stats.unchanged, edges = stats.edges,
+                    decoders = stats.decoders, unlisted = unlisted.len(), "plugin scan finished");
                 self.last_unlisted = unlisted;
                 Ok(())
             }
@@ -467,7 +467,8 @@ pub(crate) fn stream_into(
         let decoders: Vec<_> = (0..workers)
             .map(|_| {
                 let (raw_rx, out_tx, spare_rx) = (&raw_rx, out_tx.clone(), spare_rx.clone());
-                scope.spawn(move || decode_worker(ctx.interner, raw_rx, out_tx, &spare_rx, batch))
+                let lookup = ctx.graph;
+                scope.spawn(move || decode_worker(ctx.interner, lookup, raw_rx, out_tx, &spare_rx, batch))
             })
             .collect();
         drop(out_tx);
@@ -594,8 +595,10 @@ impl Fillable for NodeBatch {
     fn allocate(fill: &Fill) -> Self {
         NodeBatch::with_capacity_bytes(fill.capacity(), fill.bytes())
     }
+    /// Nodes found unchanged count as rows: a batch of them is handed on
+    /// as often as one of decoded rows.
     fn rows(&self) -> usize {
-        self.len()
+        self.nodes()
     }
     fn bytes(&self) -> usize {
         self.buffer_len()
@@ -651,9 +654,13 @@ fn hand_on<B: Fillable>(
 /// One decode worker: takes raw messages until the reader is done, decodes
 /// them into batches of about `batch` nodes or edges, and hands full
 /// batches on. A message that is not a `ScanResponse` closes the queue (the
-/// reader stops, the scan fails) and is returned.
+/// reader stops, the scan fails) and is returned. With `graph`, each
+/// message is decoded with the graph read-locked, and the nodes it holds
+/// as they are sent are carried as their rows, undecoded
+/// ([`Decoder::wire_in`]).
 fn decode_worker(
     interner: &svc_engine::Interner,
+    graph: Option<&ReadGraph<'_>>,
     raw: &Mutex<mpsc::Receiver<Bytes>>,
     out: Sender<Decoded>,
     spare: &Receiver<NodeBatch>,
@@ -677,8 +684,16 @@ fn decode_worker(
         {
             break;
         }
-        let before = (nodes.len(), edges.len());
-        if let Err(e) = decoder.wire(&msg, &mut nodes, &mut edges) {
+        let before = (nodes.nodes(), edges.len());
+        let decoded = match graph {
+            Some(read) => {
+                let mut decoded = Ok(());
+                read(&mut |g| decoded = decoder.wire_in(&msg, &mut nodes, &mut edges, Some(g)));
+                decoded
+            }
+            None => decoder.wire(&msg, &mut nodes, &mut edges),
+        };
+        if let Err(e) = decoded {
             if let Ok(mut rx) = raw.lock() {
                 rx.close();
             }
@@ -686,7 +701,7 @@ fn decode_worker(
             break;
         }
         drop(msg);
-        node_fill.message(nodes.len() - before.0);
+        node_fill.message(nodes.nodes() - before.0);
         edge_fill.message(edges.len() - before.1);
         if !hand_on(&mut node_fill, &mut nodes, false, &out, next_nodes)
             || !hand_on(&mut edge_fill, &mut edges, false, &out, EdgeBatch::allocate)
@@ -774,7 +789,7 @@ mod tests {
         let raw_rx = Mutex::new(raw_rx);
         let (out_tx, out_rx) = crossbeam_channel::bounded::<Decoded>(1);
         std::thread::scope(|s| {
-            let worker = s.spawn(|| decode_worker(&interner, &raw_rx, out_tx, &crossbeam_channel::never(), 1));
+            let worker = s.spawn(|| decode_worker(&interner, None, &raw_rx, out_tx, &crossbeam_channel::never(), 1));
             // Nobody drains the batches: the worker parks one batch in the
             // queue, holds a second, and the reader's queue fills behind it.
             let mut accepted = 0;
@@ -810,7 +825,7 @@ mod tests {
             let workers: Vec<_> = (0..3)
                 .map(|_| {
                     let (raw_rx, out_tx, interner) = (&raw_rx, out_tx.clone(), &interner);
-                    s.spawn(move || decode_worker(interner, raw_rx, out_tx, &crossbeam_channel::never(), 7))
+                    s.spawn(move || decode_worker(interner, None, raw_rx, out_tx, &crossbeam_channel::never(), 7))
                 })
                 .collect();
             drop(out_tx);
@@ -848,7 +863,7 @@ mod tests {
         // Field 1 (nodes) claiming 5 bytes, with 1 left.
         raw_tx.try_send(Bytes::from_static(&[0x0a, 0x05, 0x0a])).expect("room");
         raw_tx.try_send(message(1)).expect("room");
-        let (stats, fault) = decode_worker(&interner, &raw_rx, out_tx, &crossbeam_channel::never(), 100);
+        let (stats, fault) = decode_worker(&interner, None, &raw_rx, out_tx, &crossbeam_channel::never(), 100);
         assert!(matches!(fault, Some(WireError::Length { .. })), "{fault:?}");
         assert!(raw_tx.try_send(message(2)).is_err(), "the reader sees the queue closed");
         assert_eq!(stats.nodes, 1, "the message before the fault is decoded");

@@ -226,6 +226,7 @@ fn scan_n_shows_epoch_n_minus_one() {
         config: &config,
         timeout: None,
         concurrent: 1,
+        graph: None,
     };
     estate.scan(&ctx, &mut sink).expect("mock scans never fail");
     let (nodes, edges) = estate.generate(&interner, 2, SCAN_BATCH);

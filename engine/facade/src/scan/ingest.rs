@@ -114,6 +114,9 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     // A later scan's rows are sifted against the graph as they arrive: the
     // read lock is taken a batch at a time, so the API reads on meanwhile.
     let read_graph = |f: &mut dyn FnMut(&crate::graph::Graph)| f(&core.graph());
+    // A source that can look its nodes up before decoding them does so
+    // against the graph as it is (the stage applies nothing until the end).
+    let lookup: Option<&super::ReadGraph<'_>> = staged_nodes.held_rows().then_some(&read_graph);
     let resolvers = std::thread::available_parallelism().map_or(1, usize::from);
     let parent = tracing::Span::current();
     let scan_seq = report.scan_seq;
@@ -144,6 +147,7 @@ pub(super) fn plugin_scan(cx: &mut Scan<'_>) -> Result<(), EngineError> {
                         config,
                         timeout: limits.timeout,
                         concurrent,
+                        graph: lookup,
                     };
                     let outcome = scan_one(source.as_mut(), &mut sink, &ctx);
                     if let Some(t) = tracked {

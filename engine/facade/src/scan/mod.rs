@@ -20,7 +20,7 @@ pub(crate) use pipeline::{announce, run};
 pub use report::{CollectSink, ScanReport, SourceOutcome, spans};
 pub(crate) use state::{ScanListener, ScanState};
 pub use svc_graph::source::{
-    Deferred, QuarantineOutcome, RemediateOutcome, RemediateRequest, ReversibilityAsk, ReversibilityProof, ScanContext,
-    ScanLimits, ScanSink, Source, SourceError, Unlisted, check_one,
+    Deferred, QuarantineOutcome, ReadGraph, RemediateOutcome, RemediateRequest, ReversibilityAsk, ReversibilityProof,
+    ScanContext, ScanLimits, ScanSink, Source, SourceError, Unlisted, check_one,
 };
 pub use svc_graph::stage;

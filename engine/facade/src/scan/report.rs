@@ -222,7 +222,7 @@ pub struct CollectSink {
 
 impl ScanSink for CollectSink {
     fn nodes(&mut self, batch: NodeBatch) {
-        self.node_count += batch.len() as u64;
+        self.node_count += batch.nodes() as u64;
         self.nodes.push(batch);
     }
     fn edges(&mut self, batch: EdgeBatch) {

@@ -94,11 +94,24 @@ impl BatchNode {
     }
 }
 
+/// A node a source sent that the graph already holds as it is: found
+/// by its key and content fingerprint before it was decoded
+/// ([`super::Graph::unchanged_row`]), so it is carried as its place only.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FoundNode {
+    pub shard: u16,
+    pub row: u32,
+    /// The CRN's provider segment (a source's nodes are counted by it).
+    pub provider: Sym,
+}
+
 /// A batch of nodes, usually a few thousand.
 #[derive(Default)]
 pub struct NodeBatch {
     pub rows: Vec<BatchNode>,
     pub buf: Vec<u8>,
+    /// Nodes found unchanged in the graph, not decoded into `rows`.
+    pub found: Vec<FoundNode>,
 }
 
 impl NodeBatch {
@@ -130,11 +143,35 @@ impl NodeBatch {
         NodeBatch {
             rows: Vec::with_capacity(nodes),
             buf: Vec::with_capacity(bytes),
+            found: Vec::new(),
         }
     }
 
     /// Adds a node; `props` writes its properties.
     pub fn push(&mut self, node: NodeInput<'_>, tags: &[(Sym, Sym)], props: impl FnOnce(&mut PropWriter<'_>)) {
+        self.push_hashed(node, tags, None, props);
+    }
+
+    /// Adds a node decoded from what a source sent, whose
+    /// [`super::source_fingerprint`] is `fingerprint`: its content hash.
+    pub fn push_sent(
+        &mut self,
+        node: NodeInput<'_>,
+        tags: &[(Sym, Sym)],
+        fingerprint: u64,
+        props: impl FnOnce(&mut PropWriter<'_>),
+    ) {
+        self.push_hashed(node, tags, Some(fingerprint), props);
+    }
+
+    /// Adds a node with content hash `content`, or the hash of its fields.
+    fn push_hashed(
+        &mut self,
+        node: NodeInput<'_>,
+        tags: &[(Sym, Sym)],
+        content: Option<u64>,
+        props: impl FnOnce(&mut PropWriter<'_>),
+    ) {
         let id = push_bytes(&mut self.buf, node.key.id.as_bytes());
         let tags_off = self.buf.len() as u32;
         for (k, v) in tags {
@@ -166,7 +203,7 @@ impl NodeBatch {
             props,
             content: 0,
         };
-        row.content = row.content(&self.buf);
+        row.content = content.unwrap_or_else(|| row.content(&self.buf));
         self.rows.push(row);
     }
 
@@ -174,8 +211,9 @@ impl NodeBatch {
         self.rows.len()
     }
 
+    /// No row, and no node found unchanged.
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.rows.is_empty() && self.found.is_empty()
     }
 
     /// Rewrites the batch in place: `f` sees each node's key hash (as
@@ -208,6 +246,12 @@ impl NodeBatch {
     pub fn clear(&mut self) {
         self.rows.clear();
         self.buf.clear();
+        self.found.clear();
+    }
+
+    /// Nodes the batch stands for: its rows and the nodes found unchanged.
+    pub fn nodes(&self) -> usize {
+        self.rows.len() + self.found.len()
     }
 
     /// The nodes as written, in order.

@@ -204,6 +204,28 @@ pub fn content_hash(ty: Sym, state: Sym, cost: f32, creation_ts: u64, tags: &[u8
     fmix64(h.finish())
 }
 
+/// Bumped whenever decoding a node's wire form changes what the same
+/// bytes decode to, so that no row keeps a fingerprint of another decoding
+/// ([`source_fingerprint`]).
+const SOURCE_FORM: u64 = 1;
+
+/// The content hash of a node as its source sent it: its properties' bytes
+/// (JSON, as received) and its cost, before anything is decoded. Equal
+/// fingerprints mean equal content (the same bytes decode to the same
+/// row); unequal ones say nothing, since other bytes may decode to the
+/// same row (keys in another order). A row written from a source's node
+/// keeps it as its content hash, so a later scan recognises an unchanged
+/// node without decoding it, and a row whose hash differs has its
+/// decoded fields compared before it counts as changed
+/// (`NodeShard::same_content`). Never 0, the hash of no content.
+pub fn source_fingerprint(properties: &[u8], cost: f64) -> u64 {
+    let mut h = FxHasher::default();
+    h.write_u64(SOURCE_FORM);
+    h.write_u64(cost.to_bits());
+    h.write(properties);
+    fmix64(h.finish()).max(1)
+}
+
 /// Asks the processor to start loading the cache lines holding `x`, so a
 /// read of it soon after does not wait on memory. Changes nothing else.
 #[inline(always)]

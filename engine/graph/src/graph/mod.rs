@@ -30,13 +30,14 @@ use adjacency::Change;
 pub use adjacency::{Adjacency, Builds};
 use batch::key_hash;
 pub use batch::{
-    Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef, SharedProps, Span,
+    Adjust, BatchEdgeRef, BatchNodeRef, EdgeBatch, FoundNode, IndexedEdgeRef, NodeBatch, NodeInput, NodeKeyRef,
+    SharedProps, Span,
 };
 pub use col::{Backing, Col, ColError, Plain};
 pub use coverage::{Coverage, Hole};
-pub use mem::{At, BitSet, Prefetch, prefetch_ahead};
+pub use mem::{At, BitSet, Prefetch, prefetch_ahead, source_fingerprint};
 pub use schema::{EdgeFields, EdgeVersion, NodeFields, NodeRow, Phase, Reachability};
-pub use shard::{EdgeShard, NodeShard, Verdict, visible};
+pub use shard::{EdgeShard, NodeShard, Sift, Verdict, visible};
 pub use staging::NodeStage;
 pub use upsert::{IngestStats, Upsert};
 pub use view::{EdgeRef, NodeRef};
@@ -424,6 +425,11 @@ impl Graph {
         &self.nodes
     }
 
+    /// The node shard a key hashed to `hash` belongs to.
+    pub fn node_shard_of(hash: u64) -> usize {
+        node_shard_of(hash)
+    }
+
     pub fn edge_shards(&self) -> &[EdgeShard] {
         &self.edges
     }
@@ -443,8 +449,24 @@ impl Graph {
 
     /// Upserts every node of `batches`, shard by shard in parallel.
     pub fn ingest_nodes(&mut self, batches: &[NodeBatch], now_us: u64, scan: u32) -> IngestStats {
+        let found = self.seen_found(batches, scan);
         let staged: Vec<Staged> = batches.par_iter().map(Staged::nodes).collect();
-        self.ingest_staged_nodes(batches, &staged, now_us, scan)
+        let mut stats = self.ingest_staged_nodes(batches, &staged, now_us, scan);
+        stats.unchanged += found;
+        stats
+    }
+
+    /// Marks the rows of the batches' nodes found unchanged
+    /// ([`NodeBatch::found`]) seen by `scan`; returns how many there were.
+    fn seen_found(&mut self, batches: &[NodeBatch], scan: u32) -> usize {
+        let mut found = 0;
+        for f in batches.iter().flat_map(|b| &b.found) {
+            if let Some(shard) = self.nodes.get_mut(usize::from(f.shard)) {
+                shard.seen_unchanged(&[f.row], scan);
+                found += 1;
+            }
+        }
+        found
     }
 
     /// [`Graph::ingest_nodes`] for batches already split by owning shard

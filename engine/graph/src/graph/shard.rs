@@ -88,6 +88,19 @@ fn keyed(keys: &[[Sym; 5]], ids: &[At], arena: &[u8], r: u32, syms: &[Sym; 5], i
     keys.get(r as usize) == Some(syms) && ids.get(r as usize).is_some_and(|s| s.get(arena) == id)
 }
 
+/// What an upsert of a node would do to the row keyed like it
+/// ([`NodeShard::sift_row`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Sift {
+    /// Nothing: the row is live with the same content hash.
+    Unchanged,
+    /// Give it the node's content hash: it holds the same content under
+    /// another ([`NodeShard::rehash`]).
+    Rehashed,
+    /// Write a new version of it.
+    Changed,
+}
+
 /// Where a node row's key leads in its shard's index.
 enum Slot {
     Found(u32),
@@ -341,7 +354,7 @@ impl NodeShard {
     pub fn upsert(&mut self, n: &BatchNode, buf: &[u8], now_us: u64, scan: u32) -> (u32, Upsert) {
         match self.slot(n, Some(buf)) {
             Slot::Found(row) => {
-                let Some(outcome) = self.seen_again(row, n.content, scan) else {
+                let Some(outcome) = self.seen_again(row, n, Some(buf), scan) else {
                     return (row, Upsert::Unchanged);
                 };
                 let tags = push_blob(self.arena.to_mut(), n.tags.get(buf));
@@ -357,29 +370,80 @@ impl NodeShard {
         }
     }
 
-    /// The row keyed like `n` (its id read from `buf`), if any, and whether
-    /// an upsert of `n` would leave it as it is (live, with the same
-    /// content): a read, what a later scan's stage asks while the sources
-    /// stream. Row `guess` is tried first. A later
-    /// scan reports a shard's resources in about the order the one before
-    /// did, so the row after the last one found is most often the one:
-    /// its columns are read beside the last row's, and the index is not
-    /// probed. A key has one row in its shard, so a guess keyed like `n`
-    /// is the row the index would give.
+    /// The row keyed `syms` and `id` (hashed to `hash`), if any. Row
+    /// `guess` is tried first: a later scan reports a shard's resources in
+    /// about the order the one before did, so the row after the last one
+    /// found is most often the one, its columns read beside the last
+    /// row's, and the index is not probed. A key has one row in its shard,
+    /// so a guess keyed so is the row the index would give.
     #[inline]
-    pub fn sift_row(&self, n: &BatchNode, buf: &[u8], guess: u32) -> Option<(u32, bool)> {
+    fn keyed_row(&self, hash: u64, syms: &[Sym; 5], id: &[u8], guess: u32) -> Option<u32> {
         let (keys, ids, arena) = (&self.key, &self.id, &self.arena);
-        let id = n.id.get(buf);
-        let row = if keyed(keys, ids, arena, guess, &n.syms, id) {
-            guess
-        } else {
-            *self.index.find(n.hash, |&r| keyed(keys, ids, arena, r, &n.syms, id))?
-        };
+        if keyed(keys, ids, arena, guess, syms, id) {
+            return Some(guess);
+        }
+        self.index
+            .find(hash, |&r| keyed(keys, ids, arena, r, syms, id))
+            .copied()
+    }
+
+    /// The live row keyed `syms` and `id` whose content hash is `content`
+    /// (a node's [`super::source_fingerprint`], before it is decoded):
+    /// what a later scan asks of each node a source sends, to leave the
+    /// unchanged ones undecoded. `guess` as for [`NodeShard::keyed_row`].
+    #[inline]
+    pub fn unchanged_row(&self, hash: u64, syms: &[Sym; 5], id: &[u8], content: u64, guess: u32) -> Option<u32> {
+        if self.index.is_empty() {
+            return None;
+        }
+        let row = self.keyed_row(hash, syms, id, guess)?;
         let r = row as usize;
-        Some((
-            row,
-            self.valid_to.get(r) == Some(&0) && self.content.get(r) == Some(&n.content),
-        ))
+        (self.valid_to.get(r) == Some(&0) && self.content.get(r) == Some(&content)).then_some(row)
+    }
+
+    /// The row keyed like `n` (its id read from `buf`), if any, and what
+    /// an upsert of `n` would do to it: a read, what a later scan's stage
+    /// asks while the sources stream. `guess` as for [`NodeShard::keyed_row`].
+    #[inline]
+    pub fn sift_row(&self, n: &BatchNode, buf: &[u8], guess: u32) -> Option<(u32, Sift)> {
+        let row = self.keyed_row(n.hash, &n.syms, n.id.get(buf), guess)?;
+        let r = row as usize;
+        let sift = if self.valid_to.get(r) != Some(&0) {
+            Sift::Changed
+        } else if self.content.get(r) == Some(&n.content) {
+            Sift::Unchanged
+        } else if self.same_content(r, n, buf) {
+            Sift::Rehashed
+        } else {
+            Sift::Changed
+        };
+        Some((row, sift))
+    }
+
+    /// Whether row `r` holds what `n` (its bytes in `buf`) holds, field by
+    /// field: asked when their content hashes differ, which they may for
+    /// equal content (a fingerprint of other bytes, or a hash of the
+    /// decoded fields where the row was read from the store).
+    fn same_content(&self, r: usize, n: &BatchNode, buf: &[u8]) -> bool {
+        let arena = &self.arena;
+        self.ty.get(r) == Some(&n.ty)
+            && self.state.get(r) == Some(&n.state)
+            && self.cost.get(r).map(|c| c.to_bits()) == Some(n.cost.to_bits())
+            && self.creation_ts.get(r) == Some(&n.creation_ts)
+            && self.tags.get(r).is_some_and(|t| t.get(arena) == n.tags.get(buf))
+            && self.props.get(r).is_some_and(|p| p.get(arena) == n.props.get(buf))
+    }
+
+    /// Gives rows found with the content they hold under another content
+    /// hash ([`Sift::Rehashed`]) that hash: nothing else of them changes.
+    pub fn rehash(&mut self, rows: &[(u32, u64)]) {
+        let len = self.content.len();
+        let content = self.content.to_mut();
+        for &(r, hash) in rows {
+            if (r as usize) < len {
+                content[r as usize] = hash;
+            }
+        }
     }
 
     /// Marks `rows`, found unchanged by [`NodeShard::sift_row`], as
@@ -426,7 +490,7 @@ impl NodeShard {
     pub fn adopt(&mut self, staged: NodeBatch, now_us: u64, scan: u32) -> IngestStats {
         debug_assert!(self.is_empty() && self.arena.is_empty());
         let mut stats = IngestStats::default();
-        let NodeBatch { rows, buf } = staged;
+        let NodeBatch { rows, buf, .. } = staged;
         self.arena = Col::from(buf);
         // Staging may have left far more room than that.
         let room = self.arena.len() / 8;
@@ -441,7 +505,7 @@ impl NodeShard {
             );
             match self.slot(n, None) {
                 Slot::Found(row) => {
-                    let outcome = self.seen_again(row, n.content, scan);
+                    let outcome = self.seen_again(row, n, None, scan);
                     if let Some(outcome) = outcome {
                         self.rewrite(row, n, (blobs.1, blobs.2), now_us, outcome);
                     }
@@ -456,16 +520,24 @@ impl NodeShard {
         stats
     }
 
-    /// Marks a found row seen by `scan`: how an upsert with `content`
-    /// changes it, `None` when it does not.
-    fn seen_again(&mut self, row: u32, content: u64, scan: u32) -> Option<Upsert> {
+    /// Marks a found row seen by `scan`: how an upsert of `n` (its bytes
+    /// in `buf`, or in the arena when `None`) changes it, `None` when it
+    /// does not. A row holding `n`'s content under another content hash
+    /// takes `n`'s hash and is otherwise left as it is.
+    fn seen_again(&mut self, row: u32, n: &BatchNode, buf: Option<&[u8]>, scan: u32) -> Option<Upsert> {
         let r = row as usize;
         self.seen[r] = scan;
-        let revived = self.valid_to[r] != 0;
-        if !revived && self.content[r] == content {
+        if self.valid_to[r] != 0 {
+            return Some(Upsert::Revived);
+        }
+        if self.content[r] == n.content {
             return None;
         }
-        Some(if revived { Upsert::Revived } else { Upsert::Changed })
+        if self.same_content(r, n, buf.unwrap_or(&self.arena)) {
+            self.content[r] = n.content;
+            return None;
+        }
+        Some(Upsert::Changed)
     }
 
     /// Rewrites a found row's discovered fields from `n`, its tags and

@@ -38,9 +38,9 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use rayon::prelude::*;
 
-use super::batch::BatchNode;
+use super::batch::{BatchNode, FoundNode};
 use super::mem::{Span, push_blob_bytes};
-use super::{Graph, IngestStats, NodeBatch, Staged, node_shard_of, partition, prefetch_ahead, upsert_shard_rows};
+use super::{Graph, IngestStats, NodeBatch, Sift, Staged, node_shard_of, partition, prefetch_ahead, upsert_shard_rows};
 use crate::ids::NODE_SHARDS;
 
 /// Bytes of room a shard with no row yet is given for its staged bytes
@@ -68,6 +68,9 @@ struct StagedShard {
     /// Row numbers of the shard found unchanged, by run of source.
     unchanged: Vec<u32>,
     unchanged_runs: Vec<Run>,
+    /// Rows found holding what a source sent under another content
+    /// hash, and that hash ([`Sift::Rehashed`]).
+    rehashed: Vec<(u32, u64)>,
     /// The row after the last one of the shard a sifted row was found
     /// at: where the next is looked for first (`NodeShard::sift_row`).
     next: u32,
@@ -153,6 +156,12 @@ impl NodeStage {
         NodeStage::with_empty(|s| graph.nodes.get(s).is_none_or(|shard| shard.is_empty()))
     }
 
+    /// Whether any shard held rows when the scan began: whether a node
+    /// can be found unchanged in it.
+    pub fn held_rows(&self) -> bool {
+        self.empty.iter().any(|&e| !e)
+    }
+
     fn with_empty(empty: impl Fn(usize) -> bool) -> NodeStage {
         NodeStage {
             empty: (0..NODE_SHARDS).map(empty).collect(),
@@ -177,6 +186,7 @@ impl NodeStage {
     /// would otherwise copy on one thread what the shards copy in
     /// parallel when they upsert.
     pub fn add(&self, source: usize, batch: NodeBatch) -> Option<NodeBatch> {
+        self.add_found(source, &batch.found);
         let (off, perm) = partition(NODE_SHARDS, batch.rows.iter().map(|r| node_shard_of(r.hash)));
         let rows_for = |s: usize| match (off.get(s), off.get(s + 1)) {
             (Some(&a), Some(&b)) => perm.get(a as usize..b as usize).unwrap_or_default(),
@@ -248,12 +258,15 @@ impl NodeStage {
             for &i in mine {
                 let Some(n) = batch.rows.get(i as usize) else { continue };
                 match shard.sift_row(n, &batch.buf, guess) {
-                    Some((row, unchanged)) => {
+                    Some((row, sift)) => {
                         guess = row.wrapping_add(1);
-                        if unchanged {
-                            staged.unchanged.push(row);
-                        } else {
-                            changed.push(i);
+                        match sift {
+                            Sift::Unchanged => staged.unchanged.push(row),
+                            Sift::Rehashed => {
+                                staged.unchanged.push(row);
+                                staged.rehashed.push((row, n.content));
+                            }
+                            Sift::Changed => changed.push(i),
                         }
                     }
                     None => changed.push(i),
@@ -266,6 +279,7 @@ impl NodeStage {
             }
             changed
         };
+        self.add_found(source, &batch.found);
         let changed: Vec<u32> = if batch.len() >= PARALLEL_ROWS {
             (0..NODE_SHARDS)
                 .into_par_iter()
@@ -287,6 +301,32 @@ impl NodeStage {
             self.kept.lock().unwrap_or_else(PoisonError::into_inner).push(kept);
         }
         Some(batch)
+    }
+
+    /// Records the nodes `source` sent that were found unchanged before
+    /// they were decoded ([`NodeBatch::found`]): their rows are marked
+    /// seen when the stage is applied, as the rows sifted unchanged are.
+    fn add_found(&self, source: usize, found: &[FoundNode]) {
+        if found.is_empty() {
+            return;
+        }
+        let (off, perm) = partition(NODE_SHARDS, found.iter().map(|f| usize::from(f.shard)));
+        for s in 0..NODE_SHARDS {
+            let mine = match (off.get(s), off.get(s + 1)) {
+                (Some(&a), Some(&b)) if a < b => perm.get(a as usize..b as usize).unwrap_or_default(),
+                _ => continue,
+            };
+            // A shard that was empty holds no row to have been found.
+            if self.empty.get(s) != Some(&false) {
+                continue;
+            }
+            let Some(mut staged) = self.shard(s) else { continue };
+            staged
+                .unchanged
+                .extend(mine.iter().filter_map(|&i| found.get(i as usize)).map(|f| f.row));
+            let end = staged.unchanged.len();
+            extend_runs(&mut staged.unchanged_runs, source, end);
+        }
     }
 
     /// Rows staged so far, from every source.
@@ -364,6 +404,8 @@ impl Graph {
                         .copied()
                         .collect();
                     shard.seen_unchanged(&unchanged, scan);
+                    // The same content whichever source sent it.
+                    shard.rehash(&staged.rehashed);
                     let mut stats = upsert_shard_rows(shard, s, &batches, &parts, now_us, scan);
                     stats.unchanged += unchanged.len();
                     return stats;
@@ -631,8 +673,8 @@ mod tests {
         for n in &b.rows {
             let shard = &g.nodes[node_shard_of(n.hash)];
             let want = shard.sift_row(n, &b.buf, u32::MAX);
-            let (row, unchanged) = want.expect("every node has its row");
-            assert!(!unchanged);
+            let (row, sift) = want.expect("every node has its row");
+            assert_eq!(sift, Sift::Changed);
             for guess in [0, row.saturating_sub(1), row, row + 1, shard.len() as u32] {
                 assert_eq!(shard.sift_row(n, &b.buf, guess), want);
             }
@@ -655,5 +697,109 @@ mod tests {
         assert_eq!((stats.inserted, stats.changed, stats.unchanged), (3980, 520, 0));
         assert_eq!(h.ingest_nodes(&later(), 9, 2), stats);
         assert_eq!(read(&g), read(&h));
+    }
+
+    /// The nodes of `b` as found before decoding: each one's row where
+    /// `g` holds it live with the same content hash.
+    fn found_in(g: &Graph, b: &NodeBatch) -> NodeBatch {
+        let mut found = NodeBatch::default();
+        for n in &b.rows {
+            let s = node_shard_of(n.hash);
+            let row = g.nodes[s]
+                .unchanged_row(n.hash, &n.syms, n.id.get(&b.buf), n.content, 0)
+                .expect("an unchanged node is found");
+            found.found.push(FoundNode {
+                shard: s as u16,
+                row,
+                provider: n.syms[0],
+            });
+        }
+        found
+    }
+
+    #[test]
+    fn nodes_found_before_decoding_are_seen_as_the_rows_sifted_unchanged_are() {
+        let i = Arc::new(Interner::new());
+        let (mut g, mut h) = first_scan(&i, 0..3000);
+        // 0..1000 found, 1000..2000 sent again as they were, 2000..2100
+        // changed, 2100..2200 found by a source whose scan fails.
+        let changed = batch(&i, 2000..2100, 5);
+        for n in &changed.rows {
+            let shard = &g.nodes[node_shard_of(n.hash)];
+            assert_eq!(
+                shard.unchanged_row(n.hash, &n.syms, n.id.get(&changed.buf), n.content, 0),
+                None
+            );
+        }
+        let stage = NodeStage::for_graph(&g);
+        for b in [found_in(&g, &batch(&i, 0..1000, 0)), batch(&i, 1000..2000, 0), changed] {
+            assert!(stage.add_sifted(0, b, &g).is_some());
+        }
+        assert!(
+            stage
+                .add_sifted(1, found_in(&g, &batch(&i, 2100..2200, 0)), &g)
+                .is_some()
+        );
+        assert_eq!(kept_rows(&stage), 100, "only the changed rows are copied");
+        let stats = g.ingest_node_stage(stage, &[true, false], 9, 2);
+        assert_eq!((stats.inserted, stats.changed, stats.unchanged), (0, 100, 2000));
+        let decoded = [batch(&i, 0..2000, 0), batch(&i, 2000..2100, 5)];
+        assert_eq!(h.ingest_nodes(&decoded, 9, 2), stats);
+        assert_eq!(read(&g), read(&h));
+        let seen_by = |g: &Graph, ids: std::ops::Range<usize>| -> Vec<u32> {
+            let b = batch(&i, ids, 0);
+            let mut scans: Vec<u32> = b
+                .rows
+                .iter()
+                .map(|n| {
+                    let shard = &g.nodes[node_shard_of(n.hash)];
+                    let (row, _) = shard.sift_row(n, &b.buf, 0).expect("row");
+                    shard.seen[row as usize]
+                })
+                .collect();
+            scans.dedup();
+            scans
+        };
+        assert_eq!(seen_by(&g, 0..2100), [2], "found, sifted and changed rows are seen");
+        assert_eq!(seen_by(&g, 2100..2200), [1], "a failed source's found rows are not");
+        // Found rows handed to the graph directly are seen as well.
+        let stats = h.ingest_nodes(&[found_in(&h, &batch(&i, 2100..2200, 0))], 11, 3);
+        assert_eq!((stats.inserted, stats.changed, stats.unchanged), (0, 0, 100));
+        assert_eq!(seen_by(&h, 2100..2200), [3]);
+    }
+
+    #[test]
+    fn a_row_sent_with_its_content_under_another_hash_takes_the_hash_and_nothing_else() {
+        let i = Arc::new(Interner::new());
+        let (mut g, mut h) = first_scan(&i, 0..500);
+        for graph in [&mut g, &mut h] {
+            graph.nodes.iter_mut().for_each(|s| drop(s.take_dirty()));
+        }
+        // The same fields with another content hash, as a fingerprint of
+        // the properties' bytes in another key order would be.
+        let rehashed = |ids: std::ops::Range<usize>| {
+            let mut b = batch(&i, ids, 0);
+            b.rows.iter_mut().for_each(|n| n.content = n.content.rotate_left(7) ^ 1);
+            b
+        };
+        let stage = NodeStage::for_graph(&g);
+        assert!(stage.add_sifted(0, rehashed(0..500), &g).is_some());
+        assert_eq!(kept_rows(&stage), 0, "no row is copied");
+        let stats = g.ingest_node_stage(stage, &[true], 9, 2);
+        assert_eq!((stats.changed, stats.unchanged), (0, 500));
+        assert_eq!(h.ingest_nodes(&[rehashed(0..500)], 9, 2), stats);
+        for graph in [&mut g, &mut h] {
+            assert!(
+                graph.nodes.iter_mut().all(|s| s.take_dirty().is_empty()),
+                "no version is written"
+            );
+            let b = rehashed(0..500);
+            assert_eq!(found_in(graph, &b).found.len(), 500, "each row holds the new hash");
+        }
+        assert_eq!(read(&g), read(&h));
+        // Other fields under another hash are a change.
+        let mut other = batch(&i, 0..10, 3);
+        other.rows.iter_mut().for_each(|n| n.content = 1);
+        assert_eq!(g.ingest_nodes(&[other], 11, 3).changed, 10);
     }
 }
