@@ -96,7 +96,7 @@ impl BatchNode {
 
 /// A node a source sent that the graph already holds as it is: found
 /// by its key and content fingerprint before it was decoded
-/// ([`super::Graph::unchanged_row`]), so it is carried as its place only.
+/// ([`super::NodeShard::unchanged_row`]), so it is carried as its place only.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct FoundNode {
     pub shard: u16,
