@@ -390,7 +390,7 @@ impl NodeShard {
     /// The live row keyed `syms` and `id` whose content hash is `content`
     /// (a node's [`super::source_fingerprint`], before it is decoded):
     /// what a later scan asks of each node a source sends, to leave the
-    /// unchanged ones undecoded. `guess` as for [`NodeShard::keyed_row`].
+    /// unchanged ones undecoded. Row `guess` is tried first, as `keyed_row` tries it.
     #[inline]
     pub fn unchanged_row(&self, hash: u64, syms: &[Sym; 5], id: &[u8], content: u64, guess: u32) -> Option<u32> {
         if self.index.is_empty() {
@@ -403,7 +403,7 @@ impl NodeShard {
 
     /// The row keyed like `n` (its id read from `buf`), if any, and what
     /// an upsert of `n` would do to it: a read, what a later scan's stage
-    /// asks while the sources stream. `guess` as for [`NodeShard::keyed_row`].
+    /// asks while the sources stream. Row `guess` is tried first, as `keyed_row` tries it.
     #[inline]
     pub fn sift_row(&self, n: &BatchNode, buf: &[u8], guess: u32) -> Option<(u32, Sift)> {
         let row = self.keyed_row(n.hash, &n.syms, n.id.get(buf), guess)?;
