@@ -16,7 +16,7 @@ use super::versions::{Part, Stopped, Versions};
 use crate::bytes::DecodeError;
 use crate::codec::{decode_edge_keyed, decode_node};
 use crate::health::{Fault, Reopening};
-use crate::replica::Shipper;
+use crate::replica::{Recorded, Shipper};
 
 const SYMBOLS: TableDefinition<u32, &str> = TableDefinition::new("symbols");
 /// `commit_us -> kind` (delta or checkpoint).
@@ -59,6 +59,16 @@ const SEGMENT_GROUPS: u16 = 8;
 /// ~80 ms more (~420 against ~340 ms), and `/graph/at` answers in the
 /// same ~3 s (docs/perf-log.md, the notes on the daemon's resident memory).
 const CACHE_BYTES: usize = 64 << 20;
+
+/// A commit's segments go in write transactions of at most this share of
+/// the cache each. redb sums each page a transaction wrote into its
+/// parent's checksum as it commits, taking the page back into its write
+/// buffer: a page evicted to the file before then is written twice. The
+/// write buffer is half the cache, and a transaction of a sixteenth of it
+/// stays in it. In one transaction a first scan's 2.84 GB of segments at
+/// 10^7 were written as ~6 GB (docs/decisions.md, "A commit's segments
+/// are written in transactions of a few megabytes").
+const TXN_SEGMENT_SHARE: usize = 16;
 
 /// Bookkeeping written with every commit.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -103,6 +113,8 @@ pub struct GraphStore {
     /// [`CHECKPOINT_FACTOR`] decides), so a retention window finds a
     /// checkpoint to keep ([`GraphStore::set_max_checkpoint_age`]).
     max_checkpoint_age_us: std::sync::atomic::AtomicU64,
+    /// Segment bytes a commit writes in one transaction at most ([`TXN_SEGMENT_SHARE`]).
+    txn_segment_bytes: usize,
 }
 
 impl GraphStore {
@@ -125,7 +137,9 @@ impl GraphStore {
                 .map_err(redb::Error::from)
         };
         let db = open(path).map_err(open_err)?;
-        GraphStore::on(db, path, open)
+        let mut store = GraphStore::on(db, path, open)?;
+        store.txn_segment_bytes = cache_bytes / TXN_SEGMENT_SHARE;
+        Ok(store)
     }
 
     /// The store over an open database (`path` names it in errors);
@@ -146,6 +160,7 @@ impl GraphStore {
             replays: Replays::default(),
             shipper: parking_lot::RwLock::new(None),
             max_checkpoint_age_us: std::sync::atomic::AtomicU64::new(0),
+            txn_segment_bytes: CACHE_BYTES / TXN_SEGMENT_SHARE,
         };
         let db = store.database()?;
         let txn = db.begin_write().map_err(|e| open_err(e.into()))?;
@@ -332,8 +347,72 @@ impl GraphStore {
         };
 
         let started = std::time::Instant::now();
-        let mut stored = 0usize;
-        let mut txn = self.begin_write()?;
+        let (mut stored, mut transactions, mut waited_ms) = (0usize, 1usize, 0u64);
+        // Built a range of segment shards at a time (an eighth of a first
+        // scan's ~870 MB at 1M nodes held at once, not all of it),
+        // compressed on every core (written and synced as about a third of
+        // that), each inserted as soon as it is, in transactions of at most
+        // `txn_segment_bytes` each (`TXN_SEGMENT_SHARE`). Only the last is
+        // durable, and only it lists the commit: until it commits, the
+        // segments before it are leftovers no reader reads. The building
+        // starts before the write transaction, which waits for any other
+        // writer (the remediation items written behind a scan).
+        let mut txn = std::thread::scope(|scope| -> Result<Recorded, StoreError> {
+            let rx = versions.map(|versions| {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<(u8, u16, Vec<u8>)>(64);
+                scope.spawn(move || {
+                    // Stopped only when the inserting side failed (or never
+                    // began), which reports why.
+                    let _ = versions.write_segments(SEGMENT_GROUPS, &mut |part, first, buffers| {
+                        let part = match part {
+                            Part::Nodes => PART_NODES_LZ4,
+                            Part::Edges => PART_EDGES_LZ4,
+                        };
+                        buffers
+                            .into_par_iter()
+                            .enumerate()
+                            .filter(|(_, b)| !b.is_empty())
+                            .try_for_each_with(tx.clone(), |tx, (i, b)| {
+                                tx.send((part, first + i as u16, compress(&b))).map_err(|_| Stopped)
+                            })
+                    });
+                });
+                rx
+            });
+            let mut txn = self.begin_write()?;
+            waited_ms = started.elapsed().as_millis() as u64;
+            // Leftovers of a commit that did not finish: segments past the
+            // last commit listed, whose own transactions committed but
+            // whose last one did not. Readers skip them; this commit's
+            // keys may reach theirs.
+            txn.open_table(SEGMENTS)
+                .map_err(|e| err(e.into()))?
+                .retain_in(orphans_from(&txn, &err)?.., |_, _| false)
+                .map_err(|e| err(e.into()))?;
+            let Some(rx) = rx else {
+                return Ok(txn);
+            };
+            let mut seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
+            let mut open = 0usize;
+            for (part, shard, bytes) in rx {
+                if open > 0 && open + bytes.len() > self.txn_segment_bytes {
+                    drop(seg);
+                    txn.set_durability(Durability::None)
+                        .map_err(|e| err(redb::Error::from(e)))?;
+                    txn.commit()?;
+                    txn = self.begin_write()?;
+                    seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
+                    (open, transactions) = (0, transactions + 1);
+                }
+                open += bytes.len();
+                stored += bytes.len();
+                for (field, piece) in pieces(shard, &bytes) {
+                    seg.insert((commit_us, part, field), piece).map_err(|e| err(e.into()))?;
+                }
+            }
+            drop(seg);
+            Ok(txn)
+        })?;
         txn.set_durability(Durability::Immediate)
             .map_err(|e| err(redb::Error::from(e)))?;
         {
@@ -342,40 +421,7 @@ impl GraphStore {
                 sym.insert((symbols_start + i) as u32, &**s)
                     .map_err(|e| err(e.into()))?;
             }
-            if let Some(versions) = versions {
-                // Built a range of segment shards at a time (an eighth of
-                // a first scan's ~870 MB at 1M nodes held at once, not all
-                // of it), compressed on every core (written and synced as
-                // about a third of that), each inserted as soon as it is.
-                let mut seg = txn.open_table(SEGMENTS).map_err(|e| err(e.into()))?;
-                let (tx, rx) = std::sync::mpsc::sync_channel::<(u8, u16, Vec<u8>)>(64);
-                std::thread::scope(|scope| -> Result<(), StoreError> {
-                    scope.spawn(move || {
-                        // Stopped only when the inserting side failed, which
-                        // reports why.
-                        let _ = versions.write_segments(SEGMENT_GROUPS, &mut |part, first, buffers| {
-                            let part = match part {
-                                Part::Nodes => PART_NODES_LZ4,
-                                Part::Edges => PART_EDGES_LZ4,
-                            };
-                            buffers
-                                .into_par_iter()
-                                .enumerate()
-                                .filter(|(_, b)| !b.is_empty())
-                                .try_for_each_with(tx.clone(), |tx, (i, b)| {
-                                    tx.send((part, first + i as u16, compress(&b))).map_err(|_| Stopped)
-                                })
-                        });
-                    });
-                    for (part, shard, bytes) in rx {
-                        stored += bytes.len();
-                        for (field, piece) in pieces(shard, &bytes) {
-                            seg.insert((commit_us, part, field), piece).map_err(|e| err(e.into()))?;
-                        }
-                    }
-                    Ok(())
-                })?;
-                drop(seg);
+            if versions.is_some() {
                 txn.open_table(COMMITS)
                     .map_err(|e| err(e.into()))?
                     .insert(commit_us, kind)
@@ -399,6 +445,8 @@ impl GraphStore {
             versions = changed,
             checkpoint = due,
             segment_bytes = stored,
+            transactions,
+            waited_ms,
             written_ms,
             durable_ms = started.elapsed().as_millis() as u64 - written_ms,
             "graph store committed"
@@ -435,6 +483,13 @@ impl GraphStore {
         let Some(start) = start else {
             return Ok(GraphAt::default());
         };
+        // The commits read; segments of no commit (`orphans_from`) are not.
+        let listed = commits
+            .range(start..=ts_us)
+            .map_err(|e| err(e.into()))?
+            .map(|item| item.map(|(k, _)| k.value()))
+            .collect::<Result<Vec<u64>, _>>()
+            .map_err(|e| err(e.into()))?;
         // Segment values per (part, shard), in commit order; a segment's
         // pieces follow its first in the key order, joined to it.
         let mut parts: Vec<Vec<(bool, Vec<u8>)>> = vec![Vec::new(); 2 * SEGMENT_SHARDS as usize];
@@ -447,6 +502,9 @@ impl GraphStore {
         {
             let (k, v) = item.map_err(|e| err(e.into()))?;
             let (commit, part, field) = k.value();
+            if listed.binary_search(&commit).is_err() {
+                continue;
+            }
             let (part, compressed) = match part {
                 PART_NODES | PART_EDGES => (part, false),
                 PART_NODES_LZ4 => (PART_NODES, true),
@@ -560,4 +618,12 @@ impl GraphStore {
             .unwrap_or(0);
         Ok(st)
     }
+}
+
+/// The first segment key past the last commit `COMMITS` lists: the
+/// segments from there on belong to no commit (see [`GraphStore::commit`]).
+fn orphans_from(txn: &Recorded, err: &impl Fn(redb::Error) -> StoreError) -> Result<(u64, u8, u16), StoreError> {
+    let commits = txn.open_table(COMMITS).map_err(|e| err(e.into()))?;
+    let last = commits.last().map_err(|e| err(e.into()))?.map_or(0, |(k, _)| k.value());
+    Ok((last + 1, 0, 0))
 }

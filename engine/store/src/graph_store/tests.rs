@@ -12,10 +12,10 @@ use svc_graph::intern::Interner;
 use svc_graph::relation::Relation;
 
 use super::segments::{
-    FNV_START, PIECE_BYTES, SEGMENT_SHARDS, decompress, fnv, fnv_all, piece_of, pieces, records, segment_shard,
-    shard_of, write_record,
+    FNV_START, PIECE_BYTES, SEGMENT_SHARDS, compress, decompress, fnv, fnv_all, piece_of, pieces, records,
+    segment_shard, shard_of, write_record,
 };
-use super::store::{PART_EDGES_LZ4, PART_NODES, PART_NODES_LZ4, SEGMENTS};
+use super::store::{COMMITS, PART_EDGES_LZ4, PART_NODES, PART_NODES_LZ4, SEGMENTS};
 use super::*;
 use crate::codec::{edge_key, encode_edge_value, encode_node, encoded_edge_value_len, encoded_node_len};
 
@@ -152,6 +152,92 @@ fn the_store_holds_no_more_pages_in_memory_than_its_cache() {
     );
 }
 
+/// Every time and every node's history a store answers, to compare two stores.
+fn answers(store: &GraphStore, times: &[u64]) -> Vec<String> {
+    let mut out: Vec<String> = times
+        .iter()
+        .map(|ts| {
+            let at = sorted(store.graph_at(*ts).unwrap());
+            format!("{ts}: {:?} {:?}", at.nodes, at.edges)
+        })
+        .collect();
+    for n in [0, 1, 2, 999, 2999] {
+        let crn = format!("crn:svc:aws:us-east-1:ec2:volume:123456789012:vol-{n}");
+        let h = store.node_versions(&crn, 10).unwrap();
+        out.push(format!("{crn}: {} {:?}", h.total, h.versions));
+    }
+    out
+}
+
+/// A commit whose segments outgrow a transaction's share of the cache
+/// goes in several transactions, and the store answers as one written in
+/// one transaction each.
+#[test]
+fn a_commit_in_many_transactions_answers_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (one, many) = (
+        GraphStore::open(&dir.path().join("one.redb")).unwrap(),
+        GraphStore::open_with_cache(&dir.path().join("many.redb"), 64 << 10).unwrap(),
+    );
+    for store in [&one, &many] {
+        let mut g = Graph::new(Arc::new(Interner::new()));
+        scan(store, &mut g, 100, 1, 3000, "available");
+        scan(store, &mut g, 200, 2, 3000, "stopped");
+        scan(store, &mut g, 300, 3, 2700, "stopped");
+    }
+    // One transaction a commit; the other store's segments went in
+    // transactions of 4 KiB at most.
+    assert_eq!(one.state_seq().unwrap(), 3);
+    assert!(many.state_seq().unwrap() > 30, "{}", many.state_seq().unwrap());
+    let times = [50, 100, 150, 200, 300, u64::MAX];
+    assert_eq!(answers(&one, &times), answers(&many, &times));
+    assert_eq!(one.load().unwrap().nodes, many.load().unwrap().nodes);
+    assert_eq!(one.stats().unwrap(), many.stats().unwrap());
+}
+
+/// Segments past the last commit listed (a commit whose last transaction
+/// did not commit) are not read, and the next commit removes them, also
+/// when its key is theirs.
+#[test]
+fn segments_of_a_commit_that_did_not_finish_are_not_read_and_go_with_the_next_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (clean, left) = (
+        GraphStore::open(&dir.path().join("clean.redb")).unwrap(),
+        GraphStore::open(&dir.path().join("left.redb")).unwrap(),
+    );
+    let mut graphs = Vec::new();
+    for store in [&clean, &left] {
+        let mut g = Graph::new(Arc::new(Interner::new()));
+        scan(store, &mut g, 100, 1, 3000, "available");
+        scan(store, &mut g, 200, 2, 3000, "stopped");
+        graphs.push(g);
+    }
+    // What a commit at 300 (a piece of a segment, and segments the next
+    // commit at 300 will not write) and one at 400 left behind.
+    let txn = left.database().unwrap().begin_write().unwrap();
+    {
+        let mut seg = txn.open_table(SEGMENTS).unwrap();
+        for (key, bytes) in [
+            ((300, PART_NODES_LZ4, 3), compress(b"not a segment")),
+            ((300, PART_NODES_LZ4, 3 + 7 * SEGMENT_SHARDS), vec![1, 2, 3]),
+            ((300, PART_EDGES_LZ4, 9), vec![4, 5]),
+            ((400, PART_NODES_LZ4, 0), vec![6]),
+        ] {
+            seg.insert(key, bytes.as_slice()).unwrap();
+        }
+    }
+    txn.commit().unwrap();
+    let times = [100, 200, 300, 400, u64::MAX];
+    assert_eq!(answers(&clean, &times), answers(&left, &times));
+    assert_eq!(left.stats().unwrap().segments, clean.stats().unwrap().segments + 4);
+
+    for (store, g) in [&clean, &left].into_iter().zip(&mut graphs) {
+        scan(store, g, 300, 3, 2700, "available");
+    }
+    assert_eq!(answers(&clean, &times), answers(&left, &times));
+    assert_eq!(left.stats().unwrap(), clean.stats().unwrap());
+}
+
 /// Replaces every stored segment by what `rewrite` writes in its place,
 /// in one transaction.
 fn rewrite_segments(
@@ -272,6 +358,7 @@ fn segments_in_pieces_read_as_whole_ones() {
         let mut seg = txn.open_table(SEGMENTS).unwrap();
         seg.insert((250, PART_NODES_LZ4, 3 + SEGMENT_SHARDS), &[1u8, 2, 3][..])
             .unwrap();
+        txn.open_table(COMMITS).unwrap().insert(250, 0).unwrap();
     }
     txn.commit().unwrap();
     match cut.graph_at(u64::MAX) {
