@@ -196,6 +196,20 @@ fn a_short_run_writes_a_document_the_schema_accepts_and_reads_it_back() {
     let nodes = f["nodes"].as_f64().unwrap();
     assert!((90_000.0..=110_000.0).contains(&nodes), "{f}");
     assert!(f["first_scan_ingest_nodes_per_s"].as_f64().unwrap() > 0.0, "{f}");
+    // Each scan's ten phases and its commit fit in its wall time.
+    for (scan, total) in [("first_scan", "first_scan_ms"), ("later_scan", "later_scan_max_ms")] {
+        let phases: Vec<f64> = f
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(name, _)| name.starts_with(&format!("{scan}_phase_")))
+            .map(|(_, v)| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(phases.len(), 10, "{scan}: {f}");
+        assert!(f[format!("{scan}_phase_plugin_scan_ms")].as_f64().unwrap() > 0.0, "{f}");
+        let inside = phases.iter().sum::<f64>() + f[format!("{scan}_commit_ms")].as_f64().unwrap();
+        assert!(inside <= f[total].as_f64().unwrap() + 10.0, "{scan}: {inside} ms: {f}");
+    }
     assert!(f["policy_pass_nodes"].as_f64().unwrap() >= nodes * 0.9, "{f}");
     assert_eq!(f["blast_radius_samples"], 50, "{f}");
     assert!(f["blast_radius_p99_us"].as_f64().unwrap() >= f["blast_radius_p50_us"].as_f64().unwrap());

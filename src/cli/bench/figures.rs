@@ -79,6 +79,23 @@ pub const ENDPOINTS: &[Endpoint] = &[
     },
 ];
 
+/// The scan phases whose wall times a run records, by their span names
+/// without `engine.` (SPEC order): `first_scan_phase_<phase>_ms` for the
+/// first scan, `later_scan_phase_<phase>_ms` (the median) for the later
+/// ones. Each scan's commit follows its phases (`*_commit_ms`).
+pub fn phases() -> impl Iterator<Item = &'static str> {
+    svc_engine::scan::spans::PHASES
+        .into_iter()
+        .map(|span| span.strip_prefix("engine.").unwrap_or(span))
+}
+
+/// The figure of one phase of the first scan (`first`) or of the later
+/// scans' median.
+pub fn phase_figure(first: bool, phase: &str) -> String {
+    let scan = if first { "first_scan" } else { "later_scan" };
+    format!("{scan}_phase_{phase}_ms")
+}
+
 /// A figure with a fixed name.
 pub struct Figure {
     pub name: &'static str,
@@ -130,6 +147,12 @@ pub const FIGURES: &[Figure] = &[
         Some("<= 5 s at 1M; <= 20 s at 10M"),
     ),
     f("later_scan_min_ms", "later scan, fastest", Lower, None),
+    f(
+        "later_scan_commit_ms",
+        "later scans: the durable commit, median",
+        Lower,
+        None,
+    ),
     f(
         "later_scan_snapshot_ms",
         "later scans: the snapshot written behind each, from its answer to graph.snap in place, median",
@@ -241,6 +264,14 @@ pub fn describe(name: &str) -> (String, Better, Option<&'static str>) {
     if let Some(fig) = FIGURES.iter().find(|fig| fig.name == name) {
         return (fig.what.to_owned(), fig.better, fig.budget);
     }
+    if let Some((first, phase)) = phase_of(name) {
+        let what = if first {
+            format!("first scan: the phase engine.{phase}")
+        } else {
+            format!("later scans: the phase engine.{phase}, median")
+        };
+        return (what, Lower, None);
+    }
     if let Some(rest) = name.strip_prefix("http_") {
         for ep in ENDPOINTS {
             if let Some(tail) = rest.strip_prefix(ep.key).and_then(|t| t.strip_prefix('_')) {
@@ -265,11 +296,36 @@ pub fn describe(name: &str) -> (String, Better, Option<&'static str>) {
     (name.replace('_', " "), better, None)
 }
 
+/// Which scan (first or later) and phase a phase figure names.
+fn phase_of(name: &str) -> Option<(bool, &'static str)> {
+    let rest = name.strip_suffix("_ms")?;
+    let (first, phase) = if let Some(p) = rest.strip_prefix("first_scan_phase_") {
+        (true, p)
+    } else {
+        (false, rest.strip_prefix("later_scan_phase_")?)
+    };
+    phases().find(|p| *p == phase).map(|p| (first, p))
+}
+
 /// The place of a figure in printed tables: known figures first in
-/// catalog order, the HTTP load's next, others last.
+/// catalog order (each scan's phases after its commit), the HTTP load's
+/// next, others last.
 pub fn order(name: &str) -> (usize, String) {
     if let Some(i) = FIGURES.iter().position(|fig| fig.name == name) {
         return (i, String::new());
+    }
+    if let Some((first, phase)) = phase_of(name) {
+        let after = if first {
+            "first_scan_commit_ms"
+        } else {
+            "later_scan_commit_ms"
+        };
+        let i = FIGURES
+            .iter()
+            .position(|fig| fig.name == after)
+            .unwrap_or(FIGURES.len());
+        let step = phases().position(|p| p == phase).unwrap_or(0);
+        return (i, format!("{step:02}"));
     }
     if let Some(i) = ENDPOINTS
         .iter()
@@ -371,6 +427,38 @@ mod tests {
                 );
             }
         }
+        // The phase figures match the schema's pattern for them, and
+        // nothing else does.
+        let patterns = figures["patternProperties"].as_object().unwrap();
+        let phase_pattern = patterns.keys().find(|k| k.contains("_scan_phase_")).unwrap();
+        let alternatives: Vec<&str> = phase_pattern
+            .split_once("_scan_phase_(")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(names, _)| names.split('|').collect())
+            .unwrap();
+        assert_eq!(alternatives, phases().collect::<Vec<_>>(), "{phase_pattern}");
+    }
+
+    #[test]
+    fn phase_figures_are_described_and_ordered_after_their_commit() {
+        assert_eq!(phases().count(), 10);
+        assert_eq!(phase_figure(true, "sau"), "first_scan_phase_sau_ms");
+        let (what, better, budget) = describe("later_scan_phase_plugin_scan_ms");
+        assert_eq!(
+            (what.as_str(), better, budget),
+            ("later scans: the phase engine.plugin_scan, median", Better::Lower, None)
+        );
+        // Not a phase: described by its unit only.
+        assert_eq!(describe("first_scan_phase_nap_ms").0, "first scan phase nap ms");
+        let mut names: Vec<String> = phases().map(|p| phase_figure(true, p)).collect();
+        names.reverse();
+        names.push("first_scan_commit_ms".into());
+        names.push("first_scan_ingest_ms".into());
+        names.sort_by_key(|n| order(n));
+        assert_eq!(names[0], "first_scan_commit_ms");
+        assert_eq!(names[1], "first_scan_phase_init_ms");
+        assert_eq!(names[10], "first_scan_phase_signal_analysis_ms");
+        assert_eq!(names[11], "first_scan_ingest_ms");
     }
 
     #[test]

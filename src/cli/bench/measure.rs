@@ -21,7 +21,7 @@ use super::daemon::{BenchDaemon, Setup};
 
 /// How long [`Run::settle`] waits for a snapshot behind a commit.
 const SETTLE_WAIT: Duration = Duration::from_secs(120);
-use super::figures::{ENDPOINTS, Endpoint};
+use super::figures::{self, ENDPOINTS, Endpoint, phase_figure};
 use crate::cli::client::encode_segment;
 
 /// How much of each measurement a run does.
@@ -100,6 +100,19 @@ pub fn median(values: &[f64]) -> f64 {
 
 fn u(v: &Value, key: &str) -> u64 {
     v.get(key).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The wall time of each phase a scan report lists (`phases`), by the
+/// names of [`figures::phases`]; phases it does not know are left out.
+fn phase_times(report: &Value) -> Vec<(&'static str, f64)> {
+    let listed = report.get("phases").and_then(Value::as_array).into_iter().flatten();
+    listed
+        .filter_map(|p| {
+            let span = p.get("name").and_then(Value::as_str)?.strip_prefix("engine.")?;
+            let phase = figures::phases().find(|known| *known == span)?;
+            Some((phase, p.get("duration_ms").and_then(Value::as_f64)?))
+        })
+        .collect()
 }
 
 /// What the mock plugins did in a scan: nodes, and the longest source's
@@ -293,6 +306,9 @@ impl Run<'_> {
         if let Some(c) = report.get("commit_ms").and_then(Value::as_u64) {
             self.put("first_scan_commit_ms", c as f64);
         }
+        for (phase, took) in phase_times(&report) {
+            self.put(&phase_figure(true, phase), took);
+        }
         self.put("first_scan_ingest_ms", ms(took));
         self.put("first_scan_ingest_nodes_per_s", per_s(nodes, took));
         if total == 0 {
@@ -303,6 +319,8 @@ impl Run<'_> {
 
     pub async fn later_scans(&mut self, d: &mut BenchDaemon, setup: &Setup) -> anyhow::Result<()> {
         let (mut took, mut rate, mut behind) = (Vec::new(), Vec::new(), Vec::new());
+        let mut commit = Vec::new();
+        let mut phases: Vec<(&str, Vec<f64>)> = figures::phases().map(|p| (p, Vec::new())).collect();
         // Each scan starts with the daemon at rest, as a scheduled one
         // does: the snapshot written behind the last commit in place, then
         // a pause. How long each later scan's snapshot took is a figure
@@ -318,6 +336,18 @@ impl Run<'_> {
             let (nodes, ingest) = plugin_ingest(&report, setup).context("a later scan")?;
             took.push(u(&report, "duration_ms") as f64);
             rate.push(per_s(nodes, ingest));
+            commit.extend(report.get("commit_ms").and_then(Value::as_f64));
+            for (phase, took) in phase_times(&report) {
+                if let Some((_, seen)) = phases.iter_mut().find(|(p, _)| *p == phase) {
+                    seen.push(took);
+                }
+            }
+        }
+        if !commit.is_empty() {
+            self.put("later_scan_commit_ms", median(&commit));
+        }
+        for (phase, seen) in phases.iter().filter(|(_, seen)| !seen.is_empty()) {
+            self.put(&phase_figure(false, phase), median(seen));
         }
         if !behind.is_empty() {
             self.put("later_scan_snapshot_ms", median(&behind));
