@@ -86,7 +86,7 @@ pub use crate::sources::BeforeScan;
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.remediation.settle();
+        self.remediation.settle(self.core.store());
         self.wait_snapshot();
     }
 }
@@ -655,7 +655,7 @@ impl Engine {
                 rows: 0,
                 observed_s: self.observed_s(),
             };
-            self.scans.commit(&self.core, &self.remediation, rows, meta)?;
+            self.scans.commit(&self.core, rows, meta)?;
         }
         Ok(Some(report))
     }

@@ -18,8 +18,9 @@ use tracing::warn;
 
 use svc_graph::graph::Phase;
 use svc_graph::ids::NodeId;
-use svc_store::StoreError;
+use svc_store::{GraphStore, StoreError};
 
+use crate::store::{ItemsWrite, RemediationStore};
 use crate::{Isolation, Item, Saga, SagaStep};
 
 /// The remediation state's place in the engine's lock order: after the
@@ -78,29 +79,55 @@ pub struct State {
     pub interrupted: Vec<Saga>,
     /// Whether a pass since the start rechecked every item's plan hash.
     pub planned: bool,
-    /// A pass's write of its items still running behind the scan (see
-    /// the engine's `sau_pass`).
-    pub behind: Option<std::thread::JoinHandle<Result<(), StoreError>>>,
+    /// A pass's write of its items, waiting for its scan's commit or
+    /// running behind it (see the engine's `sau_pass`).
+    pub behind: Option<Behind>,
     /// A write of items failed: memory holds what the store may not, so
     /// the next pass writes every item and removes every other stored one.
     pub rewrite: bool,
 }
 
+/// A pass's write of its items, not yet known to be durable.
+pub enum Behind {
+    /// Not begun: a scan's write transactions go first.
+    Waiting(ItemsWrite),
+    /// On a thread of its own ([`RemediationStore::write_items_behind`]).
+    Running(std::thread::JoinHandle<Result<(), StoreError>>),
+}
+
 impl State {
-    /// Waits for a write running behind the scan, if any; a failed one is
-    /// logged (its items stay as they are in memory, and the next pass
-    /// writes them all again: [`State::rewrite`]).
-    pub fn settle(&mut self) {
-        if let Some(handle) = self.behind.take() {
-            match handle.join() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    self.rewrite = true;
-                    warn!(error = %e, "the remediation pass's items could not be written; the next pass writes them all");
-                }
+    /// Makes the pass's write durable: one waiting is written in line, one
+    /// running is waited for. A failed one is logged (its items stay as
+    /// they are in memory, and the next pass writes them all again:
+    /// [`State::rewrite`]).
+    pub fn settle(&mut self, store: &GraphStore) {
+        let written = match self.behind.take() {
+            None => return,
+            Some(Behind::Waiting(w)) => store.write_items(w),
+            Some(Behind::Running(handle)) => match handle.join() {
+                Ok(written) => written,
                 Err(_) => {
                     self.rewrite = true;
                     warn!("the remediation pass's item writer stopped unexpectedly");
+                    return;
+                }
+            },
+        };
+        if let Err(e) = written {
+            self.rewrite = true;
+            warn!(error = %e, "the remediation pass's items could not be written; the next pass writes them all");
+        }
+    }
+
+    /// Begins the waiting write on a thread of its own: the caller's
+    /// writes are done, and later ones wait for this one.
+    pub fn write_behind(&mut self, store: &GraphStore) {
+        if let Some(Behind::Waiting(w)) = self.behind.take() {
+            match store.write_items_behind(w) {
+                Ok(handle) => self.behind = Some(Behind::Running(handle)),
+                Err(e) => {
+                    self.rewrite = true;
+                    warn!(error = %e, "the remediation pass's items could not be written; the next pass writes them all");
                 }
             }
         }
@@ -356,11 +383,18 @@ impl Remediation {
         shared.map(|s| s.lock(crn, wait)).transpose()
     }
 
-    /// Waits for a pass's write still running behind the scan.
-    pub fn settle(&self) {
-        // Nothing runs behind a pipeline whose items are not in place.
+    /// Makes a pass's write durable ([`State::settle`]).
+    pub fn settle(&self, store: &GraphStore) {
+        // Nothing waits behind a pipeline whose items are not in place.
         if self.is_loaded() {
-            self.state.lock().settle();
+            self.state.lock().settle(store);
+        }
+    }
+
+    /// Begins a pass's waiting write behind the caller ([`State::write_behind`]).
+    pub fn write_behind(&self, store: &GraphStore) {
+        if self.is_loaded() {
+            self.state.lock().write_behind(store);
         }
     }
 

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use super::{Compensation, Isolation, Item, NoteBox, Notes, Override, Proof, Saga, SagaStep, stage_named};
 use svc_store::DecodeError;
+use svc_store::replica::Recorded;
 use svc_store::{GraphStore, StoreError};
 
 pub mod record;
@@ -247,25 +248,14 @@ pub trait RemediationStore {
     /// Writes a batch of remediation changes durably.
     fn put_remediation(&self, b: &Batch<'_>) -> Result<(), StoreError>;
 
-    /// Writes items and removes others durably, without holding up the
-    /// caller: the items are encoded here, on every core, and the write
-    /// transaction begins here, so every later write of `graph.redb` (a
-    /// scan's commit, a durable batch, [`GraphStore::sync`]) comes after
-    /// this one; the inserts, the commit and its sync run on a thread of
-    /// their own, whose handle gives the outcome.
-    fn put_items_behind(
-        &self,
-        items: &[&Item],
-        removed: &[&str],
-    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError>;
+    /// Writes items and removes others ([`ItemsWrite`]) durably, in line.
+    fn write_items(&self, w: ItemsWrite) -> Result<(), StoreError>;
 
-    /// As [`RemediationStore::put_items_behind`], but `items` are all there
-    /// are: every stored item not among them is removed. After a write that
-    /// failed, this puts the store back in step with memory.
-    fn replace_items_behind(
-        &self,
-        items: &[&Item],
-    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError>;
+    /// As [`RemediationStore::write_items`], without holding up the
+    /// caller: the write transaction begins here, so every later write of
+    /// `graph.redb` comes after this one; the inserts, the commit and its
+    /// sync run on a thread of their own, whose handle gives the outcome.
+    fn write_items_behind(&self, w: ItemsWrite) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError>;
 
     /// Items, sagas and ignore entries, as stored.
     fn load_remediation(&self) -> Result<Loaded, StoreError>;
@@ -312,25 +302,22 @@ impl RemediationStore for GraphStore {
         Ok(())
     }
 
-    /// Writes items and removes others durably, without holding up the
-    /// caller: the items are encoded here, on every core, and the write
-    /// transaction begins here, so every later write of `graph.redb` (a
-    /// scan's commit, a durable batch, [`GraphStore::sync`]) comes after
-    /// this one; the inserts, the commit and its sync run on a thread of
-    /// their own, whose handle gives the outcome.
-    fn put_items_behind(
-        &self,
-        items: &[&Item],
-        removed: &[&str],
-    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
-        write_items_behind(self, items, removed, false)
+    fn write_items(&self, w: ItemsWrite) -> Result<(), StoreError> {
+        let txn = self.begin_write()?;
+        w.write(&self.db_err(), txn)
     }
 
-    fn replace_items_behind(
-        &self,
-        items: &[&Item],
-    ) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
-        write_items_behind(self, items, &[], true)
+    fn write_items_behind(&self, w: ItemsWrite) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
+        let txn = self.begin_write()?;
+        let err = self.db_err();
+        std::thread::Builder::new()
+            .name("svc-items".into())
+            .spawn(move || w.write(&err, txn))
+            // The transaction went with the closure: nothing was written.
+            .map_err(|e| StoreError::Db {
+                path: self.path().to_owned(),
+                cause: Box::new(redb::Error::Io(e)),
+            })
     }
 
     /// Items, sagas and ignore entries, as stored.
@@ -452,42 +439,53 @@ impl Run {
     }
 }
 
-/// Writes `items` and removes `removed` (or, with `replace`, every other
-/// stored item) on a thread of its own; the write transaction begins here.
-fn write_items_behind(
-    store: &GraphStore,
-    items: &[&Item],
-    removed: &[&str],
+/// A write of items not begun yet: the items encoded (on every core, in
+/// key order), the CRNs to remove, and whether every other stored item
+/// goes too. It owns what it writes, so it can wait for its turn (a scan's
+/// `engine.sau` pass leaves one to be written after the scan's commit).
+pub struct ItemsWrite {
+    items: Vec<(String, Vec<u8>)>,
+    removed: Vec<String>,
+    /// Every stored item not among `items` is removed: after a write that
+    /// failed, this puts the store back in step with memory.
     replace: bool,
-) -> Result<std::thread::JoinHandle<Result<(), StoreError>>, StoreError> {
-    let err = store.db_err();
-    let txn = store.begin_write()?;
-    let items = encode_items(items);
-    let removed: Vec<String> = removed.iter().map(|c| (*c).to_owned()).collect();
-    let write = move || -> Result<(), StoreError> {
+}
+
+impl ItemsWrite {
+    /// Writes `items` and removes `removed`.
+    pub fn put(items: &[&Item], removed: &[&str]) -> Self {
+        ItemsWrite {
+            items: encode_items(items),
+            removed: removed.iter().map(|c| (*c).to_owned()).collect(),
+            replace: false,
+        }
+    }
+
+    /// Writes `items` and removes every other stored item.
+    pub fn replace(items: &[&Item]) -> Self {
+        ItemsWrite {
+            items: encode_items(items),
+            removed: Vec::new(),
+            replace: true,
+        }
+    }
+
+    fn write(self, err: &impl Fn(redb::Error) -> StoreError, txn: Recorded) -> Result<(), StoreError> {
         {
             let mut t = txn.open_table(ITEMS).map_err(|e| err(e.into()))?;
-            if replace {
-                let keep: std::collections::HashSet<&str> = items.iter().map(|(crn, _)| crn.as_str()).collect();
+            if self.replace {
+                let keep: std::collections::HashSet<&str> = self.items.iter().map(|(crn, _)| crn.as_str()).collect();
                 t.retain(|crn, _| keep.contains(crn)).map_err(|e| err(e.into()))?;
             }
-            for (crn, bytes) in &items {
+            for (crn, bytes) in &self.items {
                 t.insert(crn.as_str(), bytes.as_slice()).map_err(|e| err(e.into()))?;
             }
-            for crn in &removed {
+            for crn in &self.removed {
                 t.remove(crn.as_str()).map_err(|e| err(e.into()))?;
             }
         }
         txn.commit().map(|_| ())
-    };
-    std::thread::Builder::new()
-        .name("svc-items".into())
-        .spawn(write)
-        // The transaction went with the closure: nothing was written.
-        .map_err(|e| StoreError::Db {
-            path: store.path().to_owned(),
-            cause: Box::new(redb::Error::Io(e)),
-        })
+    }
 }
 
 /// The stage names, for tests of the encoding.
@@ -612,12 +610,17 @@ mod tests {
             crns
         };
 
-        store.put_items_behind(&[&b, &c], &[]).unwrap().join().unwrap().unwrap();
+        store
+            .write_items_behind(ItemsWrite::put(&[&b, &c], &[]))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
         assert_eq!(crns(&disk), [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
 
         // A removal behind, then at once a write of the same item: the
         // write waits for the removal, so the item is back.
-        let removal = store.put_items_behind(&[], &[&a.crn]).unwrap();
+        let removal = store.write_items_behind(ItemsWrite::put(&[], &[&a.crn])).unwrap();
         store
             .put_remediation(&Batch {
                 items: vec![&a],
@@ -626,7 +629,12 @@ mod tests {
             .unwrap();
         removal.join().unwrap().unwrap();
         assert_eq!(crns(&disk), [a.crn.clone(), b.crn.clone(), c.crn.clone()]);
-        store.put_items_behind(&[], &[&b.crn]).unwrap().join().unwrap().unwrap();
+        store
+            .write_items_behind(ItemsWrite::put(&[], &[&b.crn]))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
         assert_eq!(crns(&disk), [a.crn.clone(), c.crn.clone()]);
     }
 
@@ -638,9 +646,18 @@ mod tests {
         let (a, b) = (item(1), item(2));
         let disk = Arc::new(Disk::default());
         let store = store_on(&disk);
-        store.put_items_behind(&[&a], &[]).unwrap().join().unwrap().unwrap();
+        store
+            .write_items_behind(ItemsWrite::put(&[&a], &[]))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
         disk.full.store(true, std::sync::atomic::Ordering::Relaxed);
-        let refused = store.put_items_behind(&[&b], &[&a.crn]).unwrap().join().unwrap();
+        let refused = store
+            .write_items_behind(ItemsWrite::put(&[&b], &[&a.crn]))
+            .unwrap()
+            .join()
+            .unwrap();
         assert!(
             matches!(&refused, Err(StoreError::Unavailable(f)) if f.disk_full),
             "{refused:?}"
@@ -660,9 +677,18 @@ mod tests {
         let (a, b, c) = (item(1), item(2), item(3));
         let disk = Arc::new(Disk::default());
         let store = store_on(&disk);
-        store.put_items_behind(&[&a, &b], &[]).unwrap().join().unwrap().unwrap();
+        store
+            .write_items_behind(ItemsWrite::put(&[&a, &b], &[]))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
         disk.full.store(true, std::sync::atomic::Ordering::Relaxed);
-        let refused = store.put_items_behind(&[&c], &[&a.crn]).unwrap().join().unwrap();
+        let refused = store
+            .write_items_behind(ItemsWrite::put(&[&c], &[&a.crn]))
+            .unwrap()
+            .join()
+            .unwrap();
         assert!(refused.is_err());
         assert!(store.fault().is_some_and(|f| f.disk_full));
         assert!(matches!(store.probe(), Err(StoreError::Unavailable(_))), "still full");
@@ -671,7 +697,12 @@ mod tests {
         store.probe().unwrap();
         assert!(store.fault().is_none());
         // Memory holds b and c (a was removed, c added, by the refused write).
-        store.replace_items_behind(&[&b, &c]).unwrap().join().unwrap().unwrap();
+        store
+            .write_items_behind(ItemsWrite::replace(&[&b, &c]))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
         let mut crns = stored_crns(&store_on(&Arc::new(disk.after_crash())));
         crns.sort();
         assert_eq!(crns, [b.crn.clone(), c.crn.clone()]);

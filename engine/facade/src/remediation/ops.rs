@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use tracing::{debug, info, warn};
 
 use super::plan::{self, Plan};
-use super::store::{Batch, payload_canonical};
+use super::store::{Batch, ItemsWrite, payload_canonical};
 use super::{
     ANALYZE_PER_SCAN, Compensation, Isolation, Item, LOCK_WAIT, Override, Proof, QueuePart, RemediationError, STAGES,
     Saga, SagaStep,
@@ -27,7 +27,7 @@ use crate::store::ledger::NewEvent;
 use crate::store::ledger::events as payloads;
 use svc_remediation::{Remediation, RemediationStore, SharedGuard};
 
-use svc_remediation::state::{Entry, State};
+use svc_remediation::state::{Behind, Entry, State};
 pub use svc_remediation::state::{SagaOutcome, SauReport};
 
 /// The canonical CRN of an operator's input (with or without `svc:`).
@@ -436,16 +436,17 @@ impl Pipeline<'_> {
     /// the items that need a proof or a new plan go one by one, in CRN order
     /// (the order they are proved in when a scan cannot prove them all).
     ///
-    /// The changed items are written on a thread of their own while the
-    /// scan goes on (`GraphStore::put_items_behind`); the scan's commit, a
-    /// few phases later, waits for that write. Until it is done nothing else
-    /// shows them: [`Engine::remediation_items`] and the operator actions
-    /// wait for it first (see [`Pipeline::durable_state`]), and an
-    /// item leaving with a ledger record is written durably, in line, before
-    /// the record is appended. A crash before the scan's commit may keep the
-    /// pass's items without the scan's graph changes: the next start checks
-    /// every item's plan again and the next scan reconciles the items with
-    /// its verdicts.
+    /// The changed items are encoded here and written after the scan's
+    /// commit, on a thread of their own ([`Behind`]; the scan begins it
+    /// once its own writes are done), so the scan's commit does not wait
+    /// for them. Until the write is durable nothing else shows them:
+    /// [`Engine::remediation_items`] and the operator actions write or wait
+    /// for it first (see [`Pipeline::durable_state`]), and an item leaving
+    /// with a ledger record is written durably, in line, before the record
+    /// is appended. A crash between the scan's commit and that write keeps
+    /// the scan's graph with the items stored before the pass: the next
+    /// start checks every item's plan again and the next scan's pass makes
+    /// the same changes from its verdicts.
     pub(crate) fn sau_pass(
         &self,
         sources: &mut [Box<dyn Source>],
@@ -480,8 +481,9 @@ impl Pipeline<'_> {
         let matched = |e: &Entry| e.node.and_then(|id| slot.get(&id).copied());
 
         let mut events = Vec::new();
+        let store = self.core.store();
         let mut st = self.remediation.state();
-        st.settle();
+        st.settle(store);
         let rewrite = st.rewrite;
         let State {
             items,
@@ -679,29 +681,27 @@ impl Pipeline<'_> {
         // In line when a ledger record about it follows; else behind the
         // scan's next phases (see above). After a failed write, every item.
         let durable = !events.is_empty();
-        if rewrite {
-            let store = self.core.store();
-            let behind = store.replace_items_behind(&batch.items)?;
-            if durable {
-                match behind.join() {
-                    Ok(written) => written?,
-                    // The writer thread panicked: the items stay to be written.
-                    Err(_) => return Err(RemediationError::Conflict("the item writer stopped; try again".into())),
-                }
+        if durable {
+            let written = if rewrite {
+                store.write_items(ItemsWrite::replace(&batch.items))
+            } else if written > 0 {
+                store.put_remediation(&batch)
             } else {
-                st.behind = Some(behind);
+                Ok(())
+            };
+            if let Err(e) = written {
+                st.rewrite = true;
+                return Err(e.into());
             }
             st.rewrite = false;
-        } else if written > 0 {
-            if durable {
-                if let Err(e) = self.core.store().put_remediation(&batch) {
-                    st.rewrite = true;
-                    return Err(e.into());
-                }
+        } else if rewrite || written > 0 {
+            let write = if rewrite {
+                ItemsWrite::replace(&batch.items)
             } else {
-                let behind = self.core.store().put_items_behind(&batch.items, &batch.removed_items)?;
-                st.behind = Some(behind);
-            }
+                ItemsWrite::put(&batch.items, &batch.removed_items)
+            };
+            st.behind = Some(Behind::Waiting(write));
+            st.rewrite = false;
         }
         drop(st);
         drop(reader);
@@ -846,7 +846,7 @@ impl Pipeline<'_> {
     /// only in the short window between a pass and its scan's commit.
     fn durable_state(&self) -> Result<svc_graph::sync::MutexGuard<'_, State>, RemediationError> {
         let mut st = self.remediation.state();
-        st.settle();
+        st.settle(self.core.store());
         Ok(st)
     }
 

@@ -11,6 +11,7 @@ use crate::graph::{EdgeBatch, NodeBatch, NodeInput, NodeKeyRef, Phase};
 use crate::scan::{ScanContext, ScanSink, Source, SourceError};
 use crate::{Crn, Engine, NodeId};
 use svc_remediation::RemediationStore;
+use svc_remediation::state::Behind;
 
 /// Elastic IPs attached to nothing (waste by `aws-eip-unassociated`), by
 /// number; the test changes which exist between scans.
@@ -177,16 +178,23 @@ fn items_follow_their_resources_through_a_compaction() {
 }
 
 /// An item a pass wrote is shown only once it is durable: reading it
-/// between the pass and its scan's commit waits for the write.
+/// between the pass and its scan's commit writes it first, and reading it
+/// after the commit waits for the write begun then.
 #[test]
 fn items_are_shown_once_durable() {
     let f = Fixture::new(0..3);
     let engine = f.open();
     f.scan(&engine);
     assert!(
-        engine.remediation.state().behind.is_none(),
-        "the scan's commit waited for the pass's write"
+        !matches!(engine.remediation.state().behind, Some(Behind::Waiting(_))),
+        "the scan began the pass's write after its commit"
     );
+    let shown = engine.remediation_items().unwrap();
+    assert!(!shown.is_empty());
+    assert!(engine.remediation.state().behind.is_none());
+    let mut stored = engine.store().load_remediation().unwrap().items;
+    stored.sort_by(|a, b| a.crn.cmp(&b.crn));
+    assert_eq!(stored, shown);
 
     // A pass on its own (no commit after it), as in the middle of a scan,
     // with an item to write.
@@ -202,11 +210,11 @@ fn items_are_shown_once_durable() {
             .unwrap();
         assert_eq!(sau.written, 1);
     }
-    assert!(engine.remediation.state().behind.is_some());
+    assert!(matches!(engine.remediation.state().behind, Some(Behind::Waiting(_))));
     let shown = engine.remediation_items().unwrap();
     assert!(
         engine.remediation.state().behind.is_none(),
-        "the write behind the pass was waited for"
+        "the write waiting behind the pass was written"
     );
     // What is shown is what the store holds.
     let mut stored = engine.store().load_remediation().unwrap().items;

@@ -85,6 +85,9 @@ pub(crate) fn run(
     let progress = &engine.scans.progress;
     progress.start();
     let ran = run_phases(&mut cx);
+    // The items the `engine.sau` pass changed, written after the scan's
+    // own writes (or, when the scan failed, after what it wrote).
+    cx.remediation.write_behind(engine.core.store());
     progress.finish(match &ran {
         Ok(()) => Finished {
             scan_seq: cx.report.scan_seq,
@@ -133,7 +136,6 @@ fn commit(cx: &mut Scan<'_>) -> Result<(), EngineError> {
     report.generation = core.graph().generation();
     cx.scans.commit(
         core,
-        cx.remediation,
         rows,
         CommitMeta {
             generation: report.generation,

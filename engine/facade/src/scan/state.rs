@@ -192,15 +192,8 @@ impl ScanState {
     }
 
     /// Writes new symbols and changed versions durably, then advances the
-    /// scan sequence. The remediation items a scan's `engine.sau` pass
-    /// wrote behind it are durable first.
-    pub(crate) fn commit(
-        &self,
-        core: &Core,
-        remediation: &svc_remediation::Remediation,
-        rows: DirtyRows,
-        meta: CommitMeta,
-    ) -> Result<(), EngineError> {
+    /// scan sequence.
+    pub(crate) fn commit(&self, core: &Core, rows: DirtyRows, meta: CommitMeta) -> Result<(), EngineError> {
         // The last commit's snapshot is in place (or failed) before this
         // commit, so an older snapshot never lands over a newer one. Waited
         // for before the graph's lock is taken: its writer takes it too.
@@ -234,9 +227,6 @@ impl ScanState {
         }
         let changed = !versions.rows.is_empty();
         drop(versions);
-        // The scan's `engine.sau` pass wrote its items behind the scan; this
-        // commit's write transaction came after that one.
-        remediation.settle();
         let store_ms = t.elapsed().as_millis() as u64;
         let meta = CommitMeta { commit_us, ..meta };
         *persisted += fresh.len();

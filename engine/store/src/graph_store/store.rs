@@ -356,7 +356,7 @@ impl GraphStore {
         // durable, and only it lists the commit: until it commits, the
         // segments before it are leftovers no reader reads. The building
         // starts before the write transaction, which waits for any other
-        // writer (the remediation items written behind a scan).
+        // writer (the remediation items written behind the last scan).
         let mut txn = std::thread::scope(|scope| -> Result<Recorded, StoreError> {
             let rx = versions.map(|versions| {
                 let (tx, rx) = std::sync::mpsc::sync_channel::<(u8, u16, Vec<u8>)>(64);
