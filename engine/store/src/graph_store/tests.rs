@@ -496,7 +496,7 @@ fn versions_read_from_the_graph_encode_as_their_owned_copies() {
         rows: g.all_rows(),
     };
     assert_eq!(all.segments(), g.all_versions().segments());
-    // A few rows: their CRNs are rendered one by one instead.
+    // A few rows: only the nodes they mention are rendered.
     for id in ids.iter().take(10) {
         g.set_verdict(*id, &Verdict::CLEAR, 250);
     }

@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 use svc_graph::graph::{Changes, DirtyRows, Graph, NodeVersion};
-use svc_graph::ids::NodeId;
+use svc_graph::ids::{NodeId, NodeSlot};
 
 use std::ops::Range;
 
@@ -97,35 +97,61 @@ impl Versions for Changes {
     }
 }
 
-/// Every node's CRN text, by node shard and row, and its FNV-1a hash
-/// (which places the node's versions, and starts its edges' keys).
+/// The CRN text of every node a commit mentions (or of every node), by
+/// node shard and row, and its FNV-1a hash (which places the node's
+/// versions, and starts its edges' keys): each rendered and hashed once,
+/// shard by shard in row order, not at each mention and pass.
 struct CrnTable {
     shards: Vec<CrnShard>,
     generations: Vec<u32>,
 }
 
 struct CrnShard {
+    /// The rows held, ascending; `None`: every row of the shard.
+    rows: Option<Vec<u32>>,
     /// The texts one after another.
     text: Vec<u8>,
-    /// Where each row's text starts (and, one on, ends).
+    /// Where each held row's text starts (and, one on, ends).
     at: Vec<u32>,
-    /// Each row's text's hash.
+    /// Each held row's text's hash.
     hash: Vec<u64>,
 }
 
 impl CrnTable {
-    fn build(g: &Graph, reader: &svc_graph::intern::InternerReader<'_>) -> CrnTable {
+    /// The table of every node (`mentioned` is `None`), or of the nodes
+    /// `mentioned`, by shard and row, in any order and repeated.
+    fn build(g: &Graph, reader: &svc_graph::intern::InternerReader<'_>, mentioned: Option<Vec<NodeSlot>>) -> CrnTable {
+        let by_shard: Vec<Option<Vec<u32>>> = match mentioned {
+            None => vec![None; g.node_shards().len()],
+            Some(mut slots) => {
+                slots.par_sort_unstable_by_key(|s| s.raw());
+                slots.dedup();
+                let mut by_shard = vec![Some(Vec::new()); g.node_shards().len()];
+                for slot in slots {
+                    if let Some(Some(rows)) = by_shard.get_mut(slot.shard()) {
+                        rows.push(slot.row());
+                    }
+                }
+                by_shard
+            }
+        };
         let shards = g
             .node_shards()
             .par_iter()
+            .zip(by_shard)
             .enumerate()
-            .map(|(s, shard)| {
-                let mut text = Vec::with_capacity(shard.len() * 72);
-                let mut at = Vec::with_capacity(shard.len() + 1);
+            .map(|(s, (shard, rows))| {
+                let held = rows.as_ref().map_or(shard.len(), Vec::len);
+                let mut text = Vec::with_capacity(held * 72);
+                let mut at = Vec::with_capacity(held + 1);
                 at.push(0);
-                for r in 0..shard.len() as u32 {
+                let mut render = |r: u32| {
                     g.crn_into(reader, NodeId::new(s, r, shard.generation), &mut text);
                     at.push(text.len() as u32);
+                };
+                match &rows {
+                    Some(rows) => rows.iter().copied().for_each(&mut render),
+                    None => (0..shard.len() as u32).for_each(&mut render),
                 }
                 let mut jobs: Vec<(u64, &[u8])> = at
                     .windows(2)
@@ -133,20 +159,23 @@ impl CrnTable {
                     .collect();
                 fnv_all(&mut jobs);
                 let hash = jobs.into_iter().map(|(h, _)| h).collect();
-                CrnShard { text, at, hash }
+                CrnShard { rows, text, at, hash }
             })
             .collect();
         let generations = g.node_shards().iter().map(|s| s.generation).collect();
         CrnTable { shards, generations }
     }
 
-    /// A node's CRN text and its hash.
+    /// A node's CRN text and its hash, if the table holds it.
     fn get(&self, id: NodeId) -> Option<(&[u8], u64)> {
         if self.generations.get(id.shard()) != Some(&id.generation()) {
             return None;
         }
         let shard = self.shards.get(id.shard())?;
-        let r = id.row() as usize;
+        let r = match &shard.rows {
+            Some(rows) => rows.binary_search(&id.row()).ok()?,
+            None => id.row() as usize,
+        };
         let text = shard
             .text
             .get(*shard.at.get(r)? as usize..*shard.at.get(r + 1)? as usize)?;
@@ -173,12 +202,24 @@ impl Versions for GraphVersions<'_> {
         let (nodes, edges) = self.rows.flat(g);
         let node_id = |&(s, r): &(u32, u32)| NodeId::new(s as usize, r, g.node_shards()[s as usize].generation);
         let edge = |&(s, r): &(u32, u32)| (&g.edge_shards()[s as usize], r as usize);
-        // Unless few rows are written, every node's CRN is rendered once,
-        // shard by shard in row order, instead of at each mention and pass
-        // from rows scattered over the graph (a later scan's ~100k
-        // versions mention ~250k nodes twice each).
-        let table = (nodes.len() + 2 * edges.len() > g.node_rows() / 16).then(|| CrnTable::build(g, reader));
-        let crn = |id: NodeId, k: &mut Vec<u8>| match table.as_ref().and_then(|t| t.get(id)) {
+        // Each node's CRN is rendered once, shard by shard in row order,
+        // instead of at each mention and pass from rows scattered over the
+        // graph: every node's when the versions mention more than half as
+        // many nodes as there are (a first scan), else the ones mentioned
+        // (a later scan at 10^7 writes ~0.9M versions, mentioning ~1.5M
+        // nodes, and would render and hash all 10M).
+        let mentions = nodes.len() + 2 * edges.len();
+        let mentioned = (2 * mentions <= g.node_rows()).then(|| {
+            let mut slots: Vec<NodeSlot> = Vec::with_capacity(mentions);
+            slots.extend(nodes.iter().map(|&(s, r)| NodeSlot::new(s as usize, r)));
+            slots.par_extend(edges.par_iter().flat_map_iter(|e| {
+                let (shard, r) = edge(e);
+                [shard.src[r], shard.dst[r]]
+            }));
+            slots
+        });
+        let table = CrnTable::build(g, reader, mentioned);
+        let crn = |id: NodeId, k: &mut Vec<u8>| match table.get(id) {
             Some((text, _)) => k.extend_from_slice(text),
             None => g.crn_into(reader, id, k),
         };
@@ -202,17 +243,13 @@ impl Versions for GraphVersions<'_> {
             || {
                 place(
                     &nodes,
-                    |run, placed| match &table {
-                        // The table has every node's hash.
-                        Some(t) => {
-                            for n in run {
-                                match t.get(node_id(n)) {
-                                    Some((text, hash)) => placed.push((shard_of(hash), text.len() as u32)),
-                                    None => by_key(node_key)(std::slice::from_ref(n), placed),
-                                }
+                    |run, placed| {
+                        for n in run {
+                            match table.get(node_id(n)) {
+                                Some((text, hash)) => placed.push((shard_of(hash), text.len() as u32)),
+                                None => by_key(node_key)(std::slice::from_ref(n), placed),
                             }
                         }
-                        None => by_key(node_key)(run, placed),
                     },
                     |&(s, r)| crate::codec::encoded_fields_len(&g.node_shards()[s as usize].fields(r)),
                 )
@@ -221,9 +258,6 @@ impl Versions for GraphVersions<'_> {
                 place(
                     &edges,
                     |run, placed| {
-                        let Some(t) = &table else {
-                            return by_key(edge_key)(run, placed);
-                        };
                         // An edge's key hash carried on from its source's,
                         // over the relation and the target's CRN; hashed
                         // together once the run's are known.
@@ -232,7 +266,7 @@ impl Versions for GraphVersions<'_> {
                         let mut hashed = Vec::with_capacity(run.len());
                         for e in run {
                             let (shard, r) = edge(e);
-                            match (t.get(g.node_id(shard.src[r])), t.get(g.node_id(shard.dst[r]))) {
+                            match (table.get(g.node_id(shard.src[r])), table.get(g.node_id(shard.dst[r]))) {
                                 (Some((src, hash)), Some((dst, _))) => {
                                     rel.clear();
                                     relation_key_into(shard.rel[r], &mut rel);
