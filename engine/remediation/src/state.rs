@@ -114,23 +114,28 @@ impl State {
             },
         };
         if let Err(e) = written {
-            self.rewrite = true;
-            warn!(error = %e, "the remediation pass's items could not be written; the next pass writes them all");
+            self.not_written(&e);
         }
     }
 
-    /// Begins the waiting write on a thread of its own: the caller's
-    /// writes are done, and later ones wait for this one.
+    /// Begins a waiting write on a thread of its own: the caller's writes
+    /// are done, and later ones wait for this one. A write already running
+    /// is left to run.
     pub fn write_behind(&mut self, store: &GraphStore) {
+        if !matches!(self.behind, Some(Behind::Waiting(_))) {
+            return;
+        }
         if let Some(Behind::Waiting(w)) = self.behind.take() {
             match store.write_items_behind(w) {
                 Ok(handle) => self.behind = Some(Behind::Running(handle)),
-                Err(e) => {
-                    self.rewrite = true;
-                    warn!(error = %e, "the remediation pass's items could not be written; the next pass writes them all");
-                }
+                Err(e) => self.not_written(&e),
             }
         }
+    }
+
+    fn not_written(&mut self, e: &StoreError) {
+        self.rewrite = true;
+        warn!(error = %e, "the remediation pass's items could not be written; the next pass writes them all");
     }
 }
 

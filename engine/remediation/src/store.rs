@@ -668,6 +668,39 @@ mod tests {
         );
     }
 
+    /// A pass's write waits in the state until its scan begins it; a write
+    /// already running is left to run by a scan that has none waiting, and
+    /// a refused one makes the next pass write every item.
+    #[test]
+    fn a_pass_write_waits_runs_behind_and_a_refused_one_asks_for_a_rewrite() {
+        use crate::state::{Behind, State};
+        let item = |n: u32| Item::new(format!("crn:svc:aws:us-east-1:ec2:volume:1:vol-{n}"), 7);
+        let (a, b) = (item(1), item(2));
+        let disk = Arc::new(Disk::default());
+        let store = store_on(&disk);
+        let mut st = State {
+            behind: Some(Behind::Waiting(ItemsWrite::put(&[&a], &[]))),
+            ..State::default()
+        };
+        st.write_behind(&store);
+        assert!(matches!(st.behind, Some(Behind::Running(_))));
+        // A scan that failed before its pass: the running write stays to be joined.
+        st.write_behind(&store);
+        assert!(matches!(st.behind, Some(Behind::Running(_))));
+        st.settle(&store);
+        assert!(st.behind.is_none() && !st.rewrite);
+        assert_eq!(
+            stored_crns(&store_on(&Arc::new(disk.after_crash()))),
+            std::slice::from_ref(&a.crn)
+        );
+
+        disk.full.store(true, std::sync::atomic::Ordering::Relaxed);
+        st.behind = Some(Behind::Waiting(ItemsWrite::put(&[&b], &[])));
+        st.settle(&store);
+        assert!(st.behind.is_none());
+        assert!(st.rewrite, "a refused write in line asks the next pass for every item");
+    }
+
     /// After a refused write, the store answers the fault until the disk
     /// has room, then opens again by itself; a replacing write then stores
     /// exactly what memory holds, removing what memory no longer has.

@@ -678,8 +678,8 @@ impl Pipeline<'_> {
         };
         let written = batch.items.len() + batch.removed_items.len();
         report.written = batch.items.len() as u64;
-        // In line when a ledger record about it follows; else behind the
-        // scan's next phases (see above). After a failed write, every item.
+        // In line when a ledger record about it follows; else after the
+        // scan's commit (see above). After a failed write, every item.
         let durable = !events.is_empty();
         if durable {
             let written = if rewrite {
