@@ -777,6 +777,7 @@ impl<'a> Decoder<'a> {
         let guess = self.guesses.get_mut(s)?;
         let row = shard.unchanged_row(hash, &key, id.as_bytes(), fingerprint, *guess)?;
         *guess = row.wrapping_add(1);
+        shard.prefetch_guess(*guess);
         Some(FoundNode {
             shard: u16::try_from(s).ok()?,
             row,

@@ -41,12 +41,27 @@ pub struct Shared {
     effects: Mutex<Effects>,
 }
 
-/// The estate a scan showed. The CRNs the action RPCs look resources up in
-/// are indexed as the scan streams; a lookup before its stream ended
+/// The estate a scan showed. The fingerprints of the CRNs the action RPCs
+/// look resources up in are collected as the scan streams, and sorted into
+/// an index at the first lookup, not when the stream ends (a daemon is
+/// then still busy with the scan); a lookup before its stream ended
 /// generates them.
 struct Scanned {
     config: ScanConfig,
+    streamed: Mutex<Option<Vec<u64>>>,
     index: OnceLock<CrnIndex>,
+}
+
+impl Scanned {
+    fn index(&self) -> &CrnIndex {
+        self.index.get_or_init(|| {
+            let streamed = self.streamed.lock().ok().and_then(|mut s| s.take());
+            match streamed {
+                Some(fingerprints) => CrnIndex::new(fingerprints),
+                None => CrnIndex::generate(&self.config),
+            }
+        })
+    }
 }
 
 impl Shared {
@@ -60,8 +75,7 @@ impl Shared {
             .map_err(|_| "estate lock poisoned".to_owned())?
             .clone();
         let scanned = scanned.ok_or_else(|| "unknown resource".to_owned())?;
-        let index = scanned.index.get_or_init(|| CrnIndex::generate(&scanned.config));
-        if index.contains(&canonical) {
+        if scanned.index().contains(&canonical) {
             Ok(())
         } else {
             Err("unknown resource".to_owned())
@@ -239,6 +253,7 @@ impl EncodedScan for MockProvider {
         tokio::task::spawn_blocking(move || {
             let scanned = Arc::new(Scanned {
                 config: config.clone(),
+                streamed: Mutex::new(None),
                 index: OnceLock::new(),
             });
             match shared.estate.write() {
@@ -249,9 +264,13 @@ impl EncodedScan for MockProvider {
                 }
             }
             let effects = shared.effects.lock().map(|fx| fx.states().clone()).unwrap_or_default();
-            if let Some(crns) = produce(&config, fail, &effects, tx) {
-                // A lookup made while it streamed may have set it already.
-                let _ = scanned.index.set(CrnIndex::new(crns));
+            if let Some(crns) = produce(&config, fail, &effects, tx)
+                && let Ok(mut streamed) = scanned.streamed.lock()
+            {
+                // A lookup made while it streamed may have built the index already.
+                if scanned.index.get().is_none() {
+                    *streamed = Some(crns);
+                }
             }
         });
         Ok(Response::new(stream))

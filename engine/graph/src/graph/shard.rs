@@ -401,6 +401,25 @@ impl NodeShard {
         (self.valid_to.get(r) == Some(&0) && self.content.get(r) == Some(&content)).then_some(row)
     }
 
+    /// Starts loading what [`NodeShard::unchanged_row`] reads of row `r`
+    /// (its key, the first bytes of its id, `valid_to` and content hash):
+    /// asked for the row after one just found, the next guess in this
+    /// shard, which a stream in the order of the last scan asks for a few
+    /// hundred nodes later, by when it is in cache.
+    #[inline]
+    pub fn prefetch_guess(&self, r: u32) {
+        let r = r as usize;
+        if let (Some(key), Some(&id)) = (self.key.get(r), self.id.get(r)) {
+            prefetch(key);
+            // Most ids are shorter than a line: its first line or two.
+            prefetch_blob(&self.arena, id, 64);
+        }
+        if let (Some(valid_to), Some(content)) = (self.valid_to.get(r), self.content.get(r)) {
+            prefetch(valid_to);
+            prefetch(content);
+        }
+    }
+
     /// The row keyed like `n` (its id read from `buf`), if any, and what
     /// an upsert of `n` would do to it: a read, what a later scan's stage
     /// asks while the sources stream. Row `guess` is tried first, as `keyed_row` tries it.
