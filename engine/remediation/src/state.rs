@@ -122,14 +122,12 @@ impl State {
     /// are done, and later ones wait for this one. A write already running
     /// is left to run.
     pub fn write_behind(&mut self, store: &GraphStore) {
-        if !matches!(self.behind, Some(Behind::Waiting(_))) {
-            return;
-        }
-        if let Some(Behind::Waiting(w)) = self.behind.take() {
-            match store.write_items_behind(w) {
+        match self.behind.take() {
+            Some(Behind::Waiting(w)) => match store.write_items_behind(w) {
                 Ok(handle) => self.behind = Some(Behind::Running(handle)),
                 Err(e) => self.not_written(&e),
-            }
+            },
+            running => self.behind = running,
         }
     }
 
